@@ -1,0 +1,105 @@
+"""The compute backend interface: where a training session runs.
+
+A backend launches one session from a script's text (the rendered bootstrap), reports
+its status, its log tail and the accelerator quota. Liveness always comes from here,
+never from the checkpoint pointer. ``UNKNOWN`` is a real answer (a failed status call,
+a timeout): it never counts as "gone" and never allows a launch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+class SessionState(str, enum.Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETE = "complete"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+    GONE = "gone"  # the backend positively says it does not exist (e.g. 404)
+    UNKNOWN = "unknown"  # the backend could not be asked or did not answer clearly
+
+    @property
+    def alive(self) -> bool:
+        """Queued or running: a new launch must wait."""
+        return self in (SessionState.QUEUED, SessionState.RUNNING)
+
+    @property
+    def ended(self) -> bool:
+        return self in (SessionState.COMPLETE, SessionState.ERROR, SessionState.CANCELLED, SessionState.GONE)
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """Everything one launch needs; the backend adds its own envelope."""
+
+    slug: str  # e.g. "owner/ounce100m-p4-session3" on Kaggle, a name locally
+    script_text: str  # the rendered bootstrap, the whole body of the session
+    session_timeout_s: int
+    title: str | None = None  # only for a kernel that does not exist yet
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    """What a launch returned, as recorded in ASSETS.md."""
+
+    ref: str  # the returned reference: always poll this, never the requested slug
+    version: int | None
+    kernel_id: str | None
+    submitted_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class SessionStatus:
+    state: SessionState
+    started_at: dt.datetime | None = None
+    ended_at: dt.datetime | None = None
+    exit_code: int | None = None
+    failure_message: str | None = None
+
+
+@dataclass(frozen=True)
+class Quota:
+    """Accelerator quota in hours; ``refresh_at`` is when it resets."""
+
+    used_hours: float
+    total_hours: float
+    refresh_at: dt.datetime | None
+
+    @property
+    def left_hours(self) -> float:
+        return max(0.0, self.total_hours - self.used_hours)
+
+
+class ComputeError(Exception):
+    """A backend call failed; the message names the request and never a secret."""
+
+
+class CapacityError(ComputeError):
+    """The platform refused for capacity (too many sessions): infrastructure, not ours."""
+
+
+class ComputeUnavailableError(ComputeError):
+    """The backend could not be reached or answered ambiguously: state is unknown."""
+
+
+@runtime_checkable
+class ComputeBackend(Protocol):
+    def launch(self, request: LaunchRequest) -> LaunchRecord:
+        """Submit one session. Raises CapacityError or ComputeError."""
+
+    def status(self, ref: str) -> SessionStatus:
+        """The session's state; UNKNOWN (not an exception) when it cannot be told."""
+
+    def log_tail(self, ref: str, lines: int = 200) -> str:
+        """The last lines of the session's output log (outside text: quote it, never parse it as memory)."""
+
+    def quota(self) -> Quota:
+        """The live accelerator quota. Raises ComputeUnavailableError when unreadable."""
+
+    def list_sessions(self) -> list[tuple[str, SessionState]]:
+        """Every session of the account that the backend can see (for foreign-kernel checks)."""

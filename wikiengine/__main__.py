@@ -1,0 +1,3 @@
+from wikiengine.cli import main
+
+raise SystemExit(main())
