@@ -1,0 +1,72 @@
+"""Page kinds follow from paths (DESIGN.md). Each kind may have a frontmatter schema
+``schema/<kind>.schema.json``.
+
+=================  ==================================================================
+kind               path (relative to the repository root)
+=================  ==================================================================
+experiment         ``wiki/experiments/<model>_autoresearch_optimization/<lane>/[experiments/]<page>.md``
+program            any ``program.md`` under ``wiki/``
+log                any ``log.md`` under ``wiki/`` (``wiki/log.md`` is the global tier)
+model              ``wiki/models/<model>-<lane>.md``
+hypothesis         ``wiki/hypotheses/<slug>.md``
+retrospective      ``wiki/retrospectives/<page>.md`` or ``<lane>/retrospectives/<page>.md``
+cluster            ``.env/<cluster>.md``
+memory-state       ``memory/STATE.md`` (likewise memory-quota, memory-assets, memory-errors)
+page               any other markdown page under ``wiki/`` or ``memory/``
+=================  ==================================================================
+"""
+
+from __future__ import annotations
+
+import re
+
+from wikiengine.identity import MODEL_DIR_SUFFIX
+
+MEMORY_KINDS = {
+    "memory/STATE.md": "memory-state",
+    "memory/QUOTA.md": "memory-quota",
+    "memory/ASSETS.md": "memory-assets",
+    "memory/ERRORS.md": "memory-errors",
+}
+_EXPERIMENT_RE = re.compile(
+    r"wiki/experiments/(?P<model>[^/]+" + MODEL_DIR_SUFFIX + r")/(?P<lane>[^/]+)/(?:experiments/)?(?P<name>[^/]+\.md)"
+)
+_RETRO_RE = re.compile(r"wiki/(?:.+/)?retrospectives/[^/]+\.md")
+_NOT_EXPERIMENTS = {"program.md", "log.md", "README.md", "index.md"}
+
+
+def kind_of(rel: str) -> str:
+    """The kind of the page at ``rel`` (a posix path relative to the repository root)."""
+    if rel in MEMORY_KINDS:
+        return MEMORY_KINDS[rel]
+    name = rel.rsplit("/", 1)[-1]
+    if rel.startswith(".env/") and rel.count("/") == 1:
+        return "cluster"
+    if not rel.startswith("wiki/"):
+        return "page"
+    if name == "program.md":
+        return "program"
+    if name == "log.md":
+        return "log"
+    if _RETRO_RE.fullmatch(rel):
+        return "retrospective"
+    match = _EXPERIMENT_RE.fullmatch(rel)
+    if match and name not in _NOT_EXPERIMENTS:
+        return "experiment"
+    if rel.startswith("wiki/models/") and rel.count("/") == 2:
+        return "model"
+    if rel.startswith("wiki/hypotheses/") and rel.count("/") == 2:
+        return "hypothesis"
+    return "page"
+
+
+def experiment_lane(rel: str) -> tuple[str, str] | None:
+    """``(model folder, lane)`` of an experiment page path, else None."""
+    match = _EXPERIMENT_RE.fullmatch(rel)
+    return (match.group("model"), match.group("lane")) if match else None
+
+
+def log_lane(rel: str) -> tuple[str, str] | None:
+    """``(model folder, lane)`` of a lane log path (``.../<lane>/log.md``), else None."""
+    match = re.fullmatch(r"wiki/experiments/([^/]+" + MODEL_DIR_SUFFIX + r")/([^/]+)/log\.md", rel)
+    return (match.group(1), match.group(2)) if match else None

@@ -1,0 +1,37 @@
+"""Run the selected rules over a wiki and collect their findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wikiengine.lint.config import LintConfig, load_config
+from wikiengine.lint.context import LintContext, discover
+from wikiengine.lint.finding import Finding
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding]
+    files_checked: int
+    notices: list[str] = field(default_factory=list)
+
+
+def lint(root: Path, paths: list[str] | None = None, config: LintConfig | None = None) -> LintResult:
+    """Lint the wiki at ``root``: every file, or only ``paths`` (cross-file rules still see all)."""
+    from wikiengine.rules import selected_rules
+
+    config = config or load_config(root)
+    files = discover(root)
+    targets = files if paths is None else sorted(paths)
+    ctx = LintContext(root=root, config=config, files=files, targets=targets)
+    target_set = set(targets)
+    findings: list[Finding] = []
+    for rule in selected_rules(config):
+        for rel in targets:
+            info = ctx.info(rel)
+            if info.kind in rule.kinds and (info.page is not None or rule.code == "WK001"):
+                findings.extend(rule.check_page(info, ctx))
+        findings.extend(f for f in rule.check_wiki(ctx) if f.path in target_set)
+    findings = [f for f in findings if not config.ignored_for(f.path, f.code)]
+    return LintResult(sorted(set(findings)), len(targets))

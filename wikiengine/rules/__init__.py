@@ -1,0 +1,22 @@
+"""The registry: every rule, by code, in one table (like ruff's)."""
+
+from __future__ import annotations
+
+import importlib
+
+from wikiengine.lint.rule import Rule
+
+# code -> "module:Class". Modules are imported only when their rule is selected.
+REGISTRY: dict[str, str] = {
+    "WK001": "wikiengine.rules.unreadable_page:UnreadablePage",
+}
+
+
+def rule_class(code: str) -> type[Rule]:
+    module, _, name = REGISTRY[code].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def selected_rules(config) -> list[Rule]:
+    """Instances of every enabled rule, in code order."""
+    return [rule_class(code)() for code in sorted(REGISTRY) if config.enabled(code)]
