@@ -1,0 +1,107 @@
+"""The base revision that git-aware rules compare with (EXP007, MEM002, age rules).
+
+Everything comes from a few whole-repository git calls (``git diff --name-status``
+against the base, one ``git log --name-only`` pass for commit times, ``git show`` for
+old file contents), never a per-file ``git log --follow`` (``reference/performance.md``:
+about 10^4 times slower over a large wiki).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wikiengine.errors import WikiError
+
+
+def _git(root: Path, *args: str, check: bool = True) -> str:
+    try:
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WikiError(f"git {args[0]} failed: {exc}") from None
+    if check and out.returncode != 0:
+        raise WikiError(f"git {' '.join(args[:2])} failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
+    return out.stdout
+
+
+def in_git_repo(root: Path) -> bool:
+    """Is ``root`` inside a git work tree with at least one commit?"""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0
+
+
+@dataclass
+class GitView:
+    """The working tree compared with ``base`` (a commit-ish, ``HEAD`` by default)."""
+
+    root: Path
+    base: str
+    changes: dict[str, str] = field(default_factory=dict)  # rel -> status letter (A, M, D, R)
+    renamed_from: dict[str, str] = field(default_factory=dict)  # new rel -> old rel
+    _times: dict[str, tuple[dt.datetime, dt.datetime]] | None = None  # rel -> (first, last) commit time
+
+    @classmethod
+    def open(cls, root: Path, base: str = "HEAD") -> GitView:
+        """Compare the working tree (staged and unstaged) with ``base``; WikiError on a bad revision."""
+        sha = _git(root, "rev-parse", "--verify", "-q", f"{base}^{{commit}}", check=False).strip()
+        if not sha:
+            raise WikiError(f"unknown git revision {base!r}")
+        view = cls(root, sha)
+        # -z: paths are NUL-separated and never quoted. Untracked files count as added.
+        out = _git(root, "diff", "--name-status", "-z", "-M", sha, "--", ".")
+        parts = out.split("\0")
+        index = 0
+        while index < len(parts) - 1:
+            status = parts[index]
+            if status.startswith("R"):
+                old, new = parts[index + 1], parts[index + 2]
+                view.changes[new] = "R"
+                view.changes[old] = "D"
+                view.renamed_from[new] = old
+                index += 3
+            else:
+                view.changes[parts[index + 1]] = status[:1]
+                index += 2
+        for rel in _git(root, "ls-files", "-z", "--others", "--exclude-standard").split("\0"):
+            if rel:
+                view.changes.setdefault(rel, "A")
+        return view
+
+    def changed(self, rel: str) -> bool:
+        return rel in self.changes
+
+    def deleted(self) -> list[str]:
+        return sorted(rel for rel, status in self.changes.items() if status == "D")
+
+    def base_text(self, rel: str) -> str | None:
+        """The file's text at the base revision (following a rename), or None when absent."""
+        old = self.renamed_from.get(rel, rel)
+        out = subprocess.run(
+            ["git", "show", f"{self.base}:{old}"], cwd=self.root, capture_output=True, timeout=60
+        )
+        if out.returncode != 0:
+            return None
+        return out.stdout.decode("utf-8", errors="replace")
+
+    def commit_times(self, rel: str) -> tuple[dt.datetime, dt.datetime] | None:
+        """(first, last) commit time of ``rel`` up to the base, from one ``git log`` pass."""
+        if self._times is None:
+            self._times = {}
+            out = _git(self.root, "log", "--format=%x00%ct", "--name-only", "--no-renames", self.base)
+            for block in out.split("\0")[1:]:
+                lines = block.strip().splitlines()
+                if not lines:
+                    continue
+                when = dt.datetime.fromtimestamp(int(lines[0]), dt.timezone.utc)
+                for name in lines[1:]:
+                    if name:
+                        first, last = self._times.get(name, (when, when))
+                        self._times[name] = (min(first, when), max(last, when))
+        return self._times.get(rel)
