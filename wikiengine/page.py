@@ -23,6 +23,8 @@ from wikiengine.errors import PageError
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})(.*)$")
+# An ATX heading of any level: 1-6 '#' then a space, a tab or the end of the line.
+_ATX_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
 _FM_FENCE_RE = re.compile(r"---[ \t]*(?:\r\n|\r|\n)?$")
 _FM_CLOSE_RE = re.compile(r"(?:---|\.\.\.)[ \t]*(?:\r\n|\r|\n)?$")
 # The CommonMark trim set (markdown-it-py's mdTrim), used for heading text.
@@ -305,7 +307,7 @@ def _scan_h2(lines: list[str]) -> list[tuple[int, int, str]] | None:
                     return None
             previous_blank = False
             continue
-        if first == "#":
+        if first == "#" and _ATX_RE.match(line):
             title = _atx_h2_title(line)
             if title is not None:
                 found.append((index, 1, title))
