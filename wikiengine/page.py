@@ -287,7 +287,8 @@ def _scan_h2(lines: list[str]) -> list[tuple[int, int, str]] | None:
         if fence_char:
             stripped = line.lstrip(" ")
             if len(line) - len(stripped) <= 3 and stripped.startswith(fence_char * fence_len):
-                if not stripped.strip(fence_char).strip(" \t"):
+                # A closer is the fence character only, then nothing but spaces or tabs.
+                if not stripped.lstrip(fence_char).strip(" \t"):
                     fence_char = ""
             continue
         if not line.strip(" \t"):
