@@ -1,0 +1,213 @@
+"""The embedded checkpoint store: a local git repository whose history plays the Hub's.
+
+:class:`LocalGitStore` implements :class:`executors.store.CheckpointStore` on a bare git
+repository with one branch (``main``), through the git CLI's plumbing:
+
+- a commit is built without a work tree (``hash-object -w``, a private index file,
+  ``write-tree``, ``commit-tree`` with the real current time);
+- the branch moves with ``git update-ref refs/heads/main <new> <expected-old>``, a
+  compare-and-swap: when the branch is not at the parent the writer named, the update
+  is refused and :class:`StaleParentError` raised (a second writer is refused, never
+  merged);
+- reads are pinned to a revision: ``cat-file`` and ``ls-tree``.
+
+Create a fresh store with ``LocalGitStore.create(path)`` (a bare repository with one
+initial commit, so :meth:`head` always has an answer); open an existing one with
+``LocalGitStore(path)``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from executors.store import (
+    POINTER_PATH,
+    FileMissingError,
+    Pointer,
+    StaleParentError,
+    StoreCommit,
+    StoreError,
+    StoreFormatError,
+    StoreUnavailableError,
+    checkpoint_message,
+    checkpoint_path,
+    pointer_message,
+)
+
+BRANCH_REF = "refs/heads/main"
+COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "wikiengine trainer",
+    "GIT_AUTHOR_EMAIL": "trainer@wikiengine.invalid",
+    "GIT_COMMITTER_NAME": "wikiengine trainer",
+    "GIT_COMMITTER_EMAIL": "trainer@wikiengine.invalid",
+}
+
+
+class LocalGitStore:
+    """A checkpoint store on a local bare git repository (see the module docstring)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not (self.path / "HEAD").is_file() or not (self.path / "objects").is_dir():
+            raise StoreUnavailableError(f"{self.path}: not a git repository created by LocalGitStore.create")
+
+    # ---------------------------------------------------------------- creation
+
+    @classmethod
+    def create(cls, path: str | Path, description: str = "checkpoint store") -> LocalGitStore:
+        """Create a bare repository at ``path`` with one initial commit; return the store.
+
+        Refuses an existing non-empty directory.
+        """
+        path = Path(path)
+        if path.exists() and any(path.iterdir()):
+            raise StoreError(f"{path}: exists and is not empty")
+        path.mkdir(parents=True, exist_ok=True)
+        _run_git(path, "init", "--bare", "--quiet", "--initial-branch=main")
+        store = cls(path)
+        readme = store._hash_blob(f"# {description}\n\nCheckpoints live under ckpt/; latest.json names the current one.\n".encode())
+        tree = store._build_tree(None, {"README.md": readme}, remove_prefix=None)
+        commit = store._commit_tree(tree, None, "create checkpoint store")
+        _run_git(path, "update-ref", BRANCH_REF, commit, "0" * 40)
+        return store
+
+    # ---------------------------------------------------------------- reads
+
+    def head(self) -> str:
+        """The commit id ``main`` points at now."""
+        out = self._git("rev-parse", "--verify", "--quiet", BRANCH_REF, check=False)
+        commit = out.stdout.decode().strip()
+        if out.returncode != 0 or not COMMIT_ID.match(commit):
+            raise StoreUnavailableError(f"{self.path}: branch main has no commit")
+        return commit
+
+    def list_commits(self, revision: str) -> list[StoreCommit]:
+        """History reachable from ``revision``, newest first (id, title, commit date UTC)."""
+        out = self._git("log", "--format=%H%x00%ct%x00%s", self._rev(revision), "--").stdout.decode()
+        commits = []
+        for line in out.splitlines():
+            commit_id, stamp, title = line.split("\x00", 2)
+            commits.append(StoreCommit(commit_id, title, dt.datetime.fromtimestamp(int(stamp), tz=dt.timezone.utc)))
+        return commits
+
+    def read_file(self, path: str, revision: str) -> bytes:
+        """The bytes of ``path`` at ``revision``; FileMissingError when absent."""
+        _check_path(path)
+        out = self._git("cat-file", "blob", f"{self._rev(revision)}:{path}", check=False)
+        if out.returncode != 0:
+            raise FileMissingError(f"{path} does not exist at {revision[:12]}")
+        return out.stdout
+
+    def list_files(self, prefix: str, revision: str) -> list[str]:
+        """Paths of the files under ``prefix`` (a directory path, with or without ``/``) at ``revision``."""
+        prefix = prefix.rstrip("/")
+        args = ["ls-tree", "-r", "-z", "--name-only", self._rev(revision)]
+        if prefix:
+            _check_path(prefix)
+            args += ["--", prefix + "/"]
+        out = self._git(*args).stdout.decode()
+        return sorted(name for name in out.split("\x00") if name)
+
+    def read_pointer(self, revision: str) -> Pointer | None:
+        """The parsed ``latest.json`` at ``revision``; None before the first pointer commit."""
+        try:
+            data = self.read_file(POINTER_PATH, revision)
+        except FileMissingError:
+            return None
+        return Pointer.from_bytes(data)
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """True when ``ancestor`` is in the history of ``descendant``."""
+        out = self._git("merge-base", "--is-ancestor", self._rev(ancestor), self._rev(descendant), check=False)
+        if out.returncode not in (0, 1):
+            raise StoreError(f"cannot compare {ancestor[:12]} and {descendant[:12]}")
+        return out.returncode == 0
+
+    # ---------------------------------------------------------------- writes
+
+    def commit_checkpoint(self, step: int, local_dir: Path, parent: str) -> str:
+        """Commit the files of ``local_dir`` as ``ckpt/checkpoint-<step>/`` (message ``checkpoint N``).
+
+        The folder is replaced as a whole (an older folder of the same name stays in the
+        history). StaleParentError when ``main`` is not at ``parent``.
+        """
+        local_dir = Path(local_dir)
+        files = sorted(p for p in local_dir.iterdir() if p.is_file())
+        if not files:
+            raise StoreError(f"{local_dir}: no files to commit")
+        folder = checkpoint_path(step)
+        blobs = {f"{folder}/{p.name}": self._hash_file(p) for p in files}
+        tree = self._build_tree(parent, blobs, remove_prefix=folder)
+        return self._advance(parent, tree, checkpoint_message(step))
+
+    def commit_pointer(self, step: int, parent: str) -> str:
+        """Commit ``latest.json`` = ``{"step": N, "path_in_repo": "ckpt/checkpoint-N"}`` (message ``latest -> N``)."""
+        blob = self._hash_blob(Pointer(step, checkpoint_path(step)).to_bytes())
+        tree = self._build_tree(parent, {POINTER_PATH: blob}, remove_prefix=None)
+        return self._advance(parent, tree, pointer_message(step))
+
+    # ---------------------------------------------------------------- plumbing
+
+    def _advance(self, parent: str, tree: str, message: str) -> str:
+        self._rev(parent)
+        commit = self._commit_tree(tree, parent, message)
+        out = self._git("update-ref", "-m", message, BRANCH_REF, commit, parent, check=False)
+        if out.returncode != 0:
+            raise StaleParentError(f"main moved: it is no longer at {parent[:12]} (another writer committed)")
+        return commit
+
+    def _commit_tree(self, tree: str, parent: str | None, message: str) -> str:
+        args = ["commit-tree", tree, "-m", message]
+        if parent:
+            args += ["-p", parent]
+        return self._git(*args, env=_IDENTITY).stdout.decode().strip()
+
+    def _build_tree(self, parent: str | None, blobs: dict[str, str], remove_prefix: str | None) -> str:
+        with tempfile.TemporaryDirectory(prefix="wiki-index-") as tmp:
+            env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+            if parent:
+                self._git("read-tree", parent, env=env)
+                if remove_prefix:
+                    self._git("rm", "-r", "--cached", "--quiet", "--ignore-unmatch", "--", remove_prefix, env=env)
+            index_info = "".join(f"100644 {blob}\t{path}\n" for path, blob in blobs.items())
+            self._git("update-index", "--add", "--index-info", env=env, input=index_info.encode())
+            return self._git("write-tree", env=env).stdout.decode().strip()
+
+    def _hash_blob(self, data: bytes) -> str:
+        return self._git("hash-object", "-w", "--stdin", input=data).stdout.decode().strip()
+
+    def _hash_file(self, path: Path) -> str:
+        return self._git("hash-object", "-w", "--no-filters", "--", str(path)).stdout.decode().strip()
+
+    def _rev(self, revision: str) -> str:
+        if not isinstance(revision, str) or not COMMIT_ID.match(revision):
+            raise StoreFormatError(f"revision must be a 40-hex commit id, got {revision!r}")
+        return revision
+
+    def _git(self, *args: str, env: dict | None = None, input: bytes | None = None, check: bool = True):
+        return _run_git(self.path, *args, env=env, input=input, check=check)
+
+
+def _check_path(path: str) -> None:
+    if not path or path.startswith("/") or ".." in path.split("/") or "\x00" in path or ":" in path:
+        raise StoreFormatError(f"bad path in store: {path!r}")
+
+
+def _run_git(repo: Path, *args: str, env: dict | None = None, input: bytes | None = None, check: bool = True):
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    full_env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
+    full_env.update(env or {})
+    try:
+        out = subprocess.run(["git", "--git-dir", str(repo), *args], input=input, capture_output=True, env=full_env)
+    except OSError as exc:
+        raise StoreUnavailableError(f"cannot run git: {exc.strerror}") from None
+    if check and out.returncode != 0:
+        message = out.stderr.decode(errors="replace").strip().splitlines()
+        raise StoreError(f"git {args[0]} failed in {repo}: {message[-1] if message else out.returncode}")
+    return out

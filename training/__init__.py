@@ -1,0 +1,16 @@
+"""The torch trainer that executors launch: model, data cursor, checkpoints, session planner, bootstrap.
+
+Modules (one concept each):
+
+- :mod:`training.config`: the run config (``RunConfig``, ``load_config``);
+- :mod:`training.model`: the GPT decoder and its presets (``tiny``, ``ounce100m``);
+- :mod:`training.data`: shards, ``dataset_files_sha``, ``shuffle_perm_sha``, the permutation;
+- :mod:`training.checkpoint`: the HF-Trainer checkpoint layout, manifest, verification,
+  ``read_cursor``;
+- :mod:`training.plan`: the pure session planner and its cross-check;
+- :mod:`training.trainer`: the training state and one optimizer step;
+- :mod:`training.session`: ``python -m training.session``, one session of a relay run;
+- :mod:`training.bootstrap`: the pinned kernel body; :mod:`training.launch` renders and checks it.
+
+Importing this package does not import torch.
+"""

@@ -1,0 +1,441 @@
+"""One training session: plan from the pointer, train, save on the grid, stop in time.
+
+Command line (what a compute backend or a rendered bootstrap runs)::
+
+    python -m training.session --store STORE --config RUN.json
+        [--out DIR] [--quota-left-hours H] [--timeout-seconds S] [--device cpu|cuda]
+        [--no-progress]
+
+    torchrun --nproc-per-node N -m training.session ...   # data parallel, same arithmetic
+
+- ``--store``: a local git checkpoint store (:class:`executors.local_store.LocalGitStore`);
+  env ``WIKI_STORE``.
+- ``--config``: a run config JSON (:mod:`training.config`); env ``WIKI_RUN_CONFIG``.
+- ``--out``: the local output directory (checkpoints before upload); env
+  ``WIKI_SESSION_OUT``, default ``./session-out``.
+- ``--quota-left-hours``: the accelerator quota left; env ``QUOTA_LEFT_HOURS`` (the one
+  line a bootstrap changes per launch). ``--timeout-seconds``: the platform's session
+  timeout; env ``SESSION_TIMEOUT_SECONDS``. The time budget is the smaller of the two,
+  less ``save_margin_s``; the session stops at the last save that fits it.
+
+Standard output carries one JSON object per line: ``plan``, ``checkpoint`` (after each
+pointer commit), ``quarantine`` / ``unnamed_checkpoint`` reports, and last
+``{"event": "session_end", "start_step", "end_step", "reason", ...}``. Progress (step,
+loss, tokens per second) goes to standard error.
+
+Exit codes: 0 normal stop (reason ``boundary``, ``max_steps``, ``time`` or
+``finished``), 2 bad input (config, arguments), 3 refused to start (planner
+disagreement, unreadable pointer, checkpoint failing verification, pins or arithmetic
+differing, not enough free space), 4 the stale-stop guard fired (another writer moved
+the pointer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_STALE = 0, 2, 3, 4
+
+
+class SessionExit(Exception):
+    """Stop the session with an exit code, a reason and one line of explanation."""
+
+    def __init__(self, code: int, reason: str, message: str):
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+
+@dataclass(frozen=True)
+class SessionArgs:
+    """The parsed command line and environment of a session."""
+
+    store: str
+    config: str
+    out: Path
+    quota_left_hours: float | None
+    timeout_seconds: float | None
+    device: str
+    progress: bool
+
+
+def parse_args(argv: list[str] | None) -> SessionArgs:
+    """Read the command line, falling back to the environment; SessionExit(2) on bad input."""
+    parser = _Parser(prog="python -m training.session", description="Run one training session of a relay run.")
+    parser.add_argument("--store", default=os.environ.get("WIKI_STORE"))
+    parser.add_argument("--config", default=os.environ.get("WIKI_RUN_CONFIG"))
+    parser.add_argument("--out", default=os.environ.get("WIKI_SESSION_OUT", "session-out"))
+    parser.add_argument("--quota-left-hours", default=os.environ.get("QUOTA_LEFT_HOURS"))
+    parser.add_argument("--timeout-seconds", default=os.environ.get("SESSION_TIMEOUT_SECONDS"))
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--no-progress", action="store_true")
+    ns = parser.parse_args(argv)
+    if not ns.store:
+        raise SessionExit(EXIT_BAD_INPUT, "bad_input", "no store: pass --store or set WIKI_STORE")
+    if not ns.config:
+        raise SessionExit(EXIT_BAD_INPUT, "bad_input", "no run config: pass --config or set WIKI_RUN_CONFIG")
+    device = ns.device or _default_device()
+    return SessionArgs(ns.store, ns.config, Path(ns.out), _positive("quota-left-hours", ns.quota_left_hours),
+                       _positive("timeout-seconds", ns.timeout_seconds), device, not ns.no_progress)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, no usage dump
+        raise SessionExit(EXIT_BAD_INPUT, "bad_input", message)
+
+
+def _positive(name: str, value: str | None) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        raise SessionExit(EXIT_BAD_INPUT, "bad_input", f"--{name} is not a number: {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise SessionExit(EXIT_BAD_INPUT, "bad_input", f"--{name} must be a finite non-negative number: {value!r}")
+    return number
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def emit(event: str, **fields) -> None:
+    """Print one JSON event line on standard output (rank 0 only)."""
+    print(json.dumps({"event": event, **fields}, sort_keys=False), flush=True)
+
+
+# ---------------------------------------------------------------- distributed helpers
+
+class Dist:
+    """World size, rank and object broadcast; a no-op in a single process."""
+
+    def __init__(self, device: str):
+        import torch.distributed as dist
+
+        self.dist = dist
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        if self.world_size > 1 and not dist.is_initialized():
+            dist.init_process_group("nccl" if device == "cuda" else "gloo")
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def broadcast(self, obj):
+        """Rank 0's ``obj`` on every rank."""
+        if self.world_size == 1:
+            return obj
+        box = [obj]
+        self.dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def close(self) -> None:
+        if self.world_size > 1 and self.dist.is_initialized():
+            self.dist.destroy_process_group()
+
+
+# ---------------------------------------------------------------- the session
+
+def open_store(spec: str):
+    """The checkpoint store named by ``spec`` (a local git store directory)."""
+    from executors.local_store import LocalGitStore
+    from executors.store import StoreError
+
+    try:
+        return LocalGitStore(spec)
+    except StoreError as exc:
+        raise SessionExit(EXIT_REFUSED, "store_unreadable", str(exc)) from None
+
+
+def time_budget_s(args: SessionArgs, margin_s: float) -> float | None:
+    """The seconds this session may use: min(quota, timeout) less the save margin."""
+    limits = [v for v in (args.quota_left_hours * 3600 if args.quota_left_hours is not None else None,
+                          args.timeout_seconds) if v is not None]
+    return max(0.0, min(limits) - margin_s) if limits else None
+
+
+def run_session(args: SessionArgs, store=None, status: dict | None = None) -> dict:
+    """Run one session; return the ``session_end`` record. Raises SessionExit to refuse or stop.
+
+    ``status`` (optional) is updated with ``start_step`` and ``end_step`` (the last step
+    whose pointer commit landed) as the session goes, for the report of a stopped session.
+    """
+    status = {} if status is None else status
+    import torch
+
+    from executors.store import StaleParentError, StoreError, checkpoint_path
+    from training.checkpoint import (
+        CURSOR_NAME,
+        TRAINER_STATE_NAME,
+        CheckpointError,
+        read_cursor,
+        read_trainer_state,
+        read_verified_from_store,
+        rotate_local,
+        write_checkpoint,
+    )
+    from training.config import ConfigError, load_config
+    from training.data import DataError, open_corpus
+    from training.plan import PlanError, cross_check, next_save_fits, plan_session
+    from training.trainer import Trainer
+
+    started = time.monotonic()
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        raise SessionExit(EXIT_BAD_INPUT, "bad_input", str(exc)) from None
+    world = Dist(args.device)
+    device = f"cuda:{world.local_rank}" if args.device == "cuda" else args.device
+    if args.device == "cuda":
+        torch.cuda.set_device(world.local_rank)
+
+    # ---- observe (rank 0) and agree on one revision
+    observed = None
+    if world.is_main:
+        store = store or open_store(args.store)
+        try:
+            revision = store.head()
+            pointer = store.read_pointer(revision)
+        except StoreError as exc:
+            observed = ("refuse", f"pointer unreadable: {exc}")
+        else:
+            observed = ("ok", revision, pointer.step if pointer else 0,
+                        pointer.path_in_repo if pointer else None)
+    observed = world.broadcast(observed)
+    if observed[0] == "refuse":
+        raise SessionExit(EXIT_REFUSED, "refused", observed[1])
+    _, revision, pointer_step, pointer_path = observed
+    if pointer_path is not None and pointer_path != checkpoint_path(pointer_step):
+        raise SessionExit(EXIT_REFUSED, "refused",
+                          f"latest.json path_in_repo {pointer_path!r} is not {checkpoint_path(pointer_step)!r}")
+
+    # ---- plan and cross-check
+    budget_s = time_budget_s(args, config.save_margin_s)
+    try:
+        plan = plan_session(pointer_step, config.max_steps, config.save_steps, config.session_steps, budget_s=budget_s)
+    except PlanError as exc:
+        raise SessionExit(EXIT_REFUSED, "refused", f"planner: {exc}") from None
+    status.update(start_step=plan.resume_step, end_step=plan.resume_step)
+    problems = cross_check(plan)
+    if problems:
+        raise SessionExit(EXIT_REFUSED, "refused", f"planner arithmetic disagrees: {problems[0]}")
+    if world.is_main:
+        emit("plan", revision=revision, pointer_step=plan.pointer_step, resume_step=plan.resume_step,
+             boundary=plan.boundary, steps_to_run=plan.steps_to_run, save_points=list(plan.save_points),
+             budget_s=budget_s, world_size=world.world_size)
+        _report_unnamed(store, revision, plan.pointer_step)
+    if plan.finished:
+        return {"event": "session_end", "start_step": plan.resume_step, "end_step": plan.resume_step,
+                "reason": "finished"}
+
+    # ---- data pins, free space, verified resume state
+    try:
+        corpus = open_corpus(config.corpus, config.seq_len, config.seed)
+    except DataError as exc:
+        raise SessionExit(EXIT_REFUSED, "refused", str(exc)) from None
+    for name, pinned, actual in (("dataset_files_sha", config.dataset_files_sha, corpus.files_sha),
+                                 ("shuffle_perm_sha", config.shuffle_perm_sha, corpus.perm_sha)):
+        if pinned and pinned != actual:
+            raise SessionExit(EXIT_REFUSED, "refused", f"{name} of the data is {actual}, the config pins {pinned}")
+    if world.is_main:
+        _check_free_space(args.out, config.preset)
+
+    files = None
+    if world.is_main and plan.pointer_step:
+        try:
+            files = read_verified_from_store(store, plan.pointer_step, revision)
+            cursor = read_cursor(files[CURSOR_NAME])
+            state = read_trainer_state(files[TRAINER_STATE_NAME])
+        except (CheckpointError, StoreError) as exc:
+            files = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {exc}")
+        else:
+            problem = _resume_problem(cursor, state, plan.pointer_step, config, corpus)
+            if problem:
+                files = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {problem}")
+    files = world.broadcast(files)
+    if isinstance(files, tuple):
+        raise SessionExit(EXIT_REFUSED, "refused", files[1])
+
+    trainer = Trainer(config, device, rank=world.rank, world_size=world.world_size, corpus=corpus)
+    if files is not None:
+        try:
+            trainer.restore(files, plan.pointer_step)
+        except CheckpointError as exc:
+            raise SessionExit(EXIT_REFUSED, "refused", f"{checkpoint_path(plan.pointer_step)}: {exc}") from None
+    del files
+
+    # ---- train
+    progress = None
+    if world.is_main and args.progress:
+        from tqdm import tqdm
+
+        progress = tqdm(total=plan.boundary, initial=plan.resume_step, desc="train", unit="step", file=sys.stderr,
+                        dynamic_ncols=True, mininterval=0.5)
+    last_commit = revision
+    reason = "boundary" if plan.boundary < config.max_steps else "max_steps"
+    step_seconds: list[float] = []
+    save_seconds: list[float] = []
+    save_points = list(plan.save_points)
+    try:
+        while trainer.step < plan.boundary:
+            tick = time.monotonic()
+            entry = trainer.train_step()
+            step_seconds.append(time.monotonic() - tick)
+            if progress is not None:
+                progress.update(1)
+                progress.set_postfix(loss=f"{entry['loss']:.4f}", tok_s=f"{entry['tokens_per_second']:.0f}")
+            if trainer.step not in save_points:
+                continue
+            tick = time.monotonic()
+            checkpoint_files = trainer.checkpoint_files()
+            verdict = None
+            if world.is_main:
+                verdict = _save_and_commit(store, trainer.step, checkpoint_files, args.out, last_commit,
+                                           write_checkpoint, rotate_local, StaleParentError, StoreError, entry)
+            verdict = world.broadcast(verdict)
+            if verdict[0] != "ok":
+                raise SessionExit(EXIT_STALE, "stale_pointer", verdict[1])
+            last_commit = verdict[1]
+            status["end_step"] = trainer.step
+            save_seconds.append(time.monotonic() - tick)
+            remaining = [p for p in save_points if p > trainer.step]
+            if remaining:
+                per_step = sorted(step_seconds)[len(step_seconds) // 2]
+                fits = next_save_fits(trainer.step, remaining[0], time.monotonic() - started, budget_s, per_step,
+                                      max(save_seconds))
+                if not world.broadcast(fits):
+                    reason = "time"
+                    break
+    finally:
+        if progress is not None:
+            progress.close()
+    world.close()
+    return {"event": "session_end", "start_step": plan.resume_step, "end_step": trainer.step, "reason": reason,
+            "pointer_commit": last_commit}
+
+
+def _save_and_commit(store, step, files, out_dir, last_commit, write_checkpoint, rotate_local, StaleParentError,
+                     StoreError, entry):
+    """Rank 0: write checkpoint-N locally, then the two commits, guarded. Returns a verdict tuple."""
+    from executors.store import checkpoint_path
+
+    local = write_checkpoint(out_dir, step, files)
+    try:
+        head = store.head()
+        if head != last_commit:  # the stale-stop guard: someone else moved the branch
+            return ("stale", f"the store moved to {head[:12]} since our last commit {last_commit[:12]}: "
+                             "another session is writing; stopping")
+        checkpoint_commit = store.commit_checkpoint(step, local, parent=last_commit)
+        pointer_commit = store.commit_pointer(step, parent=checkpoint_commit)
+    except StaleParentError as exc:
+        return ("stale", f"commit refused: {exc}")
+    except StoreError as exc:
+        return ("stale", f"store error while saving step {step}: {exc}")
+    for line in rotate_local(out_dir, {step}, Path(out_dir) / "quarantine"):
+        emit("quarantine", detail=line)
+    emit("checkpoint", step=step, path_in_repo=checkpoint_path(step), checkpoint_commit=checkpoint_commit,
+         pointer_commit=pointer_commit, loss=entry["loss"], grad_norm=entry["grad_norm"],
+         tokens_per_second=round(entry["tokens_per_second"], 1))
+    return ("ok", pointer_commit)
+
+
+def _resume_problem(cursor, state, step, config, corpus) -> str | None:
+    """The first way the checkpoint's cursor and trainer state disagree with the run; None if none."""
+    checks = (
+        (cursor.step == step, f"cursor.json step {cursor.step} != pointer step {step}"),
+        (state["global_step"] == step, f"trainer_state.json global_step {state['global_step']} != {step}"),
+        (state["max_steps"] == config.max_steps, f"trainer_state.json max_steps {state['max_steps']} != {config.max_steps}"),
+        (state["save_steps"] == config.save_steps,
+         f"trainer_state.json save_steps {state['save_steps']} != {config.save_steps}"),
+        (cursor.tokens_per_step == config.tokens_per_step,
+         f"cursor.json tokens_per_step {cursor.tokens_per_step} != {config.tokens_per_step}"),
+        (cursor.samples_per_step == config.samples_per_step,
+         f"cursor.json samples_per_step {cursor.samples_per_step} != {config.samples_per_step}"),
+        (cursor.seed == config.seed, f"cursor.json seed {cursor.seed} != {config.seed}"),
+        (cursor.dataset_files_sha == corpus.files_sha,
+         f"cursor.json dataset_files_sha {cursor.dataset_files_sha} != data {corpus.files_sha}"),
+        (cursor.shuffle_perm_sha == corpus.perm_sha,
+         f"cursor.json shuffle_perm_sha {cursor.shuffle_perm_sha} != data {corpus.perm_sha}"),
+    )
+    for ok, message in checks:
+        if not ok:
+            return message
+    return None
+
+
+def _report_unnamed(store, revision: str, pointer_step: int) -> None:
+    """Report checkpoint folders the pointer does not name beyond it (RELIABILITY row 1).
+
+    They come from an interrupted save (checkpoint committed, pointer not moved). They are
+    never loaded; a later save of the same step replaces the folder (the old bytes stay in
+    the store's history).
+    """
+    from executors.store import CHECKPOINT_PREFIX
+
+    steps = set()
+    for path in store.list_files("ckpt", revision):
+        folder = path.split("/")[1] if path.count("/") >= 2 else ""
+        if folder.startswith("checkpoint-") and folder[len("checkpoint-"):].isdigit():
+            steps.add(int(folder[len("checkpoint-"):]))
+    for step in sorted(s for s in steps if s > pointer_step):
+        emit("unnamed_checkpoint", path_in_repo=f"{CHECKPOINT_PREFIX}{step}", pointer_step=pointer_step,
+             action="ignored: the pointer does not name it; never loaded")
+
+
+def _check_free_space(out_dir: Path, preset: str) -> None:
+    """Refuse to start when the output disk cannot hold two checkpoints and a temp copy."""
+    from training.model import build_model, count_parameters
+
+    parameters = count_parameters(build_model(preset, "meta"))
+    needed = parameters * 4 * 3 * 3  # weights + two Adam moments, fp32; three copies at the peak
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(out_dir).free
+    if free < needed:
+        raise SessionExit(EXIT_REFUSED, "refused",
+                          f"not enough free space in {out_dir}: {free // 2**20} MiB free, {needed // 2**20} MiB needed")
+
+
+def main(argv: list[str] | None = None, store=None) -> int:
+    """The command line: run a session, print ``session_end`` last, return the exit code."""
+    status: dict = {}
+    is_main = int(os.environ.get("RANK", "0")) == 0
+    try:
+        args = parse_args(argv)
+        record = run_session(args, store=store, status=status)
+    except SessionExit as exc:
+        print(f"error: {exc.message}", file=sys.stderr, flush=True)
+        if is_main:
+            emit("session_end", start_step=status.get("start_step"), end_step=status.get("end_step"),
+                 reason=exc.reason, detail=exc.message)
+        return exc.code
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug or an environment failure: one line, never a traceback
+        if os.environ.get("WIKI_DEBUG"):
+            raise
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        print(f"error: {type(exc).__name__}: {first} (set WIKI_DEBUG=1 for the traceback)", file=sys.stderr, flush=True)
+        if is_main:
+            emit("session_end", start_step=status.get("start_step"), end_step=status.get("end_step"),
+                 reason="crashed", detail=f"{type(exc).__name__}: {first}")
+        return 1
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(json.dumps(record), flush=True)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
