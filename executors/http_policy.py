@@ -1,0 +1,214 @@
+"""The one place where executors make remote calls safe: deadlines, backoff, redaction.
+
+Every remote call an executor makes goes through :func:`call_with_retries`: it retries
+only what the caller classifies as transient (408, 429, 5xx, a dropped connection),
+sleeps with doubling backoff or for the server's ``Retry-After``, and never runs past
+the policy's deadline. When the deadline would be crossed the call ends with
+:class:`DeadlineExceeded`: the answer is *unknown*, which callers must never read as
+"gone" or "done".
+
+Error messages leave through :func:`safe_message`, which names the request and strips
+every secret this process can see (tokens from the environment and token files,
+``Authorization`` values, credentials inside URLs).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextvars
+import email.utils
+import json
+import os
+import re
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+# Environment variables whose values are secrets; their values never leave in a message.
+SECRET_ENV_VARS = (
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "KAGGLE_KEY",
+    "KAGGLE_API_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+)
+REDACTED = "<redacted>"
+# (pattern, replacement): credential shapes redacted even when their value is unknown.
+_SECRET_PATTERNS = (
+    (re.compile(r"(?i)(authorization\s*[:=]\s*)(?:(?:bearer|basic)\s+)?[^\s,;'\"]+"), r"\1" + REDACTED),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
+    (re.compile(r"\bhf_[A-Za-z0-9]{8,}\b"), REDACTED),
+    (re.compile(r"(://)[^/@\s:]+:[^/@\s]+@"), r"\1" + REDACTED + "@"),
+)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long one logical call may take and how it backs off.
+
+    ``deadline_s`` bounds the whole call including every retry and sleep;
+    ``request_timeout_s`` bounds one HTTP exchange (connect, each read, write).
+    """
+
+    deadline_s: float = 120.0
+    request_timeout_s: float = 30.0
+    max_attempts: int = 5
+    base_wait_s: float = 1.0
+    max_wait_s: float = 30.0
+    sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
+
+
+class DeadlineExceeded(Exception):
+    """The call could not finish before its deadline: its outcome is unknown."""
+
+
+class RetriesExhausted(Exception):
+    """Every attempt failed with a transient error: the outcome is unknown."""
+
+
+@dataclass(frozen=True)
+class Transient:
+    """A classifier's verdict: retry this failure, after ``retry_after_s`` if the server said so."""
+
+    retry_after_s: float | None = None
+
+
+# The absolute (monotonic) deadline of the call in progress, read by transport hooks so
+# that retries a client library makes on its own also stop at our deadline.
+_current_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("executor_deadline", default=None)
+
+
+def current_deadline() -> float | None:
+    """The monotonic deadline of the enclosing :func:`call_with_retries`, if any."""
+    return _current_deadline.get()
+
+
+def remaining_time(default: float) -> float:
+    """Seconds left before the enclosing deadline (``default`` outside any call); raises when none is left."""
+    deadline = _current_deadline.get()
+    if deadline is None:
+        return default
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise DeadlineExceeded("deadline reached")
+    return min(default, left)
+
+
+def call_with_retries(
+    fn: Callable[[], T],
+    *,
+    what: str,
+    policy: RetryPolicy,
+    classify: Callable[[BaseException], Transient | None],
+) -> T:
+    """Run ``fn`` until it succeeds, a non-transient error is raised, or the policy runs out.
+
+    ``classify`` returns :class:`Transient` for failures worth retrying and None for the
+    others (which propagate unchanged). Raises :class:`DeadlineExceeded` when the next
+    wait would cross the deadline and :class:`RetriesExhausted` after ``max_attempts``;
+    both messages name ``what`` and are free of secrets.
+    """
+    deadline = time.monotonic() + policy.deadline_s
+    outer = _current_deadline.get()
+    if outer is not None:
+        deadline = min(deadline, outer)
+    token = _current_deadline.set(deadline)
+    try:
+        wait = policy.base_wait_s
+        last = "no attempt"
+        for attempt in range(1, policy.max_attempts + 1):
+            try:
+                return fn()
+            except DeadlineExceeded:
+                raise DeadlineExceeded(f"{what}: no answer within the {policy.deadline_s:g} s deadline") from None
+            except Exception as exc:  # noqa: BLE001 - classified below, re-raised if not transient
+                verdict = classify(exc)
+                if verdict is None:
+                    raise
+                last = safe_message(exc)
+            if attempt == policy.max_attempts:
+                break
+            pause = verdict.retry_after_s if verdict.retry_after_s is not None else wait
+            pause = min(max(pause, 0.0), policy.max_wait_s) if verdict.retry_after_s is None else max(pause, 0.0)
+            if time.monotonic() + pause >= deadline:
+                raise DeadlineExceeded(
+                    f"{what}: no answer within the {policy.deadline_s:g} s deadline (last error: {last})"
+                ) from None
+            policy.sleep(pause)
+            wait = min(wait * 2, policy.max_wait_s)
+        raise RetriesExhausted(f"{what}: failed {policy.max_attempts} times (last error: {last})") from None
+    finally:
+        _current_deadline.reset(token)
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The ``Retry-After`` header as seconds (delay-seconds or an HTTP date), else None."""
+    value = None
+    for key in headers:
+        if key.lower() == "retry-after":
+            value = str(headers[key]).strip()
+            break
+    if not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _token_file_values() -> list[str]:
+    """Secrets stored in the usual token files (Hub token, Kaggle key), read only to redact them."""
+    values: list[str] = []
+    hf_home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    for path in (os.environ.get("HF_TOKEN_PATH"), os.path.join(hf_home, "token")):
+        if path:
+            try:
+                values.append(Path(path).read_text().strip())
+            except OSError:
+                pass
+    kaggle_dir = os.environ.get("KAGGLE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".kaggle")
+    try:
+        values.append(str(json.loads(Path(kaggle_dir, "kaggle.json").read_text()).get("key", "")))
+    except (OSError, ValueError, AttributeError):
+        pass
+    return values
+
+
+def secret_values() -> list[str]:
+    """Every secret value visible to this process, with its URL-encoded and base64 forms."""
+    raw = [os.environ.get(name, "") for name in SECRET_ENV_VARS] + _token_file_values()
+    forms: set[str] = set()
+    for value in raw:
+        if len(value) < 6:  # too short to be a credential; redacting it would garble text
+            continue
+        forms.update({value, urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)})
+        forms.add(base64.b64encode(value.encode()).decode().rstrip("="))
+    return sorted(forms, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """``text`` with every known secret value and credential-looking token replaced."""
+    for value in secret_values():
+        text = text.replace(value, REDACTED)
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def safe_message(exc: BaseException, limit: int = 300) -> str:
+    """One redacted line describing ``exc``: its type and the first line of its message."""
+    text = str(exc).strip()
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    line = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    line = redact(line)
+    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -1,0 +1,275 @@
+"""HubStore through the real huggingface_hub client against the loopback Hub (tests/fakes/fake_hub.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from executors.hub_store import HubStore
+from executors.store import (
+    FileMissingError,
+    Pointer,
+    StaleParentError,
+    StoreError,
+    StoreUnavailableError,
+    checkpoint_path,
+)
+from tests.fakes.fake_hub import Fault, status_fault
+from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
+    REPO_ID,
+    RecordingSleep,
+    fake_hub,
+    fast_policy,
+    hub_env,
+    hub_store,
+    sleeps,
+)
+
+
+def write_checkpoint_dir(tmp_path, step: int) -> object:
+    """A checkpoint directory written by the trainer's own writer (manifest included)."""
+    from training.checkpoint import write_checkpoint
+
+    files = {
+        "model.safetensors": bytes(range(256)) * 8 + step.to_bytes(4, "little"),
+        "trainer_state.json": f'{{"global_step": {step}}}\n'.encode(),
+        "cursor.json": f'{{"step": {step}}}\n'.encode(),
+        "optimizer.pt": b"optimizer state %d" % step,
+        "scheduler.pt": b"scheduler state %d" % step,
+    }
+    return write_checkpoint(tmp_path / "out", step, files)
+
+
+def save(store: HubStore, tmp_path, step: int) -> tuple[str, str]:
+    """The trainer's save: checkpoint folder commit, then the pointer commit on top of it."""
+    parent = store.head()
+    ckpt = store.commit_checkpoint(step, write_checkpoint_dir(tmp_path, step), parent)
+    pointer = store.commit_pointer(step, ckpt)
+    return ckpt, pointer
+
+
+def titles(fake_hub) -> list[str]:
+    repo = fake_hub.repo(REPO_ID)
+    return [c.title for c in repo.history(repo.resolve("main"))]
+
+
+def test_save_then_pinned_check_reads_back_through_the_real_client(hub_store, fake_hub, tmp_path):
+    from training.checkpoint import read_verified_from_store
+
+    ckpt, pointer = save(hub_store, tmp_path, 127)
+    head = hub_store.head()
+    assert head == pointer
+    commits = hub_store.list_commits(head)
+    assert [c.title for c in commits[:2]] == ["latest -> 127", "checkpoint 127"]
+    assert commits[1].id == ckpt and commits[0].date.tzinfo is not None
+    assert hub_store.read_pointer(head) == Pointer(127, "ckpt/checkpoint-127")
+    files = hub_store.list_files(checkpoint_path(127) + "/", head)
+    names = ("cursor.json", "manifest.json", "model.safetensors", "optimizer.pt", "scheduler.pt", "trainer_state.json")
+    assert files == sorted(f"ckpt/checkpoint-127/{n}" for n in names)
+    verified = read_verified_from_store(hub_store, 127, head)
+    assert verified["cursor.json"] == b'{"step": 127}\n'
+    assert hub_store.is_ancestor(ckpt, head) and not hub_store.is_ancestor(head, ckpt)
+
+
+def test_commit_list_follows_link_pagination(hub_store, fake_hub, tmp_path):
+    for step in (127, 254, 381):
+        save(hub_store, tmp_path, step)
+    commits = hub_store.list_commits(hub_store.head())
+    assert len(commits) == 7  # initial + 3 x (checkpoint, pointer), page size 2
+    assert sum(1 for route, _ in fake_hub.requests if route == "commits") >= 4
+
+
+def test_missing_pointer_and_missing_folder(hub_store):
+    head = hub_store.head()
+    assert hub_store.read_pointer(head) is None
+    assert hub_store.list_files("ckpt/checkpoint-9/", head) == []
+    with pytest.raises(FileMissingError):
+        hub_store.read_file("ckpt/checkpoint-9/cursor.json", head)
+
+
+def test_row5_two_writers_same_parent_exactly_one_wins_with_412(hub_store, fake_hub, tmp_path, sleeps):
+    other = HubStore(REPO_ID, endpoint=fake_hub.url, cache_dir=tmp_path / "other-cache", policy=fast_policy(sleeps))
+    parent = hub_store.head()
+    won = hub_store.commit_pointer(5, parent)
+    with pytest.raises(StaleParentError, match="412"):
+        other.commit_pointer(6, parent)
+    assert hub_store.head() == won
+    assert titles(fake_hub)[:2] == ["latest -> 5", "initial commit"]
+    # the loser re-reads and re-decides from the fresh head; it never forces
+    fresh = other.head()
+    assert other.read_pointer(fresh) == Pointer(5, "ckpt/checkpoint-5")
+
+
+def test_row21_two_hosts_race_on_parent_commit_one_proceeds(fake_hub, tmp_path, hub_env):
+    stores = [
+        HubStore(REPO_ID, endpoint=fake_hub.url, cache_dir=tmp_path / f"c{i}", policy=fast_policy(RecordingSleep()))
+        for i in range(2)
+    ]
+    parent = stores[0].head()
+    barrier = threading.Barrier(2)
+    outcome: list[str] = []
+
+    def writer(store, step):
+        barrier.wait()
+        try:
+            store.commit_pointer(step, parent)
+            outcome.append("won")
+        except StaleParentError:
+            outcome.append("refused")
+
+    threads = [threading.Thread(target=writer, args=(s, 10 + i)) for i, s in enumerate(stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(outcome) == ["refused", "won"]
+    assert sum(1 for t in titles(fake_hub) if t.startswith("latest ->")) == 1
+
+
+@pytest.mark.parametrize("fault", [Fault("land_then_status", status=500), Fault("land_then_drop")], ids=["500", "drop"])
+def test_row6_commit_landed_but_answer_lost_is_not_made_twice(hub_store, fake_hub, fault):
+    parent = hub_store.head()
+    fake_hub.inject("commit", fault)
+    new = hub_store.commit_pointer(3, parent)
+    assert titles(fake_hub) == ["latest -> 3", "initial commit"]
+    assert new == hub_store.head()
+    assert fake_hub.commit_posts == 1
+
+
+def test_row6_commit_refused_with_500_before_landing_is_retried_once(hub_store, fake_hub, sleeps):
+    parent = hub_store.head()
+    fake_hub.inject("commit", status_fault(503))
+    hub_store.commit_pointer(4, parent)
+    assert titles(fake_hub) == ["latest -> 4", "initial commit"]
+    assert fake_hub.commit_posts == 1  # the 503 was answered before the commit handler ran
+    assert len(sleeps.waits) == 1
+
+
+def test_row6_lost_answer_while_another_writer_moved_is_a_refusal(hub_store, fake_hub):
+    parent = hub_store.head()
+    repo = fake_hub.repo(REPO_ID)
+    fake_hub.inject("commit", Fault("call", action=lambda: fake_hub.apply_commit(repo, "main", "foreign", {"x": b"1"}, [])))
+    with pytest.raises(StaleParentError):
+        hub_store.commit_pointer(8, parent)
+    assert "latest -> 8" not in titles(fake_hub)
+
+
+def test_row7_reads_stay_pinned_when_main_moves_mid_wake(hub_store, fake_hub, tmp_path):
+    save(hub_store, tmp_path, 127)
+    pinned = hub_store.head()
+    repo = fake_hub.repo(REPO_ID)
+    fake_hub.apply_commit(repo, "main", "latest -> 254", {"latest.json": Pointer(254, "ckpt/checkpoint-254").to_bytes()}, [])
+    assert hub_store.read_pointer(pinned) == Pointer(127, "ckpt/checkpoint-127")
+    assert hub_store.read_pointer(hub_store.head()).step == 254
+    # the pinned read asked for the commit id, never the moving branch name
+    resolves = [path for route, path in fake_hub.requests if route.startswith("resolve")]
+    assert resolves and all(f"/resolve/{pinned}/" in p or "/resolve/main/" not in p for p in resolves)
+
+
+def test_row8_row18_bit_flip_of_same_size_is_caught_and_never_cached(hub_store, fake_hub, tmp_path):
+    save(hub_store, tmp_path, 127)
+    head = hub_store.head()
+    path = "ckpt/checkpoint-127/model.safetensors"
+    fake_hub.inject("resolve_get", Fault("corrupt"), Fault("corrupt"), Fault("corrupt"), Fault("corrupt"))
+    with pytest.raises(StoreUnavailableError, match="content hash"):
+        hub_store.read_file(path, head)
+    good = hub_store.read_file(path, head)
+    assert good == fake_hub.repo(REPO_ID).resolve(head).files[path]
+
+
+def test_row18_truncated_body_is_completed_or_refused(hub_store, fake_hub, tmp_path):
+    save(hub_store, tmp_path, 127)
+    head = hub_store.head()
+    path = "ckpt/checkpoint-127/model.safetensors"
+    fake_hub.inject("resolve_get", Fault("truncate"))
+    assert hub_store.read_file(path, head) == fake_hub.repo(REPO_ID).resolve(head).files[path]
+
+
+def test_row18_dropped_connection_on_download_is_retried(hub_store, fake_hub, tmp_path):
+    save(hub_store, tmp_path, 127)
+    head = hub_store.head()
+    fake_hub.inject("resolve_head", Fault("drop"))
+    fake_hub.inject("resolve_get", Fault("drop"))
+    assert hub_store.read_pointer(head) == Pointer(127, "ckpt/checkpoint-127")
+
+
+def test_row16_429_retry_after_is_honoured(hub_store, fake_hub, sleeps):
+    fake_hub.inject("refs", status_fault(429, retry_after=7))
+    head = hub_store.head()
+    assert head == fake_hub.repo(REPO_ID).branches["main"]
+    assert sleeps.waits == [7.0]
+
+
+def test_row16_429_on_paginated_listing_uses_the_clients_own_backoff(hub_store, fake_hub, sleeps):
+    fake_hub.inject("commits", status_fault(429, retry_after=0))
+    assert [c.title for c in hub_store.list_commits("main")] == ["initial commit"]
+    assert sum(1 for route, _ in fake_hub.requests if route == "commits") == 2
+
+
+def test_row16_5xx_storm_ends_as_unknown_after_bounded_attempts(hub_store, fake_hub, sleeps):
+    fake_hub.inject("refs", *[status_fault(500)] * 10)
+    with pytest.raises(StoreUnavailableError, match="failed 4 times"):
+        hub_store.head()
+    assert sum(1 for route, _ in fake_hub.requests if route == "refs") == 4
+    assert sleeps.waits == [0.05, 0.1, 0.2]
+
+
+def test_row17_stalled_server_hits_the_deadline_and_answers_unknown(fake_hub, tmp_path, sleeps):
+    store = HubStore(
+        REPO_ID,
+        endpoint=fake_hub.url,
+        cache_dir=tmp_path / "c",
+        policy=fast_policy(sleeps, request_timeout_s=0.3, deadline_s=1.5, max_attempts=50),
+    )
+    fake_hub.inject("refs", *[Fault("stall", seconds=1.0)] * 50)
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match="deadline"):
+        store.head()
+    assert time.monotonic() - started < 10
+
+
+def test_row17_retry_after_past_the_deadline_gives_up_without_waiting(fake_hub, tmp_path, sleeps):
+    store = HubStore(
+        REPO_ID, endpoint=fake_hub.url, cache_dir=tmp_path / "c", policy=fast_policy(sleeps, deadline_s=5)
+    )
+    fake_hub.inject("commits", status_fault(429, retry_after=3600))  # inside the client's own backoff loop
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match="deadline"):
+        store.list_commits("main")
+    assert time.monotonic() - started < 5
+    assert sleeps.waits == []
+
+
+def test_row34_stale_parent_is_refused_then_redecided_from_fresh_state(hub_store, fake_hub, tmp_path):
+    seen = hub_store.head()
+    ckpt, _ = save(hub_store, tmp_path, 127)  # another writer advanced the branch
+    with pytest.raises(StaleParentError):
+        hub_store.commit_checkpoint(254, write_checkpoint_dir(tmp_path, 254), seen)
+    assert titles(fake_hub)[0] == "latest -> 127"
+    fresh = hub_store.head()
+    assert hub_store.read_pointer(fresh).step == 127
+    hub_store.commit_checkpoint(254, write_checkpoint_dir(tmp_path, 254), fresh)
+    assert titles(fake_hub)[:2] == ["checkpoint 254", "latest -> 127"]
+
+
+def test_token_comes_from_the_environment_and_a_wrong_one_is_a_clear_error(hub_store, monkeypatch):
+    assert hub_store.head()  # the fake requires the bearer token from HF_TOKEN
+    monkeypatch.setenv("HF_TOKEN", "hf_wrongTokenValue987654321")
+    with pytest.raises(StoreError) as err:
+        hub_store.head()
+    assert "hf_wrongTokenValue987654321" not in str(err.value)
+    assert "not authorized" in str(err.value) or "not accessible" in str(err.value)
+
+
+def test_config_never_holds_a_token(tmp_path, hub_env):
+    with pytest.raises(StoreError, match="HF_TOKEN"):
+        HubStore.from_config({"repo_id": REPO_ID, "token": "hf_x"}, tmp_path)
+    with pytest.raises(StoreError, match="owner/name"):
+        HubStore.from_config({"repo_id": "nope"}, tmp_path)
+    store = HubStore.from_config(
+        {"repo_id": REPO_ID, "endpoint": "http://127.0.0.1:9", "cache_dir": "cache", "deadline_s": 3}, tmp_path
+    )
+    assert store.repo_type == "dataset" and store.branch == "main" and store.cache_dir == tmp_path / "cache"
+    assert store.policy.deadline_s == 3.0
