@@ -55,6 +55,7 @@ class RunConfig:
     logging_steps: int = 1
     precision: str = "auto"  # auto: fp16 + grad scaler on T4, bf16 where supported, fp32 on CPU
     compile: bool = False
+    dropout: float | None = None  # None: the preset's dropout
     corpus: str = ""  # a directory of shards; empty = the tiny corpus shipped with the package
     dataset_files_sha: str = ""  # pinned: the session refuses to start when the data differs
     shuffle_perm_sha: str = ""
@@ -83,6 +84,8 @@ class RunConfig:
                 raise ConfigError(f"{name} must be a finite non-negative number, got {value!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.dropout is not None and (type(self.dropout) not in (int, float) or not 0 <= self.dropout < 1):
+            raise ConfigError(f"dropout must be in [0, 1) or null, got {self.dropout!r}")
         if type(self.compile) is not bool:
             raise ConfigError(f"compile must be true or false, got {self.compile!r}")
         from training.model import PRESETS

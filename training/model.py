@@ -10,6 +10,7 @@ restore it to be exact).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -113,10 +114,16 @@ class GPT(nn.Module):
         return logits, loss
 
 
-def build_model(preset: str, device: str | torch.device = "cpu") -> GPT:
-    """A freshly initialised model of ``preset`` (use ``device="meta"`` to count without memory)."""
+def build_model(preset: str, device: str | torch.device = "cpu", dropout: float | None = None) -> GPT:
+    """A freshly initialised model of ``preset`` (use ``device="meta"`` to count without memory).
+
+    ``dropout`` overrides the preset's when not None.
+    """
+    shape = PRESETS[preset]
+    if dropout is not None:
+        shape = dataclasses.replace(shape, dropout=float(dropout))
     with torch.device(device):
-        return GPT(PRESETS[preset])
+        return GPT(shape)
 
 
 def count_parameters(model: nn.Module) -> int:

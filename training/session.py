@@ -228,6 +228,8 @@ def run_session(args: SessionArgs, store=None, status: dict | None = None) -> di
     except PlanError as exc:
         raise SessionExit(EXIT_REFUSED, "refused", f"planner: {exc}") from None
     status.update(start_step=plan.resume_step, end_step=plan.resume_step)
+    if budget_s is not None and budget_s <= 0 and not plan.finished:
+        raise SessionExit(EXIT_REFUSED, "refused", "no time budget left (quota or timeout within the save margin)")
     problems = cross_check(plan)
     if problems:
         raise SessionExit(EXIT_REFUSED, "refused", f"planner arithmetic disagrees: {problems[0]}")

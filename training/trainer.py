@@ -99,7 +99,9 @@ class Trainer:
         random.seed(config.seed)
         np.random.seed(config.seed % 2**32)
         torch.manual_seed(config.seed)
-        self.model: GPT = build_model(config.preset, self.device)
+        self.model: GPT = build_model(config.preset, self.device, dropout=config.dropout)
+        # every rank starts from the same weights but draws its own dropout masks
+        torch.manual_seed(int(np.random.SeedSequence([config.seed, rank]).generate_state(1)[0]))
         self.forward_model = self.model
         if world_size > 1:
             self.forward_model = torch.nn.parallel.DistributedDataParallel(self.model)
