@@ -1,0 +1,179 @@
+"""The one place where GKE executors talk to a Kubernetes API server.
+
+:class:`Kube` wraps the real ``kubernetes`` client for one cluster. Every call carries
+a deadline (``_request_timeout``) and no hidden retries, so a stalled server costs at
+most the deadline (RELIABILITY row 17). Failures become typed one-line errors that
+name the cluster and the call, never a header, token or response body (row 46):
+
+- :class:`KubeNotFound` (404) and :class:`KubeConflict` (409) are real answers;
+- :class:`KubeUnavailable` (5xx, 401/403, timeout, refused connection, malformed JSON,
+  an unloadable kubeconfig context) means the state is unknown.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from executors.compute import ComputeError, ComputeUnavailableError
+
+JOBSET_GROUP = "jobset.x-k8s.io"
+JOBSET_VERSION = "v1alpha2"
+JOBSET_PLURAL = "jobsets"
+DEFAULT_DEADLINE_S = 20.0
+LIST_PAGE_SIZE = 500  # kubectl's chunk size
+
+
+class KubeNotFound(ComputeError):
+    """The server said 404: the object does not exist."""
+
+
+class KubeConflict(ComputeError):
+    """The server said 409: an object of that name already exists."""
+
+
+class KubeUnavailable(ComputeUnavailableError):
+    """The server could not be asked or did not answer clearly: the state is unknown."""
+
+
+def _describe_transport(exc: Exception, deadline_s: float) -> str:
+    import urllib3
+
+    reason = getattr(exc, "reason", None)
+    if isinstance(exc, urllib3.exceptions.MaxRetryError) and isinstance(reason, Exception):
+        exc = reason
+    if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.ConnectTimeoutError, TimeoutError)):
+        return f"no answer within the {deadline_s:g}s deadline"
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return "connection refused or unreachable"
+    if isinstance(exc, urllib3.exceptions.ProtocolError):
+        return "connection dropped"
+    return f"transport error ({type(exc).__name__})"
+
+
+class Kube:
+    """One cluster's API server, reached through the real ``kubernetes`` client."""
+
+    def __init__(self, api_client: Any, cluster: str, deadline_s: float = DEFAULT_DEADLINE_S):
+        self.api_client = api_client
+        self.cluster = cluster
+        self.deadline_s = deadline_s
+
+    @classmethod
+    def from_context(
+        cls, context: str, *, cluster: str | None = None, kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S
+    ) -> Kube:
+        """A client for a kubeconfig context (``$KUBECONFIG`` or ``~/.kube/config`` unless ``kubeconfig`` is given)."""
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        try:
+            config.load_kube_config(
+                config_file=str(kubeconfig) if kubeconfig else None,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        except (config.ConfigException, OSError, ValueError, TypeError) as exc:
+            raise KubeUnavailable(
+                f"{cluster or context}: cannot load kubeconfig context {context!r} ({type(exc).__name__}); "
+                "fetch it with gcloud container clusters get-credentials"
+            ) from None
+        return cls.from_configuration(configuration, cluster=cluster or context, deadline_s=deadline_s)
+
+    @classmethod
+    def from_configuration(cls, configuration: Any, *, cluster: str, deadline_s: float = DEFAULT_DEADLINE_S) -> Kube:
+        """A client for a ready ``kubernetes.client.Configuration`` (e.g. ``Configuration(host=...)``)."""
+        from kubernetes import client
+
+        configuration.retries = False  # the deadline is the whole budget of a call
+        return cls(client.ApiClient(configuration), cluster, deadline_s)
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    def __enter__(self) -> Kube:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, what: str, fn, *args, **kwargs) -> Any:
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+
+        timeout = (min(self.deadline_s, 10.0), self.deadline_s)
+        try:
+            return fn(*args, _request_timeout=timeout, **kwargs)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise KubeNotFound(f"{self.cluster}: {what}: not found") from None
+            if exc.status == 409:
+                raise KubeConflict(f"{self.cluster}: {what}: already exists") from None
+            if exc.status in (401, 403):
+                raise KubeUnavailable(f"{self.cluster}: {what}: HTTP {exc.status} (check the cluster credentials)") from None
+            status = f"HTTP {exc.status}" if exc.status else "TLS or request error"
+            raise KubeUnavailable(f"{self.cluster}: {what}: {status}") from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise KubeUnavailable(f"{self.cluster}: {what}: {_describe_transport(exc, self.deadline_s)}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise KubeUnavailable(f"{self.cluster}: {what}: malformed response (not JSON)") from None
+
+    def _custom(self):
+        from kubernetes import client
+
+        return client.CustomObjectsApi(self.api_client)
+
+    def _core(self):
+        from kubernetes import client
+
+        return client.CoreV1Api(self.api_client)
+
+    def list_jobsets(self, namespace: str | None = None, label_selector: str | None = None) -> list[dict]:
+        """Every JobSet of a namespace, or of the whole cluster (``kubectl get jobset -A``), all pages."""
+        items: list[dict] = []
+        token = None
+        what = f"list jobsets in {namespace}" if namespace else "list jobsets (all namespaces)"
+        while True:
+            kwargs: dict[str, Any] = {"limit": LIST_PAGE_SIZE}
+            if token:
+                kwargs["_continue"] = token
+            if label_selector:
+                kwargs["label_selector"] = label_selector
+            if namespace:
+                page = self._call(what, self._custom().list_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, **kwargs)
+            else:
+                page = self._call(what, self._custom().list_cluster_custom_object, JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL, **kwargs)
+            if not isinstance(page, dict) or not isinstance(page.get("items"), list):
+                raise KubeUnavailable(f"{self.cluster}: {what}: malformed response (no items list)")
+            if not all(isinstance(item, dict) for item in page["items"]):
+                raise KubeUnavailable(f"{self.cluster}: {what}: malformed response (an item is not an object)")
+            items.extend(page["items"])
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
+    def get_jobset(self, namespace: str, name: str) -> dict:
+        what = f"get jobset {namespace}/{name}"
+        obj = self._call(what, self._custom().get_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, name)
+        if not isinstance(obj, dict):
+            raise KubeUnavailable(f"{self.cluster}: {what}: malformed response")
+        return obj
+
+    def create_jobset(self, namespace: str, manifest: dict) -> dict:
+        what = f"create jobset {namespace}/{manifest['metadata']['name']}"
+        obj = self._call(what, self._custom().create_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, manifest)
+        if not isinstance(obj, dict):
+            raise KubeUnavailable(f"{self.cluster}: {what}: malformed response")
+        return obj
+
+    def list_pod_names(self, namespace: str, label_selector: str) -> list[str]:
+        """Names of the pods matching a label selector, sorted."""
+        pods = self._call(f"list pods {label_selector}", self._core().list_namespaced_pod, namespace, label_selector=label_selector)
+        return sorted(p.metadata.name for p in pods.items)
+
+    def pod_log(self, namespace: str, pod: str, tail_lines: int) -> str:
+        """The last ``tail_lines`` lines of a pod's log."""
+        text = self._call(f"read log of pod {namespace}/{pod}", self._core().read_namespaced_pod_log, pod, namespace, tail_lines=tail_lines)
+        return text if isinstance(text, str) else str(text)

@@ -1,0 +1,296 @@
+"""A loopback Kubernetes API server that speaks enough of the real API for JobSets and pod logs.
+
+It serves discovery (``/version``, ``/api``, ``/api/v1``, ``/apis``,
+``/apis/jobset.x-k8s.io/v1alpha2``), JobSets (list cluster-wide and namespaced with
+``labelSelector``/``limit``/``continue``, get, create with 409 on a duplicate), pods
+(list by label selector) and pod logs (``tailLines``). Objects live in memory.
+
+Faults are injected per route: :meth:`FakeKubeApi.fail` makes the next ``times``
+matching requests answer 500, stall past the client's deadline, send malformed JSON, or
+take effect and then answer 500 (``lost``: the answer of a landed create is lost).
+Every request is recorded (method, path, query, JSON body) for assertions.
+Only ever binds 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import re
+import threading
+import uuid
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import yaml
+
+GROUP = "jobset.x-k8s.io"
+VERSION = "v1alpha2"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+@dataclass
+class Fault:
+    method: str
+    path_re: re.Pattern
+    kind: str  # "500", "stall", "malformed"
+    times: int
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict
+    body: object
+    headers: dict
+
+
+def _selector_matches(selector: str, labels: dict) -> bool:
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        key, op, value = re.match(r"([^=!]+)(==|=|!=)?(.*)", term).groups()
+        if op is None:
+            if key not in labels:
+                return False
+        elif op == "!=":
+            if labels.get(key) == value:
+                return False
+        elif labels.get(key) != value:
+            return False
+    return True
+
+
+def _status(code: int, reason: str, message: str) -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}
+
+
+class FakeKubeApi:
+    """An in-memory API server on 127.0.0.1:<ephemeral port>; use as a context manager."""
+
+    def __init__(self, stall_s: float = 5.0):
+        self.jobsets: dict[tuple[str, str], dict] = {}
+        self.pods: dict[tuple[str, str], dict] = {}
+        self.logs: dict[tuple[str, str], str] = {}
+        self.requests: list[Request] = []
+        self.faults: list[Fault] = []
+        self.stall_s = stall_s
+        self._release = threading.Event()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> FakeKubeApi:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._release.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- test set-up ---------------------------------------------------------------
+
+    def fail(self, method: str, path_pattern: str, kind: str, times: int = 1) -> None:
+        """Make the next ``times`` requests whose path matches ``path_pattern`` fail with ``kind``."""
+        assert kind in ("500", "stall", "malformed", "lost")
+        self.faults.append(Fault(method.upper(), re.compile(path_pattern), kind, times))
+
+    def add_jobset(self, name: str, *, namespace: str = "default", image: str = "example-registry/app:main", terminal_state: str | None = None, conditions: list | None = None, labels: dict | None = None) -> dict:
+        """Seed one JobSet as a cluster would hold it."""
+        obj = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "JobSet",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {"xpk.google.com/workload": name}},
+            "spec": {
+                "replicatedJobs": [
+                    {"name": "slice-job", "replicas": 1, "template": {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": image}]}}}}}
+                ]
+            },
+            "status": {},
+        }
+        self._stamp(obj)
+        self.set_state(name, namespace=namespace, terminal_state=terminal_state, conditions=conditions, obj=obj)
+        return obj
+
+    def set_state(self, name: str, *, namespace: str = "default", terminal_state: str | None = None, conditions: list | None = None, active: int = 0, obj: dict | None = None) -> None:
+        """Set a JobSet's status: terminal state, condition types that are True, active jobs."""
+        obj = obj or self.jobsets[(namespace, name)]
+        status: dict = {"replicatedJobsStatus": [{"name": "slice-job", "active": active, "ready": active, "succeeded": 0, "failed": 0, "suspended": 0}]}
+        now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        conds = [{"type": c, "status": "True", "reason": c, "message": f"jobset {c.lower()}", "lastTransitionTime": now} for c in (conditions or [])]
+        if terminal_state:
+            status["terminalState"] = terminal_state
+            if terminal_state not in (conditions or []):
+                reason = "AllJobsCompleted" if terminal_state == "Completed" else "FailedJobs"
+                conds.append({"type": terminal_state, "status": "True", "reason": reason, "message": f"jobset {terminal_state.lower()}", "lastTransitionTime": now})
+        if conds:
+            status["conditions"] = conds
+        obj["status"] = status
+        with self._lock:
+            self.jobsets[(namespace, name)] = obj
+
+    def add_pod(self, name: str, jobset: str, log: str, *, namespace: str = "default") -> None:
+        """Seed a pod of a JobSet with its log text."""
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": {JOBSET_NAME_LABEL: jobset}}, "spec": {"containers": [{"name": "main", "image": "x"}]}, "status": {"phase": "Succeeded"}}
+        self._stamp(pod)
+        with self._lock:
+            self.pods[(namespace, name)] = pod
+            self.logs[(namespace, name)] = log
+
+    def write_kubeconfig(self, path: Path, contexts: list[str], *, others: dict[str, str] | None = None) -> Path:
+        """Write a kubeconfig whose ``contexts`` all point at this server (``others``: context -> url)."""
+        entries = {ctx: self.url for ctx in contexts} | (others or {})
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": f"c-{ctx}", "cluster": {"server": url}} for ctx, url in entries.items()],
+            "users": [{"name": "tester", "user": {"token": "fake-test-token"}}],
+            "contexts": [{"name": ctx, "context": {"cluster": f"c-{ctx}", "user": "tester"}} for ctx in entries],
+            "current-context": next(iter(entries)),
+        }
+        path.write_text(yaml.safe_dump(doc))
+        return path
+
+    @staticmethod
+    def _stamp(obj: dict) -> None:
+        meta = obj["metadata"]
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        meta["resourceVersion"] = str(uuid.uuid4().int % 10**9)
+
+    # -- serving ----------------------------------------------------------------------
+
+    def _take_fault(self, method: str, path: str) -> str | None:
+        with self._lock:
+            for fault in self.faults:
+                if fault.times > 0 and fault.method == method and fault.path_re.search(path):
+                    fault.times -= 1
+                    return fault.kind
+        return None
+
+    def _handler_class(self):
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # keep test output quiet
+                pass
+
+            def _send(self, code: int, payload, content_type: str = "application/json") -> None:
+                data = payload if isinstance(payload, bytes) else (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _handle(self, method: str) -> None:
+                parts = urlsplit(self.path)
+                query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+                body = None
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    raw = self.rfile.read(length)
+                    try:
+                        body = json.loads(raw)
+                    except ValueError:
+                        body = raw.decode(errors="replace")
+                api.requests.append(Request(method, parts.path, query, body, {k.lower(): v for k, v in self.headers.items()}))
+                fault = api._take_fault(method, parts.path)
+                if fault == "stall":
+                    api._release.wait(api.stall_s)  # the client gave up long ago: just hang up
+                    self.close_connection = True
+                    return None
+                if fault == "500":
+                    return self._send(500, _status(500, "InternalError", "injected failure"))
+                if fault == "malformed":
+                    return self._send(200, b'{"kind": "JobSetList", "items": [')
+                code, payload, ctype = api._route(method, parts.path, query, body)
+                if fault == "lost":  # the request took effect but its answer is an error
+                    return self._send(500, _status(500, "InternalError", "answer lost"))
+                self._send(code, payload, ctype)
+
+            def do_GET(self) -> None:
+                self._handle("GET")
+
+            def do_POST(self) -> None:
+                self._handle("POST")
+
+        return Handler
+
+    def _route(self, method: str, path: str, query: dict, body) -> tuple[int, object, str]:
+        j = "application/json"
+        if path == "/version":
+            return 200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-fake", "platform": "linux/amd64"}, j
+        if path == "/api":
+            return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}, j
+        if path == "/api/v1":
+            return 200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+                {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod", "verbs": ["get", "list"], "shortNames": ["po"]},
+                {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]},
+            ]}, j
+        if path == "/apis":
+            gv = {"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}
+            return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [{"name": GROUP, "versions": [gv], "preferredVersion": gv}]}, j
+        if path == f"/apis/{GROUP}/{VERSION}":
+            return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{GROUP}/{VERSION}", "resources": [
+                {"name": "jobsets", "singularName": "jobset", "namespaced": True, "kind": "JobSet", "verbs": ["create", "get", "list", "patch", "update", "delete", "watch"]},
+                {"name": "jobsets/status", "singularName": "", "namespaced": True, "kind": "JobSet", "verbs": ["get", "patch", "update"]},
+            ]}, j
+        if m := re.fullmatch(rf"/apis/{re.escape(GROUP)}/{VERSION}(?:/namespaces/([^/]+))?/jobsets(?:/([^/]+))?", path):
+            return self._jobsets(method, m.group(1), m.group(2), query, body)
+        if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path):
+            with self._lock:
+                items = [copy.deepcopy(p) for (ns, _), p in sorted(self.pods.items()) if ns == m.group(1) and _selector_matches(query.get("labelSelector", ""), p["metadata"]["labels"])]
+            return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}, j
+        if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/log", path):
+            key = (m.group(1), m.group(2))
+            if key not in self.logs:
+                return 404, _status(404, "NotFound", f'pods "{key[1]}" not found'), j
+            lines = self.logs[key].splitlines(keepends=True)
+            if "tailLines" in query:
+                lines = lines[-int(query["tailLines"]):] if int(query["tailLines"]) else []
+            return 200, "".join(lines), "text/plain"
+        return 404, _status(404, "NotFound", "the server could not find the requested resource"), j
+
+    def _jobsets(self, method: str, namespace: str | None, name: str | None, query: dict, body) -> tuple[int, object, str]:
+        j = "application/json"
+        if method == "POST":
+            if not namespace or name or not isinstance(body, dict):
+                return 400, _status(400, "BadRequest", "bad create"), j
+            obj = copy.deepcopy(body)
+            obj["metadata"]["namespace"] = namespace
+            key = (namespace, obj["metadata"]["name"])
+            with self._lock:
+                if key in self.jobsets:
+                    return 409, _status(409, "AlreadyExists", f'jobsets.{GROUP} "{key[1]}" already exists'), j
+                self._stamp(obj)
+                obj["status"] = {}
+                self.jobsets[key] = obj
+            return 201, obj, j
+        if name:
+            obj = self.jobsets.get((namespace, name))
+            if obj is None:
+                return 404, _status(404, "NotFound", f'jobsets.{GROUP} "{name}" not found'), j
+            return 200, obj, j
+        with self._lock:
+            items = [copy.deepcopy(o) for (ns, _), o in sorted(self.jobsets.items()) if namespace in (None, ns)]
+        selector = query.get("labelSelector", "")
+        items = [o for o in items if _selector_matches(selector, o["metadata"].get("labels", {}))]
+        start = int(query.get("continue") or 0)
+        limit = int(query.get("limit") or 0) or len(items)
+        page, rest = items[start : start + limit], items[start + limit :]
+        meta = {"resourceVersion": "1"}
+        if rest:
+            meta["continue"] = str(start + limit)
+        return 200, {"apiVersion": f"{GROUP}/{VERSION}", "kind": "JobSetList", "metadata": meta, "items": page}, j
