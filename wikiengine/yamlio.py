@@ -4,7 +4,8 @@ ruamel.yaml round-trip mode for edits.
 Reads use PyYAML's C safe loader where libyaml is present (about 15x faster than
 ruamel.yaml's pure-Python safe loader, see ``reference/performance.md``), with three
 extra refusals: duplicate keys, anchors/aliases (no alias bombs; frontmatter never
-needs them) and any tag (safe loading already refuses ``!!python/object``). Dates are
+needs them) and any explicit tag (safe loading already refuses ``!!python/object``;
+``!!binary`` or ``!!set`` would still build bytes or a set). Dates are
 normalised to ISO strings so that a JSON Schema sees what the author wrote.
 """
 
@@ -55,14 +56,24 @@ def _normalise(value: Any) -> Any:
 
 
 def _refuse_aliases(text: str, path, first_line: int) -> None:
-    # Only documents that could hold an anchor or alias pay for the event scan.
-    if "&" not in text and "*" not in text:
+    """Refuse anchors, aliases and explicit tags (``!!binary``, ``!!set``, ``!custom``...).
+
+    Only documents that could hold one pay for the event scan.
+    """
+    if "&" not in text and "*" not in text and "!" not in text:
         return
     for event in yaml.parse(text, Loader=_BaseLoader):
         anchor = getattr(event, "anchor", None)
         if anchor is not None or isinstance(event, yaml.AliasEvent):
             raise PageError(
                 "YAML anchors and aliases are not allowed here",
+                path,
+                first_line + event.start_mark.line,
+            )
+        tag = getattr(event, "tag", None)
+        if tag is not None:
+            raise PageError(
+                f"YAML tags are not allowed here ({tag})",
                 path,
                 first_line + event.start_mark.line,
             )
