@@ -44,6 +44,18 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
             seen[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_timestamp(self, node):  # noqa: D401 - PyYAML hook
+        # '2024-13-45' matches the timestamp pattern but is no date: a ValueError, not a YAML error.
+        try:
+            return super().construct_yaml_timestamp(node)
+        except (ValueError, OverflowError) as exc:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.value!r} is not a valid date or time ({exc})", node.start_mark
+            ) from None
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _StrictLoader.construct_yaml_timestamp)
+
 
 def _normalise(value: Any) -> Any:
     if isinstance(value, dict):
