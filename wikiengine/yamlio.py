@@ -27,7 +27,7 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
     def construct_mapping(self, node, deep=False):  # noqa: D401 - PyYAML hook
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
+            key = _normal_key(self.construct_object(key_node, deep=True))
             try:
                 hash(key)
             except TypeError:
@@ -57,9 +57,13 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
 _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _StrictLoader.construct_yaml_timestamp)
 
 
+def _normal_key(key: Any) -> Any:
+    return key.isoformat() if isinstance(key, (_dt.date, _dt.datetime)) else key
+
+
 def _normalise(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _normalise(v) for k, v in value.items()}
+        return {_normal_key(k): _normalise(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_normalise(v) for v in value]
     if isinstance(value, (_dt.date, _dt.datetime)):
@@ -99,7 +103,7 @@ def safe_load(text: str, path=None, first_line: int = 1) -> Any:
     """
     try:
         _refuse_aliases(text, path, first_line)
-        data = yaml.load(text, Loader=_StrictLoader)
+        data = _normalise(yaml.load(text, Loader=_StrictLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = first_line + mark.line if mark is not None else first_line
@@ -109,7 +113,7 @@ def safe_load(text: str, path=None, first_line: int = 1) -> Any:
         raise PageError(f"invalid YAML: {exc}", path, first_line) from None
     except RecursionError:
         raise PageError("invalid YAML: nesting too deep", path, first_line) from None
-    return _normalise(data)
+    return data
 
 
 def key_lines(text: str, first_line: int = 1) -> dict[tuple, int]:
@@ -137,7 +141,10 @@ def key_lines(text: str, first_line: int = 1) -> dict[tuple, int]:
 
     if root is not None:
         lines[()] = first_line + root.start_mark.line
-        walk(root, ())
+        try:
+            walk(root, ())
+        except RecursionError:
+            pass  # safe_load refuses such a document; the lines found so far are all we need
     return lines
 
 
