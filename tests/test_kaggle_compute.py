@@ -1,0 +1,284 @@
+"""KaggleCompute through the real kagglesdk client against the loopback Kaggle API (tests/fakes/fake_kaggle.py)."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+
+import pytest
+
+from executors.compute import (
+    CapacityError,
+    ComputeError,
+    ComputeUnavailableError,
+    LaunchRequest,
+    SessionState,
+    SessionStatus,
+)
+from executors.kaggle_compute import KaggleCompute, LaunchBlockedError, classify_exit, split_ref
+from tests.fakes.fake_kaggle import CAPACITY_MESSAGE, Fault, Run, status_fault
+from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
+    KAGGLE_TEST_KEY,
+    KAGGLE_TEST_USER,
+    RecordingSleep,
+    fake_kaggle,
+    fast_policy,
+    kaggle_env,
+    kaggle_json,
+    sleeps,
+)
+
+SLUG = f"{KAGGLE_TEST_USER}/ounce100m-p4-session2"
+BOOTSTRAP = 'import os\nos.environ["QUOTA_LEFT_HOURS"] = "22.5"\nprint("bootstrap")\n'
+
+
+class Clock:
+    def __init__(self):
+        self.now = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.timezone.utc)
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def compute(fake_kaggle, tmp_path, sleeps, clock):
+    return KaggleCompute(
+        KAGGLE_TEST_USER, claims_path=tmp_path / "claims.json", policy=fast_policy(sleeps), clock=clock, claim_ttl_s=600
+    )
+
+
+def request(slug: str = SLUG) -> LaunchRequest:
+    return LaunchRequest(slug=slug, script_text=BOOTSTRAP, session_timeout_s=25200)
+
+
+def test_launch_sends_the_full_envelope_and_records_the_returned_ref(compute, fake_kaggle):
+    record = compute.launch(request())
+    body = fake_kaggle.saves[-1]
+    assert body == {
+        "slug": SLUG,
+        "newTitle": "ounce100m-p4-session2",
+        "text": BOOTSTRAP,
+        "language": "python",
+        "kernelType": "script",
+        "isPrivate": True,
+        "enableGpu": True,
+        "enableInternet": True,
+        "sessionTimeoutSeconds": 25200,
+        "machineShape": "NvidiaTeslaT4",
+        "kernelExecutionType": "SAVE_AND_RUN_ALL",
+    }
+    assert record.ref == SLUG and record.version == 1
+    assert record.kernel_id == str(fake_kaggle.kernels[SLUG].id)
+    assert record.submitted_at.tzinfo is not None
+    claims = json.loads((compute.claims.path).read_text())
+    assert claims[0]["ref"] == SLUG and claims[0]["version"] == 1 and claims[0]["state"] == "pending"
+
+
+def test_an_existing_kernel_never_gets_a_title(compute, fake_kaggle):
+    fake_kaggle.add_kernel(SLUG, run=Run(statuses=["COMPLETE"]))
+    record = compute.launch(request())
+    assert "newTitle" not in fake_kaggle.saves[-1]
+    assert record.ref == SLUG and record.version == 2
+    assert list(fake_kaggle.kernels) == [SLUG]
+
+
+def test_a_title_that_would_rename_the_slug_is_refused_before_any_push(compute, fake_kaggle):
+    with pytest.raises(ComputeError, match="rename"):
+        compute.launch(LaunchRequest(SLUG, BOOTSTRAP, 25200, title="Ounce session two"))
+    assert fake_kaggle.saves == []
+
+
+def test_status_life_and_log_tail_poll_the_returned_ref(compute, fake_kaggle):
+    record = compute.launch(request())
+    states = [compute.status(record.ref).state for _ in range(4)]
+    assert states == [SessionState.QUEUED, SessionState.RUNNING, SessionState.COMPLETE, SessionState.COMPLETE]
+    assert compute.log_tail(record.ref, lines=1) == "saved checkpoint 1524"
+    report = compute.exit_report(record.ref)
+    assert report.runtime_s == 9000.0 and not report.refused_to_start
+
+
+def test_quota_reads_used_total_and_refresh(compute, fake_kaggle):
+    quota = compute.quota()
+    assert quota.used_hours == 7.5 and quota.total_hours == 30.0 and quota.left_hours == 22.5
+    assert quota.refresh_at == dt.datetime(2026, 12, 5, tzinfo=dt.timezone.utc)
+
+
+def test_exit_inside_two_minutes_is_refused_to_start_with_the_reason_from_the_log(compute, fake_kaggle):
+    fake_kaggle.next_runs.append(Run(
+        statuses=["RUNNING", "ERROR"],
+        log=[{"stream_name": "stdout", "time": 2.0, "data": "bootstrap: reading pointer\n"},
+             {"stream_name": "stderr", "time": 41.0, "data": "REFUSED: free space 3.1 GB < 20 GB\n"}],
+        failure_message="Your notebook tried to exit",
+    ))
+    record = compute.launch(request())
+    assert compute.status(record.ref).state == SessionState.RUNNING
+    status = compute.status(record.ref)
+    assert status.state == SessionState.ERROR and status.failure_message == "Your notebook tried to exit"
+    report = compute.exit_report(record.ref, status)
+    assert report.refused_to_start and report.runtime_s == 41.0
+    assert report.reason.endswith("REFUSED: free space 3.1 GB < 20 GB")
+
+
+@pytest.mark.parametrize(
+    "state, log, refused",
+    [
+        (SessionState.ERROR, [{"time": 119.0, "data": "x\n"}], True),
+        (SessionState.COMPLETE, [{"time": 30.0, "data": "nothing to do\n"}], True),
+        (SessionState.ERROR, [{"time": 121.0, "data": "oom\n"}], False),
+        (SessionState.ERROR, [], True),
+        (SessionState.COMPLETE, [], False),
+        (SessionState.RUNNING, [{"time": 5.0, "data": "x\n"}], False),
+    ],
+)
+def test_refused_to_start_classification_table(state, log, refused):
+    assert classify_exit(SessionStatus(state), json.dumps(log)).refused_to_start is refused
+
+
+def test_row23_launch_not_yet_visible_blocks_relaunch_until_seen_or_ttl(compute, fake_kaggle, clock):
+    fake_kaggle.next_runs.append(Run(hidden_polls=3, statuses=["RUNNING", "COMPLETE"]))
+    record = compute.launch(request())
+    assert compute.status(record.ref).state == SessionState.QUEUED  # 404 for our version: not yet visible
+    with pytest.raises(LaunchBlockedError, match="not yet|queued"):
+        compute.launch(request())
+    assert len(fake_kaggle.saves) == 1
+    clock.now += dt.timedelta(seconds=601)  # past the TTL: a still-invisible launch is gone
+    assert compute.status(record.ref).state == SessionState.GONE
+
+
+def test_row23_the_previous_versions_status_is_not_read_as_ours(compute, fake_kaggle):
+    fake_kaggle.add_kernel(SLUG, run=Run(statuses=["COMPLETE"]))
+    fake_kaggle.next_runs.append(Run(hidden_polls=2, statuses=["RUNNING"]))
+    record = compute.launch(request())
+    assert record.version == 2
+    assert compute.status(record.ref).state == SessionState.QUEUED  # v2 invisible; v1 COMPLETE ignored
+    assert compute.status(record.ref).state == SessionState.QUEUED
+    assert compute.status(record.ref).state == SessionState.RUNNING
+
+
+def test_a_session_seen_alive_blocks_any_new_launch(compute, fake_kaggle):
+    record = compute.launch(request())
+    compute.status(record.ref)
+    with pytest.raises(LaunchBlockedError):
+        compute.launch(request(f"{KAGGLE_TEST_USER}/ounce100m-p4-session3"))
+    assert len(fake_kaggle.saves) == 1
+
+
+def test_after_a_complete_session_the_next_launch_goes_through(compute, fake_kaggle):
+    first = compute.launch(request())
+    while compute.status(first.ref).state.alive:
+        pass
+    second = compute.launch(request(f"{KAGGLE_TEST_USER}/ounce100m-p4-session3"))
+    assert second.ref == f"{KAGGLE_TEST_USER}/ounce100m-p4-session3" and len(fake_kaggle.saves) == 2
+
+
+@pytest.mark.parametrize("fault", [status_fault(500), status_fault(503, retry_after=1), Fault("drop")],
+                         ids=["500", "503", "drop"])
+def test_row24_failed_status_call_is_unknown_never_gone(compute, fake_kaggle, fault):
+    fake_kaggle.add_kernel(SLUG, run=Run(statuses=["COMPLETE"]))
+    fake_kaggle.inject("GetKernelSessionStatus", *[fault] * 10)
+    assert compute.status(SLUG).state == SessionState.UNKNOWN
+    with pytest.raises(LaunchBlockedError, match="unknown"):
+        compute.launch(request())
+    assert fake_kaggle.saves == []
+
+
+def test_row24_only_a_404_means_gone(compute, fake_kaggle):
+    assert compute.status(f"{KAGGLE_TEST_USER}/never-pushed").state == SessionState.GONE
+
+
+def test_row16_429_retry_after_on_a_read_is_honoured(compute, fake_kaggle, sleeps):
+    fake_kaggle.inject("GetAcceleratorQuotaStatistics", status_fault(429, retry_after=9))
+    assert compute.quota().total_hours == 30.0
+    assert sleeps.waits == [9.0]
+
+
+def test_row17_quota_unreadable_is_unavailable_not_exhausted(fake_kaggle, tmp_path, sleeps, clock):
+    compute = KaggleCompute(
+        KAGGLE_TEST_USER, claims_path=tmp_path / "c.json", clock=clock,
+        policy=fast_policy(sleeps, request_timeout_s=0.3, deadline_s=1.5, max_attempts=20),
+    )
+    fake_kaggle.inject("GetAcceleratorQuotaStatistics", *[Fault("stall", seconds=1.0)] * 20)
+    with pytest.raises(ComputeUnavailableError, match="deadline"):
+        compute.quota()
+
+
+def test_row25_capacity_refusal_is_infrastructure_closed_and_not_retried(compute, fake_kaggle):
+    fake_kaggle.inject("SaveKernel", Fault("capacity"))
+    with pytest.raises(CapacityError, match="Maximum batch GPU session count"):
+        compute.launch(request())
+    assert len(fake_kaggle.saves) == 1
+    claims = json.loads(compute.claims.path.read_text())
+    assert claims[0]["state"] == "closed" and claims[0]["closed_reason"] == "capacity"
+
+
+def test_row25_capacity_refusal_as_an_http_error_is_also_capacity(compute, fake_kaggle):
+    fake_kaggle.inject("SaveKernel", Fault("capacity_http"))
+    with pytest.raises(CapacityError, match="Maximum batch GPU session count"):
+        compute.launch(request())
+    assert fake_kaggle.calls.count("SaveKernel") == 1
+    assert json.loads(compute.claims.path.read_text())[0]["closed_reason"] == "capacity"
+
+
+def test_message_less_api_error_becomes_a_clear_error_naming_the_request(compute, fake_kaggle):
+    fake_kaggle.inject("SaveKernel", Fault("empty_error"))
+    with pytest.raises(ComputeError) as err:
+        compute.launch(request())
+    assert str(err.value).startswith(f"kaggle: SaveKernel {SLUG} refused with HTTP 400 and no message")
+
+
+def test_row22_push_whose_answer_is_lost_blocks_relaunch(compute, fake_kaggle):
+    fake_kaggle.inject("SaveKernel", Fault("land_then_drop"))
+    with pytest.raises(ComputeUnavailableError, match="outcome unknown"):
+        compute.launch(request())
+    assert len(fake_kaggle.saves) == 1
+    with pytest.raises(LaunchBlockedError):
+        compute.launch(request())
+    assert len(fake_kaggle.saves) == 1
+
+
+def test_row26_foreign_kernel_running_on_the_account_blocks_launch(compute, fake_kaggle):
+    fake_kaggle.add_kernel(f"{KAGGLE_TEST_USER}/someones-notebook", run=Run(statuses=["RUNNING"]))
+    sessions = dict(compute.list_sessions())
+    assert sessions[f"{KAGGLE_TEST_USER}/someones-notebook"] == SessionState.RUNNING
+    with pytest.raises(LaunchBlockedError, match="someones-notebook"):
+        compute.launch(request())
+    assert fake_kaggle.saves == []
+
+
+def test_credentials_from_kaggle_json_when_env_has_none(fake_kaggle, kaggle_env, monkeypatch, tmp_path, clock):
+    monkeypatch.delenv("KAGGLE_USERNAME")
+    monkeypatch.delenv("KAGGLE_KEY")
+    kaggle_json(kaggle_env, KAGGLE_TEST_USER, KAGGLE_TEST_KEY)
+    compute = KaggleCompute.from_config({}, tmp_path)
+    assert compute.owner == KAGGLE_TEST_USER
+    assert compute.quota().used_hours == 7.5
+
+
+def test_wrong_key_is_refused_without_echoing_it(compute, fake_kaggle, monkeypatch):
+    monkeypatch.setenv("KAGGLE_KEY", "wrong-key-value-424242")
+    with pytest.raises(ComputeUnavailableError) as err:
+        compute.quota()
+    assert "wrong-key-value-424242" not in str(err.value)
+    assert base64.b64encode(b"relaybot:wrong-key-value-424242").decode() not in str(err.value)
+
+
+def test_config_never_holds_a_key(tmp_path, kaggle_env):
+    with pytest.raises(ComputeError, match="KAGGLE_KEY"):
+        KaggleCompute.from_config({"owner": "x", "key": "abc"}, tmp_path)
+    compute = KaggleCompute.from_config({"owner": "someone", "claims_file": "state/claims.json"}, tmp_path)
+    assert compute.claims.path == tmp_path / "state/claims.json" and compute.machine_shape == "NvidiaTeslaT4"
+
+
+@pytest.mark.parametrize(
+    "ref, parts",
+    [("a/b", ("a", "b", None)), ("/code/a/b", ("a", "b", None)), ("a/b/3", ("a", "b", 3)),
+     ("https://www.kaggle.com/code/a/b", ("a", "b", None))],
+)
+def test_split_ref(ref, parts):
+    assert split_ref(ref) == parts
