@@ -18,10 +18,12 @@ import pytest
 
 pytest.importorskip("kubernetes")
 
-from executors.compute import SessionState  # noqa: E402
+from executors.compute import CapacityError, ComputeError, ComputeUnavailableError, LaunchRequest, SessionState  # noqa: E402
 from executors.gke import kube as kube_module  # noqa: E402
 from executors.gke.clusters import discover_clusters, parse_cluster_file, parse_tpu  # noqa: E402
+from executors.gke.compute import GkeCompute  # noqa: E402
 from executors.gke.dispatch import (  # noqa: E402
+    ClusterBusy,
     DispatchConflict,
     Experiment,
     dispatch,
@@ -405,6 +407,22 @@ def test_dispatch_refuses_a_launch_command_that_ignores_the_paths(fleet):
     assert not [r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]
 
 
+def test_dispatch_refuses_a_cluster_that_became_busy(fleet):
+    fleet["dave-v5p-16"].add_jobset("carol-llama3-8b-tpu-v003-tp", namespace="carol")
+    with pytest.raises(ClusterBusy, match="occupied by another user's workload `carol-llama3-8b-tpu-v003-tp`"):
+        dispatch(fleet.cluster("dave-v5p-16"), Experiment("alice", "gemma4", "tpu", 7, "remat"), IMAGE, LAUNCH, "gs://example-bucket", kubeconfig=fleet.kubeconfig)
+    assert not [r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]
+
+
+@pytest.mark.parametrize("fault", ["500", "stall", "malformed"])
+def test_row17_unknown_occupancy_never_dispatches(fleet, fault):
+    fleet["dave-v5p-16"].fail("GET", r"/jobsets$", fault)
+    with pytest.raises(KubeUnavailable):
+        dispatch(fleet.cluster("dave-v5p-16"), Experiment("alice", "gemma4", "tpu", 7, "remat"), IMAGE, LAUNCH, "gs://example-bucket",
+                 kubeconfig=fleet.kubeconfig, deadline_s=STALL_DEADLINE_S)
+    assert not [r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]
+
+
 def test_row34_a_name_conflict_is_reread_never_overwritten(fleet):
     cluster = fleet.cluster("alice-v5p-16")
     exp = Experiment("alice", "gemma4", "tpu", 8, "remat")
@@ -499,6 +517,63 @@ def test_finished_workloads_of_this_lane(fleet):
         (3, "alice-gemma4-tpu-v003-a", "exp", SessionState.ERROR),
         (12, "alice-gemma4-tpu-v012-b", "default", SessionState.COMPLETE),
     ]
+
+
+# -- GkeCompute: a relay session as a JobSet -----------------------------------------------
+
+
+def gke_compute(fleet, tmp_path, **extra) -> GkeCompute:
+    shutil.copy(ENV_DIR / "gke-v5p-2x2x2-dave.md", tmp_path / "cluster.md")
+    config = {"cluster_file": "cluster.md", "image": "registry.example/trainer:main", "kubeconfig": str(fleet.kubeconfig),
+              "secret_name": "relay-secrets", "deadline_s": 5.0, **extra}
+    return GkeCompute.from_config(config, tmp_path)
+
+
+def test_gke_compute_launches_once_and_reports(fleet, tmp_path):
+    compute = gke_compute(fleet, tmp_path, quota_hours=30)
+    request = LaunchRequest(slug="ounce100m-session3", script_text="print('hello from the bootstrap')\n", session_timeout_s=3600)
+    record = compute.launch(request)
+    assert record.ref == "ounce100m-session3" and record.kernel_id
+    body = next(r.body for r in fleet["dave-v5p-16"].requests if r.method == "POST")
+    container = body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["python3", "-c", request.script_text]
+    assert container["envFrom"] == [{"secretRef": {"name": "relay-secrets"}}]
+    assert body["spec"]["replicatedJobs"][0]["template"]["spec"]["activeDeadlineSeconds"] == 3600
+    assert compute.status(record.ref).state is SessionState.QUEUED
+    fleet["dave-v5p-16"].set_state(record.ref, active=1)
+    assert compute.status(record.ref).state is SessionState.RUNNING
+    assert ("ounce100m-session3", SessionState.RUNNING) in compute.list_sessions()
+    assert 0 <= compute.quota().used_hours < 1 and compute.quota().total_hours == 30
+    with pytest.raises(ComputeError, match="already launched"):
+        compute.launch(request)
+    fleet["dave-v5p-16"].set_state(record.ref, terminal_state="Completed")
+    fleet["dave-v5p-16"].add_pod("ounce100m-session3-slice-job-0-0-x", record.ref, "a\nb\nsaved checkpoint 400\n")
+    assert compute.status(record.ref).state is SessionState.COMPLETE
+    assert compute.log_tail(record.ref, 1) == "saved checkpoint 400\n"
+    assert len([r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]) == 1
+
+
+def test_gke_compute_refuses_a_busy_or_unknown_cluster(fleet, tmp_path):
+    compute = gke_compute(fleet, tmp_path)
+    request = LaunchRequest(slug="ounce100m-session4", script_text="print(1)\n", session_timeout_s=600)
+    fleet["dave-v5p-16"].fail("GET", r"/jobsets$", "stall")
+    compute.deadline_s = STALL_DEADLINE_S
+    with pytest.raises(ComputeUnavailableError, match="deadline"):
+        compute.launch(request)
+    assert compute.status("ounce100m-session4").state is SessionState.GONE
+    fleet["dave-v5p-16"].add_jobset("bob-gemma4-tpu-v001-x")
+    with pytest.raises(CapacityError, match="occupied by bob-gemma4-tpu-v001-x"):
+        compute.launch(request)
+    with pytest.raises(ComputeUnavailableError, match="no accelerator quota API"):
+        compute.quota()
+    assert not [r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]
+
+
+def test_gke_compute_config_refuses_secrets_and_missing_fields(tmp_path):
+    with pytest.raises(ComputeError, match="'token' must not be in the config"):
+        GkeCompute.from_config({"cluster_file": "x.md", "image": "i", "token": "abc"}, tmp_path)
+    with pytest.raises(ComputeError, match="needs 'image'"):
+        GkeCompute.from_config({"cluster_file": "x.md"}, tmp_path)
 
 
 # -- `wiki clusters` ----------------------------------------------------------------------

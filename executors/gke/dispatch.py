@@ -8,6 +8,8 @@
 - The manifest is what ``xpk workload create`` renders: ``jobset.x-k8s.io/v1alpha2``,
   the ``xpk.google.com/workload`` and Kueue queue labels, replicated job ``slice-job``,
   TPU node selectors for the slice's accelerator and topology.
+- Occupancy is re-checked right before the submit: another active workload refuses it,
+  and a cluster that does not answer is unknown, which never allows a dispatch.
 - A create whose answer was lost or refused as a duplicate is re-read, never blindly
   resubmitted: the same manifest already there counts as dispatched, a different one is
   a conflict (choose a retry suffix), nothing readable is unknown.
@@ -20,10 +22,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from executors.compute import ComputeError, SessionState, SessionStatus
+from executors.compute import CapacityError, ComputeError, SessionState, SessionStatus
 from executors.gke.clusters import ClusterFile
 from executors.gke.kube import DEFAULT_DEADLINE_S, JOBSET_GROUP, JOBSET_VERSION, Kube, KubeConflict, KubeNotFound, KubeUnavailable
-from executors.gke.occupancy import Me, TERMINAL_STATES
+from executors.gke.occupancy import TERMINAL_STATES, Me, active_workloads
 from wikiengine.errors import WikiError
 from wikiengine.identity import check_workload_name, workload_name
 
@@ -189,6 +191,44 @@ def open_kube(cluster: ClusterFile, kubeconfig: str | Path | None, deadline_s: f
     return Kube.from_context(cluster.context, cluster=cluster.name, kubeconfig=kubeconfig, deadline_s=deadline_s)
 
 
+class ClusterBusy(CapacityError):
+    """Another active workload holds the cluster: dispatching now would queue behind it."""
+
+
+def ensure_free(kube: Kube, me: Me, name: str) -> None:
+    """Re-check occupancy right before a submit: any active JobSet other than ``name`` refuses it.
+
+    A listing that fails raises :class:`KubeUnavailable`: unknown never allows a dispatch.
+    """
+    others = [w for w in active_workloads(kube.list_jobsets(), me) if w.name != name]
+    if others:
+        more = f" and {len(others) - 1} more" if len(others) > 1 else ""
+        raise ClusterBusy(f"{kube.cluster}: occupied by {others[0].describe()}{more}: not dispatching {name}")
+
+
+def submit_jobset(kube: Kube, manifest: dict) -> bool:
+    """Create the JobSet; True when created, False when this very JobSet was already there.
+
+    A 409 or a lost answer (error or timeout) is settled by re-reading, never by a second
+    create or a replace: the same image and command there means it landed; a different one
+    is a :class:`DispatchConflict`; nothing readable is :class:`KubeUnavailable` (unknown).
+    """
+    namespace, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
+    try:
+        kube.create_jobset(namespace, manifest)
+        return True
+    except KubeConflict:
+        existing = kube.get_jobset(namespace, name)
+    except KubeUnavailable as exc:
+        try:
+            existing = kube.get_jobset(namespace, name)
+        except (KubeNotFound, KubeUnavailable):
+            raise KubeUnavailable(f"{exc}; not found on re-read, so it did not land or is not visible yet: re-check before resubmitting") from None
+    if _same_workload(existing, manifest):
+        return False
+    raise DispatchConflict(f"{kube.cluster}: workload {name} already exists with another image or command: use the next retry suffix")
+
+
 def dispatch(
     cluster: ClusterFile,
     experiment: Experiment,
@@ -204,8 +244,9 @@ def dispatch(
     """Submit ``experiment`` to ``cluster`` as a JobSet through the real client.
 
     Raises :class:`WikiError` for bad input (name, image, storage root, a launch command
-    that does not write to the xprof/hlo paths), :class:`DispatchConflict` when a different
-    JobSet holds the name, :class:`KubeUnavailable` when the outcome is unknown.
+    that does not write to the xprof/hlo paths), :class:`ClusterBusy` when another active
+    workload holds the cluster, :class:`DispatchConflict` when a different JobSet holds the
+    name, :class:`KubeUnavailable` when the cluster's state or the outcome is unknown.
     """
     name = experiment.workload_name
     problem = check_workload_name(name, experiment.user_prefix, experiment.model, experiment.lane, experiment.vid)
@@ -218,27 +259,15 @@ def dispatch(
         if not _writes_to(launch_cmd, env_name, path):
             raise WikiError(f"launch_cmd does not write to {path} (${env_name}): fix the lane's program.md before dispatching")
     manifest = jobset_manifest(cluster, name, image, launch_cmd, paths, experiment.exp_slug, queue=queue, max_restarts=max_restarts)
-    result = Dispatched(cluster.name, cluster.context, cluster.namespace, name, experiment.exp_slug, paths, image, True)
+    me = Me(experiment.user_prefix, experiment.model, experiment.lane)
     with open_kube(cluster, kubeconfig, deadline_s) as kube:
-        try:
-            kube.create_jobset(cluster.namespace, manifest)
-            return result
-        except KubeConflict:
-            existing = kube.get_jobset(cluster.namespace, name)
-            if _same_workload(existing, manifest):
-                return Dispatched(**{**result.__dict__, "created": False})
-            raise DispatchConflict(f"{cluster.name}: workload {name} already exists with another image or command: use the next retry suffix") from None
-        except KubeUnavailable as exc:
-            try:
-                existing = kube.get_jobset(cluster.namespace, name)
-            except (KubeNotFound, KubeUnavailable):
-                raise KubeUnavailable(f"{exc}; not found on re-read, so the dispatch did not land or is not visible yet: re-check before resubmitting") from None
-            if _same_workload(existing, manifest):
-                return Dispatched(**{**result.__dict__, "created": False})
-            raise DispatchConflict(f"{cluster.name}: workload {name} exists with another image or command") from None
+        ensure_free(kube, me, name)
+        created = submit_jobset(kube, manifest)
+    return Dispatched(cluster.name, cluster.context, cluster.namespace, name, experiment.exp_slug, paths, image, created)
 
 
-def _timestamp(value: object) -> dt.datetime | None:
+def parse_timestamp(value: object) -> dt.datetime | None:
+    """An API timestamp (``2026-07-01T10:00:00Z``) as an aware datetime; None when absent or unreadable."""
     if not isinstance(value, str):
         return None
     try:
@@ -251,11 +280,11 @@ def jobset_status(jobset: dict) -> SessionStatus:
     """A JobSet's state: terminal state or condition, else suspended (queued), active (running) or queued."""
     status = jobset.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("status") == "True"}
-    created = _timestamp((jobset.get("metadata") or {}).get("creationTimestamp"))
+    created = parse_timestamp((jobset.get("metadata") or {}).get("creationTimestamp"))
     terminal = status.get("terminalState") or next((t for t in TERMINAL_STATES if t in conditions), None)
     if terminal in TERMINAL_STATES:
         cond = conditions.get(terminal, {})
-        ended = _timestamp(cond.get("lastTransitionTime"))
+        ended = parse_timestamp(cond.get("lastTransitionTime"))
         if terminal == "Completed":
             return SessionStatus(SessionState.COMPLETE, created, ended)
         return SessionStatus(SessionState.ERROR, created, ended, failure_message=cond.get("message") or cond.get("reason") or "failed")

@@ -52,6 +52,14 @@ def _describe_transport(exc: Exception, deadline_s: float) -> str:
     return f"transport error ({type(exc).__name__})"
 
 
+def require_client() -> None:
+    """Raise a one-line :class:`ComputeUnavailableError` when the ``gke`` extra is not installed."""
+    try:
+        import kubernetes  # noqa: F401
+    except ImportError:
+        raise ComputeUnavailableError("the GKE backend needs the 'gke' extra: pip install 'wikiengine[gke]'") from None
+
+
 class Kube:
     """One cluster's API server, reached through the real ``kubernetes`` client."""
 
@@ -65,6 +73,7 @@ class Kube:
         cls, context: str, *, cluster: str | None = None, kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S
     ) -> Kube:
         """A client for a kubeconfig context (``$KUBECONFIG`` or ``~/.kube/config`` unless ``kubeconfig`` is given)."""
+        require_client()
         from kubernetes import client, config
 
         configuration = client.Configuration()

@@ -123,6 +123,8 @@ def _cluster_dict(c) -> dict:
 
 
 def run(args) -> int:
+    from executors.compute import ComputeUnavailableError
+    from executors.gke.kube import require_client
     from executors.gke.occupancy import check_all, format_pool, parse_parallelism, select_clusters
     from wikiengine.errors import WikiError
 
@@ -133,6 +135,10 @@ def run(args) -> int:
     if args.list:
         return _list(env_dir, args.json)
     parallelism = parse_parallelism(args.parallelism)
+    try:
+        require_client()
+    except ComputeUnavailableError as exc:
+        raise WikiError(str(exc)) from None
     me, prefix_source = _me(args, root)
     candidates = _candidates(args, env_dir)
     shape = candidates[0].tpu
