@@ -9,6 +9,14 @@ from wikiengine.lint.rule import Rule
 # code -> "module:Class". Modules are imported only when their rule is selected.
 REGISTRY: dict[str, str] = {
     "WK001": "wikiengine.rules.unreadable_page:UnreadablePage",
+    "WK002": "wikiengine.rules.frontmatter_schema:FrontmatterSchema",
+    "WK100": "wikiengine.rules.unused_suppression:UnusedSuppression",
+    "WK101": "wikiengine.rules.unused_suppression:StaleBaselineEntry",
+    "PRG001": "wikiengine.rules.duplicate_program_section:DuplicateProgramSection",
+    "PRG002": "wikiengine.rules.program_config_schema:ProgramConfigSchema",
+    "PRG003": "wikiengine.rules.cascade_shadowing:AdditiveTitleCollision",
+    "PRG004": "wikiengine.rules.cascade_shadowing:LeadingTitleShadow",
+    "LNK001": "wikiengine.rules.broken_link:BrokenLink",
 }
 
 
