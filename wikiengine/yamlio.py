@@ -131,6 +131,8 @@ def key_lines(text: str, first_line: int = 1) -> dict[tuple, int]:
     def walk(node, prefix: tuple) -> None:
         if isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue  # a complex key ('? [a]'): safe_load refuses it
                 key_path = prefix + (key_node.value,)
                 lines[key_path] = first_line + key_node.start_mark.line
                 walk(value_node, key_path)
