@@ -1,0 +1,273 @@
+"""Facts about experiment pages that several rules share, computed once per lint.
+
+An experiment page lives at ``wiki/experiments/<model>_autoresearch_optimization/<lane>/``
+or one level deeper in ``experiments/``, and is named ``YYYY-MM-DD-<id>-<slug>.md``. The
+id is ``v<NNN>`` unless ``[tool.wiki.rules.EXP001] id-pattern`` declares another scheme
+(``"v\\\\d{3,}|exp\\\\d+"`` also accepts the older ``exp34``). Every rule that needs an id
+(EXP001, EXP008, LOG005, MOD001, WKL001) reads that one option.
+
+A verdict is written either as ``status: <verdict>`` (the seeds) or as ``status: filed``
+plus ``verdict: <verdict>``; :func:`experiment_facts` understands both and records a
+page that disagrees with itself (EXP009).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from wikiengine.identity import MODEL_DIR_SUFFIX, model_name
+from wikiengine.lint.kinds import experiment_lane
+
+if TYPE_CHECKING:
+    from wikiengine.lint.context import LintContext, PageInfo
+    from wikiengine.page import Page, Section
+
+VERDICTS = ("supported", "refuted", "inconclusive", "invalid")
+IN_PROGRESS = "in_progress"
+FILED = "filed"
+REQUIRED_SECTIONS = ("Hypothesis under test", "Setup", "Results", "Profile", "HLO Dump", "Verdict")
+DEFAULT_ID_PATTERN = r"v\d{3,}"
+ID_OPTION_RULE = "EXP001"
+NOT_RECOVERED = "**Hypothesis not recovered**"
+_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def real_date(text: str) -> dt.date | None:
+    """``YYYY-MM-DD`` as a date when it is a real calendar date, else None."""
+    if not isinstance(text, str) or not _DATE_RE.fullmatch(text):
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def frontmatter_date(value) -> str | None:
+    """The ``YYYY-MM-DD`` part of a frontmatter date (dates arrive as ISO strings)."""
+    if isinstance(value, str) and _DATE_RE.match(value) and real_date(value[:10]):
+        return value[:10]
+    return None
+
+
+def canonical_id(raw: str) -> str:
+    """``v45``, ``v045`` and ``V0045`` are one id (``v045``); other schemes are kept as written."""
+    match = re.fullmatch(r"[vV](\d+)", raw)
+    return f"v{int(match.group(1)):03d}" if match else raw
+
+
+def id_pattern(ctx: LintContext) -> str:
+    """The experiment id pattern, from ``[tool.wiki.rules.EXP001] id-pattern``."""
+    return str(ctx.config.option(ID_OPTION_RULE, "id-pattern", DEFAULT_ID_PATTERN))
+
+
+def lint_cache(ctx: LintContext, name: str) -> dict:
+    """A dict kept on the lint context for the length of one lint (cross-file indexes)."""
+    store = ctx.__dict__.setdefault("_rule_caches", {})
+    return store.setdefault(name, {})
+
+
+def compiled(ctx: LintContext) -> dict[str, re.Pattern]:
+    """The regexes that depend on the configured id pattern, compiled once per lint."""
+    cache = lint_cache(ctx, "experiment-regexes")
+    if not cache:
+        pattern = id_pattern(ctx)
+        cache["file"] = re.compile(
+            r"(?P<date>\d{4}-\d{2}-\d{2})-(?P<id>" + pattern + r")-(?P<slug>[a-z0-9][a-z0-9-]*)\.md"
+        )
+        cache["id"] = re.compile(r"(?<![A-Za-z0-9])(?P<id>" + pattern + r")(?![0-9])")
+        cache["loose_id"] = re.compile(r"(?<![0-9])-(?P<id>" + pattern + r")-")
+    return cache
+
+
+def resolve_verdict(frontmatter: dict) -> tuple[str | None, str | None]:
+    """``(verdict, problem)`` from either schema.
+
+    ``verdict`` is one of :data:`VERDICTS` or None (in progress, or unknown);
+    ``problem`` says how the page disagrees with itself, or is None.
+    """
+    status = frontmatter.get("status")
+    verdict_key = frontmatter.get("verdict")
+    if isinstance(status, str) and status in VERDICTS:
+        if verdict_key is not None and verdict_key != status:
+            return status, f"status is {status!r} but verdict is {verdict_key!r}"
+        return status, None
+    if status == FILED:
+        if verdict_key in VERDICTS:
+            return verdict_key, None
+        if verdict_key is None:
+            return None, "status is 'filed' but there is no verdict key"
+        return None, f"status is 'filed' but verdict {verdict_key!r} is not one of {', '.join(VERDICTS)}"
+    if status == IN_PROGRESS and verdict_key is not None:
+        return None, f"status is 'in_progress' but verdict is {verdict_key!r}"
+    return None, None
+
+
+def sections_led_by(page: Page, title: str) -> list[Section]:
+    """Sections whose leading title is ``title`` (``## Results — marginal (+0.6%)`` is Results)."""
+    return page.sections_led_by(title)
+
+
+def has_content(sections: list[Section]) -> bool:
+    """Is any of ``sections`` filled (an empty heading does not satisfy a required section)?"""
+    return any(not s.is_empty() for s in sections)
+
+
+@dataclass
+class ExperimentFacts:
+    """What the rules know about one experiment page."""
+
+    rel: str
+    model_dir: str  # gemma4_autoresearch_optimization
+    lane: str
+    file_name: str
+    file_date: str | None  # from the file name, when it follows the convention
+    file_id: str | None  # canonical id from the file name
+    slug: str | None
+    frontmatter: dict = field(repr=False)
+    verdict: str | None = None
+    verdict_problem: str | None = None
+
+    @property
+    def lane_key(self) -> tuple[str, str]:
+        return (self.model_dir, self.lane)
+
+    @property
+    def status(self):
+        return self.frontmatter.get("status")
+
+    @property
+    def backfilled(self) -> bool:
+        return self.frontmatter.get("backfilled") is True
+
+    @property
+    def created(self) -> str | None:
+        return frontmatter_date(self.frontmatter.get("created"))
+
+    @property
+    def frontmatter_id(self) -> str | None:
+        value = self.frontmatter.get("id", self.frontmatter.get("vid"))
+        return canonical_id(str(value)) if value is not None else None
+
+    @property
+    def exp_id(self) -> str | None:
+        """The page's id: from the file name, else from the frontmatter."""
+        return self.file_id or self.frontmatter_id
+
+    @cached_property
+    def model_name(self) -> str:
+        return model_name(self.model_dir)
+
+
+def experiment_facts(info: PageInfo, ctx: LintContext) -> ExperimentFacts | None:
+    """The facts of an experiment page (None when the page is not one or cannot be read).
+
+    Only the path and the frontmatter are read, so cross-file rules cost no body parse.
+    """
+    cache = lint_cache(ctx, "experiment-facts")
+    if info.rel in cache:
+        return cache[info.rel]
+    facts = None
+    lane = experiment_lane(info.rel)
+    if lane is not None and info.error is None:
+        name = info.rel.rsplit("/", 1)[-1]
+        match = compiled(ctx)["file"].fullmatch(name)
+        file_date = match.group("date") if match and real_date(match.group("date")) else None
+        frontmatter = info.frontmatter  # from the lint cache on a warm run: the body is not parsed
+        verdict, problem = resolve_verdict(frontmatter)
+        facts = ExperimentFacts(
+            rel=info.rel,
+            model_dir=lane[0],
+            lane=lane[1],
+            file_name=name,
+            file_date=file_date,
+            file_id=canonical_id(match.group("id")) if match else None,
+            slug=match.group("slug") if match else None,
+            frontmatter=frontmatter,
+            verdict=verdict,
+            verdict_problem=problem,
+        )
+    cache[info.rel] = facts
+    return facts
+
+
+def lane_index(ctx: LintContext) -> dict[tuple[str, str], dict[str, list[ExperimentFacts]]]:
+    """Every experiment page of the wiki by lane, then by id (built once per lint)."""
+    cache = lint_cache(ctx, "lane-index")
+    if "index" not in cache:
+        index: dict[tuple[str, str], dict[str, list[ExperimentFacts]]] = {}
+        for info in ctx.pages("experiment"):
+            facts = experiment_facts(info, ctx)
+            if facts is None:
+                continue
+            by_id = index.setdefault(facts.lane_key, {})
+            if facts.exp_id:
+                by_id.setdefault(facts.exp_id, []).append(facts)
+        for rel in ctx.files:  # lanes with a program or log but no pages yet
+            parts = rel.split("/")
+            if len(parts) == 5 and parts[1] == "experiments" and parts[2].endswith(MODEL_DIR_SUFFIX):
+                index.setdefault((parts[2], parts[3]), {})
+        cache["index"] = index
+    return cache["index"]
+
+
+def model_page_lane(rel: str, ctx: LintContext) -> tuple[str, str] | None:
+    """The lane ``(model folder, lane)`` of the model page ``wiki/models/<model>-<lane>.md``.
+
+    ``<model>`` is the model folder's prefix (``llama3_8B``) or its MODEL_NAME (``llama3-8b``).
+    """
+    stem = rel.rsplit("/", 1)[-1][: -len(".md")].casefold()
+    for model_dir, lane in lane_index(ctx):
+        prefix = model_dir[: -len(MODEL_DIR_SUFFIX)]
+        for form in (prefix, model_name(model_dir)):
+            if stem == f"{form}-{lane}".casefold():
+                return model_dir, lane
+    return None
+
+
+def model_page_for(facts: ExperimentFacts, ctx: LintContext) -> PageInfo | None:
+    """The model page of the experiment's lane, when the wiki has one."""
+    cache = lint_cache(ctx, "model-page-of-lane")
+    if not cache:
+        for info in ctx.pages("model"):
+            lane = model_page_lane(info.rel, ctx)
+            if lane is not None:
+                cache.setdefault(lane, info)
+        cache.setdefault(None, None)
+    return cache.get(facts.lane_key)
+
+
+def table_rows(section: Section) -> list[tuple[int, list[str]]]:
+    """The data rows of the first pipe table in ``section`` as ``(file line, cells)``."""
+    rows: list[tuple[int, list[str]]] = []
+    lines = section.body.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.strip().startswith("|")), None)
+    if start is None or start + 1 >= len(lines):
+        return rows
+    if not re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[start + 1]):
+        return rows
+    for offset, line in enumerate(lines[start + 2 :], start=start + 2):
+        if not line.strip().startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows.append((section.body_line + offset, cells))
+    return rows
+
+
+def cell_text(cell: str) -> str:
+    """A table cell without markdown emphasis or code ticks."""
+    return cell.strip().strip("`*_ ").strip()
+
+
+def key_line(info: PageInfo, key: str) -> int:
+    """The file line of a top-level frontmatter key (1 when unknown)."""
+    page = info.page
+    if page is None or not page.has_frontmatter:
+        return 1
+    for offset, line in enumerate(page.frontmatter_text.splitlines()):
+        if line.startswith(f"{key}:"):
+            return offset + 2
+    return 1

@@ -1,0 +1,54 @@
+"""Retrospective pages by lane, for RUN001.
+
+A retrospective lives in ``wiki/retrospectives/`` (its lane from frontmatter ``model``
+and ``lane``) or in ``wiki/experiments/<model>_autoresearch_optimization/<lane>/retrospectives/``
+(its lane from the path; frontmatter, when present, must agree). Its date is frontmatter
+``created``, else a ``YYYY-MM-DD`` prefix of the file name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from wikiengine.identity import MODEL_DIR_SUFFIX, model_name
+from wikiengine.rules._experiments import lint_cache, frontmatter_date, real_date
+
+if TYPE_CHECKING:
+    from wikiengine.lint.context import LintContext
+
+_LANE_RETRO_RE = re.compile(r"wiki/experiments/([^/]+" + MODEL_DIR_SUFFIX + r")/([^/]+)/retrospectives/[^/]+\.md")
+
+
+@dataclass(frozen=True)
+class Retrospective:
+    rel: str
+    model: str  # MODEL_NAME form: gemma4, llama3-8b
+    lane: str
+    date: str
+
+
+def retrospectives(ctx: LintContext) -> dict[tuple[str, str], list[Retrospective]]:
+    """``(MODEL_NAME, lane)`` -> its dated retrospectives (built once per lint)."""
+    cache = lint_cache(ctx, "retrospectives")
+    if "index" in cache:
+        return cache["index"]
+    index: dict[tuple[str, str], list[Retrospective]] = {}
+    for info in ctx.pages("retrospective"):
+        if info.page is None:
+            continue
+        fm = info.page.frontmatter
+        match = _LANE_RETRO_RE.fullmatch(info.rel)
+        if match:
+            model, lane = model_name(match.group(1)), match.group(2)
+        elif isinstance(fm.get("model"), str) and isinstance(fm.get("lane"), str):
+            model, lane = model_name(fm["model"]), fm["lane"]
+        else:
+            continue
+        name = info.rel.rsplit("/", 1)[-1]
+        date = frontmatter_date(fm.get("created")) or (name[:10] if real_date(name[:10]) else None)
+        if date:
+            index.setdefault((model, lane), []).append(Retrospective(info.rel, model, lane, date))
+    cache["index"] = index
+    return index

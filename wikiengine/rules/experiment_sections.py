@@ -1,0 +1,198 @@
+"""EXP002, EXP003 and EXP004: the sections of an experiment page."""
+
+from __future__ import annotations
+
+import re
+
+from wikiengine.lint.rule import Rule
+from wikiengine.rules._experiments import (
+    IN_PROGRESS,
+    NOT_RECOVERED,
+    REQUIRED_SECTIONS,
+    experiment_facts,
+    has_content,
+    sections_led_by,
+)
+
+LABELS = ("Hypothesis", "Mechanism", "Predicted signal", "Falsification criterion")
+# A labelled paragraph: the bold label at the start of a line (or list item), an optional
+# "(…)" gloss and a colon, then the text of the paragraph.
+_LABEL_RES = {
+    label: re.compile(
+        r"^[ \t]*(?:[-*+][ \t]+)?\*\*" + re.escape(label) + r"(?::\*\*|\*\*:?)[ \t]*(?:\([^)\n]*\))?[ \t]*:?(?P<rest>.*(?:\n(?![ \t]*\n)(?![ \t]*(?:[-*+][ \t]+)?\*\*).*)*)",
+        re.I | re.M,
+    )
+    for label in LABELS
+}
+
+
+def _required(ctx, code: str = "EXP002") -> tuple[str, ...]:
+    return tuple(ctx.config.option(code, "sections", REQUIRED_SECTIONS))
+
+
+class RequiredSections(Rule):
+    """## What it does
+    Checks that an experiment page has every required section: Hypothesis under test,
+    Setup, Results, Profile, HLO Dump and Verdict. A section is found by its leading
+    title, so `## Results — marginal new frontier (+0.63%)` is the Results section. An
+    `in_progress` stub may leave its sections empty (they are placeholders); once the
+    page has a verdict, Setup and Results must hold content: an empty heading does not
+    satisfy them. (An empty Hypothesis under test is EXP003, an empty Profile or HLO Dump
+    EXP004 and an empty Verdict EXP006.)
+
+    ## Why is this bad?
+    The stub is filed before dispatch so that the profile analyzer and later readers find
+    the hypothesis, the planned setup and the placeholders where they expect them; a
+    verdict without its results cannot be checked.
+
+    ## Example
+    A stub with only `## Hypothesis under test` and `## Setup`.
+
+    Add the four placeholders:
+    ```markdown
+    ## Results
+    ## Profile
+    ## HLO Dump
+    ## Verdict
+    ```
+    `wiki lint --fix` adds the missing sections, empty, to an `in_progress` stub (never
+    to a page with a verdict).
+
+    ## Options
+    - `sections` (list of titles): the required sections, in order.
+    """
+
+    code = "EXP002"
+    name = "experiment-required-sections"
+    summary = "a required section is missing: Hypothesis under test, Setup, Results, Profile, HLO Dump, Verdict"
+    kinds = ("experiment",)
+    fixable = True
+
+    def check_page(self, info, ctx):
+        facts = experiment_facts(info, ctx)
+        if facts is None:
+            return
+        page = info.page
+        for title in _required(ctx):
+            found = sections_led_by(page, title)
+            if not found:
+                yield self.finding(info.rel, 1, f"missing required section '## {title}'")
+            elif facts.verdict is not None and title in ("Setup", "Results") and not has_content(found):
+                yield self.finding(info.rel, found[0].line, f"section '## {title}' is empty on a page with a verdict")
+
+    def fix(self, info, ctx):
+        facts = experiment_facts(info, ctx)
+        if facts is None or facts.status != IN_PROGRESS or facts.verdict is not None:
+            return None
+        page = info.page
+        missing = [t for t in _required(ctx) if not sections_led_by(page, t)]
+        if not missing:
+            return None
+        for title in missing:
+            page = page.with_section_body(title, page.newline)
+        return page
+
+
+def missing_labels(body: str) -> list[str]:
+    """The labelled paragraphs that ``body`` lacks (or whose text is empty)."""
+    missing = []
+    for label in LABELS:
+        match = _LABEL_RES[label].search(body)
+        if match is None or not match.group("rest").strip(" \t\n*_:.-—"):
+            missing.append(label)
+    return missing
+
+
+class HypothesisParagraphs(Rule):
+    """## What it does
+    Checks that `## Hypothesis under test` holds the four labelled paragraphs
+    **Hypothesis**, **Mechanism**, **Predicted signal** and **Falsification criterion**,
+    each with text. A label is bold at the start of a line and may carry a gloss and a
+    colon: `**Predicted signal** (bucket change): expect ...`. A `backfilled: true` page
+    instead carries the seed's statement starting `**Hypothesis not recovered**`.
+
+    ## Why is this bad?
+    The profile analyzer verifies the predicted signal against the HLO and the profile
+    (CONFIRMED / SILENT NO-OP / PARTIAL); without the four paragraphs a silent no-op
+    passes as a result, and nobody can say what would have refuted the hypothesis.
+
+    ## Example
+    ```markdown
+    ## Hypothesis under test
+    Splash attention should help.
+    ```
+    Use:
+    ```markdown
+    ## Hypothesis under test
+    **Hypothesis**: splash attention raises MFU by 2 points on 2b-seq8k.
+
+    **Mechanism**: replace the XLA attention with the splash kernel.
+
+    **Predicted signal**: expect custom_call(target=splash) in the train_step module.
+
+    **Falsification criterion**: MFU gain under 0.5 points.
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "EXP003"
+    name = "experiment-hypothesis-paragraphs"
+    summary = "Hypothesis under test lacks one of the labelled paragraphs Hypothesis, Mechanism, Predicted signal, Falsification criterion"
+    kinds = ("experiment",)
+
+    def check_page(self, info, ctx):
+        facts = experiment_facts(info, ctx)
+        if facts is None:
+            return
+        found = sections_led_by(info.page, "Hypothesis under test")
+        if not found:
+            return  # EXP002
+        body = "".join(s.body for s in found)
+        if facts.backfilled and NOT_RECOVERED.casefold() in body.casefold():
+            return
+        missing = missing_labels(body)
+        if missing:
+            extra = f" (or the {NOT_RECOVERED} statement of a backfilled page)" if facts.backfilled else ""
+            yield self.finding(
+                info.rel, found[0].line,
+                "Hypothesis under test lacks " + ", ".join(f"**{m}**" for m in missing) + extra,
+            )
+
+
+class ProfileAndHloFilled(Rule):
+    """## What it does
+    Checks that a page with a verdict has a filled `## Profile` and `## HLO Dump`, unless
+    the page is `backfilled: true` (BACKFILL files pages for runs the analyzer never saw,
+    and says so).
+
+    ## Why is this bad?
+    A verdict is assigned from the profile analyzer's audit. Without the Profile and the
+    HLO Dump nobody can tell whether the change fired at all.
+
+    ## Example
+    A page with `status: supported` whose `## Profile` section is empty.
+
+    Paste the analyzer's Profile and HLO Dump sections, or, for a page filed from logs
+    alone, mark it `backfilled: true` with verdict `inconclusive` or `invalid`.
+
+    ## Options
+    None.
+    """
+
+    code = "EXP004"
+    name = "experiment-profile-filled"
+    summary = "a page with a verdict has an empty Profile or HLO Dump section and is not backfilled: true"
+    kinds = ("experiment",)
+
+    def check_page(self, info, ctx):
+        facts = experiment_facts(info, ctx)
+        if facts is None or facts.verdict is None or facts.backfilled:
+            return
+        for title in ("Profile", "HLO Dump"):
+            found = sections_led_by(info.page, title)
+            if found and not has_content(found):
+                yield self.finding(
+                    info.rel, found[0].line, f"'## {title}' is empty on a page with verdict {facts.verdict!r}"
+                )

@@ -1,0 +1,151 @@
+"""LOG001, LOG002, LOG003 and LOG004: the shape and order of log entries."""
+
+from __future__ import annotations
+
+from wikiengine.lint.rule import Rule
+from wikiengine.rules._logs import GLOBAL_LOG, log_entries, log_tier
+
+
+class LogEntryHeading(Rule):
+    """## What it does
+    Checks that every H2 in a log is an entry heading `## [YYYY-MM-DD] op | text`: a
+    real calendar date in brackets, an op (a word; compound ops join words with `+`, as
+    in `run-experiment + CLOSING`), a `|` and a text.
+
+    ## Why is this bad?
+    Agents re-ground by reading the last lines of the logs and tools grep them
+    (`grep '^## \\[' log.md | head`); a malformed heading hides an entry from both, and a
+    date like `2026-02-30` breaks every ordering.
+
+    ## Example
+    `## 2026-06-05 loop-iteration: v045` or `## [2026-13-01] start | session begin`.
+
+    Use `## [2026-06-05] loop-iteration | v045-splash on 2b-seq8k: supported (+0.6%)`.
+
+    ## Options
+    None.
+    """
+
+    code = "LOG001"
+    name = "log-entry-heading"
+    summary = "a log entry heading is not '## [YYYY-MM-DD] op | text' with a real date"
+    kinds = ("log",)
+
+    def check_page(self, info, ctx):
+        for entry in log_entries(info, ctx):
+            if entry.problem:
+                yield self.finding(info.rel, entry.line, f"{entry.problem}: '## {entry.title}'")
+
+
+class LogNewestFirst(Rule):
+    """## What it does
+    Checks that log entries are newest-first: no entry is dated later than the entry
+    above it. Entries of the same day may come in any order. Malformed headings
+    (LOG001) are skipped.
+
+    ## Why is this bad?
+    New entries are inserted at the top, and readers take "the last 50 lines" of a log
+    to mean the latest state. An entry appended at the bottom is never read.
+
+    ## Example
+    ```markdown
+    ## [2026-06-01] start | session begin
+    ## [2026-06-03] loop-iteration | v045-splash on 2b-seq8k: supported
+    ```
+    Put the 2026-06-03 entry first.
+
+    ## Options
+    None.
+    """
+
+    code = "LOG002"
+    name = "log-newest-first"
+    summary = "log entries are not newest-first"
+    kinds = ("log",)
+
+    def check_page(self, info, ctx):
+        previous = None
+        for entry in log_entries(info, ctx):
+            if entry.date is None:
+                continue
+            if previous is not None and entry.date > previous.date:
+                yield self.finding(
+                    info.rel, entry.line,
+                    f"entry of {entry.date} is below an entry of {previous.date} (line {previous.line}): logs are newest-first",
+                )
+            else:
+                previous = entry
+
+
+class LoopIterationInGlobalLog(Rule):
+    """## What it does
+    Flags a `loop-iteration` entry (alone or in a compound op) in the global
+    `wiki/log.md`.
+
+    ## Why is this bad?
+    Logs have two tiers: `wiki/log.md` holds cross-cutting events (schema changes,
+    ingests, lane scaffolding), each lane's `log.md` its loop. Iterations in the global
+    log drown the events every lane needs to see.
+
+    ## Example
+    `## [2026-06-05] loop-iteration | v045 ...` in `wiki/log.md`.
+
+    Move it to `wiki/experiments/<model>_autoresearch_optimization/<lane>/log.md`.
+
+    ## Options
+    None.
+    """
+
+    code = "LOG003"
+    name = "loop-iteration-in-global-log"
+    summary = "a loop-iteration entry in the global wiki/log.md (it belongs in the lane's log)"
+    kinds = ("log",)
+
+    def check_page(self, info, ctx):
+        if info.rel != GLOBAL_LOG:
+            return
+        for entry in log_entries(info, ctx):
+            if entry.has_op("loop-iteration"):
+                yield self.finding(info.rel, entry.line, "loop-iteration entry in the global log: it belongs in the lane's log.md")
+
+
+class UnknownLogOp(Rule):
+    """## What it does
+    Checks every op of every entry (each part of a compound op) against the vocabulary
+    of the log's tier in the configuration: `global` for `wiki/log.md`, `lane` for a
+    lane's `log.md`, `family` for a kernel family's log. Ops compare case-insensitively.
+    Logs of other tiers, and tiers the configuration does not list, are not checked.
+
+    ## Why is this bad?
+    Tools and readers select entries by op (`start`, `stop`, `loop-iteration`); a typo
+    (`loop-iter`, `strat`) makes an entry invisible to RUN001, LOG003 and LOG005 and to
+    every agent that greps the log.
+
+    ## Example
+    `## [2026-06-05] loop-iter | v045 ...` in a lane log.
+
+    Use `loop-iteration`, or add the new op to the tier:
+    ```toml
+    [tool.wiki.log-ops]
+    lane = ["start", "stop", "loop-iteration", "my-new-op"]
+    ```
+
+    ## Options
+    `[tool.wiki.log-ops]` (one list of ops per tier).
+    """
+
+    code = "LOG004"
+    name = "unknown-log-op"
+    summary = "a log op that the configuration does not know"
+    kinds = ("log",)
+
+    def check_page(self, info, ctx):
+        tier = log_tier(info.rel)
+        known = ctx.config.log_ops.get(tier) if tier else None
+        if known is None:
+            return
+        folded = {op.casefold() for op in known}
+        for entry in log_entries(info, ctx):
+            for op in entry.ops:
+                if entry.problem is None and op.casefold() not in folded:
+                    yield self.finding(info.rel, entry.line, f"op {op!r} is not a known {tier}-log op ({', '.join(known)})")

@@ -1,0 +1,50 @@
+"""MEM003."""
+
+from __future__ import annotations
+
+from wikiengine import memory
+from wikiengine.errors import WikiError
+from wikiengine.lint.rule import Rule
+from wikiengine.rules._experiments import key_line
+from wikiengine.rules._memory import STATE, memory_text
+
+
+class StateValid(Rule):
+    """## What it does
+    Checks `memory/STATE.md`: its frontmatter validates against
+    `schema/memory-state.schema.json` (run, status, steps, next check, blocker, and the
+    park fields when parked), and `run` names a run that exists, `wiki/runs/<run>/`.
+
+    ## Why is this bad?
+    `wiki step` reads STATE.md first at every wake, and it overrides the programs. A
+    status it cannot read or a run that does not exist stops the relay at an odd hour,
+    with nobody watching.
+
+    ## Example
+    ```yaml
+    run: ounce100M
+    status: parked
+    ```
+    (no `wiki/runs/ounce100M/`, and a parked state without `resume_step`, `reset_at`
+    and `next_command`).
+
+    ## Options
+    None.
+    """
+
+    code = "MEM003"
+    name = "memory-state-valid"
+    summary = "memory/STATE.md frontmatter is invalid or names a target that does not exist"
+    cache_wiki = False  # checks a directory, which is not a page
+
+    def check_wiki(self, ctx):
+        text = memory_text(ctx, STATE)
+        if text is None:
+            return
+        try:
+            state, _ = memory.parse_state(text, STATE)
+        except WikiError as err:
+            yield self.finding(STATE, err.line or 1, err.message)
+            return
+        if not (ctx.root / "wiki" / "runs" / state.run).is_dir():
+            yield self.finding(STATE, key_line(ctx.info(STATE), "run"), f"run {state.run!r} does not exist: no wiki/runs/{state.run}/")

@@ -1,0 +1,62 @@
+"""RUN001."""
+
+from __future__ import annotations
+
+from wikiengine.identity import model_name
+from wikiengine.lint.kinds import log_lane
+from wikiengine.lint.rule import Rule
+from wikiengine.rules._logs import log_entries
+from wikiengine.rules._retrospectives import retrospectives
+
+
+class StopNeedsRetrospective(Rule):
+    """## What it does
+    For every `stop` entry (alone or in a compound op) in a lane's `log.md`, checks that
+    a retrospective of that same lane (model and lane) is dated on or after the lane's
+    last `start` entry before the stop, and no later than the stop itself. A
+    retrospective of another lane, or one from an earlier session, does not count.
+
+    Retrospectives are found in `wiki/retrospectives/` (lane from frontmatter `model`
+    and `lane`) and in `<lane>/retrospectives/`; their date is frontmatter `created`.
+
+    ## Why is this bad?
+    A session that stops without a retrospective throws away what it learned, and is
+    the seed's canonical premature stop (2026-05-21 gemma4-jax): the watcher blocks it
+    and LINT voids the close.
+
+    ## Example
+    ```markdown
+    ## [2026-06-08] stop | /stop-experiment: frontier flat for 6 iterations
+    ## [2026-06-01] start | /start-experiment session begin
+    ```
+    with the lane's last retrospective dated 2026-05-20 (an earlier session). File
+    `wiki/retrospectives/2026-06-08-gemma4-tpu.md` (`model: gemma4`, `lane: tpu`) first.
+
+    ## Options
+    None.
+    """
+
+    code = "RUN001"
+    name = "stop-needs-retrospective"
+    summary = "a stop entry in a lane log has no retrospective for that lane filed on or after the lane's last start entry"
+
+    def check_wiki(self, ctx):
+        for info in ctx.pages("log"):
+            lane = log_lane(info.rel)
+            if lane is not None and info.page is not None:
+                yield from self._check(info, lane, ctx)
+
+    def _check(self, info, lane, ctx):
+        retros = retrospectives(ctx).get((model_name(lane[0]), lane[1]), [])
+        entries = [e for e in log_entries(info, ctx) if e.date is not None]
+        for index, entry in enumerate(entries):
+            if not entry.has_op("stop"):
+                continue
+            start = next((e for e in entries[index + 1 :] if e.has_op("start")), None)
+            low = start.date if start else "0000-00-00"
+            if not any(low <= r.date <= entry.date for r in retros):
+                since = f"on or after the start of {start.date} (line {start.line})" if start else "before it"
+                yield self.finding(
+                    info.rel, entry.line,
+                    f"stop on {entry.date} has no retrospective of {model_name(lane[0])}/{lane[1]} filed {since}",
+                )
