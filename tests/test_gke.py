@@ -63,12 +63,48 @@ V5P_8CHIP = ["alice-v5p-16", "bob-v5p-16", "carol-pw-v5p-16-2", "dave-v5p-16"]
 @pytest.mark.parametrize(
     "file, name, xpk_type, chips, region, zone, context, derived",
     [
-        ("gke-v5p-2x2x2-alice.md", "alice-v5p-16", "v5p-16", 8, "europe-west4", "europe-west4-b", "gke_example-tpu-project_europe-west4_alice-v5p-16", False),
+        (
+            "gke-v5p-2x2x2-alice.md",
+            "alice-v5p-16",
+            "v5p-16",
+            8,
+            "europe-west4",
+            "europe-west4-b",
+            "gke_example-tpu-project_europe-west4_alice-v5p-16",
+            False,
+        ),
         ("gke-v5p-2x2x2-bob.md", "bob-v5p-16", "v5p-16", 8, "europe-west4", "europe-west4-b", "bob-ctx", False),
-        ("gke-v5p-2x2x2-carol.md", "carol-pw-v5p-16-2", "v5p-16", 8, "europe-west4", "europe-west4-b", "gke_example-tpu-project_europe-west4_carol-pw-v5p-16-2", False),
-        ("gke-v5p-2x2x2-dave.md", "dave-v5p-16", "v5p-16", 8, "europe-west4", None, "gke_example-tpu-project_europe-west4_dave-v5p-16", True),
+        (
+            "gke-v5p-2x2x2-carol.md",
+            "carol-pw-v5p-16-2",
+            "v5p-16",
+            8,
+            "europe-west4",
+            "europe-west4-b",
+            "gke_example-tpu-project_europe-west4_carol-pw-v5p-16-2",
+            False,
+        ),
+        (
+            "gke-v5p-2x2x2-dave.md",
+            "dave-v5p-16",
+            "v5p-16",
+            8,
+            "europe-west4",
+            None,
+            "gke_example-tpu-project_europe-west4_dave-v5p-16",
+            True,
+        ),
         ("gke-v5p-2x2x1-frank.md", "frank-v5p-8", "v5p-8", 4, "us-east5", "us-east5-a", "frank-ctx", False),
-        ("gke-v6e-2x4-erin.md", "erin-v6e-8", "v6e-8", 8, "us-east5", "us-east5-b", "gke_example-tpu-project_us-east5_erin-v6e-8", False),
+        (
+            "gke-v6e-2x4-erin.md",
+            "erin-v6e-8",
+            "v6e-8",
+            8,
+            "us-east5",
+            "us-east5-b",
+            "gke_example-tpu-project_us-east5_erin-v6e-8",
+            False,
+        ),
     ],
 )
 def test_cluster_file_fields(file, name, xpk_type, chips, region, zone, context, derived):
@@ -116,7 +152,12 @@ GOOD_FILE = """# gke-v5p-2x2x2-zed
         (GOOD_FILE.replace("- **TPU**: v5p, 2x2x2 topology = 8 chips per slice\n", ""), "no **TPU**: line", None),
         (GOOD_FILE.replace("- **Project**: example-tpu-project\n", ""), "no **Project**: line", None),
         (GOOD_FILE + "- **Region**: us-east5\n", "zone europe-west4-b is not in region us-east5", 9),
-        (GOOD_FILE + "\n## Connection\n\ngcloud container clusters get-credentials other-v5p-16 --location=europe-west4\n", "ambiguous cluster", 12),
+        (
+            GOOD_FILE
+            + "\n## Connection\n\ngcloud container clusters get-credentials other-v5p-16 --location=europe-west4\n",
+            "ambiguous cluster",
+            12,
+        ),
         ("# nothing here\n\nJust prose.\n", "no Topology, Connection or Cluster section", 1),
     ],
 )
@@ -159,14 +200,38 @@ def test_the_same_cluster_in_two_files_is_refused(tmp_path):
     "name, image, attribution, basis, lane",
     [
         ("alice-gemma4-tpu-v012-remat", None, Attribution.MINE_SAME_LANE, "name", "tpu"),
-        ("alice-gemma4-tpu-v012-remat-b", "r/app:gemma4-jax-20260101-v012-x", Attribution.MINE_SAME_LANE, "name", "tpu"),
+        (
+            "alice-gemma4-tpu-v012-remat-b",
+            "r/app:gemma4-jax-20260101-v012-x",
+            Attribution.MINE_SAME_LANE,
+            "name",
+            "tpu",
+        ),
         ("alice-gemma4-jax-v204-attn-fus", None, Attribution.MINE_OTHER_LANE, "name", "jax"),
         ("alice-llama3-8b-tpu-v003-tp", None, Attribution.MINE_OTHER_MODEL, "name", None),
         ("bob-gemma4-tpu-v001-remat", None, Attribution.FOREIGN, "name", None),
         # outside the convention: the image tag tells model and lane, the name tells the owner
-        ("alice-manual-test", "registry.example/gemma4:gemma4-jax-2026-07-01-v009-sel", Attribution.MINE_OTHER_LANE, "image tag", "jax"),
-        ("alice-debug", "registry.example:5000/gemma4:gemma4-tpu-20260701-v010-ho", Attribution.MINE_SAME_LANE, "image tag", "tpu"),
-        ("alice-gemma4-tpu-scratch", "r/app:gemma4-jax-20260701-v011-x", Attribution.MINE_OTHER_LANE, "image tag", "jax"),
+        (
+            "alice-manual-test",
+            "registry.example/gemma4:gemma4-jax-2026-07-01-v009-sel",
+            Attribution.MINE_OTHER_LANE,
+            "image tag",
+            "jax",
+        ),
+        (
+            "alice-debug",
+            "registry.example:5000/gemma4:gemma4-tpu-20260701-v010-ho",
+            Attribution.MINE_SAME_LANE,
+            "image tag",
+            "tpu",
+        ),
+        (
+            "alice-gemma4-tpu-scratch",
+            "r/app:gemma4-jax-20260701-v011-x",
+            Attribution.MINE_OTHER_LANE,
+            "image tag",
+            "jax",
+        ),
         ("alice-old", "r/app:llama3-8b-tpu-20260701-v002-x", Attribution.MINE_OTHER_MODEL, "image tag", None),
         ("legacy-job", "r/app:gemma4-tpu-20260701-v002-x", Attribution.FOREIGN, "image tag", "tpu"),
         ("alice-debug", "r/app:latest", Attribution.MINE_OTHER_MODEL, "name", None),
@@ -269,7 +334,9 @@ def test_occupancy_end_to_end_through_the_real_client(fleet):
     report = format_pool(selection, "v5p (2x2x2)")
     assert re.search(r"✓ alice-v5p-16 +→ selected \(track 0\)", report)
     assert re.search(r"✗ bob-v5p-16 +→ occupied by my own jax-lane workload `alice-gemma4-jax-v204-attn-fus`", report)
-    assert re.search(r"✗ carol-pw-v5p-16-2 +→ occupied by another user's workload `carol-llama3-8b-tpu-v003-tp`", report)
+    assert re.search(
+        r"✗ carol-pw-v5p-16-2 +→ occupied by another user's workload `carol-llama3-8b-tpu-v003-tp`", report
+    )
     assert re.search(r"✓ dave-v5p-16 +→ selected \(track 1\)", report)
     # each candidate was asked cluster-wide (kubectl get jobset -A), with the kubeconfig's credentials
     for name in V5P_8CHIP:
@@ -277,7 +344,10 @@ def test_occupancy_end_to_end_through_the_real_client(fleet):
         assert listed and listed[0].headers.get("authorization") == f"Bearer {CANARY_TOKEN}"
 
 
-@pytest.mark.parametrize("parallelism, selected", [(1, ["alice-v5p-16"]), (2, ["alice-v5p-16", "dave-v5p-16"]), (None, ["alice-v5p-16", "dave-v5p-16"])])
+@pytest.mark.parametrize(
+    "parallelism, selected",
+    [(1, ["alice-v5p-16"]), (2, ["alice-v5p-16", "dave-v5p-16"]), (None, ["alice-v5p-16", "dave-v5p-16"])],
+)
 def test_selection_takes_the_first_n_free_in_file_order(fleet, parallelism, selected):
     seed_busy_fleet(fleet)
     selection = occupancy(fleet, parallelism)
@@ -309,7 +379,10 @@ def test_row17_http_500_makes_a_cluster_unknown_never_free(fleet):
     alice = selection.candidates[0]
     assert alice.state is ClusterState.UNKNOWN and "HTTP 500" in alice.error
     assert [o.cluster.name for o in selection.selected] == ["bob-v5p-16"]
-    assert re.search(r"\? alice-v5p-16 +→ state unknown \(list jobsets \(all namespaces\): HTTP 500\): not selected", format_pool(selection, "v5p"))
+    assert re.search(
+        r"\? alice-v5p-16 +→ state unknown \(list jobsets \(all namespaces\): HTTP 500\): not selected",
+        format_pool(selection, "v5p"),
+    )
 
 
 def test_row17_stall_past_the_deadline_is_unknown_never_free(fleet):
@@ -364,7 +437,7 @@ def test_workload_name_shortens_only_the_slug():
     assert name.startswith("alice-gemma4-tpu-v007-ds-sc-attn")
     assert Experiment("alice", "gemma4", "tpu", 7, "remat", "b").workload_name == "alice-gemma4-tpu-v007-remat-b"
     with pytest.raises(WikiError, match="leaves no room"):
-        Experiment("averyveryverylongprefix", "llama3-70b-instruct", "tpu", 7, "x").workload_name
+        _ = Experiment("averyveryverylongprefix", "llama3-70b-instruct", "tpu", 7, "x").workload_name
 
 
 def test_storage_paths_are_explicit_under_the_root():
@@ -389,7 +462,10 @@ def test_dispatch_submits_an_xpk_style_jobset(fleet):
     job = body["spec"]["replicatedJobs"][0]
     assert job["name"] == "slice-job" and job["template"]["spec"]["parallelism"] == 2  # 8 v5p chips = 2 VMs of 4
     pod = job["template"]["spec"]["template"]["spec"]
-    assert pod["nodeSelector"] == {"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice", "cloud.google.com/gke-tpu-topology": "2x2x2"}
+    assert pod["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
+        "cloud.google.com/gke-tpu-topology": "2x2x2",
+    }
     container = pod["containers"][0]
     assert container["image"] == IMAGE and container["command"] == ["bash", "-c", LAUNCH]
     assert container["resources"]["limits"]["google.com/tpu"] == 4
@@ -402,15 +478,31 @@ def test_dispatch_submits_an_xpk_style_jobset(fleet):
 
 def test_dispatch_refuses_a_launch_command_that_ignores_the_paths(fleet):
     exp = Experiment("alice", "gemma4", "tpu", 7, "remat")
-    with pytest.raises(WikiError, match=r"does not write to gs://example-bucket/autoresearch/gemma4-tpu-v007-remat/hlo"):
-        dispatch(fleet.cluster("dave-v5p-16"), exp, IMAGE, 'python -m train --profile_dir="$XPROF_PATH"', "gs://example-bucket", kubeconfig=fleet.kubeconfig)
+    with pytest.raises(
+        WikiError, match=r"does not write to gs://example-bucket/autoresearch/gemma4-tpu-v007-remat/hlo"
+    ):
+        dispatch(
+            fleet.cluster("dave-v5p-16"),
+            exp,
+            IMAGE,
+            'python -m train --profile_dir="$XPROF_PATH"',
+            "gs://example-bucket",
+            kubeconfig=fleet.kubeconfig,
+        )
     assert not [r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]
 
 
 def test_dispatch_refuses_a_cluster_that_became_busy(fleet):
     fleet["dave-v5p-16"].add_jobset("carol-llama3-8b-tpu-v003-tp", namespace="carol")
     with pytest.raises(ClusterBusy, match="occupied by another user's workload `carol-llama3-8b-tpu-v003-tp`"):
-        dispatch(fleet.cluster("dave-v5p-16"), Experiment("alice", "gemma4", "tpu", 7, "remat"), IMAGE, LAUNCH, "gs://example-bucket", kubeconfig=fleet.kubeconfig)
+        dispatch(
+            fleet.cluster("dave-v5p-16"),
+            Experiment("alice", "gemma4", "tpu", 7, "remat"),
+            IMAGE,
+            LAUNCH,
+            "gs://example-bucket",
+            kubeconfig=fleet.kubeconfig,
+        )
     assert not [r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]
 
 
@@ -418,8 +510,15 @@ def test_dispatch_refuses_a_cluster_that_became_busy(fleet):
 def test_row17_unknown_occupancy_never_dispatches(fleet, fault):
     fleet["dave-v5p-16"].fail("GET", r"/jobsets$", fault)
     with pytest.raises(KubeUnavailable):
-        dispatch(fleet.cluster("dave-v5p-16"), Experiment("alice", "gemma4", "tpu", 7, "remat"), IMAGE, LAUNCH, "gs://example-bucket",
-                 kubeconfig=fleet.kubeconfig, deadline_s=STALL_DEADLINE_S)
+        dispatch(
+            fleet.cluster("dave-v5p-16"),
+            Experiment("alice", "gemma4", "tpu", 7, "remat"),
+            IMAGE,
+            LAUNCH,
+            "gs://example-bucket",
+            kubeconfig=fleet.kubeconfig,
+            deadline_s=STALL_DEADLINE_S,
+        )
     assert not [r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]
 
 
@@ -448,7 +547,14 @@ def test_row17_a_failed_create_is_unknown_not_retried(fleet):
     cluster = fleet.cluster("bob-v5p-16")
     fleet["bob-v5p-16"].fail("POST", r"/jobsets$", "500")
     with pytest.raises(KubeUnavailable, match="HTTP 500.*re-check before resubmitting"):
-        dispatch(cluster, Experiment("alice", "gemma4", "tpu", 9, "remat"), IMAGE, LAUNCH, "gs://example-bucket", kubeconfig=fleet.kubeconfig)
+        dispatch(
+            cluster,
+            Experiment("alice", "gemma4", "tpu", 9, "remat"),
+            IMAGE,
+            LAUNCH,
+            "gs://example-bucket",
+            kubeconfig=fleet.kubeconfig,
+        )
     assert len([r for r in fleet["bob-v5p-16"].requests if r.method == "POST"]) == 1
 
 
@@ -484,8 +590,21 @@ def test_row17_status_is_gone_on_404_and_unknown_on_500_or_stall(fleet):
 
 
 def test_jobset_status_reads_the_terminal_condition_message():
-    failed = {"metadata": {"creationTimestamp": "2026-07-01T10:00:00Z"}, "status": {"terminalState": "Failed", "conditions": [
-        {"type": "Failed", "status": "True", "reason": "ReachedMaxRestarts", "message": "jobset failed due to reaching max number of restarts", "lastTransitionTime": "2026-07-01T11:00:00Z"}]}}
+    failed = {
+        "metadata": {"creationTimestamp": "2026-07-01T10:00:00Z"},
+        "status": {
+            "terminalState": "Failed",
+            "conditions": [
+                {
+                    "type": "Failed",
+                    "status": "True",
+                    "reason": "ReachedMaxRestarts",
+                    "message": "jobset failed due to reaching max number of restarts",
+                    "lastTransitionTime": "2026-07-01T11:00:00Z",
+                }
+            ],
+        },
+    }
     got = jobset_status(failed)
     assert got.state is SessionState.ERROR and "max number of restarts" in got.failure_message
     assert (got.ended_at - got.started_at).total_seconds() == 3600
@@ -524,14 +643,22 @@ def test_finished_workloads_of_this_lane(fleet):
 
 def gke_compute(fleet, tmp_path, **extra) -> GkeCompute:
     shutil.copy(ENV_DIR / "gke-v5p-2x2x2-dave.md", tmp_path / "cluster.md")
-    config = {"cluster_file": "cluster.md", "image": "registry.example/trainer:main", "kubeconfig": str(fleet.kubeconfig),
-              "secret_name": "relay-secrets", "deadline_s": 5.0, **extra}
+    config = {
+        "cluster_file": "cluster.md",
+        "image": "registry.example/trainer:main",
+        "kubeconfig": str(fleet.kubeconfig),
+        "secret_name": "relay-secrets",
+        "deadline_s": 5.0,
+        **extra,
+    }
     return GkeCompute.from_config(config, tmp_path)
 
 
 def test_gke_compute_launches_once_and_reports(fleet, tmp_path):
     compute = gke_compute(fleet, tmp_path, quota_hours=30)
-    request = LaunchRequest(slug="ounce100m-session3", script_text="print('hello from the bootstrap')\n", session_timeout_s=3600)
+    request = LaunchRequest(
+        slug="ounce100m-session3", script_text="print('hello from the bootstrap')\n", session_timeout_s=3600
+    )
     record = compute.launch(request)
     assert record.ref == "ounce100m-session3" and record.kernel_id
     body = next(r.body for r in fleet["dave-v5p-16"].requests if r.method == "POST")
@@ -581,7 +708,9 @@ def test_gke_compute_config_refuses_secrets_and_missing_fields(tmp_path):
 
 @pytest.fixture
 def wiki(monkeypatch, tmp_path):
-    monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, "clusters") if "clusters" not in cli.COMMANDS else cli.COMMANDS)
+    monkeypatch.setattr(
+        cli, "COMMANDS", (*cli.COMMANDS, "clusters") if "clusters" not in cli.COMMANDS else cli.COMMANDS
+    )
     monkeypatch.chdir(tmp_path)  # no wiki/ here: identity comes from --user-prefix
 
     def run(*argv: str) -> int:
@@ -592,8 +721,24 @@ def wiki(monkeypatch, tmp_path):
 
 def test_cli_json_reports_candidates_and_selection(fleet, wiki, capsys):
     seed_busy_fleet(fleet)
-    code = wiki("clusters", "gemma4", "tpu", "--user-prefix", "alice", "--env-dir", str(ENV_DIR), "--tpu", "v5p", "--topology", "2x2x2",
-                "-n", "all", "--kubeconfig", str(fleet.kubeconfig), "--json")
+    code = wiki(
+        "clusters",
+        "gemma4",
+        "tpu",
+        "--user-prefix",
+        "alice",
+        "--env-dir",
+        str(ENV_DIR),
+        "--tpu",
+        "v5p",
+        "--topology",
+        "2x2x2",
+        "-n",
+        "all",
+        "--kubeconfig",
+        str(fleet.kubeconfig),
+        "--json",
+    )
     out = capsys.readouterr().out
     doc = json.loads(out)
     assert code == 0
@@ -612,8 +757,23 @@ def test_cli_text_and_exit_1_when_nothing_is_free(fleet, wiki, capsys):
     for name in V5P_8CHIP:
         fleet[name].add_jobset(f"bob-gemma4-tpu-v00{len(name) % 10}-x")
     fleet["dave-v5p-16"].fail("GET", r"/jobsets$", "stall")
-    code = wiki("clusters", "gemma4", "tpu", "--user-prefix", "alice", "--env-dir", str(ENV_DIR), "--tpu", "v5p", "--topology", "2x2x2",
-                "--kubeconfig", str(fleet.kubeconfig), "--timeout", str(STALL_DEADLINE_S))
+    code = wiki(
+        "clusters",
+        "gemma4",
+        "tpu",
+        "--user-prefix",
+        "alice",
+        "--env-dir",
+        str(ENV_DIR),
+        "--tpu",
+        "v5p",
+        "--topology",
+        "2x2x2",
+        "--kubeconfig",
+        str(fleet.kubeconfig),
+        "--timeout",
+        str(STALL_DEADLINE_S),
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert "v5p (2x2x2) cluster pool (4 candidates, 0 selected):" in out
@@ -627,13 +787,36 @@ def test_row46_no_credential_in_any_output(fleet, wiki, capsys, tmp_path):
     fleet["carol-pw-v5p-16-2"].fail("GET", r"/jobsets$", "stall")
     texts = []
     for as_json in ((), ("--json",)):
-        wiki("clusters", "gemma4", "tpu", "--user-prefix", "alice", "--env-dir", str(ENV_DIR), "--tpu", "v5p", "--topology", "2x2x2",
-             "--kubeconfig", str(fleet.kubeconfig), "--timeout", str(STALL_DEADLINE_S), *as_json)
+        wiki(
+            "clusters",
+            "gemma4",
+            "tpu",
+            "--user-prefix",
+            "alice",
+            "--env-dir",
+            str(ENV_DIR),
+            "--tpu",
+            "v5p",
+            "--topology",
+            "2x2x2",
+            "--kubeconfig",
+            str(fleet.kubeconfig),
+            "--timeout",
+            str(STALL_DEADLINE_S),
+            *as_json,
+        )
         captured = capsys.readouterr()
         texts += [captured.out, captured.err]
     for call in (
         lambda: status(fleet.cluster("alice-v5p-16"), "x", kubeconfig=fleet.kubeconfig).failure_message,
-        lambda: dispatch(fleet.cluster("alice-v5p-16"), Experiment("alice", "gemma4", "tpu", 1, "x"), IMAGE, LAUNCH, "gs://b-1", kubeconfig=fleet.kubeconfig),
+        lambda: dispatch(
+            fleet.cluster("alice-v5p-16"),
+            Experiment("alice", "gemma4", "tpu", 1, "x"),
+            IMAGE,
+            LAUNCH,
+            "gs://b-1",
+            kubeconfig=fleet.kubeconfig,
+        ),
     ):
         fleet["alice-v5p-16"].fail("GET", r"/jobsets", "500", times=2)
         fleet["alice-v5p-16"].fail("POST", r"/jobsets", "500")
@@ -668,7 +851,10 @@ def test_cli_unreadable_cluster_file_exits_2_naming_file_and_line(wiki, capsys, 
     code = wiki("clusters", "gemma4", "tpu", "--user-prefix", "alice", "--env-dir", str(env))
     err = capsys.readouterr().err
     assert code == 2
-    assert err.strip() == f"error: {env / 'gke-v5p-2x2x2-zed.md'}:6: ambiguous TPU line: topology 2x2x2 is 8 chips but the line says 9"
+    assert (
+        err.strip()
+        == f"error: {env / 'gke-v5p-2x2x2-zed.md'}:6: ambiguous TPU line: topology 2x2x2 is 8 chips but the line says 9"
+    )
 
 
 def test_cli_list_shows_shapes(wiki, capsys):
@@ -688,7 +874,25 @@ def test_real_kubectl_lists_jobsets_from_the_fake(fleet, tmp_path):
     env = {**os.environ, "HOME": str(tmp_path), "KUBECACHEDIR": str(tmp_path / "cache"), "NO_PROXY": "127.0.0.1"}
     context = fleet.cluster("carol-pw-v5p-16-2").context
     out = subprocess.run(
-        ["kubectl", "--kubeconfig", str(fleet.kubeconfig), "--context", context, "get", "jobset", "-A", "--no-headers", "--request-timeout=20s"],
-        capture_output=True, text=True, env=env, timeout=60, check=True,
+        [
+            "kubectl",
+            "--kubeconfig",
+            str(fleet.kubeconfig),
+            "--context",
+            context,
+            "get",
+            "jobset",
+            "-A",
+            "--no-headers",
+            "--request-timeout=20s",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
     ).stdout
-    assert [line.split()[:2] for line in out.splitlines()] == [["carol", "carol-llama3-8b-tpu-v003-tp"], ["default", "alice-gemma4-tpu-v001-base"]]
+    assert [line.split()[:2] for line in out.splitlines()] == [
+        ["carol", "carol-llama3-8b-tpu-v003-tp"],
+        ["default", "alice-gemma4-tpu-v001-base"],
+    ]

@@ -174,7 +174,9 @@ def parse_tpu(value: str, path: Path, line: int) -> TpuSlice:
     """``v5p, 2x2x2 topology = 8 chips per slice`` -> TpuSlice("v5p", "2x2x2", 8)."""
     match = _TPU_RE.match(value)
     if not match:
-        raise WikiError(f"cannot read the TPU line {value!r} (expected e.g. 'v5p, 2x2x2 topology = 8 chips')", path, line)
+        raise WikiError(
+            f"cannot read the TPU line {value!r} (expected e.g. 'v5p, 2x2x2 topology = 8 chips')", path, line
+        )
     gen = match.group("gen").lower()
     gen = _GENERATION_ALIASES.get(gen, gen)
     if gen not in GENERATIONS:
@@ -189,7 +191,9 @@ def parse_tpu(value: str, path: Path, line: int) -> TpuSlice:
         raise WikiError(f"{gen} topology must be {want}, not {topo}", path, line)
     chips = math.prod(dims)
     if match.group("chips") and int(match.group("chips")) != chips:
-        raise WikiError(f"ambiguous TPU line: topology {topo} is {chips} chips but the line says {match.group('chips')}", path, line)
+        raise WikiError(
+            f"ambiguous TPU line: topology {topo} is {chips} chips but the line says {match.group('chips')}", path, line
+        )
     return TpuSlice(gen, topo, chips)
 
 
@@ -239,7 +243,9 @@ def _get_credentials(page: Page, path: Path) -> _Credentials | None:
             elif not word.startswith("-") and cluster is None:
                 cluster = word
         comments = [comment] + [
-            nxt.strip()[1:] for nxt in (line.rstrip("\r\n") for line in lines[end + 1 : end + 3]) if nxt.strip().startswith("#")
+            nxt.strip()[1:]
+            for nxt in (line.rstrip("\r\n") for line in lines[end + 1 : end + 3])
+            if nxt.strip().startswith("#")
         ]
         context = None
         for part in comments:
@@ -279,7 +285,9 @@ def parse_cluster_file(path: str | Path) -> ClusterFile:
     name_fact = pick("cluster", creds.cluster if creds else None)
     name = name_fact.value if name_fact else path.stem
     if not NAME_RE.fullmatch(name) or len(name) > 40:
-        raise WikiError(f"cluster name {name!r} is not a valid GKE cluster name", path, name_fact.line if name_fact else None)
+        raise WikiError(
+            f"cluster name {name!r} is not a valid GKE cluster name", path, name_fact.line if name_fact else None
+        )
     project_fact = pick("project", creds.project if creds else None)
     if not project_fact:
         raise WikiError("no **Project**: line and no --project in a get-credentials command", path)
@@ -295,7 +303,9 @@ def parse_cluster_file(path: str | Path) -> ClusterFile:
     if zone:
         zone_match = _ZONE_RE.match(zone)
         if not zone_match:
-            raise WikiError(f"{zone!r} is not a zone such as europe-west4-b", path, facts["zone"].line if "zone" in facts else None)
+            raise WikiError(
+                f"{zone!r} is not a zone such as europe-west4-b", path, facts["zone"].line if "zone" in facts else None
+            )
         if region and region != zone_match.group("region"):
             line = facts["region"].line if "region" in facts else None
             raise WikiError(f"ambiguous location: zone {zone} is not in region {region}", path, line)
@@ -320,7 +330,9 @@ def is_cluster_file(path: Path) -> bool:
     return any(s.leading_key == "topology" for s in page.sections)
 
 
-def discover_clusters(env_dir: str | Path, generation: str | None = None, topology: str | None = None) -> list[ClusterFile]:
+def discover_clusters(
+    env_dir: str | Path, generation: str | None = None, topology: str | None = None
+) -> list[ClusterFile]:
     """Every cluster file under ``env_dir`` matching the TPU generation and topology (when given), by file name."""
     env_dir = Path(env_dir)
     if not env_dir.is_dir():

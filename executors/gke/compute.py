@@ -45,9 +45,18 @@ def _now() -> dt.datetime:
 class GkeCompute:
     """Relay sessions on one GKE TPU cluster described by a ``.env`` cluster file."""
 
-    def __init__(self, cluster: ClusterFile, image: str, *, kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S,
-                 secret_name: str | None = None, queue: str = gke_dispatch.DEFAULT_QUEUE, quota_hours: float | None = None,
-                 quota_window_days: float = 7.0):
+    def __init__(
+        self,
+        cluster: ClusterFile,
+        image: str,
+        *,
+        kubeconfig: str | Path | None = None,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        secret_name: str | None = None,
+        queue: str = gke_dispatch.DEFAULT_QUEUE,
+        quota_hours: float | None = None,
+        quota_window_days: float = 7.0,
+    ):
         self.cluster = cluster
         self.image = image
         self.kubeconfig = kubeconfig
@@ -64,7 +73,9 @@ class GkeCompute:
         become the session's environment), ``queue``, ``quota_hours``, ``quota_window_days`` (default 7)."""
         for name in _SECRET_KEYS:
             if name in config:
-                raise ComputeError(f"gke: '{name}' must not be in the config; put secrets in a Kubernetes Secret (secret_name)")
+                raise ComputeError(
+                    f"gke: '{name}' must not be in the config; put secrets in a Kubernetes Secret (secret_name)"
+                )
         for required in ("cluster_file", "image"):
             if not config.get(required):
                 raise ComputeError(f"gke: the compute config needs '{required}'")
@@ -99,24 +110,41 @@ class GkeCompute:
         labels = {gke_dispatch.QUEUE_LABEL: self.queue, gke_dispatch.WORKLOAD_LABEL: name, SESSION_LABEL: "true"}
         pod = {
             "restartPolicy": "Never",
-            "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": tpu.spec.accelerator, "cloud.google.com/gke-tpu-topology": tpu.topology},
+            "nodeSelector": {
+                "cloud.google.com/gke-tpu-accelerator": tpu.spec.accelerator,
+                "cloud.google.com/gke-tpu-topology": tpu.topology,
+            },
             "containers": [container],
         }
-        job = {"parallelism": 1, "completions": 1, "backoffLimit": 0, "activeDeadlineSeconds": int(request.session_timeout_s),
-               "template": {"metadata": {"labels": {gke_dispatch.WORKLOAD_LABEL: name}}, "spec": pod}}
+        job = {
+            "parallelism": 1,
+            "completions": 1,
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": int(request.session_timeout_s),
+            "template": {"metadata": {"labels": {gke_dispatch.WORKLOAD_LABEL: name}}, "spec": pod},
+        }
         return {
             "apiVersion": "jobset.x-k8s.io/v1alpha2",
             "kind": "JobSet",
-            "metadata": {"name": name, "namespace": self.cluster.namespace, "labels": labels,
-                         "annotations": {f"{gke_dispatch.ANNOTATION_PREFIX}title": request.title or name}},
-            "spec": {"failurePolicy": {"maxRestarts": 0}, "replicatedJobs": [{"name": "slice-job", "replicas": 1, "template": {"spec": job}}]},
+            "metadata": {
+                "name": name,
+                "namespace": self.cluster.namespace,
+                "labels": labels,
+                "annotations": {f"{gke_dispatch.ANNOTATION_PREFIX}title": request.title or name},
+            },
+            "spec": {
+                "failurePolicy": {"maxRestarts": 0},
+                "replicatedJobs": [{"name": "slice-job", "replicas": 1, "template": {"spec": job}}],
+            },
         }
 
     def launch(self, request: LaunchRequest) -> LaunchRecord:
         """Submit the session; refuse a busy cluster, a reused name, or an unknown state."""
         name = request.slug
         if not NAME_RE.fullmatch(name) or len(name) >= MAX_WORKLOAD_LEN:
-            raise ComputeError(f"gke: session name {name!r} must match [a-z]([-a-z0-9]*[a-z0-9])? and be under {MAX_WORKLOAD_LEN} characters")
+            raise ComputeError(
+                f"gke: session name {name!r} must match [a-z]([-a-z0-9]*[a-z0-9])? and be under {MAX_WORKLOAD_LEN} characters"
+            )
         if not request.script_text.strip():
             raise ComputeError("gke: the bootstrap script is empty")
         manifest = self.session_manifest(name, request)
@@ -127,7 +155,9 @@ class GkeCompute:
                 raise ComputeError(f"gke: {name} was already launched")
             busy = sorted(str((j.get("metadata") or {}).get("name")) for j in jobsets if is_active(j))
             if busy:
-                raise CapacityError(f"gke: {self.cluster.name} is occupied by {', '.join(busy[:3])}{' ...' if len(busy) > 3 else ''}")
+                raise CapacityError(
+                    f"gke: {self.cluster.name} is occupied by {', '.join(busy[:3])}{' ...' if len(busy) > 3 else ''}"
+                )
             gke_dispatch.submit_jobset(kube, manifest)
             created = kube.get_jobset(self.cluster.namespace, name)
         meta = created.get("metadata") or {}
@@ -139,7 +169,9 @@ class GkeCompute:
 
     def log_tail(self, ref: str, lines: int = 200) -> str:
         try:
-            return gke_dispatch.log_tail(self.cluster, ref, lines, kubeconfig=self.kubeconfig, deadline_s=self.deadline_s)
+            return gke_dispatch.log_tail(
+                self.cluster, ref, lines, kubeconfig=self.kubeconfig, deadline_s=self.deadline_s
+            )
         except KubeNotFound:
             return ""
 
@@ -153,7 +185,9 @@ class GkeCompute:
         """Wall hours of this backend's sessions started in the last ``quota_window_days``, against
         ``quota_hours``; GKE itself has no accelerator quota API, so without ``quota_hours`` this raises."""
         if self.quota_hours is None:
-            raise ComputeUnavailableError("GKE has no accelerator quota API: set quota_hours in the compute config to model one")
+            raise ComputeUnavailableError(
+                "GKE has no accelerator quota API: set quota_hours in the compute config to model one"
+            )
         used = 0.0
         with self._kube() as kube:
             jobsets = kube.list_jobsets(self.cluster.namespace, label_selector=f"{SESSION_LABEL}=true")

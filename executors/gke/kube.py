@@ -70,7 +70,12 @@ class Kube:
 
     @classmethod
     def from_context(
-        cls, context: str, *, cluster: str | None = None, kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S
+        cls,
+        context: str,
+        *,
+        cluster: str | None = None,
+        kubeconfig: str | Path | None = None,
+        deadline_s: float = DEFAULT_DEADLINE_S,
     ) -> Kube:
         """A client for a kubeconfig context (``$KUBECONFIG`` or ``~/.kube/config`` unless ``kubeconfig`` is given)."""
         require_client()
@@ -121,7 +126,9 @@ class Kube:
             if exc.status == 409:
                 raise KubeConflict(f"{self.cluster}: {what}: already exists") from None
             if exc.status in (401, 403):
-                raise KubeUnavailable(f"{self.cluster}: {what}: HTTP {exc.status} (check the cluster credentials)") from None
+                raise KubeUnavailable(
+                    f"{self.cluster}: {what}: HTTP {exc.status} (check the cluster credentials)"
+                ) from None
             status = f"HTTP {exc.status}" if exc.status else "TLS or request error"
             raise KubeUnavailable(f"{self.cluster}: {what}: {status}") from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -151,9 +158,24 @@ class Kube:
             if label_selector:
                 kwargs["label_selector"] = label_selector
             if namespace:
-                page = self._call(what, self._custom().list_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, **kwargs)
+                page = self._call(
+                    what,
+                    self._custom().list_namespaced_custom_object,
+                    JOBSET_GROUP,
+                    JOBSET_VERSION,
+                    namespace,
+                    JOBSET_PLURAL,
+                    **kwargs,
+                )
             else:
-                page = self._call(what, self._custom().list_cluster_custom_object, JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL, **kwargs)
+                page = self._call(
+                    what,
+                    self._custom().list_cluster_custom_object,
+                    JOBSET_GROUP,
+                    JOBSET_VERSION,
+                    JOBSET_PLURAL,
+                    **kwargs,
+                )
             if not isinstance(page, dict) or not isinstance(page.get("items"), list):
                 raise KubeUnavailable(f"{self.cluster}: {what}: malformed response (no items list)")
             if not all(isinstance(item, dict) for item in page["items"]):
@@ -165,24 +187,48 @@ class Kube:
 
     def get_jobset(self, namespace: str, name: str) -> dict:
         what = f"get jobset {namespace}/{name}"
-        obj = self._call(what, self._custom().get_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, name)
+        obj = self._call(
+            what,
+            self._custom().get_namespaced_custom_object,
+            JOBSET_GROUP,
+            JOBSET_VERSION,
+            namespace,
+            JOBSET_PLURAL,
+            name,
+        )
         if not isinstance(obj, dict):
             raise KubeUnavailable(f"{self.cluster}: {what}: malformed response")
         return obj
 
     def create_jobset(self, namespace: str, manifest: dict) -> dict:
         what = f"create jobset {namespace}/{manifest['metadata']['name']}"
-        obj = self._call(what, self._custom().create_namespaced_custom_object, JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, manifest)
+        obj = self._call(
+            what,
+            self._custom().create_namespaced_custom_object,
+            JOBSET_GROUP,
+            JOBSET_VERSION,
+            namespace,
+            JOBSET_PLURAL,
+            manifest,
+        )
         if not isinstance(obj, dict):
             raise KubeUnavailable(f"{self.cluster}: {what}: malformed response")
         return obj
 
     def list_pod_names(self, namespace: str, label_selector: str) -> list[str]:
         """Names of the pods matching a label selector, sorted."""
-        pods = self._call(f"list pods {label_selector}", self._core().list_namespaced_pod, namespace, label_selector=label_selector)
+        pods = self._call(
+            f"list pods {label_selector}", self._core().list_namespaced_pod, namespace, label_selector=label_selector
+        )
         return sorted(p.metadata.name for p in pods.items)
 
     def pod_log(self, namespace: str, pod: str, tail_lines: int) -> str:
         """The last ``tail_lines`` lines of a pod's log."""
-        text = self._call(f"read log of pod {namespace}/{pod}", self._core().read_namespaced_pod_log, pod, namespace, tail_lines=tail_lines)
+        text = self._call(
+            f"read log of pod {namespace}/{pod}",
+            self._core().read_namespaced_pod_log,
+            pod,
+            namespace,
+            tail_lines=tail_lines,
+        )
         return text if isinstance(text, str) else str(text)

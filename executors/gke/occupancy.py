@@ -35,7 +35,9 @@ from executors.gke.kube import DEFAULT_DEADLINE_S, Kube, KubeUnavailable
 from wikiengine.errors import WikiError
 
 _CONVENTIONAL_RE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9][-a-z0-9]*-[a-z0-9]+-v\d{3,}-[a-z0-9][-a-z0-9]*")
-_BRANCH_RE = re.compile(r"(?P<model_lane>[a-z0-9][-a-z0-9._]*?)-(?P<date>\d{4}-?\d{2}-?\d{2})-v(?P<vid>\d{3,})-(?P<slug>.+)")
+_BRANCH_RE = re.compile(
+    r"(?P<model_lane>[a-z0-9][-a-z0-9._]*?)-(?P<date>\d{4}-?\d{2}-?\d{2})-v(?P<vid>\d{3,})-(?P<slug>.+)"
+)
 TERMINAL_STATES = ("Completed", "Failed")
 
 
@@ -167,7 +169,9 @@ def active_workloads(jobsets: list[dict], me: Me) -> list[Workload]:
             continue
         image = jobset_image(jobset)
         attribution, basis, model, lane = classify(name, image, me)
-        workloads.append(Workload(name, str(meta.get("namespace") or "default"), image, attribution, basis, model, lane))
+        workloads.append(
+            Workload(name, str(meta.get("namespace") or "default"), image, attribution, basis, model, lane)
+        )
     return workloads
 
 
@@ -207,10 +211,14 @@ class Occupancy:
         }
 
 
-def check_occupancy(cluster: ClusterFile, me: Me, *, kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S) -> Occupancy:
+def check_occupancy(
+    cluster: ClusterFile, me: Me, *, kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S
+) -> Occupancy:
     """List the cluster's JobSets in every namespace and attribute the active ones; UNKNOWN on any failure."""
     try:
-        with Kube.from_context(cluster.context, cluster=cluster.name, kubeconfig=kubeconfig, deadline_s=deadline_s) as kube:
+        with Kube.from_context(
+            cluster.context, cluster=cluster.name, kubeconfig=kubeconfig, deadline_s=deadline_s
+        ) as kube:
             workloads = active_workloads(kube.list_jobsets(), me)
     except KubeUnavailable as exc:
         return Occupancy(cluster, ClusterState.UNKNOWN, error=str(exc).removeprefix(f"{cluster.name}: "))
@@ -218,7 +226,12 @@ def check_occupancy(cluster: ClusterFile, me: Me, *, kubeconfig: str | Path | No
 
 
 def check_all(
-    clusters: list[ClusterFile], me: Me, *, kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S, max_workers: int = 4
+    clusters: list[ClusterFile],
+    me: Me,
+    *,
+    kubeconfig: str | Path | None = None,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    max_workers: int = 4,
 ) -> list[Occupancy]:
     """:func:`check_occupancy` for every candidate, a few at a time, in candidate order."""
     if not clusters:
@@ -269,7 +282,10 @@ class Selection:
         return {
             "requested": "all" if self.requested is None else self.requested,
             "candidates": [o.to_dict() | {"track": self.track_of(o)} for o in self.candidates],
-            "selected": [{"track": i, "cluster": o.cluster.name, "context": o.cluster.context} for i, o in enumerate(self.selected)],
+            "selected": [
+                {"track": i, "cluster": o.cluster.name, "context": o.cluster.context}
+                for i, o in enumerate(self.selected)
+            ],
             "stop": self.stop,
             "message": self.message,
         }

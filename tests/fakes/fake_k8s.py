@@ -64,7 +64,15 @@ def _selector_matches(selector: str, labels: dict) -> bool:
 
 
 def _status(code: int, reason: str, message: str) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
 class FakeKubeApi:
@@ -104,7 +112,16 @@ class FakeKubeApi:
         assert kind in ("500", "stall", "malformed", "lost")
         self.faults.append(Fault(method.upper(), re.compile(path_pattern), kind, times))
 
-    def add_jobset(self, name: str, *, namespace: str = "default", image: str = "example-registry/app:main", terminal_state: str | None = None, conditions: list | None = None, labels: dict | None = None) -> dict:
+    def add_jobset(
+        self,
+        name: str,
+        *,
+        namespace: str = "default",
+        image: str = "example-registry/app:main",
+        terminal_state: str | None = None,
+        conditions: list | None = None,
+        labels: dict | None = None,
+    ) -> dict:
         """Seed one JobSet as a cluster would hold it."""
         obj = {
             "apiVersion": f"{GROUP}/{VERSION}",
@@ -112,7 +129,13 @@ class FakeKubeApi:
             "metadata": {"name": name, "namespace": namespace, "labels": labels or {"xpk.google.com/workload": name}},
             "spec": {
                 "replicatedJobs": [
-                    {"name": "slice-job", "replicas": 1, "template": {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": image}]}}}}}
+                    {
+                        "name": "slice-job",
+                        "replicas": 1,
+                        "template": {
+                            "spec": {"template": {"spec": {"containers": [{"name": "main", "image": image}]}}}
+                        },
+                    }
                 ]
             },
             "status": {},
@@ -121,17 +144,41 @@ class FakeKubeApi:
         self.set_state(name, namespace=namespace, terminal_state=terminal_state, conditions=conditions, obj=obj)
         return obj
 
-    def set_state(self, name: str, *, namespace: str = "default", terminal_state: str | None = None, conditions: list | None = None, active: int = 0, obj: dict | None = None) -> None:
+    def set_state(
+        self,
+        name: str,
+        *,
+        namespace: str = "default",
+        terminal_state: str | None = None,
+        conditions: list | None = None,
+        active: int = 0,
+        obj: dict | None = None,
+    ) -> None:
         """Set a JobSet's status: terminal state, condition types that are True, active jobs."""
         obj = obj or self.jobsets[(namespace, name)]
-        status: dict = {"replicatedJobsStatus": [{"name": "slice-job", "active": active, "ready": active, "succeeded": 0, "failed": 0, "suspended": 0}]}
+        status: dict = {
+            "replicatedJobsStatus": [
+                {"name": "slice-job", "active": active, "ready": active, "succeeded": 0, "failed": 0, "suspended": 0}
+            ]
+        }
         now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        conds = [{"type": c, "status": "True", "reason": c, "message": f"jobset {c.lower()}", "lastTransitionTime": now} for c in (conditions or [])]
+        conds = [
+            {"type": c, "status": "True", "reason": c, "message": f"jobset {c.lower()}", "lastTransitionTime": now}
+            for c in (conditions or [])
+        ]
         if terminal_state:
             status["terminalState"] = terminal_state
             if terminal_state not in (conditions or []):
                 reason = "AllJobsCompleted" if terminal_state == "Completed" else "FailedJobs"
-                conds.append({"type": terminal_state, "status": "True", "reason": reason, "message": f"jobset {terminal_state.lower()}", "lastTransitionTime": now})
+                conds.append(
+                    {
+                        "type": terminal_state,
+                        "status": "True",
+                        "reason": reason,
+                        "message": f"jobset {terminal_state.lower()}",
+                        "lastTransitionTime": now,
+                    }
+                )
         if conds:
             status["conditions"] = conds
         obj["status"] = status
@@ -140,7 +187,13 @@ class FakeKubeApi:
 
     def add_pod(self, name: str, jobset: str, log: str, *, namespace: str = "default") -> None:
         """Seed a pod of a JobSet with its log text."""
-        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": {JOBSET_NAME_LABEL: jobset}}, "spec": {"containers": [{"name": "main", "image": "x"}]}, "status": {"phase": "Succeeded"}}
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": {JOBSET_NAME_LABEL: jobset}},
+            "spec": {"containers": [{"name": "main", "image": "x"}]},
+            "status": {"phase": "Succeeded"},
+        }
         self._stamp(pod)
         with self._lock:
             self.pods[(namespace, name)] = pod
@@ -187,7 +240,11 @@ class FakeKubeApi:
                 pass
 
             def _send(self, code: int, payload, content_type: str = "application/json") -> None:
-                data = payload if isinstance(payload, bytes) else (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+                data = (
+                    payload
+                    if isinstance(payload, bytes)
+                    else (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+                )
                 self.send_response(code)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
@@ -205,7 +262,9 @@ class FakeKubeApi:
                         body = json.loads(raw)
                     except ValueError:
                         body = raw.decode(errors="replace")
-                api.requests.append(Request(method, parts.path, query, body, {k.lower(): v for k, v in self.headers.items()}))
+                api.requests.append(
+                    Request(method, parts.path, query, body, {k.lower(): v for k, v in self.headers.items()})
+                )
                 fault = api._take_fault(method, parts.path)
                 if fault == "stall":
                     api._release.wait(api.stall_s)  # the client gave up long ago: just hang up
@@ -233,25 +292,81 @@ class FakeKubeApi:
         if path == "/version":
             return 200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-fake", "platform": "linux/amd64"}, j
         if path == "/api":
-            return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}, j
+            return (
+                200,
+                {
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+                },
+                j,
+            )
         if path == "/api/v1":
-            return 200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
-                {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod", "verbs": ["get", "list"], "shortNames": ["po"]},
-                {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]},
-            ]}, j
+            return (
+                200,
+                {
+                    "kind": "APIResourceList",
+                    "groupVersion": "v1",
+                    "resources": [
+                        {
+                            "name": "pods",
+                            "singularName": "pod",
+                            "namespaced": True,
+                            "kind": "Pod",
+                            "verbs": ["get", "list"],
+                            "shortNames": ["po"],
+                        },
+                        {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]},
+                    ],
+                },
+                j,
+            )
         if path == "/apis":
             gv = {"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}
-            return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [{"name": GROUP, "versions": [gv], "preferredVersion": gv}]}, j
+            return (
+                200,
+                {
+                    "kind": "APIGroupList",
+                    "apiVersion": "v1",
+                    "groups": [{"name": GROUP, "versions": [gv], "preferredVersion": gv}],
+                },
+                j,
+            )
         if path == f"/apis/{GROUP}/{VERSION}":
-            return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{GROUP}/{VERSION}", "resources": [
-                {"name": "jobsets", "singularName": "jobset", "namespaced": True, "kind": "JobSet", "verbs": ["create", "get", "list", "patch", "update", "delete", "watch"]},
-                {"name": "jobsets/status", "singularName": "", "namespaced": True, "kind": "JobSet", "verbs": ["get", "patch", "update"]},
-            ]}, j
+            return (
+                200,
+                {
+                    "kind": "APIResourceList",
+                    "apiVersion": "v1",
+                    "groupVersion": f"{GROUP}/{VERSION}",
+                    "resources": [
+                        {
+                            "name": "jobsets",
+                            "singularName": "jobset",
+                            "namespaced": True,
+                            "kind": "JobSet",
+                            "verbs": ["create", "get", "list", "patch", "update", "delete", "watch"],
+                        },
+                        {
+                            "name": "jobsets/status",
+                            "singularName": "",
+                            "namespaced": True,
+                            "kind": "JobSet",
+                            "verbs": ["get", "patch", "update"],
+                        },
+                    ],
+                },
+                j,
+            )
         if m := re.fullmatch(rf"/apis/{re.escape(GROUP)}/{VERSION}(?:/namespaces/([^/]+))?/jobsets(?:/([^/]+))?", path):
             return self._jobsets(method, m.group(1), m.group(2), query, body)
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path):
             with self._lock:
-                items = [copy.deepcopy(p) for (ns, _), p in sorted(self.pods.items()) if ns == m.group(1) and _selector_matches(query.get("labelSelector", ""), p["metadata"]["labels"])]
+                items = [
+                    copy.deepcopy(p)
+                    for (ns, _), p in sorted(self.pods.items())
+                    if ns == m.group(1) and _selector_matches(query.get("labelSelector", ""), p["metadata"]["labels"])
+                ]
             return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}, j
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/log", path):
             key = (m.group(1), m.group(2))
@@ -259,11 +374,13 @@ class FakeKubeApi:
                 return 404, _status(404, "NotFound", f'pods "{key[1]}" not found'), j
             lines = self.logs[key].splitlines(keepends=True)
             if "tailLines" in query:
-                lines = lines[-int(query["tailLines"]):] if int(query["tailLines"]) else []
+                lines = lines[-int(query["tailLines"]) :] if int(query["tailLines"]) else []
             return 200, "".join(lines), "text/plain"
         return 404, _status(404, "NotFound", "the server could not find the requested resource"), j
 
-    def _jobsets(self, method: str, namespace: str | None, name: str | None, query: dict, body) -> tuple[int, object, str]:
+    def _jobsets(
+        self, method: str, namespace: str | None, name: str | None, query: dict, body
+    ) -> tuple[int, object, str]:
         j = "application/json"
         if method == "POST":
             if not namespace or name or not isinstance(body, dict):

@@ -23,16 +23,26 @@ cluster); 2 bad input (an unreadable cluster file, no matching cluster, bad opti
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("clusters", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        "clusters", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("model", nargs="?", help="the model (gemma4 or gemma4_autoresearch_optimization)")
     parser.add_argument("lane", nargs="?", help="the lane (e.g. tpu, jax)")
     parser.add_argument("--tpu", metavar="GEN", help="TPU generation (v5p, v6e, ...); needed when .env/ has several")
-    parser.add_argument("--topology", metavar="AxBxC", help="slice topology (2x2x2, 2x4, ...); needed when .env/ has several")
-    parser.add_argument("--parallelism", "-n", default="1", metavar="N|all", help="how many free clusters to select (default 1)")
+    parser.add_argument(
+        "--topology", metavar="AxBxC", help="slice topology (2x2x2, 2x4, ...); needed when .env/ has several"
+    )
+    parser.add_argument(
+        "--parallelism", "-n", default="1", metavar="N|all", help="how many free clusters to select (default 1)"
+    )
     parser.add_argument("--env-dir", type=Path, help="the cluster files' directory (default: <root>/.env)")
-    parser.add_argument("--user-prefix", help="USER_PREFIX (default: the seed's chain from the model program, $USER, git)")
+    parser.add_argument(
+        "--user-prefix", help="USER_PREFIX (default: the seed's chain from the model program, $USER, git)"
+    )
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-    parser.add_argument("--timeout", type=float, default=20.0, metavar="S", help="deadline of each API call in seconds (default 20)")
+    parser.add_argument(
+        "--timeout", type=float, default=20.0, metavar="S", help="deadline of each API call in seconds (default 20)"
+    )
     parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
     parser.add_argument("--list", action="store_true", help="only list the cluster files and their TPU shapes")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -67,7 +77,9 @@ def _me(args, root: Path | None):
         return Me(args.user_prefix, model, args.lane), "--user-prefix"
     text = program_path = None
     if root is not None:
-        folder = args.model if args.model.endswith(identity.MODEL_DIR_SUFFIX) else args.model + identity.MODEL_DIR_SUFFIX
+        folder = (
+            args.model if args.model.endswith(identity.MODEL_DIR_SUFFIX) else args.model + identity.MODEL_DIR_SUFFIX
+        )
         candidate = root / targets.area_named("experiments").path / folder / "program.md"
         if candidate.is_file():
             text, program_path = candidate.read_text(encoding="utf-8", errors="replace"), candidate
@@ -88,7 +100,9 @@ def _candidates(args, env_dir: Path):
         wanted = " ".join(filter(None, (args.tpu, args.topology)))
         raise WikiError(f"no {wanted} clusters in {env_dir}; available: {available}")
     if len(shapes(chosen)) > 1:
-        raise WikiError(f"several TPU shapes in {env_dir} ({', '.join(s.label() for s in shapes(chosen))}): pick one with --tpu and --topology")
+        raise WikiError(
+            f"several TPU shapes in {env_dir} ({', '.join(s.label() for s in shapes(chosen))}): pick one with --tpu and --topology"
+        )
     return chosen
 
 
@@ -97,12 +111,19 @@ def _list(env_dir: Path, as_json: bool) -> int:
 
     clusters = discover_clusters(env_dir)
     if as_json:
-        print(json.dumps({"clusters": [_cluster_dict(c) for c in clusters], "shapes": [s.label() for s in shapes(clusters)]}, indent=2))
+        print(
+            json.dumps(
+                {"clusters": [_cluster_dict(c) for c in clusters], "shapes": [s.label() for s in shapes(clusters)]},
+                indent=2,
+            )
+        )
         return 0
     for shape in shapes(clusters):
         print(f"{shape.generation}, {shape.topology} ({shape.chips} chips per slice):")
         for c in (c for c in clusters if c.tpu == shape):
-            print(f"  - {c.name:<28} ({c.location}, {c.project}) {c.tpu.xpk_type}  context {c.context}  [{c.path.name}]")
+            print(
+                f"  - {c.name:<28} ({c.location}, {c.project}) {c.tpu.xpk_type}  context {c.context}  [{c.path.name}]"
+            )
     return 0
 
 
