@@ -109,8 +109,13 @@ def safe_load(text: str, path=None, first_line: int = 1) -> Any:
         line = first_line + mark.line if mark is not None else first_line
         problem = exc.problem or exc.context or "invalid YAML"
         raise PageError(f"invalid YAML: {problem}", path, line) from None
+    except yaml.reader.ReaderError as exc:
+        # A control character or bad code point: the reader knows where, but not the line.
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character or "\0")
+        line = first_line + text.count("\n", 0, exc.position)
+        raise PageError(f"invalid YAML: {exc.reason} (#x{char:04x})", path, line) from None
     except yaml.YAMLError as exc:
-        raise PageError(f"invalid YAML: {exc}", path, first_line) from None
+        raise PageError(f"invalid YAML: {' '.join(str(exc).split())}", path, first_line) from None
     except RecursionError:
         raise PageError("invalid YAML: nesting too deep", path, first_line) from None
     return data
