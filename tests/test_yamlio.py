@@ -1,0 +1,162 @@
+"""Strict safe YAML: hostile frontmatter (row 42), fuzzing (row 49), key lines and round-trip edits."""
+
+from __future__ import annotations
+
+import signal
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from wikiengine import schemas
+from wikiengine.errors import PageError, SchemaError
+from wikiengine.yamlio import key_lines, line_of, roundtrip_update, safe_load
+
+BILLION_LAUGHS = """a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"""
+
+
+@contextmanager
+def hang_guard(seconds: int):
+    """Fail (rather than hang the suite) when the block runs longer than ``seconds``."""
+
+    def expire(signum, frame):
+        raise TimeoutError(f"no result within {seconds} s: a hang")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize(
+    "text, line, words",
+    [
+        ("title: x\nrun: !!python/object/apply:os.system ['touch /tmp/pwned']\n", 3, "tags are not allowed"),
+        ("run: !!python/name:os.system\n", 2, "tags are not allowed"),
+        ("run: !!python/object:collections.OrderedDict {}\n", 2, "tags are not allowed"),
+        ("run: !<tag:yaml.org,2002:python/object/new:os.system> [ls]\n", 2, "tags are not allowed"),
+        ("x: 1\ny: !custom thing\n", 3, "tags are not allowed"),
+        ("y: !!binary aGk=\n", 2, "tags are not allowed"),
+        ("y: !!set {a, b}\n", 2, "tags are not allowed"),
+        (BILLION_LAUGHS, 2, "anchors and aliases are not allowed"),
+        ("base: &b {k: 1}\nother:\n  <<: *b\n", 2, "anchors and aliases are not allowed"),
+        ("verdict: supported\nstatus: x\nverdict: refuted\n", 4, "duplicate key 'verdict' (first on line 1)"),
+        ("a:\n  b: 1\n  b: 2\n", 4, "duplicate key 'b'"),
+        ("true: 1\nTrue: 2\n", 3, "duplicate key"),
+        ("2026-01-01: a\n'2026-01-01': b\n", 3, "duplicate key '2026-01-01'"),
+        ("? [a, b]\n: 1\n", 2, "plain scalar"),
+        ("a: 1\n---\nb: 2\n", 3, "another document"),
+        ("a: " + "[" * 2000 + "]" * 2000 + "\n", 2, "nesting"),
+        ("a: " + "[" * 600 + "]" * 600 + "\n", 2, "nesting too deep"),
+        ("a: 2026-13-45\n", 2, "not a valid date"),
+        ('a: "\\ud800"\n', 2, "invalid YAML"),
+    ],
+)
+def test_row42_hostile_yaml_is_a_page_error_with_file_and_line(text, line, words):
+    with hang_guard(20), pytest.raises(PageError) as caught:
+        safe_load(text, "wiki/x.md", first_line=2)
+    message = str(caught.value)
+    assert message.startswith(f"wiki/x.md:{line}: "), message
+    assert words in message
+    assert "\n" not in message
+
+
+def test_row42_no_yaml_tag_runs_code(tmp_path):
+    marker = tmp_path / "pwned"
+    with pytest.raises(PageError):
+        safe_load(f"a: !!python/object/apply:os.system ['touch {marker}']\n")
+    assert not marker.exists()
+
+
+TYPED_SCHEMA = {
+    "type": "object",
+    "properties": {"commit": {"type": "string"}, "enabled": {"type": "boolean"}, "code": {"type": "string"}},
+}
+
+
+@pytest.mark.parametrize(
+    "text, key, loaded",
+    [
+        ("commit: 0123456\n", "commit", 42798),  # YAML 1.1 octal: a short sha of octal digits is an int
+        ("commit: 1234567\n", "commit", 1234567),
+        ("code: no\n", "code", False),  # the Norway problem
+        ("code: 052\n", "code", 42),
+        ("enabled: no\n", "enabled", False),
+    ],
+)
+def test_row42_yaml_typing_is_what_the_schema_judges(monkeypatch, text, key, loaded):
+    data = safe_load(text)
+    assert data[key] == loaded and type(data[key]) is type(loaded)
+    monkeypatch.setattr(schemas, "load_schema", lambda name: TYPED_SCHEMA)
+    schemas._validator.cache_clear()
+    try:
+        if key == "enabled":
+            schemas.check(data, "typed", "p.md", key_lines(text, 2))
+        else:
+            with pytest.raises(SchemaError) as caught:
+                schemas.check(data, "typed", "p.md", key_lines(text, 2))
+            assert str(caught.value).startswith(f"p.md:2: {key}: ")
+            assert "is not of type 'string'" in str(caught.value)
+    finally:
+        schemas._validator.cache_clear()
+
+
+def test_quoted_values_stay_strings_and_dates_become_iso_text():
+    data = safe_load("commit: '0123456'\ncode: 'no'\ncreated: 2026-03-18\nat: 2026-03-18 10:00:00\n")
+    assert data == {"commit": "0123456", "code": "no", "created": "2026-03-18", "at": "2026-03-18T10:00:00"}
+
+
+def test_key_lines_point_at_nested_keys_and_list_items():
+    text = "a: 1\nb:\n  c: 2\n  d:\n    - x\n    - y: 3\n"
+    lines = key_lines(text, first_line=10)
+    assert lines[("a",)] == 10
+    assert lines[("b", "c")] == 12
+    assert lines[("b", "d", 1)] == 15
+    assert lines[("b", "d", 1, "y")] == 15
+    assert line_of(lines, ("b", "d", 0, "missing")) == 14
+    assert line_of(lines, ("zzz",)) == 10
+
+
+def test_roundtrip_update_keeps_comments_order_and_quotes():
+    text = "# head comment\nb: 'quoted'  # why\na: 1\nc: [1, 2]\n"
+    out = roundtrip_update(text, {"a": 2, "new": "x", "c": None})
+    assert out == "# head comment\nb: 'quoted'  # why\na: 2\nnew: x\n"
+
+
+def test_roundtrip_update_on_bad_yaml_is_a_page_error():
+    with pytest.raises(PageError):
+        roundtrip_update("a: [\n", {"a": 1}, "p.md")
+    with pytest.raises(PageError):
+        roundtrip_update("- 1\n", {"a": 1}, "p.md")
+
+
+yaml_pieces = st.sampled_from(
+    list("ab:- \n[]{}&*!|>'\"#%@`?,.0123456789\t\\")
+    + ["\x85", "\u2028", "\ufeff", "\x00", "\x07", "2024-01-01", "2024-13-45", "no", "~", "null", "<<", "---", "...",
+       ": ", "- ", "!!", "&a ", "*a", "!!python/name:os.system", "\n  ", "? "]
+)
+yaml_texts = st.one_of(st.text(max_size=80), st.lists(yaml_pieces, max_size=50).map("".join))
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(yaml_texts)
+def test_row49_fuzz_safe_load_raises_only_page_errors(text):
+    with hang_guard(20):
+        try:
+            safe_load(text, "f.md", 2)
+        except PageError as err:
+            assert str(err).startswith("f.md:") and "\n" not in str(err)
+        key_lines(text)  # never raises
