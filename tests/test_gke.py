@@ -373,6 +373,19 @@ def test_list_follows_continue_tokens(fleet, monkeypatch):
     assert [r.query.get("continue") for r in server.requests if r.path.endswith("/jobsets")] == [None, "2", "4"]
 
 
+def test_row17_a_server_paging_in_a_circle_is_unknown(fleet):
+    server = fleet["bob-v5p-16"]
+
+    def circular(method, namespace, name, query, body):
+        page = {"kind": "JobSetList", "metadata": {"continue": "again"}, "items": []}
+        return 200, page, "application/json"
+
+    server._jobsets = circular
+    bob = check_all([fleet.cluster("bob-v5p-16")], ME, kubeconfig=fleet.kubeconfig)[0]
+    assert bob.state is ClusterState.UNKNOWN and "repeated continue token" in bob.error
+    assert len(server.requests) == 2
+
+
 def test_row17_http_500_makes_a_cluster_unknown_never_free(fleet):
     fleet["alice-v5p-16"].fail("GET", r"/jobsets$", "500")
     selection = occupancy(fleet, 1)
@@ -855,6 +868,33 @@ def test_cli_unreadable_cluster_file_exits_2_naming_file_and_line(wiki, capsys, 
         err.strip()
         == f"error: {env / 'gke-v5p-2x2x2-zed.md'}:6: ambiguous TPU line: topology 2x2x2 is 8 chips but the line says 9"
     )
+
+
+def test_cli_defaults_from_the_wiki_root(fleet, wiki, capsys, tmp_path, monkeypatch):
+    model_dir = tmp_path / "repo" / "wiki" / "experiments" / "gemma4_autoresearch_optimization"
+    (model_dir / "tpu").mkdir(parents=True)
+    (model_dir / "program.md").write_text("# gemma4\n\n## Setup\n\nUSER_PREFIX = alice\n")
+    shutil.copytree(ENV_DIR, tmp_path / "repo" / ".env")
+    monkeypatch.setenv("USER", "someone_else")
+    fleet["alice-v5p-16"].add_jobset("alice-gemma4-tpu-v020-mine")
+    code = wiki(
+        "clusters",
+        "gemma4",
+        "tpu",
+        "--root",
+        str(tmp_path / "repo"),
+        "--tpu",
+        "v5p",
+        "--topology",
+        "2x2x2",
+        "--kubeconfig",
+        str(fleet.kubeconfig),
+        "--json",
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and (doc["user_prefix"], doc["user_prefix_source"]) == ("alice", "program")
+    assert doc["candidates"][0]["workloads"][0]["attribution"] == "mine-same-lane"
+    assert doc["selected"][0]["cluster"] == "bob-v5p-16"
 
 
 def test_cli_list_shows_shapes(wiki, capsys):

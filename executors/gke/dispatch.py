@@ -63,8 +63,9 @@ class Experiment:
 
     @property
     def exp_slug(self) -> str:
-        """``<MODEL_NAME>-<LANE>-v<NNN>-<slug>``: the experiment's name in storage paths."""
-        return f"{self.model}-{self.lane}-v{self.vid:03d}-{self.slug}"
+        """``<MODEL_NAME>-<LANE>-v<NNN>-<slug>``: the experiment's name in storage paths (full slug, unabbreviated)."""
+        slug = re.sub(r"[^a-z0-9-]+", "-", self.slug.lower()).strip("-") or "x"
+        return f"{self.model}-{self.lane}-v{self.vid:03d}-{slug}"
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,7 @@ class Kube:
         """Every JobSet of a namespace, or of the whole cluster (``kubectl get jobset -A``), all pages."""
         items: list[dict] = []
         token = None
+        seen_tokens: set[str] = set()
         what = f"list jobsets in {namespace}" if namespace else "list jobsets (all namespaces)"
         while True:
             kwargs: dict[str, Any] = {"limit": LIST_PAGE_SIZE}
@@ -184,6 +185,9 @@ class Kube:
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return items
+            if token in seen_tokens:  # a server that pages in a circle would never end
+                raise KubeUnavailable(f"{self.cluster}: {what}: malformed response (repeated continue token)")
+            seen_tokens.add(token)
 
     def get_jobset(self, namespace: str, name: str) -> dict:
         what = f"get jobset {namespace}/{name}"
