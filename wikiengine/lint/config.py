@@ -21,6 +21,7 @@ Example (``wiki.toml`` uses the same keys at top level)::
 from __future__ import annotations
 
 import fnmatch
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,28 @@ class LintConfig:
         """A per-rule option from ``[tool.wiki.rules.<CODE>]``."""
         return self.rules.get(code, {}).get(name, default)
 
+    def fingerprint(self) -> str:
+        """Everything that can change what a rule finds (for the lint cache)."""
+        return repr((
+            sorted(self.select), sorted(self.ignore), sorted(self.log_ops.items()), self.additive_marker,
+            sorted((code, sorted(options.items(), key=repr)) for code, options in self.rules.items()),
+        ))
+
+    def check_codes(self, known: list[str]) -> None:
+        """Refuse a selector that names no rule (a typo would silently lint nothing)."""
+        where = self.source
+        for key, selectors in (("select", self.select), ("ignore", self.ignore)):
+            for selector in selectors:
+                if not any(code.startswith(selector) for code in known):
+                    raise WikiError(f"'{key}' names no rule: {selector!r}", where)
+        for pattern, codes in self.per_file_ignores.items():
+            for selector in codes:
+                if not any(code.startswith(selector) for code in known):
+                    raise WikiError(f"per-file-ignores {pattern!r} names no rule: {selector!r}", where)
+        for code in self.rules:
+            if code not in known:
+                raise WikiError(f"[rules.{code}]: no such rule", where)
+
 
 _KEYS = {"select", "ignore", "per-file-ignores", "log-ops", "additive-marker", "rules"}
 
@@ -106,6 +129,8 @@ def _from_table(table: dict, path: Path) -> LintConfig:
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise WikiError("'per-file-ignores' must be a table of glob = [codes]", path)
+    if not all(isinstance(v, list) and all(isinstance(c, str) for c in v) for v in pfi.values()):
+        raise WikiError("'per-file-ignores' must be a table of glob = [codes]", path)
     config.per_file_ignores = {str(k): list(v) for k, v in pfi.items()}
     ops = table.get("log-ops")
     if ops is not None:
@@ -114,8 +139,14 @@ def _from_table(table: dict, path: Path) -> LintConfig:
         config.log_ops.update({k: [str(o) for o in v] for k, v in ops.items()})
     if "additive-marker" in table:
         config.additive_marker = str(table["additive-marker"])
+        try:
+            re.compile(config.additive_marker)
+        except re.error as exc:
+            raise WikiError(f"'additive-marker' is not a regular expression: {exc}", path) from None
     rules = table.get("rules", {})
     if not isinstance(rules, dict):
+        raise WikiError("'rules' must be a table of per-rule option tables", path)
+    if not all(isinstance(v, dict) for v in rules.values()):
         raise WikiError("'rules' must be a table of per-rule option tables", path)
     config.rules = {str(k): dict(v) for k, v in rules.items()}
     return config

@@ -1,79 +1,205 @@
 """What a rule sees: the wiki's files, parsed pages (each parsed at most once), the
-configuration and, for git-aware rules, the base revision."""
+configuration and, for git-aware rules, the base revision.
+
+A :class:`PageInfo` is lazy. When the content-hash cache (:mod:`wikiengine.lint.cache`)
+already knows a file, its frontmatter and read error come from the cache and the
+markdown body is split into sections only if a rule asks for ``info.page``; the YAML is
+never loaded twice. Cross-file rules that read only ``info.frontmatter`` therefore cost
+no parsing at all on a warm run.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
-from wikiengine.errors import WikiError
+from wikiengine.errors import PageError, WikiError
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.kinds import kind_of
-from wikiengine.page import Page, load_page
+from wikiengine.page import Page, decode, load_page, parse_page
 
 if TYPE_CHECKING:
+    from wikiengine.lint.cache import LintCache
     from wikiengine.lint.gitview import GitView
 
 LINTED_DIRS = ("wiki", "memory", ".env")
 
 
-@dataclass
 class PageInfo:
     """One markdown file of the wiki: its kind and its parsed page (or why it cannot be read)."""
 
-    rel: str  # posix path relative to the root
-    path: Path
-    kind: str
-    page: Page | None = None
-    error: WikiError | None = None
+    __slots__ = ("rel", "path", "kind", "_page", "_error", "_frontmatter", "_loaded", "_on_load")
+
+    def __init__(
+        self,
+        rel: str,
+        path: Path,
+        kind: str,
+        page: Page | None = None,
+        error: WikiError | None = None,
+        *,
+        frontmatter: dict | None = None,
+        on_load: Callable[[PageInfo], None] | None = None,
+    ):
+        self.rel = rel  # posix path relative to the root
+        self.path = path
+        self.kind = kind
+        self._page = page
+        self._error = error
+        self._frontmatter = frontmatter
+        # Loaded: constructed with a page or an error, or known from the cache (frontmatter or error).
+        self._loaded = page is not None or error is not None
+        self._on_load = on_load
+
+    @classmethod
+    def from_cache(cls, rel: str, path: Path, kind: str, frontmatter: dict | None, error: tuple | None) -> PageInfo:
+        """A page known from the cache: frontmatter (or the read error) now, the body on demand."""
+        info = cls(rel, path, kind, frontmatter=frontmatter)
+        if error is not None:
+            info._error = PageError(error[0], rel, error[1])
+            info._loaded = True
+        return info
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        try:
+            if self._frontmatter is not None:
+                # The YAML is known (from the cache): split the body only.
+                text = decode(self.path.read_bytes(), self.rel)
+                self._page = parse_page(text, self.path, parse_yaml=False)
+                self._page.frontmatter = self._frontmatter
+            else:
+                self._page = load_page(self.path)
+        except WikiError as err:
+            self._error = err
+        except OSError as exc:
+            self._error = PageError(f"cannot read: {exc.strerror}", self.rel)
+        if self._on_load is not None:
+            self._on_load(self)
+
+    @property
+    def page(self) -> Page | None:
+        if self._page is None:
+            self._load()
+        return self._page
+
+    @page.setter
+    def page(self, value: Page | None) -> None:
+        self._page = value
+        self._loaded = True
+
+    @property
+    def error(self) -> WikiError | None:
+        if self._error is None and self._frontmatter is None:
+            self._load()
+        return self._error
+
+    @error.setter
+    def error(self, value: WikiError | None) -> None:
+        self._error = value
+        self._loaded = True
 
     @property
     def frontmatter(self) -> dict:
-        return self.page.frontmatter if self.page else {}
+        if self._frontmatter is not None:
+            return self._frontmatter
+        page = self.page
+        return page.frontmatter if page else {}
+
+    def __repr__(self) -> str:
+        return f"PageInfo({self.rel!r}, kind={self.kind!r})"
 
 
-@dataclass
 class LintContext:
-    root: Path
-    config: LintConfig
-    files: list[str]  # every markdown file of the wiki, sorted (posix, relative)
-    targets: list[str]  # the files whose findings are reported
-    git: GitView | None = None
-    _infos: dict[str, PageInfo] = field(default_factory=dict)
+    """The wiki as rules see it. ``info(rel)`` parses (or fetches from the cache) once."""
+
+    def __init__(
+        self,
+        root: Path,
+        config: LintConfig,
+        files: list[str],
+        targets: list[str],
+        git: GitView | None = None,
+        cache: LintCache | None = None,
+    ):
+        self.root = root
+        self.config = config
+        self.files = files  # every markdown file of the wiki, sorted (posix, relative)
+        self.targets = targets  # the files whose findings are reported
+        self.git = git
+        self.cache = cache
+        self._infos: dict[str, PageInfo] = {}
+        self._facts: dict[tuple[str, str], Any] = {}
+        self._file_set: set[str] | None = None
+        self._rules: dict[str, Any] = {}
 
     def info(self, rel: str) -> PageInfo:
         """The page at ``rel``, parsed once and cached."""
         cached = self._infos.get(rel)
         if cached is None:
-            path = self.root / rel
-            cached = PageInfo(rel, path, kind_of(rel))
-            try:
-                cached.page = load_page(path)
-            except WikiError as err:
-                cached.error = err
+            entry = self.cache.fresh(rel) if self.cache is not None else None
+            if entry is not None and entry.get("sha") is not None:
+                cached = PageInfo.from_cache(rel, self.root / rel, kind_of(rel), entry.get("fm"), entry.get("error"))
+            else:
+                on_load = self.cache.record_page if self.cache is not None else None
+                cached = PageInfo(rel, self.root / rel, kind_of(rel), on_load=on_load)
             self._infos[rel] = cached
         return cached
+
+    def remember(self, info: PageInfo) -> None:
+        """Keep an already parsed page (the per-file phase parsed it)."""
+        self._infos[info.rel] = info
 
     def pages(self, kind: str | None = None) -> list[PageInfo]:
         """Every page of ``kind`` (every page when None) in the whole wiki."""
         return [self.info(rel) for rel in self.files if kind is None or kind_of(rel) == kind]
 
+    def target_pages(self, kind: str | None = None) -> list[PageInfo]:
+        """The pages of ``kind`` whose findings are reported this run.
+
+        A cross-file rule whose findings land on the page it examines should loop over
+        these rather than over :meth:`pages`: ``wiki lint PATH...`` (pre-commit) then
+        parses five pages, not the whole wiki.
+        """
+        return [self.info(rel) for rel in self.targets if kind is None or kind_of(rel) == kind]
+
     def exists(self, rel: str) -> bool:
-        return (self.root / rel).exists()
+        """Does the file or directory ``rel`` (relative to the root) exist?"""
+        if self._file_set is None:
+            self._file_set = set(self.files)
+        return rel in self._file_set or (self.root / rel).exists()
+
+    def facts(self, code: str, rel: str) -> Any:
+        """What rule ``code``'s ``collect`` found in the page ``rel`` (cached with the file)."""
+        key = (code, rel)
+        if key not in self._facts:
+            value = self.cache.facts(code, rel) if self.cache is not None else None
+            if value is None:
+                rule = self._rules.get(code)
+                info = self.info(rel)
+                value = rule.collect(info, self) if rule is not None and info.page is not None else None
+                if self.cache is not None and value is not None:
+                    self.cache.record_facts(code, rel, value)
+            self._facts[key] = value
+        return self._facts[key]
 
 
 def discover(root: Path) -> list[str]:
     """Every ``.md`` file under the linted directories, as sorted posix paths."""
     found = []
+    root_str = str(root)
+    cut = len(root_str) + 1
     for top in LINTED_DIRS:
-        base = root / top
-        if not base.is_dir():
+        base = os.path.join(root_str, top)
+        if not os.path.isdir(base):
             continue
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            prefix = dirpath[cut:].replace(os.sep, "/")
             for name in filenames:
                 if name.endswith(".md"):
-                    found.append(Path(dirpath, name).relative_to(root).as_posix())
+                    found.append(f"{prefix}/{name}")
     return sorted(found)

@@ -10,7 +10,25 @@ and formats.
 - ``kinds``: the page kinds ``check_page`` runs on (empty: not a page rule);
 - ``check_wiki``: cross-file checks, run once per lint with the whole wiki in view;
 - ``needs_git``: the rule compares with a base revision (skipped outside git);
-- ``fix``: for ``fixable`` rules, the one safe mechanical fix of a page.
+- ``fix``: for ``fixable`` rules, the one safe mechanical fix of a page;
+- ``collect``: small per-page facts (JSON-like values) that ``check_wiki`` reads back
+  through ``ctx.facts(code, rel)``; they are cached with the file, so a cross-file rule
+  does not re-read unchanged pages;
+- ``since``: a ``YYYY-MM-DD`` date; pages dated before it are grandfathered (the
+  ``since`` option in ``[tool.wiki.rules.<CODE>]`` overrides it).
+
+Caching contract (as in ruff): ``check_page`` and ``collect`` may depend only on the page
+itself and the configuration, because their results are cached by the file's content
+hash. Anything that reads another file belongs in ``check_wiki``; its results are cached
+by the hash of every page of the wiki (set ``cache_wiki = False`` when a rule reads files
+that are not pages, such as link targets).
+
+Speed contract: ``check_wiki`` findings are kept only for ``ctx.targets``. A cross-file
+rule whose findings land on the page it examines should loop over
+``ctx.target_pages(kind)`` and look up the rest of the wiki as needed (frontmatter and
+``ctx.facts`` come from the cache without parsing); looping over ``ctx.pages(kind)`` and
+reading ``info.page`` splits every page of the wiki, which a five-file pre-commit run
+cannot afford on a wiki of thousands of pages.
 """
 
 from __future__ import annotations
@@ -32,6 +50,15 @@ class Rule:
     kinds: ClassVar[tuple[str, ...]] = ()
     needs_git: ClassVar[bool] = False
     fixable: ClassVar[bool] = False
+    since: ClassVar[str | None] = None
+    cache_wiki: ClassVar[bool] = True
+
+    def prepare(self, ctx: LintContext) -> None:
+        """Once per run, in the main process, before any page is checked (compile, load)."""
+
+    def collect(self, info: PageInfo, ctx: LintContext):
+        """Facts of one page for ``check_wiki`` (None: nothing); see the module docstring."""
+        return None
 
     def check_page(self, info: PageInfo, ctx: LintContext) -> Iterable[Finding]:
         return ()
@@ -51,3 +78,7 @@ class Rule:
     def doc(cls) -> str:
         """The rule's documentation (its docstring, dedented)."""
         return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def has_collect(cls) -> bool:
+        return cls.collect is not Rule.collect

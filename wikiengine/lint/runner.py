@@ -1,13 +1,38 @@
-"""Run the selected rules over a wiki and collect their findings."""
+"""Run the selected rules over a wiki and collect their findings.
+
+The run, in order:
+
+1. **Per-file pass** over the target files: read, hash, parse once, run every page rule
+   and every ``collect``, find the suppression comments. Results are cached by content
+   hash; a fresh file is not read at all. Over more than :data:`POOL_THRESHOLD` files to
+   analyse, two forked workers share the pass.
+2. **Git-aware page rules** (never cached: their answer depends on the base revision).
+3. **Cross-file rules** (``check_wiki``), with the whole wiki in view; cached by the hash
+   of every page, so an unchanged wiki skips them.
+4. **Filters**, as ruff applies them: per-file ignores, ``since`` grandfathering, inline
+   suppressions (unused ones become WK100), then the baseline (stale entries become WK101).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wikiengine.errors import WikiError
+from wikiengine.lint import baseline as baseline_mod
+from wikiengine.lint import grandfather, suppress
+from wikiengine.lint.cache import LintCache, content_hash, engine_fingerprint, stat_key
 from wikiengine.lint.config import LintConfig, load_config
-from wikiengine.lint.context import LintContext, discover
+from wikiengine.lint.context import LintContext, PageInfo, discover
 from wikiengine.lint.finding import Finding
+from wikiengine.lint.kinds import kind_of
+from wikiengine.page import decode, parse_page
+
+POOL_THRESHOLD = 200
+WORKERS = 2
+UNREADABLE_CODE = "WK001"
 
 
 @dataclass
@@ -15,38 +40,241 @@ class LintResult:
     findings: list[Finding]
     files_checked: int
     notices: list[str] = field(default_factory=list)
+    suppressed: int = 0  # silenced by comments in pages
+    baselined: int = 0  # silenced by the baseline
+    grandfathered: int = 0  # dropped by a rule's ``since``
+    fixed: int = 0  # findings removed by ``--fix``
+    unfiltered: list[Finding] = field(default_factory=list)  # before the baseline (for --write-baseline)
 
 
 def lint(
-    root: Path, paths: list[str] | None = None, config: LintConfig | None = None, base: str | None = "HEAD"
+    root: Path,
+    paths: list[str] | None = None,
+    config: LintConfig | None = None,
+    base: str | None = "HEAD",
+    *,
+    use_cache: bool = True,
+    use_baseline: bool = True,
+    jobs: int | None = None,
 ) -> LintResult:
     """Lint the wiki at ``root``: every file, or only ``paths`` (cross-file rules still see all).
 
-    Git-aware rules compare with ``base`` (skipped, with one notice, outside a git
-    repository or when ``base`` is None).
+    ``paths`` are posix paths relative to ``root``. Git-aware rules compare with ``base``
+    (skipped, with one notice, outside a git repository or when ``base`` is None).
+    ``jobs``: worker processes for a large cold pass (default 2; 1 runs serially).
     """
-    from wikiengine.lint.gitview import GitView, in_git_repo
     from wikiengine.rules import selected_rules
 
+    root = Path(root)
     config = config or load_config(root)
-    files = discover(root)
-    targets = files if paths is None else sorted(paths)
-    ctx = LintContext(root=root, config=config, files=files, targets=targets)
-    notices = []
     rules = selected_rules(config)
-    if base is not None and in_git_repo(root):
-        ctx.git = GitView.open(root, base)
-    elif any(rule.needs_git for rule in rules):
-        notices.append("not a git repository (or no base): git-aware rules skipped")
-    target_set = set(targets)
-    findings: list[Finding] = []
+    files = discover(root)
+    targets = files if paths is None else sorted(set(paths))
+    fingerprint = engine_fingerprint(config.fingerprint(), [r.code for r in rules])
+    cache = LintCache.open(root, fingerprint, persist=use_cache)
+    ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
+    ctx._rules = {rule.code: rule for rule in rules}
+    notices: list[str] = []
+    ran = _open_git(ctx, rules, base, notices)
     for rule in rules:
-        if rule.needs_git and ctx.git is None:
-            continue
-        for rel in targets:
-            info = ctx.info(rel)
-            if info.kind in rule.kinds and (info.page is not None or rule.code == "WK001"):
-                findings.extend(rule.check_page(info, ctx))
-        findings.extend(f for f in rule.check_wiki(ctx) if f.path in target_set)
+        rule.prepare(ctx)
+
+    findings: list[Finding] = []
+    directives: dict[str, list[tuple]] = {}
+    _per_file_pass(ctx, rules, findings, directives, jobs)
+
+    target_set = set(targets)
+    git_rules = [r for r in rules if r.needs_git and r.code in ran]
+    for rule in git_rules:
+        if rule.kinds:
+            for rel in targets:
+                info = ctx.info(rel)
+                if info.kind in rule.kinds and info.page is not None:
+                    findings.extend(rule.check_page(info, ctx))
+    findings.extend(f for f in _wiki_findings(ctx, rules, ran) if f.path in target_set)
+
     findings = [f for f in findings if not config.ignored_for(f.path, f.code)]
-    return LintResult(sorted(set(findings)), len(targets), notices)
+    findings, grandfathered = grandfather.apply(findings, ctx, grandfather.since_dates(ctx, rules))
+    findings, unused, suppressed = suppress.apply(findings, directives, ran)
+    if config.enabled(suppress.UNUSED_CODE):
+        findings.extend(
+            f for f in unused
+            if not config.ignored_for(f.path, f.code) and not _file_disables(directives, f.path, f.code)
+        )
+    unfiltered = sorted(set(findings))
+    findings = unfiltered
+    baselined = 0
+    if use_baseline:
+        accepted = baseline_mod.load(root / baseline_mod.BASELINE_FILE)
+        findings, stale, baselined = baseline_mod.apply(findings, accepted, None if paths is None else target_set)
+        if config.enabled(baseline_mod.STALE_CODE):
+            findings = sorted(set(findings) | set(stale))
+    cache.save(files)
+    return LintResult(
+        findings=findings,
+        files_checked=len(targets),
+        notices=notices,
+        suppressed=suppressed,
+        baselined=baselined,
+        grandfathered=grandfathered,
+        unfiltered=unfiltered,
+    )
+
+
+def _file_disables(directives: dict[str, list[tuple]], path: str, code: str) -> bool:
+    return any(file_wide and code in codes for _line, _col, codes, file_wide in directives.get(path, ()))
+
+
+def _open_git(ctx: LintContext, rules, base: str | None, notices: list[str]) -> set[str]:
+    """Open the base revision if a git-aware rule is selected; return the codes that can run."""
+    ran = {rule.code for rule in rules if not rule.needs_git}
+    ran |= {suppress.UNUSED_CODE, baseline_mod.STALE_CODE}
+    if not any(rule.needs_git for rule in rules):
+        return ran
+    from wikiengine.lint.gitview import GitView, in_git_repo
+
+    if base is not None and in_git_repo(ctx.root):
+        ctx.git = GitView.open(ctx.root, base)
+        ran |= {rule.code for rule in rules if rule.needs_git}
+    else:
+        skipped = ", ".join(rule.code for rule in rules if rule.needs_git)
+        notices.append(f"not a git repository (or no base revision): git-aware rules skipped ({skipped})")
+    return ran
+
+
+# --- the per-file pass ------------------------------------------------------------------
+
+_WORKER: tuple | None = None  # (ctx, page rules, fact rules), inherited by forked workers
+
+
+def _page_rules(rules):
+    page_rules = [r for r in rules if r.kinds and not r.needs_git]
+    fact_rules = [r for r in rules if r.has_collect() and not r.needs_git]
+    return page_rules, fact_rules
+
+
+def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives: dict, jobs: int | None) -> None:
+    page_rules, fact_rules = _page_rules(rules)
+    todo = []
+    for rel in ctx.targets:
+        entry = ctx.cache.fresh(rel)
+        if entry is None or entry.get("findings") is None:
+            todo.append(rel)
+        else:
+            _collect_entry(rel, entry, findings, directives)
+    workers = WORKERS if jobs is None else max(1, jobs)
+    if workers > 1 and len(todo) > POOL_THRESHOLD:
+        results = _pooled(ctx, page_rules, fact_rules, todo, workers)
+    else:
+        results = (analyse_file(ctx, rel, page_rules, fact_rules, keep=True) for rel in todo)
+    for rel, entry in results:
+        ctx.cache.store(rel, entry)
+        _collect_entry(rel, entry, findings, directives)
+
+
+def _collect_entry(rel: str, entry: dict, findings: list[Finding], directives: dict) -> None:
+    findings.extend(Finding(rel, line, col, code, message, fixable) for line, col, code, message, fixable in entry["findings"])
+    if entry.get("supp"):
+        directives[rel] = entry["supp"]
+
+
+def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool = False) -> tuple[str, dict]:
+    """Read, hash and parse one file; run the page rules and collectors on it."""
+    path = ctx.root / rel
+    kind = kind_of(rel)
+    info = PageInfo(rel, path, kind)
+    text = ""
+    try:
+        st = os.stat(path)
+        data = path.read_bytes()
+        key, sha = stat_key(st), content_hash(data)
+    except OSError as exc:
+        data, key, sha = None, None, None
+        info.error = WikiError(f"cannot read: {exc.strerror or exc}", rel)
+    if data is not None:
+        try:
+            text = decode(data, rel)
+            info.page = parse_page(text, path)
+        except WikiError as err:
+            info.error = err
+    page_findings: list[tuple] = []
+    for rule in page_rules:
+        if kind in rule.kinds and (info.page is not None or (rule.code == UNREADABLE_CODE and info.error is not None)):
+            for f in rule.check_page(info, ctx):
+                page_findings.append((f.line, f.col, f.code, f.message, f.fixable))
+    facts = {}
+    if info.page is not None:
+        for rule in fact_rules:
+            if not rule.kinds or kind in rule.kinds:
+                value = rule.collect(info, ctx)
+                if value is not None:
+                    facts[rule.code] = value
+    error = info.error
+    entry = {
+        "key": key,
+        "sha": sha,
+        "fm": info.page.frontmatter if info.page is not None else None,
+        "error": (error.message, error.line or 1) if error is not None else None,
+        "findings": page_findings,
+        "facts": facts,
+        "supp": suppress.parse_directives(text) if text else [],
+    }
+    if keep:
+        ctx.remember(info)
+    return rel, entry
+
+
+def _analyse_chunk(chunk: list[str]) -> list[tuple[str, dict]]:
+    ctx, page_rules, fact_rules = _WORKER
+    return [analyse_file(ctx, rel, page_rules, fact_rules) for rel in chunk]
+
+
+def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
+    import multiprocessing
+
+    global _WORKER
+    _WORKER = (ctx, page_rules, fact_rules)
+    size = max(20, len(todo) // (workers * 8))
+    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for batch in pool.imap_unordered(_analyse_chunk, chunks):
+                yield from batch
+    finally:
+        _WORKER = None
+
+
+# --- cross-file rules -------------------------------------------------------------------
+
+
+def _wiki_fingerprint(ctx: LintContext) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for rel in ctx.files:
+        digest.update(rel.encode())
+        digest.update((ctx.cache.sha(rel) or "-").encode())
+    return digest.hexdigest()
+
+
+def _overrides_check_wiki(rule) -> bool:
+    from wikiengine.lint.rule import Rule
+
+    return type(rule).check_wiki is not Rule.check_wiki
+
+
+def _wiki_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
+    wiki_rules = [r for r in rules if r.code in ran and _overrides_check_wiki(r)]
+    cacheable = [r for r in wiki_rules if r.cache_wiki and not r.needs_git]
+    found: list[Finding] = []
+    if cacheable:
+        wiki_fp = _wiki_fingerprint(ctx)
+        cached = ctx.cache.wiki_findings(wiki_fp)
+        if cached is None:
+            fresh = [f for rule in cacheable for f in rule.check_wiki(ctx)]
+            ctx.cache.store_wiki_findings(wiki_fp, [(f.path, f.line, f.col, f.code, f.message, f.fixable) for f in fresh])
+            found.extend(fresh)
+        else:
+            found.extend(Finding(*row) for row in cached)
+    for rule in wiki_rules:
+        if rule not in cacheable:
+            found.extend(rule.check_wiki(ctx))
+    return found

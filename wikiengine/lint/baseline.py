@@ -1,0 +1,108 @@
+"""The committed baseline, ``.wiki-lint-baseline.json``: findings that were accepted when
+the linter was adopted, so that only new ones fail.
+
+An entry is ``path``, ``code``, a hash of the message and a ``count``. Line numbers are
+left out (and normalised out of messages) so that edits elsewhere in a page do not
+invalidate it. An entry that matches fewer findings than its count is stale and is
+reported as ``WK101``: the page was fixed, so the baseline should shrink.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+from wikiengine.errors import WikiError
+from wikiengine.lint.finding import Finding
+
+BASELINE_FILE = ".wiki-lint-baseline.json"
+STALE_CODE = "WK101"
+_LINE_REF_RE = re.compile(r"\b(lines?) \d+(?:\s*-\s*\d+)?")
+
+
+def message_hash(message: str) -> str:
+    """A short hash of ``message`` with line references ("line 12") normalised away."""
+    normalised = _LINE_REF_RE.sub(r"\1 N", message)
+    return hashlib.sha1(normalised.encode("utf-8")).hexdigest()[:16]
+
+
+def _key(finding: Finding) -> tuple[str, str, str]:
+    return (finding.path, finding.code, message_hash(finding.message))
+
+
+def load(path: Path) -> dict[tuple[str, str, str], dict]:
+    """The baseline's entries by (path, code, message hash); {} when there is no file."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        entries = data["entries"]
+        out = {}
+        for entry in entries:
+            count = int(entry["count"])
+            if count < 1:
+                raise ValueError("count must be at least 1")
+            out[(str(entry["path"]), str(entry["code"]), str(entry["hash"]))] = {
+                "count": count,
+                "message": str(entry.get("message", "")),
+            }
+        return out
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise WikiError(f"cannot read the lint baseline: {exc}", path) from None
+
+
+def write(path: Path, findings: list[Finding]) -> int:
+    """Write every finding into the baseline; return the number of entries."""
+    counts = Counter(_key(f) for f in findings)
+    messages = {_key(f): f.message for f in findings}
+    entries = [
+        {"path": p, "code": c, "hash": h, "count": n, "message": messages[(p, c, h)]}
+        for (p, c, h), n in sorted(counts.items())
+    ]
+    text = json.dumps({"version": 1, "entries": entries}, indent=2, ensure_ascii=False) + "\n"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return len(entries)
+
+
+def apply(
+    findings: list[Finding], baseline: dict[tuple[str, str, str], dict], checked: set[str] | None
+) -> tuple[list[Finding], list[Finding], int]:
+    """Drop baselined findings; return (kept, stale-entry findings, number silenced).
+
+    ``checked``: the paths that were linted (None: the whole wiki), so that a partial run
+    does not call entries of files it did not look at stale.
+    """
+    if not baseline:
+        return findings, [], 0
+    remaining = {key: entry["count"] for key, entry in baseline.items()}
+    kept = []
+    silenced = 0
+    for finding in findings:
+        key = _key(finding)
+        if remaining.get(key, 0) > 0:
+            remaining[key] -= 1
+            silenced += 1
+        else:
+            kept.append(finding)
+    stale = []
+    for (path, code, _hash), left in sorted(remaining.items()):
+        if left <= 0 or (checked is not None and path not in checked):
+            continue
+        entry = baseline[(path, code, _hash)]
+        matched = entry["count"] - left
+        stale.append(
+            Finding(
+                path,
+                1,
+                1,
+                STALE_CODE,
+                f"baseline entry {code} ({entry['message'][:60]!r}) matched {matched} of {entry['count']}: "
+                "it was fixed, run `wiki lint --write-baseline`",
+            )
+        )
+    return kept, stale, silenced

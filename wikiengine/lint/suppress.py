@@ -1,0 +1,123 @@
+"""Suppression comments inside a page, in HTML comments so they never render:
+
+- ``<!-- wiki-lint: disable CODE[,CODE] -->`` silences those codes on its own line and
+  on the next line;
+- ``<!-- wiki-lint: disable-file CODE[,CODE] -->`` anywhere silences them in the file.
+
+A directive inside a fenced code block or an inline code span is an example, not a
+directive. A code that silenced nothing is reported as ``WK100`` (like ruff's RUF100).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from wikiengine.lint.finding import Finding
+
+MARK = "wiki-lint:"
+_DIRECTIVE_RE = re.compile(r"<!--\s*wiki-lint:\s*(disable-file|disable)\b\s*([^>]*?)\s*-->")
+_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
+UNUSED_CODE = "WK100"
+
+
+@dataclass(frozen=True)
+class Directive:
+    line: int
+    col: int
+    codes: tuple[str, ...]
+    file_wide: bool
+
+
+def parse_directives(text: str) -> list[tuple]:
+    """Every directive of a page as ``(line, col, codes, file_wide)`` tuples (cacheable)."""
+    if MARK not in text:
+        return []
+    found = []
+    fence = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        opener = _FENCE_RE.match(line)
+        if fence:
+            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
+                fence = ""
+            continue
+        if opener and not (opener.group(1)[0] == "`" and "`" in line[opener.end():]):
+            fence = opener.group(1)
+            continue
+        if MARK not in line:
+            continue
+        for match in _DIRECTIVE_RE.finditer(line):
+            if line.count("`", 0, match.start()) % 2:
+                continue  # inside an inline code span
+            codes = tuple(c for c in re.split(r"[\s,]+", match.group(2)) if c)
+            found.append((number, match.start() + 1, codes, match.group(1) == "disable-file"))
+    return found
+
+
+def apply(
+    findings: list[Finding], directives: dict[str, list[tuple]], active_codes: set[str]
+) -> tuple[list[Finding], list[Finding], int]:
+    """Drop suppressed findings; return (kept, unused-suppression findings, number suppressed).
+
+    ``active_codes``: codes of the rules that ran, so that a suppression for a rule that
+    was not selected (or was skipped) is not called unused.
+    """
+    if not directives:
+        return findings, [], 0
+    used: set[tuple[str, int, str]] = set()
+    kept = []
+    suppressed = 0
+    for finding in findings:
+        hit = None
+        for line, _col, codes, file_wide in directives.get(finding.path, ()):
+            if finding.code in codes and (file_wide or line in (finding.line, finding.line - 1)):
+                hit = (finding.path, line, finding.code)
+                break
+        if hit is None:
+            kept.append(finding)
+        else:
+            used.add(hit)
+            suppressed += 1
+    unused = []
+    for path, entries in directives.items():
+        for line, col, codes, _file_wide in entries:
+            if not codes:
+                unused.append(Finding(path, line, col, UNUSED_CODE, "suppression names no rule code"))
+            for code in codes:
+                if (path, line, code) in used:
+                    continue
+                if code not in active_codes and _is_known(code):
+                    continue
+                reason = f"unused suppression of {code}" if _is_known(code) else f"suppression of unknown rule {code}"
+                unused.append(Finding(path, line, col, UNUSED_CODE, reason, True))
+    return kept, unused, suppressed
+
+
+def _is_known(code: str) -> bool:
+    from wikiengine.rules import REGISTRY
+
+    return code in REGISTRY
+
+
+def remove_unused(text: str, findings: list[Finding]) -> str:
+    """``text`` without the unused codes named in ``findings`` (WK100's fix)."""
+    lines = text.splitlines(keepends=True)
+    by_line: dict[int, set[str]] = {}
+    for finding in findings:
+        match = re.search(r"(?:unused suppression of|suppression of unknown rule) (\S+)$", finding.message)
+        if match:
+            by_line.setdefault(finding.line, set()).add(match.group(1))
+        elif finding.message == "suppression names no rule code":
+            by_line.setdefault(finding.line, set())
+    for number, drop in by_line.items():
+        line = lines[number - 1]
+
+        def rewrite(match: re.Match, drop=drop) -> str:
+            codes = [c for c in re.split(r"[\s,]+", match.group(2)) if c and c not in drop]
+            return f"<!-- wiki-lint: {match.group(1)} {','.join(codes)} -->" if codes else ""
+
+        new = _DIRECTIVE_RE.sub(rewrite, line)
+        if not new.strip() and line.strip():
+            new = ""
+        lines[number - 1] = new
+    return "".join(lines)

@@ -1,0 +1,143 @@
+"""LNK001, and the link scan it uses."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from urllib.parse import unquote
+
+from wikiengine.lint.rule import Rule
+from wikiengine.rules.unreadable_page import ALL_KINDS
+
+# Inline links and images: [text](dest "title"), with one level of nested brackets in the
+# text, an <angle> destination or one with balanced parentheses, and an optional title.
+_INLINE_RE = re.compile(
+    r"!?\[(?:[^\[\]\\]|\\.|\[(?:[^\[\]\\]|\\.)*\])*\]"
+    r"\(\s*(<[^<>\n]*>|(?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))*)"
+    r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)"
+)
+_REF_DEF_RE = re.compile(r" {0,3}\[(?:[^\[\]\\]|\\.)+\]:[ \t]*(<[^<>\n]*>|\S+)")
+_CODE_SPAN_RE = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)")
+_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}:")
+_ESCAPE_RE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def link_destinations(text: str, first_line: int = 1) -> list[tuple[int, int, str]]:
+    """``(line, col, destination)`` of every inline link, image and reference definition.
+
+    A line scan, not a full parse (markdown-it costs ~2 ms a page): fenced code, inline
+    code spans, HTML comments and HTML blocks are skipped. ``tests/test_rules_lnk.py``
+    compares it with markdown-it-py on the example wiki and on generated pages.
+    """
+    found = []
+    fence = ""
+    in_comment = False
+    in_html = False
+    for number, line in enumerate(text.splitlines(), start=first_line):
+        if fence:
+            closer = _FENCE_RE.match(line)
+            if closer and closer.group(1)[0] == fence[0] and len(closer.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
+                fence = ""
+            continue
+        if in_comment:
+            if "-->" in line:
+                in_comment = False
+                line = line.split("-->", 1)[1]
+            else:
+                continue
+        if in_html:
+            if not line.strip():
+                in_html = False
+            continue
+        opener = _FENCE_RE.match(line)
+        if opener and not (opener.group(1)[0] == "`" and "`" in line[opener.end():]):
+            fence = opener.group(1)
+            continue
+        stripped = line.lstrip(" ")
+        if stripped.startswith("<") and len(line) - len(stripped) <= 3:
+            if stripped.startswith("<!--"):
+                if "-->" not in stripped:
+                    in_comment = True
+                continue
+            in_html = True
+            continue
+        if "](" not in line and "]:" not in line:
+            continue
+        masked = _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line)
+        masked = re.sub(r"<!--.*?-->", lambda m: " " * len(m.group(0)), masked)
+        definition = _REF_DEF_RE.match(masked)
+        if definition:
+            found.append((number, definition.start(1) + 1, _clean(definition.group(1))))
+            continue
+        for match in _INLINE_RE.finditer(masked):
+            if match.start() > 0 and masked[match.start() - 1] == "\\":
+                continue
+            found.append((number, match.start() + 1, _clean(match.group(1))))
+    return found
+
+
+def _clean(dest: str) -> str:
+    if dest.startswith("<") and dest.endswith(">"):
+        dest = dest[1:-1]
+    return unquote(_ESCAPE_RE.sub(r"\1", dest))
+
+
+def relative_target(dest: str) -> str | None:
+    """The file part of a relative link (no scheme, no bare ``#anchor``), else None."""
+    if not dest or dest.startswith(("#", "/", "?")) or _SCHEME_RE.match(dest):
+        return None
+    return dest.split("#", 1)[0].split("?", 1)[0] or None
+
+
+class BrokenLink(Rule):
+    """## What it does
+    Reports a relative link or image whose target file (or directory) does not exist,
+    resolved from the page's own directory. Links with a scheme (`https:`, `mailto:`),
+    bare `#anchors`, and links inside code are not checked.
+
+    ## Why is this bad?
+    Experiment pages, model pages and logs point at each other; agents follow those
+    links to re-ground. A link to a renamed or never-filed page sends them nowhere.
+
+    ## Example
+    ```markdown
+    See [v0012](2026-03-01-v0012-fused-attn.md).
+    ```
+    when no such file exists beside the page. Link the page that exists:
+    ```markdown
+    See [v0012](2026-03-01-v0012-fused-attention.md).
+    ```
+
+    ## Options
+    None.
+    """
+
+    code = "LNK001"
+    name = "broken-relative-link"
+    summary = "a relative link points to a file that does not exist"
+    kinds = ALL_KINDS
+    cache_wiki = False  # link targets are any files, not only pages
+
+    def collect(self, info, ctx):
+        page = info.page
+        text = page.preamble + "".join(s.text for s in page.sections)
+        links = [
+            [line, col, dest]
+            for line, col, dest in link_destinations(text, page.body_line)
+            if relative_target(dest) is not None
+        ]
+        return links or None
+
+    def check_wiki(self, ctx):
+        for rel in ctx.targets:
+            links = ctx.facts(self.code, rel)
+            if not links:
+                continue
+            directory = posixpath.dirname(rel)
+            for line, col, dest in links:
+                target = posixpath.normpath(posixpath.join(directory, relative_target(dest)))
+                if target.startswith("../") or target == "..":
+                    yield self.finding(rel, line, f"link '{dest}' points outside the repository", col)
+                elif not ctx.exists(target):
+                    yield self.finding(rel, line, f"link '{dest}' points to {target}, which does not exist", col)

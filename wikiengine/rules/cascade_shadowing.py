@@ -1,0 +1,152 @@
+"""PRG003 and PRG004: sections that the cascade does not combine the way they read."""
+
+from __future__ import annotations
+
+import re
+
+from wikiengine.lint.rule import Rule
+
+
+def _chains(ctx):
+    """Each readable program.md with the readable program.md files above it, root first."""
+    from wikiengine.errors import WikiError
+    from wikiengine.targets import target_for_path
+
+    for info in ctx.pages("program"):
+        if info.page is None:
+            continue
+        try:
+            target = target_for_path(ctx.root, info.path.parent)
+        except WikiError:
+            continue
+        parents = []
+        for level in target.levels[:-1]:
+            rel = level.program.relative_to(ctx.root).as_posix()
+            if ctx.exists(rel):
+                parent = ctx.info(rel)
+                if parent.page is not None:
+                    parents.append((level.name, parent))
+        if parents:
+            yield info, parents
+
+
+class AdditiveTitleCollision(Rule):
+    """## What it does
+    Reports an additive section (a title that matches the additive marker, by default
+    `<Model>-specific CAN additions`) that collides with a parent program's section:
+
+    - the parent has a section with the same title that is *not* additive (or the other
+      way round), so the cascade replaces where one side meant to add;
+    - its leading title (the part before ` — `, `:` or `(`) is the title of a parent's
+      ordinary section, so it becomes a second section beside the parent's instead of
+      adding to it.
+
+    ## Why is this bad?
+    Additive sections concatenate only with sections of the same title that are also
+    additive. A near miss does not fail: the effective program silently holds the
+    parent's text and the addition as two rival sections, or loses the parent's text.
+
+    ## Example
+    Parent `wiki/experiments/program.md` has `## What you CAN do`; the model's
+    program.md says:
+    ```markdown
+    ## What you CAN do — Gemma4-specific CAN additions
+    ```
+    Name the additive section on its own, so it concatenates at every level:
+    ```markdown
+    ## Gemma4-specific CAN additions
+    ```
+
+    ## Options
+    `[tool.wiki] additive-marker` (a regular expression) says which titles are additive.
+    """
+
+    code = "PRG003"
+    name = "additive-title-collision"
+    summary = "an additive section collides with a parent's section title"
+
+    def check_wiki(self, ctx):
+        from wikiengine.page import leading_title, title_key
+
+        marker = re.compile(ctx.config.additive_marker)
+        for info, parents in _chains(ctx):
+            for section in info.page.sections:
+                additive = bool(marker.search(section.title.strip()))
+                lead = title_key(leading_title(section.title))
+                for level, parent in parents:
+                    for theirs in parent.page.sections:
+                        their_additive = bool(marker.search(theirs.title.strip()))
+                        if theirs.key == section.key and additive != their_additive:
+                            which = "additive here but not" if additive else "not additive here but additive"
+                            yield self.finding(
+                                info.rel,
+                                section.line,
+                                f"'## {section.title}' is {which} in the {level} program "
+                                f"({parent.rel}:{theirs.line}): the cascade replaces instead of adding",
+                            )
+                        elif additive and not their_additive and lead != section.key and theirs.key == lead:
+                            yield self.finding(
+                                info.rel,
+                                section.line,
+                                f"additive section '## {section.title}' is led by the {level} program's "
+                                f"'## {theirs.title}' ({parent.rel}:{theirs.line}): it adds a second section "
+                                "instead of adding to that one",
+                            )
+
+
+class LeadingTitleShadow(Rule):
+    """## What it does
+    Reports a section of a child `program.md` that shares a parent section's leading
+    title (the part before a suffix such as ` — note`, `: note` or `(note)`) but not
+    the whole title, while the child has no section with the parent's exact title.
+
+    ## Why is this bad?
+    The cascade replaces by the whole title. `## Branching model — branch naming` under
+    a parent's `## Branching model — per-experiment forks` does not replace it: the
+    effective program gets two conflicting branching models, and a reader follows
+    whichever comes first.
+
+    ## Example
+    Parent: `## Branching model — per-experiment forks`. Child:
+    ```markdown
+    ## Branching model — branch naming
+    ```
+    Use the parent's exact title to replace its section:
+    ```markdown
+    ## Branching model — per-experiment forks
+    ```
+
+    ## Options
+    None. Additive sections are PRG003's business.
+    """
+
+    code = "PRG004"
+    name = "leading-title-shadow"
+    summary = "a child section shares a parent section's leading title but not its suffix"
+
+    def check_wiki(self, ctx):
+        from wikiengine.page import leading_title, title_key
+
+        marker = re.compile(ctx.config.additive_marker)
+        for info, parents in _chains(ctx):
+            own_keys = {s.key for s in info.page.sections}
+            for section in info.page.sections:
+                if marker.search(section.title.strip()):
+                    continue
+                lead = title_key(leading_title(section.title))
+                reported = False
+                for level, parent in parents:
+                    for theirs in parent.page.sections:
+                        if reported or theirs.key == section.key or theirs.key in own_keys:
+                            continue
+                        if marker.search(theirs.title.strip()):
+                            continue
+                        if title_key(leading_title(theirs.title)) == lead:
+                            reported = True
+                            yield self.finding(
+                                info.rel,
+                                section.line,
+                                f"'## {section.title}' shares its leading title with the {level} program's "
+                                f"'## {theirs.title}' ({parent.rel}:{theirs.line}) but does not replace it: "
+                                "the effective program gets both",
+                            )

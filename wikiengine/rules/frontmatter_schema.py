@@ -1,0 +1,74 @@
+"""WK002."""
+
+from __future__ import annotations
+
+from wikiengine.lint.rule import Rule
+from wikiengine.rules.unreadable_page import ALL_KINDS
+
+
+class FrontmatterSchema(Rule):
+    """## What it does
+    Validates a page's frontmatter against the JSON Schema of its kind,
+    `schema/<kind>.schema.json` (the kind follows from the page's path), and names the
+    offending key and its line. Kinds without a schema are not checked.
+
+    ## Why is this bad?
+    Agents and the engine read frontmatter as data: a verdict that is not one of the
+    known verdicts, a date that is not a date, or a missing required key breaks every
+    reader downstream, silently.
+
+    ## Example
+    ```markdown
+    ---
+    status: finished
+    ---
+    ```
+    Use a value the schema allows:
+    ```markdown
+    ---
+    status: supported
+    ---
+    ```
+
+    ## Options
+    None. The schemas live in `schema/`; the fast path validates with a compiled
+    validator and jsonschema explains the pages that fail.
+    """
+
+    code = "WK002"
+    name = "frontmatter-schema"
+    summary = "frontmatter violates its kind's JSON Schema (names the key and its line)"
+    kinds = ALL_KINDS
+
+    def __init__(self):
+        self._validators: dict = {}
+
+    def prepare(self, ctx):
+        from wikiengine.lint.validators import compiled
+        from wikiengine.schemas import schema_names
+
+        cache_dir = ctx.cache.directory if ctx.cache is not None and ctx.cache.persist else None
+        names = set(schema_names())
+        self._validators = {kind: compiled(kind, cache_dir) for kind in ALL_KINDS if kind in names}
+
+    def check_page(self, info, ctx):
+        validate = self._validators.get(info.kind)
+        if validate is None:
+            return
+        page = info.page
+        try:
+            validate(page.frontmatter)
+            return
+        except ValueError as fast_error:
+            first = getattr(fast_error, "message", str(fast_error))
+        from wikiengine.schemas import issues
+        from wikiengine.yamlio import key_lines
+
+        first_line = 2 if page.has_frontmatter else 1
+        lines = key_lines(page.frontmatter_text, first_line) if page.has_frontmatter else {}
+        found = issues(page.frontmatter, info.kind, lines)
+        if not found:  # the two validators disagree: report the fast one's words
+            yield self.finding(info.rel, 1, f"frontmatter: {first} [schema {info.kind}]")
+            return
+        for issue in found:
+            yield self.finding(info.rel, issue.line or 1, f"frontmatter {issue.where()}: {issue.message} [schema {info.kind}]")

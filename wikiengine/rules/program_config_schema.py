@@ -1,0 +1,81 @@
+"""PRG002."""
+
+from __future__ import annotations
+
+from wikiengine.lint.rule import Rule
+
+
+class ProgramConfigSchema(Rule):
+    """## What it does
+    Resolves the program cascade of every `program.md` (root, then each level down to
+    it) and validates the resolved `## Config` yaml block against its area's schema
+    (`schema/program-config.schema.json`, or `run-config` for training runs). The
+    finding points at the key, in the file whose block is in effect.
+
+    ## Why is this bad?
+    The config block is read by the engine after inheritance: a child that overrides
+    `## Config` replaces the whole block, so a value that was valid at the root can go
+    missing or wrong in a lane, and nothing notices until a wake fails.
+
+    ## Example
+    ````markdown
+    ## Config
+
+    ```yaml
+    wake_interval_s: 30
+    ```
+    ````
+    Use a value the schema allows:
+    ````markdown
+    ## Config
+
+    ```yaml
+    wake_interval_s: 300
+    ```
+    ````
+
+    ## Options
+    None (the additive marker comes from `[tool.wiki] additive-marker`).
+    """
+
+    code = "PRG002"
+    name = "program-config-schema"
+    summary = "a resolved config block does not validate against its schema"
+
+    def check_wiki(self, ctx):
+        from wikiengine.cascade import resolve
+        from wikiengine.errors import CascadeError, PageError, SchemaError, WikiError
+        from wikiengine.targets import target_for_path
+
+        seen = set()
+        for info in ctx.pages("program"):
+            if info.error is not None:
+                continue  # WK001 reports it
+            try:
+                target = target_for_path(ctx.root, info.path.parent)
+                resolve(target, additive_marker=ctx.config.additive_marker)
+            except SchemaError as err:
+                rel = _relative(ctx.root, err.path)
+                if (rel, err.line, err.message) not in seen:
+                    seen.add((rel, err.line, err.message))
+                    yield self.finding(rel, err.line or 1, f"config block: {err.message}")
+            except PageError:
+                continue  # WK001
+            except CascadeError as err:
+                if "yaml block" in err.message:
+                    yield self.finding(_relative(ctx.root, err.path), err.line or 1, f"config block: {err.message}")
+                continue  # duplicates: PRG001; a missing root program is not a config error
+            except WikiError as err:
+                if err.path and err.line:  # YAML of the config block
+                    yield self.finding(_relative(ctx.root, err.path), err.line, f"config block: {err.message}")
+
+
+def _relative(root, path) -> str:
+    from pathlib import Path
+
+    if path is None:
+        return ""
+    try:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
