@@ -51,31 +51,30 @@ class BestReference:
 
 
 def current_best(info: PageInfo, lane: tuple[str, str] | None, ctx: LintContext) -> list[BestReference] | None:
-    """The experiments named in ``## Current best`` (None when the page has no such section)."""
+    """The experiments named in ``## Current best`` (None when the page has no such section).
+
+    Each line names at most one: its first link to a page or id, so that prose such as
+    "v046 on 2b-seq8k (+0.7 over v042)" names v046 only.
+    """
     sections = sections_led_by(info.page, CURRENT_BEST)
     if not sections:
         return None
     refs: list[BestReference] = []
-    seen_ids: set[str] = set()
     by_id = lane_index(ctx).get(lane, {}) if lane else {}
     id_re = compiled(ctx)["id"]
     base_dir = posixpath.dirname(info.rel)
     for section in sections:
         for offset, line in enumerate(section.body.splitlines()):
             number = section.body_line + offset
-            for match in _LINK_RE.finditer(line):
-                target = match.group(1)
+            link = _LINK_RE.search(line)
+            bare = id_re.search(_LINK_RE.sub("]", line[: link.start()] if link else line))
+            if link is not None and bare is None:
+                target = link.group(1)
                 rel = posixpath.normpath(posixpath.join(base_dir, target)) if not target.startswith("/") else target[1:]
                 facts = experiment_facts(ctx.info(rel), ctx) if ctx.exists(rel) else None
                 refs.append(BestReference(number, target, facts))
-                if facts is not None and facts.exp_id:
-                    seen_ids.add(facts.exp_id)
-            prose = _LINK_RE.sub("]", line)
-            for match in id_re.finditer(prose):
-                exp_id = canonical_id(match.group("id"))
-                if exp_id in seen_ids:
-                    continue
-                seen_ids.add(exp_id)
+            elif bare is not None:
+                exp_id = canonical_id(bare.group("id"))
                 pages = by_id.get(exp_id, [])
                 refs.append(BestReference(number, exp_id, pages[0] if len(pages) == 1 else None))
     return refs
