@@ -1,0 +1,236 @@
+"""EXP001-EXP011: experiment pages (seed 001/003 Step 9: stub, sections, four labelled
+paragraphs, verdicts, BACKFILL, immutability). Each case is one page and the findings
+of one rule on it; RELIABILITY row 38 is tested in a real temporary git repository."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.rules_wiki import (
+    LANE,
+    MODEL_PAGE,
+    NOT_RECOVERED,
+    OTHER_LANE,
+    commit_all,
+    experiment_page,
+    findings,
+    git,
+    git_init,
+    write,
+)
+from wikiengine.lint.config import LintConfig
+from wikiengine.lint.context import LintContext, discover
+from wikiengine.rules import rule_class
+
+PAGE = f"{LANE}/2026-06-02-v042-splash.md"
+SUB = f"{LANE}/experiments/2026-06-02-v042-splash.md"
+
+# (case, code, {path: text}, rule options, expected number of findings)
+CASES = [
+    # EXP001: file name and frontmatter agree
+    ("exp001-pass", "EXP001", {PAGE: experiment_page()}, {}, 0),
+    ("exp001-pass-subdir", "EXP001", {SUB: experiment_page()}, {}, 0),
+    ("exp001-no-date", "EXP001", {f"{LANE}/v042-splash.md": experiment_page()}, {}, 1),
+    ("exp001-bad-slug", "EXP001", {f"{LANE}/2026-06-02-v042-Splash_Attn.md": experiment_page()}, {}, 1),
+    ("exp001-unreal-date", "EXP001", {f"{LANE}/2026-02-30-v042-splash.md": experiment_page()}, {}, 1),
+    ("exp001-created-differs", "EXP001", {PAGE: experiment_page(created="2026-06-01")}, {}, 1),
+    ("exp001-id-differs", "EXP001", {PAGE: experiment_page(id="v043")}, {}, 1),
+    ("exp001-id-same-written-short", "EXP001", {PAGE: experiment_page(id="v42")}, {}, 0),
+    ("exp001-old-scheme-default", "EXP001", {f"{LANE}/2025-11-02-exp34-old.md": experiment_page(created="2025-11-02")}, {}, 1),
+    (
+        "exp001-old-scheme-declared", "EXP001", {f"{LANE}/2025-11-02-exp34-old.md": experiment_page(created="2025-11-02")},
+        {"id-pattern": r"v\d{3,}|exp\d+"}, 0,
+    ),
+    # EXP002: required sections, by leading title, satisfied by content
+    ("exp002-pass", "EXP002", {PAGE: experiment_page()}, {}, 0),
+    (
+        "exp002-pass-suffix", "EXP002",
+        {PAGE: experiment_page(sections={"Results": None, "Results — marginal new frontier (+0.63%)": "MFU +0.63%.\n"})}, {}, 0,
+    ),
+    ("exp002-pass-stub-placeholders", "EXP002", {PAGE: experiment_page(status="in_progress")}, {}, 0),
+    ("exp002-missing-profile", "EXP002", {PAGE: experiment_page(sections={"Profile": None})}, {}, 1),
+    ("exp002-stub-missing-two", "EXP002", {PAGE: experiment_page(status="in_progress", sections={"Verdict": None, "HLO Dump": None})}, {}, 2),
+    ("exp002-empty-results-on-verdict", "EXP002", {PAGE: experiment_page(sections={"Results": "\n<!-- todo -->\n"})}, {}, 1),
+    (
+        "exp002-empty-heading-and-filled-suffix", "EXP002",
+        {PAGE: experiment_page(sections={"Results": "", "Results — detail": "MFU 41.3%.\n"})}, {}, 0,
+    ),
+    ("exp002-custom-sections", "EXP002", {PAGE: experiment_page(sections={"Setup": None})}, {"sections": ["Verdict"]}, 0),
+    # EXP003: four labelled paragraphs
+    ("exp003-pass", "EXP003", {PAGE: experiment_page()}, {}, 0),
+    (
+        "exp003-bold-colon-inside-and-list", "EXP003",
+        {PAGE: experiment_page(sections={"Hypothesis under test": "- **Hypothesis:** a\n- **Mechanism:** b\n- **Predicted signal:** c\n- **Falsification criterion:** d\n"})},
+        {}, 0,
+    ),
+    ("exp003-no-mechanism", "EXP003", {PAGE: experiment_page(sections={"Hypothesis under test": "**Hypothesis**: a\n\n**Predicted signal**: c\n\n**Falsification criterion**: d\n"})}, {}, 1),
+    ("exp003-empty-label", "EXP003", {PAGE: experiment_page(sections={"Hypothesis under test": "**Hypothesis**: a\n\n**Mechanism**:\n\n**Predicted signal**: c\n\n**Falsification criterion**: d\n"})}, {}, 1),
+    ("exp003-prose-only", "EXP003", {PAGE: experiment_page(sections={"Hypothesis under test": "Splash should help.\n"})}, {}, 1),
+    (
+        "exp003-backfilled-not-recovered", "EXP003",
+        {PAGE: experiment_page(status="inconclusive", backfilled="true", sections={"Hypothesis under test": NOT_RECOVERED})}, {}, 0,
+    ),
+    (
+        "exp003-not-recovered-without-backfilled", "EXP003",
+        {PAGE: experiment_page(status="inconclusive", sections={"Hypothesis under test": NOT_RECOVERED})}, {}, 1,
+    ),
+    (
+        "exp003-backfilled-without-statement", "EXP003",
+        {PAGE: experiment_page(status="invalid", backfilled="true", sections={"Hypothesis under test": "unknown\n"})}, {}, 1,
+    ),
+    # EXP004: Profile and HLO Dump on verdict pages
+    ("exp004-pass", "EXP004", {PAGE: experiment_page()}, {}, 0),
+    ("exp004-empty-profile", "EXP004", {PAGE: experiment_page(sections={"Profile": ""})}, {}, 1),
+    ("exp004-both-empty-filed-schema", "EXP004", {PAGE: experiment_page(status="filed", verdict="refuted", sections={"Profile": "", "HLO Dump": "", "Verdict": "**refuted**\n"})}, {}, 2),
+    (
+        "exp004-backfilled-exempt", "EXP004",
+        {PAGE: experiment_page(status="inconclusive", backfilled="true", sections={"Profile": "", "HLO Dump": "", "Verdict": "backfilled\n"})}, {}, 0,
+    ),
+    ("exp004-stub-exempt", "EXP004", {PAGE: experiment_page(status="in_progress")}, {}, 0),
+    # EXP005: backfilled pages are inconclusive or invalid
+    ("exp005-pass-invalid", "EXP005", {PAGE: experiment_page(status="invalid", backfilled="true")}, {}, 0),
+    ("exp005-supported", "EXP005", {PAGE: experiment_page(status="supported", backfilled="true")}, {}, 1),
+    ("exp005-filed-refuted", "EXP005", {PAGE: experiment_page(status="filed", verdict="refuted", backfilled="true")}, {}, 1),
+    # EXP006: status and Verdict section
+    ("exp006-pass", "EXP006", {PAGE: experiment_page()}, {}, 0),
+    ("exp006-pass-filed", "EXP006", {PAGE: experiment_page(status="filed", verdict="supported")}, {}, 0),
+    ("exp006-verdict-empty", "EXP006", {PAGE: experiment_page(sections={"Verdict": "\n"})}, {}, 1),
+    ("exp006-stub-with-verdict", "EXP006", {PAGE: experiment_page(status="in_progress", sections={"Verdict": "**supported**\n"})}, {}, 1),
+    ("exp006-section-says-other", "EXP006", {PAGE: experiment_page(sections={"Verdict": "**refuted** — no gain.\n"})}, {}, 1),
+    # EXP008: one id per lane
+    ("exp008-pass-other-lane", "EXP008", {PAGE: experiment_page(), f"{OTHER_LANE}/2026-06-02-v042-splash.md": experiment_page()}, {}, 0),
+    ("exp008-dup-lane-and-subdir", "EXP008", {PAGE: experiment_page(), f"{LANE}/experiments/2026-06-05-v042-remat.md": experiment_page(created="2026-06-05")}, {}, 2),
+    # EXP009: status + verdict agree
+    ("exp009-pass-both-agree", "EXP009", {PAGE: experiment_page(verdict="supported")}, {}, 0),
+    ("exp009-disagree", "EXP009", {PAGE: experiment_page(verdict="refuted")}, {}, 1),
+    ("exp009-filed-without-verdict", "EXP009", {PAGE: experiment_page(status="filed")}, {}, 1),
+    ("exp009-in-progress-with-verdict", "EXP009", {PAGE: experiment_page(status="in_progress", verdict="supported")}, {}, 1),
+    # EXP010: variant is a row of the model page's matrix
+    ("exp010-pass", "EXP010", {PAGE: experiment_page(), "wiki/models/gemma4-tpu.md": MODEL_PAGE.format(best="v042")}, {}, 0),
+    ("exp010-pass-no-model-page", "EXP010", {PAGE: experiment_page(variant="anything")}, {}, 0),
+    ("exp010-unknown-variant", "EXP010", {PAGE: experiment_page(variant="2b-8k"), "wiki/models/gemma4-tpu.md": MODEL_PAGE.format(best="v042")}, {}, 1),
+]
+
+
+@pytest.mark.parametrize("case,code,files,options,expected", CASES, ids=[c[0] for c in CASES])
+def test_experiment_rule(tmp_path, case, code, files, options, expected):
+    write(tmp_path, files)
+    found = findings(tmp_path, code, **options)
+    assert len(found) == expected, [f.render() for f in found]
+
+
+def test_every_exp_rule_has_a_failing_and_a_passing_case():
+    for code in ("EXP001", "EXP002", "EXP003", "EXP004", "EXP005", "EXP006", "EXP008", "EXP009", "EXP010"):
+        expected = [c[4] for c in CASES if c[1] == code]
+        assert 0 in expected and any(expected), code
+
+
+def test_findings_name_file_and_line(tmp_path):
+    write(tmp_path, {PAGE: experiment_page(sections={"Profile": ""})})
+    (finding,) = findings(tmp_path, "EXP004")
+    text = (tmp_path / PAGE).read_text().splitlines()
+    assert finding.path == PAGE and text[finding.line - 1] == "## Profile"
+
+
+def _context(root):
+    files = discover(root)
+    return LintContext(root=root, config=LintConfig(), files=files, targets=files)
+
+
+def test_exp002_fix_adds_missing_sections_to_a_stub_only(tmp_path):
+    stub = experiment_page(status="in_progress", sections={"Profile": None, "HLO Dump": None, "Verdict": None})
+    write(tmp_path, {PAGE: stub, f"{LANE}/2026-06-03-v043-done.md": experiment_page(created="2026-06-03", sections={"Profile": None})})
+    ctx = _context(tmp_path)
+    rule = rule_class("EXP002")()
+    fixed = rule.fix(ctx.info(PAGE), ctx)
+    assert [s.title for s in fixed.sections][-3:] == ["Profile", "HLO Dump", "Verdict"]
+    assert fixed.to_text().startswith(stub)  # nothing else changed
+    (tmp_path / PAGE).write_text(fixed.to_text())
+    assert [f.path for f in findings(tmp_path, "EXP002")] == [f"{LANE}/2026-06-03-v043-done.md"]
+    ctx = _context(tmp_path)
+    assert rule.fix(ctx.info(f"{LANE}/2026-06-03-v043-done.md"), ctx) is None  # never on a verdict page
+
+
+def test_seed_backfilled_page_lints_clean(tmp_path):
+    """Seed Step 9 iteration 0: a BACKFILL page (verdict inconclusive, no Profile/HLO Dump)."""
+    page = experiment_page(
+        status="inconclusive", backfilled="true", reason="'backfilled — profile-analyzer not dispatched'",
+        sections={"Hypothesis under test": NOT_RECOVERED, "Profile": "", "HLO Dump": "", "Verdict": "inconclusive\n"},
+    )
+    write(tmp_path, {PAGE: page})
+    assert [f.render() for f in findings(tmp_path, "EXP")] == []
+
+
+# --- git-aware: EXP007 (RELIABILITY row 38) and EXP011 ------------------------------------
+
+
+def _repo(tmp_path, files):
+    write(tmp_path, files)
+    git_init(tmp_path)
+    return commit_all(tmp_path, "file pages")
+
+
+def test_row38_verdict_page_edit_committed_with_no_verify_is_flagged_since_rev(tmp_path):
+    trusted = _repo(tmp_path, {PAGE: experiment_page()})
+    path = tmp_path / PAGE
+    path.write_text(path.read_text().replace("status: supported", "status: refuted").replace("**supported**", "**refuted**"))
+    commit_all(tmp_path, "quietly flip the verdict", no_verify=True)
+    assert findings(tmp_path, "EXP007", base="HEAD") == []  # HEAD itself is the edit: the hook would have run here
+    found = findings(tmp_path, "EXP007", base=trusted)
+    assert len(found) == 1 and found[0].path == PAGE and "changed" in found[0].message
+
+
+def test_row38_uncommitted_edit_and_rename_of_verdict_page_are_flagged(tmp_path):
+    _repo(tmp_path, {PAGE: experiment_page(status="filed", verdict="supported"), SUB.replace("v042", "v043"): experiment_page()})
+    (tmp_path / PAGE).write_text((tmp_path / PAGE).read_text() + "\nA late note.\n")
+    git(tmp_path, "mv", SUB.replace("v042", "v043"), SUB.replace("v042-splash", "v043-renamed"))
+    found = {f.path: f.message for f in findings(tmp_path, "EXP007", base="HEAD")}
+    assert "changed" in found[PAGE]
+    assert "renamed from" in found[SUB.replace("v042-splash", "v043-renamed")]
+
+
+def test_row38_deleted_verdict_page_is_reported(tmp_path):
+    _repo(tmp_path, {PAGE: experiment_page()})
+    (tmp_path / PAGE).unlink()
+    from wikiengine.lint.gitview import GitView
+
+    ctx = _context(tmp_path)
+    ctx.git = GitView.open(tmp_path, "HEAD")
+    found = list(rule_class("EXP007")().check_wiki(ctx))
+    assert [(f.path, "deleted" in f.message) for f in found] == [(PAGE, True)]
+
+
+def test_row38_assigning_the_verdict_and_editing_a_stub_are_allowed(tmp_path):
+    _repo(tmp_path, {PAGE: experiment_page(status="in_progress")})
+    (tmp_path / PAGE).write_text(experiment_page(status="supported"))
+    assert findings(tmp_path, "EXP007", base="HEAD") == []
+    commit_all(tmp_path, "verdict")
+    (tmp_path / PAGE).write_text(experiment_page(status="supported") + "\nedit\n")
+    assert len(findings(tmp_path, "EXP007", base="HEAD")) == 1
+
+
+def test_exp007_outside_git_is_skipped_with_a_notice(tmp_path):
+    from wikiengine.lint import lint
+
+    write(tmp_path, {PAGE: experiment_page()})
+    result = lint(tmp_path, config=LintConfig(select=["EXP007"]))
+    assert result.findings == [] and result.notices
+
+
+def test_exp011_stale_stub_measured_from_commit_time(tmp_path):
+    write(tmp_path, {PAGE: experiment_page(status="in_progress", created="2099-01-01")})
+    git_init(tmp_path)
+    commit_all(tmp_path, "old stub", date="2020-01-01T00:00:00Z")
+    found = findings(tmp_path, "EXP011", base="HEAD")
+    assert len(found) == 1 and "2020-01-01" in found[0].message
+    assert findings(tmp_path, "EXP011", base="HEAD", **{"max-age-days": 100000}) == []
+
+
+def test_exp011_recent_stub_and_verdict_pages_pass(tmp_path):
+    write(tmp_path, {PAGE: experiment_page(status="in_progress"), f"{LANE}/2026-06-03-v043-x.md": experiment_page(created="2026-06-03")})
+    git_init(tmp_path)
+    commit_all(tmp_path, "stub")
+    assert findings(tmp_path, "EXP011", base="HEAD") == []
+    git(tmp_path, "commit", "-q", "--amend", "-m", "old", date="2020-01-01T00:00:00Z")
+    assert [f.path for f in findings(tmp_path, "EXP011", base="HEAD")] == [PAGE]
+
