@@ -67,7 +67,9 @@ def current_best(info: PageInfo, lane: tuple[str, str] | None, ctx: LintContext)
         for offset, line in enumerate(section.body.splitlines()):
             number = section.body_line + offset
             link = _LINK_RE.search(line)
-            bare = id_re.search(_LINK_RE.sub("]", line[: link.start()] if link else line))
+            # An id written before the link's own text names an experiment first.
+            before = line[: max(line.rfind("[", 0, link.start()), 0)] if link else line
+            bare = id_re.search(_LINK_RE.sub("]", before))
             if link is not None and bare is None:
                 target = link.group(1)
                 rel = posixpath.normpath(posixpath.join(base_dir, target)) if not target.startswith("/") else target[1:]

@@ -1,0 +1,99 @@
+"""LOG001-LOG005: two-tier logs (seed 003 Step 9b and 2(a): `## [YYYY-MM-DD] op | text`,
+newest-first, loop-iteration entries in the lane's log only, compound ops)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.rules_wiki import LANE, experiment_page, findings, write
+from wikiengine.lint.config import LintConfig
+from wikiengine.lint.runner import lint
+from wikiengine.rules._logs import parse_heading
+
+LANE_LOG = f"{LANE}/log.md"
+GLOBAL_LOG = "wiki/log.md"
+PAGE = {f"{LANE}/experiments/2026-06-02-v042-splash.md": experiment_page()}
+
+
+def log(*headings: str) -> str:
+    return "# log\n\n" + "".join(f"## {h}\n\nbody\n\n" for h in headings)
+
+
+CASES = [
+    # LOG001: heading shape and a real date
+    ("log001-pass", "LOG001", {LANE_LOG: log("[2026-06-05] run-experiment + CLOSING | v045: closing the lane")}, 0),
+    ("log001-no-brackets", "LOG001", {LANE_LOG: log("2026-06-05 start | begin")}, 1),
+    ("log001-unreal-date", "LOG001", {LANE_LOG: log("[2026-02-30] start | begin")}, 1),
+    ("log001-no-bar", "LOG001", {GLOBAL_LOG: log("[2026-06-05] ingest: notes")}, 1),
+    ("log001-no-text", "LOG001", {GLOBAL_LOG: log("[2026-06-05] ingest |")}, 1),
+    ("log001-two-bad", "LOG001", {GLOBAL_LOG: log("Notes", "[2026-6-5] ingest | x")}, 2),
+    # LOG002: newest-first
+    ("log002-pass", "LOG002", {LANE_LOG: log("[2026-06-05] stop | s", "[2026-06-05] note | same day", "[2026-06-01] start | b")}, 0),
+    ("log002-appended-at-bottom", "LOG002", {LANE_LOG: log("[2026-06-05] stop | s", "[2026-06-01] start | b", "[2026-06-07] note | late")}, 1),
+    # LOG003: loop-iteration belongs in the lane log
+    ("log003-pass-lane", "LOG003", {LANE_LOG: log("[2026-06-02] loop-iteration | v042-splash on 2b: supported")}, 0),
+    ("log003-global", "LOG003", {GLOBAL_LOG: log("[2026-06-02] loop-iteration | v042-splash on 2b: supported")}, 1),
+    ("log003-global-compound", "LOG003", {GLOBAL_LOG: log("[2026-06-02] note + loop-iteration | v042")}, 1),
+    # LOG004: ops of each tier
+    ("log004-pass", "LOG004", {LANE_LOG: log("[2026-06-02] loop-iteration + closing | v042"), GLOBAL_LOG: log("[2026-06-01] schema | x")}, 0),
+    ("log004-typo", "LOG004", {LANE_LOG: log("[2026-06-02] loop-iter | v042")}, 1),
+    ("log004-lane-op-in-global", "LOG004", {GLOBAL_LOG: log("[2026-06-02] start | session")}, 1),
+    ("log004-compound-part", "LOG004", {LANE_LOG: log("[2026-06-02] run-experiment + CLOSNG | v045")}, 1),
+    # LOG005: loop-iteration names a page of the lane
+    ("log005-pass", "LOG005", {**PAGE, LANE_LOG: log("[2026-06-02] loop-iteration | v042-splash on 2b-seq8k: supported (+2.4)")}, 0),
+    ("log005-pass-no-id", "LOG005", {LANE_LOG: log("[2026-06-02] loop-iteration | idle pool, nothing dispatched")}, 0),
+    ("log005-missing-page", "LOG005", {**PAGE, LANE_LOG: log("[2026-06-03] loop-iteration | v043-remat on 2b-seq8k: refuted")}, 1),
+    (
+        "log005-page-in-other-lane", "LOG005",
+        {"wiki/experiments/gemma4_autoresearch_optimization/jax/2026-06-02-v042-splash.md": experiment_page(),
+         LANE_LOG: log("[2026-06-02] loop-iteration | v042-splash: supported")}, 1,
+    ),
+]
+
+
+@pytest.mark.parametrize("case,code,files,expected", CASES, ids=[c[0] for c in CASES])
+def test_log_rule(tmp_path, case, code, files, expected):
+    write(tmp_path, files)
+    found = findings(tmp_path, code)
+    assert len(found) == expected, [f.render() for f in found]
+
+
+def test_every_log_rule_has_a_failing_and_a_passing_case():
+    for code in ("LOG001", "LOG002", "LOG003", "LOG004", "LOG005"):
+        expected = [c[3] for c in CASES if c[1] == code]
+        assert 0 in expected and any(expected), code
+
+
+@pytest.mark.parametrize(
+    "title,date,ops,problem",
+    [
+        ("[2026-06-05] run-experiment + CLOSING | v045: x", "2026-06-05", ("run-experiment", "CLOSING"), None),
+        ("[2026-06-05] loop-iteration | v045-a on b: supported (+0.6%)", "2026-06-05", ("loop-iteration",), None),
+        ("[2026-13-01] start | x", None, ("start",), "not a real"),
+        ("[2026-06-05] two words | x", "2026-06-05", ("two words",), "not a word"),
+    ],
+)
+def test_entry_heading_parsing(title, date, ops, problem):
+    got_date, got_ops, _text, got_problem = parse_heading(title)
+    assert (got_date, got_ops) == (date, ops)
+    assert (got_problem is None) == (problem is None) and (problem is None or problem in got_problem)
+
+
+def test_log_ops_come_from_configuration(tmp_path):
+    write(tmp_path, {LANE_LOG: log("[2026-06-02] kernel-sweep | x")})
+    assert len(findings(tmp_path, "LOG004")) == 1
+    config = LintConfig(select=["LOG004"])
+    config.log_ops["lane"] = ["kernel-sweep"]
+    assert lint(tmp_path, config=config, base=None).findings == []
+
+
+def test_seed_start_marker_and_loop_iteration_entries_lint_clean(tmp_path):
+    """Seed Step 9b start marker and 2(a) loop-iteration line, verbatim shapes."""
+    lane_log = (
+        "## [2026-06-02] loop-iteration | v042-splash on 2b-seq8k: supported (+2.4 MFU vs frontier)\n\n"
+        "## [2026-06-01] start | /start-experiment session begin\n\n"
+        "**Op**: start\n**Cluster pool**: alice-v5p-16\n**Parallelism**: 1\n"
+        "**First-pick hypothesis**: splash attention\n**Notes**: session opened via /start-experiment.\n"
+    )
+    write(tmp_path, {**PAGE, LANE_LOG: lane_log})
+    assert [f.render() for f in findings(tmp_path, "LOG")] == []
