@@ -1,0 +1,183 @@
+"""`wiki demo`: a whole relay run on this machine, wake after wake, until it is complete."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HELP = "scaffold a tiny relay run in a fresh directory and run `wiki step` until it is complete"
+DESCRIPTION = """\
+Scaffold DIR (default: a new temporary directory) with a git repository, a wiki holding
+the `tiny` run's program, empty memory files, a local git checkpoint store and the
+pinned training sources; then run `wiki step` wake after wake until the run is complete,
+printing each decision (a progress bar while a session trains). Ends with the final
+STATE.md, the quota ledger and the git log. No account, no network.
+"""
+TEMPLATE = Path(__file__).resolve().parent.parent / "demo_template"
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+MAX_WAKES = 30
+POLL_S = 0.5
+DEMO_RUN = "tiny"
+DEMO_CONFIG = {"max_steps": 24, "save_steps": 4, "session_steps": 8, "samples_per_step": 8, "seq_len": 64,
+               "micro_batch": 4, "seed": 1234}
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("demo", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dir", nargs="?", type=Path, help="an empty or new directory (default: a new temp dir)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=run)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env_args = ["-c", "user.name=wiki demo", "-c", "user.email=demo@wikiengine.invalid", "-c", "init.defaultBranch=main"]
+    out = subprocess.run(["git", *env_args, *args], cwd=cwd, capture_output=True, text=True)
+    if out.returncode != 0:
+        from wikiengine.errors import WikiError
+
+        raise WikiError(f"git {args[0]} failed: {out.stderr.strip()[-200:]}", cwd)
+    return out.stdout
+
+
+def pin_sources(target: Path, trainer_json: str) -> tuple[str, str]:
+    """Commit the training sources and the run's trainer config into a git repository at ``target``.
+
+    The bootstrap pins this repository's commit and the launcher's sha256, so every
+    session runs exactly these bytes. Returns ``(rev, launcher_sha256)``.
+    """
+    from training.launch import launcher_sha
+
+    target.mkdir(parents=True)
+    for package in ("training", "executors"):
+        shutil.copytree(PACKAGE_ROOT / package, target / package,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "gke", "tests"))
+    (target / "run.json").write_text(trainer_json)
+    _git(target, "init", "--quiet")
+    _git(target, "add", "-A")
+    _git(target, "commit", "--quiet", "-m", "pinned training sources and run config for the demo")
+    rev = _git(target, "rev-parse", "HEAD").strip()
+    return rev, launcher_sha(target, rev)
+
+
+def demo_config(root: Path) -> dict:
+    """The tiny run's program config, with the data pins computed from the shipped corpus."""
+    from training.config import RunConfig
+    from training.data import open_corpus
+
+    trainer = RunConfig(**DEMO_CONFIG).validate()
+    corpus = open_corpus("", trainer.seq_len, trainer.seed)
+    trainer_json = RunConfig(**DEMO_CONFIG, dataset_files_sha=corpus.files_sha,
+                             shuffle_perm_sha=corpus.perm_sha).validate().to_json()
+    rev, sha = pin_sources(root / ".wiki" / "src", trainer_json)
+    return {
+        "preset": "tiny", **DEMO_CONFIG, "tokens_per_step": trainer.tokens_per_step,
+        "dataset_files_sha": corpus.files_sha, "shuffle_perm_sha": corpus.perm_sha, "session_timeout_s": 600,
+        "store": {"kind": "local-git", "path": "store"},
+        "compute": {"kind": "local-process", "accelerator": "cpu", "state_dir": ".wiki/compute", "quota_hours": 1.0,
+                    "slug_prefix": "tiny-session"},
+        "quota": {"session_hours": 0.05, "reserve_hours": 0.01},
+        "relay": {"check_every_s": 1, "claim_ttl_s": 0},
+        "bootstrap": {"repo": str(root / ".wiki" / "src"), "rev": rev, "launcher_sha256": sha,
+                      "session_args": ["--store", str(root / "store"), "--config", "{tree}/run.json",
+                                       "--out", str(root / ".wiki" / "session-out"), "--no-progress"]},
+        "eval_plan": ["heldout_loss", "heldout_perplexity", "next_token_accuracy"],
+        "publish": {"dir": ".wiki/published"},
+    }
+
+
+def scaffold(root: Path) -> None:
+    """Create the demo wiki, memory, store and git repository in ``root``."""
+    import datetime as dt
+
+    import yaml
+
+    from executors.local_store import LocalGitStore
+    from wikiengine import memory
+
+    config = demo_config(root)
+    shutil.copytree(TEMPLATE / "wiki", root / "wiki", ignore=shutil.ignore_patterns("*.tmpl"), dirs_exist_ok=True)
+    template = (TEMPLATE / "wiki" / "runs" / DEMO_RUN / "program.md.tmpl").read_text()
+    program = template.format(config_yaml=yaml.safe_dump(config, sort_keys=False, width=4096), **DEMO_CONFIG)
+    (root / "wiki" / "runs" / DEMO_RUN / "program.md").write_text(program)
+    LocalGitStore.create(root / "store", description="tiny demo checkpoint store")
+    memory.scaffold(root, DEMO_RUN, dt.datetime.now(dt.timezone.utc))
+    (root / ".gitignore").write_text(".wiki/\nstore/\n.wiki-step.lock\n")
+    _git(root, "init", "--quiet")
+    _git(root, "add", ".gitignore", "wiki", "memory")
+    _git(root, "commit", "--quiet", "-m", "demo: scaffold the tiny relay run (wiki, memory)")
+    # wiki step commits with the repository's identity
+    _git(root, "config", "user.name", "wiki demo")
+    _git(root, "config", "user.email", "demo@wikiengine.invalid")
+
+
+def watch_session(root: Path, progress: bool) -> None:
+    """Poll the local backend until the last launched session ends, showing the pointer's progress."""
+    from wikiengine import memory
+    from wikiengine.relay.step import load_run
+
+    state = memory.read_state(root)
+    run = load_run(root, state)
+    assets = memory.read_assets(root)
+    if not assets:
+        return
+    ref = assets[-1].ref
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=run.settings.max_steps, initial=state.last_seen_step, desc=f"  {assets[-1].job}",
+                   unit="step", dynamic_ncols=True, leave=False, file=sys.stdout)
+    try:
+        while run.compute.status(ref).state.alive:
+            if bar is not None:
+                pointer = run.store.read_pointer(run.store.head())
+                step = pointer.step if pointer else 0
+                if step > bar.n:
+                    bar.update(step - bar.n)
+            time.sleep(POLL_S)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def run(args) -> int:
+    from wikiengine.commands.step import format_result
+    from wikiengine.errors import WikiError
+    from wikiengine.relay.step import run_step
+
+    root = args.dir or Path(tempfile.mkdtemp(prefix="wiki-demo-"))
+    root = root.resolve()
+    if root.exists() and any(root.iterdir()):
+        raise WikiError("the demo directory must be empty or new", root)
+    root.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    print(f"wiki demo: scaffolding a tiny relay run in {root}")
+    scaffold(root)
+    for wake in range(1, MAX_WAKES + 1):
+        result = run_step(root)
+        print(f"\nwake {wake}: " + format_result(result))
+        if result.decision == "launch" or result.decision == "running":
+            watch_session(root, not args.no_progress)
+        if result.state == "complete":
+            break
+        if result.decision == "blocked":
+            print("\nthe run is blocked: see memory/ERRORS.md", file=sys.stderr)
+            return 3
+    else:
+        print(f"\nthe run did not complete in {MAX_WAKES} wakes", file=sys.stderr)
+        return 1
+    print("\n==== memory/STATE.md ====")
+    print((root / "memory" / "STATE.md").read_text())
+    print("==== memory/QUOTA.md (ledger) ====")
+    print((root / "memory" / "QUOTA.md").read_text())
+    print("==== git log --oneline ====")
+    print(_git(root, "log", "--oneline"))
+    print(f"demo complete in {time.monotonic() - started:.0f} s: {root}")
+    return 0
+

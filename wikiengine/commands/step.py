@@ -1,0 +1,50 @@
+"""`wiki step`: one wake of the relay run named in memory/STATE.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+HELP = "one wake of the relay run: check the store, decide, act, write memory, commit"
+DESCRIPTION = """\
+One turn of the loop for the run named in memory/STATE.md: lock, check (read only),
+decide (running, launch session k+1, finish, park, or an emergency that blocks the run),
+act through the run's store and compute backends, write memory, commit it, print a
+summary. Acts are idempotent: a wake re-run after a crash launches at most once.
+
+Exit status: 0 running / launched / parked / finished / waiting / locked; 3 blocked (an
+emergency, or a run a person must clear with `wiki unblock`); 2 bad input.
+"""
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("step", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dry-run", action="store_true", help="check and decide; act on nothing")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"state", "step", "decision", "reasons", "actions"}')
+    parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from wikiengine import targets
+    from wikiengine.relay.step import run_step
+
+    root = targets.find_root(args.root)
+    result = run_step(root, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(result.as_json(), indent=2))
+    else:
+        print(format_result(result))
+    return result.exit_code
+
+
+def format_result(result) -> str:
+    """The human summary: the decision, its reasons and what was done."""
+    step = f"latest -> {result.step}" if result.step is not None else "no pointer"
+    lines = [f"{result.decision}: {step} (state {result.state})"]
+    lines += [f"  - {reason}" for reason in result.reasons]
+    lines += [f"  * {action}" for action in result.actions]
+    return "\n".join(lines)

@@ -1,0 +1,43 @@
+"""`wiki unblock`: a person clears a blocked run, with a reason that is recorded."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+from pathlib import Path
+
+HELP = "clear a blocked relay run (a person's decision, recorded with its reason)"
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("unblock", help=HELP, description=HELP)
+    parser.add_argument("--reason", required=True, help="why the blocker no longer holds (recorded in ERRORS.md)")
+    parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from executors.git_commit import commit_paths
+    from wikiengine import memory, targets
+    from wikiengine.errors import WikiError
+    from wikiengine.relay.step import MEMORY_PATHS
+
+    root = targets.find_root(args.root)
+    reason = " ".join(args.reason.split())
+    if not reason:
+        raise WikiError("--reason must say why the blocker no longer holds")
+    state = memory.read_state(root)
+    if state.status != "blocked":
+        raise WikiError(f"run {state.run} is {state.status}, not blocked: nothing to clear",
+                        memory.memory_path(root, memory.STATE_FILE))
+    now = dt.datetime.now(dt.timezone.utc)
+    memory.prepend_error(root, now.strftime("%Y-%m-%d"), "unblocked", reason, state.run, state.last_seen_step,
+                         "unblocked by a person", f"cleared blocker: {state.blocker}\nreason: {reason}")
+    cleared = dataclasses.replace(state, status="running", blocker=None, updated_at=memory.utc_iso(now))
+    body = (f"\n# {state.run}: running\n\nUnblocked by a person at {memory.utc_iso(now)}: {reason}\n"
+            f"(was: {state.blocker}). The next `wiki step` checks the store again.\n")
+    memory.write_state(root, cleared, body)
+    commit_paths(root, list(MEMORY_PATHS), f"unblock: {reason[:120]}")
+    print(f"unblocked {state.run}: {reason}")
+    return 0

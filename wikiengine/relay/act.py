@@ -1,0 +1,124 @@
+"""Act: the effects of a decision, each idempotent and written ahead.
+
+A launch is three acts with a memory commit between them:
+
+1. :func:`book`: the claim (job id, ledger row, time) in STATE.md and the ``booked``
+   ledger row in QUOTA.md, committed *before* the backend is asked (seed section 3:
+   "Book the ledger row first"; RELIABILITY rows 22, 30);
+2. :func:`launch`: the bootstrap rendered for this launch (only line 13 changes)
+   submitted through the compute backend;
+3. :func:`record`: the returned ref in ASSETS.md, the claim cleared, the next check time.
+
+A wake that dies between 1 and 3 leaves a claim; the next wake looks the job up at the
+backend (decide's ``adopt``) or, when the backend provably never saw it, closes the
+row as ``unspent`` (:func:`release`) before booking again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from pathlib import Path
+
+from executors.compute import CapacityError, ComputeBackend, LaunchRecord, LaunchRequest, Quota
+from wikiengine import memory
+from wikiengine.memory import Claim, State, utc_iso
+from wikiengine.relay.decide import Decision, SessionView
+
+
+class LaunchRefused(Exception):
+    """The backend refused the launch for capacity: infrastructure, the row closes unspent (row 25)."""
+
+
+def cpu_alternative(steps: int) -> str:
+    """The seed's CPU-alternative check, as a ledger cell."""
+    return f"none: {steps} steps of real training"
+
+
+def book(root: Path, state: State, job: str, quota: Quota, steps: int, now: dt.datetime) -> State:
+    """Write the claim into STATE.md and append the ``booked`` ledger row; return the new state."""
+    row = memory.append_ledger_row(root, utc_iso(now), job, round(quota.left_hours, 2), cpu_alternative(steps),
+                                   "booked")
+    return dataclasses.replace(state, claim=Claim(job, row.row, utc_iso(now)))
+
+
+def release(root: Path, state: State, quota: Quota | None, now: dt.datetime, why: str) -> State:
+    """Close the claimed booking with an ``unspent`` row (same job) and clear the claim."""
+    claim = state.claim
+    booked = next((r for r in memory.read_ledger(root) if r.row == claim.row), None)
+    hours = quota.left_hours if quota is not None else (booked.live_hours_left if booked else 0.0)
+    memory.append_ledger_row(root, utc_iso(now), claim.job, round(hours, 2), why, "unspent")
+    return dataclasses.replace(state, claim=None)
+
+
+def bootstrap_text(config: dict, quota_left_hours: float) -> str:
+    """The bootstrap of one launch: the run's pins, line 13 set to the live hours, checked."""
+    from training.launch import bootstrap_template, check_rendered, launcher_sha, pin_bootstrap, render_bootstrap
+
+    pins = config.get("bootstrap") or {}
+    repo, rev = pins["repo"], pins["rev"]
+    sha = pins.get("launcher_sha256") or launcher_sha(repo, rev)
+    pinned = pin_bootstrap(bootstrap_template(), repo, rev, sha, list(pins.get("session_args", [])))
+    text = render_bootstrap(pinned, f"{max(0.0, quota_left_hours):.2f}")
+    check_rendered(pinned, text)
+    return text
+
+
+def launch(compute: ComputeBackend, config: dict, slug: str, quota: Quota) -> LaunchRecord:
+    """Submit the session; CapacityError becomes :class:`LaunchRefused`. Other errors propagate
+    (the launch may have happened: the claim stays, the next wake looks it up)."""
+    request = LaunchRequest(slug=slug, script_text=bootstrap_text(config, quota.left_hours),
+                            session_timeout_s=int(config.get("session_timeout_s", 25200)),
+                            title=slug.split("/")[-1])
+    try:
+        return compute.launch(request)
+    except CapacityError as exc:
+        raise LaunchRefused(str(exc)[:200]) from None
+
+
+def record(root: Path, state: State, job: str, launched: LaunchRecord, accelerator: str,
+           next_check_at: dt.datetime | None) -> State:
+    """Record the launch in ASSETS.md; clear the claim; this job is now the last session."""
+    memory.append_asset_row(root, job, launched.ref, launched.version, launched.kernel_id,
+                            utc_iso(launched.submitted_at), accelerator)
+    number = int(job.rsplit("-", 1)[-1])
+    return dataclasses.replace(state, claim=None, session=max(state.session, number),
+                               next_check_at=utc_iso(next_check_at) if next_check_at else state.next_check_at)
+
+
+def adopt(root: Path, state: State, claimed: SessionView, accelerator: str, now: dt.datetime) -> State:
+    """Record a launch an earlier wake made but did not record (found at the backend by its slug)."""
+    submitted = claimed.submitted_at or claimed.started_at or now
+    launched = LaunchRecord(ref=claimed.ref, version=None, kernel_id=None, submitted_at=submitted)
+    return record(root, state, state.claim.job, launched, accelerator, None)
+
+
+def book_spent(root: Path, view: SessionView, quota: Quota | None, now: dt.datetime) -> bool:
+    """Append a ``spent`` row for a session that ended, once per job (False when already there)."""
+    rows = memory.read_ledger(root)
+    if not any(r.job == view.job and r.outcome == "booked" for r in rows):
+        return False
+    if any(r.job == view.job and r.outcome in ("spent", "unspent") for r in rows):
+        return False
+    start, end = view.started_at or view.submitted_at, view.ended_at
+    used = (end - start).total_seconds() / 3600 if start and end else None
+    note = f"used {used:.3f} h ({view.state.value})" if used is not None else f"ended ({view.state.value})"
+    left = quota.left_hours if quota is not None else next(r.live_hours_left for r in reversed(rows)
+                                                           if r.job == view.job)
+    memory.append_ledger_row(root, utc_iso(now), view.job, round(left, 2), note, "spent")
+    return True
+
+
+def record_emergencies(root: Path, state: State, decision: Decision, now: dt.datetime) -> State:
+    """Write each emergency to ERRORS.md with its evidence and block the run in STATE.md."""
+    for emergency in decision.emergencies:
+        memory.prepend_error(root, now.strftime("%Y-%m-%d"), emergency.kind, emergency.summary, state.run,
+                             decision.step if decision.step is not None else "none", "blocked: no launch",
+                             emergency.evidence)
+    first = decision.emergencies[0]
+    return dataclasses.replace(state, status="blocked", blocker=f"{first.kind}: {first.summary}"[:500])
+
+
+def next_command(root: Path) -> str:
+    """The exact command the next wake runs."""
+    return "wiki step"

@@ -1,0 +1,454 @@
+"""Check (read only): what one wake sees in the store, at the compute backend and in git.
+
+Every store read of a wake is pinned to the one head commit read first (RELIABILITY
+row 7). The raw bytes become a :class:`StoreSnapshot`; the checks of seed section 1 are
+pure functions over it, declared in :data:`CHECKS` in the seed's order. Liveness comes
+from the compute backend's session status, never from the pointer; a failed status or
+quota call is UNKNOWN (rows 17, 24, 29).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import re
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from executors.compute import ComputeBackend, ComputeError, SessionState
+from executors.store import (
+    CheckpointStore,
+    Pointer,
+    StoreCommit,
+    StoreError,
+    checkpoint_message,
+    checkpoint_path,
+    pointer_message,
+)
+from wikiengine.memory import AssetRow, State, parse_iso
+from wikiengine.relay.decide import Finding, Observations, SessionView, Settings
+
+MANIFEST = "manifest.json"
+CURSOR = "cursor.json"
+TRAINER_STATE = "trainer_state.json"
+HISTORY_DEPTH = 20
+
+
+@dataclass(frozen=True)
+class StoreSnapshot:
+    """The raw store facts of one wake, all read at ``head``."""
+
+    head: str
+    commits: tuple[StoreCommit, ...]  # newest first, up to HISTORY_DEPTH
+    pointer: Pointer | None
+    pointer_error: str | None = None
+    files: tuple[str, ...] = ()  # names under the pointer's checkpoint folder
+    manifest: bytes | None = None
+    cursor: bytes | None = None
+    trainer_state: bytes | None = None
+
+
+def read_snapshot(store: CheckpointStore) -> StoreSnapshot:
+    """Read the head, the history, the pointer and the checkpoint's small files, pinned to the head."""
+    head = store.head()
+    commits = tuple(store.list_commits(head)[:HISTORY_DEPTH])
+    try:
+        pointer = store.read_pointer(head)
+    except StoreError as exc:
+        if type(exc).__name__ == "StoreUnavailableError":
+            raise
+        return StoreSnapshot(head, commits, None, pointer_error=str(exc))
+    if pointer is None:
+        return StoreSnapshot(head, commits, None)
+    folder = checkpoint_path(pointer.step) + "/"
+    names = tuple(p[len(folder):] for p in store.list_files(folder, head))
+
+    def small(name: str) -> bytes | None:
+        return store.read_file(folder + name, head) if name in names else None
+
+    return StoreSnapshot(head, commits, pointer, None, names, small(MANIFEST), small(CURSOR), small(TRAINER_STATE))
+
+
+# ---------------------------------------------------------------- parsing outside JSON
+
+
+class _NotNumber(str):
+    """A JSON NaN/Infinity kept as its text, so a check can show it."""
+
+
+def lenient_json(data: bytes) -> object:
+    """JSON whose NaN/Infinity are kept as text markers; duplicate keys refused (ValueError)."""
+
+    def pairs(items):
+        obj = {}
+        for key, value in items:
+            if key in obj:
+                raise ValueError(f"duplicate key {key!r}")
+            obj[key] = value
+        return obj
+
+    return json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_constant=_NotNumber)
+
+
+def exact_int(value) -> bool:
+    """An integer and nothing else: not a bool, not 262144.0, not NaN (row 10)."""
+    return type(value) is int
+
+
+def finite_number(value) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+# ---------------------------------------------------------------- the checks of seed section 1
+
+CheckFn = Callable[[StoreSnapshot, Settings], list[Finding]]
+
+
+def check_head_commit(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+    """The head is ``latest -> N`` and the commit before it is ``checkpoint N`` (7-10 s earlier)."""
+    if snap.pointer is None:
+        return []
+    step = snap.pointer.step
+    titles = [c.title for c in snap.commits]
+    if pointer_message(step) not in titles:
+        return [Finding("head commit", "store_format", f"no '{pointer_message(step)}' commit in the recent history")]
+    at = titles.index(pointer_message(step))
+    found = []
+    newer = titles[:at]
+    if newer:
+        # A checkpoint committed without its pointer (an interrupted save, or a session saving now): ignored (row 1).
+        found.append(Finding("head commit", None, f"head is '{newer[0]}' above '{pointer_message(step)}': "
+                             "not named by the pointer, ignored"))
+    if at + 1 >= len(titles) or titles[at + 1] != checkpoint_message(step):
+        before = titles[at + 1] if at + 1 < len(titles) else "nothing"
+        found.append(Finding("head commit", "checkpoint_incomplete", f"'{pointer_message(step)}' is preceded by "
+                             f"'{before}', not '{checkpoint_message(step)}'"))
+    return found
+
+
+def check_pointer(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+    """``latest.json.step`` equals N and ``path_in_repo`` is ``ckpt/checkpoint-N``."""
+    if snap.pointer_error:
+        return [Finding("latest.json", "store_format", snap.pointer_error)]
+    if snap.pointer is None:
+        return []
+    if snap.pointer.path_in_repo != checkpoint_path(snap.pointer.step):
+        return [Finding("latest.json", "store_format", f"path_in_repo {snap.pointer.path_in_repo!r} != "
+                        f"{checkpoint_path(snap.pointer.step)!r}")]
+    if snap.pointer.step > settings.max_steps:
+        return [Finding("latest.json", "store_format", f"step {snap.pointer.step} > max_steps {settings.max_steps}")]
+    return []
+
+
+def check_checkpoint_files(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+    """The folder exists with its manifest; the file set matches; the small files match their hashes (row 3)."""
+    if snap.pointer is None or snap.pointer.step == 0:
+        return []
+    folder = checkpoint_path(snap.pointer.step)
+    if not snap.files:
+        return [Finding("checkpoint files", "checkpoint_incomplete", f"{folder} does not exist")]
+    if snap.manifest is None:
+        return [Finding("checkpoint files", "checkpoint_incomplete", f"{folder} has no manifest.json (partial)")]
+    try:
+        manifest = lenient_json(snap.manifest)
+        listed = manifest["files"]
+        assert isinstance(listed, dict)
+    except (ValueError, KeyError, TypeError, AssertionError, UnicodeDecodeError):
+        return [Finding("checkpoint files", "checkpoint_incomplete", f"{folder}/manifest.json is malformed")]
+    present = set(snap.files) - {MANIFEST}
+    found = []
+    for name in sorted(set(listed) - present):
+        found.append(Finding("checkpoint files", "checkpoint_incomplete", f"{name} is in the manifest but missing"))
+    for name in sorted(present - set(listed)):
+        found.append(Finding("checkpoint files", "checkpoint_incomplete", f"{name} is present but not in the manifest"))
+    for name, data in ((CURSOR, snap.cursor), (TRAINER_STATE, snap.trainer_state)):
+        entry = listed.get(name)
+        if data is None or not isinstance(entry, dict):
+            continue
+        if hashlib.sha256(data).hexdigest() != entry.get("sha256") or len(data) != entry.get("size"):
+            found.append(Finding("checkpoint files", "checkpoint_incomplete",
+                                 f"{name}: sha256 or size differs from manifest.json (altered)"))
+    return found
+
+
+def _cursor(snap: StoreSnapshot) -> dict | Finding | None:
+    if snap.pointer is None or snap.pointer.step == 0 or snap.cursor is None:
+        return None
+    try:
+        obj = lenient_json(snap.cursor)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return Finding("cursor.json", "store_format", f"not valid JSON: {exc}")
+    if not isinstance(obj, dict):
+        return Finding("cursor.json", "store_format", "not a JSON object")
+    return obj
+
+
+def _arithmetic(key: str, per_step: int, label: str) -> CheckFn:
+    def check(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+        cursor = _cursor(snap)
+        if cursor is None:
+            return []
+        if isinstance(cursor, Finding):
+            return [cursor] if key == "tokens_consumed" else []
+        value = cursor.get(key)
+        n = snap.pointer.step
+        expected = n * getattr(settings, per_step)
+        if not exact_int(value) or value != expected:
+            return [Finding(f"cursor.json.{key}", "token_arithmetic",
+                            f"{value!r} ({type(value).__name__}) != {n} x {getattr(settings, per_step):,} = "
+                            f"{expected} ({label})")]
+        return []
+
+    return check
+
+
+def check_cursor_step(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+    cursor = _cursor(snap)
+    if not isinstance(cursor, dict):
+        return []
+    if not exact_int(cursor.get("step")) or cursor.get("step") != snap.pointer.step:
+        return [Finding("cursor.json.step", "token_arithmetic", f"{cursor.get('step')!r} != pointer step "
+                        f"{snap.pointer.step}")]
+    return []
+
+
+def check_hashes(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+    """``dataset_files_sha`` / ``shuffle_perm_sha`` unchanged (row 11)."""
+    cursor = _cursor(snap)
+    if not isinstance(cursor, dict):
+        return []
+    found = []
+    for key, pinned in (("dataset_files_sha", settings.dataset_files_sha),
+                        ("shuffle_perm_sha", settings.shuffle_perm_sha)):
+        if pinned is not None and cursor.get(key) != pinned:
+            found.append(Finding(f"cursor.json.{key}", "cursor_hash_changed",
+                                 f"{cursor.get(key)!r} != pinned {pinned!r}"))
+    return found
+
+
+def _trainer_state(snap: StoreSnapshot) -> dict | Finding | None:
+    if snap.pointer is None or snap.pointer.step == 0:
+        return None
+    if snap.trainer_state is None:
+        return Finding("trainer_state.json", "checkpoint_incomplete", "missing")
+    try:
+        obj = lenient_json(snap.trainer_state)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return Finding("trainer_state.json", "store_format", f"not valid JSON: {exc}")
+    if not isinstance(obj, dict):
+        return Finding("trainer_state.json", "store_format", "not a JSON object")
+    return obj
+
+
+def check_trainer_state(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+    """``global_step == N``, ``max_steps`` and ``save_steps`` as configured (row 12)."""
+    state = _trainer_state(snap)
+    if state is None:
+        return []
+    if isinstance(state, Finding):
+        return [state]
+    found = []
+    for key, expected in (("global_step", snap.pointer.step), ("max_steps", settings.max_steps),
+                          ("save_steps", settings.save_steps)):
+        value = state.get(key)
+        if not exact_int(value) or value != expected:
+            found.append(Finding(f"trainer_state.json.{key}", "trainer_state_mismatch", f"{value!r} != {expected}"))
+    return found
+
+
+def _series(history: list, key: str) -> dict[int, object]:
+    return {e["step"]: e.get(key) for e in history if isinstance(e, dict) and exact_int(e.get("step")) and key in e}
+
+
+def _window_loss(losses: dict[int, object], end: int, width: int) -> float | None:
+    values = [losses[s] for s in range(end - width + 1, end + 1) if s in losses]
+    if not values or not all(finite_number(v) for v in values):
+        return None
+    return sum(values) / len(values)
+
+
+def check_loss(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+    """The loss at N is finite and lower than at the previous checkpoint; no jump beyond noise at a boundary."""
+    state = _trainer_state(snap)
+    if not isinstance(state, dict):
+        return []
+    history = state.get("log_history")
+    if not isinstance(history, list):
+        return [Finding("trainer_state.json.log_history", "store_format", "not a list")]
+    n = snap.pointer.step
+    losses = _series(history, "loss")
+    if not finite_number(losses.get(n)):
+        return [Finding("loss", "loss_not_finite", f"loss at step {n} is {losses.get(n)!r}: fails closed")]
+    found = []
+    width = settings.save_steps
+    now, before = _window_loss(losses, n, width), _window_loss(losses, n - width, width)
+    if n - width > 0 and before is not None and now is not None and not now < before:
+        found.append(Finding("loss", None, f"mean loss of the last {width} steps {now:.4f} is not lower than at "
+                             f"checkpoint {n - width} ({before:.4f})"))
+    for key in ("loss", "grad_norm"):
+        series = _series(history, key)
+        for boundary in range(settings.save_steps, n, settings.save_steps):
+            jump = _discontinuity(series, boundary, settings)
+            if jump:
+                found.append(Finding(f"{key} at checkpoint {boundary}", "loss_discontinuity", jump))
+    return found
+
+
+def _discontinuity(series: dict[int, object], boundary: int, settings: Settings) -> str | None:
+    """An upward jump from ``boundary`` to ``boundary + 1`` beyond ``loss_sigma`` sigmas of the noise before it."""
+    a, b = series.get(boundary), series.get(boundary + 1)
+    if not (finite_number(a) and finite_number(b)):
+        return None
+    window = [series.get(s) for s in range(max(1, boundary - 2 * settings.save_steps), boundary + 1)]
+    if len(window) < 4 or not all(finite_number(v) for v in window):
+        return None
+    diffs = [y - x for x, y in zip(window, window[1:])]
+    sigma = max(statistics.pstdev(diffs), 1e-3 * abs(a), 1e-9)
+    mean = statistics.fmean(diffs)
+    if (b - a) - mean > settings.loss_sigma * sigma:
+        return (f"{a:.4f} at step {boundary} -> {b:.4f} at step {boundary + 1}: a jump of {b - a:+.4f} against "
+                f"noise sigma {sigma:.4f} (k = {settings.loss_sigma:g})")
+    return None
+
+
+CHECKS: tuple[tuple[str, str, CheckFn], ...] = (
+    ("head commit", "`latest -> N`, and the `checkpoint N` commit right before it", check_head_commit),
+    ("latest.json", "step equals N, and path_in_repo is ckpt/checkpoint-N", check_pointer),
+    ("checkpoint files", "manifest.json present; every file listed and present; hashes match", check_checkpoint_files),
+    ("cursor.json.step", "equals N", check_cursor_step),
+    ("cursor.json.tokens_consumed", "exactly N x tokens_per_step", _arithmetic("tokens_consumed", "tokens_per_step",
+                                                                                 "tokens_per_step")),
+    ("cursor.json.samples_consumed", "exactly N x samples_per_step",
+     _arithmetic("samples_consumed", "samples_per_step", "samples_per_step")),
+    ("dataset_files_sha / shuffle_perm_sha", "unchanged", check_hashes),
+    ("trainer_state.json", "global_step == N, max_steps, save_steps", check_trainer_state),
+    ("loss", "finite, lower than the previous checkpoint, continuous at boundaries", check_loss),
+)
+
+
+def run_checks(snap: StoreSnapshot, settings: Settings) -> tuple[Finding, ...]:
+    """Every finding of the section 1 checks, in table order."""
+    return tuple(f for _, _, check in CHECKS for f in check(snap, settings))
+
+
+# ---------------------------------------------------------------- compute
+
+
+def slug_for(config: dict, run: str, job: str) -> str:
+    """The slug a job launches under: ``<owner>/<slug_prefix><K>`` (``<run>-session<K>`` by default)."""
+    compute = config.get("compute") or {}
+    number = job.rsplit("-", 1)[-1]
+    slug = f"{compute.get('slug_prefix') or run + '-session'}{number}"
+    owner = compute.get("owner")
+    return f"{owner}/{slug}" if owner else slug
+
+
+def session_view(compute: ComputeBackend, job: str, ref: str, submitted_at: str | None) -> SessionView:
+    """The backend's status of one launch; UNKNOWN when it cannot be told."""
+    try:
+        status = compute.status(ref)
+    except ComputeError:
+        return SessionView(job, ref, SessionState.UNKNOWN)
+    submitted = parse_iso(submitted_at) if submitted_at else None
+    reason = status.failure_message or (f"exit code {status.exit_code}" if status.exit_code not in (None, 0) else None)
+    return SessionView(job, ref, status.state, submitted, status.started_at, status.ended_at, reason)
+
+
+def claimed_view(compute: ComputeBackend, job: str, slug: str) -> SessionView:
+    """Find a claimed launch at the backend by its slug: GONE when the backend positively has none."""
+    try:
+        sessions = compute.list_sessions()
+    except ComputeError:
+        return SessionView(job, slug, SessionState.UNKNOWN)
+    for ref, state in sessions:
+        if ref == slug or ref.split("/")[-1] == slug.split("/")[-1]:
+            return session_view(compute, job, ref, None)
+    return SessionView(job, slug, SessionState.GONE)
+
+
+# ---------------------------------------------------------------- the whole observation
+
+
+def observe(now: dt.datetime, state: State, settings: Settings, config: dict, store: CheckpointStore,
+            compute: ComputeBackend, assets: list[AssetRow], immutable_edits: tuple[str, ...] = ()) -> tuple[
+            Observations, StoreSnapshot | None]:
+    """Everything decide needs, read only."""
+    from executors.store import StoreUnavailableError
+
+    try:
+        snap = read_snapshot(store)
+    except (StoreUnavailableError, StoreError) as exc:
+        return Observations(now, None, None, store_error=str(exc)[:300], immutable_edits=immutable_edits), None
+    findings = run_checks(snap, settings)
+    rewritten = False
+    if state.store_head and state.store_head != snap.head:
+        try:
+            rewritten = not store.is_ancestor(state.store_head, snap.head)
+        except StoreError:
+            rewritten = True
+    pointer_step = snap.pointer.step if snap.pointer else (None if snap.pointer_error else None)
+    views = [session_view(compute, a.job, a.ref, a.submitted_at) for a in assets[-2:]]
+    last = views[-1] if views else None
+    previous = views[-2] if len(views) > 1 else None
+    claimed = None
+    if state.claim is not None:
+        recorded = {a.job for a in assets}
+        if state.claim.job not in recorded:
+            claimed = claimed_view(compute, state.claim.job, slug_for(config, state.run, state.claim.job))
+    quota, quota_error = None, None
+    try:
+        quota = compute.quota()
+    except ComputeError as exc:
+        quota_error = str(exc)[:200]
+    plan_steps, plan_problems = _plan(pointer_step or 0, settings)
+    obs = Observations(now, snap.head, pointer_step, findings, rewritten, last, previous, claimed, quota, plan_steps,
+                       plan_problems, immutable_edits, None, quota_error)
+    return obs, snap
+
+
+def _plan(pointer_step: int, settings: Settings) -> tuple[int | None, tuple[str, ...]]:
+    """The trainer's planner from the pointer and its own cross-check (seed: 'if the planner disagrees')."""
+    from training.plan import PlanError, cross_check, plan_session
+
+    try:
+        plan = plan_session(pointer_step, settings.max_steps, settings.save_steps, settings.session_steps)
+    except PlanError as exc:
+        return None, (str(exc),)
+    if plan.finished:
+        return None, ()
+    return plan.steps_to_run, tuple(cross_check(plan))
+
+
+# ---------------------------------------------------------------- row 38: immutable pages since the trusted commit
+
+_VERDICT_RE = re.compile(r"^verdict:\s*(\S.*)$", re.M)
+
+
+def immutable_edits_since(root: Path, trusted: str | None) -> tuple[str, ...]:
+    """Pages that carried a verdict at ``trusted`` and differ at HEAD (RELIABILITY row 38).
+
+    The narrow form of lint's immutable-page rule, run over ``trusted..HEAD`` so that a
+    commit made with ``--no-verify`` or a web edit is caught at the next wake.
+    """
+    if not trusted:
+        return ()
+    import git
+
+    try:
+        repo = git.Repo(root)
+        old = repo.commit(trusted)
+        head = repo.head.commit
+    except (git.exc.GitError, ValueError):
+        return (f"the trusted commit {trusted[:12]} is not in this repository",)
+    edits = []
+    for diff in old.diff(head, paths=["wiki"]):
+        if diff.a_blob is None or not diff.a_path.endswith(".md"):
+            continue
+        text = diff.a_blob.data_stream.read().decode("utf-8", errors="replace")
+        if text.startswith("---") and _VERDICT_RE.search(text.split("\n---", 2)[0] if "\n---" in text else ""):
+            edits.append(f"{diff.a_path}: changed after its verdict ({trusted[:12]}..{head.hexsha[:12]})")
+    return tuple(edits)

@@ -1,0 +1,369 @@
+"""One wake of a relay run: lock -> check -> decide -> act -> write memory -> commit -> summary.
+
+:func:`run_step` is the public entry point (``wiki step`` is a thin shell over it). The
+pipeline is declared in :data:`PIPELINE` so it reads like the design; each act commits
+the memory it changed with a message that says what happened, and an act re-run after a
+crash at any point launches at most once (see :mod:`wikiengine.relay.act`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from wikiengine import memory
+from wikiengine.errors import WikiError
+from wikiengine.memory import State, utc_iso
+from wikiengine.relay import act
+from wikiengine.relay.decide import Decision, Memory, Settings, decide
+from wikiengine.relay.observe import observe, slug_for
+
+LOCK_NAME = ".wiki-step.lock"
+MEMORY_PATHS = tuple(f"{memory.MEMORY_DIR}/{name}" for name in memory.MEMORY_FILES)
+EXIT_OK, EXIT_BAD_INPUT, EXIT_BLOCKED = 0, 2, 3
+
+PIPELINE = ("lock", "check", "decide", "act", "write memory", "commit", "summary")
+
+
+@dataclass
+class StepResult:
+    """The summary of one wake (``--json`` prints :meth:`as_json`)."""
+
+    state: str
+    step: int | None
+    decision: str
+    reasons: list[str]
+    actions: list[str] = field(default_factory=list)
+    commits: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {"state": self.state, "step": self.step, "decision": self.decision, "reasons": self.reasons,
+                "actions": self.actions}
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_BLOCKED if self.decision == "blocked" else EXIT_OK
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass
+class Run:
+    """What one wake works on: the wiki root, the run's program config and its backends."""
+
+    root: Path
+    config: dict
+    settings: Settings
+    store: object
+    compute: object
+
+
+def load_run(root: Path, state: State, store=None, compute=None) -> Run:
+    """Resolve ``wiki/runs/<run>/program.md`` (validated) and build its store and compute backends."""
+    from wikiengine import cascade, targets
+
+    program = cascade.resolve(targets.target_for_run(root, state.run))
+    config = program.config
+    if not config:
+        raise WikiError(f"wiki/runs/{state.run}/program.md has no ## Config yaml block")
+    return Run(root, config, Settings.from_config(config), store or make_store(config, root),
+               compute or make_compute(config, root))
+
+
+def make_store(config: dict, root: Path):
+    """The checkpoint store of the run's ``store`` block (through ``executors.registry`` when present)."""
+    try:
+        from executors import registry
+    except ImportError:
+        registry = None
+    if registry is not None:
+        return registry.make_store(config["store"], root=root)
+    if config["store"]["kind"] != "local-git":
+        raise WikiError(f"store kind {config['store']['kind']!r} needs executors.registry")
+    from executors.local_store import LocalGitStore
+
+    path = Path(config["store"].get("path", "store"))
+    return LocalGitStore(path if path.is_absolute() else root / path)
+
+
+def make_compute(config: dict, root: Path):
+    """The compute backend of the run's ``compute`` block."""
+    try:
+        from executors import registry
+    except ImportError:
+        registry = None
+    if registry is not None:
+        return registry.make_compute(config["compute"], root=root)
+    if config["compute"]["kind"] != "local-process":
+        raise WikiError(f"compute kind {config['compute']['kind']!r} needs executors.registry")
+    from executors.local_compute import LocalProcessCompute
+
+    return LocalProcessCompute.from_config(config["compute"], root)
+
+
+def memory_of(state: State) -> Memory:
+    claimed_at = memory.parse_iso(state.claim.claimed_at) if state.claim else None
+    return Memory(state.status, state.session, state.last_seen_step, state.high_water_step, state.blocker,
+                  state.claim.job if state.claim else None, claimed_at, state.store_head, state.reset_at)
+
+
+def run_step(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.datetime] = utcnow, store=None,
+             compute=None) -> StepResult:
+    """One wake (see the module docstring). Returns ``decision == "locked"`` when another wake holds the lock."""
+    from filelock import FileLock, Timeout
+
+    root = Path(root)
+    lock = FileLock(str(root / LOCK_NAME))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return StepResult("unknown", None, "locked", ["another wiki step holds the lock; nothing done"])
+    try:
+        return _locked_step(root, dry_run, clock, store, compute)
+    finally:
+        lock.release()
+
+
+def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult:
+    from executors import git_commit
+    from wikiengine.relay.observe import immutable_edits_since
+
+    state = memory.read_state(root)
+    dirty = git_commit.dirty_paths(root, list(MEMORY_PATHS))
+    if dirty and not dry_run:
+        raise WikiError(f"{dirty[0]} has uncommitted changes: commit or revert them before wiki step writes memory")
+    if not dry_run:
+        git_commit.check_repository(root)
+    run = load_run(root, state, store, compute)
+    head_commit = _head(root)
+    edits = immutable_edits_since(root, state.trusted_commit)
+    observations, snap = observe(clock(), state, run.settings, run.config, run.store, run.compute,
+                                 memory.read_assets(root), edits)
+    decision = decide(observations, memory_of(state), run.settings)
+    result = StepResult(state.status, decision.step, decision.kind, list(decision.reasons))
+    if dry_run:
+        result.actions = [f"(dry run) {a}" for a in decision.actions]
+        return result
+    if not edits and head_commit:
+        # the wiki re-linted clean up to here: the trusted commit rides along with the next memory write
+        state = dataclasses.replace(state, trusted_commit=head_commit)
+    wake = Wake(run, state, decision, observations, clock, result)
+    wake.book_spent_rows()
+    ACTS.get(decision.kind, Wake.observe_only)(wake)
+    wake.commit(wake.message or f"step: {decision.kind} at {_pointer_text(decision.step)}")
+    result.state = wake.state.status
+    return result
+
+
+def _head(root: Path) -> str | None:
+    import git
+
+    try:
+        repo = git.Repo(root)
+        return repo.head.commit.hexsha if repo.head.is_valid() else None
+    except git.exc.GitError:
+        return None
+
+
+def _pointer_text(step: int | None) -> str:
+    return f"latest -> {step}" if step is not None else "no pointer"
+
+
+MATERIAL = ("run", "status", "last_seen_step", "high_water_step", "session", "blocker", "resume_step", "reset_at",
+            "next_command", "claim", "store_head")
+
+
+@dataclass
+class Wake:
+    """The acts of one wake on memory: each change is written atomically and committed with a message."""
+
+    run: Run
+    state: State
+    decision: Decision
+    obs: object
+    clock: Callable[[], dt.datetime]
+    result: StepResult
+    message: str | None = None
+    written: State | None = None
+    ledger_touched: bool = False
+
+    def __post_init__(self):
+        self.written = self.state
+
+    # ---------------------------------------------------------------- memory plumbing
+
+    def changed(self) -> bool:
+        return any(getattr(self.state, k) != getattr(self.written, k) for k in MATERIAL) or self.ledger_touched
+
+    def save_state(self) -> None:
+        """Write STATE.md if anything material changed (a replayed wake writes nothing: row 33)."""
+        if not self.changed():
+            return
+        now = self.clock()
+        self.state = dataclasses.replace(self.state, updated_at=utc_iso(now))
+        memory.write_state(self.run.root, self.state, summary_body(self.state, self.decision))
+
+    def commit(self, message: str) -> None:
+        from executors.git_commit import commit_paths
+
+        self.save_state()
+        sha = commit_paths(self.run.root, list(MEMORY_PATHS), message)
+        if sha:
+            self.result.commits.append(sha)
+        self.written = self.state
+        self.ledger_touched = False
+
+    def seen(self) -> None:
+        """Fold the pointer and store head into memory (never lowering the high-water mark)."""
+        obs, step = self.obs, self.decision.step
+        if step is not None:
+            self.state = dataclasses.replace(self.state, last_seen_step=step,
+                                             high_water_step=max(self.state.high_water_step, step))
+        if obs.store_head:
+            self.state = dataclasses.replace(self.state, store_head=obs.store_head)
+
+    # ---------------------------------------------------------------- acts
+
+    def book_spent_rows(self) -> None:
+        """A recorded session that ended gets its ``spent`` ledger row once."""
+        view = self.obs.last_session
+        if view is not None and view.state.ended and self.decision.kind != "blocked":
+            if act.book_spent(self.run.root, view, self.obs.quota, self.clock()):
+                self.ledger_touched = True
+                self.result.actions.append(f"booked the spent row of {view.job}")
+
+    def observe_only(self) -> None:
+        """running / wait: fold what was seen into memory; no other effect."""
+        self.seen()
+        if self.decision.kind == "running":
+            self.message = f"step: {self.obs.last_session.job} running at {_pointer_text(self.decision.step)}"
+
+    def blocked(self) -> None:
+        if not self.decision.emergencies:
+            return  # already blocked: stays blocked until `wiki unblock`
+        self.state = act.record_emergencies(self.run.root, self.state, self.decision, self.clock())
+        kinds = ", ".join(e.kind for e in self.decision.emergencies)
+        self.result.actions += [f"wrote {e.kind} to ERRORS.md" for e in self.decision.emergencies]
+        self.result.actions.append("blocked the run in STATE.md; launched nothing")
+        self.message = f"step: blocked at {_pointer_text(self.decision.step)}: {kinds}"
+
+    def release_claim(self) -> None:
+        if self.decision.release_claim and self.state.claim is not None:
+            job = self.state.claim.job
+            self.state = act.release(self.run.root, self.state, self.obs.quota, self.clock(),
+                                     "claimed launch never reached the backend")
+            self.ledger_touched = True
+            self.result.actions.append(f"closed the claim of {job} as unspent")
+            self.commit(f"step: close unspent claim of {job}")
+
+    def adopt(self) -> None:
+        self.seen()
+        job = self.state.claim.job
+        self.state = act.adopt(self.run.root, self.state, self.obs.claimed, self.run.settings.accelerator,
+                               self.clock())
+        self.state = dataclasses.replace(self.state, next_check_at=utc_iso(self.decision.next_check_at))
+        self.result.actions.append(f"recorded the in-flight {job} ({self.obs.claimed.ref}) in ASSETS.md")
+        self.message = f"step: adopt {job} launched by an earlier wake"
+
+    def park(self) -> None:
+        self.release_claim()
+        self.seen()
+        d = self.decision
+        self.state = dataclasses.replace(self.state, status="parked", resume_step=d.step or 0,
+                                         reset_at=utc_iso(d.reset_at), next_command=act.next_command(self.run.root),
+                                         next_check_at=utc_iso(d.reset_at))
+        if self.changed():
+            self.result.actions.append(f"parked: resume at step {d.step or 0} after {utc_iso(d.reset_at)}")
+        self.message = f"step: park at {_pointer_text(d.step)} until {utc_iso(d.reset_at)}"
+
+    def launch(self) -> None:
+        self.release_claim()
+        self.seen()
+        d, run = self.decision, self.run
+        job = d.job
+        self.state = dataclasses.replace(self.state, status="running", resume_step=None, reset_at=None,
+                                         next_command=None)
+        self.state = act.book(run.root, self.state, job, self.obs.quota, d.steps_to_run, self.clock())
+        self.ledger_touched = True
+        self.result.actions.append(f"booked ledger row {self.state.claim.row} for {job}")
+        self.commit(f"step: book {job} (ledger row {self.state.claim.row}) before launch")
+        slug = slug_for(run.config, self.state.run, job)
+        try:
+            launched = act.launch(run.compute, run.config, slug, self.obs.quota)
+        except act.LaunchRefused as exc:
+            self.state = act.release(run.root, self.state, self.obs.quota, self.clock(),
+                                     f"refused for capacity: {exc}")
+            self.ledger_touched = True
+            self.result.actions.append(f"{job} refused for capacity: ledger row closed unspent")
+            self.message = f"step: {job} refused for capacity; row closed unspent"
+            return
+        self.result.actions.append(f"launched {job} as {launched.ref}")
+        self.state = act.record(run.root, self.state, job, launched, run.settings.accelerator, d.next_check_at)
+        self.result.actions.append(f"recorded {job} in ASSETS.md; next check at {self.state.next_check_at}")
+        self.message = f"step: launch {job.replace('-', ' ')} from {_pointer_text(d.step or 0)}"
+
+    def finish(self) -> None:
+        from wikiengine.relay import finish
+
+        self.release_claim()
+        self.seen()
+        done = finish.finish_run(self.run, self.state, self.clock)
+        self.result.actions += done.actions
+        if done.emergency is not None:
+            blocked = dataclasses.replace(self.decision, emergencies=(done.emergency,))
+            self.state = act.record_emergencies(self.run.root, self.state, blocked, self.clock())
+            self.result.decision = "blocked"
+            self.message = f"step: blocked at {_pointer_text(self.decision.step)}: {done.emergency.kind}"
+        elif done.complete:
+            self.state = dataclasses.replace(self.state, status="complete", next_check_at=None)
+            self.message = f"step: run complete at {_pointer_text(self.decision.step)}"
+        else:
+            self.message = f"step: finishing at {_pointer_text(self.decision.step)}: {done.actions[-1]}"
+        self.commit_extra(done.paths)
+
+    def commit_extra(self, paths: list[str]) -> None:
+        """Commit files outside memory/ that an act wrote (eval results, the report) with the memory."""
+        from executors.git_commit import commit_paths
+
+        self.save_state()
+        sha = commit_paths(self.run.root, list(MEMORY_PATHS) + paths, self.message)
+        if sha:
+            self.result.commits.append(sha)
+        self.written = self.state
+        self.ledger_touched = False
+        self.message = None
+
+
+ACTS: dict[str, Callable[[Wake], None]] = {
+    "running": Wake.observe_only,
+    "wait": Wake.observe_only,
+    "complete": lambda wake: None,
+    "blocked": Wake.blocked,
+    "adopt": Wake.adopt,
+    "park": Wake.park,
+    "launch": Wake.launch,
+    "finish": Wake.finish,
+}
+
+
+def summary_body(state: State, decision: Decision) -> str:
+    """The prose of STATE.md for people, rewritten by each wake that changes memory."""
+    lines = ["", f"# {state.run}: {state.status}", ""]
+    lines.append(f"Last wake: **{decision.kind}** at {_pointer_text(decision.step)} "
+                 f"(high-water step {state.high_water_step}, session {state.session}).")
+    lines.append("")
+    lines += [f"- {reason}" for reason in decision.reasons]
+    if state.status == "blocked":
+        lines += ["", f"Blocked: {state.blocker}. See memory/ERRORS.md; a person clears it with "
+                  "`wiki unblock --reason \"...\"`."]
+    if state.status == "parked":
+        lines += ["", f"Parked: resume at step {state.resume_step} after {state.reset_at}; then run "
+                  f"`{state.next_command}`."]
+    if state.next_check_at:
+        lines += ["", f"Next check at {state.next_check_at}."]
+    return "\n".join(lines) + "\n"
