@@ -72,8 +72,8 @@ class LedgerOnlyGrows(Rule):
     Checks the quota ledger (`memory/QUOTA.md`, `## Ledger`): row numbers run 1, 2, 3, ...
     without gaps, and, compared with the base revision, every row that existed there is
     still present with the same cells at the same place. New rows may only be appended.
-    The numbering is checked everywhere; the comparison needs git (base `HEAD`, or
-    `--since REV`).
+    Needs git (base `HEAD`, or `--since REV`): outside a repository the rule is skipped
+    with a notice (and `wiki step` itself refuses a misnumbered ledger).
 
     ## Why is this bad?
     The ledger is the record of every GPU hour booked and spent. An edited or deleted
@@ -92,6 +92,7 @@ class LedgerOnlyGrows(Rule):
     code = "MEM002"
     name = "ledger-only-grows"
     summary = "an existing ledger row was changed or removed since the base revision, or row numbers are not consecutive"
+    needs_git = True
     cache_wiki = False  # compares with the base revision in git
 
     def check_wiki(self, ctx):
