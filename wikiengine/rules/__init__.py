@@ -36,6 +36,7 @@ REGISTRY: dict[str, str] = {
     "RUN001": "wikiengine.rules.run_retrospective:StopNeedsRetrospective",
     "WKL001": "wikiengine.rules.workload_name:WorkloadName",
     "WK002": "wikiengine.rules.frontmatter_schema:FrontmatterSchema",
+    "WK003": "wikiengine.rules.portable_path:PortablePath",
     "WK100": "wikiengine.rules.unused_suppression:UnusedSuppression",
     "WK101": "wikiengine.rules.unused_suppression:StaleBaselineEntry",
     "PRG001": "wikiengine.rules.duplicate_program_section:DuplicateProgramSection",

@@ -1,0 +1,66 @@
+"""WK003."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from wikiengine.lint.rule import Rule
+
+_RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?")
+_BAD_CHARS = re.compile(r'[<>:"\\|?*\x00-\x1f]')
+
+
+def _problem(part: str) -> str | None:
+    if _RESERVED.fullmatch(part):
+        return f"'{part}' is a reserved device name on Windows"
+    if _BAD_CHARS.search(part):
+        return f"'{part}' holds a character that Windows forbids"
+    if part.endswith((".", " ")):
+        return f"'{part}' ends with a dot or a space"
+    if unicodedata.normalize("NFC", part) != part:
+        return f"'{part}' is not in Unicode NFC form"
+    return None
+
+
+class PortablePath(Rule):
+    """## What it does
+    Reports a page path that is not portable: two paths that differ only in letter case
+    or Unicode normalisation (NFC/NFD), a path component that is not NFC, a Windows
+    device name such as `CON` or `aux.md`, a character Windows forbids, or a component
+    ending in a dot or a space.
+
+    ## Why is this bad?
+    The wiki is a git repository checked out on many machines. On a case-insensitive or
+    normalising file system (macOS, Windows) two such pages become one file, and one
+    agent's edits silently overwrite the other's; a reserved name cannot be checked out
+    at all.
+
+    ## Example
+    `wiki/hypotheses/Remat.md` beside `wiki/hypotheses/remat.md`. Merge them into one
+    page, or give them names that differ in more than case.
+
+    ## Options
+    None.
+    """
+
+    code = "WK003"
+    name = "portable-path"
+    summary = "a page path collides with another under case or Unicode folding, or is not portable"
+
+    def check_wiki(self, ctx):
+        folded: dict[str, str] = {}
+        targets = set(ctx.targets)
+        for rel in ctx.files:
+            key = unicodedata.normalize("NFC", rel).casefold()
+            other = folded.setdefault(key, rel)
+            if other != rel:
+                for mine, theirs in ((rel, other), (other, rel)):
+                    if mine in targets:
+                        yield self.finding(mine, 1, f"path collides with {theirs} on a case-insensitive or normalising file system")
+            if rel in targets:
+                for part in rel.split("/"):
+                    problem = _problem(part)
+                    if problem:
+                        yield self.finding(rel, 1, f"path is not portable: {problem}")
+                        break
