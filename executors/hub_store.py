@@ -65,13 +65,19 @@ _SECRET_KEYS = ("token", "hf_token", "password", "key")
 
 
 def _hub():
-    """Import huggingface_hub lazily, with Xet off (its CAS transfers bypass our deadlines)."""
+    """Import huggingface_hub lazily, configured to talk only to our endpoint.
+
+    Xet is off (its CAS transfers bypass our deadlines) and so is telemetry: with it on,
+    building the user-agent header fetches an "agent harnesses" list from the default
+    endpoint, a call to a host we were not asked to reach.
+    """
     try:
         import huggingface_hub
         from huggingface_hub import constants
     except ImportError:
         raise StoreError("the Hub store needs the 'hub' extra: pip install 'wikiengine[hub]'") from None
     constants.HF_HUB_DISABLE_XET = True
+    constants.HF_HUB_DISABLE_TELEMETRY = True
     return huggingface_hub
 
 

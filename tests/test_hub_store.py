@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -18,6 +19,7 @@ from executors.store import (
 )
 from tests.fakes.fake_hub import Fault, status_fault
 from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
+    loopback_only,
     REPO_ID,
     RecordingSleep,
     fake_hub,
@@ -26,6 +28,8 @@ from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
     hub_store,
     sleeps,
 )
+
+pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
 def write_checkpoint_dir(tmp_path, step: int) -> object:
@@ -273,3 +277,36 @@ def test_config_never_holds_a_token(tmp_path, hub_env):
     )
     assert store.repo_type == "dataset" and store.branch == "main" and store.cache_dir == tmp_path / "cache"
     assert store.policy.deadline_s == 3.0
+
+
+def test_trainer_saves_and_relay_check_run_end_to_end_through_the_hub(hub_store, fake_hub, tmp_path):
+    """The trainer's session saves to the Hub (with a lost commit answer and a 429 on the way)
+    and the relay's section 1 check, pinned to one head, finds nothing wrong."""
+    from training import session
+    from training.demo import create_demo_run
+    from wikiengine.relay.decide import Settings
+    from wikiengine.relay.observe import read_snapshot, run_checks
+
+    run = create_demo_run(tmp_path / "demo", max_steps=8, session_steps=8)
+    fake_hub.inject("commit", Fault("call", action=lambda: None), Fault("land_then_status", status=502))
+    fake_hub.inject("preupload", status_fault(429, retry_after=0))
+    assert session.main(run.session_argv(), store=hub_store) == 0
+    head = hub_store.head()
+    assert [c.title for c in hub_store.list_commits(head)] == [
+        "latest -> 8", "checkpoint 8", "latest -> 4", "checkpoint 4", "initial commit"
+    ]
+    assert not fake_hub.faults["commit"] and not fake_hub.faults["preupload"]  # every fault was met
+    from training.config import tiny_demo_config
+
+    config = json.loads(run.config_path.read_text())
+    demo = tiny_demo_config(max_steps=8, session_steps=8)
+    settings = Settings(
+        max_steps=demo.max_steps, save_steps=demo.save_steps, session_steps=demo.session_steps,
+        tokens_per_step=demo.tokens_per_step, samples_per_step=demo.samples_per_step,
+        dataset_files_sha=config.get("dataset_files_sha") or None, shuffle_perm_sha=config.get("shuffle_perm_sha") or None,
+    )
+    fake_hub.inject("refs", status_fault(429, retry_after=0))
+    snapshot = read_snapshot(hub_store)
+    assert snapshot.head == head and snapshot.pointer == Pointer(8, "ckpt/checkpoint-8")
+    findings = run_checks(snapshot, settings)
+    assert findings == (), findings

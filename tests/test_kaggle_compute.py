@@ -19,6 +19,7 @@ from executors.compute import (
 from executors.kaggle_compute import KaggleCompute, LaunchBlockedError, classify_exit, split_ref
 from tests.fakes.fake_kaggle import CAPACITY_MESSAGE, Fault, Run, status_fault
 from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
+    loopback_only,
     KAGGLE_TEST_KEY,
     KAGGLE_TEST_USER,
     RecordingSleep,
@@ -31,6 +32,8 @@ from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
 
 SLUG = f"{KAGGLE_TEST_USER}/ounce100m-p4-session2"
 BOOTSTRAP = 'import os\nos.environ["QUOTA_LEFT_HOURS"] = "22.5"\nprint("bootstrap")\n'
+
+pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
 class Clock:

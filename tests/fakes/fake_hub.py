@@ -11,7 +11,7 @@ Serves, for model/dataset/space repos held in memory with a linear history:
 - ``POST /api/{t}s/{repo}/preupload/{rev}`` (every file ``regular``);
 - ``POST /api/{t}s/{repo}/commit/{rev}``: the NDJSON commit, refusing with 412 when
   ``parentCommit`` is not the branch head;
-- ``POST /api/repos/create``.
+- ``POST /api/repos/create`` and ``POST /api/validate-yaml`` (a README's metadata).
 
 Faults are queued per route with :meth:`FakeHub.inject` and consumed one per request:
 an HTTP status (429 with ``Retry-After``, 500, ...), a dropped connection, a stall, a
@@ -34,7 +34,8 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-ROUTES = ("refs", "commits", "tree", "info", "resolve_head", "resolve_get", "preupload", "commit", "create")
+ROUTES = ("refs", "commits", "tree", "info", "resolve_head", "resolve_get", "preupload", "commit", "create",
+          "validate_yaml")
 _TYPES = {"models": "model", "datasets": "dataset", "spaces": "space"}
 _PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/"}
 
@@ -109,6 +110,7 @@ class FakeHub:
         self.required_token = required_token
         self.faults: dict[str, deque[Fault]] = defaultdict(deque)
         self.requests: list[tuple[str, str]] = []  # (route, path) of every request served
+        self.authenticated_requests = 0  # requests that carried an Authorization header (never its value)
         self.commit_posts = 0
         self.lock = threading.RLock()
         self.clock = lambda: dt.datetime.now(dt.timezone.utc)
@@ -249,6 +251,8 @@ class _HubHandler(BaseHTTPRequestHandler):
                 self._error(404, None, f"no route for {self.command} {path}")
                 return
             self.hub.requests.append((route, path))
+            if self.headers.get("Authorization") is not None:
+                self.hub.authenticated_requests += 1
             body = self._body() if self.command == "POST" else b""
             if self.hub.required_token is not None:
                 expected = f"Bearer {self.hub.required_token}"
@@ -276,6 +280,8 @@ class _HubHandler(BaseHTTPRequestHandler):
         api = re.fullmatch(r"/api/(models|datasets|spaces)/([^/]+/[^/]+)(?:/(.*))?", path)
         if method == "POST" and path == "/api/repos/create":
             return "create", self._create, ()
+        if method == "POST" and path == "/api/validate-yaml":
+            return "validate_yaml", self._validate_yaml, ()
         if api:
             rtype, repo_id, rest = _TYPES[api.group(1)], api.group(2), api.group(3) or ""
             verb, _, tail = rest.partition("/")
@@ -333,6 +339,9 @@ class _HubHandler(BaseHTTPRequestHandler):
         if (rtype, repo_id) not in self.hub.repos:
             self.hub.create_repo(repo_id, rtype)
         self._json(200, {"url": f"{self.hub.url}/{_PREFIX[rtype]}{repo_id}", "name": repo_id})
+
+    def _validate_yaml(self, *, body: bytes, fault):
+        self._json(200, {"errors": [], "warnings": []})
 
     def _refs(self, rtype, repo_id, tail, *, body, fault):
         repo = self._repo(rtype, repo_id)

@@ -22,6 +22,44 @@ KAGGLE_TEST_KEY = "kaggle-loopback-test-key-0123456789"
 REPO_ID = "relaybot/ounce-ckpt"
 
 
+@pytest.fixture
+def loopback_only(monkeypatch):
+    """Refuse (and record) every connection or name lookup that is not loopback; fail the test if any happened."""
+    import socket
+
+    attempts: list[str] = []
+    loopback = {"127.0.0.1", "localhost", "::1"}
+    real_connect, real_connect_ex, real_getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+
+    def host_of(address) -> str:
+        return address[0] if isinstance(address, tuple) else str(address)
+
+    def guard(host: str) -> None:
+        if host not in loopback and not str(host).startswith("127.") and not str(host).startswith("/"):
+            attempts.append(str(host))
+            raise OSError(f"test: network access to {host} refused")
+
+    def connect(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            guard(host_of(address))
+        return real_connect(self, address)
+
+    def connect_ex(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            guard(host_of(address))
+        return real_connect_ex(self, address)
+
+    def getaddrinfo(host, *args, **kwargs):
+        guard(host.decode() if isinstance(host, bytes) else str(host))
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    yield attempts
+    assert attempts == [], f"non-loopback network access attempted: {attempts}"
+
+
 class RecordingSleep:
     """A ``sleep`` for RetryPolicy that records each requested wait and waits only briefly."""
 
@@ -53,6 +91,7 @@ def hub_env(tmp_path, monkeypatch):
     monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
     monkeypatch.delenv("HF_ENDPOINT", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "HF_HOME", str(home))
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(home / "token"))
