@@ -20,7 +20,7 @@ GEMMA_TPU = "wiki/experiments/gemma4_autoresearch_optimization/tpu"
 
 
 def test_example_wiki_lints_clean():
-    result = lint(REPO, config=load_config(REPO), base=None)
+    result = lint(REPO, config=load_config(REPO), base=None, use_cache=False)
     assert [f.render() for f in result.findings] == []
 
 

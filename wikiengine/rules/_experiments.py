@@ -14,6 +14,7 @@ page that disagrees with itself (EXP009).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from wikiengine.identity import MODEL_DIR_SUFFIX, model_name
 from wikiengine.lint.kinds import experiment_lane
+from wikiengine.page import title_key
 
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
@@ -53,10 +55,11 @@ def frontmatter_date(value) -> str | None:
     return None
 
 
-def canonical_id(raw: str) -> str:
-    """``v45``, ``v045`` and ``V0045`` are one id (``v045``); other schemes are kept as written."""
-    match = re.fullmatch(r"[vV](\d+)", raw)
-    return f"v{int(match.group(1)):03d}" if match else raw
+def canonical_id(raw) -> str:
+    """``v45``, ``v045``, ``V0045`` and a bare ``45`` (``id: 45``) are one id, ``v045``;
+    other schemes are kept as written."""
+    match = re.fullmatch(r"[vV]?(\d+)", str(raw).strip())
+    return f"v{int(match.group(1)):03d}" if match else str(raw)
 
 
 def id_pattern(ctx: LintContext) -> str:
@@ -106,9 +109,28 @@ def resolve_verdict(frontmatter: dict) -> tuple[str | None, str | None]:
     return None, None
 
 
+_SECTION_INDEXES: dict[int, tuple[Page, dict[str, list[Section]]]] = {}
+
+
 def sections_led_by(page: Page, title: str) -> list[Section]:
-    """Sections whose leading title is ``title`` (``## Results — marginal (+0.6%)`` is Results)."""
-    return page.sections_led_by(title)
+    """Sections whose leading title is ``title`` (``## Results — marginal (+0.6%)`` is Results).
+
+    Same answer as :meth:`Page.sections_led_by`, from an index built once per page: the
+    experiment rules ask about six titles each, and title keys cost a regex apiece.
+    """
+    cached = _SECTION_INDEXES.get(id(page))
+    if cached is None or cached[0] is not page:
+        index: dict[str, list[Section]] = {}
+        for section in page.sections:
+            for key in {section.key, section.leading_key}:
+                index.setdefault(key, []).append(section)
+        if len(_SECTION_INDEXES) > 64:  # only the pages being checked right now
+            _SECTION_INDEXES.clear()
+        cached = _SECTION_INDEXES[id(page)] = (page, index)
+    return cached[1].get(_title_key(title), [])
+
+
+_title_key = functools.lru_cache(maxsize=256)(title_key)
 
 
 def has_content(sections: list[Section]) -> bool:
@@ -150,7 +172,7 @@ class ExperimentFacts:
     @property
     def frontmatter_id(self) -> str | None:
         value = self.frontmatter.get("id", self.frontmatter.get("vid"))
-        return canonical_id(str(value)) if value is not None else None
+        return canonical_id(value) if value is not None else None
 
     @property
     def exp_id(self) -> str | None:

@@ -30,7 +30,9 @@ class VariantInMatrix(Rule):
     code = "EXP010"
     name = "variant-in-matrix"
     summary = "an experiment's variant is not a row of the model page's variant matrix"
+
     def check_wiki(self, ctx):
+        matrices: dict = {}  # model page -> its variant rows, read once
         for info in ctx.pages("experiment"):
             facts = experiment_facts(info, ctx)
             if facts is None:
@@ -39,7 +41,9 @@ class VariantInMatrix(Rule):
             model = model_page_for(facts, ctx)
             if variant is None or model is None or model.page is None:
                 continue
-            rows = variant_rows(model.page)
+            if model.rel not in matrices:
+                matrices[model.rel] = variant_rows(model.page)
+            rows = matrices[model.rel]
             if rows is None:
                 continue  # MOD003 reports a model page without a matrix
             if str(variant) not in rows:

@@ -48,7 +48,12 @@ def workload_names(info) -> list[tuple[int, str]]:
                     (n + 2 for n, ln in enumerate(page.frontmatter_text.splitlines()) if ln.startswith(f"{key}:")), 1
                 )
                 found.append((line, item))
-    for offset, line in enumerate(page.body.splitlines()):
+    body = page.body
+    if "orkload" not in body:  # most lines never name one: skip the regexes
+        return found
+    for offset, line in enumerate(body.splitlines()):
+        if "orkload" not in line:
+            continue
         for pattern in _BODY_RES:
             for match in pattern.finditer(line):
                 found.append((page.body_line + offset, match.group(1)))
