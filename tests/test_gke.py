@@ -386,6 +386,13 @@ def test_row17_a_server_paging_in_a_circle_is_unknown(fleet):
     assert len(server.requests) == 2
 
 
+def test_a_cluster_without_the_jobset_api_is_unknown(fleet):
+    server = fleet["carol-pw-v5p-16-2"]
+    server._jobsets = lambda *args: (404, {"kind": "Status", "code": 404, "reason": "NotFound"}, "application/json")
+    carol = check_all([fleet.cluster("carol-pw-v5p-16-2")], ME, kubeconfig=fleet.kubeconfig)[0]
+    assert carol.state is ClusterState.UNKNOWN and "JobSet API" in carol.error
+
+
 def test_row17_http_500_makes_a_cluster_unknown_never_free(fleet):
     fleet["alice-v5p-16"].fail("GET", r"/jobsets$", "500")
     selection = occupancy(fleet, 1)

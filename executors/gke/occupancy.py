@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from executors.gke.clusters import ClusterFile
-from executors.gke.kube import DEFAULT_DEADLINE_S, Kube, KubeUnavailable
+from executors.gke.kube import DEFAULT_DEADLINE_S, Kube, KubeNotFound, KubeUnavailable
 from wikiengine.errors import WikiError
 
 _CONVENTIONAL_RE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9][-a-z0-9]*-[a-z0-9]+-v\d{3,}-[a-z0-9][-a-z0-9]*")
@@ -222,6 +222,8 @@ def check_occupancy(
             workloads = active_workloads(kube.list_jobsets(), me)
     except KubeUnavailable as exc:
         return Occupancy(cluster, ClusterState.UNKNOWN, error=str(exc).removeprefix(f"{cluster.name}: "))
+    except KubeNotFound:  # the JobSet API is not served there: not a cluster xpk can use, and not known free
+        return Occupancy(cluster, ClusterState.UNKNOWN, error="the JobSet API (jobset.x-k8s.io/v1alpha2) is not served")
     return Occupancy(cluster, ClusterState.OCCUPIED if workloads else ClusterState.FREE, workloads)
 
 
