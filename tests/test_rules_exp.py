@@ -108,6 +108,9 @@ CASES = [
     # EXP010: variant is a row of the model page's matrix
     ("exp010-pass", "EXP010", {PAGE: experiment_page(), "wiki/models/gemma4-tpu.md": MODEL_PAGE.format(best="v042")}, {}, 0),
     ("exp010-pass-no-model-page", "EXP010", {PAGE: experiment_page(variant="anything")}, {}, 0),
+    # EXP012: one section per exact title
+    ("exp012-pass-suffixes", "EXP012", {PAGE: experiment_page(sections={"Results — rerun": "MFU 41.2%.\n"})}, {}, 0),
+    ("exp012-second-verdict", "EXP012", {PAGE: experiment_page() + "\n## Verdict\n\nA second verdict.\n"}, {}, 1),
     ("exp010-unknown-variant", "EXP010", {PAGE: experiment_page(variant="2b-8k"), "wiki/models/gemma4-tpu.md": MODEL_PAGE.format(best="v042")}, {}, 1),
 ]
 
@@ -120,7 +123,7 @@ def test_experiment_rule(tmp_path, case, code, files, options, expected):
 
 
 def test_every_exp_rule_has_a_failing_and_a_passing_case():
-    for code in ("EXP001", "EXP002", "EXP003", "EXP004", "EXP005", "EXP006", "EXP008", "EXP009", "EXP010"):
+    for code in ("EXP001", "EXP002", "EXP003", "EXP004", "EXP005", "EXP006", "EXP008", "EXP009", "EXP010", "EXP012"):
         expected = [c[4] for c in CASES if c[1] == code]
         assert 0 in expected and any(expected), code
 

@@ -196,3 +196,42 @@ class ProfileAndHloFilled(Rule):
                 yield self.finding(
                     info.rel, found[0].line, f"'## {title}' is empty on a page with verdict {facts.verdict!r}"
                 )
+
+
+class DuplicateSection(Rule):
+    """## What it does
+    Flags an experiment page with two H2 sections of exactly the same title (two
+    `## Verdict`, two `## Results`). Sections that share a leading title but carry
+    different suffixes (`## Results` and `## Results — rerun`) are allowed.
+
+    ## Why is this bad?
+    Readers and rules take the first section of a title; an appended second `## Verdict`
+    says something the frontmatter and the first one do not, usually an edit made
+    after the page was filed.
+
+    ## Example
+    A page ending in a second `## Verdict` with "A second verdict."
+
+    Merge the two, or give the addition its own title (`## Verdict — addendum`) on a page
+    that is still in progress.
+
+    ## Options
+    None.
+    """
+
+    code = "EXP012"
+    name = "duplicate-experiment-section"
+    summary = "an experiment page has two sections with the same title"
+    kinds = ("experiment",)
+
+    def check_page(self, info, ctx):
+        if experiment_facts(info, ctx) is None:
+            return
+        first: dict[str, int] = {}
+        for section in info.page.sections:
+            if section.key in first:
+                yield self.finding(
+                    info.rel, section.line, f"'## {section.title}' again (first on line {first[section.key]})"
+                )
+            else:
+                first[section.key] = section.line
