@@ -121,9 +121,9 @@ def _list(env_dir: Path, as_json: bool) -> int:
     for shape in shapes(clusters):
         print(f"{shape.generation}, {shape.topology} ({shape.chips} chips per slice):")
         for c in (c for c in clusters if c.tpu == shape):
-            print(
-                f"  - {c.name:<28} ({c.location}, {c.project}) {c.tpu.xpk_type}  context {c.context}  [{c.path.name}]"
-            )
+            assumed = " (gcloud's default name: no context comment)" if c.context_derived else ""
+            where = f"({c.location}, {c.project})"
+            print(f"  - {c.name:<24} {where} {c.tpu.xpk_type}  context {c.context}{assumed}  [{c.path.name}]")
     return 0
 
 
