@@ -1,0 +1,337 @@
+"""The lint engine: suppressions, baseline, since, per-file ignores, selection, the
+content-hash cache, the worker pool, PATH runs, output formats and exit codes.
+
+Findings come from LNK001 (a broken link works on any page kind) and WK001 so that the
+tests do not depend on the domain rules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from tests.lint_support import NOTE, cli, cli_process, codes, git, write
+from wikiengine.errors import WikiError
+from wikiengine.lint import lint
+from wikiengine.lint.baseline import BASELINE_FILE, message_hash
+from wikiengine.lint.cache import CACHE_DIR, CACHE_FILE
+from wikiengine.lint.config import LintConfig, load_config
+from wikiengine.rules import REGISTRY
+
+ENGINE = LintConfig(select=["WK", "LNK"])
+BROKEN = "See [gone](gone.md).\n"
+
+
+def run(root, paths=None, config=None, **kw):
+    kw.setdefault("base", None)
+    return lint(root, paths, config or LintConfig(select=["WK", "LNK"]), **kw)
+
+
+# --- inline suppressions ------------------------------------------------------------------
+
+
+def test_disable_comment_silences_its_line_and_the_next(tmp_path):
+    write(tmp_path, {
+        NOTE: "# n\n\n<!-- wiki-lint: disable LNK001 -->\n" + BROKEN + "\n" + BROKEN,
+    })
+    result = run(tmp_path)
+    assert [(f.code, f.line) for f in result.findings] == [("LNK001", 6)]
+    assert result.suppressed == 1
+
+
+def test_disable_comment_on_the_same_line(tmp_path):
+    write(tmp_path, {NOTE: "# n\n\nSee [gone](gone.md). <!-- wiki-lint: disable LNK001 -->\n"})
+    assert codes(run(tmp_path)) == []
+
+
+def test_disable_file_silences_the_whole_file(tmp_path):
+    write(tmp_path, {NOTE: "<!-- wiki-lint: disable-file LNK001 -->\n# n\n\n" + BROKEN * 3})
+    assert codes(run(tmp_path)) == []
+
+
+def test_unused_and_unknown_suppressions_are_wk100(tmp_path):
+    write(tmp_path, {
+        "wiki/notes/ok.md": "# ok\n",
+        NOTE: "# n\n\n<!-- wiki-lint: disable LNK001,XYZ999 -->\nNo links here.\n",
+    })
+    found = run(tmp_path).findings
+    assert [(f.code, f.line, f.message) for f in found] == [
+        ("WK100", 3, "suppression of unknown rule XYZ999"),
+        ("WK100", 3, "unused suppression of LNK001"),
+    ]
+
+
+def test_suppression_inside_code_is_an_example_not_a_directive(tmp_path):
+    write(tmp_path, {
+        NOTE: "# n\n\n```markdown\n<!-- wiki-lint: disable LNK001 -->\n```\n\n"
+        "Write `<!-- wiki-lint: disable LNK001 -->` above the line.\n\n" + BROKEN,
+    })
+    assert codes(run(tmp_path)) == ["LNK001"]
+
+
+def test_suppression_of_an_unselected_rule_is_not_called_unused(tmp_path):
+    write(tmp_path, {NOTE: "# n\n\n<!-- wiki-lint: disable PRG001 -->\ntext\n"})
+    assert codes(run(tmp_path)) == []
+
+
+def test_fix_removes_unused_suppressions(tmp_path, capsys):
+    write(tmp_path, {NOTE: "# n\n\n<!-- wiki-lint: disable LNK001 -->\nNo links.\n"})
+    status, out, _ = cli(capsys, tmp_path, "--select", "WK,LNK", "--fix", "--no-cache")
+    assert status == 0, out
+    assert (tmp_path / NOTE).read_text() == "# n\n\nNo links.\n"
+
+
+# --- baseline ------------------------------------------------------------------------------
+
+
+def test_baseline_accepts_old_findings_and_fails_new_ones(tmp_path, capsys):
+    write(tmp_path, {NOTE: "# n\n\n" + BROKEN})
+    status, out, _ = cli(capsys, tmp_path, "--select", "WK,LNK", "--write-baseline")
+    assert status == 0 and "1 entry" in out
+    entries = json.loads((tmp_path / BASELINE_FILE).read_text())["entries"]
+    assert entries[0]["path"] == NOTE and entries[0]["code"] == "LNK001" and entries[0]["count"] == 1
+    assert cli(capsys, tmp_path, "--select", "WK,LNK")[0] == 0
+    # an edit elsewhere moves the finding to another line: still accepted
+    write(tmp_path, {NOTE: "# n\n\nMore text.\n\n" + BROKEN})
+    status, out, _ = cli(capsys, tmp_path, "--select", "WK,LNK")
+    assert status == 0, out
+    # a new finding fails
+    write(tmp_path, {NOTE: "# n\n\n" + BROKEN + "And [other](other.md).\n"})
+    status, out, _ = cli(capsys, tmp_path, "--select", "WK,LNK")
+    assert status == 1 and "other.md" in out and "gone.md" not in out
+
+
+def test_stale_baseline_entry_is_wk101(tmp_path, capsys):
+    write(tmp_path, {NOTE: "# n\n\n" + BROKEN})
+    cli(capsys, tmp_path, "--select", "WK,LNK", "--write-baseline")
+    write(tmp_path, {NOTE: "# n\n\nFixed.\n"})
+    status, out, _ = cli(capsys, tmp_path, "--select", "WK,LNK")
+    assert status == 1
+    assert f"{NOTE}:1:1: WK101 baseline entry LNK001" in out
+
+
+def test_unreadable_baseline_is_exit_2(tmp_path, capsys):
+    write(tmp_path, {NOTE: "# n\n", BASELINE_FILE: "{not json"})
+    status, _, err = cli(capsys, tmp_path)
+    assert status == 2 and BASELINE_FILE in err
+
+
+def test_message_hash_ignores_line_references():
+    assert message_hash("duplicate (first on line 3)") == message_hash("duplicate (first on line 40)")
+    assert message_hash("a") != message_hash("b")
+
+
+# --- since ---------------------------------------------------------------------------------
+
+
+def test_since_grandfathers_older_pages(tmp_path, capsys):
+    write(tmp_path, {
+        "wiki.toml": '[rules.LNK001]\nsince = "2026-01-01"\n',
+        "wiki/notes/old.md": "---\ncreated: 2025-06-01\n---\n# old\n\n" + BROKEN,
+        "wiki/notes/new.md": "---\ncreated: 2026-02-01\n---\n# new\n\n" + BROKEN,
+        "wiki/notes/2025-03-01-named.md": "# named by date\n\n" + BROKEN,
+        "wiki/notes/undated.md": "# no date\n\n" + BROKEN,
+    })
+    result = lint(tmp_path, config=load_config(tmp_path), base=None)
+    assert sorted(f.path for f in result.findings) == ["wiki/notes/new.md", "wiki/notes/undated.md"]
+    assert result.grandfathered == 2
+
+
+def test_since_falls_back_to_the_first_commit_time(tmp_path):
+    write(tmp_path, {"wiki.toml": '[rules.LNK001]\nsince = "2000-01-01"\n', NOTE: "# n\n\n" + BROKEN})
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "old", "--date", "1999-06-01T00:00:00")
+    result = lint(tmp_path, config=load_config(tmp_path))
+    assert codes(result) == ["LNK001"]  # the committer date is now, after 2000
+    (tmp_path / "wiki.toml").write_text('[rules.LNK001]\nsince = "2999-01-01"\n')
+    assert codes(lint(tmp_path, config=load_config(tmp_path))) == []
+
+
+def test_bad_since_is_a_configuration_error(tmp_path, capsys):
+    write(tmp_path, {"wiki.toml": '[rules.LNK001]\nsince = "last year"\n', NOTE: "# n\n"})
+    status, _, err = cli(capsys, tmp_path)
+    assert status == 2 and "since must be a date" in err
+
+
+# --- configuration -------------------------------------------------------------------------
+
+
+def test_per_file_ignores_select_and_ignore(tmp_path, capsys):
+    write(tmp_path, {
+        "pyproject.toml": '[tool.wiki]\nignore = ["WK100"]\n[tool.wiki.per-file-ignores]\n"wiki/legacy/*" = ["LNK"]\n',
+        "wiki/legacy/old.md": "# old\n\n" + BROKEN,
+        NOTE: "# n\n\n" + BROKEN,
+    })
+    result = lint(tmp_path, config=load_config(tmp_path), base=None)
+    assert [f.path for f in result.findings] == [NOTE]
+    assert cli(capsys, tmp_path, "--ignore", "LNK001")[0] == 0
+    assert cli(capsys, tmp_path, "--select", "WK001")[0] == 0
+
+
+@pytest.mark.parametrize(
+    "toml, words",
+    [
+        ('select = ["NOPE"]\n', "names no rule"),
+        ('ignore = "LNK001"\n', "must be a list"),
+        ("select = [\n", "cannot read configuration"),
+        ('surprise = 1\n', "unknown configuration key"),
+        ('additive-marker = "("\n', "not a regular expression"),
+        ('[rules.ZZZ001]\nsince = "2026-01-01"\n', "no such rule"),
+    ],
+)
+def test_bad_configuration_is_exit_2_with_one_line(tmp_path, toml, words):
+    write(tmp_path, {"wiki.toml": toml, NOTE: "# n\n"})
+    proc = cli_process(tmp_path)
+    assert proc.returncode == 2
+    assert words in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# --- cache ---------------------------------------------------------------------------------
+
+
+def test_warm_run_reads_the_cache_and_sees_edits(tmp_path):
+    write(tmp_path, {NOTE: "# n\n\n" + BROKEN, "wiki/notes/b.md": "# b\n"})
+    first = run(tmp_path)
+    assert (tmp_path / CACHE_DIR / CACHE_FILE).is_file()
+    assert run(tmp_path).findings == first.findings
+    # same size, same second: the racy-timestamp rule re-hashes it
+    write(tmp_path, {NOTE: "# n\n\nSee [gone](gone.mx).\n"})
+    assert [f.message for f in run(tmp_path).findings] == [
+        "link 'gone.mx' points to wiki/notes/gone.mx, which does not exist"
+    ]
+    (tmp_path / "wiki/notes/gone.mx").write_text("now it exists\n")
+    assert run(tmp_path).findings == []  # cross-file: the link target appeared
+
+
+def test_cache_from_elsewhere_is_ignored(tmp_path):
+    """A committed (or planted) .wiki_cache is not signed with this user's key: never loaded."""
+    write(tmp_path, {NOTE: "# n\n\n" + BROKEN})
+    run(tmp_path)
+    cache = tmp_path / CACHE_DIR / CACHE_FILE
+    data = bytearray(cache.read_bytes())
+    data[40] ^= 0xFF
+    cache.write_bytes(bytes(data))
+    assert codes(run(tmp_path)) == ["LNK001"]
+    for planted in (tmp_path / CACHE_DIR / "schemas").glob("*") if (tmp_path / CACHE_DIR / "schemas").is_dir() else []:
+        planted.write_bytes(b"0" * 32 + b"raise SystemExit('executed')\n")
+    assert codes(run(tmp_path, config=LintConfig(select=["WK", "LNK"]))) == ["LNK001"]
+
+
+def test_pool_and_serial_runs_agree(tmp_path, monkeypatch):
+    from wikiengine.lint import runner
+
+    files = {f"wiki/notes/p{i:03}.md": f"# p{i}\n\n[next](p{i + 1:03}.md)\n" for i in range(60)}
+    files["wiki/notes/bad.md"] = b"# bad \xff\n"
+    write(tmp_path, files)
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 10)
+    pooled = run(tmp_path, use_cache=False, jobs=2)
+    serial = run(tmp_path, use_cache=False, jobs=1)
+    assert pooled.findings == serial.findings
+    assert sorted(set(codes(serial))) == ["LNK001", "WK001"]
+
+
+def test_path_run_reports_only_those_files_but_sees_the_wiki(tmp_path):
+    write(tmp_path, {
+        "wiki/notes/a.md": "# a\n\n[b](b.md) " + BROKEN,
+        "wiki/notes/b.md": "# b\n\n" + BROKEN,
+        "wiki/notes/Case.md": "# c\n",
+        "wiki/notes/case.md": "# c\n",
+    })
+    result = run(tmp_path, ["wiki/notes/a.md", "wiki/notes/case.md"])
+    assert result.files_checked == 2
+    assert sorted((f.path, f.code) for f in result.findings) == [
+        ("wiki/notes/a.md", "LNK001"), ("wiki/notes/case.md", "WK003"),
+    ]
+
+
+# --- command line --------------------------------------------------------------------------
+
+
+def test_exit_codes_and_text_output(tmp_path, capsys):
+    write(tmp_path, {NOTE: "# n\n"})
+    status, out, _ = cli(capsys, tmp_path)
+    assert status == 0 and out.startswith("All checks passed")
+    write(tmp_path, {NOTE: "# n\n\n" + BROKEN})
+    status, out, _ = cli(capsys, tmp_path)
+    lines = out.splitlines()
+    assert status == 1
+    assert lines[0] == f"{NOTE}:3:5: LNK001 link 'gone.md' points to wiki/notes/gone.md, which does not exist"
+    assert lines[1] == "Found 1 finding in 1 of 1 file(s)."
+
+
+def test_json_sarif_and_statistics(tmp_path, capsys):
+    write(tmp_path, {NOTE: "# n\n\n" + BROKEN + BROKEN, "wiki/bad.md": b"\xff"})
+    status, out, _ = cli(capsys, tmp_path, "--format", "json")
+    rows = json.loads(out)
+    assert status == 1 and {r["code"] for r in rows} == {"LNK001", "WK001"}
+    assert all({"path", "line", "code", "message"} <= set(r) for r in rows)
+    status, out, _ = cli(capsys, tmp_path, "--format", "sarif")
+    log = json.loads(out)
+    assert log["version"] == "2.1.0"
+    results = log["runs"][0]["results"]
+    assert len(results) == 3
+    assert {r["id"] for r in log["runs"][0]["tool"]["driver"]["rules"]} == {"LNK001", "WK001"}
+    region = results[0]["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] >= 1
+    status, out, _ = cli(capsys, tmp_path, "--statistics")
+    assert out.splitlines()[0].split()[:2] == ["2", "LNK001"]
+
+
+def test_list_rules_and_explain_every_rule(capsys):
+    assert main_out(capsys, "--list-rules").count("\n") == len(REGISTRY)
+    for code in REGISTRY:
+        text = main_out(capsys, "--explain", code)
+        assert text.startswith(f"# {code} (")
+        for part in ("## What it does", "## Why is this bad?", "## Example", "## Options"):
+            assert part in text, (code, part)
+
+
+def main_out(capsys, *args):
+    from wikiengine.cli import main
+
+    capsys.readouterr()
+    assert main(["lint", *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_explain_unknown_rule_is_exit_2(capsys):
+    from wikiengine.cli import main
+
+    assert main(["lint", "--explain", "NOPE1"]) == 2
+    assert "no rule" in capsys.readouterr().err
+
+
+def test_git_aware_rules_outside_git_give_one_notice(tmp_path, capsys):
+    write(tmp_path, {NOTE: "# n\n"})
+    status, _, err = cli(capsys, tmp_path, "--select", "EXP007")
+    assert status == 0
+    assert err.count("notice: not a git repository") == 1
+
+
+def test_bad_since_revision_is_exit_2(tmp_path, capsys):
+    write(tmp_path, {NOTE: "# n\n"})
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "one")
+    status, _, err = cli(capsys, tmp_path, "--select", "EXP007", "--since", "no-such-rev")
+    assert status == 2 and "unknown git revision" in err
+
+
+def test_load_config_prefers_wiki_toml(tmp_path):
+    write(tmp_path, {"wiki.toml": 'ignore = ["LNK"]\n', "pyproject.toml": '[tool.wiki]\nignore = ["WK"]\n'})
+    assert load_config(tmp_path).ignore == ["LNK"]
+    with pytest.raises(WikiError):
+        load_config(tmp_path, tmp_path / "missing.toml")
+
+
+def test_cache_survives_a_touch_without_change(tmp_path):
+    write(tmp_path, {NOTE: "# n\n\n" + BROKEN})
+    first = run(tmp_path).findings
+    later = time.time() + 5
+    os.utime(tmp_path / NOTE, (later, later))
+    assert run(tmp_path).findings == first
