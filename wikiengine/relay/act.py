@@ -111,7 +111,7 @@ def book_spent(root: Path, view: SessionView, quota: Quota | None, now: dt.datet
 
 def record_emergencies(root: Path, state: State, decision: Decision, now: dt.datetime) -> State:
     """Write each emergency to ERRORS.md with its evidence and block the run in STATE.md."""
-    for emergency in decision.emergencies:
+    for emergency in reversed(decision.emergencies):  # newest first: the first emergency ends on top
         memory.prepend_error(root, now.strftime("%Y-%m-%d"), emergency.kind, emergency.summary, state.run,
                              decision.step if decision.step is not None else "none", "blocked: no launch",
                              emergency.evidence)

@@ -123,10 +123,14 @@ def check_head_commit(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
         # A checkpoint committed without its pointer (an interrupted save, or a session saving now): ignored (row 1).
         found.append(Finding("head commit", None, f"head is '{newer[0]}' above '{pointer_message(step)}': "
                              "not named by the pointer, ignored"))
-    if at + 1 >= len(titles) or titles[at + 1] != checkpoint_message(step):
-        before = titles[at + 1] if at + 1 < len(titles) else "nothing"
-        found.append(Finding("head commit", "checkpoint_incomplete", f"'{pointer_message(step)}' is preceded by "
-                             f"'{before}', not '{checkpoint_message(step)}'"))
+    older = titles[at + 1:]
+    if checkpoint_message(step) not in older:
+        if len(snap.commits) < HISTORY_DEPTH:  # the whole history was read: the checkpoint commit never happened
+            found.append(Finding("head commit", "checkpoint_incomplete", f"no '{checkpoint_message(step)}' commit "
+                                 f"before '{pointer_message(step)}'"))
+    elif older[0] != checkpoint_message(step):
+        found.append(Finding("head commit", None, f"'{pointer_message(step)}' is preceded by '{older[0]}', not "
+                             f"directly by '{checkpoint_message(step)}' (a pointer moved by hand?)"))
     return found
 
 
