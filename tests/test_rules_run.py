@@ -61,3 +61,21 @@ def test_run001_points_at_the_stop_entry(tmp_path):
     write(tmp_path, {LANE_LOG: SESSION})
     (finding,) = findings(tmp_path, "RUN001")
     assert finding.path == LANE_LOG and finding.line == 1 and "2026-06-01" in finding.message
+
+
+@pytest.mark.parametrize(
+    "rel,keys,expected",
+    [
+        ("wiki/retrospectives/r.md", {"model": "gemma4", "lane": "tpu"}, 0),
+        ("wiki/retrospectives/r.md", {}, 1),
+        ("wiki/retrospectives/r.md", {"model": "gemma4"}, 1),
+        (f"{LANE}/retrospectives/r.md", {}, 0),
+        (f"{LANE}/retrospectives/r.md", {"model": "gemma4", "lane": "tpu"}, 0),
+        (f"{LANE}/retrospectives/r.md", {"lane": "jax"}, 1),
+        (f"{LANE}/retrospectives/r.md", {"model": "llama3_8B", "lane": "jax"}, 2),
+    ],
+)
+def test_run002_retrospective_names_its_lane(tmp_path, rel, keys, expected):
+    write(tmp_path, {rel: retro("2026-06-09", **keys)})
+    found = findings(tmp_path, "RUN002")
+    assert len(found) == expected, [f.render() for f in found]

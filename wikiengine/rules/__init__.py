@@ -35,6 +35,7 @@ REGISTRY: dict[str, str] = {
     "MOD002": "wikiengine.rules.model_page:CurrentBestIsBest",
     "MOD003": "wikiengine.rules.model_page:ModelPageSections",
     "RUN001": "wikiengine.rules.run_retrospective:StopNeedsRetrospective",
+    "RUN002": "wikiengine.rules.run_retrospective:RetrospectiveNamesLane",
     "WKL001": "wikiengine.rules.workload_name:WorkloadName",
     "WK002": "wikiengine.rules.frontmatter_schema:FrontmatterSchema",
     "WK003": "wikiengine.rules.portable_path:PortablePath",

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 _LANE_RETRO_RE = re.compile(r"wiki/experiments/([^/]+" + MODEL_DIR_SUFFIX + r")/([^/]+)/retrospectives/[^/]+\.md")
 
 
+def path_lane(rel: str) -> tuple[str, str] | None:
+    """``(MODEL_NAME, lane)`` of a retrospective under ``<lane>/retrospectives/``, else None."""
+    match = _LANE_RETRO_RE.fullmatch(rel)
+    return (model_name(match.group(1)), match.group(2)) if match else None
+
+
 @dataclass(frozen=True)
 class Retrospective:
     rel: str
@@ -39,9 +45,9 @@ def retrospectives(ctx: LintContext) -> dict[tuple[str, str], list[Retrospective
         if info.page is None:
             continue
         fm = info.page.frontmatter
-        match = _LANE_RETRO_RE.fullmatch(info.rel)
-        if match:
-            model, lane = model_name(match.group(1)), match.group(2)
+        from_path = path_lane(info.rel)
+        if from_path:
+            model, lane = from_path
         elif isinstance(fm.get("model"), str) and isinstance(fm.get("lane"), str):
             model, lane = model_name(fm["model"]), fm["lane"]
         else:

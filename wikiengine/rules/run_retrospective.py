@@ -1,12 +1,13 @@
-"""RUN001."""
+"""RUN001 and RUN002: retrospectives and the stops they allow."""
 
 from __future__ import annotations
 
 from wikiengine.identity import model_name
 from wikiengine.lint.kinds import log_lane
 from wikiengine.lint.rule import Rule
+from wikiengine.rules._experiments import key_line
 from wikiengine.rules._logs import log_entries
-from wikiengine.rules._retrospectives import retrospectives
+from wikiengine.rules._retrospectives import path_lane, retrospectives
 
 
 class StopNeedsRetrospective(Rule):
@@ -60,3 +61,41 @@ class StopNeedsRetrospective(Rule):
                     info.rel, entry.line,
                     f"stop on {entry.date} has no retrospective of {model_name(lane[0])}/{lane[1]} filed {since}",
                 )
+
+
+class RetrospectiveNamesLane(Rule):
+    """## What it does
+    Checks that a retrospective says which lane it is about: one in `wiki/retrospectives/`
+    needs frontmatter `model` and `lane`; one in `<lane>/retrospectives/` takes its lane
+    from the path, and any `model` or `lane` it declares must agree with the path.
+
+    ## Why is this bad?
+    RUN001 counts only a retrospective of the stopping lane; one that names no lane (or
+    the wrong one) satisfies no stop, and readers looking for a lane's lessons miss it.
+
+    ## Example
+    `wiki/retrospectives/2026-06-09-session.md` with only `created: 2026-06-09`.
+
+    Add `model: gemma4` and `lane: tpu`.
+
+    ## Options
+    None.
+    """
+
+    code = "RUN002"
+    name = "retrospective-names-lane"
+    summary = "a retrospective does not say which model and lane it is about (or disagrees with its path)"
+    kinds = ("retrospective",)
+
+    def check_page(self, info, ctx):
+        fm = info.page.frontmatter
+        declared_model, declared_lane = fm.get("model"), fm.get("lane")
+        from_path = path_lane(info.rel)
+        if from_path is None:
+            if not (isinstance(declared_model, str) and isinstance(declared_lane, str)):
+                yield self.finding(info.rel, 1, "retrospective names no lane: add frontmatter 'model' and 'lane'")
+            return
+        if isinstance(declared_model, str) and model_name(declared_model) != from_path[0]:
+            yield self.finding(info.rel, key_line(info, "model"), f"model {declared_model!r} disagrees with the path ({from_path[0]})")
+        if isinstance(declared_lane, str) and declared_lane != from_path[1]:
+            yield self.finding(info.rel, key_line(info, "lane"), f"lane {declared_lane!r} disagrees with the path ({from_path[1]})")
