@@ -117,7 +117,7 @@ class Kube:
         import urllib3
         from kubernetes.client.exceptions import ApiException
 
-        timeout = (min(self.deadline_s, 10.0), self.deadline_s)
+        timeout = self.deadline_s  # urllib3 Timeout(total=...): connect and read share the one budget
         try:
             return fn(*args, _request_timeout=timeout, **kwargs)
         except ApiException as exc:
