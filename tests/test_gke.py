@@ -716,6 +716,16 @@ def test_gke_compute_refuses_a_busy_or_unknown_cluster(fleet, tmp_path):
     assert not [r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]
 
 
+def test_gke_compute_is_built_by_the_registry(tmp_path):
+    from executors.compute import ComputeBackend
+    from executors.registry import make_compute
+
+    shutil.copy(ENV_DIR / "gke-v6e-2x4-erin.md", tmp_path / "cluster.md")
+    compute = make_compute({"kind": "gke", "cluster_file": "cluster.md", "image": "registry.example/t:1"}, root=tmp_path)
+    assert isinstance(compute, GkeCompute) and isinstance(compute, ComputeBackend)
+    assert compute.cluster.tpu.xpk_type == "v6e-8"
+
+
 def test_gke_compute_config_refuses_secrets_and_missing_fields(tmp_path):
     with pytest.raises(ComputeError, match="'token' must not be in the config"):
         GkeCompute.from_config({"cluster_file": "x.md", "image": "i", "token": "abc"}, tmp_path)
