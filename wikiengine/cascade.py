@@ -102,8 +102,10 @@ def fold(base: Layer, override: Layer) -> Layer:
             sections[at] = replace(new, overrides=old.overrides + (old.level,) + new.overrides)
     if override.preamble.strip():
         preamble, origin = override.preamble, override.preamble_origin
-    else:
+    elif base.preamble.strip():
         preamble, origin = base.preamble, base.preamble_origin
+    else:  # neither has text: keep blank lines as written, so the empty layer stays neutral
+        preamble, origin = base.preamble or override.preamble, None
     return Layer(preamble, origin, tuple(sections))
 
 
