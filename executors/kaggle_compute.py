@@ -431,7 +431,10 @@ class KaggleCompute:
         """The state of the launch ``ref`` (``owner/slug`` or ``owner/slug/version``).
 
         A version we launched that is not visible yet counts as QUEUED until the claim's
-        TTL passes; only then is a 404 GONE. A failed call is UNKNOWN, never GONE.
+        TTL passes; only then is a 404 GONE. A failed call is UNKNOWN, never GONE. For an
+        ended session the log is read too: ``started_at``/``ended_at`` span the runtime its
+        server-side timestamps show, and ``failure_message`` is the log's last line (the
+        platform's message when there is no log).
         """
         owner, name, version = split_ref(ref)
         slug = f"{owner}/{name}"
@@ -450,16 +453,42 @@ class KaggleCompute:
                 return SessionStatus(SessionState.UNKNOWN, failure_message=safe_message(exc))
             if claim is not None and claim.state == "pending" and not self._claim_expired(claim):
                 return SessionStatus(SessionState.QUEUED, failure_message="launched, not yet visible in status")
-            if claim is not None:
-                self._close(claim, "not visible before the claim's TTL")
+            self._close(claim, "not visible before the claim's TTL")
             return SessionStatus(SessionState.GONE)
+        answered_at = self._server_date
         state = _STATES.get(answer.status.name, SessionState.UNKNOWN)
-        if claim is not None:
-            if state.alive and claim.state == "pending":
-                self.claims.update(claim.slug, claim.requested_at, state="seen")
-            elif state.ended:
-                self._close(claim, state.value)
-        return SessionStatus(state, failure_message=answer.failure_message or None)
+        platform_message = answer.failure_message or None
+        if claim is not None and state.alive and claim.state == "pending":
+            self.claims.update(claim.slug, claim.requested_at, state="seen")
+        if not state.ended:
+            return SessionStatus(state, failure_message=platform_message)
+        self._close(claim, state.value)
+        return self._ended_status(f"{slug}/{version}" if version else slug, state, platform_message, claim,
+                                  answered_at)
+
+    def _ended_status(self, ref: str, state: SessionState, platform_message: str | None, claim: Claim | None,
+                      answered_at: dt.datetime | None) -> SessionStatus:
+        """An ended session with its runtime placed on the server's clock and its exit reason."""
+        plain = SessionStatus(state, exit_code=0 if state == SessionState.COMPLETE else 1,
+                              failure_message=platform_message)
+        try:
+            log = self._log(ref)
+        except ComputeUnavailableError:
+            return plain
+        verdict = classify_exit(plain, log, refuse_window_s=self.refuse_window_s)
+        reason = verdict.reason.splitlines()[-1] if state != SessionState.COMPLETE else None
+        if verdict.runtime_s is None:
+            return SessionStatus(state, exit_code=plain.exit_code, failure_message=reason or platform_message)
+        runtime = dt.timedelta(seconds=verdict.runtime_s)
+        if claim is not None and claim.submitted_at:
+            started = _parse_iso(claim.submitted_at)
+            ended = started + runtime
+        elif answered_at is not None:
+            ended = answered_at
+            started = ended - runtime
+        else:
+            return SessionStatus(state, exit_code=plain.exit_code, failure_message=reason or platform_message)
+        return SessionStatus(state, started, ended, plain.exit_code, reason or platform_message)
 
     def _raw_status(self, slug: str, version: int | None) -> SessionState:
         owner, name, _ = split_ref(slug)
@@ -476,8 +505,9 @@ class KaggleCompute:
         return _STATES.get(answer.status.name, SessionState.UNKNOWN)
 
     def _claim_for(self, slug: str, version: int | None) -> Claim | None:
+        """Our latest claim on ``slug`` (on ``version`` when given), open or closed."""
         matches = [
-            c for c in self.claims.open_claims()
+            c for c in self.claims.load()
             if (c.ref or c.slug) == slug and (version is None or c.version in (None, version))
         ]
         return matches[-1] if matches else None
@@ -485,8 +515,9 @@ class KaggleCompute:
     def _claim_expired(self, claim: Claim) -> bool:
         return (self.clock() - _parse_iso(claim.requested_at)).total_seconds() > self.claim_ttl_s
 
-    def _close(self, claim: Claim, reason: str) -> None:
-        self.claims.update(claim.slug, claim.requested_at, state="closed", closed_reason=reason)
+    def _close(self, claim: Claim | None, reason: str) -> None:
+        if claim is not None and claim.state != "closed":
+            self.claims.update(claim.slug, claim.requested_at, state="closed", closed_reason=reason)
 
     def log_tail(self, ref: str, lines: int = 200) -> str:
         """The last ``lines`` lines of the session's log (outside text: quote it, never parse it)."""

@@ -101,6 +101,9 @@ def test_status_life_and_log_tail_poll_the_returned_ref(compute, fake_kaggle):
     record = compute.launch(request())
     states = [compute.status(record.ref).state for _ in range(4)]
     assert states == [SessionState.QUEUED, SessionState.RUNNING, SessionState.COMPLETE, SessionState.COMPLETE]
+    done = compute.status(record.ref)
+    assert done.exit_code == 0 and done.failure_message is None
+    assert (done.ended_at - done.started_at).total_seconds() == 9000.0
     assert compute.log_tail(record.ref, lines=1) == "saved checkpoint 1524"
     report = compute.exit_report(record.ref)
     assert report.runtime_s == 9000.0 and not report.refused_to_start
@@ -122,7 +125,10 @@ def test_exit_inside_two_minutes_is_refused_to_start_with_the_reason_from_the_lo
     record = compute.launch(request())
     assert compute.status(record.ref).state == SessionState.RUNNING
     status = compute.status(record.ref)
-    assert status.state == SessionState.ERROR and status.failure_message == "Your notebook tried to exit"
+    assert status.state == SessionState.ERROR and status.exit_code == 1
+    assert status.failure_message == "REFUSED: free space 3.1 GB < 20 GB"  # the log's reason, not the platform's
+    assert status.started_at == record.submitted_at  # both on the server's clock
+    assert (status.ended_at - status.started_at).total_seconds() == 41.0
     report = compute.exit_report(record.ref, status)
     assert report.refused_to_start and report.runtime_s == 41.0
     assert report.reason.endswith("REFUSED: free space 3.1 GB < 20 GB")
@@ -178,6 +184,14 @@ def test_after_a_complete_session_the_next_launch_goes_through(compute, fake_kag
         pass
     second = compute.launch(request(f"{KAGGLE_TEST_USER}/ounce100m-p4-session3"))
     assert second.ref == f"{KAGGLE_TEST_USER}/ounce100m-p4-session3" and len(fake_kaggle.saves) == 2
+
+
+def test_platform_failure_message_is_kept_when_there_is_no_log(compute, fake_kaggle):
+    fake_kaggle.next_runs.append(Run(statuses=["ERROR"], log=[], failure_message="Kernel was killed"))
+    record = compute.launch(request())
+    status = compute.status(record.ref)
+    assert status.state == SessionState.ERROR and status.failure_message == "Kernel was killed"
+    assert compute.exit_report(record.ref, status).refused_to_start  # an error with no log never started
 
 
 @pytest.mark.parametrize("fault", [status_fault(500), status_fault(503, retry_after=1), Fault("drop")],
