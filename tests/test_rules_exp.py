@@ -154,6 +154,17 @@ def test_exp002_fix_adds_missing_sections_to_a_stub_only(tmp_path):
     assert rule.fix(ctx.info(f"{LANE}/2026-06-03-v043-done.md"), ctx) is None  # never on a verdict page
 
 
+def test_exp002_fix_keeps_the_seed_order_and_only_stub_findings_are_fixable(tmp_path):
+    stub = experiment_page(status="in_progress", sections={"Results": None})
+    done = f"{LANE}/2026-06-03-v043-done.md"
+    write(tmp_path, {PAGE: stub, done: experiment_page(created="2026-06-03", sections={"Results": None})})
+    assert {(f.path, f.fixable) for f in findings(tmp_path, "EXP002")} == {(PAGE, True), (done, False)}
+    ctx = _context(tmp_path)
+    fixed = rule_class("EXP002")().fix(ctx.info(PAGE), ctx)
+    assert [s.title for s in fixed.sections] == ["Hypothesis under test", "Setup", "Results", "Profile", "HLO Dump", "Verdict"]
+    assert fixed.to_text().replace("## Results\n\n", "", 1) == stub
+
+
 def test_seed_backfilled_page_lints_clean(tmp_path):
     """Seed Step 9 iteration 0: a BACKFILL page (verdict inconclusive, no Profile/HLO Dump)."""
     page = experiment_page(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from wikiengine.lint.rule import Rule
+from wikiengine.page import parse_page, split_lines
 from wikiengine.rules._experiments import (
     IN_PROGRESS,
     NOT_RECOVERED,
@@ -73,24 +75,45 @@ class RequiredSections(Rule):
         if facts is None:
             return
         page = info.page
+        stub = _is_stub(facts)
         for title in _required(ctx):
             found = sections_led_by(page, title)
             if not found:
-                yield self.finding(info.rel, 1, f"missing required section '## {title}'")
+                finding = self.finding(info.rel, 1, f"missing required section '## {title}'")
+                yield replace(finding, fixable=stub)  # --fix only ever touches a stub
             elif facts.verdict is not None and title in ("Setup", "Results") and not has_content(found):
-                yield self.finding(info.rel, found[0].line, f"section '## {title}' is empty on a page with a verdict")
+                yield replace(
+                    self.finding(info.rel, found[0].line, f"section '## {title}' is empty on a page with a verdict"),
+                    fixable=False,
+                )
 
     def fix(self, info, ctx):
+        """Insert each missing section, empty, before the next required section the page has."""
         facts = experiment_facts(info, ctx)
-        if facts is None or facts.status != IN_PROGRESS or facts.verdict is not None:
+        if facts is None or not _is_stub(facts):
             return None
         page = info.page
-        missing = [t for t in _required(ctx) if not sections_led_by(page, t)]
+        required = _required(ctx)
+        missing = [t for t in required if not sections_led_by(page, t)]
         if not missing:
             return None
+        nl = page.newline
+        lines = split_lines(page.to_text())
+        if lines and not lines[-1].endswith(("\n", "\r")):
+            lines[-1] += nl
+        inserts: list[tuple[int, str]] = []
         for title in missing:
-            page = page.with_section_body(title, page.newline)
-        return page
+            later = (sections_led_by(page, t) for t in required[required.index(title) + 1 :])
+            anchor = next((found[0].line - 1 for found in later if found), len(lines))
+            inserts.append((anchor, f"## {title}{nl}{nl}"))
+        # Bottom up, and at one anchor the later title first, so each lands in seed order.
+        for _order, (anchor, text) in sorted(enumerate(inserts), key=lambda item: (item[1][0], item[0]), reverse=True):
+            lines.insert(anchor, text)
+        return parse_page("".join(lines), page.path)
+
+
+def _is_stub(facts) -> bool:
+    return facts.status == IN_PROGRESS and facts.verdict is None
 
 
 def missing_labels(body: str) -> list[str]:
