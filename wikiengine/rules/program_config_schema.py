@@ -44,7 +44,7 @@ class ProgramConfigSchema(Rule):
 
     def check_wiki(self, ctx):
         from wikiengine.cascade import resolve
-        from wikiengine.errors import CascadeError, PageError, SchemaError, WikiError
+        from wikiengine.errors import WikiError
         from wikiengine.targets import target_for_path
 
         seen = set()
@@ -54,20 +54,15 @@ class ProgramConfigSchema(Rule):
             try:
                 target = target_for_path(ctx.root, info.path.parent)
                 resolve(target, additive_marker=ctx.config.additive_marker)
-            except SchemaError as err:
+            except WikiError as err:
+                if not err.line or err.message.startswith("duplicate section"):
+                    continue  # outside an area, no root program, or PRG001's duplicate
                 rel = _relative(ctx.root, err.path)
+                if not ctx.exists(rel) or ctx.info(rel).error is not None:
+                    continue  # an unreadable program is WK001's
                 if (rel, err.line, err.message) not in seen:
                     seen.add((rel, err.line, err.message))
-                    yield self.finding(rel, err.line or 1, f"config block: {err.message}")
-            except PageError:
-                continue  # WK001
-            except CascadeError as err:
-                if "yaml block" in err.message:
-                    yield self.finding(_relative(ctx.root, err.path), err.line or 1, f"config block: {err.message}")
-                continue  # duplicates: PRG001; a missing root program is not a config error
-            except WikiError as err:
-                if err.path and err.line:  # YAML of the config block
-                    yield self.finding(_relative(ctx.root, err.path), err.line, f"config block: {err.message}")
+                    yield self.finding(rel, err.line, f"config block: {err.message}")
 
 
 def _relative(root, path) -> str:

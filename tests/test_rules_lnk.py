@@ -1,0 +1,102 @@
+"""LNK001, and its link scan checked against markdown-it-py (CommonMark)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.lint_support import NOTE, write
+from wikiengine.lint import lint
+from wikiengine.lint.config import LintConfig
+from wikiengine.lint.context import discover
+from wikiengine.page import load_page
+from wikiengine.rules.broken_link import _scan_links, link_destinations, markdown_it_links, relative_target
+
+REPO = Path(__file__).resolve().parent.parent
+SPEC = REPO / "tests" / "data" / "commonmark" / "spec.json"
+
+
+def run(root):
+    return lint(root, config=LintConfig(select=["LNK001"]), base=None, use_cache=False)
+
+
+def test_lnk001_broken_links_and_images(tmp_path):
+    write(tmp_path, {
+        NOTE: "# n\n\nSee [gone](gone.md#part), ![img](img/x.png \"t\") and [up](../../../../etc/passwd).\n",
+    })
+    found = run(tmp_path).findings
+    assert [(f.line, f.col, f.message) for f in found] == [
+        (3, 5, "link 'gone.md#part' points to wiki/notes/gone.md, which does not exist"),
+        (3, 27, "link 'img/x.png' points to wiki/notes/img/x.png, which does not exist"),
+        (3, 53, "link '../../../../etc/passwd' points outside the repository"),
+    ]
+
+
+def test_lnk001_passes_existing_targets_urls_anchors_and_code(tmp_path):
+    write(tmp_path, {
+        "wiki/notes/other.md": "# o\n",
+        "wiki/lanes/tpu/program.md": "# p\n",
+        NOTE: "# n\n\n[o](other.md) [lane](../lanes/tpu/) [o2](./other.md#x) [web](https://x.org/a.md) "
+        "[top](#n) [mail](mailto:a@b.c) [space](<other.md>)\n\n`[x](missing.md)`\n\n```\n[x](missing.md)\n```\n",
+    })
+    assert run(tmp_path).findings == []
+
+
+def _relative(found):
+    return sorted((line, dest) for line, _col, dest in found if relative_target(dest) is not None)
+
+
+def test_row41_link_scan_agrees_with_markdown_it_on_the_commonmark_spec():
+    """Row 41: where the line scan is certain, it finds the links CommonMark finds."""
+    examples = json.loads(SPEC.read_text(encoding="utf-8"))
+    certain = 0
+    for example in examples:
+        scanned = _scan_links(example["markdown"], 1)
+        if scanned is None:
+            continue
+        certain += 1
+        assert _relative(scanned) == _relative(markdown_it_links(example["markdown"])), example["example"]
+    assert certain > len(examples) // 2
+
+
+def test_row41_link_destinations_equal_markdown_it_on_every_spec_example():
+    for example in json.loads(SPEC.read_text(encoding="utf-8")):
+        ours = sorted(d for _l, _c, d in link_destinations(example["markdown"]) if relative_target(d))
+        theirs = sorted(d for _l, _c, d in markdown_it_links(example["markdown"]) if relative_target(d))
+        assert ours == theirs, example["example"]
+
+
+def test_link_scan_agrees_with_markdown_it_on_the_example_wiki():
+    pages = [load_page(REPO / rel) for rel in discover(REPO)]
+    assert pages
+    for page in pages:
+        scanned = _scan_links(page.body, page.body_line)
+        assert scanned is not None, page.path  # the example wiki stays on the fast path
+        assert _relative(scanned) == _relative(markdown_it_links(page.body, page.body_line)), page.path
+
+
+def test_link_scan_agrees_with_markdown_it_on_generated_pages(tmp_path):
+    gen = pytest.importorskip("benchmarks.gen_wiki") if (REPO / "benchmarks" / "__init__.py").exists() else None
+    import runpy
+    import sys
+
+    argv = sys.argv
+    sys.argv = ["gen_wiki.py", str(tmp_path / "corpus"), "60"]
+    try:
+        runpy.run_path(str(REPO / "benchmarks" / "gen_wiki.py"), run_name="__main__")
+    except SystemExit as exc:
+        assert not exc.code
+    finally:
+        sys.argv = argv
+    del gen
+    root = tmp_path / "corpus"
+    checked = 0
+    for rel in discover(root):
+        page = load_page(root / rel)
+        scanned = _scan_links(page.body, page.body_line)
+        if scanned is not None:
+            checked += 1
+            assert _relative(scanned) == _relative(markdown_it_links(page.body, page.body_line)), rel
+    assert checked > 50

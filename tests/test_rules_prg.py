@@ -1,0 +1,111 @@
+"""PRG001-PRG004: program.md rules, a failing and a passing cascade for each."""
+
+from __future__ import annotations
+
+from tests.lint_support import PROGRAM_LANE, PROGRAM_MODEL, PROGRAM_ROOT, write
+from wikiengine.lint import lint
+from wikiengine.lint.config import LintConfig
+
+ROOT_TEXT = "# root\n\n## Setup\n\nroot setup\n\n## Branching model — per-experiment forks\n\nforks\n\n## What you CAN do\n\nthings\n"
+
+
+def run(root, select, paths=None, **config):
+    return lint(root, paths, LintConfig(select=select, **config), base=None, use_cache=False)
+
+
+def found(result):
+    return [(f.path, f.line, f.code) for f in result.findings]
+
+
+def test_prg001_duplicate_titles_in_one_program(tmp_path):
+    write(tmp_path, {PROGRAM_ROOT: "# r\n\n## Setup\n\na\n\n##   setup \n\nb\n"})
+    result = run(tmp_path, ["PRG001"])
+    assert found(result) == [(PROGRAM_ROOT, 7, "PRG001")]
+    assert "first on line 3" in result.findings[0].message
+
+
+def test_prg001_passes_distinct_titles(tmp_path):
+    write(tmp_path, {PROGRAM_ROOT: "# r\n\n## Setup\n\na\n\n## Setup notes\n\nb\n\n```\n## Setup\n```\n"})
+    assert found(run(tmp_path, ["PRG001"])) == []
+
+
+CONFIG = "## Config\n\n```yaml\n{}\n```\n"
+
+
+def test_prg002_resolved_config_breaks_its_schema(tmp_path):
+    write(tmp_path, {
+        PROGRAM_ROOT: "# r\n\n" + CONFIG.format("wake_interval_s: 600"),
+        PROGRAM_MODEL: "# m\n\n" + CONFIG.format("parallelism: 1\nwake_interval_s: 30"),
+        PROGRAM_LANE: "# l\n\n## Setup\n\nx\n",
+    })
+    result = run(tmp_path, ["PRG002"])
+    assert found(result) == [(PROGRAM_MODEL, 7, "PRG002")]
+    assert "wake_interval_s" in result.findings[0].message
+
+
+def test_prg002_reports_an_unknown_key_and_bad_yaml(tmp_path):
+    write(tmp_path, {
+        PROGRAM_ROOT: "# r\n\n" + CONFIG.format("wake_interval_s: 600\nsurprise: 1"),
+        PROGRAM_MODEL: "# m\n\n" + CONFIG.format("parallelism: [1"),
+    })
+    result = run(tmp_path, ["PRG002"])
+    assert [(f.path, f.line, f.code) for f in result.findings] == [(PROGRAM_MODEL, 7, "PRG002"), (PROGRAM_ROOT, 7, "PRG002")]
+    assert "invalid YAML" in result.findings[0].message and "surprise" in result.findings[1].message
+
+
+def test_prg002_passes_a_valid_config(tmp_path):
+    write(tmp_path, {
+        PROGRAM_ROOT: "# r\n\n" + CONFIG.format("wake_interval_s: 600"),
+        PROGRAM_LANE: "# l\n\n" + CONFIG.format("parallelism: 2"),
+    })
+    assert found(run(tmp_path, ["PRG002"])) == []
+
+
+def test_prg003_additive_section_led_by_a_parent_title(tmp_path):
+    write(tmp_path, {
+        PROGRAM_ROOT: ROOT_TEXT,
+        PROGRAM_MODEL: "# m\n\n## What you CAN do — Gemma4-specific CAN additions\n\nmore\n",
+    })
+    result = run(tmp_path, ["PRG003"])
+    assert found(result) == [(PROGRAM_MODEL, 3, "PRG003")]
+    assert "What you CAN do" in result.findings[0].message
+
+
+def test_prg003_same_title_with_different_additivity(tmp_path):
+    # a case-sensitive marker: the parent's title is additive, the child's is not
+    write(tmp_path, {
+        PROGRAM_ROOT: "# r\n\n## Gemma4-specific CAN additions\n\na\n",
+        PROGRAM_MODEL: "# m\n\n## Gemma4-specific can additions\n\nb\n",
+    })
+    result = run(tmp_path, ["PRG003"], additive_marker=r"-specific CAN additions$")
+    assert found(result) == [(PROGRAM_MODEL, 3, "PRG003")]
+
+
+def test_prg003_passes_additive_sections_that_concatenate(tmp_path):
+    write(tmp_path, {
+        PROGRAM_ROOT: ROOT_TEXT,
+        PROGRAM_MODEL: "# m\n\n## Gemma4-specific CAN additions\n\nmore\n",
+        PROGRAM_LANE: "# l\n\n## Gemma4-specific CAN additions\n\nlane more\n",
+    })
+    assert found(run(tmp_path, ["PRG003"])) == []
+
+
+def test_prg004_leading_title_without_suffix(tmp_path):
+    write(tmp_path, {PROGRAM_ROOT: ROOT_TEXT, PROGRAM_LANE: "# l\n\n## Branching model — branch naming\n\nnames\n"})
+    result = run(tmp_path, ["PRG004"])
+    assert found(result) == [(PROGRAM_LANE, 3, "PRG004")]
+    assert "Branching model — per-experiment forks" in result.findings[0].message
+
+
+def test_prg004_bare_title_under_a_suffixed_parent_and_only_targets(tmp_path):
+    write(tmp_path, {PROGRAM_ROOT: ROOT_TEXT, PROGRAM_MODEL: "# m\n\n## Branching model\n\nmine\n"})
+    assert found(run(tmp_path, ["PRG004"])) == [(PROGRAM_MODEL, 3, "PRG004")]
+    assert found(run(tmp_path, ["PRG004"], paths=[PROGRAM_ROOT])) == []
+
+
+def test_prg004_passes_an_exact_replacement(tmp_path):
+    write(tmp_path, {
+        PROGRAM_ROOT: ROOT_TEXT,
+        PROGRAM_LANE: "# l\n\n## Branching model — per-experiment forks\n\nreplaced\n\n## Setup\n\nlane\n",
+    })
+    assert found(run(tmp_path, ["PRG004"])) == []
