@@ -1,0 +1,157 @@
+"""LocalProcessCompute: detached sessions running a real pinned bootstrap, their status, exit
+codes, logs, quota; and two concurrent `wiki step` processes that launch once (row 20)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from executors.compute import ComputeError, LaunchRequest, SessionState
+from executors.local_compute import LocalProcessCompute, dir_name
+from test_relay_support import CONFIG, git, make_wiki
+from training.launch import bootstrap_template, launcher_sha, pin_bootstrap, render_bootstrap
+
+LAUNCHER = """\
+import os, sys, time
+seconds, code, message = BOOTSTRAP["session_args"]
+print("token seen:", os.environ.get("HF_TOKEN"), flush=True)
+time.sleep(float(seconds))
+print(message, file=sys.stderr, flush=True)
+raise SystemExit(int(code))
+"""
+
+
+def pinned_source(tmp_path: Path) -> tuple[str, str, str]:
+    """A git repository whose training/launcher.py sleeps, prints and exits as told."""
+    src = tmp_path / "src"
+    (src / "training").mkdir(parents=True)
+    (src / "training" / "launcher.py").write_text(LAUNCHER)
+    git(src, "init", "--quiet")
+    git(src, "add", "-A")
+    git(src, "commit", "--quiet", "-m", "launcher")
+    rev = git(src, "rev-parse", "HEAD").strip()
+    return str(src), rev, launcher_sha(src, rev)
+
+
+def script(tmp_path, seconds=0.2, code=0, message="done", hours="1.5") -> str:
+    repo, rev, sha = pinned_source(tmp_path)
+    pinned = pin_bootstrap(bootstrap_template(), repo, rev, sha, [str(seconds), str(code), message])
+    return render_bootstrap(pinned, hours)
+
+
+def wait_until_ended(compute, ref, limit=60.0):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        status = compute.status(ref)
+        if status.state.ended:
+            return status
+        time.sleep(0.1)
+    raise AssertionError(f"{ref} did not end")
+
+
+@pytest.fixture()
+def compute(tmp_path):
+    return LocalProcessCompute(tmp_path / "state", quota_hours=2.0)
+
+
+def test_a_session_runs_the_pinned_bootstrap_and_completes(tmp_path, compute, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_canary_must_not_reach_the_session")
+    record = compute.launch(LaunchRequest("me/tiny-session1", script(tmp_path), 600))
+    assert record.ref == "me/tiny-session1" and record.version == 1
+    assert compute.status(record.ref).state in (SessionState.QUEUED, SessionState.RUNNING, SessionState.COMPLETE)
+    status = wait_until_ended(compute, record.ref)
+    assert (status.state, status.exit_code, status.failure_message) == (SessionState.COMPLETE, 0, None)
+    assert status.started_at <= status.ended_at
+    log = compute.log_tail(record.ref)
+    assert '"event": "bootstrap"' in log and "token seen: None" in log
+    assert compute.list_sessions() == [("me/tiny-session1", SessionState.COMPLETE)]
+    quota = compute.quota()
+    assert 0 < quota.used_hours < 0.1 and quota.total_hours == 2.0
+
+
+def test_a_refusal_is_an_error_with_its_last_log_line(tmp_path, compute):
+    record = compute.launch(LaunchRequest("tiny-session2", script(tmp_path, code=3, message="refused: no space"), 600))
+    status = wait_until_ended(compute, record.ref)
+    assert (status.state, status.exit_code, status.failure_message) == (SessionState.ERROR, 3, "refused: no space")
+
+
+def test_a_tampered_bootstrap_refuses_before_exec(tmp_path, compute):
+    lines = script(tmp_path).split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith("LAUNCHER_SHA = "))
+    lines[at] = 'LAUNCHER_SHA = "' + "0" * 64 + '"'  # the launcher's bytes no longer match the pin (row 48)
+    text = "\n".join(lines)
+    record = compute.launch(LaunchRequest("tiny-session3", text, 600))
+    status = wait_until_ended(compute, record.ref)
+    assert status.state == SessionState.ERROR and "bootstrap refused" in status.failure_message
+
+
+def test_a_killed_session_is_cancelled_not_running(tmp_path, compute):
+    record = compute.launch(LaunchRequest("tiny-session4", script(tmp_path, seconds=30), 600))
+    deadline = time.monotonic() + 30
+    while compute.status(record.ref).state != SessionState.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.1)
+    info = json.loads((compute.state_dir / "tiny-session4" / "session.json").read_text())
+    os.killpg(info["pid"], signal.SIGKILL)
+    status = wait_until_ended(compute, record.ref)
+    assert status.state == SessionState.CANCELLED and "killed" in status.failure_message
+
+
+def test_a_slug_launches_once(tmp_path, compute):
+    text = script(tmp_path, seconds=0)
+    compute.launch(LaunchRequest("tiny-session5", text, 600))
+    with pytest.raises(ComputeError, match="already launched"):
+        compute.launch(LaunchRequest("tiny-session5", text, 600))
+    assert len(compute.list_sessions()) == 1
+
+
+def test_unknown_sessions_are_gone_and_bad_slugs_refused(compute):
+    assert compute.status("never-launched").state == SessionState.GONE
+    for slug in ("../escape", "a/../../b", "", "x\x00y"):
+        with pytest.raises(ComputeError):
+            dir_name(slug)
+
+
+def test_from_config_resolves_the_state_dir_under_the_root(tmp_path):
+    compute = LocalProcessCompute.from_config({"kind": "local-process", "state_dir": ".wiki/c", "quota_hours": 3,
+                                               "quota_reset_at": "2026-09-26T00:00:00Z"}, tmp_path)
+    assert compute.state_dir == tmp_path / ".wiki" / "c"
+    assert compute.quota().total_hours == 3.0 and compute.quota().refresh_at.isoformat().startswith("2026-09-26")
+
+
+def test_row20_two_concurrent_wiki_step_processes_launch_once(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    repo, rev, sha = pinned_source(tmp_path)
+    config = dict(CONFIG, compute={"kind": "local-process", "accelerator": "cpu", "state_dir": ".wiki/compute",
+                                   "quota_hours": 10, "slug_prefix": "tiny-session"},
+                  bootstrap={"repo": repo, "rev": rev, "launcher_sha256": sha, "session_args": ["20", "0", "ok"]})
+    make_wiki(root, config)
+    go = tmp_path / "go"
+    runner = ("import os, sys, time\n"
+              "while not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
+              "from wikiengine.cli import main\n"
+              "sys.exit(main(['step', '--json', '--root', sys.argv[2]]))\n")
+    procs = [subprocess.Popen([sys.executable, "-c", runner, str(go), str(root)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    time.sleep(0.5)
+    go.write_text("")
+    outs = [p.communicate(timeout=120) for p in procs]
+    codes = [p.returncode for p in procs]
+    decisions = sorted(json.loads(out)["decision"] for out, _ in outs)
+    try:
+        assert codes == [0, 0], [err for _, err in outs]
+        assert decisions in (["launch", "locked"], ["launch", "running"])
+        assert [p.name for p in (root / ".wiki" / "compute").iterdir()] == ["tiny-session1"]
+        from wikiengine import memory
+
+        assert [(r.job, r.outcome) for r in memory.read_ledger(root)] == [("session-1", "booked")]
+    finally:
+        LocalProcessCompute(root / ".wiki" / "compute").cancel("tiny-session1")

@@ -1,0 +1,119 @@
+"""Finishing a run (seed section 4): verification, the clean-room publish check (row 47),
+the eval plan saved as it lands, and never a partial report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from executors.local_store import LocalGitStore
+from test_relay_support import checkpoint_files, save_checkpoint
+from training.checkpoint import CheckpointError
+from wikiengine.relay import finish
+
+
+def test_verify_all_checks_every_kept_checkpoint_byte_for_byte(tmp_path):
+    store = LocalGitStore.create(tmp_path / "store")
+    for step in (4, 8, 12):
+        save_checkpoint(store, step, tmp=tmp_path)
+    steps, final = finish.verify_all(store, store.head(), 12)
+    assert steps == [4, 8, 12] and final["model.safetensors"] == b"weights 12"
+    bad = checkpoint_files(8)
+    bad["optimizer.pt"] = b"opt!"  # bytes changed after the manifest was written
+    save_checkpoint(store, 8, bad, tmp=tmp_path)
+    store.commit_pointer(12, parent=store.head())
+    with pytest.raises(CheckpointError, match="optimizer.pt"):
+        finish.verify_all(store, store.head(), 12)
+
+
+def test_verify_all_refuses_a_run_without_its_last_checkpoint(tmp_path):
+    store = LocalGitStore.create(tmp_path / "store")
+    save_checkpoint(store, 4, tmp=tmp_path)
+    with pytest.raises(CheckpointError, match="checkpoint-12"):
+        finish.verify_all(store, store.head(), 12)
+
+
+@pytest.fixture()
+def published(tmp_path):
+    return finish.publish({"model.safetensors": b"final weights"}, tmp_path / "published" / "tiny", "tiny")
+
+
+def test_row47_the_clean_room_reaches_no_token(tmp_path, published, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".kaggle").mkdir(parents=True)
+    (home / ".kaggle" / "kaggle.json").write_text('{"username": "u", "key": "kagglecanary0123456789"}')
+    (home / ".netrc").write_text("machine huggingface.co login u password hf_netrccanary0123456789\n")
+    hf_home = tmp_path / "hf"
+    hf_home.mkdir()
+    (hf_home / "token").write_text("hf_filecanary0123456789abcdef")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("HF_HOME", str(hf_home))
+    monkeypatch.setenv("HF_TOKEN", "hf_envcanary0123456789abcdef")
+    monkeypatch.setenv("KAGGLE_KEY", "kagglecanary0123456789")
+    monkeypatch.setenv("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "oidccanary0123456789")
+    from huggingface_hub import get_token
+
+    assert get_token() is not None  # the parent can reach a token ...
+    done = finish.run_in_clean_room([sys.executable, "-m", "wikiengine.relay.finish", "clean-room-check",
+                                     str(published)])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"token": None, "verified": ["model.safetensors"]}  # ... the child cannot
+    for canary in ("hf_envcanary", "kagglecanary", "hf_filecanary", "oidccanary", "hf_netrccanary"):
+        assert canary not in done.stdout + done.stderr
+
+
+def test_row47_the_check_fails_when_a_token_is_present(published, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_envcanary0123456789abcdef")
+    with pytest.raises(SystemExit, match="HF_TOKEN"):
+        finish.clean_room_check(published)
+
+
+def test_the_clean_room_check_re_verifies_the_published_bytes(published, monkeypatch):
+    for name in list(__import__("os").environ):
+        if name.startswith(finish.SECRET_ENV_PREFIXES) and name not in finish.CLEAN_ROOM_SETTINGS:
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(published))
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)  # token paths are fixed at import time
+    (published / "model.safetensors").write_bytes(b"swapped")
+    with pytest.raises(SystemExit, match="differs"):
+        finish.clean_room_check(published)
+
+
+def test_a_partial_eval_table_is_never_written(tmp_path):
+    with pytest.raises(ValueError, match="partial"):
+        finish.report_text("tiny", [4, 8], tmp_path, ["heldout_loss", "next_token_accuracy"],
+                           {"heldout_loss": {"value": 3.0, "samples": 64, "tokens": 4096}})
+    text = finish.report_text("tiny", [4, 8], tmp_path, ["heldout_loss"],
+                              {"heldout_loss": {"value": 3.0, "samples": 64, "tokens": 4096}})
+    assert "| heldout_loss | 3.0000 | 64 | 4096 |" in text
+
+
+def test_eval_results_are_read_as_they_landed(tmp_path):
+    (tmp_path / "heldout_loss.json").write_text(json.dumps({"task": "heldout_loss", "value": 2.5}))
+    (tmp_path / "next_token_accuracy.smoke.json").write_text(json.dumps({"value": 0.1}))
+    found = finish.results(tmp_path, ["heldout_loss", "next_token_accuracy"])
+    assert list(found) == ["heldout_loss"]  # a smoke result never stands in for the full one
+
+
+def test_trainer_config_keeps_only_trainer_keys():
+    config = {"preset": "tiny", "max_steps": 24, "store": {"kind": "local-git"}, "eval_plan": ["x"]}
+    assert json.loads(finish.trainer_config_json(config)) == {"max_steps": 24, "preset": "tiny"}
+
+
+def test_evaluate_heldout_positions_refuse_trained_samples():
+    from training.evaluate import heldout_positions
+
+    assert heldout_positions(1000, 192, 64) == range(936, 1000)
+    with pytest.raises(ValueError, match="not held out"):
+        heldout_positions(1000, 950, 64)
+
+
+def test_report_paths_stay_under_the_run(tmp_path):
+    assert finish.eval_dir(tmp_path, "tiny") == tmp_path / "wiki" / "runs" / "tiny" / "eval"
+    assert finish.publish_dir(tmp_path, "tiny", {}) == tmp_path / ".wiki" / "published" / "tiny"
+    assert finish.publish_dir(tmp_path, "tiny", {"publish": {"dir": "/abs/p"}}) == Path("/abs/p/tiny")
