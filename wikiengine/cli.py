@@ -13,7 +13,7 @@ import sys
 from wikiengine import __version__
 from wikiengine.errors import WikiError
 
-COMMANDS = ("resolve", "lint", "step", "unblock", "demo")
+COMMANDS = ("resolve", "lint", "step", "unblock", "demo", "clusters")
 
 
 def build_parser() -> argparse.ArgumentParser:
