@@ -15,6 +15,7 @@ runs           ``wiki/runs``                   ``<run>``
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,6 +123,35 @@ def inside(base: Path, path: Path) -> Path:
     return resolved
 
 
+# Device names that Windows reserves in every directory, with or without an extension.
+_RESERVED_NAME_RE = re.compile(r"(?i)(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\..*)?")
+
+
+def check_name(name: str, what: str) -> str:
+    """Return ``name`` if it is one plain directory name; else raise :class:`WikiError`.
+
+    Refuses ``/``, ``\\``, ``.``, ``..``, NUL and other control characters, and the device
+    names Windows reserves (``CON``, ``NUL``, ``COM1``...).
+    """
+    if not name or name in (".", "..") or "/" in name or "\\" in name or any(ord(c) < 32 for c in name):
+        raise WikiError(f"invalid {what} name {name!r}: give one directory name (no '/', '..' or control characters)")
+    if _RESERVED_NAME_RE.fullmatch(name):
+        raise WikiError(f"invalid {what} name {name!r}: a device name reserved on Windows")
+    return name
+
+
+def _is_child_dir(parent: Path, name: str) -> bool:
+    """True when ``parent`` has a directory entry spelt exactly ``name``.
+
+    A case-insensitive or normalising file system would also open ``GEMMA4`` or an NFD
+    spelling; comparing with the listing keeps one spelling per target.
+    """
+    try:
+        return name in os.listdir(parent) and (parent / name).is_dir()
+    except OSError:
+        return False
+
+
 def area_named(name: str) -> Area:
     return next(a for a in AREAS if a.name == name)
 
@@ -171,8 +201,9 @@ def infer_target(root: Path, cwd: Path | None = None) -> Target | None:
 def model_folder(root: Path, model: str) -> str:
     """Accept ``gemma4`` or ``gemma4_autoresearch_optimization``; refuse unknown models."""
     area_dir = root / area_named("experiments").path
+    check_name(model, "model")
     name = model if model.endswith(MODEL_DIR_SUFFIX) else model + MODEL_DIR_SUFFIX
-    if not (safe_join(area_dir, name)).is_dir():
+    if not _is_child_dir(area_dir, name) or not safe_join(area_dir, name).is_dir():
         known = ", ".join(m.removesuffix(MODEL_DIR_SUFFIX) for m in list_models(root)) or "none"
         raise WikiError(f"no model {model!r} under {area_dir.relative_to(root)} (models: {known})")
     return name
@@ -183,8 +214,9 @@ def target_for_model(root: Path, model: str, lane: str | None) -> Target:
     folder = model_folder(root, model)
     parts = [folder]
     if lane is not None:
+        check_name(lane, "lane")
         lane_dir = safe_join(root / area_named("experiments").path, folder, lane)
-        if not lane_dir.is_dir():
+        if not _is_child_dir(lane_dir.parent, lane) or not lane_dir.is_dir():
             known = ", ".join(list_lanes(root, folder, with_program=False)) or "none"
             raise WikiError(f"no lane {lane!r} under model {model!r} (lanes: {known})")
         parts.append(lane)
@@ -193,8 +225,9 @@ def target_for_model(root: Path, model: str, lane: str | None) -> Target:
 
 def target_for_kernel(root: Path, family: str) -> Target:
     area = area_named("kernels")
+    check_name(family, "kernel family")
     family_dir = safe_join(root / area.path, family)
-    if not family_dir.is_dir():
+    if not _is_child_dir(root / area.path, family) or not family_dir.is_dir():
         known = ", ".join(list_children(root / area.path)) or "none"
         raise WikiError(f"no kernel family {family!r} under {area.path} (families: {known})")
     return _build(root, area, [family, "pallas"])
@@ -202,7 +235,8 @@ def target_for_kernel(root: Path, family: str) -> Target:
 
 def target_for_run(root: Path, run: str) -> Target:
     area = area_named("runs")
-    if not safe_join(root / area.path, run).is_dir():
+    check_name(run, "run")
+    if not _is_child_dir(root / area.path, run) or not safe_join(root / area.path, run).is_dir():
         known = ", ".join(list_children(root / area.path)) or "none"
         raise WikiError(f"no run {run!r} under {area.path} (runs: {known})")
     return _build(root, area, [run])
