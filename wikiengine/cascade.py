@@ -25,7 +25,7 @@ from pathlib import Path
 
 from wikiengine.errors import CascadeError, WikiError
 from wikiengine.page import Page, Section, load_page, split_lines, title_key
-from wikiengine.targets import Target
+from wikiengine.targets import Target, inside
 
 DEFAULT_ADDITIVE_MARKER = r"(?i)-specific\s+CAN\s+additions$"
 CONFIG_SECTION = "Config"
@@ -200,6 +200,7 @@ def resolve(target: Target, *, additive_marker: str = DEFAULT_ADDITIVE_MARKER, v
     for level in target.levels:
         if not level.program.is_file():
             continue
+        inside(target.root, level.program)  # a program.md symlinked out of the repository is refused
         page = load_page(level.program)
         layer = fold(layer, layer_of(page, level.name, additive_marker))
         files.append((level.name, level.program))
