@@ -42,12 +42,13 @@ def _pick_target(args, root):
     from wikiengine import targets
     from wikiengine.errors import WikiError
 
-    chosen = [bool(args.names), bool(args.kernel), bool(args.run_name)]
+    # `--kernel ''` is a bad name, not a missing one: test for None, not for truth.
+    chosen = [bool(args.names), args.kernel is not None, args.run_name is not None]
     if sum(chosen) > 1:
         raise WikiError("name one target: MODEL [LANE], PATH, --kernel or --run")
-    if args.kernel:
+    if args.kernel is not None:
         return targets.target_for_kernel(root, args.kernel)
-    if args.run_name:
+    if args.run_name is not None:
         return targets.target_for_run(root, args.run_name)
     if args.names:
         first = args.names[0]
