@@ -83,7 +83,7 @@ def test_wk002_missing_key_and_no_frontmatter(tmp_path, hypothesis_schema):
     }
 
 
-def test_wk002_yaml_typing_no_and_octal_are_caught(tmp_path, hypothesis_schema):
+def test_row42_wk002_yaml_typing_no_and_octal_are_caught(tmp_path, hypothesis_schema):
     """Row 42: `status: no` loads as a bool and `created: 052` as an int; the schema says so."""
     write(tmp_path / "w", {"wiki/hypotheses/h.md": "---\nstatus: no\ncreated: 052\n---\n"})
     found = run(tmp_path / "w", ["WK002"]).findings

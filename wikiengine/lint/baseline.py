@@ -38,7 +38,7 @@ def load(path: Path) -> dict[tuple[str, str, str], dict]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys)
         entries = data["entries"]
         out = {}
         for entry in entries:
@@ -52,6 +52,14 @@ def load(path: Path) -> dict[tuple[str, str, str], dict]:
         return out
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise WikiError(f"cannot read the lint baseline: {exc}", path) from None
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    keys = [key for key, _ in pairs]
+    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate key {duplicates[0]!r}")
+    return dict(pairs)
 
 
 def write(path: Path, findings: list[Finding]) -> int:
