@@ -146,7 +146,7 @@ class HubStore:
     def from_config(cls, config: Mapping, root: Path) -> HubStore:
         """Build from the run config's store mapping (``repo_id``, ``repo_type``, ``branch``
         or ``revision``, ``endpoint``, ``cache_dir`` relative to ``root``, ``deadline_s``,
-        ``request_timeout_s``, ``max_attempts``). A token in the config is refused."""
+        ``request_timeout_s``, ``max_attempts``, ``base_wait_s``). A token in the config is refused."""
         for key in _SECRET_KEYS:
             if key in config:
                 raise StoreError(
@@ -160,6 +160,7 @@ class HubStore:
             deadline_s=float(config.get("deadline_s", defaults.deadline_s)),
             request_timeout_s=float(config.get("request_timeout_s", defaults.request_timeout_s)),
             max_attempts=int(config.get("max_attempts", defaults.max_attempts)),
+            base_wait_s=float(config.get("base_wait_s", defaults.base_wait_s)),
         )
         return cls(
             config["repo_id"],

@@ -251,7 +251,8 @@ class KaggleCompute:
     def from_config(cls, config: Mapping, root: Path) -> KaggleCompute:
         """Build from the run config's compute mapping: ``owner`` (or ``username``; default the
         client's username), ``machine_shape``, ``claims_file`` (relative to ``root``),
-        ``claim_ttl_s``, ``deadline_s``, ``request_timeout_s``. A key in the config is refused."""
+        ``claim_ttl_s``, ``deadline_s``, ``request_timeout_s``, ``max_attempts``, ``base_wait_s``. A key in
+        the config is refused."""
         for name in _SECRET_KEYS:
             if name in config:
                 raise ComputeError(f"kaggle: '{name}' must not be in the config; set KAGGLE_KEY or use kaggle.json")
@@ -260,6 +261,7 @@ class KaggleCompute:
             deadline_s=float(config.get("deadline_s", defaults.deadline_s)),
             request_timeout_s=float(config.get("request_timeout_s", defaults.request_timeout_s)),
             max_attempts=int(config.get("max_attempts", defaults.max_attempts)),
+            base_wait_s=float(config.get("base_wait_s", defaults.base_wait_s)),
         )
         owner = config.get("owner") or config.get("username") or _credentials()[0]
         return cls(

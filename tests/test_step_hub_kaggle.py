@@ -1,0 +1,96 @@
+"""`wiki step` with the Hub store and Kaggle compute chosen by the run's config, end to end
+through the real huggingface_hub and kagglesdk clients against the loopback fakes."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from executors.hub_store import HubStore
+from tests.fakes.fake_hub import Fault as HubFault
+from tests.fakes.fake_kaggle import Run
+from tests.fakes.fake_kaggle import status_fault as kaggle_status_fault
+from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
+    KAGGLE_TEST_USER,
+    REPO_ID,
+    fake_hub,
+    fake_kaggle,
+    hub_env,
+    kaggle_env,
+    loopback_only,
+)
+from test_relay_support import CONFIG, Clock, checkpoint_files, git, make_wiki
+from wikiengine import memory
+from wikiengine.relay.step import run_step
+
+pytestmark = pytest.mark.usefixtures("loopback_only")
+SESSION1 = f"{KAGGLE_TEST_USER}/tiny-session1"
+
+
+@pytest.fixture
+def wiki(tmp_path, fake_hub, fake_kaggle):
+    config = copy.deepcopy(CONFIG)
+    config["store"] = {"kind": "hub", "repo_id": REPO_ID, "repo_type": "dataset", "endpoint": fake_hub.url,
+                       "cache_dir": ".wiki/hub-cache", "deadline_s": 20, "base_wait_s": 0.05}
+    config["compute"] = {"kind": "kaggle", "owner": KAGGLE_TEST_USER, "slug_prefix": "tiny-session",
+                         "accelerator": "gpu", "claims_file": ".wiki/kaggle-claims.json", "deadline_s": 20,
+                         "base_wait_s": 0.05}
+    root = tmp_path / "wiki-repo"
+    root.mkdir()
+    make_wiki(root, config)
+    store = HubStore(REPO_ID, endpoint=fake_hub.url, cache_dir=tmp_path / "writer-cache")
+    return root, store, Clock()
+
+
+def save(store: HubStore, tmp_path, step: int) -> None:
+    """The trainer's two commits for ``step``, through the Hub client."""
+    folder = tmp_path / f"ckpt-{step}"
+    folder.mkdir()
+    for name, data in checkpoint_files(step).items():
+        (folder / name).write_bytes(data)
+    store.commit_pointer(step, store.commit_checkpoint(step, folder, store.head()))
+
+
+def test_wake_check_launch_and_next_session_through_hub_and_kaggle(wiki, fake_hub, fake_kaggle, tmp_path):
+    root, store, clock = wiki
+    fake_kaggle.next_runs.append(Run(statuses=["RUNNING"]))
+    fake_hub.inject("refs", HubFault("drop"))  # the check survives a dropped connection
+    first = run_step(root, clock=clock)  # backends built from the program's config by the registry
+    assert first.decision == "launch", first.reasons
+    assert [s["slug"] for s in fake_kaggle.saves] == [SESSION1]
+    assert fake_kaggle.saves[0]["newTitle"] == "tiny-session1" and fake_kaggle.saves[0]["enableGpu"] is True
+    (asset,) = memory.read_assets(root)
+    assert asset.ref == SESSION1
+
+    clock.advance(minutes=30)
+    assert run_step(root, clock=clock).decision == "running"
+    assert len(fake_kaggle.saves) == 1  # alive at Kaggle: no second launch
+
+    save(store, tmp_path, 4)
+    save(store, tmp_path, 8)
+    version = fake_kaggle.kernels[SESSION1].versions[-1]
+    version.run.statuses = ["COMPLETE"]
+    version.run.log = [{"stream_name": "stdout", "time": 3500.0, "data": "saved checkpoint 8\n"}]
+    clock.advance(hours=1)
+    second = run_step(root, clock=clock)
+    assert second.decision == "launch" and second.step == 8, second.reasons
+    assert [s["slug"] for s in fake_kaggle.saves] == [SESSION1, f"{KAGGLE_TEST_USER}/tiny-session2"]
+    assert 'os.environ["QUOTA_LEFT_HOURS"] = "22.50"' in fake_kaggle.saves[-1]["text"]
+    assert memory.read_state(root).high_water_step == 8
+    claims = json.loads((root / ".wiki" / "kaggle-claims.json").read_text())
+    assert [c["state"] for c in claims] == ["closed", "pending"]
+    assert "kaggle-claims" not in git(root, "ls-files")  # runtime state, not memory
+
+
+def test_unknown_kaggle_status_never_launches_through_wiki_step(wiki, fake_kaggle):
+    root, store, clock = wiki
+    fake_kaggle.next_runs.append(Run(statuses=["RUNNING"]))
+    assert run_step(root, clock=clock).decision == "launch"
+    fake_kaggle.inject("GetKernelSessionStatus", *[kaggle_status_fault(503)] * 40)
+    clock.advance(hours=20)
+    result = run_step(root, clock=clock)
+    assert result.decision == "wait"
+    assert any("status unknown" in reason for reason in result.reasons), result.reasons
+    assert len(fake_kaggle.saves) == 1
