@@ -251,3 +251,57 @@ def test_subprocess_module_is_the_only_runner():
     source = Path(run_clean.__code__.co_filename).read_text()
     assert source.count("subprocess.run(") == 2 and source.count("env=env") == 2
     assert subprocess  # imported for the reader: the guard is about subprocess.run
+
+
+def test_row46_a_wiki_step_leaves_no_canary_in_memory_commits_or_the_launched_script(canary_env, tmp_path, capfd,
+                                                                                   caplog, monkeypatch):
+    """A whole wake (check, book, launch, record, commit) with canary credentials, then a second
+    wake; memory pages, the wiki's git history (every patch), runtime state and the script sent to
+    Kaggle are searched."""
+    import copy
+    import subprocess as sp
+
+    from test_relay_support import CONFIG, Clock, make_wiki
+    from wikiengine.relay.step import run_step
+
+    caplog.set_level(logging.DEBUG)
+    hub = fake_hub_module.FakeHub(required_token=HF_CANARY).start()
+    kaggle = fake_kaggle_module.FakeKaggle(username=KAGGLE_USER, key=KAGGLE_CANARY).start()
+    from kagglesdk import kaggle_env as sdk_env
+
+    monkeypatch.setitem(sdk_env._env_to_endpoint, sdk_env.KaggleEnv.LOCAL, kaggle.url)
+    try:
+        hub.create_repo(REPO_ID)
+        config = copy.deepcopy(CONFIG)
+        config["store"] = {"kind": "hub", "repo_id": REPO_ID, "endpoint": hub.url, "cache_dir": ".wiki/hub-cache",
+                           "base_wait_s": 0.05}
+        config["compute"] = {"kind": "kaggle", "owner": KAGGLE_USER, "slug_prefix": "canary-session",
+                             "accelerator": "gpu", "base_wait_s": 0.05}
+        root = tmp_path / "wiki-repo"
+        root.mkdir()
+        make_wiki(root, config)
+        clock = Clock()
+        kaggle.next_runs.append(fake_kaggle_module.Run(statuses=["RUNNING"]))
+        assert run_step(root, clock=clock).decision == "launch"
+        clock.advance(minutes=30)
+        assert run_step(root, clock=clock).decision == "running"
+        assert hub.authenticated_requests > 0
+    finally:
+        hub.stop()
+        kaggle.stop()
+    history = sp.run(["git", "log", "-p", "--all", "--format=%H %an %ae%n%B"], cwd=root, capture_output=True,
+                     text=True, check=True).stdout
+    objects = sp.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=root, capture_output=True,
+                     check=True).stdout.decode("latin-1")
+    files = {str(p): p.read_bytes().decode("latin-1") for p in root.rglob("*") if p.is_file() and ".git" not in p.parts}
+    out, err = capfd.readouterr()
+    found = {
+        "files": [path for path, text in files.items() if leaks(text)],
+        "git history": leaks(history),
+        "git objects": leaks(objects),
+        "launched script": [s["slug"] for s in kaggle.saves if leaks(json.dumps(s))],
+        "output": leaks(out + err),
+        "logs": [r.getMessage() for r in caplog.records if leaks(r.getMessage())],
+    }
+    assert any(p.endswith("STATE.md") for p in files) and "memory/" in history
+    assert not any(found.values()), found
