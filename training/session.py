@@ -141,8 +141,12 @@ class Dist:
         self.dist.broadcast_object_list(box, src=0)
         return box[0]
 
-    def close(self) -> None:
+    def close(self, clean: bool = True) -> None:
+        """Leave the process group; after a clean end, wait for every rank first (a gloo peer
+        that exits while another still tears down can abort it)."""
         if self.world_size > 1 and self.dist.is_initialized():
+            if clean:
+                self.dist.barrier()
             self.dist.destroy_process_group()
 
 
@@ -173,6 +177,28 @@ def run_session(args: SessionArgs, store=None, status: dict | None = None) -> di
     whose pointer commit landed) as the session goes, for the report of a stopped session.
     """
     status = {} if status is None else status
+    from training.config import ConfigError, load_config
+
+    started = time.monotonic()
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        raise SessionExit(EXIT_BAD_INPUT, "bad_input", str(exc)) from None
+    world = Dist(args.device)
+    try:
+        record = _run_in_world(args, config, world, store, status, started)
+    except SessionExit:
+        world.close(clean=True)  # every rank raises the same SessionExit: decisions are broadcast
+        raise
+    except BaseException:
+        world.close(clean=False)
+        raise
+    world.close()
+    return record
+
+
+def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, started: float) -> dict:
+    """The body of :func:`run_session` once the process group (if any) is up."""
     import torch
 
     from executors.store import StaleParentError, StoreError, checkpoint_path
@@ -186,17 +212,10 @@ def run_session(args: SessionArgs, store=None, status: dict | None = None) -> di
         rotate_local,
         write_checkpoint,
     )
-    from training.config import ConfigError, load_config
     from training.data import DataError, open_corpus
     from training.plan import PlanError, cross_check, next_save_fits, plan_session
     from training.trainer import Trainer
 
-    started = time.monotonic()
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        raise SessionExit(EXIT_BAD_INPUT, "bad_input", str(exc)) from None
-    world = Dist(args.device)
     device = f"cuda:{world.local_rank}" if args.device == "cuda" else args.device
     if args.device == "cuda":
         torch.cuda.set_device(world.local_rank)
@@ -251,11 +270,10 @@ def run_session(args: SessionArgs, store=None, status: dict | None = None) -> di
                                  ("shuffle_perm_sha", config.shuffle_perm_sha, corpus.perm_sha)):
         if pinned and pinned != actual:
             raise SessionExit(EXIT_REFUSED, "refused", f"{name} of the data is {actual}, the config pins {pinned}")
-    if world.is_main:
-        _check_free_space(args.out, config.preset)
-
     files = None
-    if world.is_main and plan.pointer_step:
+    if world.is_main:
+        files = _free_space_problem(args.out, config.preset)
+    if world.is_main and plan.pointer_step and files is None:
         try:
             files = read_verified_from_store(store, plan.pointer_step, revision)
             cursor = read_cursor(files[CURSOR_NAME])
@@ -323,7 +341,6 @@ def run_session(args: SessionArgs, store=None, status: dict | None = None) -> di
     finally:
         if progress is not None:
             progress.close()
-    world.close()
     return {"event": "session_end", "start_step": plan.resume_step, "end_step": trainer.step, "reason": reason,
             "pointer_commit": last_commit}
 
@@ -396,8 +413,8 @@ def _report_unnamed(store, revision: str, pointer_step: int) -> None:
              action="ignored: the pointer does not name it; never loaded")
 
 
-def _check_free_space(out_dir: Path, preset: str) -> None:
-    """Refuse to start when the output disk cannot hold two checkpoints and a temp copy."""
+def _free_space_problem(out_dir: Path, preset: str) -> tuple[str, str] | None:
+    """``("refuse", why)`` when the output disk cannot hold two checkpoints and a temp copy."""
     from training.model import build_model, count_parameters
 
     parameters = count_parameters(build_model(preset, "meta"))
@@ -405,8 +422,8 @@ def _check_free_space(out_dir: Path, preset: str) -> None:
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(out_dir).free
     if free < needed:
-        raise SessionExit(EXIT_REFUSED, "refused",
-                          f"not enough free space in {out_dir}: {free // 2**20} MiB free, {needed // 2**20} MiB needed")
+        return ("refuse", f"not enough free space in {out_dir}: {free // 2**20} MiB free, {needed // 2**20} MiB needed")
+    return None
 
 
 def main(argv: list[str] | None = None, store=None) -> int:

@@ -198,7 +198,7 @@ class Trainer:
             return None
         config = self.config
         files = {
-            MODEL_NAME: save(self.model_state(), metadata={"format": "pt", "preset": config.preset}),
+            MODEL_NAME: save(self.model_state(), metadata={"format": "pt"}),
             "optimizer.pt": torch_bytes(self.optimizer.state_dict()),
             "scheduler.pt": torch_bytes(self.scheduler.state_dict()),
             TRAINER_STATE_NAME: _json_bytes(trainer_state(

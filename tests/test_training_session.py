@@ -1,0 +1,251 @@
+"""Sessions: exact resume, interrupted saves (row 1), the stale-stop guard, refusals, time budget."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from executors.local_store import LocalGitStore
+from training import session
+from training.checkpoint import read_cursor, read_trainer_state, read_verified_from_store
+from training.demo import create_demo_run
+
+
+def _events(capsys) -> list[dict]:
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+
+
+def _final(run, step):
+    store = run.store()
+    return read_verified_from_store(store, step, store.head())
+
+
+def _losses(files):
+    return [(e["step"], e["loss"], e["grad_norm"], e["learning_rate"])
+            for e in read_trainer_state(files["trainer_state.json"])["log_history"]]
+
+
+def _torch(files, name):
+    return torch.load(io.BytesIO(files[name]), weights_only=True)
+
+
+def _assert_same_state(a, b):
+    assert a["model.safetensors"] == b["model.safetensors"]  # bitwise-identical weights
+    assert _losses(a) == _losses(b)
+    opt_a, opt_b = _torch(a, "optimizer.pt"), _torch(b, "optimizer.pt")
+    assert opt_a["param_groups"] == opt_b["param_groups"]
+    for key in opt_a["state"]:
+        for name, value in opt_a["state"][key].items():
+            assert torch.equal(value, opt_b["state"][key][name]), (key, name)
+    assert _torch(a, "scheduler.pt") == _torch(b, "scheduler.pt")
+    assert torch.equal(_torch(a, "rng_state.pth")["cpu"], _torch(b, "rng_state.pth")["cpu"])
+    assert a["cursor.json"] == b["cursor.json"]
+
+
+def test_exact_resume_is_bitwise_identical(tmp_path):
+    """0 -> 8 in one session equals 0 -> 4, stop, resume -> 8 (weights, optimizer, losses, RNG)."""
+    straight = create_demo_run(tmp_path / "straight", max_steps=8, session_steps=8)
+    assert session.main(straight.session_argv()) == 0
+    relay = create_demo_run(tmp_path / "relay", max_steps=8, session_steps=4)
+    assert session.main(relay.session_argv()) == 0
+    assert relay.store().read_pointer(relay.store().head()).step == 4
+    torch.manual_seed(999)  # disturb every RNG between the sessions: the resume must restore them
+    torch.rand(100)
+    assert session.main(relay.session_argv()) == 0
+    _assert_same_state(_final(straight, 8), _final(relay, 8))
+
+
+def test_demo_runs_three_sessions_and_the_wake_arithmetic_holds(tmp_path, capsys):
+    run = create_demo_run(tmp_path / "run")
+    ends = []
+    for _ in range(4):
+        assert session.main(run.session_argv()) == 0
+        ends.append(_events(capsys)[-1])
+    assert [(e["start_step"], e["end_step"], e["reason"]) for e in ends] == [
+        (0, 8, "boundary"), (8, 16, "boundary"), (16, 24, "max_steps"), (24, 24, "finished")]
+    store = run.store()
+    head = store.head()
+    titles = [c.title for c in store.list_commits(head)]
+    assert titles[:2] == ["latest -> 24", "checkpoint 24"]
+    assert titles.count("create checkpoint store") == 1 and len(titles) == 1 + 2 * 6
+    previous_loss = float("inf")
+    for step in range(4, 25, 4):
+        files = read_verified_from_store(store, step, head)
+        cursor = read_cursor(files["cursor.json"])
+        assert (cursor.tokens_consumed, cursor.samples_consumed) == (step * 8 * 64, step * 8)
+        state = read_trainer_state(files["trainer_state.json"])
+        assert state["global_step"] == step
+        loss = state["log_history"][-1]["loss"]
+        assert loss < previous_loss
+        previous_loss = loss
+
+
+KILLER = textwrap.dedent("""
+    import os, signal, sys
+    from executors.local_store import LocalGitStore
+    from training import session
+    real = LocalGitStore.commit_pointer
+    def commit_pointer(self, step, parent):
+        if step == int(sys.argv[1]):
+            os.kill(os.getpid(), signal.SIGKILL)  # killed between the checkpoint commit and the pointer commit
+        return real(self, step, parent)
+    LocalGitStore.commit_pointer = commit_pointer
+    raise SystemExit(session.main(sys.argv[2:]))
+""")
+
+
+def test_row01_killed_between_checkpoint_and_pointer_commit_loses_nothing(tmp_path, capsys):
+    run = create_demo_run(tmp_path / "run", max_steps=8, session_steps=8)
+    killed = subprocess.run([sys.executable, "-c", KILLER, "8", *run.session_argv()], capture_output=True, text=True,
+                            timeout=300)
+    assert killed.returncode == -signal.SIGKILL
+    store = run.store()
+    head = store.head()
+    assert [c.title for c in store.list_commits(head)][:3] == ["checkpoint 8", "latest -> 4", "checkpoint 4"]
+    assert store.read_pointer(head).step == 4  # the pointer did not move: checkpoint 8 is not trusted
+
+    assert session.main(run.session_argv()) == 0
+    events = _events(capsys)
+    assert {"event": "unnamed_checkpoint", "path_in_repo": "ckpt/checkpoint-8", "pointer_step": 4}.items() <= \
+        next(e for e in events if e["event"] == "unnamed_checkpoint").items()
+    assert next(e for e in events if e["event"] == "plan")["resume_step"] == 4
+    assert events[-1]["start_step"] == 4 and events[-1]["end_step"] == 8
+    assert store.read_pointer(store.head()).step == 8
+    assert store.is_ancestor(head, store.head())  # the quarantined commit stays in the history
+
+    clean = create_demo_run(tmp_path / "clean", max_steps=8, session_steps=8)
+    assert session.main(clean.session_argv()) == 0
+    _assert_same_state(_final(clean, 8), _final(run, 8))
+
+
+def test_row01_unnamed_checkpoint_is_never_loaded(tmp_path, capsys):
+    """A corrupt checkpoint 8 beyond the pointer does not stop a resume from 4."""
+    run = create_demo_run(tmp_path / "run", max_steps=8, session_steps=4)
+    assert session.main(run.session_argv()) == 0
+    store = run.store()
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "model.safetensors").write_bytes(b"not a model")
+    store.commit_checkpoint(8, junk, store.head())
+    assert session.main(run.session_argv()) == 0
+    assert _events(capsys)[-1]["end_step"] == 8
+
+
+class MovingStore:
+    """A store whose branch another writer moves right before our save of ``step``."""
+
+    def __init__(self, inner: LocalGitStore, mode: str):
+        self.inner, self.mode, self.heads = inner, mode, 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def head(self):
+        self.heads += 1
+        real = self.inner.head()
+        if self.heads == 3:  # 1: observe, 2: guard before save 4, 3: guard before save 8
+            moved = self.inner.commit_pointer(4, real)  # another session's commit
+            return real if self.mode == "lie" else moved
+        return real
+
+
+@pytest.mark.parametrize("mode", ["guard", "lie"])
+def test_stale_stop_guard_stops_when_another_session_moved_the_pointer(tmp_path, capsys, mode):
+    run = create_demo_run(tmp_path / "run", max_steps=8, session_steps=8)
+    store = MovingStore(run.store(), mode)
+    assert session.main(run.session_argv(), store=store) == session.EXIT_STALE
+    end = _events(capsys)[-1]
+    assert (end["event"], end["reason"], end["start_step"], end["end_step"]) == ("session_end", "stale_pointer", 0, 4)
+    titles = [c.title for c in run.store().list_commits(run.store().head())]
+    assert titles[0] == "latest -> 4" and "checkpoint 8" not in titles  # we never wrote over the other writer
+
+
+def test_planner_disagreement_refuses_to_start(tmp_path, capsys):
+    run = create_demo_run(tmp_path / "run", max_steps=8, session_steps=4)
+    assert session.main(run.session_argv()) == 0
+    capsys.readouterr()
+    # the same store resumed with a config whose save grid does not contain the pointer step
+    run.config_path.write_text(run.config_path.read_text().replace('"save_steps": 4', '"save_steps": 3')
+                               .replace('"session_steps": 4', '"session_steps": 6'))
+    assert session.main(run.session_argv()) == session.EXIT_REFUSED
+    err = capsys.readouterr().err
+    assert err.startswith("error: planner arithmetic disagrees") and err.count("\n") == 1
+
+
+def test_pinned_data_sha_mismatch_refuses_to_start(tmp_path, capsys):
+    run = create_demo_run(tmp_path / "run", dataset_files_sha="0123456789abcdef")
+    assert session.main(run.session_argv()) == session.EXIT_REFUSED
+    assert "dataset_files_sha" in capsys.readouterr().err
+
+
+def test_pinned_shas_that_match_are_accepted(tmp_path):
+    from training.data import open_corpus
+
+    corpus = open_corpus(None, 64, 1234)
+    run = create_demo_run(tmp_path / "run", max_steps=4, session_steps=4, dataset_files_sha=corpus.files_sha,
+                          shuffle_perm_sha=corpus.perm_sha)
+    assert session.main(run.session_argv()) == 0
+
+
+def test_resume_with_another_seed_is_refused(tmp_path, capsys):
+    run = create_demo_run(tmp_path / "run", max_steps=8, session_steps=4)
+    assert session.main(run.session_argv()) == 0
+    run.config_path.write_text(run.config_path.read_text().replace('"seed": 1234', '"seed": 1235'))
+    assert session.main(run.session_argv()) == session.EXIT_REFUSED
+    assert "cursor.json seed 1234 != 1235" in capsys.readouterr().err
+    assert run.store().read_pointer(run.store().head()).step == 4
+
+
+def test_time_budget_stops_at_the_last_save_that_fits(tmp_path, capsys):
+    run = create_demo_run(tmp_path / "run", save_margin_s=0.0)
+    assert session.main(run.session_argv("--timeout-seconds", "0.000001")) == 0
+    end = _events(capsys)[-1]
+    assert (end["start_step"], end["end_step"], end["reason"]) == (0, 4, "time")
+    assert run.store().read_pointer(run.store().head()).step == 4
+
+
+def test_no_quota_left_refuses_to_start(tmp_path, capsys, monkeypatch):
+    run = create_demo_run(tmp_path / "run")
+    monkeypatch.setenv("QUOTA_LEFT_HOURS", "0")
+    assert session.main(run.session_argv()) == session.EXIT_REFUSED
+    assert "no time budget" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv_extra", "config_text", "message"),
+    [
+        ([], '{"preset": "tiny", "max_steps": 24.0}', "max_steps must be an integer"),
+        ([], '{"preset": "huge"}', "preset must be one of"),
+        ([], '{"max_steps": 8, "max_steps": 9}', "duplicate key"),
+        ([], '{"bogus": 1}', "unknown config key"),
+        ([], '{"samples_per_step": 6, "micro_batch": 4}', "not a multiple of micro_batch"),
+        ([], "not json", "invalid JSON"),
+        (["--quota-left-hours", "lots"], "{}", "not a number"),
+        (["--timeout-seconds", "nan"], "{}", "finite"),
+        (["--frobnicate"], "{}", "unrecognized arguments"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, argv_extra, config_text, message):
+    run = create_demo_run(tmp_path / "run")
+    run.config_path.write_text(config_text)
+    result = subprocess.run([sys.executable, "-m", "training.session", *run.session_argv(*argv_extra)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
+    assert json.loads(result.stdout.splitlines()[-1])["reason"] == "bad_input"
+
+
+def test_missing_store_is_a_refusal_not_a_traceback(tmp_path):
+    run = create_demo_run(tmp_path / "run")
+    result = subprocess.run([sys.executable, "-m", "training.session", "--store", str(tmp_path / "nowhere"),
+                             "--config", str(run.config_path), "--no-progress"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 3 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
