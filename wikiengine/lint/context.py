@@ -135,6 +135,7 @@ class LintContext:
         self._facts: dict[tuple[str, str], Any] = {}
         self._file_set: set[str] | None = None
         self._rules: dict[str, Any] = {}
+        self._by_kind: dict[str, list[str]] | None = None
 
     def info(self, rel: str) -> PageInfo:
         """The page at ``rel``, parsed once and cached."""
@@ -155,7 +156,13 @@ class LintContext:
 
     def pages(self, kind: str | None = None) -> list[PageInfo]:
         """Every page of ``kind`` (every page when None) in the whole wiki."""
-        return [self.info(rel) for rel in self.files if kind is None or kind_of(rel) == kind]
+        if kind is None:
+            return [self.info(rel) for rel in self.files]
+        if self._by_kind is None:
+            self._by_kind = {}
+            for rel in self.files:
+                self._by_kind.setdefault(kind_of(rel), []).append(rel)
+        return [self.info(rel) for rel in self._by_kind.get(kind, ())]
 
     def target_pages(self, kind: str | None = None) -> list[PageInfo]:
         """The pages of ``kind`` whose findings are reported this run.
@@ -176,12 +183,12 @@ class LintContext:
         """What rule ``code``'s ``collect`` found in the page ``rel`` (cached with the file)."""
         key = (code, rel)
         if key not in self._facts:
-            value = self.cache.facts(code, rel) if self.cache is not None else None
-            if value is None:
+            known, value = self.cache.facts(code, rel) if self.cache is not None else (False, None)
+            if not known:
                 rule = self._rules.get(code)
                 info = self.info(rel)
                 value = rule.collect(info, self) if rule is not None and info.page is not None else None
-                if self.cache is not None and value is not None:
+                if self.cache is not None:
                     self.cache.record_facts(code, rel, value)
             self._facts[key] = value
         return self._facts[key]

@@ -1,9 +1,9 @@
 """Compiled JSON Schema validators for the lint hot path.
 
-fastjsonschema turns a schema into Python source once; the source is cached under
-``.wiki_cache/schemas/<name>-<hash>.py.signed`` (signed, see :mod:`wikiengine.lint.cache`)
-and executed on later runs, so neither the compile
-(10-20 ms) nor the ``fastjsonschema`` import is paid again. The generated code only
+fastjsonschema turns a schema into Python source once; its compiled code object is
+cached under ``.wiki_cache/schemas/`` (marshal, signed, see :mod:`wikiengine.lint.cache`)
+and executed on later runs, so neither the code generation and compile (10-20 ms a
+schema) nor the ``fastjsonschema`` import is paid again. The generated code only
 needs two exception classes, defined here. Formats are not checked, so the fast path
 and :func:`wikiengine.schemas.issues` (jsonschema, used for the detailed message of a
 page that failed) agree.
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -51,23 +53,25 @@ def compiled(name: str, cache_dir: Path | None = None) -> Callable:
     schema = load_schema(name)
     digest = hashlib.blake2b(json.dumps(schema, sort_keys=True).encode(), digest_size=16).hexdigest()
     code = None
-    cached = cache_dir / "schemas" / f"{name}-{digest}-{_FORMAT}.py.signed" if cache_dir is not None else None
+    tag = f"{sys.version_info[0]}{sys.version_info[1]}"
+    cached = cache_dir / "schemas" / f"{name}-{digest}-{_FORMAT}-py{tag}.marshal" if cache_dir is not None else None
     if cached is not None:
         try:
             data = verified(cached.read_bytes())
-            code = data.decode("utf-8") if data is not None else None
-        except (OSError, UnicodeDecodeError):
+            code = marshal.loads(data) if data is not None else None
+        except (OSError, EOFError, ValueError, TypeError):
             code = None
     if code is None:
         import fastjsonschema
 
         # compile_to_code, plus the name of the entry function (it follows the schema's $id).
         resolver, generator = fastjsonschema._factory(schema, {}, use_formats=False)
-        code = (
+        source = (
             f"ENTRY = {resolver.get_scope_name()!r}\n"
-            + fastjsonschema.compile_to_code(schema, use_formats=False)
+            + fastjsonschema.compile_to_code(schema, use_formats=False).replace(_IMPORT_LINE, "")
         )
-        blob = sign(code.encode("utf-8")) if cached is not None else None
+        code = compile(source, f"<schema {name}>", "exec")
+        blob = sign(marshal.dumps(code)) if cached is not None else None
         if blob is not None:
             try:
                 cached.parent.mkdir(parents=True, exist_ok=True)
@@ -80,6 +84,6 @@ def compiled(name: str, cache_dir: Path | None = None) -> Callable:
         "JsonSchemaValueException": JsonSchemaValueException,
         "JsonSchemaValuesException": JsonSchemaValuesException,
     }
-    exec(compile(code.replace(_IMPORT_LINE, ""), f"<schema {name}>", "exec"), namespace)  # noqa: S102 - our own generated code
+    exec(code, namespace)  # noqa: S102 - our own generated code, or our own signed cache of it
     _COMPILED[name] = namespace[namespace["ENTRY"]]
     return _COMPILED[name]

@@ -53,7 +53,10 @@ class ProgramConfigSchema(Rule):
                 continue  # WK001 reports it
             try:
                 target = target_for_path(ctx.root, info.path.parent)
-                resolve(target, additive_marker=ctx.config.additive_marker)
+                program = resolve(target, additive_marker=ctx.config.additive_marker, validate=False)
+                if program.config_origin is not None and not _valid(program.config, target.area.config_schema, ctx):
+                    # only now pay for jsonschema, to say which key on which line
+                    resolve(target, additive_marker=ctx.config.additive_marker)
             except WikiError as err:
                 if not err.line or err.message.startswith("duplicate section"):
                     continue  # outside an area, no root program, or PRG001's duplicate
@@ -63,6 +66,17 @@ class ProgramConfigSchema(Rule):
                 if (rel, err.line, err.message) not in seen:
                     seen.add((rel, err.line, err.message))
                     yield self.finding(rel, err.line, f"config block: {err.message}")
+
+
+def _valid(config: dict, schema: str, ctx) -> bool:
+    from wikiengine.lint.validators import compiled
+
+    cache_dir = ctx.cache.directory if ctx.cache is not None and ctx.cache.persist else None
+    try:
+        compiled(schema, cache_dir)(config)
+    except ValueError:
+        return False
+    return True
 
 
 def _relative(root, path) -> str:

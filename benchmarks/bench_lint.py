@@ -1,0 +1,208 @@
+"""Benchmark `wiki lint` on a generated wiki, in one run, as whole processes.
+
+    python benchmarks/bench_lint.py [--pages 10000] [--rounds 3] [--work DIR] [--peer-rounds 1]
+                                    [--no-peer] [--serial] [--json FILE]
+
+Cases, run round-robin (interleaved) so that machine noise spreads over all of them:
+
+- ``floor``: walk the linted directories and read every page's bytes (the physical floor);
+- ``cold``: a full `wiki lint` with no ``.wiki_cache/`` (2 workers);
+- ``cold-serial`` (``--serial``): the same with ``--jobs 1``;
+- ``warm``: a full `wiki lint` again, nothing changed;
+- ``changed5``: pre-commit's case: 5 experiment pages edited and staged, `wiki lint` on those
+  5 paths (git-aware rules compare with HEAD), after a warm run;
+- ``peer``: markdownlint-cli2 (default rules) over the same pages, installed with npm into
+  ``WORK/peer`` (outside the repository).
+
+The corpus comes from ``benchmarks/gen_wiki.py`` (10,000 experiment pages by default) and
+is committed to a git repository once. Each figure is the median wall time; peak RSS is
+the largest single process (from ``wait4``), CPU is user + system time. The table gives
+each case as a multiple of the read floor and the peer as a multiple of each case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PEER_VERSION = "markdownlint-cli2@0.22.1"
+FLOOR_SCRIPT = """
+import os, sys
+total = 0
+for top in ("wiki", "memory", ".env"):
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in filenames:
+            if name.endswith(".md"):
+                with open(os.path.join(dirpath, name), "rb") as handle:
+                    total += len(handle.read())
+print(total)
+"""
+
+
+def run_measured(argv: list[str], cwd: Path, env: dict | None = None) -> dict:
+    """Run one process; wall seconds, CPU seconds, peak RSS (MiB) and exit status."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {stderr.strip()[-500:]}")
+    return {
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "rss_mib": usage.ru_maxrss / 1024,
+        "status": proc.returncode,
+    }
+
+
+def git(cwd: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+    subprocess.run(["git", "-c", "commit.gpgsign=false", *args], cwd=cwd, env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def make_corpus(corpus: Path, pages: int) -> None:
+    """Generate the wiki once (gen_wiki.py) and commit it to a git repository."""
+    marker = corpus / ".bench-corpus"
+    if marker.is_file() and marker.read_text() == str(pages):
+        return
+    shutil.rmtree(corpus, ignore_errors=True)
+    spec = importlib.util.spec_from_file_location("gen_wiki", HERE / "gen_wiki.py")
+    gen_wiki = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_wiki)
+    print(f"generating {pages} pages into {corpus} ...", file=sys.stderr)
+    gen_wiki.generate(corpus, pages, seed=0, broken_fraction=0.01)
+    (corpus / ".gitignore").write_text(".wiki_cache/\n.bench-corpus\n")
+    git(corpus, "init", "-q")
+    git(corpus, "add", "-A")
+    git(corpus, "commit", "-q", "-m", "corpus")
+    marker.write_text(str(pages))
+
+
+def install_peer(peer_dir: Path) -> Path | None:
+    """markdownlint-cli2 from the npm registry, into a directory outside the repository."""
+    binary = peer_dir / "node_modules" / ".bin" / "markdownlint-cli2"
+    if binary.exists():
+        return binary
+    if shutil.which("npm") is None:
+        print("npm not found: the peer figure is skipped", file=sys.stderr)
+        return None
+    peer_dir.mkdir(parents=True, exist_ok=True)
+    print(f"npm install {PEER_VERSION} into {peer_dir} ...", file=sys.stderr)
+    proc = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent", PEER_VERSION], cwd=peer_dir,
+                          capture_output=True, text=True)
+    if proc.returncode != 0 or not binary.exists():
+        print(f"npm install failed: the peer figure is skipped\n{proc.stderr[-500:]}", file=sys.stderr)
+        return None
+    return binary
+
+
+def experiment_pages(corpus: Path, count: int) -> list[str]:
+    found = sorted(
+        p.relative_to(corpus).as_posix() for p in (corpus / "wiki" / "experiments").rglob("*.md")
+        if p.name not in ("program.md", "log.md")
+    )
+    step = max(1, len(found) // count)
+    return found[::step][:count]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=10000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--peer-rounds", type=int, default=1)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "wiki-lint-bench")
+    parser.add_argument("--no-peer", action="store_true")
+    parser.add_argument("--serial", action="store_true", help="also time a cold run with one worker")
+    parser.add_argument("--json", type=Path, help="write the raw figures here")
+    args = parser.parse_args(argv)
+
+    corpus = args.work / f"corpus-{args.pages}"
+    make_corpus(corpus, args.pages)
+    wiki = Path(sys.executable).with_name("wiki")
+    lint = [str(wiki), "lint"] if wiki.exists() else [sys.executable, "-m", "wikiengine", "lint"]
+    peer = None if args.no_peer else install_peer(args.work / "peer")
+    changed = experiment_pages(corpus, 5)
+    originals = {rel: (corpus / rel).read_bytes() for rel in changed}
+    cache = corpus / ".wiki_cache"
+
+    def cold():
+        shutil.rmtree(cache, ignore_errors=True)
+        return run_measured(lint, corpus)
+
+    def cold_serial():
+        shutil.rmtree(cache, ignore_errors=True)
+        return run_measured([*lint, "--jobs", "1"], corpus)
+
+    edit = {"round": 0}
+
+    def changed5():
+        run_measured(lint, corpus)  # the cache is warm, as on a developer's machine
+        edit["round"] += 1
+        for rel in changed:
+            (corpus / rel).write_bytes(originals[rel] + f"\nEdited in round {edit['round']}.\n".encode())
+        git(corpus, "add", *changed)
+        return run_measured([*lint, *changed], corpus)
+
+    cases = {
+        "floor": lambda: run_measured([sys.executable, "-c", FLOOR_SCRIPT], corpus),
+        "cold": cold,
+        **({"cold-serial": cold_serial} if args.serial else {}),
+        "warm": lambda: run_measured(lint, corpus),
+        "changed5": changed5,
+    }
+    results: dict[str, list[dict]] = {name: [] for name in cases}
+    run_measured(lint, corpus)  # prime the page cache and the signed schema cache
+    try:
+        for number in range(args.rounds):
+            for name, case in cases.items():
+                results[name].append(case())
+            print(f"round {number + 1}/{args.rounds}: "
+                  + ", ".join(f"{n} {results[n][-1]['wall']:.2f}s" for n in cases), file=sys.stderr)
+        if peer is not None:
+            results["peer"] = []
+            for _ in range(args.peer_rounds):
+                results["peer"].append(run_measured([str(peer), "wiki/**/*.md"], corpus))
+                print(f"peer {results['peer'][-1]['wall']:.1f}s", file=sys.stderr)
+    finally:
+        for rel, data in originals.items():
+            (corpus / rel).write_bytes(data)
+        git(corpus, "add", *changed)
+
+    summary = {
+        name: {key: statistics.median(r[key] for r in runs) for key in ("wall", "cpu", "rss_mib")} | {"runs": len(runs)}
+        for name, runs in results.items() if runs
+    }
+    floor = summary["floor"]["wall"]
+    peer_wall = summary.get("peer", {}).get("wall")
+    print(f"\n`wiki lint` on {args.pages} generated pages, {os.cpu_count()} cores, medians of {args.rounds} interleaved rounds")
+    print("| case | wall s | CPU s | peak RSS MiB | x read floor | peer x this |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, row in summary.items():
+        ratio_peer = f"{peer_wall / row['wall']:.1f}" if peer_wall and name != "peer" else "-"
+        print(f"| {name} | {row['wall']:.2f} | {row['cpu']:.2f} | {row['rss_mib']:.0f} | {row['wall'] / floor:.1f} | {ratio_peer} |")
+    try:
+        load = os.getloadavg()
+        print(f"load average during the run: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    except OSError:
+        pass
+    if args.json:
+        args.json.write_text(json.dumps({"pages": args.pages, "summary": summary, "runs": results}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
