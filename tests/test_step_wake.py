@@ -132,7 +132,6 @@ def test_row22_killed_after_launch_before_recording_adopts_instead_of_relaunchin
         step(wiki)
     monkeypatch.undo()
     assert len(compute.launches) == 1 and memory.read_assets(root) == []
-    git(root, "checkout", "--", "memory")  # the uncommitted half-write is lost with the process
     clock.advance(minutes=10)
     result = step(wiki)
     assert result.decision == "adopt"
@@ -140,6 +139,33 @@ def test_row22_killed_after_launch_before_recording_adopts_instead_of_relaunchin
     assert [a.ref for a in memory.read_assets(root)] == ["tiny-session1"]
     assert memory.read_state(root).claim is None
     assert step(wiki).decision == "running" and len(compute.launches) == 1
+
+
+def test_row22_killed_before_the_booking_commit_recovers_and_launches_once(wiki, monkeypatch):
+    root, store, compute, clock = wiki
+    import executors.git_commit as git_commit
+
+    real = git_commit.commit_paths
+
+    def killed_commit(*args, **kwargs):
+        raise Killed()
+
+    monkeypatch.setattr(git_commit, "commit_paths", killed_commit)
+    with pytest.raises(Killed):
+        step(wiki)  # the ledger row and the claim are written, not committed
+    monkeypatch.setattr(git_commit, "commit_paths", real)
+    assert compute.launches == []
+    result = step(wiki)
+    assert result.decision == "launch" and "recovered from a wake that died mid-act" in result.reasons[0]
+    assert len(compute.launches) == 1
+    assert [(r.job, r.outcome) for r in memory.read_ledger(root)] == [("session-1", "booked")]
+
+
+def test_row39_all_memory_of_a_wake_is_committed_or_none(wiki):
+    root, store, compute, clock = wiki
+    step(wiki)
+    assert git(root, "status", "--porcelain", "memory") == ""
+    assert not (root / ".git" / "wiki-step-journal").exists()
 
 
 def test_row24_unknown_status_never_launches(wiki):

@@ -133,6 +133,7 @@ def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult
     from executors import git_commit
     from wikiengine.relay.observe import immutable_edits_since
 
+    recovered = [] if dry_run else recover_crashed_wake(root)
     state = memory.read_state(root)
     dirty = git_commit.dirty_paths(root, list(MEMORY_PATHS))
     if dirty and not dry_run:
@@ -145,7 +146,7 @@ def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult
     observations, snap = observe(clock(), state, run.settings, run.config, run.store, run.compute,
                                  memory.read_assets(root), edits)
     decision = decide(observations, memory_of(state), run.settings)
-    result = StepResult(state.status, decision.step, decision.kind, list(decision.reasons))
+    result = StepResult(state.status, decision.step, decision.kind, recovered + list(decision.reasons))
     if dry_run:
         result.actions = [f"(dry run) {a}" for a in decision.actions]
         return result
@@ -153,11 +154,49 @@ def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult
         # the wiki re-linted clean up to here: the trusted commit rides along with the next memory write
         state = dataclasses.replace(state, trusted_commit=head_commit)
     wake = Wake(run, state, decision, observations, clock, result)
+    journal = journal_path(root)
+    journal.write_text(f"{utc_iso(clock())} {decision.kind}\n")
     wake.book_spent_rows()
     ACTS.get(decision.kind, Wake.observe_only)(wake)
     wake.commit(wake.message or f"step: {decision.kind} at {_pointer_text(decision.step)}")
+    journal.unlink()
     result.state = wake.state.status
     return result
+
+
+def journal_path(root: Path) -> Path:
+    """The marker of a wake writing memory (inside .git, so it is never a stray file)."""
+    from executors.git_commit import open_repo
+
+    return Path(open_repo(root).git_dir) / "wiki-step-journal"
+
+
+def recover_crashed_wake(root: Path) -> list[str]:
+    """Discard the uncommitted memory writes of a wake that died mid-act (RELIABILITY rows 22, 39).
+
+    Every effect outside memory (a launch) happens only after a commit that records its
+    intent (the claim), so memory at HEAD is always a consistent state to resume from.
+    """
+    journal = journal_path(root)
+    if not journal.exists():
+        return []
+    from executors.git_commit import open_repo
+
+    repo = open_repo(root)
+    tracked = [p for p in MEMORY_PATHS if repo.head.is_valid() and _tracked(repo, p)]
+    if tracked:
+        repo.git.checkout("HEAD", "--", *tracked)
+    started = journal.read_text().strip()
+    journal.unlink()
+    return [f"recovered from a wake that died mid-act ({started}): uncommitted memory writes discarded"]
+
+
+def _tracked(repo, path: str) -> bool:
+    try:
+        repo.head.commit.tree / path
+    except KeyError:
+        return False
+    return True
 
 
 def _head(root: Path) -> str | None:

@@ -1,0 +1,165 @@
+"""RELIABILITY row 50: a model-based run. Hypothesis interleaves wakes, training, session
+ends and kills, wakes killed mid-act, an unknown status (a 429 read as unknown), a lagging
+clock and skew, against the real `wiki step` on a real git wiki and store with a fake
+compute backend; after every rule the invariants hold:
+
+- D: at most one live session;
+- Q: every launch had its ledger row booked and committed before the backend was asked;
+- L: memory parses and stays consistent (rows consecutive, every launch booked), the
+  high-water mark never drops, and memory is committed after every completed wake;
+- the store's pointer never moves backwards.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from executors.compute import SessionState
+from test_relay_support import Clock, FakeCompute, git, make_wiki, save_checkpoint
+from wikiengine import memory
+from wikiengine.relay import act
+from wikiengine.relay.step import run_step
+
+SAVE, SESSION, MAX = 4, 8, 24
+
+
+class Killed(BaseException):
+    pass
+
+
+class RelayModel(RuleBasedStateMachine):
+    def __init__(self):
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="relay-model-"))
+        self.root = self.tmp / "repo"
+        self.root.mkdir()
+        self.store = make_wiki(self.root)
+        self.clock = Clock()
+        self.compute = FakeCompute(clock=self.clock)
+        self.compute.on_launch = self._on_launch
+        self.boundary: dict[str, int] = {}
+        self.violations: list[str] = []
+        self.pointers = [0]
+        self.high_water = [0]
+        self.kill_launch = False
+
+    def teardown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # ---------------------------------------------------------------- the fake world
+
+    def _pointer(self) -> int:
+        pointer = self.store.read_pointer(self.store.head())
+        return pointer.step if pointer else 0
+
+    def _on_launch(self, request):
+        committed = git(self.root, "show", "HEAD:memory/QUOTA.md")
+        job = "session-" + request.slug.rsplit("session", 1)[1]
+        if f"| {job} |" not in committed or "booked" not in committed.split(f"| {job} |")[-1].split("\n")[0]:
+            self.violations.append(f"Q: {job} launched without a committed booked row")
+        alive = [r for r, s in self.compute.sessions.items() if s.state.alive]
+        if alive:
+            self.violations.append(f"D: {request.slug} launched while {alive} alive")
+        if request.slug in self.compute.sessions:
+            self.violations.append(f"D: {request.slug} launched twice")
+        if self.kill_launch:
+            raise Killed()
+        pointer = self._pointer()
+        self.boundary[request.slug] = min(b for b in (8, 16, 24) if b > pointer)
+
+    def _alive(self):
+        return [r for r, s in self.compute.sessions.items() if s.state.alive]
+
+    # ---------------------------------------------------------------- rules
+
+    @rule(minutes=st.integers(min_value=1, max_value=90))
+    def time_passes(self, minutes):
+        self.clock.advance(minutes=minutes)
+
+    @rule(hours=st.sampled_from([-1, 1]))
+    def clock_skew(self, hours):
+        self.clock.advance(hours=hours)
+
+    @rule(unknown=st.booleans())
+    def status_lag(self, unknown):
+        self.compute.status_fails = unknown
+
+    @rule(kill=st.sampled_from([None, "at_launch", "before_record"]))
+    def wake(self, kill):
+        self.kill_launch = kill == "at_launch"
+        real_record = act.record
+        if kill == "before_record":
+            def killed(*args, **kwargs):
+                raise Killed()
+            act.record = killed
+        try:
+            result = run_step(self.root, clock=self.clock, store=self.store, compute=self.compute)
+        except Killed:
+            return
+        finally:
+            act.record = real_record
+            self.kill_launch = False
+        if result.decision != "locked" and git(self.root, "status", "--porcelain", "memory"):
+            self.violations.append(f"L: memory left uncommitted after a {result.decision} wake")
+
+    @precondition(lambda self: bool(self._alive()))
+    @rule()
+    def train_to_next_save(self):
+        ref = self._alive()[0]
+        pointer = self._pointer()
+        if pointer < self.boundary.get(ref, 0):
+            save_checkpoint(self.store, pointer + SAVE, tmp=self.tmp)
+
+    @precondition(lambda self: bool(self._alive()))
+    @rule(how=st.sampled_from([SessionState.COMPLETE, SessionState.ERROR, SessionState.CANCELLED]),
+          seconds=st.sampled_from([40, 3600]))
+    def session_ends(self, how, seconds):
+        ref = self._alive()[0]
+        if how == SessionState.COMPLETE and self._pointer() != self.boundary.get(ref):
+            how = SessionState.CANCELLED  # a session that stops short of its boundary was killed
+        started = self.compute.sessions[ref].started_at
+        import datetime as dt
+
+        self.compute.end(ref, how, at=started + dt.timedelta(seconds=seconds),
+                         failure=None if how == SessionState.COMPLETE else "refused: same reason")
+
+    # ---------------------------------------------------------------- invariants
+
+    @invariant()
+    def no_violation(self):
+        assert not self.violations, self.violations
+
+    @invariant()
+    def at_most_one_live_session(self):
+        assert len(self._alive()) <= 1
+
+    @invariant()
+    def pointer_never_backwards(self):
+        pointer = self._pointer()
+        assert pointer >= self.pointers[-1]
+        self.pointers.append(pointer)
+
+    @invariant()
+    def memory_is_consistent(self):
+        state = memory.read_state(self.root)
+        assert state.high_water_step >= self.high_water[-1]
+        self.high_water.append(state.high_water_step)
+        ledger = memory.read_ledger(self.root)
+        assert [r.row for r in ledger] == list(range(1, len(ledger) + 1))
+        booked = {r.job for r in ledger if r.outcome == "booked"}
+        for asset in memory.read_assets(self.root):
+            assert asset.job in booked
+        launched = {r.slug for r in self.compute.launches}
+        assert len(launched) == len(self.compute.launches)
+        if state.status == "complete":
+            assert state.last_seen_step == MAX
+
+
+TestRow50RelayModel = RelayModel.TestCase
+TestRow50RelayModel.settings = settings(max_examples=12, stateful_step_count=14, deadline=None,
+                                   suppress_health_check=list(HealthCheck))
