@@ -11,6 +11,7 @@ no parsing at all on a warm run.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -53,9 +54,12 @@ class PageInfo:
         self._on_load = on_load
 
     @classmethod
-    def from_cache(cls, rel: str, path: Path, kind: str, frontmatter: dict | None, error: tuple | None) -> PageInfo:
+    def from_cache(
+        cls, rel: str, path: Path, kind: str, frontmatter: dict | None, error: tuple | None,
+        on_load: Callable[[PageInfo], None] | None = None,
+    ) -> PageInfo:
         """A page known from the cache: frontmatter (or the read error) now, the body on demand."""
-        info = cls(rel, path, kind, frontmatter=frontmatter)
+        info = cls(rel, path, kind, frontmatter=frontmatter, on_load=on_load)
         if error is not None:
             info._error = PageError(error[0], rel, error[1])
             info._loaded = True
@@ -65,6 +69,7 @@ class PageInfo:
         if self._loaded:
             return
         self._loaded = True
+        self._error = None
         try:
             if self._frontmatter is not None:
                 # The YAML is known (from the cache): split the body only.
@@ -109,12 +114,25 @@ class PageInfo:
         page = self.page
         return page.frontmatter if page else {}
 
+    def unload(self) -> None:
+        """Forget the parsed body (it is parsed again if asked for); frontmatter stays."""
+        if self._frontmatter is not None and self._page is not None:
+            self._page = None
+            self._loaded = False
+
     def __repr__(self) -> str:
         return f"PageInfo({self.rel!r}, kind={self.kind!r})"
 
 
 class LintContext:
-    """The wiki as rules see it. ``info(rel)`` parses (or fetches from the cache) once."""
+    """The wiki as rules see it. ``info(rel)`` parses (or fetches from the cache) once.
+
+    Bodies that cross-file rules parse on demand are kept for the :data:`KEPT_BODIES`
+    most recently parsed pages only (their frontmatter always), so that a rule looping
+    over ten thousand pages does not hold them all in memory at once.
+    """
+
+    KEPT_BODIES = 2000
 
     def __init__(
         self,
@@ -136,6 +154,7 @@ class LintContext:
         self._file_set: set[str] | None = None
         self._rules: dict[str, Any] = {}
         self._by_kind: dict[str, list[str]] | None = None
+        self._bodies: OrderedDict[str, PageInfo] = OrderedDict()
 
     def info(self, rel: str) -> PageInfo:
         """The page at ``rel``, parsed once and cached."""
@@ -143,12 +162,21 @@ class LintContext:
         if cached is None:
             entry = self.cache.fresh(rel) if self.cache is not None else None
             if entry is not None and entry.get("sha") is not None:
-                cached = PageInfo.from_cache(rel, self.root / rel, kind_of(rel), entry.get("fm"), entry.get("error"))
+                cached = PageInfo.from_cache(
+                    rel, self.root / rel, kind_of(rel), entry.get("fm"), entry.get("error"), on_load=self._keep_body
+                )
             else:
                 on_load = self.cache.record_page if self.cache is not None else None
                 cached = PageInfo(rel, self.root / rel, kind_of(rel), on_load=on_load)
             self._infos[rel] = cached
         return cached
+
+    def _keep_body(self, info: PageInfo) -> None:
+        self._bodies[info.rel] = info
+        self._bodies.move_to_end(info.rel)
+        while len(self._bodies) > self.KEPT_BODIES:
+            _rel, oldest = self._bodies.popitem(last=False)
+            oldest.unload()
 
     def remember(self, info: PageInfo) -> None:
         """Keep an already parsed page (the per-file phase parsed it)."""
