@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from executors.compute import ComputeError, LaunchRequest, SessionState
 from executors.local_compute import LocalProcessCompute, dir_name

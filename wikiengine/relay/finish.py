@@ -6,9 +6,9 @@ stopped:
 1. **verify** every kept checkpoint (``ckpt/checkpoint-*``) and ``final/`` when the store
    has one, byte for byte against their manifests (sha256 and size of every file);
 2. **publish** the final weights to the publish directory, then check them in a clean
-   room: a child process whose environment holds no token (HF_TOKEN popped, not just
-   ``token=False``; HOME without ``.netrc``, token files or ``kaggle.json``), which
-   asserts that no token is reachable and re-verifies the published bytes;
+   room (:func:`executors.clean_room.run_clean`: HF_TOKEN popped, not just
+   ``token=False``; HOME without ``.netrc``, token files or ``kaggle.json``): a child that
+   asserts again that no token is reachable and re-verifies the published bytes;
 3. **evaluate** the eval plan's tasks in order, a ``--limit 5`` smoke run first, each
    result saved under ``wiki/runs/<run>/eval/`` as it lands;
 4. **report**: ``wiki/runs/<run>/report.md`` is written only when every task has its
@@ -17,7 +17,6 @@ stopped:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -30,9 +29,6 @@ from pathlib import Path
 from executors.store import checkpoint_path
 from wikiengine.relay.decide import Emergency
 
-SECRET_ENV_PREFIXES = ("HF_", "HUGGING_FACE", "KAGGLE_", "ACTIONS_ID_TOKEN", "GOOGLE_", "AWS_", "GH_", "GITHUB_TOKEN")
-CLEAN_ROOM_SETTINGS = ("HF_HOME", "HF_HUB_OFFLINE", "KAGGLE_CONFIG_DIR")  # set by clean_env, hold no secret
-KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
 
 
 @dataclass
@@ -84,19 +80,11 @@ def verify_all(store, revision: str, max_steps: int) -> tuple[list[int], dict[st
 # ---------------------------------------------------------------- 2. publish
 
 
-def clean_env(home: Path) -> dict[str, str]:
-    """An environment with no credential: only a few neutral variables and an empty HOME."""
-    env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
-    env.update({"HOME": str(home), "HF_HOME": str(home / "hf"), "XDG_CONFIG_HOME": str(home / "config"),
-                "KAGGLE_CONFIG_DIR": str(home / "kaggle"), "HF_HUB_OFFLINE": "1", "PYTHONNOUSERSITE": "1",
-                "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
-    return env
-
-
 def run_in_clean_room(argv: list[str]) -> subprocess.CompletedProcess:
-    """Run ``argv`` in a child process with :func:`clean_env` (RELIABILITY row 47)."""
-    with tempfile.TemporaryDirectory(prefix="clean-room-") as home:
-        return subprocess.run(argv, env=clean_env(Path(home)), cwd=home, capture_output=True, text=True, timeout=600)
+    """Run ``argv`` through :func:`executors.clean_room.run_clean`: no credential reachable (row 47)."""
+    from executors.clean_room import run_clean
+
+    return run_clean(argv, timeout_s=600)
 
 
 def publish(final_files: dict[str, bytes], target: Path, run: str) -> Path:
@@ -114,7 +102,9 @@ def publish(final_files: dict[str, bytes], target: Path, run: str) -> Path:
 
 def clean_room_check(directory: Path) -> dict:
     """In the clean room: no token reachable, and the published bytes match their manifest."""
-    leaked = sorted(k for k in os.environ if k.startswith(SECRET_ENV_PREFIXES) and k not in CLEAN_ROOM_SETTINGS)
+    from executors.clean_room import is_secret_name
+
+    leaked = sorted(k for k in os.environ if is_secret_name(k))
     if leaked:
         raise SystemExit(f"clean room: credential variables present: {', '.join(leaked)}")
     home = Path(os.environ.get("HOME", "/nonexistent"))
@@ -207,7 +197,12 @@ def finish_run(run, state, clock) -> FinishResult:
         return result
     result.actions.append(f"verified checkpoints {', '.join(map(str, steps))} against their manifests")
     target = publish(final_files, publish_dir(root, state.run, config), state.run)
-    check = run_in_clean_room([sys.executable, "-m", "wikiengine.relay.finish", "clean-room-check", str(target)])
+    from executors.clean_room import CleanRoomError
+
+    try:
+        check = run_in_clean_room([sys.executable, "-m", "wikiengine.relay.finish", "clean-room-check", str(target)])
+    except CleanRoomError as exc:
+        check = subprocess.CompletedProcess([], 3, "", str(exc))
     if check.returncode != 0:
         result.emergency = Emergency("publish_failed", "the clean-room check failed",
                                      (check.stderr or check.stdout)[-2000:])

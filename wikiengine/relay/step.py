@@ -76,34 +76,23 @@ def load_run(root: Path, state: State, store=None, compute=None) -> Run:
 
 
 def make_store(config: dict, root: Path):
-    """The checkpoint store of the run's ``store`` block (through ``executors.registry`` when present)."""
-    try:
-        from executors import registry
-    except ImportError:
-        registry = None
-    if registry is not None:
-        return registry.make_store(config["store"], root=root)
-    if config["store"]["kind"] != "local-git":
-        raise WikiError(f"store kind {config['store']['kind']!r} needs executors.registry")
-    from executors.local_store import LocalGitStore
+    """The checkpoint store of the run's ``store`` block (``executors.registry``)."""
+    from executors import registry
 
-    path = Path(config["store"].get("path", "store"))
-    return LocalGitStore(path if path.is_absolute() else root / path)
+    try:
+        return registry.make_store(config["store"], root=root)
+    except registry.BackendConfigError as exc:
+        raise WikiError(str(exc)) from None
 
 
 def make_compute(config: dict, root: Path):
-    """The compute backend of the run's ``compute`` block."""
-    try:
-        from executors import registry
-    except ImportError:
-        registry = None
-    if registry is not None:
-        return registry.make_compute(config["compute"], root=root)
-    if config["compute"]["kind"] != "local-process":
-        raise WikiError(f"compute kind {config['compute']['kind']!r} needs executors.registry")
-    from executors.local_compute import LocalProcessCompute
+    """The compute backend of the run's ``compute`` block (``executors.registry``)."""
+    from executors import registry
 
-    return LocalProcessCompute.from_config(config["compute"], root)
+    try:
+        return registry.make_compute(config["compute"], root=root)
+    except registry.BackendConfigError as exc:
+        raise WikiError(str(exc)) from None
 
 
 def memory_of(state: State) -> Memory:

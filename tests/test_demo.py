@@ -1,0 +1,53 @@
+"""`wiki demo` from a fresh clone: the whole tiny relay runs wake after wake to complete."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wikiengine import memory
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_wiki_demo_from_a_fresh_clone_ends_complete(tmp_path):
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--local", str(REPO), str(clone)], check=True)
+    demo_dir = tmp_path / "demo"
+    env = dict(os.environ, PYTHONPATH=str(clone), HF_TOKEN="hf_demoCanary0123456789abcdef")
+    done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", str(demo_dir), "--no-progress"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    assert "wake 1: launch" in out and "launched session-1" in out
+    assert "launched session-3" in out and "session-4" not in out
+    assert "==== memory/STATE.md ====" in out and "==== git log --oneline ====" in out
+
+    state = memory.read_state(demo_dir)
+    assert (state.status, state.last_seen_step, state.session, state.claim) == ("complete", 24, 3, None)
+    ledger = memory.read_ledger(demo_dir)
+    assert [(r.job, r.outcome) for r in ledger] == [
+        ("session-1", "booked"), ("session-1", "spent"), ("session-2", "booked"), ("session-2", "spent"),
+        ("session-3", "booked"), ("session-3", "spent")]
+    assert [a.job for a in memory.read_assets(demo_dir)] == ["session-1", "session-2", "session-3"]
+    assert memory.read_errors(demo_dir) == []
+
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=demo_dir, capture_output=True, text=True).stdout
+    assert "step: launch session 3 from latest -> 16" in log and "step: run complete at latest -> 24" in log
+    report = (demo_dir / "wiki" / "runs" / "tiny" / "report.md").read_text()
+    for task in ("heldout_loss", "heldout_perplexity", "next_token_accuracy"):
+        assert f"| {task} |" in report
+        assert (demo_dir / "wiki" / "runs" / "tiny" / "eval" / f"{task}.smoke.json").exists()
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=demo_dir, capture_output=True,
+                          text=True).stdout == ""
+    # no secret reached the demo's files or history
+    history = subprocess.run(["git", "log", "-p"], cwd=demo_dir, capture_output=True, text=True).stdout
+    assert "hf_demoCanary" not in history
+    for path in (demo_dir / ".wiki" / "compute").rglob("*"):
+        if path.is_file():
+            assert "hf_demoCanary" not in path.read_text(errors="replace")
