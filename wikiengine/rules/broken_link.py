@@ -51,6 +51,9 @@ def _scan_links(text: str, first_line: int) -> list[tuple[int, int, str]] | None
         if opener and not (opener.group(1)[0] == "`" and "`" in line[opener.end():]):
             fence = opener.group(1)
             continue
+        stripped = line.lstrip(" ")
+        if stripped.startswith("<!--") and "-->" in stripped[4:] and len(line) - len(stripped) <= 3:
+            continue  # a one-line HTML comment block: no links in it
         if "[" not in line and "]" not in line:
             if line.lstrip(" ").startswith("<") or "\t" in line:
                 if "](" in text or "]:" in text or "][" in text:
