@@ -5,22 +5,25 @@
 writes ``OUT/wiki/`` with N experiment pages of 3-6 KB spread over 4 models x 5 lanes:
 
 - ``wiki/experiments/<model>_autoresearch_optimization/<lane>/experiments/YYYY-MM-DD-vNNN-slug.md``,
-  each with 14-17 frontmatter keys (dates, a tags list, a metrics dict, a bool, an optional
-  quoted short sha, a folded string) and the seed's sections: Hypothesis under test (with
-  **Hypothesis**, **Mechanism**, **Predicted signal**, **Falsification criterion**), Setup
-  (fenced block), Results (pipe table), Profile, HLO Dump (fenced block), Analysis, Verdict,
-  Links. Most pages carry a verdict (filled Profile, HLO Dump and Verdict); about 3% are
+  each with 14-17 frontmatter keys (unquoted dates, a tags list, a metrics dict, a bool, a
+  headline ``mfu`` in percent on verdict pages, an optional quoted short sha, an optional
+  folded string) and the seed's sections: Hypothesis under test (with **Hypothesis**,
+  **Mechanism**, **Predicted signal**, **Falsification criterion**), Setup (fenced block),
+  Results (pipe table), Profile, HLO Dump (fenced block), Analysis, Verdict, Links. About 97%
+  carry a verdict as their status (filled Profile, HLO Dump and Verdict); the rest are
   ``in_progress`` stubs whose Results, Profile, HLO Dump and Verdict are still empty;
 - a ``program.md`` at the root, model and lane levels (the lane's ``## Config`` passes
   ``schema/program-config.schema.json``);
-- each lane's ``log.md`` (one ``loop-iteration`` entry per experiment) and ``wiki/log.md``
-  (cross-cutting entries), newest first, as ``## [YYYY-MM-DD] op | text``;
-- the model pages ``wiki/models/<model>-<lane>.md``.
+- each lane's ``log.md`` (a ``start`` marker, then one entry per experiment) and
+  ``wiki/log.md`` (cross-cutting entries), newest first, as ``## [YYYY-MM-DD] op | text``;
+- the model pages ``wiki/models/<model>-<lane>.md``, whose Current best names the best
+  ``supported`` experiment of each variant.
 
-``--broken-fraction F`` breaks that fraction of the experiment pages on purpose, each in
-one of the ways listed in ``DEFECTS``; ``OUT/broken.tsv`` lists ``path<TAB>defect`` so a lint
-test can check that every one is found (and nothing else). The same arguments always give
-the same bytes.
+With the default ``--broken-fraction 0`` the wiki is lint-clean. ``--broken-fraction F``
+breaks that fraction of the experiment pages on purpose, each in one of the ways listed in
+``DEFECTS`` (a broken page is never ``supported``, so model pages stay right);
+``OUT/broken.tsv`` lists ``path<TAB>defect``, so a lint test can check that every one is
+found and nothing else. The same arguments always give the same bytes.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pathlib import Path
 
 MODELS = ("gemma4", "llama3_8B", "qwen3_30B", "mixtral_8x7B")
 LANES = ("tpu", "jax", "torchax", "maxtext", "vllm")
+VARIANTS = ("base", "long-ctx", "moe-lite", "ref")
 VERDICTS = ("supported", "refuted", "inconclusive", "invalid")
 VERDICT_WEIGHTS = (3, 5, 3, 1)
 IN_PROGRESS_FRACTION = 0.03
@@ -91,13 +95,21 @@ def _workload(model: str, lane: str, vid: int, slug: str) -> str:
     return workload_name(USER_PREFIX, model_name(model), lane, vid, slug)
 
 
-def experiment_page(rng: random.Random, model: str, lane: str, vid: int, day: dt.date, in_progress: bool) -> tuple[str, str]:
-    """One experiment page: (file name, text)."""
+def experiment_page(
+    rng: random.Random, model: str, lane: str, vid: int, day: dt.date, in_progress: bool, supported_ok: bool = True
+) -> tuple[str, str, dict]:
+    """One experiment page: (file name, text, {"status", "variant", "mfu"}).
+
+    ``supported_ok=False`` gives a page that is not ``supported`` (a page about to be broken
+    must not be a lane's best, or the model page would be wrong too).
+    """
     slug_base, topic, bucket, signal = rng.choice(TOPICS)
     slug = f"{slug_base}-{rng.choice(('a', 'b', 'c', 'sweep', 'retry', 'wide', 'narrow'))}"
-    variant = rng.choice(("base", "long-ctx", "moe-lite", "ref"))
+    variant = rng.choice(VARIANTS)
     mfu_base = round(rng.uniform(0.28, 0.52), 4)
     status = "in_progress" if in_progress else rng.choices(VERDICTS, VERDICT_WEIGHTS)[0]
+    if status == "supported" and not supported_ok:
+        status = "refuted"
     low, high = {"supported": (1.02, 1.12), "refuted": (0.9, 1.0), "inconclusive": (0.99, 1.01)}.get(status, (0.8, 1.1))
     mfu = round(mfu_base * rng.uniform(low, high), 4)
     short_sha = "".join(rng.choice("0123456789abcdef") for _ in range(7))
@@ -108,20 +120,19 @@ def experiment_page(rng: random.Random, model: str, lane: str, vid: int, day: dt
         f"model: {model}",
         f"lane: {lane}",
         f"vid: {vid}",
-        f"slug: {slug}",
         f"variant: {variant}",
         f'hypothesis: "{topic} raises MFU on {variant} without moving the loss curve"',
         f"status: {status}",
+        *([f"mfu: {round(mfu * 100, 1)}"] if not in_progress else []),
         f"created: {day.isoformat()}",
         f"updated: {updated.isoformat()}",
         f"tags: [{lane}, {slug_base}, {variant}]",
         "metrics:",
-        f"  mfu: {mfu if not in_progress else 'null'}",
-        f"  baseline_mfu: {mfu_base}",
-        f"  step_time_ms: {round(rng.uniform(180, 900), 1)}",
+        f"  baseline_mfu: {round(mfu_base * 100, 1)}",
+        f"  step_time_ms: {round(rng.uniform(180, 900), 1) if not in_progress else 'null'}",
         f"  loss_at_500: {round(rng.uniform(2.1, 3.4), 4)}",
         "backfilled: false",
-        f"workload: {_workload(model, lane, vid, slug)}",
+        f"workload_name: {_workload(model, lane, vid, slug)}",
     ]
     if rng.random() < 0.7:
         fm.append(f"commit: '{short_sha}'")
@@ -129,8 +140,6 @@ def experiment_page(rng: random.Random, model: str, lane: str, vid: int, day: dt
         fm.append("summary: >-")
         fm.append(f"  {_sentence(rng, 10)}")
         fm.append(f"  {_sentence(rng, 8)}")
-    if rng.random() < 0.4:
-        fm.append(f"cluster: gke-v5p-2x2x2-{rng.choice(('alice', 'bob', 'carol', 'dave'))}")
 
     gcs = f"gs://example-bucket/autoresearch/{model.lower().replace('_', '-')}-{lane}-v{vid:03d}-{slug}"
     parts = [
@@ -154,7 +163,7 @@ def experiment_page(rng: random.Random, model: str, lane: str, vid: int, day: dt
     if in_progress:
         parts += ["## Results\n", "## Profile\n", "## HLO Dump\n", "## Verdict\n"]
     else:
-        measured = [("MFU", mfu_base, mfu)] + [
+        measured = [("MFU (%)", round(mfu_base * 100, 1), round(mfu * 100, 1))] + [
             (name, round(value, 3), round(value * rng.uniform(0.9, 1.1), 3))
             for name, value in (("step time (s)", rng.uniform(0.2, 0.9)), ("HBM peak (GiB)", rng.uniform(40, 90)))
         ]
@@ -191,7 +200,8 @@ def experiment_page(rng: random.Random, model: str, lane: str, vid: int, day: dt
         while len(text) + len(verdict) + len(links) + 200 < target:
             text += "\n" + _paragraph(rng, rng.randint(2, 3)) + "\n"
         text += verdict
-    return f"{day.isoformat()}-v{vid:03d}-{slug}.md", text + "\n" + links
+    info = {"status": status, "variant": variant, "mfu": None if in_progress else round(mfu * 100, 1)}
+    return f"{day.isoformat()}-v{vid:03d}-{slug}.md", text + "\n" + links, info
 
 
 
@@ -257,16 +267,24 @@ storage_root: gs://example-bucket/autoresearch
 """
 
 
-def model_page(model: str, lane: str, best: tuple[str, float] | None, open_count: int, day: dt.date) -> str:
-    best_name, best_mfu = best if best else ("(none yet)", 0.0)
+def model_page(model: str, lane: str, best: dict[str, tuple[str, float]], open_count: int, day: dt.date) -> str:
+    """The model page: a variant matrix, and Current best naming the best supported experiment of each variant."""
+    folder = f"../experiments/{model}_autoresearch_optimization/{lane}/experiments"
+    rows = "".join(
+        f"| `{v}` | {best[v][1] if v in best else '—'} | {best[v][0].split('-', 3)[3] if v in best else '—'} |\n"
+        for v in VARIANTS
+    )
+    current = "".join(
+        f"[{best[v][0][11:]}]({folder}/{best[v][0]}.md) on {v}: {best[v][1]}% MFU\n" for v in VARIANTS if v in best
+    )
+    frontier = max(best.values(), key=lambda item: item[1])[0][11:] if best else "none yet"
     return (
-        f"---\ntitle: {model} / {lane}\ntype: model\nmodel: {model}\nlane: {lane}\n"
+        f"---\nmodel: {model}\nlane: {lane}\ncreated: {START_DATE.isoformat()}\n"
         f"updated: {day.isoformat()}\n---\n# {model} on {lane}\n\n"
-        "## Variant matrix\n\n| variant | MFU | experiment |\n|---|---:|---|\n"
-        f"| ref | {best_mfu} | [[{best_name}]] |\n\n"
-        f"## Current best\n\n[[{best_name}]] at MFU {best_mfu}.\n\n"
+        f"## Variant matrix\n\n| variant | best MFU | best exp |\n|---|---|---|\n{rows}\n"
+        f"## Current best\n\n{current or 'none yet'}\n"
         f"## Open hyps\n\n{open_count} experiments in progress.\n\n"
-        f"## Frontier exp\n\n[[{best_name}]]\n"
+        f"## Frontier exp\n\n{frontier}\n"
     )
 
 
@@ -292,15 +310,18 @@ def generate(out: Path, count: int, *, seed: int = 0, broken_fraction: float = 0
         programs = program_texts(model, lane)
         (model_dir / "program.md").write_text(programs["model"], encoding="utf-8")
         (lane_dir / "program.md").write_text(programs["lane"], encoding="utf-8")
-        log_entries: list[str] = []
-        best: tuple[str, float] | None = None
+        log_entries: list[str] = [
+            f"## [{START_DATE.isoformat()}] start | /start-experiment session begin\n\n**Op**: start\n"
+            f"**Cluster pool**: {USER_PREFIX}-v5p-16\n**Parallelism**: 1\n"
+        ]
+        best: dict[str, tuple[str, float]] = {}  # variant -> (stem, mfu) of the best supported experiment
         open_count = 0
         day = START_DATE
-        global_log.append(f"## [{day.isoformat()}] scaffold | lane {model}/{lane} created\n")
+        global_log.append(f"## [{day.isoformat()}] lane-scaffold | {model} / {lane} lane created\n")
         for vid, index in enumerate(per_lane[(model, lane)], start=1):
             day = START_DATE + dt.timedelta(days=vid // 3)
             in_progress = rng.random() < IN_PROGRESS_FRACTION
-            name, text = experiment_page(rng, model, lane, vid, day, in_progress)
+            name, text, info = experiment_page(rng, model, lane, vid, day, in_progress, index not in broken_ids)
             path = lane_dir / "experiments" / name
             if index in broken_ids:
                 defect = rng.choice(DEFECTS)
@@ -312,14 +333,16 @@ def generate(out: Path, count: int, *, seed: int = 0, broken_fraction: float = 0
             stem = name[:-3]
             if in_progress:
                 open_count += 1
-                log_entries.append(f"## [{day.isoformat()}] loop-iteration | v{vid:03d} dispatched\n")
-            else:
-                mfu = float(text.split("  mfu: ", 1)[1].split("\n", 1)[0]) if "  mfu: " in text else 0.0
-                if best is None or mfu > best[1]:
-                    best = (stem, mfu)
-                log_entries.append(f"## [{day.isoformat()}] loop-iteration | {stem}: done (MFU {mfu})\n")
+                log_entries.append(f"## [{day.isoformat()}] run-experiment | {stem[11:]} dispatched\n")
+                continue
+            variant, mfu = info["variant"], info["mfu"]
+            if info["status"] == "supported" and (variant not in best or mfu > best[variant][1]):
+                best[variant] = (stem, mfu)
+            log_entries.append(
+                f"## [{day.isoformat()}] loop-iteration | {stem[11:]} on {variant}: {info['status']} (MFU {mfu}%)\n"
+            )
             if vid % 50 == 0:
-                global_log.append(f"## [{day.isoformat()}] ingest | {model}/{lane}: profiles up to v{vid:03d} indexed\n")
+                global_log.append(f"## [{day.isoformat()}] ingest | {model} / {lane}: profiles up to v{vid:03d} indexed\n")
         (lane_dir / "log.md").write_text("\n".join(reversed(log_entries)), encoding="utf-8")
         models_dir = wiki / "models"
         models_dir.mkdir(exist_ok=True)
