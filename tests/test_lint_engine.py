@@ -19,6 +19,7 @@ from wikiengine.lint import lint
 from wikiengine.lint.baseline import BASELINE_FILE, message_hash
 from wikiengine.lint.cache import CACHE_DIR, CACHE_FILE
 from wikiengine.lint.config import LintConfig, load_config
+from wikiengine.lint.finding import Finding
 from wikiengine.rules import REGISTRY
 
 ENGINE = LintConfig(select=["WK", "LNK"])
@@ -335,3 +336,60 @@ def test_cache_survives_a_touch_without_change(tmp_path):
     later = time.time() + 5
     os.utime(tmp_path / NOTE, (later, later))
     assert run(tmp_path).findings == first
+
+
+# --- fixes ---------------------------------------------------------------------------------
+
+LANE = "wiki/experiments/gemma4_autoresearch_optimization/tpu"
+
+
+class _AddNotes:
+    """A fixable test rule: every experiment page should have a '## Notes' section."""
+
+    code = "ZZZ001"
+    name = "notes-section"
+    summary = "an experiment page has no Notes section"
+    kinds = ("experiment",)
+    needs_git = False
+    fixable = True
+    since = None
+    cache_wiki = True
+
+    def prepare(self, ctx):
+        pass
+
+    def check_page(self, info, ctx):
+        if info.page.section("Notes") is None:
+            yield Finding(info.rel, 1, 1, self.code, "no Notes section", True)
+
+    def check_wiki(self, ctx):
+        return ()
+
+    def collect(self, info, ctx):
+        return None
+
+    @classmethod
+    def has_collect(cls):
+        return False
+
+    def fix(self, info, ctx):
+        return info.page.with_section_body("Notes", "\n")
+
+
+def test_fix_applies_safe_fixes_but_never_on_a_verdict_page(tmp_path, monkeypatch, capsys):
+    import wikiengine.rules as rules
+
+    monkeypatch.setitem(rules.REGISTRY, "ZZZ001", "tests.test_lint_engine:_AddNotes")
+    stub = f"{LANE}/2026-06-01-v001-stub.md"
+    verdict = f"{LANE}/2026-06-02-v002-done.md"
+    write(tmp_path, {
+        stub: "---\nstatus: in_progress\n---\n# stub\n\n## Setup\n\nx\n",
+        verdict: "---\nstatus: supported\n---\n# done\n\n## Setup\n\nx\n",
+    })
+    before = (tmp_path / verdict).read_bytes()
+    status, out, _ = cli(capsys, tmp_path, "--select", "ZZZ001", "--fix", "--no-cache")
+    assert status == 1
+    assert out.splitlines()[0] == f"{verdict}:1:1: ZZZ001 no Notes section"
+    assert "Fixed 1 finding(s)." in out
+    assert (tmp_path / stub).read_text().endswith("## Setup\n\nx\n## Notes\n\n")
+    assert (tmp_path / verdict).read_bytes() == before

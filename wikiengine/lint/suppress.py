@@ -11,22 +11,12 @@ directive. A code that silenced nothing is reported as ``WK100`` (like ruff's RU
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
 from wikiengine.lint.finding import Finding
 
 MARK = "wiki-lint:"
 _DIRECTIVE_RE = re.compile(r"<!--\s*wiki-lint:\s*(disable-file|disable)\b\s*([^>]*?)\s*-->")
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 UNUSED_CODE = "WK100"
-
-
-@dataclass(frozen=True)
-class Directive:
-    line: int
-    col: int
-    codes: tuple[str, ...]
-    file_wide: bool
 
 
 def parse_directives(text: str) -> list[tuple]:
@@ -82,7 +72,7 @@ def apply(
     for path, entries in directives.items():
         for line, col, codes, _file_wide in entries:
             if not codes:
-                unused.append(Finding(path, line, col, UNUSED_CODE, "suppression names no rule code"))
+                unused.append(Finding(path, line, col, UNUSED_CODE, "suppression names no rule code", True))
             for code in codes:
                 if (path, line, code) in used:
                     continue
