@@ -74,6 +74,11 @@ def test_save_then_pinned_check_reads_back_through_the_real_client(hub_store, fa
     assert files == sorted(f"ckpt/checkpoint-127/{n}" for n in names)
     verified = read_verified_from_store(hub_store, 127, head)
     assert verified["cursor.json"] == b'{"step": 127}\n'
+    # weights went through the LFS transfer (batch, PUT, verify); the pointer as a regular file
+    routes = [route for route, _ in fake_hub.requests]
+    assert routes.count("lfs_upload") == 3 and "lfs_verify" in routes
+    assert sorted(fake_hub.lfs_blobs.values()) == sorted(
+        verified[n] for n in ("model.safetensors", "optimizer.pt", "scheduler.pt"))
     assert hub_store.is_ancestor(ckpt, head) and not hub_store.is_ancestor(head, ckpt)
 
 
@@ -172,10 +177,11 @@ def test_row7_reads_stay_pinned_when_main_moves_mid_wake(hub_store, fake_hub, tm
     assert resolves and all(f"/resolve/{pinned}/" in p or "/resolve/main/" not in p for p in resolves)
 
 
-def test_row8_row18_bit_flip_of_same_size_is_caught_and_never_cached(hub_store, fake_hub, tmp_path):
+@pytest.mark.parametrize("name", ["model.safetensors", "cursor.json"], ids=["lfs-sha256", "regular-git-sha1"])
+def test_row8_row18_bit_flip_of_same_size_is_caught_and_never_cached(hub_store, fake_hub, tmp_path, name):
     save(hub_store, tmp_path, 127)
     head = hub_store.head()
-    path = "ckpt/checkpoint-127/model.safetensors"
+    path = f"ckpt/checkpoint-127/{name}"
     fake_hub.inject("resolve_get", Fault("corrupt"), Fault("corrupt"), Fault("corrupt"), Fault("corrupt"))
     with pytest.raises(StoreUnavailableError, match="content hash"):
         hub_store.read_file(path, head)

@@ -273,6 +273,7 @@ def test_row46_a_wiki_step_leaves_no_canary_in_memory_commits_or_the_launched_sc
     try:
         hub.create_repo(REPO_ID)
         config = copy.deepcopy(CONFIG)
+        config["session_timeout_s"] = 7200
         config["store"] = {"kind": "hub", "repo_id": REPO_ID, "endpoint": hub.url, "cache_dir": ".wiki/hub-cache",
                            "base_wait_s": 0.05}
         config["compute"] = {"kind": "kaggle", "owner": KAGGLE_USER, "slug_prefix": "canary-session",
@@ -281,6 +282,7 @@ def test_row46_a_wiki_step_leaves_no_canary_in_memory_commits_or_the_launched_sc
         root.mkdir()
         make_wiki(root, config)
         clock = Clock()
+        kaggle.clock = clock
         kaggle.next_runs.append(fake_kaggle_module.Run(statuses=["RUNNING"]))
         assert run_step(root, clock=clock).decision == "launch"
         clock.advance(minutes=30)

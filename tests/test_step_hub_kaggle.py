@@ -32,6 +32,7 @@ SESSION1 = f"{KAGGLE_TEST_USER}/tiny-session1"
 @pytest.fixture
 def wiki(tmp_path, fake_hub, fake_kaggle):
     config = copy.deepcopy(CONFIG)
+    config["session_timeout_s"] = 7200
     config["store"] = {"kind": "hub", "repo_id": REPO_ID, "repo_type": "dataset", "endpoint": fake_hub.url,
                        "cache_dir": ".wiki/hub-cache", "deadline_s": 20, "base_wait_s": 0.05}
     config["compute"] = {"kind": "kaggle", "owner": KAGGLE_TEST_USER, "slug_prefix": "tiny-session",
@@ -41,7 +42,9 @@ def wiki(tmp_path, fake_hub, fake_kaggle):
     root.mkdir()
     make_wiki(root, config)
     store = HubStore(REPO_ID, endpoint=fake_hub.url, cache_dir=tmp_path / "writer-cache")
-    return root, store, Clock()
+    clock = Clock()
+    fake_kaggle.clock = clock  # the server's Date headers follow the test's clock
+    return root, store, clock
 
 
 def save(store: HubStore, tmp_path, step: int) -> None:

@@ -8,7 +8,12 @@ Serves, for model/dataset/space repos held in memory with a linear history:
 - ``GET /api/{t}s/{repo}[/revision/{rev}]`` (repo info with ``sha``);
 - ``HEAD|GET /{prefix}{repo}/resolve/{rev}/{path}`` with ``ETag``, ``X-Repo-Commit``,
   ``Content-Length``, ``Range`` and ``X-Error-Code`` on 404;
-- ``POST /api/{t}s/{repo}/preupload/{rev}`` (every file ``regular``);
+- ``POST /api/{t}s/{repo}/preupload/{rev}``: ``lfs`` for weights-like files (``*.safetensors``,
+  ``*.pt``, ``*.pth``, ``*.bin``) and files of 10 MB or more, ``regular`` otherwise;
+- the LFS basic transfer: ``POST /{prefix}{repo}.git/info/lfs/objects/batch`` answering
+  upload and verify actions on this server, ``PUT /lfs-upload/{oid}`` (refused unless the
+  body hashes to ``oid``) and ``POST /lfs-verify``; an LFS file is served with its sha256
+  as ``ETag``/``X-Linked-Etag`` and listed in the tree with its ``lfs`` block;
 - ``POST /api/{t}s/{repo}/commit/{rev}``: the NDJSON commit, refusing with 412 when
   ``parentCommit`` is not the branch head;
 - ``POST /api/repos/create`` and ``POST /api/validate-yaml`` (a README's metadata).
@@ -35,7 +40,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROUTES = ("refs", "commits", "tree", "info", "resolve_head", "resolve_get", "preupload", "commit", "create",
-          "validate_yaml")
+          "validate_yaml", "lfs_batch", "lfs_upload", "lfs_verify")
+LFS_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin")
+LFS_MIN_SIZE = 10 * 1024 * 1024
 _TYPES = {"models": "model", "datasets": "dataset", "spaces": "space"}
 _PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/"}
 
@@ -101,6 +108,16 @@ def git_blob_sha1(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def is_lfs(path: str, size: int) -> bool:
+    """Whether the fake stores ``path`` in LFS (as the Hub does for weights and large files)."""
+    return size > 0 and (path.endswith(LFS_SUFFIXES) or size >= LFS_MIN_SIZE)
+
+
+def lfs_pointer(data: bytes) -> bytes:
+    oid = hashlib.sha256(data).hexdigest()
+    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {len(data)}\n".encode()
+
+
 class FakeHub:
     """The in-memory Hub state plus its HTTP server (start with :meth:`start`)."""
 
@@ -112,6 +129,7 @@ class FakeHub:
         self.requests: list[tuple[str, str]] = []  # (route, path) of every request served
         self.authenticated_requests = 0  # requests that carried an Authorization header (never its value)
         self.commit_posts = 0
+        self.lfs_blobs: dict[str, bytes] = {}  # sha256 -> bytes uploaded through the LFS transfer
         self.lock = threading.RLock()
         self.clock = lambda: dt.datetime.now(dt.timezone.utc)
         self._counter = 0
@@ -239,6 +257,9 @@ class _HubHandler(BaseHTTPRequestHandler):
     def do_POST(self):
         self._dispatch()
 
+    def do_PUT(self):
+        self._dispatch()
+
     # -- routing ----------------------------------------------------------------------
     def _dispatch(self):
         parsed = urllib.parse.urlsplit(self.path)
@@ -253,8 +274,8 @@ class _HubHandler(BaseHTTPRequestHandler):
             self.hub.requests.append((route, path))
             if self.headers.get("Authorization") is not None:
                 self.hub.authenticated_requests += 1
-            body = self._body() if self.command == "POST" else b""
-            if self.hub.required_token is not None:
+            body = self._body() if self.command in ("POST", "PUT") else b""
+            if self.hub.required_token is not None and route != "lfs_upload":  # upload hrefs are presigned
                 expected = f"Bearer {self.hub.required_token}"
                 if self.headers.get("Authorization") != expected:
                     self._error(401, None, "Invalid credentials in Authorization header")
@@ -282,6 +303,13 @@ class _HubHandler(BaseHTTPRequestHandler):
             return "create", self._create, ()
         if method == "POST" and path == "/api/validate-yaml":
             return "validate_yaml", self._validate_yaml, ()
+        if method == "PUT" and path.startswith("/lfs-upload/"):
+            return "lfs_upload", self._lfs_upload, (path.rsplit("/", 1)[1],)
+        if method == "POST" and path == "/lfs-verify":
+            return "lfs_verify", self._lfs_verify, ()
+        batch = re.fullmatch(r"/(?:(datasets|spaces)/)?([^/]+/[^/]+)\.git/info/lfs/objects/batch", path)
+        if batch and method == "POST":
+            return "lfs_batch", self._lfs_batch, ()
         if api:
             rtype, repo_id, rest = _TYPES[api.group(1)], api.group(2), api.group(3) or ""
             verb, _, tail = rest.partition("/")
@@ -398,7 +426,12 @@ class _HubHandler(BaseHTTPRequestHandler):
                 for i in range(len(sub.split("/")) if sub else 0, len(parts)):
                     dirs.add("/".join(parts[: i + 1]))
             data = files[path]
-            entries.append({"type": "file", "path": path, "size": len(data), "oid": git_blob_sha1(data)})
+            entry = {"type": "file", "path": path, "size": len(data), "oid": git_blob_sha1(data)}
+            if is_lfs(path, len(data)):
+                pointer = lfs_pointer(data)
+                entry["oid"] = git_blob_sha1(pointer)
+                entry["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": len(pointer)}
+            entries.append(entry)
         if sub and not entries and not dirs:
             self._error(404, "EntryNotFound", f"{sub} does not exist on {rev}")
             return
@@ -432,6 +465,9 @@ class _HubHandler(BaseHTTPRequestHandler):
             self._error(404, "EntryNotFound", "Entry not found", {"X-Repo-Commit": commit.id})
             return
         headers = {"ETag": f'"{git_blob_sha1(data)}"', "X-Repo-Commit": commit.id, "Accept-Ranges": "bytes"}
+        if is_lfs(urllib.parse.unquote(path), len(data)):
+            sha256 = hashlib.sha256(data).hexdigest()
+            headers.update({"ETag": f'"{sha256}"', "X-Linked-Etag": f'"{sha256}"', "X-Linked-Size": str(len(data))})
         status, payload = 200, data
         match = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))
         if match and self.command == "GET":
@@ -456,7 +492,38 @@ class _HubHandler(BaseHTTPRequestHandler):
         if self._repo(rtype, repo_id) is None:
             return
         files = json.loads(body)["files"]
-        self._json(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]})
+        modes = [{"path": f["path"], "uploadMode": "lfs" if is_lfs(f["path"], f["size"]) else "regular",
+                  "shouldIgnore": False} for f in files]
+        self._json(200, {"files": modes})
+
+    def _lfs_batch(self, *, body: bytes, fault):
+        request = json.loads(body)
+        objects = []
+        for obj in request["objects"]:
+            entry = {"oid": obj["oid"], "size": obj["size"]}
+            if obj["oid"] not in self.hub.lfs_blobs:
+                entry["actions"] = {
+                    "upload": {"href": f"{self.hub.url}/lfs-upload/{obj['oid']}"},
+                    "verify": {"href": f"{self.hub.url}/lfs-verify"},
+                }
+            objects.append(entry)
+        self._json(200, {"transfer": "basic", "objects": objects})
+
+    def _lfs_upload(self, oid: str, *, body: bytes, fault):
+        if hashlib.sha256(body).hexdigest() != oid:
+            self._error(400, None, "uploaded bytes do not hash to the oid")
+            return
+        with self.hub.lock:
+            self.hub.lfs_blobs[oid] = body
+        self._send(200)
+
+    def _lfs_verify(self, *, body: bytes, fault):
+        request = json.loads(body)
+        blob = self.hub.lfs_blobs.get(request["oid"])
+        if blob is None or len(blob) != request["size"]:
+            self._error(404, None, "object not found")
+            return
+        self._json(200, {"success": True})
 
     def _commit(self, rtype, repo_id, tail, *, body, fault):
         repo = self._repo(rtype, repo_id)
@@ -479,6 +546,12 @@ class _HubHandler(BaseHTTPRequestHandler):
                     self._error(400, None, "unsupported encoding")
                     return
                 adds[value["path"]] = base64.b64decode(value["content"])
+            elif key == "lfsFile":
+                blob = self.hub.lfs_blobs.get(value["oid"])
+                if value.get("algo") != "sha256" or blob is None or len(blob) != value["size"]:
+                    self._error(400, None, f"LFS pointer for {value['path']} names an object that was not uploaded")
+                    return
+                adds[value["path"]] = blob
             elif key in ("deletedFile", "deletedFolder"):
                 deletes.append(value["path"])
             else:
