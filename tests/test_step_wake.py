@@ -421,19 +421,21 @@ def test_row37_an_unresolved_merge_is_refused(wiki):
 
 def test_row38_a_verdict_page_edited_without_hooks_blocks(wiki):
     root, store, compute, clock = wiki
-    page = root / "wiki" / "experiments" / "exp-1.md"
+    page = root / "wiki" / "experiments" / "demo_autoresearch_optimization" / "tpu" / "2026-06-01-v001-base.md"
     page.parent.mkdir(parents=True)
-    page.write_text("---\nverdict: rejected\n---\n# exp 1\n\n## Results\n\nslower\n")
+    page.write_text("---\ncreated: 2026-06-01\nstatus: refuted\n---\n# v001\n\n## Results\n\nslower\n")
     git(root, "add", "wiki/experiments")
-    git(root, "commit", "--quiet", "-m", "exp 1 verdict")
+    git(root, "commit", "--quiet", "-m", "v001 verdict")
     step(wiki)  # trusted commit recorded
+    assert memory.read_state(root).trusted_commit
     page.write_text(page.read_text().replace("slower", "faster"))
     git(root, "commit", "--quiet", "--no-verify", "-am", "edit a closed page")
     compute.end("tiny-session1")
     result = step(wiki)
     assert result.decision == "blocked"
     assert memory.read_errors(root)[0].kind == "immutable_page_edited"
-    assert "wiki/experiments/exp-1.md" in memory.read_errors(root)[0].evidence
+    assert "2026-06-01-v001-base.md" in memory.read_errors(root)[0].evidence
+    assert "EXP007" in memory.read_errors(root)[0].evidence
 
 
 CANARIES = {"HF_TOKEN": "hf_CanaryToken1234567890abcdef", "KAGGLE_KEY": "kagglecanary0123456789abcdef"}

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from executors.compute import CapacityError, ComputeBackend, LaunchRecord, LaunchRequest, Quota
 from wikiengine import memory
+from wikiengine.errors import WikiError
 from wikiengine.memory import Claim, State, utc_iso
 from wikiengine.relay.decide import Decision, SessionView
 
@@ -55,7 +56,9 @@ def bootstrap_text(config: dict, quota_left_hours: float) -> str:
     """The bootstrap of one launch: the run's pins, line 13 set to the live hours, checked."""
     from training.launch import bootstrap_template, check_rendered, launcher_sha, pin_bootstrap, render_bootstrap
 
-    pins = config.get("bootstrap") or {}
+    pins = config.get("bootstrap")
+    if not pins:
+        raise WikiError("the run config has no bootstrap block (repo, rev, launcher_sha256): nothing pinned to launch")
     repo, rev = pins["repo"], pins["rev"]
     sha = pins.get("launcher_sha256") or launcher_sha(repo, rev)
     pinned = pin_bootstrap(bootstrap_template(), repo, rev, sha, list(pins.get("session_args", [])))

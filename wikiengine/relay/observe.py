@@ -13,7 +13,6 @@ import datetime as dt
 import hashlib
 import json
 import math
-import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from executors.store import (
     checkpoint_path,
     pointer_message,
 )
+from wikiengine.errors import WikiError
 from wikiengine.memory import AssetRow, State, parse_iso
 from wikiengine.relay.decide import Finding, Observations, SessionView, Settings
 
@@ -429,30 +429,18 @@ def _plan(pointer_step: int, settings: Settings) -> tuple[int | None, tuple[str,
 
 # ---------------------------------------------------------------- row 38: immutable pages since the trusted commit
 
-_VERDICT_RE = re.compile(r"^verdict:\s*(\S.*)$", re.M)
-
 
 def immutable_edits_since(root: Path, trusted: str | None) -> tuple[str, ...]:
-    """Pages that carried a verdict at ``trusted`` and differ at HEAD (RELIABILITY row 38).
-
-    The narrow form of lint's immutable-page rule, run over ``trusted..HEAD`` so that a
-    commit made with ``--no-verify`` or a web edit is caught at the next wake.
-    """
+    """Verdict pages changed since ``trusted`` (RELIABILITY row 38): ``wiki lint``'s EXP007 over
+    ``trusted..HEAD``, so an edit committed with ``--no-verify`` or in a web editor is caught
+    at the next wake."""
     if not trusted:
         return ()
-    import git
+    from wikiengine.lint.config import LintConfig
+    from wikiengine.lint.runner import lint
 
     try:
-        repo = git.Repo(root)
-        old = repo.commit(trusted)
-        head = repo.head.commit
-    except (git.exc.GitError, ValueError):
-        return (f"the trusted commit {trusted[:12]} is not in this repository",)
-    edits = []
-    for diff in old.diff(head, paths=["wiki"]):
-        if diff.a_blob is None or not diff.a_path.endswith(".md"):
-            continue
-        text = diff.a_blob.data_stream.read().decode("utf-8", errors="replace")
-        if text.startswith("---") and _VERDICT_RE.search(text.split("\n---", 2)[0] if "\n---" in text else ""):
-            edits.append(f"{diff.a_path}: changed after its verdict ({trusted[:12]}..{head.hexsha[:12]})")
-    return tuple(edits)
+        result = lint(root, config=LintConfig(select=["EXP007"]), base=trusted, use_cache=False, use_baseline=False)
+    except WikiError as exc:
+        return (f"cannot re-lint since the trusted commit {trusted[:12]}: {exc}",)
+    return tuple(f.render() for f in result.findings if f.code == "EXP007")
