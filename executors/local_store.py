@@ -70,6 +70,10 @@ class LocalGitStore:
             raise StoreError(f"{path}: exists and is not empty")
         path.mkdir(parents=True, exist_ok=True)
         _run_git(path, "init", "--bare", "--quiet", "--initial-branch=main")
+        # weights and optimizer moments barely compress: store objects uncompressed (faster saves and reads)
+        _run_git(path, "config", "core.looseCompression", "0")
+        _run_git(path, "config", "core.compression", "0")
+        _run_git(path, "config", "gc.auto", "0")  # never repack behind a writer's back
         store = cls(path)
         readme = store._hash_blob(f"# {description}\n\nCheckpoints live under ckpt/; latest.json names the current one.\n".encode())
         tree = store._build_tree(None, {"README.md": readme}, remove_prefix=None)
