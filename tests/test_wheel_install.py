@@ -1,0 +1,97 @@
+"""The built wheel, installed into a fresh venv outside the repository, resolves a wiki.
+
+Builds the wheel (`pip wheel . --no-deps`; hatchling comes from PyPI), creates a venv in a
+temporary directory, installs the wheel with its light dependencies from PyPI, copies the
+example wiki next to it and runs `wiki resolve --json` from there. The schemas must come
+from the installed ``wikiengine/_schema``: a config that breaks its schema gives the schema
+error. Slow (network, about 1-2 minutes): ``pytest -m slow``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def _run(cmd, **kwargs):
+    result = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    assert result.returncode == 0, f"{cmd}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    base = tmp_path_factory.mktemp("wheel")
+    assert REPO not in base.resolve().parents
+    dist = base / "dist"
+    _run([sys.executable, "-m", "pip", "wheel", str(REPO), "-w", str(dist), "--no-deps", "-q"], timeout=600)
+    wheels = sorted(dist.glob("wikiengine-*.whl"))
+    assert len(wheels) == 1, wheels
+    venv = base / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], timeout=300)
+    python = venv / "bin" / "python"
+    _run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheels[0])], timeout=900)
+    work = base / "copy"
+    shutil.copytree(REPO / "wiki", work / "wiki")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "WIKI_ROOT", "VIRTUAL_ENV")}
+    env.update(USER="wheeltest", PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
+    return {"venv": venv, "python": python, "wiki": venv / "bin" / "wiki", "work": work, "env": env, "wheel": wheels[0]}
+
+
+def test_the_installed_package_is_the_wheel_not_the_repository(installed):
+    out = _run(
+        [str(installed["python"]), "-c", "import wikiengine, wikiengine.schemas as s; print(wikiengine.__file__); print(s.schema_dir())"],
+        cwd=installed["work"],
+        env=installed["env"],
+    ).stdout.splitlines()
+    module_file, schema_dir = Path(out[0]), Path(out[1])
+    assert installed["venv"] in module_file.parents
+    assert schema_dir == module_file.parent / "_schema"
+    assert sorted(p.name for p in schema_dir.glob("*.schema.json")) == sorted(
+        p.name for p in (REPO / "schema").glob("*.schema.json")
+    )
+
+
+def test_wiki_resolve_json_from_a_copy_of_the_example_wiki(installed):
+    result = _run(
+        [str(installed["wiki"]), "resolve", "--json", "gemma4", "tpu"], cwd=installed["work"], env=installed["env"]
+    )
+    data = json.loads(result.stdout)
+    assert data["target"] == "wiki/experiments/gemma4_autoresearch_optimization/tpu"
+    assert data["files"][0] == "wiki/experiments/program.md"
+    assert (data["user_prefix"], data["model_name"], data["lane"]) == ("demo", "gemma4", "tpu")
+    assert {s["title"] for s in data["sections"]} >= {"Setup", "Workload naming", "Config"}
+    assert data["config"]["topology"] == "2x2x2"
+    # inferred from the current directory too
+    lane = installed["work"] / "wiki/experiments/llama3_8B_autoresearch_optimization/tpu"
+    data = json.loads(_run([str(installed["wiki"]), "resolve", "--json"], cwd=lane, env=installed["env"]).stdout)
+    assert (data["user_prefix"], data["model_name"], data["lane"]) == ("wheeltest", "llama3-8b", "tpu")
+
+
+def test_the_installed_schemas_are_used(installed, tmp_path):
+    work = tmp_path / "copy"
+    shutil.copytree(installed["work"] / "wiki", work / "wiki")
+    program = work / "wiki/experiments/gemma4_autoresearch_optimization/tpu/program.md"
+    program.write_text(program.read_text().replace("topology: 2x2x2", "topology: 2by2"))
+    result = subprocess.run(
+        [str(installed["wiki"]), "resolve", "--json", "gemma4", "tpu"],
+        cwd=work,
+        env=installed["env"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "error: wiki/experiments/gemma4_autoresearch_optimization/tpu/program.md:23: "
+        "topology: '2by2' does not match '^[0-9]+(x[0-9]+){1,2}$' [schema program-config]"
+    )
+    assert "Traceback" not in result.stderr
