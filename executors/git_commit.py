@@ -9,14 +9,12 @@ the text being committed holds a secret this process can see (row 46).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from wikiengine.errors import WikiError
 
 IDENTITY = {"GIT_AUTHOR_NAME": "wiki step", "GIT_AUTHOR_EMAIL": "step@wikiengine.invalid",
             "GIT_COMMITTER_NAME": "wiki step", "GIT_COMMITTER_EMAIL": "step@wikiengine.invalid"}
-SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "KAGGLE_KEY", "KAGGLE_API_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
 
 
 class GitCommitError(WikiError):
@@ -57,20 +55,13 @@ def dirty_paths(root: Path, paths: list[str]) -> list[str]:
     return [p for p in paths if p in changed or p in untracked]
 
 
-def secret_values() -> list[str]:
-    """Secret values this process can see (environment), at least 6 characters long."""
-    return [os.environ[name] for name in SECRET_ENV if len(os.environ.get(name, "")) >= 6]
-
-
 def assert_no_secret(text: str, where: str) -> None:
-    """GitCommitError when ``text`` holds a secret value, plain, URL-encoded or base64 (row 46)."""
-    import base64
-    import urllib.parse
+    """GitCommitError when ``text`` holds a secret value this process can see: plain, URL-encoded
+    or base64 (:func:`executors.http_policy.secret_values`; row 46)."""
+    from executors.http_policy import secret_values
 
-    for value in secret_values():
-        forms = {value, urllib.parse.quote(value, safe=""), base64.b64encode(value.encode()).decode()}
-        if any(form in text for form in forms):
-            raise GitCommitError("refusing to commit: a secret value would land in the commit", where)
+    if any(form in text for form in secret_values()):
+        raise GitCommitError("refusing to commit: a secret value would land in the commit", where)
 
 
 def commit_paths(root: Path, paths: list[str], message: str) -> str | None:

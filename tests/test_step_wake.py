@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime as dt
 import json
 import os
 import subprocess
@@ -237,15 +238,33 @@ def test_row31_a_session_killed_short_of_its_boundary_resumes_from_the_pointer(w
     assert state.last_seen_step == 4 and state.high_water_step == 4
 
 
+def test_fault_a_session_killed_mid_save_loses_nothing(wiki):
+    """Killed between the checkpoint commit and the pointer commit: the last good checkpoint,
+    the ledger and memory are intact; the next session resumes from the pointer (row 1)."""
+    from training.checkpoint import read_verified_from_store
+
+    root, store, compute, clock = wiki
+    step(wiki)
+    save_checkpoint(store, 4)
+    ledger_before = memory.memory_path(root, "QUOTA.md").read_text()
+    save_checkpoint(store, 8, pointer=False)
+    compute.end("tiny-session1", SessionState.CANCELLED, failure="killed")
+    result = step(wiki)
+    assert result.decision == "launch" and result.step == 4 and not memory.read_errors(root)
+    assert read_verified_from_store(store, 4, store.head())["model.safetensors"] == b"weights 4"
+    assert memory.memory_path(root, "QUOTA.md").read_text().startswith(ledger_before)
+    assert "ignored" in " ".join(result.reasons)
+
+
 def test_row27_two_fast_exits_for_the_same_reason_block(wiki):
     root, store, compute, clock = wiki
     step(wiki)
     start = clock.now
-    compute.end("tiny-session1", SessionState.ERROR, at=start + __import__("datetime").timedelta(seconds=50),
+    compute.end("tiny-session1", SessionState.ERROR, at=start + dt.timedelta(seconds=50),
                 failure="refused: not enough free space")
     clock.advance(minutes=5)
     assert step(wiki).decision == "launch"
-    compute.end("tiny-session2", SessionState.ERROR, at=clock.now + __import__("datetime").timedelta(seconds=40),
+    compute.end("tiny-session2", SessionState.ERROR, at=clock.now + dt.timedelta(seconds=40),
                 failure="refused: not enough free space")
     clock.advance(minutes=5)
     result = step(wiki)
@@ -456,6 +475,23 @@ def test_row46_canary_secrets_never_reach_memory_or_commits(wiki, monkeypatch):
     for value in CANARIES.values():
         for form in (value, base64.b64encode(value.encode()).decode()):
             assert form not in everything
+
+
+def test_row46_a_secret_in_a_crash_loop_reason_is_redacted_from_errors(wiki, monkeypatch):
+    root, store, compute, clock = wiki
+    monkeypatch.setenv("HF_TOKEN", CANARIES["HF_TOKEN"])
+    failure = f"refused: GET https://huggingface.co?token={CANARIES['HF_TOKEN']} failed"
+    step(wiki)
+    compute.end("tiny-session1", SessionState.ERROR, at=clock.now + dt.timedelta(seconds=30), failure=failure)
+    clock.advance(minutes=5)
+    step(wiki)
+    compute.end("tiny-session2", SessionState.ERROR, at=clock.now + dt.timedelta(seconds=30), failure=failure)
+    clock.advance(minutes=5)
+    assert step(wiki).decision == "blocked"
+    entry = memory.read_errors(root)[0]
+    assert entry.kind == "crash_loop" and "<redacted>" in entry.evidence
+    everything = git(root, "log", "-p") + "".join(p.read_text() for p in (root / "memory").iterdir())
+    assert CANARIES["HF_TOKEN"] not in everything
 
 
 def test_row46_a_secret_in_memory_refuses_the_commit(wiki, monkeypatch):

@@ -114,12 +114,14 @@ def book_spent(root: Path, view: SessionView, quota: Quota | None, now: dt.datet
 
 def record_emergencies(root: Path, state: State, decision: Decision, now: dt.datetime) -> State:
     """Write each emergency to ERRORS.md with its evidence and block the run in STATE.md."""
+    from executors.http_policy import redact
+
     for emergency in reversed(decision.emergencies):  # newest first: the first emergency ends on top
-        memory.prepend_error(root, now.strftime("%Y-%m-%d"), emergency.kind, emergency.summary, state.run,
+        memory.prepend_error(root, now.strftime("%Y-%m-%d"), emergency.kind, redact(emergency.summary), state.run,
                              decision.step if decision.step is not None else "none", "blocked: no launch",
-                             emergency.evidence)
+                             redact(emergency.evidence))
     first = decision.emergencies[0]
-    return dataclasses.replace(state, status="blocked", blocker=f"{first.kind}: {first.summary}"[:500])
+    return dataclasses.replace(state, status="blocked", blocker=redact(f"{first.kind}: {first.summary}")[:500])
 
 
 def next_command(root: Path) -> str:

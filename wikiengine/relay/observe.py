@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from executors.compute import ComputeBackend, ComputeError, SessionState
+from executors.http_policy import redact
 from executors.store import (
     CheckpointStore,
     Pointer,
@@ -359,6 +360,7 @@ def session_view(compute: ComputeBackend, job: str, ref: str, submitted_at: str 
         return SessionView(job, ref, SessionState.UNKNOWN)
     submitted = parse_iso(submitted_at) if submitted_at else None
     reason = status.failure_message or (f"exit code {status.exit_code}" if status.exit_code not in (None, 0) else None)
+    reason = redact(reason)[:300] if reason else None  # outside text: no secret goes further
     return SessionView(job, ref, status.state, submitted, status.started_at, status.ended_at, reason)
 
 
@@ -386,7 +388,7 @@ def observe(now: dt.datetime, state: State, settings: Settings, config: dict, st
     try:
         snap = read_snapshot(store)
     except (StoreUnavailableError, StoreError) as exc:
-        return Observations(now, None, None, store_error=str(exc)[:300], immutable_edits=immutable_edits), None
+        return Observations(now, None, None, store_error=redact(str(exc))[:300], immutable_edits=immutable_edits), None
     findings = run_checks(snap, settings)
     rewritten = False
     if state.store_head and state.store_head != snap.head:
@@ -394,7 +396,7 @@ def observe(now: dt.datetime, state: State, settings: Settings, config: dict, st
             rewritten = not store.is_ancestor(state.store_head, snap.head)
         except StoreError:
             rewritten = True
-    pointer_step = snap.pointer.step if snap.pointer else (None if snap.pointer_error else None)
+    pointer_step = snap.pointer.step if snap.pointer else None
     views = [session_view(compute, a.job, a.ref, a.submitted_at) for a in assets[-2:]]
     last = views[-1] if views else None
     previous = views[-2] if len(views) > 1 else None
@@ -407,7 +409,7 @@ def observe(now: dt.datetime, state: State, settings: Settings, config: dict, st
     try:
         quota = compute.quota()
     except ComputeError as exc:
-        quota_error = str(exc)[:200]
+        quota_error = redact(str(exc))[:200]
     plan_steps, plan_problems = _plan(pointer_step or 0, settings)
     obs = Observations(now, snap.head, pointer_step, findings, rewritten, last, previous, claimed, quota, plan_steps,
                        plan_problems, immutable_edits, None, quota_error)
