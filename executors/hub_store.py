@@ -186,7 +186,9 @@ class HubStore:
         except (DeadlineExceeded, RetriesExhausted) as exc:
             raise StoreUnavailableError(f"hub {self.repo_id}: {exc}") from None
         except RepositoryNotFoundError:
-            raise StoreError(f"hub {self.repo_id}: {what}: repository not found or not accessible with this token") from None
+            raise StoreError(
+                f"hub {self.repo_id}: {what}: repository not found or not accessible with this token"
+            ) from None
         except RevisionNotFoundError:
             raise StoreError(f"hub {self.repo_id}: {what}: revision not found") from None
         except EntryNotFoundError:  # the remote one: a local miss is classified transient above
@@ -336,7 +338,9 @@ class HubStore:
         try:
             return call_with_retries(attempt, what=f"commit '{message}'", policy=self.policy, classify=classify)
         except (DeadlineExceeded, RetriesExhausted) as exc:
-            raise StoreUnavailableError(f"hub {self.repo_id}: {exc}; the commit list decides on the next wake") from None
+            raise StoreUnavailableError(
+                f"hub {self.repo_id}: {exc}; the commit list decides on the next wake"
+            ) from None
         except StoreError:
             raise
         except Exception as exc:  # noqa: BLE001 - a refusal we cannot classify further
@@ -358,7 +362,9 @@ class HubStore:
                 if newer.title == message and claim in (newer.message or ""):
                     return newer.commit_id
                 break
-        raise StaleParentError(f"hub {self.repo_id}: {self.branch} moved past {parent[:12]} while committing '{message}'")
+        raise StaleParentError(
+            f"hub {self.repo_id}: {self.branch} moved past {parent[:12]} while committing '{message}'"
+        )
 
 
 def _classify(exc: BaseException) -> Transient | None:

@@ -64,7 +64,9 @@ from executors.http_policy import (
 T = TypeVar("T")
 T4_X2 = "NvidiaTeslaT4"  # the client's accelerator name for "GPU T4 x2"
 REFUSE_WINDOW_S = 120.0
-CAPACITY_MARKERS = re.compile(r"(?i)maximum (batch )?(gpu|tpu)? ?session count|too many (gpu|tpu|concurrent)? ?sessions")
+CAPACITY_MARKERS = re.compile(
+    r"(?i)maximum (batch )?(gpu|tpu)? ?session count|too many (gpu|tpu|concurrent)? ?sessions"
+)
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{2,49}$")
 _SECRET_KEYS = ("key", "kaggle_key", "token", "api_token", "password")
 _STATES = {
@@ -280,7 +282,9 @@ class KaggleCompute:
             from kagglesdk import KaggleClient
             from kagglesdk.kaggle_env import get_env
         except ImportError:
-            raise ComputeError("the Kaggle backend needs the 'kaggle' extra: pip install 'wikiengine[kaggle]'") from None
+            raise ComputeError(
+                "the Kaggle backend needs the 'kaggle' extra: pip install 'wikiengine[kaggle]'"
+            ) from None
         username, key = _credentials()
         if not key and not os.environ.get("KAGGLE_API_TOKEN"):
             raise ComputeError("kaggle: no credentials: set KAGGLE_USERNAME and KAGGLE_KEY, or write kaggle.json")
@@ -410,7 +414,7 @@ class KaggleCompute:
                 ) from None
             raise ComputeError(f"kaggle: {what} refused (HTTP {status}): {message.splitlines()[0]}") from None
         raise ComputeUnavailableError(
-            f"kaggle: {what}: outcome unknown ({safe_message(exc)}); the claim blocks relaunch until it is seen"
+            f"kaggle: {what}: outcome unknown ({api_error(exc)}); the claim blocks relaunch until it is seen"
         ) from None
 
     def _check_nothing_blocks(self, slug: str) -> bool:
@@ -452,7 +456,8 @@ class KaggleCompute:
             return SessionStatus(SessionState.UNKNOWN)
         except Exception as exc:  # noqa: BLE001
             if getattr(getattr(exc, "response", None), "status_code", None) != 404:
-                return SessionStatus(SessionState.UNKNOWN, failure_message=safe_message(exc))
+                message = f"GetKernelSessionStatus {slug}: {api_error(exc)}"
+                return SessionStatus(SessionState.UNKNOWN, failure_message=message)
             if claim is not None and claim.state == "pending" and not self._claim_expired(claim):
                 return SessionStatus(SessionState.QUEUED, failure_message="launched, not yet visible in status")
             self._close(claim, "not visible before the claim's TTL")
@@ -545,7 +550,7 @@ class KaggleCompute:
         except ComputeUnavailableError:
             raise
         except Exception as exc:  # noqa: BLE001
-            raise ComputeUnavailableError(f"kaggle: log of {owner}/{name}: {safe_message(exc)}") from None
+            raise ComputeUnavailableError(f"kaggle: ListKernelSessionOutput {owner}/{name}: {api_error(exc)}") from None
 
     def exit_report(self, ref: str, status: SessionStatus | None = None) -> SessionExit | None:
         """For an ended session: its runtime and whether it was REFUSED_TO_START, with the reason."""
@@ -567,7 +572,7 @@ class KaggleCompute:
         except ComputeUnavailableError:
             raise
         except Exception as exc:  # noqa: BLE001
-            raise ComputeUnavailableError(f"kaggle: quota unreadable: {safe_message(exc)}") from None
+            raise ComputeUnavailableError(f"kaggle: GetAcceleratorQuotaStatistics: {api_error(exc)}") from None
         gpu = answer.gpu_quota
         if gpu is None or gpu.time_used is None or gpu.total_time_allowed is None:
             raise ComputeUnavailableError("kaggle: quota answer has no GPU time used / allowed")
@@ -608,6 +613,16 @@ def _status_request(owner: str, name: str, version: int | None):
     if version:
         req.version_label = f"v{version}"
     return req
+
+
+def api_error(exc: BaseException) -> str:
+    """One redacted line for a failed API call; an error without a message says so, with its status."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    message = redact(str(exc)).strip()
+    if not message:
+        return f"HTTP {status} with no message" if status else f"{type(exc).__name__} with no message"
+    line = safe_message(exc)
+    return f"HTTP {status}: {line}" if status else line
 
 
 def _slugify(title: str) -> str:

@@ -17,12 +17,11 @@ from executors.compute import (
     SessionStatus,
 )
 from executors.kaggle_compute import KaggleCompute, LaunchBlockedError, classify_exit, split_ref
-from tests.fakes.fake_kaggle import CAPACITY_MESSAGE, Fault, Run, status_fault
+from tests.fakes.fake_kaggle import Fault, Run, status_fault
 from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
     loopback_only,
     KAGGLE_TEST_KEY,
     KAGGLE_TEST_USER,
-    RecordingSleep,
     fake_kaggle,
     fast_policy,
     kaggle_env,
@@ -299,3 +298,10 @@ def test_config_never_holds_a_key(tmp_path, kaggle_env):
 )
 def test_split_ref(ref, parts):
     assert split_ref(ref) == parts
+
+
+def test_message_less_error_on_a_read_names_the_request_and_status(compute, fake_kaggle):
+    fake_kaggle.inject("GetAcceleratorQuotaStatistics", Fault("empty_error"))
+    with pytest.raises(ComputeUnavailableError) as err:
+        compute.quota()
+    assert str(err.value) == "kaggle: GetAcceleratorQuotaStatistics: HTTP 400 with no message"

@@ -29,7 +29,8 @@ def loopback_only(monkeypatch):
 
     attempts: list[str] = []
     loopback = {"127.0.0.1", "localhost", "::1"}
-    real_connect, real_connect_ex, real_getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+    real_getaddrinfo = socket.getaddrinfo
 
     def host_of(address) -> str:
         return address[0] if isinstance(address, tuple) else str(address)
