@@ -19,6 +19,7 @@ follows the same rule and is validated against the area's schema after resolutio
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -239,11 +240,37 @@ def _yaml_block(section: EffectiveSection) -> tuple[str, int]:
     raise CascadeError(f"section '## {section.title}' has no fenced yaml block", section.origin.path, section.origin.line)
 
 
+def _non_finite(value, key_path: tuple = ()):
+    """Key paths of NaN and infinite numbers: JSON cannot carry them and schema bounds let NaN pass."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield key_path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite(item, key_path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, key_path + (index,))
+
+
 def _config_of(section: EffectiveSection) -> tuple[dict, Origin]:
-    from wikiengine.yamlio import safe_load
+    from wikiengine.yamlio import key_lines, line_of, safe_load
 
     text, first_line = _yaml_block(section)
     data = safe_load(text, section.origin.path, first_line) or {}
     if not isinstance(data, dict):
         raise WikiError("the config block is not a mapping", section.origin.path, first_line)
+    bad = next(_non_finite(data), None)
+    if bad is not None:
+        raise CascadeError(
+            f"{'/'.join(map(str, bad))}: {_value_at(data, bad)} is not a finite number",
+            section.origin.path,
+            line_of(key_lines(text, first_line), bad),
+        )
     return data, section.origin
+
+
+def _value_at(data, key_path: tuple):
+    """The value at ``key_path`` inside nested mappings and lists."""
+    for key in key_path:
+        data = data[key]
+    return data
