@@ -285,3 +285,13 @@ def test_a_config_section_without_a_yaml_block_is_an_error(tmp_path):
     root = write_wiki(tmp_path, {f"{EXP}/program.md": ROOT, f"{M}/tpu/program.md": "## Config\nprose only\n"})
     with pytest.raises(CascadeError, match="has no fenced yaml block"):
         resolve(target_for_model(root, "gemma4", "tpu"))
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.Inf", "[1, .NaN]"])
+def test_non_finite_numbers_in_a_config_are_refused_with_their_line(tmp_path, value):
+    # jsonschema lets NaN through 'minimum' (every comparison with NaN is false), and JSON has no NaN.
+    root = _with_config(tmp_path, f"parallelism: 1\nwake_interval_s: {value}\n")
+    with pytest.raises(CascadeError) as caught:
+        resolve(target_for_model(root, "gemma4", "tpu"))
+    assert str(caught.value).startswith(f"{root / M / 'tpu/program.md'}:8: wake_interval_s")
+    assert "is not a finite number" in str(caught.value)
