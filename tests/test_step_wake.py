@@ -212,16 +212,29 @@ def test_row29_quota_unreadable_books_nothing(wiki):
     assert memory.read_ledger(root) == [] and compute.launches == []
 
 
-def test_row30_a_failed_booking_starts_no_job(wiki, monkeypatch):
+@pytest.mark.parametrize("fault", ["enospc", "commit_rejected"])
+def test_row30_a_failed_booking_starts_no_job(wiki, monkeypatch, fault):
+    import executors.git_commit as git_commit
+
     root, store, compute, clock = wiki
 
     def no_space(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(memory, "append_ledger_row", no_space)
-    with pytest.raises(OSError):
+    def rejected(*args, **kwargs):
+        raise git_commit.GitCommitError("git commit failed: hook declined")
+
+    if fault == "enospc":
+        monkeypatch.setattr(memory, "append_ledger_row", no_space)
+    else:
+        monkeypatch.setattr(git_commit, "commit_paths", rejected)
+    with pytest.raises((OSError, WikiError)):
         step(wiki)
     assert compute.launches == []
+    monkeypatch.undo()
+    result = step(wiki)  # the next wake recovers the half-written memory and books again
+    assert result.decision == "launch" and len(compute.launches) == 1
+    assert [(r.job, r.outcome) for r in memory.read_ledger(root)] == [("session-1", "booked")]
 
 
 def test_row31_a_session_killed_short_of_its_boundary_resumes_from_the_pointer(wiki):
