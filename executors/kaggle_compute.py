@@ -64,6 +64,7 @@ from executors.http_policy import (
 T = TypeVar("T")
 T4_X2 = "NvidiaTeslaT4"  # the client's accelerator name for "GPU T4 x2"
 REFUSE_WINDOW_S = 120.0
+MAX_SESSION_S = 12 * 3600  # Kaggle stops a session at 12 h
 CAPACITY_MARKERS = re.compile(
     r"(?i)maximum (batch )?(gpu|tpu)? ?session count|too many (gpu|tpu|concurrent)? ?sessions"
 )
@@ -231,6 +232,8 @@ class KaggleCompute:
         *,
         claims_path: Path,
         machine_shape: str = T4_X2,
+        slug_prefix: str | None = None,
+        max_session_s: int = MAX_SESSION_S,
         claim_ttl_s: float = 900.0,
         refuse_window_s: float = REFUSE_WINDOW_S,
         list_limit: int = 20,
@@ -241,6 +244,8 @@ class KaggleCompute:
             raise ComputeError("kaggle: no owner: set 'owner' in the config or KAGGLE_USERNAME")
         self.owner = owner
         self.machine_shape = machine_shape
+        self.slug_prefix = slug_prefix
+        self.max_session_s = max_session_s
         self.claims = LaunchClaims(claims_path)
         self.claim_ttl_s = claim_ttl_s
         self.refuse_window_s = refuse_window_s
@@ -253,8 +258,9 @@ class KaggleCompute:
     def from_config(cls, config: Mapping, root: Path) -> KaggleCompute:
         """Build from the run config's compute mapping: ``owner`` (or ``username``; default the
         client's username), ``machine_shape``, ``claims_file`` (relative to ``root``),
-        ``claim_ttl_s``, ``deadline_s``, ``request_timeout_s``, ``max_attempts``, ``base_wait_s``. A key in
-        the config is refused."""
+        ``slug_prefix`` (launches only ``owner/<prefix><N>``), ``max_session_s``, ``claim_ttl_s``,
+        ``deadline_s``, ``request_timeout_s``, ``max_attempts``, ``base_wait_s``. A key in the config is
+        refused."""
         for name in _SECRET_KEYS:
             if name in config:
                 raise ComputeError(f"kaggle: '{name}' must not be in the config; set KAGGLE_KEY or use kaggle.json")
@@ -270,6 +276,8 @@ class KaggleCompute:
             owner,
             claims_path=Path(root) / config.get("claims_file", ".wiki/kaggle-claims.json"),
             machine_shape=config.get("machine_shape", T4_X2),
+            slug_prefix=config.get("slug_prefix"),
+            max_session_s=int(config.get("max_session_s", MAX_SESSION_S)),
             claim_ttl_s=float(config.get("claim_ttl_s", 900)),
             policy=policy,
         )
@@ -336,6 +344,12 @@ class KaggleCompute:
         owner, name, _ = split_ref(request.slug)
         if owner != self.owner or not _SLUG.match(name):
             raise ComputeError(f"kaggle: slug must be '{self.owner}/<lowercase-name>', not {request.slug!r}")
+        if self.slug_prefix and not re.fullmatch(re.escape(self.slug_prefix) + r"\d+", name):
+            raise ComputeError(f"kaggle: {request.slug} is not one of this run's slugs ({self.slug_prefix}<N>)")
+        if not 0 < request.session_timeout_s <= self.max_session_s:
+            raise ComputeError(
+                f"kaggle: session timeout {request.session_timeout_s} s is outside 1..{self.max_session_s} s"
+            )
         if not request.script_text.strip():
             raise ComputeError(f"kaggle: launch of {request.slug}: the bootstrap text is empty")
         if request.title is not None and _slugify(request.title) != name:
@@ -469,6 +483,9 @@ class KaggleCompute:
             self.claims.update(claim.slug, claim.requested_at, state="seen")
         if not state.ended:
             return SessionStatus(state, failure_message=platform_message)
+        if claim is not None and claim.state == "pending" and version is None and not self._claim_expired(claim):
+            # a push whose answer was lost: this ended session may be the kernel's previous version
+            return SessionStatus(SessionState.QUEUED, failure_message="launched, outcome unknown, not yet seen")
         self._close(claim, state.value)
         return self._ended_status(f"{slug}/{version}" if version else slug, state, platform_message, claim,
                                   answered_at)

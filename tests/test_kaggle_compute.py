@@ -305,3 +305,29 @@ def test_message_less_error_on_a_read_names_the_request_and_status(compute, fake
     with pytest.raises(ComputeUnavailableError) as err:
         compute.quota()
     assert str(err.value) == "kaggle: GetAcceleratorQuotaStatistics: HTTP 400 with no message"
+
+
+def test_row22_lost_push_on_an_existing_kernel_is_not_closed_by_the_previous_versions_status(compute, fake_kaggle):
+    fake_kaggle.add_kernel(SLUG, run=Run(statuses=["COMPLETE"]))
+    fake_kaggle.next_runs.append(Run(hidden_polls=5, statuses=["RUNNING"]))
+    fake_kaggle.inject("SaveKernel", Fault("land_then_drop"))
+    with pytest.raises(ComputeUnavailableError):
+        compute.launch(request())
+    assert compute.status(SLUG).state == SessionState.QUEUED  # v1 says COMPLETE, but v2 may be ours
+    with pytest.raises(LaunchBlockedError):
+        compute.launch(request())
+    assert len(fake_kaggle.saves) == 1
+
+
+@pytest.mark.parametrize(
+    "slug, timeout, message",
+    [(f"{KAGGLE_TEST_USER}/someone-else", 3600, "not one of this run's slugs"),
+     (f"{KAGGLE_TEST_USER}/ounce100m-p4-session2", 13 * 3600, "outside"),
+     ("otheruser/ounce100m-p4-session2", 3600, "slug must be"),
+     (f"{KAGGLE_TEST_USER}/ounce100m-p4-session2", 0, "outside")],
+)
+def test_launch_refuses_slugs_and_timeouts_outside_the_run_before_any_call(fake_kaggle, tmp_path, slug, timeout, message):
+    compute = KaggleCompute.from_config({"owner": KAGGLE_TEST_USER, "slug_prefix": "ounce100m-p4-session"}, tmp_path)
+    with pytest.raises(ComputeError, match=message):
+        compute.launch(LaunchRequest(slug, BOOTSTRAP, timeout))
+    assert fake_kaggle.calls == []
