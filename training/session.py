@@ -204,11 +204,13 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
     from executors.store import StaleParentError, StoreError, checkpoint_path
     from training.checkpoint import (
         CURSOR_NAME,
+        MANIFEST_NAME,
         TRAINER_STATE_NAME,
         CheckpointError,
         read_cursor,
         read_trainer_state,
         read_verified_from_store,
+        read_verified_local,
         rotate_local,
         write_checkpoint,
     )
@@ -255,7 +257,7 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
     if world.is_main:
         emit("plan", revision=revision, pointer_step=plan.pointer_step, resume_step=plan.resume_step,
              boundary=plan.boundary, steps_to_run=plan.steps_to_run, save_points=list(plan.save_points),
-             budget_s=budget_s, world_size=world.world_size)
+             budget_s=budget_s, world_size=world.world_size, tokens_per_step=config.tokens_per_step)
         _report_unnamed(store, revision, plan.pointer_step)
     if plan.finished:
         return {"event": "session_end", "start_step": plan.resume_step, "end_step": plan.resume_step,
@@ -270,23 +272,31 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
                                  ("shuffle_perm_sha", config.shuffle_perm_sha, corpus.perm_sha)):
         if pinned and pinned != actual:
             raise SessionExit(EXIT_REFUSED, "refused", f"{name} of the data is {actual}, the config pins {pinned}")
-    files = None
+    # rank 0 reads and verifies the checkpoint; under DDP the other ranks read a local copy
+    # of the verified bytes (same machine) and check it against the manifest again
+    files, verdict = None, None
     if world.is_main:
-        files = _free_space_problem(args.out, config.preset)
-    if world.is_main and plan.pointer_step and files is None:
+        verdict = _free_space_problem(args.out, config.preset)
+    if world.is_main and plan.pointer_step and verdict is None:
         try:
             files = read_verified_from_store(store, plan.pointer_step, revision)
             cursor = read_cursor(files[CURSOR_NAME])
             state = read_trainer_state(files[TRAINER_STATE_NAME])
         except (CheckpointError, StoreError) as exc:
-            files = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {exc}")
+            verdict = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {exc}")
         else:
             problem = _resume_problem(cursor, state, plan.pointer_step, config, corpus)
             if problem:
-                files = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {problem}")
-    files = world.broadcast(files)
-    if isinstance(files, tuple):
-        raise SessionExit(EXIT_REFUSED, "refused", files[1])
+                verdict = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {problem}")
+            elif world.world_size > 1:
+                shared = write_checkpoint(Path(args.out) / "resume", plan.pointer_step,
+                                          {k: v for k, v in files.items() if k != MANIFEST_NAME})
+                verdict = ("shared", str(shared))
+    verdict = world.broadcast(verdict)
+    if verdict is not None and verdict[0] == "refuse":
+        raise SessionExit(EXIT_REFUSED, "refused", verdict[1])
+    if verdict is not None and not world.is_main:
+        files = read_verified_local(Path(verdict[1]), plan.pointer_step)
 
     trainer = Trainer(config, device, rank=world.rank, world_size=world.world_size, corpus=corpus)
     if files is not None:
@@ -295,6 +305,7 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
         except CheckpointError as exc:
             raise SessionExit(EXIT_REFUSED, "refused", f"{checkpoint_path(plan.pointer_step)}: {exc}") from None
     del files
+    shared_copy = Path(verdict[1]) if verdict is not None and world.is_main else None
 
     # ---- train
     progress = None
@@ -313,6 +324,9 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
             tick = time.monotonic()
             entry = trainer.train_step()
             step_seconds.append(time.monotonic() - tick)
+            if shared_copy is not None:  # every rank has passed the first all-reduce: their copies are read
+                shutil.rmtree(shared_copy.parent, ignore_errors=True)
+                shared_copy = None
             if progress is not None:
                 progress.update(1)
                 progress.set_postfix(loss=f"{entry['loss']:.4f}", tok_s=f"{entry['tokens_per_second']:.0f}")
