@@ -563,3 +563,41 @@ def test_the_state_machine_keeps_memory_lint_clean(wiki):
         booked = [r for r in ledger if r.job == asset.job and r.outcome == "booked"]
         assert booked and booked[0].booked_at <= asset.submitted_at
     assert dataclasses.asdict(memory.read_state(root))["status"] == "running"
+
+
+def _run_to_the_end(wiki, corrupt: int | None = None):
+    root, store, compute, clock = wiki
+    step(wiki)
+    for k, boundary in enumerate((8, 16, 24), start=1):
+        for s in (boundary - 4, boundary):
+            files = checkpoint_files(s)
+            if s == corrupt:
+                files["optimizer.pt"] = b"tampered after the manifest"
+            save_checkpoint(store, s, files)
+        compute.end(f"tiny-session{k}")
+        clock.advance(hours=1)
+        result = step(wiki)
+    return result
+
+
+def test_finish_verifies_publishes_reports_and_completes(wiki):
+    root, store, compute, clock = wiki
+    result = _run_to_the_end(wiki)
+    assert result.decision == "finish" and result.state == "complete"
+    assert any(a.startswith("verified checkpoints 4, 8, 12, 16, 20, 24") for a in result.actions)
+    assert any("clean room: no token" in a for a in result.actions)
+    assert (root / ".wiki" / "published" / "tiny" / "model.safetensors").read_bytes() == b"weights 24"
+    assert "wiki/runs/tiny/report.md" in git(root, "show", "--name-only", "--format=", "HEAD")
+    assert git(root, "log", "-1", "--format=%s").strip() == "step: run complete at latest -> 24"
+    assert len(compute.launches) == 3
+    before = commits(root)
+    assert step(wiki).decision == "complete" and commits(root) == before
+
+
+def test_finish_with_a_checkpoint_altered_after_its_manifest_blocks(wiki):
+    root, store, compute, clock = wiki
+    result = _run_to_the_end(wiki, corrupt=12)
+    assert result.decision == "blocked" and result.state == "blocked"
+    entry = memory.read_errors(root)[0]
+    assert entry.kind == "checkpoint_incomplete" and "optimizer.pt" in entry.evidence
+    assert not (root / "wiki" / "runs" / "tiny" / "report.md").exists()
