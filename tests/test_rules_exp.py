@@ -194,6 +194,20 @@ def test_row38_verdict_page_edit_committed_with_no_verify_is_flagged_since_rev(t
     assert len(found) == 1 and found[0].path == PAGE and "changed" in found[0].message
 
 
+def test_row38_wiki_lint_since_rev_exits_1_on_a_no_verify_verdict_edit(tmp_path, capsys):
+    from wikiengine import cli
+
+    trusted = _repo(tmp_path, {PAGE: experiment_page()})
+    assert cli.main(["lint", "--root", str(tmp_path), "--no-cache", "--since", trusted]) == 0
+    (tmp_path / PAGE).write_text(experiment_page(mfu=99.0))
+    commit_all(tmp_path, "inflate the result", no_verify=True)
+    capsys.readouterr()
+    assert cli.main(["lint", "--root", str(tmp_path), "--no-cache", "--since", trusted]) == 1
+    out = capsys.readouterr().out
+    assert f"{PAGE}:1:1: EXP007" in out
+    assert cli.main(["lint", "--root", str(tmp_path), "--no-cache", "--since", "no-such-rev"]) == 2
+
+
 def test_row38_uncommitted_edit_and_rename_of_verdict_page_are_flagged(tmp_path):
     _repo(tmp_path, {PAGE: experiment_page(status="filed", verdict="supported"), SUB.replace("v042", "v043"): experiment_page()})
     (tmp_path / PAGE).write_text((tmp_path / PAGE).read_text() + "\nA late note.\n")
