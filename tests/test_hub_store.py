@@ -159,7 +159,8 @@ def test_row6_commit_refused_with_500_before_landing_is_retried_once(hub_store, 
 def test_row6_lost_answer_while_another_writer_moved_is_a_refusal(hub_store, fake_hub):
     parent = hub_store.head()
     repo = fake_hub.repo(REPO_ID)
-    fake_hub.inject("commit", Fault("call", action=lambda: fake_hub.apply_commit(repo, "main", "foreign", {"x": b"1"}, [])))
+    foreign = lambda: fake_hub.apply_commit(repo, "main", "foreign", {"x": b"1"}, [])  # noqa: E731
+    fake_hub.inject("commit", Fault("call", action=foreign))
     with pytest.raises(StaleParentError):
         hub_store.commit_pointer(8, parent)
     assert "latest -> 8" not in titles(fake_hub)
@@ -169,7 +170,8 @@ def test_row7_reads_stay_pinned_when_main_moves_mid_wake(hub_store, fake_hub, tm
     save(hub_store, tmp_path, 127)
     pinned = hub_store.head()
     repo = fake_hub.repo(REPO_ID)
-    fake_hub.apply_commit(repo, "main", "latest -> 254", {"latest.json": Pointer(254, "ckpt/checkpoint-254").to_bytes()}, [])
+    moved = {"latest.json": Pointer(254, "ckpt/checkpoint-254").to_bytes()}
+    fake_hub.apply_commit(repo, "main", "latest -> 254", moved, [])
     assert hub_store.read_pointer(pinned) == Pointer(127, "ckpt/checkpoint-127")
     assert hub_store.read_pointer(hub_store.head()).step == 254
     # the pinned read asked for the commit id, never the moving branch name
@@ -309,7 +311,8 @@ def test_trainer_saves_and_relay_check_run_end_to_end_through_the_hub(hub_store,
     settings = Settings(
         max_steps=demo.max_steps, save_steps=demo.save_steps, session_steps=demo.session_steps,
         tokens_per_step=demo.tokens_per_step, samples_per_step=demo.samples_per_step,
-        dataset_files_sha=config.get("dataset_files_sha") or None, shuffle_perm_sha=config.get("shuffle_perm_sha") or None,
+        dataset_files_sha=config.get("dataset_files_sha") or None,
+        shuffle_perm_sha=config.get("shuffle_perm_sha") or None,
     )
     fake_hub.inject("refs", status_fault(429, retry_after=0))
     snapshot = read_snapshot(hub_store)

@@ -326,7 +326,8 @@ def test_row22_lost_push_on_an_existing_kernel_is_not_closed_by_the_previous_ver
      ("otheruser/ounce100m-p4-session2", 3600, "slug must be"),
      (f"{KAGGLE_TEST_USER}/ounce100m-p4-session2", 0, "outside")],
 )
-def test_launch_refuses_slugs_and_timeouts_outside_the_run_before_any_call(fake_kaggle, tmp_path, slug, timeout, message):
+def test_launch_refuses_slugs_and_timeouts_outside_the_run_before_any_call(fake_kaggle, tmp_path, slug, timeout,
+                                                                          message):
     compute = KaggleCompute.from_config({"owner": KAGGLE_TEST_USER, "slug_prefix": "ounce100m-p4-session"}, tmp_path)
     with pytest.raises(ComputeError, match=message):
         compute.launch(LaunchRequest(slug, BOOTSTRAP, timeout))

@@ -101,7 +101,8 @@ def test_row46_canaries_reach_no_file_log_output_message_or_commit(canary_env, t
     messages: list[str] = []
     try:
         hub.create_repo(REPO_ID)
-        store = HubStore(REPO_ID, endpoint=hub.url, cache_dir=tmp_path / "hub-cache", policy=fast_policy(RecordingSleep()))
+        store = HubStore(REPO_ID, endpoint=hub.url, cache_dir=tmp_path / "hub-cache",
+                         policy=fast_policy(RecordingSleep()))
         compute = KaggleCompute(KAGGLE_USER, claims_path=tmp_path / "claims.json", policy=fast_policy(RecordingSleep()))
 
         # save checkpoint 4 through a lost commit answer, then a pinned check through a 429
@@ -151,7 +152,8 @@ def test_row46_canaries_reach_no_file_log_output_message_or_commit(canary_env, t
         hub.stop()
         kaggle.stop()
 
-    files = {str(p): p.read_bytes().decode("latin-1") for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()}
+    files = {str(p): p.read_bytes().decode("latin-1")
+             for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()}
     out, err_out = capfd.readouterr()
     logs = [record.getMessage() for record in caplog.records]
     assert files and logs and messages and commits
@@ -211,7 +213,8 @@ def test_row47_clean_room_child_reaches_no_credential_and_still_publishes(tmp_pa
     hub = fake_hub_module.FakeHub().start()  # no token required: an anonymous publish must work
     try:
         hub.create_repo("pub/model", "model")
-        result = run_clean([sys.executable, "-c", CHILD], extra_env={"FAKE_HUB_URL": hub.url, "HF_HUB_DISABLE_TELEMETRY": "1"}, timeout_s=120)
+        result = run_clean([sys.executable, "-c", CHILD],
+                           extra_env={"FAKE_HUB_URL": hub.url, "HF_HUB_DISABLE_TELEMETRY": "1"}, timeout_s=120)
     finally:
         hub.stop()
     assert result.returncode == 0, result.stderr
