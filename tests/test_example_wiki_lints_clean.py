@@ -86,3 +86,32 @@ def test_seed_mistake_fails_with_its_code(wiki_copy, case, rel, old, new, code):
 def test_duplicate_id_across_layouts(wiki_copy):
     shutil.copy(wiki_copy / V046, wiki_copy / GEMMA_TPU / "2026-06-10-v046-splash-blocks.md")
     assert "EXP008" in codes(wiki_copy)
+
+
+@pytest.mark.parametrize("name", ["experiment", "model", "hypothesis", "retrospective"])
+def test_domain_schemas_are_draft7_and_compile(name):
+    import json
+
+    import fastjsonschema
+    import jsonschema
+
+    schema = json.loads((REPO / "schema" / f"{name}.schema.json").read_text())
+    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+    jsonschema.Draft7Validator.check_schema(schema)
+    fastjsonschema.compile(schema)
+
+
+@pytest.mark.parametrize(
+    "rel,old,new",
+    [
+        (V046, "status: filed", "status: done"),
+        (V046, "created: 2026-06-10", "created: soon"),
+        ("wiki/models/gemma4-tpu.md", "lane: tpu\n", ""),
+        ("wiki/hypotheses/fsdp-collective-overlap.md", "status: testing", "status: maybe"),
+        ("wiki/retrospectives/2026-05-21-gemma4-jax.md", "created: 2026-05-21\n", ""),
+    ],
+)
+def test_domain_frontmatter_breaks_its_schema(wiki_copy, rel, old, new):
+    _edit(wiki_copy, rel, old, new)
+    found = [f for f in lint(wiki_copy, config=LintConfig(select=["WK002"]), base=None, use_cache=False).findings]
+    assert [f.path for f in found] == [rel]
