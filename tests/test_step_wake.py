@@ -601,3 +601,15 @@ def test_finish_with_a_checkpoint_altered_after_its_manifest_blocks(wiki):
     entry = memory.read_errors(root)[0]
     assert entry.kind == "checkpoint_incomplete" and "optimizer.pt" in entry.evidence
     assert not (root / "wiki" / "runs" / "tiny" / "report.md").exists()
+
+
+def test_a_run_without_bootstrap_pins_books_nothing(wiki):
+    root, store, compute, clock = wiki
+    program = root / "wiki" / "runs" / "tiny" / "program.md"
+    text = program.read_text()
+    program.write_text(text[:text.index("bootstrap:")] + text[text.index("```\n", text.index("bootstrap:")):])
+    git(root, "commit", "--quiet", "-am", "no pins")
+    with pytest.raises(WikiError, match="no bootstrap block"):
+        step(wiki)
+    assert memory.read_ledger(root) == [] and compute.launches == []
+    assert git(root, "status", "--porcelain", "memory") == ""

@@ -54,23 +54,28 @@ def release(root: Path, state: State, quota: Quota | None, now: dt.datetime, why
 
 def bootstrap_text(config: dict, quota_left_hours: float) -> str:
     """The bootstrap of one launch: the run's pins, line 13 set to the live hours, checked."""
-    from training.launch import bootstrap_template, check_rendered, launcher_sha, pin_bootstrap, render_bootstrap
+    from training.launch import bootstrap_template, check_rendered, pin_bootstrap, render_bootstrap
 
     pins = config.get("bootstrap")
     if not pins:
         raise WikiError("the run config has no bootstrap block (repo, rev, launcher_sha256): nothing pinned to launch")
-    repo, rev = pins["repo"], pins["rev"]
-    sha = pins.get("launcher_sha256") or launcher_sha(repo, rev)
-    pinned = pin_bootstrap(bootstrap_template(), repo, rev, sha, list(pins.get("session_args", [])))
-    text = render_bootstrap(pinned, f"{max(0.0, quota_left_hours):.2f}")
-    check_rendered(pinned, text)
+    try:
+        pinned = pin_bootstrap(bootstrap_template(), pins["repo"], pins["rev"], pins["launcher_sha256"],
+                               list(pins.get("session_args", [])))
+    except ValueError as exc:
+        raise WikiError(f"the bootstrap pins are invalid: {exc}") from None
+    try:
+        text = render_bootstrap(pinned, f"{max(0.0, quota_left_hours):.2f}")
+        check_rendered(pinned, text)
+    except ValueError as exc:
+        raise WikiError(f"the bootstrap cannot be rendered: {exc}") from None
     return text
 
 
-def launch(compute: ComputeBackend, config: dict, slug: str, quota: Quota) -> LaunchRecord:
-    """Submit the session; CapacityError becomes :class:`LaunchRefused`. Other errors propagate
-    (the launch may have happened: the claim stays, the next wake looks it up)."""
-    request = LaunchRequest(slug=slug, script_text=bootstrap_text(config, quota.left_hours),
+def launch(compute: ComputeBackend, config: dict, slug: str, script_text: str) -> LaunchRecord:
+    """Submit the session with its rendered bootstrap; CapacityError becomes :class:`LaunchRefused`.
+    Other errors propagate (the launch may have happened: the claim stays, the next wake looks it up)."""
+    request = LaunchRequest(slug=slug, script_text=script_text,
                             session_timeout_s=int(config.get("session_timeout_s", 25200)),
                             title=slug.split("/")[-1])
     try:

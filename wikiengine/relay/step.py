@@ -314,6 +314,7 @@ class Wake:
         self.seen()
         d, run = self.decision, self.run
         job = d.job
+        script = act.bootstrap_text(run.config, self.obs.quota.left_hours)  # rendered and checked before booking
         self.state = dataclasses.replace(self.state, status="running", resume_step=None, reset_at=None,
                                          next_command=None)
         self.state = act.book(run.root, self.state, job, self.obs.quota, d.steps_to_run, self.clock())
@@ -322,7 +323,7 @@ class Wake:
         self.commit(f"step: book {job} (ledger row {self.state.claim.row}) before launch")
         slug = slug_for(run.config, self.state.run, job)
         try:
-            launched = act.launch(run.compute, run.config, slug, self.obs.quota)
+            launched = act.launch(run.compute, run.config, slug, script)
         except act.LaunchRefused as exc:
             self.state = act.release(run.root, self.state, self.obs.quota, self.clock(),
                                      f"refused for capacity: {exc}")
