@@ -111,6 +111,11 @@ CASES = [
     # EXP012: one section per exact title
     ("exp012-pass-suffixes", "EXP012", {PAGE: experiment_page(sections={"Results — rerun": "MFU 41.2%.\n"})}, {}, 0),
     ("exp012-second-verdict", "EXP012", {PAGE: experiment_page() + "\n## Verdict\n\nA second verdict.\n"}, {}, 1),
+    # EXP013: a verdict reaches the lane's log
+    ("exp013-pass", "EXP013", {PAGE: experiment_page(), f"{LANE}/log.md": "## [2026-06-02] loop-iteration | v042-splash: supported\n"}, {}, 0),
+    ("exp013-pass-stub-unlogged", "EXP013", {PAGE: experiment_page(status="in_progress"), f"{LANE}/log.md": "## [2026-06-01] start | b\n"}, {}, 0),
+    ("exp013-unlogged", "EXP013", {PAGE: experiment_page(), f"{LANE}/log.md": "## [2026-06-02] loop-iteration | v041-base: supported\n"}, {}, 1),
+    ("exp013-no-log", "EXP013", {PAGE: experiment_page(status="filed", verdict="invalid")}, {}, 1),
     ("exp010-unknown-variant", "EXP010", {PAGE: experiment_page(variant="2b-8k"), "wiki/models/gemma4-tpu.md": MODEL_PAGE.format(best="v042")}, {}, 1),
 ]
 
@@ -123,7 +128,7 @@ def test_experiment_rule(tmp_path, case, code, files, options, expected):
 
 
 def test_every_exp_rule_has_a_failing_and_a_passing_case():
-    for code in ("EXP001", "EXP002", "EXP003", "EXP004", "EXP005", "EXP006", "EXP008", "EXP009", "EXP010", "EXP012"):
+    for code in ("EXP001", "EXP002", "EXP003", "EXP004", "EXP005", "EXP006", "EXP008", "EXP009", "EXP010", "EXP012", "EXP013"):
         expected = [c[4] for c in CASES if c[1] == code]
         assert 0 in expected and any(expected), code
 
@@ -198,14 +203,14 @@ def test_row38_wiki_lint_since_rev_exits_1_on_a_no_verify_verdict_edit(tmp_path,
     from wikiengine import cli
 
     trusted = _repo(tmp_path, {PAGE: experiment_page()})
-    assert cli.main(["lint", "--root", str(tmp_path), "--no-cache", "--since", trusted]) == 0
+    assert cli.main(["lint", "--root", str(tmp_path), "--no-cache", "--select", "EXP007", "--since", trusted]) == 0
     (tmp_path / PAGE).write_text(experiment_page(mfu=99.0))
     commit_all(tmp_path, "inflate the result", no_verify=True)
     capsys.readouterr()
-    assert cli.main(["lint", "--root", str(tmp_path), "--no-cache", "--since", trusted]) == 1
+    assert cli.main(["lint", "--root", str(tmp_path), "--no-cache", "--select", "EXP007", "--since", trusted]) == 1
     out = capsys.readouterr().out
     assert f"{PAGE}:1:1: EXP007" in out
-    assert cli.main(["lint", "--root", str(tmp_path), "--no-cache", "--since", "no-such-rev"]) == 2
+    assert cli.main(["lint", "--root", str(tmp_path), "--no-cache", "--select", "EXP007", "--since", "no-such-rev"]) == 2
 
 
 def test_row38_uncommitted_edit_and_rename_of_verdict_page_are_flagged(tmp_path):

@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "EXP010": "wikiengine.rules.experiment_variant:VariantInMatrix",
     "EXP011": "wikiengine.rules.experiment_stale:StaleStub",
     "EXP012": "wikiengine.rules.experiment_sections:DuplicateSection",
+    "EXP013": "wikiengine.rules.experiment_logged:VerdictLogged",
     "LOG001": "wikiengine.rules.log_entries:LogEntryHeading",
     "LOG002": "wikiengine.rules.log_entries:LogNewestFirst",
     "LOG003": "wikiengine.rules.log_entries:LoopIterationInGlobalLog",
