@@ -135,8 +135,8 @@ def call_with_retries(
                 last = safe_message(exc)
             if attempt == policy.max_attempts:
                 break
-            pause = verdict.retry_after_s if verdict.retry_after_s is not None else wait
-            pause = min(max(pause, 0.0), policy.max_wait_s) if verdict.retry_after_s is None else max(pause, 0.0)
+            # the server's Retry-After is honoured as asked, bounded only by the deadline
+            pause = wait if verdict.retry_after_s is None else max(verdict.retry_after_s, 0.0)
             if time.monotonic() + pause >= deadline:
                 raise DeadlineExceeded(
                     f"{what}: no answer within the {policy.deadline_s:g} s deadline (last error: {last})"
