@@ -236,22 +236,23 @@ def test_row17_stalled_server_hits_the_deadline_and_answers_unknown(fake_hub, tm
         policy=fast_policy(sleeps, request_timeout_s=0.3, deadline_s=1.5, max_attempts=50),
     )
     fake_hub.inject("refs", *[Fault("stall", seconds=1.0)] * 50)
-    started = time.monotonic()
     with pytest.raises(StoreUnavailableError, match="deadline"):
         store.head()
-    assert time.monotonic() - started < 10
+    # each attempt timed out on its own; the deadline, not the attempt budget, ended the call
+    assert 1 <= sum(1 for route, _ in fake_hub.requests if route == "refs") < 50
 
 
-def test_row17_retry_after_past_the_deadline_gives_up_without_waiting(fake_hub, tmp_path, sleeps):
+def test_row17_retry_after_past_the_deadline_gives_up_without_waiting(fake_hub, tmp_path, sleeps, monkeypatch):
     store = HubStore(
         REPO_ID, endpoint=fake_hub.url, cache_dir=tmp_path / "c", policy=fast_policy(sleeps, deadline_s=5)
     )
+    library_sleeps: list[float] = []
+    monkeypatch.setattr(time, "sleep", library_sleeps.append)  # the client's own backoff sleeps here
     fake_hub.inject("commits", status_fault(429, retry_after=3600))  # inside the client's own backoff loop
-    started = time.monotonic()
     with pytest.raises(StoreUnavailableError, match="deadline"):
         store.list_commits("main")
-    assert time.monotonic() - started < 5
-    assert sleeps.waits == []
+    assert sleeps.waits == [] and library_sleeps == []
+    assert sum(1 for route, _ in fake_hub.requests if route == "commits") == 1
 
 
 def test_row34_stale_parent_is_refused_then_redecided_from_fresh_state(hub_store, fake_hub, tmp_path):
