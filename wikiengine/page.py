@@ -23,6 +23,8 @@ from wikiengine.errors import PageError
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})(.*)$")
+# First characters of a line that the H2 scan must look at closely ("" is in every string).
+_SCAN_SPECIAL_FIRST = " \t\r\n#`~<-="
 # An ATX heading of any level: 1-6 '#' then a space, a tab or the end of the line.
 _ATX_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
 _FM_FENCE_RE = re.compile(r"---[ \t]*(?:\r\n|\r|\n)?$")
@@ -36,7 +38,15 @@ _WS_RE = re.compile(r"\s+")
 
 def split_lines(text: str) -> list[str]:
     """Split keeping line endings; only ``\\n``, ``\\r\\n`` and ``\\r`` end a line (as in CommonMark)."""
-    return _LINE_RE.findall(text)
+    if "\r" in text:
+        return _LINE_RE.findall(text)
+    # The common case, about 4x faster than the regex: only '\n' ends a line.
+    lines = text.split("\n")
+    last = lines.pop()
+    out = [line + "\n" for line in lines]
+    if last:
+        out.append(last)
+    return out
 
 
 def title_key(title: str) -> str:
@@ -283,6 +293,17 @@ def _scan_h2(lines: list[str]) -> list[tuple[int, int, str]] | None:
     fence_len = 0
     previous_blank = True
     for index, raw in enumerate(lines):
+        first = raw[:1]
+        # Fast paths for the bulk of a page: lines that cannot open, close or be anything
+        # the scan must judge (the full checks below give the same answer for them).
+        if fence_char:
+            if first != fence_char and first != " ":
+                continue
+        elif first not in _SCAN_SPECIAL_FIRST:
+            if "```" in raw or "~~~" in raw:
+                return None
+            previous_blank = False
+            continue
         line = raw.rstrip("\r\n")
         if fence_char:
             stripped = line.lstrip(" ")
