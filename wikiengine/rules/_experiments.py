@@ -73,6 +73,14 @@ def lint_cache(ctx: LintContext, name: str) -> dict:
     return store.setdefault(name, {})
 
 
+def pages_of(ctx: LintContext, kind: str) -> list[PageInfo]:
+    """Every page of ``kind``, listed once per lint (``ctx.pages`` classifies every file per call)."""
+    cache = lint_cache(ctx, "pages-of-kind")
+    if kind not in cache:
+        cache[kind] = ctx.pages(kind)
+    return cache[kind]
+
+
 def compiled(ctx: LintContext) -> dict[str, re.Pattern]:
     """The regexes that depend on the configured id pattern, compiled once per lint."""
     cache = lint_cache(ctx, "experiment-regexes")
@@ -221,7 +229,7 @@ def lane_index(ctx: LintContext) -> dict[tuple[str, str], dict[str, list[Experim
     cache = lint_cache(ctx, "lane-index")
     if "index" not in cache:
         index: dict[tuple[str, str], dict[str, list[ExperimentFacts]]] = {}
-        for info in ctx.pages("experiment"):
+        for info in pages_of(ctx, "experiment"):
             facts = experiment_facts(info, ctx)
             if facts is None:
                 continue
@@ -254,7 +262,7 @@ def model_page_for(facts: ExperimentFacts, ctx: LintContext) -> PageInfo | None:
     """The model page of the experiment's lane, when the wiki has one."""
     cache = lint_cache(ctx, "model-page-of-lane")
     if not cache:
-        for info in ctx.pages("model"):
+        for info in pages_of(ctx, "model"):
             lane = model_page_lane(info.rel, ctx)
             if lane is not None:
                 cache.setdefault(lane, info)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from wikiengine.identity import MODEL_DIR_SUFFIX, model_name
-from wikiengine.rules._experiments import lint_cache, frontmatter_date, real_date
+from wikiengine.rules._experiments import frontmatter_date, lint_cache, pages_of, real_date
 
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext
@@ -41,7 +41,7 @@ def retrospectives(ctx: LintContext) -> dict[tuple[str, str], list[Retrospective
     if "index" in cache:
         return cache["index"]
     index: dict[tuple[str, str], list[Retrospective]] = {}
-    for info in ctx.pages("retrospective"):
+    for info in pages_of(ctx, "retrospective"):
         if info.page is None:
             continue
         fm = info.page.frontmatter

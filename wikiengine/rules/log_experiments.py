@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wikiengine.lint.kinds import log_lane
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import canonical_id, compiled, lane_index
+from wikiengine.rules._experiments import canonical_id, compiled, lane_index, pages_of
 from wikiengine.rules._logs import log_entries
 
 
@@ -35,7 +35,7 @@ class LoopIterationNamesPage(Rule):
     summary = "a loop-iteration entry names a v-id that has no experiment page in that lane"
 
     def check_wiki(self, ctx):
-        for info in ctx.pages("log"):
+        for info in pages_of(ctx, "log"):
             lane = log_lane(info.rel)
             if lane is not None and info.page is not None:
                 yield from self._check(info, lane, ctx)

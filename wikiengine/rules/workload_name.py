@@ -6,7 +6,7 @@ import re
 
 from wikiengine.identity import MAX_WORKLOAD_LEN, NAME_RE, check_workload_name, explicit_user_prefix
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import lint_cache, experiment_facts
+from wikiengine.rules._experiments import experiment_facts, lint_cache, pages_of
 
 # What is scanned, outside fenced code blocks too (launch commands live in fences):
 #   frontmatter `workload_name:` / `workload:` (a string or a list of strings),
@@ -94,18 +94,24 @@ class WorkloadName(Rule):
     code = "WKL001"
     name = "workload-name"
     summary = "a workload name is 40 characters or more, breaks the name pattern, or is not <USER_PREFIX>-<MODEL_NAME>-<LANE>-v<NNN>-<slug>"
+    kinds = ("experiment",)
+
+    def collect(self, info, ctx):
+        """The page's workload names, ``[[line, name], ...]`` (cached with the file)."""
+        return [[line, name] for line, name in workload_names(info)] or None
 
     def check_wiki(self, ctx):
-        for info in ctx.pages("experiment"):
+        for info in pages_of(ctx, "experiment"):
             facts = experiment_facts(info, ctx)
-            if facts is not None and info.page is not None:
-                yield from self._check(info, facts, ctx)
+            names = ctx.facts(self.code, info.rel) if facts is not None else None
+            if names:
+                yield from self._check(info, facts, names, ctx)
 
-    def _check(self, info, facts, ctx):
+    def _check(self, info, facts, names, ctx):
         prefix = _user_prefix(ctx, facts.model_dir)
         vid_match = re.fullmatch(r"v(\d+)", facts.exp_id or "")
         vid = int(vid_match.group(1)) if vid_match else None
-        for line, name in workload_names(info):
+        for line, name in names:
             problem = self._problem(name, prefix, facts.model_name, facts.lane, vid, facts.exp_id)
             if problem:
                 yield self.finding(info.rel, line, f"workload name {name!r}: {problem}")
