@@ -116,8 +116,11 @@ def safe_join(base: Path, *parts: str) -> Path:
 
 def inside(base: Path, path: Path) -> Path:
     """Return ``path`` resolved, or raise when it resolves outside ``base``."""
-    resolved = path.resolve()
-    base_resolved = base.resolve()
+    try:
+        resolved = path.resolve()
+        base_resolved = base.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        raise WikiError(f"cannot resolve: {exc}", path) from None
     if resolved != base_resolved and base_resolved not in resolved.parents:
         raise WikiError(f"{path} resolves outside {base_resolved}")
     return resolved
