@@ -262,3 +262,9 @@ def test_row44_nothing_is_read_through_a_symlink_out_of_the_root(repo, tmp_path)
         result = run(args, repo)
         line = assert_bad_input(result, "outside")
         assert "CANARY" not in line
+
+
+def test_row44_a_symlink_loop_exits_2(repo):
+    os.symlink("loop", repo / "wiki/kernel_experiments/loop")
+    assert_bad_input(run(["--kernel", "loop"], repo), "cannot resolve")
+    assert_bad_input(run(["wiki/kernel_experiments/loop"], repo))

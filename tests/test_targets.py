@@ -209,3 +209,11 @@ def test_row44_fuzz_names_resolve_inside_the_area_or_are_refused(tmp_path_factor
         return
     assert target.directory.resolve().parent == (root / "wiki/runs").resolve()
     assert Path(name).name == name
+
+
+def test_row44_a_symlink_loop_is_a_clear_error(wiki_root):
+    os.symlink("loop", wiki_root / "wiki/kernel_experiments/loop")
+    with pytest.raises(WikiError, match="cannot resolve"):
+        target_for_kernel(wiki_root, "loop")
+    with pytest.raises(WikiError):
+        target_for_path(wiki_root, wiki_root / "wiki/kernel_experiments/loop")
