@@ -4,7 +4,7 @@ An experiment page lives at ``wiki/experiments/<model>_autoresearch_optimization
 or one level deeper in ``experiments/``, and is named ``YYYY-MM-DD-<id>-<slug>.md``. The
 id is ``v<NNN>`` unless ``[tool.wiki.rules.EXP001] id-pattern`` declares another scheme
 (``"v\\\\d{3,}|exp\\\\d+"`` also accepts the older ``exp34``). Every rule that needs an id
-(EXP001, EXP008, LOG005, MOD001, WKL001) reads that one option.
+(EXP001, EXP008, EXP013, LOG005, MOD001, WKL001) reads that one option.
 
 A verdict is written either as ``status: <verdict>`` (the seeds) or as ``status: filed``
 plus ``verdict: <verdict>``; :func:`experiment_facts` understands both and records a
@@ -17,7 +17,6 @@ import datetime as dt
 import functools
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 from wikiengine.identity import MODEL_DIR_SUFFIX, model_name
@@ -90,7 +89,6 @@ def compiled(ctx: LintContext) -> dict[str, re.Pattern]:
             r"(?P<date>\d{4}-\d{2}-\d{2})-(?P<id>" + pattern + r")-(?P<slug>[a-z0-9][a-z0-9-]*)\.md"
         )
         cache["id"] = re.compile(r"(?<![A-Za-z0-9])(?P<id>" + pattern + r")(?![0-9])")
-        cache["loose_id"] = re.compile(r"(?<![0-9])-(?P<id>" + pattern + r")-")
     return cache
 
 
@@ -156,7 +154,6 @@ class ExperimentFacts:
     file_name: str
     file_date: str | None  # from the file name, when it follows the convention
     file_id: str | None  # canonical id from the file name
-    slug: str | None
     frontmatter: dict = field(repr=False)
     verdict: str | None = None
     verdict_problem: str | None = None
@@ -174,10 +171,6 @@ class ExperimentFacts:
         return self.frontmatter.get("backfilled") is True
 
     @property
-    def created(self) -> str | None:
-        return frontmatter_date(self.frontmatter.get("created"))
-
-    @property
     def frontmatter_id(self) -> str | None:
         value = self.frontmatter.get("id", self.frontmatter.get("vid"))
         return canonical_id(value) if value is not None else None
@@ -187,7 +180,7 @@ class ExperimentFacts:
         """The page's id: from the file name, else from the frontmatter."""
         return self.file_id or self.frontmatter_id
 
-    @cached_property
+    @functools.cached_property
     def model_name(self) -> str:
         return model_name(self.model_dir)
 
@@ -215,7 +208,6 @@ def experiment_facts(info: PageInfo, ctx: LintContext) -> ExperimentFacts | None
             file_name=name,
             file_date=file_date,
             file_id=canonical_id(match.group("id")) if match else None,
-            slug=match.group("slug") if match else None,
             frontmatter=frontmatter,
             verdict=verdict,
             verdict_problem=problem,
@@ -260,14 +252,15 @@ def model_page_lane(rel: str, ctx: LintContext) -> tuple[str, str] | None:
 
 def model_page_for(facts: ExperimentFacts, ctx: LintContext) -> PageInfo | None:
     """The model page of the experiment's lane, when the wiki has one."""
-    cache = lint_cache(ctx, "model-page-of-lane")
-    if not cache:
+    cache = lint_cache(ctx, "model-pages")
+    if "by-lane" not in cache:
+        by_lane: dict[tuple[str, str], PageInfo] = {}
         for info in pages_of(ctx, "model"):
             lane = model_page_lane(info.rel, ctx)
             if lane is not None:
-                cache.setdefault(lane, info)
-        cache.setdefault(None, None)
-    return cache.get(facts.lane_key)
+                by_lane.setdefault(lane, info)
+        cache["by-lane"] = by_lane
+    return cache["by-lane"].get(facts.lane_key)
 
 
 def table_rows(section: Section) -> list[tuple[int, list[str]]]:
