@@ -267,3 +267,13 @@ def test_exp011_recent_stub_and_verdict_pages_pass(tmp_path):
     git(tmp_path, "commit", "-q", "--amend", "-m", "old", date="2020-01-01T00:00:00Z")
     assert [f.path for f in findings(tmp_path, "EXP011", base="HEAD")] == [PAGE]
 
+
+
+def test_since_grandfathers_pages_by_their_created_date(tmp_path):
+    """Adoption on an old wiki: `[tool.wiki.rules.EXP003] since = ...` silences older pages only."""
+    bare = {"Hypothesis under test": "Splash should help.\n"}
+    old = f"{LANE}/2026-06-02-v042-old.md"
+    new = f"{LANE}/2026-07-02-v043-new.md"
+    write(tmp_path, {old: experiment_page(sections=bare), new: experiment_page(created="2026-07-02", sections=bare)})
+    assert len(findings(tmp_path, "EXP003")) == 2
+    assert [f.path for f in findings(tmp_path, "EXP003", since="2026-07-01")] == [new]

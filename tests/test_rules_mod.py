@@ -66,3 +66,24 @@ def test_model_page_for_a_folder_with_capitals(tmp_path):
         write(tmp_path, {**files, f"wiki/models/{stem}.md": MODEL_PAGE.format(best="v001")})
         assert findings(tmp_path, "MOD001") == []
         (tmp_path / f"wiki/models/{stem}.md").unlink()
+
+
+HYPOTHESIS = "wiki/hypotheses/splash.md"
+
+
+@pytest.mark.parametrize(
+    "keys,expected",
+    [
+        ("model: gemma4\nlane: tpu\nexperiments: [v042, v043]\n", 0),
+        ("model: gemma4\nlane: tpu\nexperiments: [42]\n", 0),
+        ("model: gemma4\nlane: tpu\n", 0),  # no list: nothing to check
+        ("experiments: [v099]\n", 0),  # no lane: nothing to check
+        ("model: gemma4\nlane: tpu\nexperiments: [v042, v099]\n", 1),
+        ("model: gemma4\nlane: jax\nexperiments: [v042]\n", 1),  # another lane's id
+    ],
+)
+def test_hyp001_hypothesis_experiments_exist(tmp_path, keys, expected):
+    page = f"---\ncreated: 2026-06-01\nstatus: testing\n{keys}---\n# Splash\n"
+    write(tmp_path, {**PAGES, HYPOTHESIS: page})
+    found = findings(tmp_path, "HYP001")
+    assert len(found) == expected, [f.render() for f in found]

@@ -22,6 +22,7 @@ REGISTRY: dict[str, str] = {
     "EXP011": "wikiengine.rules.experiment_stale:StaleStub",
     "EXP012": "wikiengine.rules.experiment_sections:DuplicateSection",
     "EXP013": "wikiengine.rules.experiment_logged:VerdictLogged",
+    "HYP001": "wikiengine.rules.hypothesis_experiments:HypothesisExperimentsExist",
     "LOG001": "wikiengine.rules.log_entries:LogEntryHeading",
     "LOG002": "wikiengine.rules.log_entries:LogNewestFirst",
     "LOG003": "wikiengine.rules.log_entries:LoopIterationInGlobalLog",

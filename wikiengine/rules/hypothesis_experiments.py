@@ -1,0 +1,51 @@
+"""HYP001."""
+
+from __future__ import annotations
+
+from wikiengine.identity import model_name
+from wikiengine.lint.rule import Rule
+from wikiengine.rules._experiments import canonical_id, key_line, lane_index, pages_of
+
+
+class HypothesisExperimentsExist(Rule):
+    """## What it does
+    Checks that every id in a hypothesis page's `experiments:` list has an experiment
+    page in the hypothesis's lane (frontmatter `model` and `lane`; `model` may be the
+    folder prefix `llama3_8B` or the MODEL_NAME `llama3-8b`). Hypotheses without a
+    lane, or without the list, are not checked.
+
+    ## Why is this bad?
+    `/formulate-hypothesis` checks precedents through these lists before proposing the
+    next experiment; an id that points nowhere hides whether the idea was already
+    tested, which is how the same experiment gets run twice.
+
+    ## Example
+    ```yaml
+    model: gemma4
+    lane: tpu
+    experiments: [v042, v099]
+    ```
+    when the tpu lane has no v099. Fix the id, or file the page.
+
+    ## Options
+    Uses `id-pattern` from EXP001.
+    """
+
+    code = "HYP001"
+    name = "hypothesis-experiments-exist"
+    summary = "a hypothesis page's experiments list names an id with no experiment page in its lane"
+
+    def check_wiki(self, ctx):
+        lanes = {(model_name(model_dir), lane): by_id for (model_dir, lane), by_id in lane_index(ctx).items()}
+        for info in pages_of(ctx, "hypothesis"):
+            fm = info.frontmatter
+            model, lane, listed = fm.get("model"), fm.get("lane"), fm.get("experiments")
+            if not (isinstance(model, str) and isinstance(lane, str) and isinstance(listed, list)):
+                continue
+            by_id = lanes.get((model_name(model), lane))
+            for item in listed:
+                exp_id = canonical_id(item)
+                if by_id is None or exp_id not in by_id:
+                    yield self.finding(
+                        info.rel, key_line(info, "experiments"), f"experiments names {exp_id}, which has no page in {model}/{lane}"
+                    )
