@@ -39,6 +39,25 @@ from training.checkpoint import (
 )
 from training.demo import create_demo_run
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """One intra-op thread, here and in spawned sessions: the tiny model gains nothing from
+    more, and on a shared two-core machine they only contend."""
+    import os
+
+    import torch
+
+    saved = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
+    torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"
+    yield
+    torch.set_num_threads(saved[0])
+    if saved[1] is None:
+        os.environ.pop("OMP_NUM_THREADS", None)
+    else:
+        os.environ["OMP_NUM_THREADS"] = saved[1]
+
 HF_FILES = {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json", "cursor.json",
             "manifest.json"}
 
@@ -232,7 +251,7 @@ def test_row09_pickle_payload_with_a_wrong_hash_is_never_unpickled(saved_run, tm
     marker = tmp_path / "pwned"
     store, head = _commit_tampered(
         saved_run, tmp_path, 8,
-        lambda folder: (folder / "optimizer.pt").write_bytes(pickle.dumps({"state": _Payload(marker)})))
+        lambda folder: (folder / "optimizer.pt").write_bytes(pickle.dumps({"state": _Payload(marker)}, protocol=2)))
     with pytest.raises(CheckpointError, match="optimizer.pt"):
         read_verified_from_store(store, 8, head)
     assert not marker.exists()
@@ -241,7 +260,7 @@ def test_row09_pickle_payload_with_a_wrong_hash_is_never_unpickled(saved_run, tm
 def test_row09_pickle_payload_with_a_rewritten_manifest_is_refused_by_weights_only(saved_run, tmp_path):
     marker = tmp_path / "pwned"
     files = dict(_files(saved_run))
-    files["optimizer.pt"] = pickle.dumps({"state": _Payload(marker)})
+    files["optimizer.pt"] = pickle.dumps({"state": _Payload(marker)}, protocol=2)
     del files[MANIFEST_NAME]
     files[MANIFEST_NAME] = build_manifest(files, 8)  # an attacker who can rewrite the manifest too
     verify_files(files[MANIFEST_NAME], files, 8)

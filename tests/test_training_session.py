@@ -18,6 +18,25 @@ from training.checkpoint import read_cursor, read_trainer_state, read_verified_f
 from training.demo import create_demo_run
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """One intra-op thread, here and in spawned sessions: the tiny model gains nothing from
+    more, and on a shared two-core machine they only contend."""
+    import os
+
+    import torch
+
+    saved = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
+    torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"
+    yield
+    torch.set_num_threads(saved[0])
+    if saved[1] is None:
+        os.environ.pop("OMP_NUM_THREADS", None)
+    else:
+        os.environ["OMP_NUM_THREADS"] = saved[1]
+
+
 def _events(capsys) -> list[dict]:
     return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
 
@@ -232,14 +251,25 @@ def test_no_quota_left_refuses_to_start(tmp_path, capsys, monkeypatch):
         (["--frobnicate"], "{}", "unrecognized arguments"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(tmp_path, argv_extra, config_text, message):
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv_extra, config_text, message):
     run = create_demo_run(tmp_path / "run")
     run.config_path.write_text(config_text)
-    result = subprocess.run([sys.executable, "-m", "training.session", *run.session_argv(*argv_extra)],
-                            capture_output=True, text=True, timeout=120)
+    assert session.main(run.session_argv(*argv_extra)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and message in captured.err and captured.err.startswith("error: ")
+    assert json.loads(captured.out.splitlines()[-1])["reason"] == "bad_input"
+
+
+def test_bad_input_at_the_command_line_has_no_traceback(tmp_path):
+    run = create_demo_run(tmp_path / "run")
+    run.config_path.write_text('{"preset": "tiny", "max_steps": 24.0}')
+    result = subprocess.run([sys.executable, "-m", "training.session", *run.session_argv()], capture_output=True,
+                            text=True, timeout=300)
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
-    assert json.loads(result.stdout.splitlines()[-1])["reason"] == "bad_input"
+    assert result.stderr == f"error: {run.config_path}: max_steps must be an integer, got 24.0\n"
+    assert json.loads(result.stdout.splitlines()[-1]) == {
+        "event": "session_end", "start_step": None, "end_step": None, "reason": "bad_input",
+        "detail": f"{run.config_path}: max_steps must be an integer, got 24.0"}
 
 
 def test_missing_store_is_a_refusal_not_a_traceback(tmp_path):

@@ -4,7 +4,7 @@ Command line (what a compute backend or a rendered bootstrap runs)::
 
     python -m training.session --store STORE --config RUN.json
         [--out DIR] [--quota-left-hours H] [--timeout-seconds S] [--device cpu|cuda]
-        [--no-progress]
+        [--threads N] [--no-progress]
 
     torchrun --nproc-per-node N -m training.session ...   # data parallel, same arithmetic
 
@@ -17,6 +17,8 @@ Command line (what a compute backend or a rendered bootstrap runs)::
   line a bootstrap changes per launch). ``--timeout-seconds``: the platform's session
   timeout; env ``SESSION_TIMEOUT_SECONDS``. The time budget is the smaller of the two,
   less ``save_margin_s``; the session stops at the last save that fits it.
+- ``--threads``: torch intra-op threads on the CPU (env ``WIKI_TORCH_THREADS``; default
+  torch's choice). One thread is fastest for the ``tiny`` preset on a shared machine.
 
 Standard output carries one JSON object per line: ``plan``, ``checkpoint`` (after each
 pointer commit), ``quarantine`` / ``unnamed_checkpoint`` reports, and last
@@ -64,6 +66,7 @@ class SessionArgs:
     timeout_seconds: float | None
     device: str
     progress: bool
+    threads: int | None = None
 
 
 def parse_args(argv: list[str] | None) -> SessionArgs:
@@ -75,15 +78,21 @@ def parse_args(argv: list[str] | None) -> SessionArgs:
     parser.add_argument("--quota-left-hours", default=os.environ.get("QUOTA_LEFT_HOURS"))
     parser.add_argument("--timeout-seconds", default=os.environ.get("SESSION_TIMEOUT_SECONDS"))
     parser.add_argument("--device", default=None)
+    parser.add_argument("--threads", default=os.environ.get("WIKI_TORCH_THREADS"))
     parser.add_argument("--no-progress", action="store_true")
     ns = parser.parse_args(argv)
+    threads = None
+    if ns.threads not in (None, ""):
+        if not str(ns.threads).isdigit() or int(ns.threads) < 1:
+            raise SessionExit(EXIT_BAD_INPUT, "bad_input", f"--threads must be a positive integer: {ns.threads!r}")
+        threads = int(ns.threads)
     if not ns.store:
         raise SessionExit(EXIT_BAD_INPUT, "bad_input", "no store: pass --store or set WIKI_STORE")
     if not ns.config:
         raise SessionExit(EXIT_BAD_INPUT, "bad_input", "no run config: pass --config or set WIKI_RUN_CONFIG")
     device = ns.device or _default_device()
     return SessionArgs(ns.store, ns.config, Path(ns.out), _positive("quota-left-hours", ns.quota_left_hours),
-                       _positive("timeout-seconds", ns.timeout_seconds), device, not ns.no_progress)
+                       _positive("timeout-seconds", ns.timeout_seconds), device, not ns.no_progress, threads)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -180,6 +189,10 @@ def run_session(args: SessionArgs, store=None, status: dict | None = None) -> di
     from training.config import ConfigError, load_config
 
     started = time.monotonic()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     try:
         config = load_config(args.config)
     except ConfigError as exc:
