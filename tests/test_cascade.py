@@ -265,6 +265,33 @@ def test_row43_required_keys_of_the_run_config(tmp_path):
     assert str(caught.value).startswith("wiki/runs/r1/program.md:4: (top level): 'save_steps' is a required property")
 
 
+def test_row43_a_nested_key_is_reported_at_its_own_line(tmp_path):
+    config = (REPO_RUN_CONFIG.replace("kind: hub", "kind: s3"))
+    root = write_wiki(
+        tmp_path,
+        {"wiki/runs/program.md": "## Checks\nall\n", "wiki/runs/r1/program.md": f"## Config\n\n```yaml\n{config}```\n"},
+    )
+    with pytest.raises(SchemaError) as caught:
+        resolve(target_for_run(root, "r1"))
+    assert str(caught.value) == (
+        "wiki/runs/r1/program.md:12: store/kind: 's3' is not one of ['local-git', 'hub'] [schema run-config]"
+    )
+
+
+REPO_RUN_CONFIG = """preset: ounce100m
+max_steps: 3814
+save_steps: 127
+session_steps: 762
+samples_per_step: 256
+seq_len: 1024
+tokens_per_step: 262144
+store:
+  kind: hub
+compute:
+  kind: kaggle
+"""
+
+
 @pytest.mark.parametrize(
     "yaml_text, line, words",
     [

@@ -83,6 +83,15 @@ def test_chain_step2_user_before_first_underscore_lowercased(tmp_path, user, exp
     assert (got.value, got.source) == (expected, "$USER")
 
 
+def test_chain_a_user_segment_that_cannot_be_a_name_falls_through_to_git(tmp_path):
+    # The seed takes any non-empty segment; one that could not start a workload name
+    # ([a-z][-a-z0-9]*) is skipped, and the printed source says where the prefix came from.
+    repo = git_repo_with_user(tmp_path / "r", "Aleksey Vlasenko")
+    for user in ("john.doe", "1bob", "_lead"):
+        got = resolve_user_prefix(None, env={"USER": user}, cwd=repo)
+        assert (got.value, got.source) == ("aleksey", "git user.name")
+
+
 def test_chain_step3_git_first_name_lowercased(tmp_path):
     repo = git_repo_with_user(tmp_path / "r", "Aleksey Vlasenko")
     got = resolve_user_prefix(None, env={}, cwd=repo)
