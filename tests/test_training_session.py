@@ -222,12 +222,66 @@ def test_resume_with_another_seed_is_refused(tmp_path, capsys):
     assert run.store().read_pointer(run.store().head()).step == 4
 
 
-def test_time_budget_stops_at_the_last_save_that_fits(tmp_path, capsys):
+def test_time_budget_stops_at_the_last_save_that_fits(tmp_path, capsys, monkeypatch):
+    """The session asks the planner after every step whether the next save still fits."""
+    from training import plan
+
+    asked = []
+
+    def fits_until_4(step, next_save, elapsed_s, budget_s, seconds_per_step, seconds_per_save):
+        asked.append((step, next_save))
+        return step < 4
+
+    monkeypatch.setattr(plan, "next_save_fits", fits_until_4)
+    run = create_demo_run(tmp_path / "run")
+    assert session.main(run.session_argv("--timeout-seconds", "3600")) == 0
+    end = _events(capsys)[-1]
+    assert (end["start_step"], end["end_step"], end["reason"]) == (0, 4, "time")
+    assert asked == [(1, 4), (2, 4), (3, 4), (4, 8)]
+    assert run.store().read_pointer(run.store().head()).step == 4
+
+
+def test_a_first_interval_longer_than_the_budget_stops_before_any_save(tmp_path, capsys):
     run = create_demo_run(tmp_path / "run", save_margin_s=0.0)
     assert session.main(run.session_argv("--timeout-seconds", "0.000001")) == 0
     end = _events(capsys)[-1]
-    assert (end["start_step"], end["end_step"], end["reason"]) == (0, 4, "time")
-    assert run.store().read_pointer(run.store().head()).step == 4
+    assert (end["start_step"], end["end_step"], end["reason"]) == (0, 0, "time")
+    assert run.store().read_pointer(run.store().head()) is None
+
+
+def test_no_budget_never_asks(tmp_path, capsys, monkeypatch):
+    from training import plan
+
+    monkeypatch.setattr(plan, "next_save_fits", lambda *args: pytest.fail("asked without a budget"))
+    monkeypatch.delenv("QUOTA_LEFT_HOURS", raising=False)
+    monkeypatch.delenv("SESSION_TIMEOUT_SECONDS", raising=False)
+    run = create_demo_run(tmp_path / "run", max_steps=4, session_steps=4)
+    assert session.main(run.session_argv()) == 0
+    assert _events(capsys)[-1]["end_step"] == 4
+
+
+def test_checkpoint_of_another_world_size_resumes_with_a_warning(tmp_path, capsys):
+    """A 2-rank checkpoint (rng_state_0/1.pth) resumes on one process: same cursor, a warning."""
+    run = create_demo_run(tmp_path / "run", max_steps=8, session_steps=4)
+    assert session.main(run.session_argv()) == 0
+    store = run.store()
+    head = store.head()
+    folder = tmp_path / "two-ranks"
+    folder.mkdir()
+    files = read_verified_from_store(store, 4, head)
+    files["rng_state_0.pth"] = files["rng_state_1.pth"] = files.pop("rng_state.pth")
+    del files["manifest.json"]
+    from training.checkpoint import build_manifest
+
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    (folder / "manifest.json").write_bytes(build_manifest(files, 4))
+    store.commit_pointer(4, store.commit_checkpoint(4, folder, head))
+    capsys.readouterr()
+    assert session.main(run.session_argv()) == 0
+    events = _events(capsys)
+    assert any(e["event"] == "warning" and "another world size" in e["detail"] for e in events)
+    assert events[-1]["end_step"] == 8
 
 
 def test_no_quota_left_refuses_to_start(tmp_path, capsys, monkeypatch):

@@ -228,9 +228,11 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
         write_checkpoint,
     )
     from training.data import DataError, open_corpus
-    from training.plan import PlanError, cross_check, next_save_fits, plan_session
+    from training import plan as planner
+    from training.plan import PlanError, cross_check, plan_session
     from training.trainer import Trainer
 
+    next_save_fits = planner.next_save_fits
     device = f"cuda:{world.local_rank}" if args.device == "cuda" else args.device
     if args.device == "cuda":
         torch.cuda.set_device(world.local_rank)
@@ -317,6 +319,9 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
             trainer.restore(files, plan.pointer_step)
         except CheckpointError as exc:
             raise SessionExit(EXIT_REFUSED, "refused", f"{checkpoint_path(plan.pointer_step)}: {exc}") from None
+        if trainer.rng_fallback and world.is_main:
+            emit("warning", detail="the checkpoint was saved with another world size: data order and arithmetic "
+                                   "are unchanged, RNG streams are not bitwise those of an uninterrupted run")
     del files
     shared_copy = Path(verdict[1]) if verdict is not None and world.is_main else None
 
@@ -343,32 +348,33 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
             if progress is not None:
                 progress.update(1)
                 progress.set_postfix(loss=f"{entry['loss']:.4f}", tok_s=f"{entry['tokens_per_second']:.0f}")
-            if trainer.step not in save_points:
-                continue
-            tick = time.monotonic()
-            checkpoint_files = trainer.checkpoint_files()
-            verdict = None
-            if world.is_main:
-                verdict = _save_and_commit(store, trainer.step, checkpoint_files, args.out, last_commit,
-                                           write_checkpoint, rotate_local, StaleParentError, StoreError, entry)
-            verdict = world.broadcast(verdict)
-            if verdict[0] != "ok":
-                raise SessionExit(EXIT_STALE, "stale_pointer", verdict[1])
-            last_commit = verdict[1]
-            status["end_step"] = trainer.step
-            save_seconds.append(time.monotonic() - tick)
+            if trainer.step in save_points:
+                tick = time.monotonic()
+                checkpoint_files = trainer.checkpoint_files()
+                verdict = None
+                if world.is_main:
+                    verdict = _save_and_commit(store, trainer.step, checkpoint_files, args.out, last_commit,
+                                               write_checkpoint, rotate_local, StaleParentError, StoreError, entry)
+                verdict = world.broadcast(verdict)
+                if verdict[0] != "ok":
+                    raise SessionExit(EXIT_STALE, "stale_pointer", verdict[1])
+                last_commit = verdict[1]
+                status["end_step"] = trainer.step
+                save_seconds.append(time.monotonic() - tick)
             remaining = [p for p in save_points if p > trainer.step]
-            if remaining:
+            if budget_s is not None and remaining:
+                # would the next save still fit? if not, stop now: at a save when we just made one,
+                # otherwise (the first interval is already too long) the steps since the last save are dropped
                 per_step = sorted(step_seconds)[len(step_seconds) // 2]
                 fits = next_save_fits(trainer.step, remaining[0], time.monotonic() - started, budget_s, per_step,
-                                      max(save_seconds))
+                                      max(save_seconds, default=0.0))
                 if not world.broadcast(fits):
                     reason = "time"
                     break
     finally:
         if progress is not None:
             progress.close()
-    return {"event": "session_end", "start_step": plan.resume_step, "end_step": trainer.step, "reason": reason,
+    return {"event": "session_end", "start_step": plan.resume_step, "end_step": status["end_step"], "reason": reason,
             "pointer_commit": last_commit}
 
 

@@ -118,6 +118,7 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
         self.step = 0
         self.log_history: list[dict] = []
+        self.rng_fallback = False  # True after restoring RNGs saved under another world size
 
     # ---------------------------------------------------------------- training
 
@@ -171,6 +172,10 @@ class Trainer:
         return entry
 
     # ---------------------------------------------------------------- checkpoints
+
+    def _rng_file(self, files: dict[str, bytes]) -> str:
+        name, self.rng_fallback = _rng_file_for(files, self.rank, self.world_size)
+        return name
 
     def cursor(self) -> Cursor:
         """The data cursor at the current step."""
@@ -232,12 +237,22 @@ class Trainer:
             if "scaler.pt" not in files:
                 raise CheckpointError("scaler.pt is missing for an fp16 run")
             self.scaler.load_state_dict(load_torch_verified(files, "scaler.pt"))
-        rng_name = "rng_state.pth" if self.world_size == 1 else f"rng_state_{self.rank}.pth"
-        if rng_name not in files:
-            raise CheckpointError(f"{rng_name} is missing (the checkpoint was saved with another world size)")
-        restore_rng(load_torch_verified(files, rng_name))
+        restore_rng(load_torch_verified(files, self._rng_file(files)))
         self.log_history = list(state["log_history"])
         self.step = step
+
+
+def _rng_file_for(files: dict[str, bytes], rank: int, world_size: int) -> tuple[str, bool]:
+    """The RNG file this rank restores and whether it is a fallback (another world size saved it).
+
+    The data cursor does not depend on the world size, so a checkpoint saved by 2 ranks
+    resumes on 1 (and back); only the RNG streams differ, as they must.
+    """
+    preferred = "rng_state.pth" if world_size == 1 else f"rng_state_{rank}.pth"
+    for name in (preferred, f"rng_state_{rank}.pth", "rng_state.pth", "rng_state_0.pth"):
+        if name in files:
+            return name, name != preferred
+    raise CheckpointError("no rng_state.pth or rng_state_<rank>.pth in the checkpoint")
 
 
 def _json_bytes(obj) -> bytes:
