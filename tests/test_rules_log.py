@@ -38,6 +38,7 @@ CASES = [
     ("log004-pass", "LOG004", {LANE_LOG: log("[2026-06-02] loop-iteration + closing | v042"), GLOBAL_LOG: log("[2026-06-01] schema | x")}, 0),
     ("log004-typo", "LOG004", {LANE_LOG: log("[2026-06-02] loop-iter | v042")}, 1),
     ("log004-lane-op-in-global", "LOG004", {GLOBAL_LOG: log("[2026-06-02] start | session")}, 1),
+    ("log004-leaves-loop-iteration-in-global-to-log003", "LOG004", {GLOBAL_LOG: log("[2026-06-02] loop-iteration | v042")}, 0),
     ("log004-compound-part", "LOG004", {LANE_LOG: log("[2026-06-02] run-experiment + CLOSNG | v045")}, 1),
     # LOG005: loop-iteration names a page of the lane
     ("log005-pass", "LOG005", {**PAGE, LANE_LOG: log("[2026-06-02] loop-iteration | v042-splash on 2b-seq8k: supported (+2.4)")}, 0),

@@ -114,7 +114,8 @@ class UnknownLogOp(Rule):
     Checks every op of every entry (each part of a compound op) against the vocabulary
     of the log's tier in the configuration: `global` for `wiki/log.md`, `lane` for a
     lane's `log.md`, `family` for a kernel family's log. Ops compare case-insensitively.
-    Logs of other tiers, and tiers the configuration does not list, are not checked.
+    Logs of other tiers, and tiers the configuration does not list, are not checked; a
+    `loop-iteration` in the global log is LOG003's finding, not this rule's.
 
     ## Why is this bad?
     Tools and readers select entries by op (`start`, `stop`, `loop-iteration`); a typo
@@ -147,5 +148,7 @@ class UnknownLogOp(Rule):
         folded = {op.casefold() for op in known}
         for entry in log_entries(info, ctx):
             for op in entry.ops:
+                if tier == "global" and op.casefold() == "loop-iteration":
+                    continue  # LOG003 says where it belongs
                 if entry.problem is None and op.casefold() not in folded:
                     yield self.finding(info.rel, entry.line, f"op {op!r} is not a known {tier}-log op ({', '.join(known)})")
