@@ -132,8 +132,8 @@ def test_row01_killed_between_checkpoint_and_pointer_commit_loses_nothing(tmp_pa
 
     assert session.main(run.session_argv()) == 0
     events = _events(capsys)
-    assert {"event": "unnamed_checkpoint", "path_in_repo": "ckpt/checkpoint-8", "pointer_step": 4}.items() <= \
-        next(e for e in events if e["event"] == "unnamed_checkpoint").items()
+    assert {"event": "unnamed_checkpoint", "path_in_repo": "ckpt/checkpoint-8", "pointer_step": 4,
+            "commit": head}.items() <= next(e for e in events if e["event"] == "unnamed_checkpoint").items()
     assert next(e for e in events if e["event"] == "plan")["resume_step"] == 4
     assert events[-1]["start_step"] == 4 and events[-1]["end_step"] == 8
     assert store.read_pointer(store.head()).step == 8

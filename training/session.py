@@ -434,16 +434,22 @@ def _report_unnamed(store, revision: str, pointer_step: int) -> None:
     never loaded; a later save of the same step replaces the folder (the old bytes stay in
     the store's history).
     """
-    from executors.store import CHECKPOINT_PREFIX
+    from executors.store import CHECKPOINT_PREFIX, checkpoint_message
 
     steps = set()
     for path in store.list_files("ckpt", revision):
         folder = path.split("/")[1] if path.count("/") >= 2 else ""
         if folder.startswith("checkpoint-") and folder[len("checkpoint-"):].isdigit():
             steps.add(int(folder[len("checkpoint-"):]))
-    for step in sorted(s for s in steps if s > pointer_step):
+    unnamed = sorted(s for s in steps if s > pointer_step)
+    if not unnamed:
+        return
+    commits = {c.title: c.id for c in reversed(store.list_commits(revision))}  # newest wins
+    for step in unnamed:
         emit("unnamed_checkpoint", path_in_repo=f"{CHECKPOINT_PREFIX}{step}", pointer_step=pointer_step,
-             action="ignored: the pointer does not name it; never loaded")
+             commit=commits.get(checkpoint_message(step)),
+             action="quarantined: the pointer does not name it, so it is never loaded; "
+                    "its bytes stay in the store's history at that commit")
 
 
 def _free_space_problem(out_dir: Path, preset: str) -> tuple[str, str] | None:
