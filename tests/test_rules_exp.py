@@ -222,15 +222,11 @@ def test_row38_uncommitted_edit_and_rename_of_verdict_page_are_flagged(tmp_path)
     assert "renamed from" in found[SUB.replace("v042-splash", "v043-renamed")]
 
 
-def test_row38_deleted_verdict_page_is_reported(tmp_path):
-    _repo(tmp_path, {PAGE: experiment_page()})
+def test_row38_deleted_verdict_page_is_reported_on_its_lane_log(tmp_path):
+    _repo(tmp_path, {PAGE: experiment_page(), f"{LANE}/log.md": "## [2026-06-02] loop-iteration | v042: supported\n"})
     (tmp_path / PAGE).unlink()
-    from wikiengine.lint.gitview import GitView
-
-    ctx = _context(tmp_path)
-    ctx.git = GitView.open(tmp_path, "HEAD")
-    found = list(rule_class("EXP007")().check_wiki(ctx))
-    assert [(f.path, "deleted" in f.message) for f in found] == [(PAGE, True)]
+    (found,) = findings(tmp_path, "EXP007", base="HEAD")
+    assert found.path == f"{LANE}/log.md" and f"{PAGE} " in found.message and "deleted" in found.message
 
 
 def test_row38_assigning_the_verdict_and_editing_a_stub_are_allowed(tmp_path):
