@@ -8,8 +8,10 @@ Command line (what a compute backend or a rendered bootstrap runs)::
 
     torchrun --nproc-per-node N -m training.session ...   # data parallel, same arithmetic
 
-- ``--store``: a local git checkpoint store (:class:`executors.local_store.LocalGitStore`);
-  env ``WIKI_STORE``.
+- ``--store``: the checkpoint store: a local git store directory
+  (:class:`executors.local_store.LocalGitStore`), ``hf://owner/name`` (a Hub dataset
+  repository), or a JSON store mapping for :func:`executors.registry.make_store`; env
+  ``WIKI_STORE``. See :func:`open_store`.
 - ``--config``: a run config JSON (:mod:`training.config`); env ``WIKI_RUN_CONFIG``.
 - ``--out``: the local output directory (checkpoints before upload); env
   ``WIKI_SESSION_OUT``, default ``./session-out``.
@@ -162,12 +164,37 @@ class Dist:
 # ---------------------------------------------------------------- the session
 
 def open_store(spec: str):
-    """The checkpoint store named by ``spec`` (a local git store directory)."""
-    from executors.local_store import LocalGitStore
-    from executors.store import StoreError
+    """The checkpoint store named by ``spec``.
+
+    - a directory: a local git store (:class:`executors.local_store.LocalGitStore`);
+    - ``hf://owner/name``: the Hub dataset repository ``owner/name`` (the ``hub`` extra);
+    - a JSON object: a store mapping for :func:`executors.registry.make_store`
+      (``{"kind": "hub", "repo_id": ..., ...}`` or ``{"kind": "local-git", "path": ...}``),
+      relative paths resolved from the working directory.
+
+    A token is never part of the spec: the Hub client reads ``HF_TOKEN`` itself.
+    """
+    from executors.store import StoreError, StoreFormatError, strict_json
 
     try:
+        if spec.lstrip().startswith("{") or spec.startswith("hf://"):
+            from executors.registry import BackendConfigError, make_store
+
+            if spec.startswith("hf://"):
+                mapping = {"kind": "hub", "repo_id": spec[len("hf://"):]}
+            else:
+                mapping = strict_json(spec.encode(), "--store")
+                if not isinstance(mapping, dict):
+                    raise SessionExit(EXIT_BAD_INPUT, "bad_input", "--store JSON must be an object")
+            try:
+                return make_store(mapping, root=Path.cwd())
+            except BackendConfigError as exc:
+                raise SessionExit(EXIT_BAD_INPUT, "bad_input", str(exc)) from None
+        from executors.local_store import LocalGitStore
+
         return LocalGitStore(spec)
+    except StoreFormatError as exc:
+        raise SessionExit(EXIT_BAD_INPUT, "bad_input", str(exc)) from None
     except StoreError as exc:
         raise SessionExit(EXIT_REFUSED, "store_unreadable", str(exc)) from None
 
@@ -240,18 +267,20 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
     # ---- observe (rank 0) and agree on one revision
     observed = None
     if world.is_main:
-        store = store or open_store(args.store)
         try:
+            store = store or open_store(args.store)
             revision = store.head()
             pointer = store.read_pointer(revision)
+        except SessionExit as exc:  # every rank must leave together
+            observed = ("exit", exc.code, exc.reason, exc.message)
         except StoreError as exc:
-            observed = ("refuse", f"pointer unreadable: {exc}")
+            observed = ("exit", EXIT_REFUSED, "refused", f"pointer unreadable: {exc}")
         else:
             observed = ("ok", revision, pointer.step if pointer else 0,
                         pointer.path_in_repo if pointer else None)
     observed = world.broadcast(observed)
-    if observed[0] == "refuse":
-        raise SessionExit(EXIT_REFUSED, "refused", observed[1])
+    if observed[0] == "exit":
+        raise SessionExit(*observed[1:])
     _, revision, pointer_step, pointer_path = observed
     if pointer_path is not None and pointer_path != checkpoint_path(pointer_step):
         raise SessionExit(EXIT_REFUSED, "refused",
