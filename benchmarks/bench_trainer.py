@@ -44,8 +44,11 @@ def bare_loop_tokens_per_second(config, corpus, steps: int) -> tuple[float, floa
     """The same training without bookkeeping; (CPU-time, wall-clock) tokens per second."""
     torch.manual_seed(config.seed)
     model = build_model(config.preset, dropout=config.dropout)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, betas=(config.beta1, config.beta2),
-                                  weight_decay=config.weight_decay)
+    decay = [p for p in model.parameters() if p.dim() >= 2]  # the trainer's optimizer, same groups
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=config.learning_rate, betas=(config.beta1, config.beta2))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_at(step, config) / config.learning_rate)
     accumulation = config.samples_per_step // config.micro_batch
     model.train()
