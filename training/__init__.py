@@ -10,7 +10,11 @@ Modules (one concept each):
 - :mod:`training.plan`: the pure session planner and its cross-check;
 - :mod:`training.trainer`: the training state and one optimizer step;
 - :mod:`training.session`: ``python -m training.session``, one session of a relay run;
-- :mod:`training.bootstrap`: the pinned kernel body; :mod:`training.launch` renders and checks it.
+- :mod:`training.bootstrap`: the pinned kernel body; :mod:`training.launch` pins, renders and
+  checks it; :mod:`training.launcher`: what the bootstrap fetches and runs at the pinned commit;
+- :mod:`training.demo`: a fresh local store and run config for the tiny demo run;
+- :mod:`training.make_corpus`: regenerates the shipped tiny corpus (``training/corpus/``);
+- :mod:`training.evaluate`: held-out evaluation of published weights.
 
 Importing this package does not import torch.
 """
