@@ -35,7 +35,10 @@ def export_tree(repo, rev, target):
         _git("--git-dir", scratch, "fetch", "--quiet", "--depth", "1", repo, rev)
         archive = _git("--git-dir", scratch, "archive", "--format=tar", rev)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(target, filter="data")
+        try:
+            tar.extractall(target, filter="data")
+        except TypeError:  # Python without extraction filters (< 3.11.4): the archive is our pinned commit
+            tar.extractall(target)
 
 
 def session_command(tree, session_args):
