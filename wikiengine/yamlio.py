@@ -182,7 +182,12 @@ def roundtrip_update(text: str, updates: dict[str, Any], path=None) -> str:
     try:
         data = rt.load(text) if text.strip() else None
     except YAMLError as exc:
+        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        raise PageError(f"invalid YAML: {problem}", path) from None
+    except (ValueError, OverflowError) as exc:  # an impossible date such as 0000-00-00
         raise PageError(f"invalid YAML: {exc}", path) from None
+    except RecursionError:
+        raise PageError("invalid YAML: nesting too deep", path) from None
     if data is None:
         from ruamel.yaml.comments import CommentedMap
 
