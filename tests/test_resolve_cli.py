@@ -268,3 +268,13 @@ def test_row44_a_symlink_loop_exits_2(repo):
     os.symlink("loop", repo / "wiki/kernel_experiments/loop")
     assert_bad_input(run(["--kernel", "loop"], repo), "cannot resolve")
     assert_bad_input(run(["wiki/kernel_experiments/loop"], repo))
+
+
+def test_row40_a_pathological_program_resolves_under_the_subprocess_timeout(repo):
+    # run() gives the child 120 s: a hang guard, not a speed target.
+    program = repo / GEMMA / "jax/program.md"
+    hostile = "> " * 20000 + "## quoted\n" + "- " * 20000 + "x\n" + "[" * 50000 + "\n<div>\n\n" + "*a **a " * 10000
+    program.write_text(program.read_text() + "\n## Notes\n\n" + hostile + "\n", encoding="utf-8")
+    result = run(["--audit", "gemma4", "jax"], repo)
+    assert result.returncode == 0, result.stderr
+    assert "  Notes" in result.stdout and "quoted" not in result.stdout
