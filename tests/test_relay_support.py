@@ -91,8 +91,9 @@ class FakeCompute:
     launches: list = field(default_factory=list)
     status_fails: bool = False
     refuse_capacity: bool = False
-    clock: object = None
+    clock: object = None  # the platform's (server's) clock
     on_launch: object = None  # a hook a fault test uses to kill the wake mid-launch
+    timeout_s: float | None = None  # like a real platform: a session past its timeout is killed
 
     def launch(self, request):
         if self.refuse_capacity:
@@ -104,9 +105,19 @@ class FakeCompute:
         self.sessions[request.slug] = SessionStatus(SessionState.RUNNING, started_at=now)
         return LaunchRecord(ref=request.slug, version=1, kernel_id=str(len(self.launches)), submitted_at=now)
 
+    def _enforce_timeouts(self):
+        if self.timeout_s is None or self.clock is None:
+            return
+        for ref, status in list(self.sessions.items()):
+            deadline = (status.started_at or T0) + dt.timedelta(seconds=self.timeout_s)
+            if status.state.alive and self.clock() > deadline:
+                self.sessions[ref] = SessionStatus(SessionState.CANCELLED, status.started_at, deadline, None,
+                                                   "session timeout")
+
     def status(self, ref):
         if self.status_fails:
             return SessionStatus(SessionState.UNKNOWN)
+        self._enforce_timeouts()
         return self.sessions.get(ref, SessionStatus(SessionState.GONE))
 
     def log_tail(self, ref, lines=200):
@@ -120,6 +131,7 @@ class FakeCompute:
     def list_sessions(self):
         if self.status_fails:
             raise ComputeUnavailableError("listing timed out")
+        self._enforce_timeouts()
         return [(ref, status.state) for ref, status in self.sessions.items()]
 
     def end(self, ref, state=SessionState.COMPLETE, at=None, started=None, failure=None):

@@ -3,7 +3,8 @@ ends and kills, wakes killed mid-act, an unknown status (a 429 read as unknown),
 clock and skew, against the real `wiki step` on a real git wiki and store with a fake
 compute backend; after every rule the invariants hold:
 
-- D: at most one live session;
+- D: at most one live session (the fake platform kills a session at its timeout, as a real
+  one does; the agent's clock is skewed against the platform's);
 - Q: every launch had its ledger row booked and committed before the backend was asked;
 - L: memory parses and stays consistent (rows consecutive, every launch booked), the
   high-water mark never drops, and memory is committed after every completed wake;
@@ -12,6 +13,8 @@ compute backend; after every rule the invariants hold:
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,7 +23,7 @@ from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from executors.compute import SessionState
-from test_relay_support import Clock, FakeCompute, git, make_wiki, save_checkpoint
+from test_relay_support import CONFIG, Clock, FakeCompute, git, make_wiki, save_checkpoint
 from wikiengine import memory
 from wikiengine.relay import act
 from wikiengine.relay.step import run_step
@@ -39,8 +42,10 @@ class RelayModel(RuleBasedStateMachine):
         self.root = self.tmp / "repo"
         self.root.mkdir()
         self.store = make_wiki(self.root)
-        self.clock = Clock()
-        self.compute = FakeCompute(clock=self.clock)
+        self.server = Clock()  # the platform's clock: session start and end times
+        self.skew_hours = 0
+        self.clock = lambda: self.server.now + dt.timedelta(hours=self.skew_hours)  # the agent's clock (row 32)
+        self.compute = FakeCompute(clock=self.server, timeout_s=CONFIG["session_timeout_s"])
         self.compute.on_launch = self._on_launch
         self.boundary: dict[str, int] = {}
         self.violations: list[str] = []
@@ -62,7 +67,7 @@ class RelayModel(RuleBasedStateMachine):
         job = "session-" + request.slug.rsplit("session", 1)[1]
         if f"| {job} |" not in committed or "booked" not in committed.split(f"| {job} |")[-1].split("\n")[0]:
             self.violations.append(f"Q: {job} launched without a committed booked row")
-        alive = [r for r, s in self.compute.sessions.items() if s.state.alive]
+        alive = self._alive()
         if alive:
             self.violations.append(f"D: {request.slug} launched while {alive} alive")
         if request.slug in self.compute.sessions:
@@ -73,17 +78,18 @@ class RelayModel(RuleBasedStateMachine):
         self.boundary[request.slug] = min(b for b in (8, 16, 24) if b > pointer)
 
     def _alive(self):
+        self.compute._enforce_timeouts()
         return [r for r, s in self.compute.sessions.items() if s.state.alive]
 
     # ---------------------------------------------------------------- rules
 
     @rule(minutes=st.integers(min_value=1, max_value=90))
     def time_passes(self, minutes):
-        self.clock.advance(minutes=minutes)
+        self.server.advance(minutes=minutes)
 
-    @rule(hours=st.sampled_from([-1, 1]))
+    @rule(hours=st.sampled_from([-1, 0, 1]))
     def clock_skew(self, hours):
-        self.clock.advance(hours=hours)
+        self.skew_hours = hours
 
     @rule(unknown=st.booleans())
     def status_lag(self, unknown):
@@ -123,9 +129,7 @@ class RelayModel(RuleBasedStateMachine):
         if how == SessionState.COMPLETE and self._pointer() != self.boundary.get(ref):
             how = SessionState.CANCELLED  # a session that stops short of its boundary was killed
         started = self.compute.sessions[ref].started_at
-        import datetime as dt
-
-        self.compute.end(ref, how, at=started + dt.timedelta(seconds=seconds),
+        self.compute.end(ref, how, at=min(started + dt.timedelta(seconds=seconds), self.server.now),
                          failure=None if how == SessionState.COMPLETE else "refused: same reason")
 
     # ---------------------------------------------------------------- invariants
@@ -161,5 +165,5 @@ class RelayModel(RuleBasedStateMachine):
 
 
 TestRow50RelayModel = RelayModel.TestCase
-TestRow50RelayModel.settings = settings(max_examples=12, stateful_step_count=14, deadline=None,
+TestRow50RelayModel.settings = settings(max_examples=int(os.environ.get("WIKI_MODEL_EXAMPLES", "12")), stateful_step_count=14, deadline=None,
                                    suppress_health_check=list(HealthCheck))

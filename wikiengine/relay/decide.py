@@ -42,6 +42,7 @@ class Settings:
     session_timeout_s: int = 25200
     crash_window_s: float = 120.0  # "exits inside ~2 min"
     clock_slack_s: float = 30.0
+    max_clock_skew_s: float = 3600.0  # how far the agent's clock may be from the platform's
     claim_ttl_s: float = 600.0  # how long a claimed launch may stay invisible at the backend
     check_every_s: float = 1800.0
     loss_sigma: float = 6.0  # a jump beyond this many sigmas of step-to-step noise is a discontinuity
@@ -64,6 +65,7 @@ class Settings:
             session_timeout_s=timeout,
             crash_window_s=float(relay.get("crash_window_s", 120.0)),
             clock_slack_s=float(relay.get("clock_slack_s", 30.0)),
+            max_clock_skew_s=float(relay.get("max_clock_skew_s", 3600.0)),
             claim_ttl_s=float(relay.get("claim_ttl_s", compute.get("claim_ttl_s", 600.0))),
             check_every_s=float(relay.get("check_every_s", 1800.0)),
             loss_sigma=float(relay.get("loss_sigma", 6.0)),
@@ -303,11 +305,17 @@ def next_reset(now: dt.datetime, quota: Quota | None) -> dt.datetime:
 
 
 def _is_stale(view: SessionView, obs: Observations, settings: Settings) -> bool:
-    """A live status older than the platform's timeout (plus an hour of slack) is a dead session (row 31)."""
+    """A live status older than the platform's timeout is a dead session (row 31).
+
+    ``now`` is the agent's clock and ``start`` the platform's: the allowance for a skew of
+    up to ``max_clock_skew_s`` (row 32) keeps a session the platform still runs from being
+    taken for dead, so no launch can overlap it.
+    """
     start = view.started_at or view.submitted_at
     if start is None:
         return False
-    return (obs.now - start).total_seconds() > settings.session_timeout_s + 3600 + settings.clock_slack_s
+    age = (obs.now - start).total_seconds()
+    return age > settings.session_timeout_s + settings.max_clock_skew_s + settings.clock_slack_s
 
 
 # ---------------------------------------------------------------- decide

@@ -263,7 +263,7 @@ class Wake:
         if view is not None and view.state.ended and self.decision.kind != "blocked":
             if act.book_spent(self.run.root, view, self.obs.quota, self.clock()):
                 self.ledger_touched = True
-                self.result.actions.append(f"booked the spent row of {view.job}")
+                self.result.actions.append(f"ledger: {view.job} spent (a new row)")
 
     def observe_only(self) -> None:
         """running / wait: fold what was seen into memory; no other effect."""
