@@ -51,12 +51,14 @@ print(total)
 
 def run_measured(argv: list[str], cwd: Path, env: dict | None = None) -> dict:
     """Run one process; wall seconds, CPU seconds, peak RSS (MiB) and exit status."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: a chatty tool must not block
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors, env=env)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        errors.seek(0)
+        stderr = errors.read().decode(errors="replace")
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {stderr.strip()[-500:]}")
     return {
