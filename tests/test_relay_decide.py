@@ -110,6 +110,12 @@ def test_park_writes_the_reset_instant_and_waits_for_it():
     assert any("park until 2026-09-26" in r for r in decision.reasons)
 
 
+def test_after_a_launch_the_next_check_confirms_within_three_minutes():
+    decision = decide(obs(1524), mem(), SEED)
+    assert decision.kind == "launch"
+    assert decision.next_check_at == NOW + dt.timedelta(seconds=180)
+
+
 def test_park_without_a_backend_reset_uses_the_next_saturday():
     decision = decide(obs(1524, quota=Quota(23.0, 30.0, None)), mem(), SEED)
     assert decision.reset_at == RESET  # 2026-09-21 is a Monday; the seed's reset is Saturday 2026-09-26 00:00Z

@@ -393,7 +393,9 @@ def decide(obs: Observations, mem: Memory, settings: Settings) -> Decision:
                         job=job, steps_to_run=steps_to_run, needed_hours=need, release_claim=release,
                         job_released=mem.claim_job if release else None, reset_at=reset, next_check_at=reset)
     boundary = pointer + steps_to_run
+    # Seed section 3: confirm within ~3 minutes that the session did not exit fast.
+    confirm_at = obs.now + dt.timedelta(seconds=min(settings.check_every_s, settings.crash_window_s + 60))
     return Decision("launch", tuple(reasons) + (f"launch {job}: {pointer} -> {boundary} ({steps_to_run} steps), "
                     f"quota {obs.quota.left_hours:.2f} h >= {need:.2f} h",), step, job=job,
                     steps_to_run=steps_to_run, needed_hours=need, release_claim=release,
-                    job_released=mem.claim_job if release else None, next_check_at=check_at)
+                    job_released=mem.claim_job if release else None, next_check_at=confirm_at)
