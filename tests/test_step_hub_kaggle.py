@@ -10,6 +10,7 @@ import pytest
 
 from executors.hub_store import HubStore
 from tests.fakes.fake_hub import Fault as HubFault
+from tests.fakes.fake_kaggle import Fault as KaggleFault
 from tests.fakes.fake_kaggle import Run
 from tests.fakes.fake_kaggle import status_fault as kaggle_status_fault
 from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
@@ -97,3 +98,13 @@ def test_unknown_kaggle_status_never_launches_through_wiki_step(wiki, fake_kaggl
     assert result.decision == "wait"
     assert any("status unknown" in reason for reason in result.reasons), result.reasons
     assert len(fake_kaggle.saves) == 1
+
+
+def test_row25_capacity_refusal_through_wiki_step_closes_the_row_unspent_once(wiki, fake_kaggle):
+    root, store, clock = wiki
+    fake_kaggle.inject("SaveKernel", KaggleFault("capacity"))
+    result = run_step(root, clock=clock)
+    assert result.exit_code == 0
+    assert fake_kaggle.calls.count("SaveKernel") == 1  # no retry storm
+    assert [r.outcome for r in memory.read_ledger(root)] == ["booked", "unspent"]
+    assert "capacity" in git(root, "log", "-1", "--format=%s")
