@@ -548,21 +548,28 @@ def test_bad_program_config_is_one_line_exit_2(wiki, capsys):
     assert code == 2 and len(err.splitlines()) == 1 and "program.md" in err and "max_steps" in err
 
 
-def test_the_state_machine_keeps_memory_lint_clean(wiki):
-    """Memory after several acts still parses with every spec rule (rows consecutive, jobs booked)."""
+def test_memory_stays_lint_clean_across_acts(wiki):
+    """Memory after launches, a spent row, an unspent claim and an emergency passes `wiki lint` (M)."""
+    from wikiengine.lint.runner import lint
+
     root, store, compute, clock = wiki
     step(wiki)
     for s in (4, 8):
         save_checkpoint(store, s)
     compute.end("tiny-session1")
     step(wiki)
+    compute.end("tiny-session2")
+    store.commit_pointer(4, parent=store.head())
+    assert step(wiki).decision == "blocked"
+    findings = [f.render() for f in lint(root, base="HEAD~3", use_cache=False).findings]
+    assert findings == []
     ledger = memory.read_ledger(root)
     assets = memory.read_assets(root)
     assert [r.row for r in ledger] == list(range(1, len(ledger) + 1))
     for asset in assets:
         booked = [r for r in ledger if r.job == asset.job and r.outcome == "booked"]
         assert booked and booked[0].booked_at <= asset.submitted_at
-    assert dataclasses.asdict(memory.read_state(root))["status"] == "running"
+    assert dataclasses.asdict(memory.read_state(root))["status"] == "blocked"
 
 
 def _run_to_the_end(wiki, corrupt: int | None = None):
