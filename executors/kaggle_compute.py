@@ -156,7 +156,12 @@ class LaunchClaims:
             return []
         except ValueError:
             raise ComputeError(f"{self.path}: launch claims are not valid JSON; inspect it before launching") from None
-        return [Claim(**item) for item in raw]
+        try:
+            return [Claim(**item) for item in raw]
+        except TypeError:
+            raise ComputeError(
+                f"{self.path}: launch claims have an unexpected shape; inspect it before launching"
+            ) from None
 
     def save(self, claims: list[Claim]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -332,3 +332,14 @@ def test_launch_refuses_slugs_and_timeouts_outside_the_run_before_any_call(fake_
     with pytest.raises(ComputeError, match=message):
         compute.launch(LaunchRequest(slug, BOOTSTRAP, timeout))
     assert fake_kaggle.calls == []
+
+
+@pytest.mark.parametrize(
+    "content", ["{not json", '[{"slug": "a/b"}]', '[{"slug": "a/b", "requested_at": "x", "z": 1}]']
+)
+def test_a_damaged_claims_record_refuses_to_launch_with_one_line(compute, fake_kaggle, content):
+    compute.claims.path.write_text(content)
+    with pytest.raises(ComputeError) as err:
+        compute.launch(request())
+    assert "claims" in str(err.value) and "\n" not in str(err.value)
+    assert fake_kaggle.saves == []
