@@ -17,15 +17,40 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from executors.git_commit import commit_paths
-    from wikiengine import memory, targets
+    import sys
+
+    from filelock import FileLock, Timeout
+
+    from wikiengine import targets
     from wikiengine.errors import WikiError
-    from wikiengine.relay.step import MEMORY_PATHS
+    from wikiengine.relay.step import LOCK_NAME
 
     root = targets.find_root(args.root)
     reason = " ".join(args.reason.split())
     if not reason:
         raise WikiError("--reason must say why the blocker no longer holds")
+    lock = FileLock(str(root / LOCK_NAME))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print("locked: a wiki step is running; retry when it is done", file=sys.stderr)
+        return 1
+    try:
+        return _unblock(root, reason)
+    finally:
+        lock.release()
+
+
+def _unblock(root, reason: str) -> int:
+    from executors.git_commit import check_repository, commit_paths, dirty_paths
+    from wikiengine import memory
+    from wikiengine.errors import WikiError
+    from wikiengine.relay.step import MEMORY_PATHS
+
+    check_repository(root)
+    dirty = dirty_paths(root, list(MEMORY_PATHS))
+    if dirty:
+        raise WikiError(f"{dirty[0]} has uncommitted changes: commit or revert them first")
     state = memory.read_state(root)
     if state.status != "blocked":
         raise WikiError(f"run {state.run} is {state.status}, not blocked: nothing to clear",
