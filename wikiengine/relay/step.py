@@ -1,7 +1,7 @@
 """One wake of a relay run: lock -> check -> decide -> act -> write memory -> commit -> summary.
 
 :func:`run_step` is the public entry point (``wiki step`` is a thin shell over it). The
-pipeline is declared in :data:`PIPELINE` so it reads like the design; each act commits
+decision's act is looked up in :data:`ACTS` (one method per decision); each act commits
 the memory it changed with a message that says what happened, and an act re-run after a
 crash at any point launches at most once (see :mod:`wikiengine.relay.act`).
 """
@@ -24,8 +24,6 @@ from wikiengine.relay.observe import observe, slug_for
 LOCK_NAME = ".wiki-step.lock"
 MEMORY_PATHS = tuple(f"{memory.MEMORY_DIR}/{name}" for name in memory.MEMORY_FILES)
 EXIT_OK, EXIT_BAD_INPUT, EXIT_BLOCKED = 0, 2, 3
-
-PIPELINE = ("lock", "check", "decide", "act", "write memory", "commit", "summary")
 
 
 @dataclass
