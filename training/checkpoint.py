@@ -186,8 +186,8 @@ def build_manifest(files: dict[str, bytes], step: int) -> bytes:
     return (json.dumps({"files": entries, "step": step}, indent=2, sort_keys=True) + "\n").encode()
 
 
-def read_manifest(data: bytes) -> dict[str, dict]:
-    """Parse ``manifest.json`` strictly; return ``{name: {"sha256", "size"}}``."""
+def read_manifest(data: bytes) -> tuple[int, dict[str, dict]]:
+    """Parse ``manifest.json`` strictly; return ``(step, {name: {"sha256", "size"}})``."""
     obj = strict_json(data, MANIFEST_NAME)
     if not isinstance(obj, dict) or set(obj) != {"files", "step"} or not isinstance(obj["files"], dict):
         raise StoreFormatError("manifest.json must hold exactly 'files' (an object) and 'step'")
@@ -199,7 +199,7 @@ def read_manifest(data: bytes) -> dict[str, dict]:
         if (not isinstance(entry, dict) or set(entry) != {"sha256", "size"} or not isinstance(entry["sha256"], str)
                 or not SHA256.match(entry["sha256"]) or type(entry["size"]) is not int or entry["size"] < 0):
             raise StoreFormatError(f"manifest.json entry for {name!r} is not {{sha256: 64 hex, size: int}}")
-    return {"step": obj["step"], **obj["files"]}
+    return obj["step"], obj["files"]
 
 
 def verify_files(manifest_bytes: bytes, files: dict[str, bytes], step: int) -> None:
@@ -208,10 +208,10 @@ def verify_files(manifest_bytes: bytes, files: dict[str, bytes], step: int) -> N
     Raises :class:`CheckpointError` naming the first difference (RELIABILITY rows 3, 8, 9).
     """
     try:
-        manifest = read_manifest(manifest_bytes)
+        manifest_step, manifest = read_manifest(manifest_bytes)
     except StoreFormatError as exc:
         raise CheckpointError(str(exc)) from None
-    if manifest.pop("step") != step:
+    if manifest_step != step:
         raise CheckpointError(f"manifest.json is for another step than {step}")
     for name in REQUIRED_FILES:
         if name not in manifest:
