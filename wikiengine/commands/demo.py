@@ -162,8 +162,10 @@ def run(args) -> int:
     for wake in range(1, MAX_WAKES + 1):
         result = run_step(root)
         print(f"\nwake {wake}: " + format_result(result))
-        if result.decision == "launch" or result.decision == "running":
+        if result.decision in ("launch", "running", "adopt"):
             watch_session(root, not args.no_progress)
+        elif result.decision in ("wait", "locked"):
+            time.sleep(POLL_S)
         if result.state == "complete":
             break
         if result.decision == "blocked":
