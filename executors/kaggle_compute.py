@@ -359,6 +359,7 @@ class KaggleCompute:
             raise ComputeError(f"kaggle: launch of {request.slug}: the bootstrap text is empty")
         if request.title is not None and _slugify(request.title) != name:
             raise ComputeError(f"kaggle: title {request.title!r} would rename {request.slug}; it must equal {name!r}")
+        client = self._client()  # first: a missing credential is a refusal, never an unknown launch
         exists = self._check_nothing_blocks(request.slug)
 
         requested_at = _iso(self.clock())
@@ -380,7 +381,6 @@ class KaggleCompute:
         save.kernel_execution_type = KernelExecutionType.SAVE_AND_RUN_ALL
         what = f"SaveKernel {request.slug}"
         try:
-            client = self._client()
             with client:
                 response = call_with_retries(
                     lambda: client.kernels.kernels_api_client.save_kernel(save),
@@ -389,7 +389,7 @@ class KaggleCompute:
                     classify=lambda exc: None,  # never re-push: a lost answer may have launched
                 )
         except Exception as exc:  # noqa: BLE001 - mapped to one clear, secret-free error below
-            self._launch_failed(request.slug, requested_at, what, exc)
+            raise self._launch_error(request.slug, requested_at, what, exc) from None
         if response.error:
             message = redact(str(response.error))
             if CAPACITY_MARKERS.search(message):
@@ -414,8 +414,8 @@ class KaggleCompute:
         )
         return record
 
-    def _launch_failed(self, slug: str, requested_at: str, what: str, exc: BaseException):
-        """Map a failed push: a refusal closes the claim, an unknown outcome keeps it blocking."""
+    def _launch_error(self, slug: str, requested_at: str, what: str, exc: BaseException) -> ComputeError:
+        """The error for a failed push: a refusal closes the claim, an unknown outcome keeps it blocking."""
         import requests
 
         response = getattr(exc, "response", None)
@@ -423,18 +423,18 @@ class KaggleCompute:
         message = redact(str(exc)).strip()
         if isinstance(exc, requests.HTTPError) and CAPACITY_MARKERS.search(message):
             self.claims.update(slug, requested_at, state="closed", closed_reason="capacity")
-            raise CapacityError(f"kaggle: {what} refused for capacity: {message.splitlines()[0]}") from None
+            return CapacityError(f"kaggle: {what} refused for capacity: {message.splitlines()[0]}")
         if isinstance(exc, requests.HTTPError) and status is not None and status < 500 and status not in (408, 429):
             self.claims.update(slug, requested_at, state="closed", closed_reason="refused")
             if not message:
-                raise ComputeError(
+                return ComputeError(
                     f"kaggle: {what} refused with HTTP {status} and no message "
                     "(check language, kernel type and, for a new kernel, the title)"
-                ) from None
-            raise ComputeError(f"kaggle: {what} refused (HTTP {status}): {message.splitlines()[0]}") from None
-        raise ComputeUnavailableError(
+                )
+            return ComputeError(f"kaggle: {what} refused (HTTP {status}): {message.splitlines()[0]}")
+        return ComputeUnavailableError(
             f"kaggle: {what}: outcome unknown ({api_error(exc)}); the claim blocks relaunch until it is seen"
-        ) from None
+        )
 
     def _check_nothing_blocks(self, slug: str) -> bool:
         """Raise LaunchBlockedError if anything may be alive; return whether ``slug`` exists."""

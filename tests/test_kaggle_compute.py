@@ -343,3 +343,10 @@ def test_a_damaged_claims_record_refuses_to_launch_with_one_line(compute, fake_k
         compute.launch(request())
     assert "claims" in str(err.value) and "\n" not in str(err.value)
     assert fake_kaggle.saves == []
+
+
+def test_missing_credentials_refuse_before_any_claim(compute, fake_kaggle, monkeypatch):
+    monkeypatch.delenv("KAGGLE_KEY")
+    with pytest.raises(ComputeError, match="no credentials"):
+        compute.launch(request())
+    assert fake_kaggle.saves == [] and compute.claims.load() == []
