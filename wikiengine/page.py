@@ -7,8 +7,8 @@ all round-trip). Sections start at top-level H2 headings as CommonMark defines t
 
 Finding the headings with a full markdown-it-py parse costs about 2 ms a page, so a
 fence-aware line scan finds them instead whenever the page has nothing that could make
-it wrong (HTML blocks, setext underlines, indented fences or headings, tabs in the
-indent); otherwise markdown-it-py's block parser decides. ``tests/test_page_scan.py``
+it wrong (HTML blocks other than column-0 comments, setext underlines, indented fences or
+headings, tabs in the indent); otherwise markdown-it-py's block parser decides. ``tests/test_page_scan.py``
 checks that the two agree on generated edge cases and on every example page.
 """
 
@@ -291,9 +291,16 @@ def _scan_h2(lines: list[str]) -> list[tuple[int, int, str]] | None:
     found: list[tuple[int, int, str]] = []
     fence_char = ""
     fence_len = 0
+    in_comment = False  # inside an HTML comment block opened at column 0
     previous_blank = True
     for index, raw in enumerate(lines):
         first = raw[:1]
+        if in_comment:
+            # CommonMark HTML block type 2 ends on the line holding '-->', blank lines or not.
+            if "-->" in raw:
+                in_comment = False
+                previous_blank = True  # no paragraph is open after an HTML block
+            continue
         # Fast paths for the bulk of a page: lines that cannot open, close or be anything
         # the scan must judge (the full checks below give the same answer for them).
         if fence_char:
@@ -342,7 +349,13 @@ def _scan_h2(lines: list[str]) -> list[tuple[int, int, str]] | None:
                 previous_blank = True
                 continue
         if first == "<":
-            return None
+            if not line.startswith("<!--"):
+                return None
+            # An HTML comment block (lint suppressions, generated-file notes): it may
+            # interrupt a paragraph and ends on the line that holds '-->' (this one included).
+            in_comment = "-->" not in line
+            previous_blank = True
+            continue
         if first in "-=" and not previous_blank and not line.strip(first + " \t"):
             return None
         if "```" in line or "~~~" in line:
