@@ -31,6 +31,7 @@ MARKERS = [
     "~~~ yaml", "~~~ x`y", "~~~ ~~~", "`` not a fence", "~~ not a fence",
     # indented code is produced by INDENTS; HTML blocks of each kind
     "<div>", "</div>", "<!-- comment", "-->", "<!-- one line -->", "<pre>", "</pre>", "<script>", "</script>",
+    "<!--", "<!-->", "<!---->", "-->", "a -->", "<!-- x --> tail", "<!-- wiki-lint: disable EXP001 -->", "--!>",
     "<?php", "?>", "<!DOCTYPE html>", "<![CDATA[", "]]>", "<custom-tag>", "<a href='x'>", "<br/>",
     # setext underlines and thematic breaks
     "---", "===", "=", "-", "--", "***", "___", "- - -", "= =", "---  ",
@@ -77,6 +78,9 @@ def test_find_h2_agrees_with_markdown_it_on_generated_documents(text):
         ("> ## quoted\n## out\n", [(1, 1, "out")]),
         ("Title\n---\nbody\n", [(0, 2, "Title")]),
         ("<div>\n## in html\n</div>\n\n## out\n", [(4, 1, "out")]),
+        ("<!-- one -->\n## A\n<!--\n## hidden\n\n-->\n## B\n", [(1, 1, "A"), (6, 1, "B")]),
+        ("text\n<!-- c -->\n---\n## A\n", [(3, 1, "A")]),  # a comment ends the paragraph: --- is a rule
+        ("<!-->\n## A\n", [(1, 1, "A")]),
     ],
 )
 def test_find_h2_known_cases(text, expected):
