@@ -144,7 +144,7 @@ def test_duplicate_titles_in_one_program_are_an_error(tmp_path, text, line, firs
     root = write_wiki(tmp_path, {f"{EXP}/program.md": ROOT, f"{M}/program.md": text})
     with pytest.raises(CascadeError) as caught:
         resolve(target_for_model(root, "gemma4", None))
-    assert str(caught.value).startswith(f"{M}/program.md:{line}: duplicate section")
+    assert str(caught.value).startswith(f"{root / M / 'program.md'}:{line}: duplicate section")
     assert f"first on line {first}" in str(caught.value)
 
 
@@ -320,5 +320,5 @@ def test_non_finite_numbers_in_a_config_are_refused_with_their_line(tmp_path, va
     root = _with_config(tmp_path, f"parallelism: 1\nwake_interval_s: {value}\n")
     with pytest.raises(CascadeError) as caught:
         resolve(target_for_model(root, "gemma4", "tpu"))
-    assert str(caught.value).startswith(f"{M}/tpu/program.md:8: wake_interval_s")
+    assert str(caught.value).startswith(f"{root / M / 'tpu/program.md'}:8: wake_interval_s")
     assert "is not a finite number" in str(caught.value)

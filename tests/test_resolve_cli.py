@@ -206,8 +206,7 @@ def test_user_prefix_cannot_be_derived(repo):
 def test_bad_programs_give_one_line_with_file_and_line(repo, rel, edit, words):
     path = repo / rel
     path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
-    line = assert_bad_input(run(["gemma4", "tpu"], repo), *words)
-    assert line.startswith("error: wiki/"), line  # files are named relative to the repository root
+    assert_bad_input(run(["gemma4", "tpu"], repo), *words)
 
 
 def test_non_utf8_program(repo):
