@@ -196,15 +196,6 @@ def resolve(target: Target, *, additive_marker: str = DEFAULT_ADDITIVE_MARKER, v
             f"no root program: {target.relative(root_program)} does not exist; "
             "write it first (every program in this area inherits from it)",
         )
-    try:
-        return _resolve_files(target, additive_marker, validate)
-    except WikiError as err:
-        if err.path:  # name files as the schema errors do: relative to the repository root
-            err.path = target.relative(Path(err.path))
-        raise
-
-
-def _resolve_files(target: Target, additive_marker: str, validate: bool) -> Program:
     layer = Layer()
     files = []
     for level in target.levels:
