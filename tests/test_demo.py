@@ -55,3 +55,28 @@ def test_wiki_demo_from_a_fresh_clone_ends_complete(tmp_path):
     for path in (demo_dir / ".wiki" / "compute").rglob("*"):
         if path.is_file():
             assert "hf_demoCanary" not in path.read_text(errors="replace")
+
+
+def test_the_scaffolded_tiny_program_resolves_and_validates(tmp_path):
+    """The demo's program passes the run-config schema and pins a bootstrap that renders."""
+    from wikiengine import cascade, targets
+    from wikiengine.commands.demo import scaffold
+    from wikiengine.relay.act import bootstrap_text
+    from wikiengine.relay.decide import Settings, session_boundaries
+
+    scaffold(tmp_path)
+    config = cascade.resolve(targets.target_for_run(tmp_path, "tiny")).config
+    assert session_boundaries(Settings.from_config(config)) == [8, 16, 24]
+    assert config["bootstrap"]["rev"] == subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=tmp_path / ".wiki" / "src", capture_output=True, text=True).stdout.strip()
+    text = bootstrap_text(config, 0.94)
+    assert 'os.environ["QUOTA_LEFT_HOURS"] = "0.94"' in text
+    assert memory.read_state(tmp_path).run == "tiny"
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True).stdout == ""
+
+
+def test_the_demo_refuses_a_directory_that_is_not_empty(tmp_path):
+    (tmp_path / "something").write_text("x")
+    done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"error: {tmp_path}: the demo directory must be empty or new"
