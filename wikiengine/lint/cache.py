@@ -1,6 +1,7 @@
 """The lint cache under ``.wiki_cache/``, like ruff's: per file, the content hash, the
-page rules' findings, the frontmatter, the read error, the suppression comments and the
-facts that cross-file rules collect; per wiki, the cross-file findings keyed by the
+page rules' findings, the frontmatter (marshalled again inside the entry, so that only
+the pages a rule asks about are decoded), the read error, the suppression comments and
+the facts that cross-file rules collect; per wiki, the cross-file findings keyed by the
 hash of every page. A warm run over an unchanged wiki parses nothing.
 
 A file is fresh when its ``(mtime_ns, size, inode)`` matches and it was last modified
@@ -29,7 +30,7 @@ from typing import Any
 CACHE_DIR = ".wiki_cache"
 CACHE_FILE = "lint.marshal"
 _RACY_NS = 2_000_000_000
-_FORMAT = 1
+_FORMAT = 2
 
 
 _KEY: bytes | None = None
@@ -94,6 +95,7 @@ class LintCache:
         self.written_ns = 0
         self._fresh: dict[str, dict | None] = {}
         self.dirty = False
+        self._root_str = str(root)
 
     @property
     def directory(self) -> Path:
@@ -123,8 +125,9 @@ class LintCache:
         entry = self.entries.get(rel)
         result = None
         if entry is not None:
+            path = os.path.join(self._root_str, rel)
             try:
-                st = os.stat(self.root / rel)
+                st = os.stat(path)
             except OSError:
                 st = None
             if st is not None:
@@ -133,7 +136,8 @@ class LintCache:
                     result = entry
                 else:
                     try:
-                        data = (self.root / rel).read_bytes()
+                        with open(path, "rb") as handle:
+                            data = handle.read()
                     except OSError:
                         data = None
                     if data is not None and content_hash(data) == entry["sha"]:
@@ -171,23 +175,19 @@ class LintCache:
         entry = {
             "key": stat_key(st),
             "sha": content_hash(data),
-            "fm": page.frontmatter if page is not None else None,
+            "fm": _marshal_or_none(page.frontmatter) if page is not None else None,
             "error": (error.message, error.line or 1) if error is not None else None,
             "findings": None,
             "facts": {},
             "supp": None,
         }
-        try:
-            marshal.dumps(entry)
-        except ValueError:
-            return
         self.store(info.rel, entry)
 
     def facts(self, code: str, rel: str):
+        """``(known, value)``: what rule ``code`` collected from ``rel``, if the cache knows."""
         entry = self.fresh(rel)
-        if entry is None:
-            return None
-        return entry.get("facts", {}).get(code)
+        facts = entry.get("facts", {}) if entry is not None else {}
+        return (code in facts, facts.get(code))
 
     def record_facts(self, code: str, rel: str, value) -> None:
         entry = self.fresh(rel)
@@ -228,6 +228,13 @@ class LintCache:
             tmp.replace(self.directory / CACHE_FILE)
         except (OSError, ValueError):
             pass  # a cache that cannot be written only costs speed
+
+
+def _marshal_or_none(value) -> bytes | None:
+    try:
+        return marshal.dumps(value)
+    except ValueError:
+        return None
 
 
 def engine_fingerprint(config_repr: str, rule_codes: list[str]) -> str:

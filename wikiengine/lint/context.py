@@ -10,6 +10,7 @@ no parsing at all on a warm run.
 
 from __future__ import annotations
 
+import marshal
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -30,7 +31,7 @@ LINTED_DIRS = ("wiki", "memory", ".env")
 class PageInfo:
     """One markdown file of the wiki: its kind and its parsed page (or why it cannot be read)."""
 
-    __slots__ = ("rel", "path", "kind", "_page", "_error", "_frontmatter", "_loaded", "_on_load")
+    __slots__ = ("rel", "_path", "_root", "kind", "_page", "_error", "_frontmatter", "_fm_blob", "_loaded", "_on_load")
 
     def __init__(
         self,
@@ -44,7 +45,9 @@ class PageInfo:
         on_load: Callable[[PageInfo], None] | None = None,
     ):
         self.rel = rel  # posix path relative to the root
-        self.path = path
+        self._path = path
+        self._root: str | None = None  # set instead of path by the context (pathlib joins are slow)
+        self._fm_blob: bytes | None = None  # marshalled frontmatter from the cache, decoded on first use
         self.kind = kind
         self._page = page
         self._error = error
@@ -53,17 +56,31 @@ class PageInfo:
         self._loaded = page is not None or error is not None
         self._on_load = on_load
 
+    @property
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = Path(self._root, self.rel)
+        return self._path
+
     @classmethod
     def from_cache(
-        cls, rel: str, path: Path, kind: str, frontmatter: dict | None, error: tuple | None,
+        cls, rel: str, root: str, kind: str, frontmatter: bytes | None, error: tuple | None,
         on_load: Callable[[PageInfo], None] | None = None,
     ) -> PageInfo:
         """A page known from the cache: frontmatter (or the read error) now, the body on demand."""
-        info = cls(rel, path, kind, frontmatter=frontmatter, on_load=on_load)
+        info = cls(rel, None, kind, on_load=on_load)
+        info._root = root
+        info._fm_blob = frontmatter
         if error is not None:
             info._error = PageError(error[0], rel, error[1])
             info._loaded = True
         return info
+
+    def _known_frontmatter(self) -> dict | None:
+        if self._frontmatter is None and self._fm_blob is not None:
+            self._frontmatter = marshal.loads(self._fm_blob)
+            self._fm_blob = None
+        return self._frontmatter
 
     def _load(self) -> None:
         if self._loaded:
@@ -71,7 +88,7 @@ class PageInfo:
         self._loaded = True
         self._error = None
         try:
-            if self._frontmatter is not None:
+            if self._known_frontmatter() is not None:
                 # The YAML is known (from the cache): split the body only.
                 text = decode(self.path.read_bytes(), self.rel)
                 self._page = parse_page(text, self.path, parse_yaml=False)
@@ -98,7 +115,7 @@ class PageInfo:
 
     @property
     def error(self) -> WikiError | None:
-        if self._error is None and self._frontmatter is None:
+        if self._error is None and self._frontmatter is None and self._fm_blob is None:
             self._load()
         return self._error
 
@@ -109,8 +126,9 @@ class PageInfo:
 
     @property
     def frontmatter(self) -> dict:
-        if self._frontmatter is not None:
-            return self._frontmatter
+        known = self._known_frontmatter()
+        if known is not None:
+            return known
         page = self.page
         return page.frontmatter if page else {}
 
@@ -155,6 +173,7 @@ class LintContext:
         self._rules: dict[str, Any] = {}
         self._by_kind: dict[str, list[str]] | None = None
         self._bodies: OrderedDict[str, PageInfo] = OrderedDict()
+        self._root_str = str(root)
 
     def info(self, rel: str) -> PageInfo:
         """The page at ``rel``, parsed once and cached."""
@@ -163,7 +182,7 @@ class LintContext:
             entry = self.cache.fresh(rel) if self.cache is not None else None
             if entry is not None and entry.get("sha") is not None:
                 cached = PageInfo.from_cache(
-                    rel, self.root / rel, kind_of(rel), entry.get("fm"), entry.get("error"), on_load=self._keep_body
+                    rel, self._root_str, kind_of(rel), entry.get("fm"), entry.get("error"), on_load=self._keep_body
                 )
             else:
                 on_load = self.cache.record_page if self.cache is not None else None

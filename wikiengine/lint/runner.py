@@ -16,6 +16,7 @@ The run, in order:
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,14 +207,12 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
     if info.page is not None:
         for rule in fact_rules:
             if not rule.kinds or kind in rule.kinds:
-                value = rule.collect(info, ctx)
-                if value is not None:
-                    facts[rule.code] = value
+                facts[rule.code] = rule.collect(info, ctx)
     error = info.error
     entry = {
         "key": key,
         "sha": sha,
-        "fm": info.page.frontmatter if info.page is not None else None,
+        "fm": _frontmatter_blob(info),
         "error": (error.message, error.line or 1) if error is not None else None,
         "findings": page_findings,
         "facts": facts,
@@ -222,6 +221,15 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
     if keep:
         ctx.remember(info)
     return rel, entry
+
+
+def _frontmatter_blob(info: PageInfo) -> bytes | None:
+    if info.page is None:
+        return None
+    try:
+        return marshal.dumps(info.page.frontmatter)
+    except ValueError:  # a value marshal cannot hold: the cache simply does not know it
+        return None
 
 
 def _analyse_chunk(chunk: list[str]) -> list[tuple[str, dict]]:
