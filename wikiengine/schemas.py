@@ -71,7 +71,7 @@ def issues(instance, name: str, lines: dict[tuple, int] | None = None) -> list[S
         if error.validator == "required" and isinstance(error.instance, dict):
             message = error.message
         elif error.validator == "additionalProperties":
-            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
             if extra:
                 key_path = key_path + (extra[0],)
             message = error.message
