@@ -243,6 +243,7 @@ def test_config_is_taken_from_the_deepest_config_section(tmp_path):
         ("wake_interval_s: 60\n", 7, "60 is less than the minimum of 120"),  # minimum
         ("parallelism: 1\nimage: no\n", 8, "image: False is not of type 'string'"),  # YAML 1.1 'no'
         ("parallelism: 1\nstorage_root: s3://b\n", 8, "storage_root"),
+        ("zz: 1\n1: one\nnull: x\n", 7, "Additional properties are not allowed"),  # keys that are not strings
     ],
 )
 def test_row43_config_schema_errors_name_the_file_and_line_of_the_key(tmp_path, yaml_text, line, words):
