@@ -295,6 +295,12 @@ class HubStore:
         ``parent`` with our title and claim id, it is ours (the answer was lost) and is
         returned; if the head is still ``parent`` the attempt is retried when the error
         was transient; any other head means another writer moved the branch.
+
+        When every file is already on the Hub with the same content, the client sends no
+        commit at all and answers with the branch's current head, without checking
+        ``parent``: that answer is accepted only when it is ``parent`` itself (nothing to
+        do) or a commit whose parent is ``parent``; otherwise the branch moved and the
+        write is refused like a 412.
         """
         from huggingface_hub import CommitOperationAdd
         from huggingface_hub.errors import HfHubHTTPError
@@ -328,7 +334,7 @@ class HubStore:
             except Exception as exc:
                 state["error"] = exc
                 raise
-            return info.oid
+            return info.oid if info.oid == parent else self._check_on_parent(info.oid, parent, message)
 
         def classify(exc: BaseException) -> Transient | None:
             if isinstance(exc, StoreError):
@@ -348,6 +354,18 @@ class HubStore:
             if landed is not None:
                 return landed
             raise StoreError(f"hub {self.repo_id}: commit '{message}' refused: {safe_message(exc)}") from None
+
+    def _check_on_parent(self, oid: str, parent: str, message: str) -> str:
+        """``oid`` when it is a commit made directly on ``parent``; StaleParentError otherwise."""
+        commits = self._call(
+            f"check commit {oid[:12]}",
+            lambda: self._api.list_repo_commits(self.repo_id, repo_type=self.repo_type, revision=oid),
+        )
+        if len(commits) > 1 and commits[0].commit_id == oid and commits[1].commit_id == parent:
+            return oid
+        raise StaleParentError(
+            f"hub {self.repo_id}: {self.branch} moved past {parent[:12]}; '{message}' was not committed on it"
+        )
 
     def _find_landed(self, message: str, claim: str, parent: str) -> str | None:
         """The id of our commit if it landed on ``parent``; raise StaleParentError if another did."""

@@ -321,3 +321,32 @@ def test_trainer_saves_and_relay_check_run_end_to_end_through_the_hub(hub_store,
     assert snapshot.head == head and snapshot.pointer == Pointer(8, "ckpt/checkpoint-8")
     findings = run_checks(snapshot, settings)
     assert findings == (), findings
+
+
+def test_row5_identical_write_on_a_moved_branch_is_refused_not_silently_accepted(hub_store, fake_hub, tmp_path,
+                                                                                   sleeps):
+    """Every file already on the Hub: the client skips the commit and answers with the head,
+    without checking parent_commit. The store must not take that as its own write."""
+    other = HubStore(REPO_ID, endpoint=fake_hub.url, cache_dir=tmp_path / "other-cache", policy=fast_policy(sleeps))
+    parent = hub_store.head()
+    hub_store.commit_checkpoint(10, write_checkpoint_dir(tmp_path, 10), hub_store.commit_pointer(5, parent))
+    posts = fake_hub.commit_posts
+    with pytest.raises(StaleParentError, match="not committed on it"):
+        other.commit_pointer(5, parent)  # the same latest.json, from a parent two commits behind
+    assert fake_hub.commit_posts == posts  # the client sent nothing: the refusal is the store's own check
+    assert titles(fake_hub)[:3] == ["checkpoint 10", "latest -> 5", "initial commit"]
+
+
+def test_row5_identical_write_already_made_on_the_same_parent_is_that_commit(hub_store, fake_hub, tmp_path, sleeps):
+    """Two writers with one parent and the same bytes: one commit exists, both see it as theirs (idempotent)."""
+    other = HubStore(REPO_ID, endpoint=fake_hub.url, cache_dir=tmp_path / "other-cache", policy=fast_policy(sleeps))
+    parent = hub_store.head()
+    first = hub_store.commit_pointer(5, parent)
+    assert other.commit_pointer(5, parent) == first
+    assert titles(fake_hub)[:2] == ["latest -> 5", "initial commit"]
+
+
+def test_identical_write_on_the_current_head_is_a_no_op(hub_store, fake_hub):
+    head = hub_store.commit_pointer(5, hub_store.head())
+    assert hub_store.commit_pointer(5, head) == head
+    assert titles(fake_hub)[:2] == ["latest -> 5", "initial commit"]

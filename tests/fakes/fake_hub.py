@@ -9,7 +9,9 @@ Serves, for model/dataset/space repos held in memory with a linear history:
 - ``HEAD|GET /{prefix}{repo}/resolve/{rev}/{path}`` with ``ETag``, ``X-Repo-Commit``,
   ``Content-Length``, ``Range`` and ``X-Error-Code`` on 404;
 - ``POST /api/{t}s/{repo}/preupload/{rev}``: ``lfs`` for weights-like files (``*.safetensors``,
-  ``*.pt``, ``*.pth``, ``*.bin``) and files of 10 MB or more, ``regular`` otherwise;
+  ``*.pt``, ``*.pth``, ``*.bin``) and files of 10 MB or more, ``regular`` otherwise, with the
+  ``oid`` of a file that already exists (the client then skips it, and sends no commit at
+  all when nothing changed);
 - the LFS basic transfer: ``POST /{prefix}{repo}.git/info/lfs/objects/batch`` answering
   upload and verify actions on this server, ``PUT /lfs-upload/{oid}`` (refused unless the
   body hashes to ``oid``) and ``POST /lfs-verify``; an LFS file is served with its sha256
@@ -492,8 +494,19 @@ class _HubHandler(BaseHTTPRequestHandler):
         if self._repo(rtype, repo_id) is None:
             return
         files = json.loads(body)["files"]
-        modes = [{"path": f["path"], "uploadMode": "lfs" if is_lfs(f["path"], f["size"]) else "regular",
-                  "shouldIgnore": False} for f in files]
+        with self.hub.lock:
+            head = self._revision(self.hub.repos[(rtype, repo_id)], tail)
+            if head is None:
+                return
+            existing = dict(head.files)
+        modes = []
+        for f in files:
+            lfs = is_lfs(f["path"], f["size"])
+            mode = {"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False}
+            if f["path"] in existing:  # the Hub names the current content so unchanged files can be skipped
+                data = existing[f["path"]]
+                mode["oid"] = hashlib.sha256(data).hexdigest() if lfs else git_blob_sha1(data)
+            modes.append(mode)
         self._json(200, {"files": modes})
 
     def _lfs_batch(self, *, body: bytes, fault):
