@@ -152,3 +152,11 @@ def test_row7_every_read_is_pinned_to_the_head_read_first(store, tmp_path, monke
     assert snap.head == first_head and snap.pointer.step == 8
     assert json.loads(snap.cursor)["step"] == 8
     assert store.head() == moved[0] != first_head
+
+
+def test_row14_boundaries_before_the_last_seen_step_are_not_judged_again(store, tmp_path):
+    files = checkpoint_files(12, losses={9: 4.2, 10: 4.1, 11: 4.0, 12: 3.9})
+    save_checkpoint(store, 12, files, tmp=tmp_path)
+    snap = read_snapshot(store)
+    assert [f.emergency for f in run_checks(snap, SETTINGS, seen_step=8)] == ["loss_discontinuity"]
+    assert [f.emergency for f in run_checks(snap, SETTINGS, seen_step=12)] == []

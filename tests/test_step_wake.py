@@ -620,3 +620,19 @@ def test_a_run_without_bootstrap_pins_books_nothing(wiki):
         step(wiki)
     assert memory.read_ledger(root) == [] and compute.launches == []
     assert git(root, "status", "--porcelain", "memory") == ""
+
+
+def test_row14_a_loss_jump_cleared_by_a_person_is_not_judged_again(wiki):
+    from wikiengine.commands import unblock
+
+    root, store, compute, clock = wiki
+    step(wiki)
+    save_checkpoint(store, 4)
+    jump = checkpoint_files(8, losses={5: 4.9, 6: 4.8, 7: 4.7, 8: 4.6})  # step 4 -> 5 jumps up by 0.3
+    save_checkpoint(store, 8, jump)
+    compute.end("tiny-session1")
+    assert step(wiki).decision == "blocked"
+    assert memory.read_errors(root)[0].kind == "loss_discontinuity"
+    assert memory.read_state(root).last_seen_step == 8
+    unblock.run(type("A", (), {"reason": "the jump is the warmup restart, expected", "root": root})())
+    assert step(wiki).decision == "launch"

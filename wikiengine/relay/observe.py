@@ -106,10 +106,11 @@ def finite_number(value) -> bool:
 
 # ---------------------------------------------------------------- the checks of seed section 1
 
-CheckFn = Callable[[StoreSnapshot, Settings], list[Finding]]
+# A check: (the snapshot, the run's settings, the pointer step seen at the last wake) -> findings.
+CheckFn = Callable[[StoreSnapshot, Settings, int], list[Finding]]
 
 
-def check_head_commit(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+def check_head_commit(snap: StoreSnapshot, settings: Settings, seen_step: int = 0) -> list[Finding]:
     """The head is ``latest -> N`` and the commit before it is ``checkpoint N`` (7-10 s earlier)."""
     if snap.pointer is None:
         return []
@@ -135,7 +136,7 @@ def check_head_commit(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
     return found
 
 
-def check_pointer(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+def check_pointer(snap: StoreSnapshot, settings: Settings, seen_step: int = 0) -> list[Finding]:
     """``latest.json.step`` equals N and ``path_in_repo`` is ``ckpt/checkpoint-N``."""
     if snap.pointer_error:
         return [Finding("latest.json", "store_format", snap.pointer_error)]
@@ -149,7 +150,7 @@ def check_pointer(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
     return []
 
 
-def check_checkpoint_files(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+def check_checkpoint_files(snap: StoreSnapshot, settings: Settings, seen_step: int = 0) -> list[Finding]:
     """The folder exists with its manifest; the file set matches; the small files match their hashes (row 3)."""
     if snap.pointer is None or snap.pointer.step == 0:
         return []
@@ -193,7 +194,7 @@ def _cursor(snap: StoreSnapshot) -> dict | Finding | None:
 
 
 def _arithmetic(key: str, per_step: int, label: str) -> CheckFn:
-    def check(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+    def check(snap: StoreSnapshot, settings: Settings, seen_step: int = 0) -> list[Finding]:
         cursor = _cursor(snap)
         if cursor is None:
             return []
@@ -211,7 +212,7 @@ def _arithmetic(key: str, per_step: int, label: str) -> CheckFn:
     return check
 
 
-def check_cursor_step(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+def check_cursor_step(snap: StoreSnapshot, settings: Settings, seen_step: int = 0) -> list[Finding]:
     cursor = _cursor(snap)
     if not isinstance(cursor, dict):
         return []
@@ -221,7 +222,7 @@ def check_cursor_step(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
     return []
 
 
-def check_hashes(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+def check_hashes(snap: StoreSnapshot, settings: Settings, seen_step: int = 0) -> list[Finding]:
     """``dataset_files_sha`` / ``shuffle_perm_sha`` unchanged (row 11)."""
     cursor = _cursor(snap)
     if not isinstance(cursor, dict):
@@ -249,7 +250,7 @@ def _trainer_state(snap: StoreSnapshot) -> dict | Finding | None:
     return obj
 
 
-def check_trainer_state(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
+def check_trainer_state(snap: StoreSnapshot, settings: Settings, seen_step: int = 0) -> list[Finding]:
     """``global_step == N``, ``max_steps`` and ``save_steps`` as configured (row 12)."""
     state = _trainer_state(snap)
     if state is None:
@@ -276,8 +277,12 @@ def _window_loss(losses: dict[int, object], end: int, width: int) -> float | Non
     return sum(values) / len(values)
 
 
-def check_loss(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
-    """The loss at N is finite and lower than at the previous checkpoint; no jump beyond noise at a boundary."""
+def check_loss(snap: StoreSnapshot, settings: Settings, seen_step: int = 0) -> list[Finding]:
+    """The loss at N is finite and lower than at the previous checkpoint; no jump beyond noise at a boundary.
+
+    Only boundaries from ``seen_step`` on are new: one already judged (or cleared by a person
+    with ``wiki unblock``) is not judged again at every wake.
+    """
     state = _trainer_state(snap)
     if not isinstance(state, dict):
         return []
@@ -296,7 +301,8 @@ def check_loss(snap: StoreSnapshot, settings: Settings) -> list[Finding]:
                              f"checkpoint {n - width} ({before:.4f})"))
     for key in ("loss", "grad_norm"):
         series = _series(history, key)
-        for boundary in range(settings.save_steps, n, settings.save_steps):
+        first = max(settings.save_steps, -(-seen_step // settings.save_steps) * settings.save_steps)
+        for boundary in range(first, n, settings.save_steps):
             jump = _discontinuity(series, boundary, settings)
             if jump:
                 found.append(Finding(f"{key} at checkpoint {boundary}", "loss_discontinuity", jump))
@@ -335,9 +341,9 @@ CHECKS: tuple[tuple[str, str, CheckFn], ...] = (
 )
 
 
-def run_checks(snap: StoreSnapshot, settings: Settings) -> tuple[Finding, ...]:
-    """Every finding of the section 1 checks, in table order."""
-    return tuple(f for _, _, check in CHECKS for f in check(snap, settings))
+def run_checks(snap: StoreSnapshot, settings: Settings, seen_step: int = 0) -> tuple[Finding, ...]:
+    """Every finding of the section 1 checks, in table order (``seen_step``: the pointer of the last wake)."""
+    return tuple(f for _, _, check in CHECKS for f in check(snap, settings, seen_step))
 
 
 # ---------------------------------------------------------------- compute
@@ -389,7 +395,7 @@ def observe(now: dt.datetime, state: State, settings: Settings, config: dict, st
         snap = read_snapshot(store)
     except (StoreUnavailableError, StoreError) as exc:
         return Observations(now, None, None, store_error=redact(str(exc))[:300], immutable_edits=immutable_edits), None
-    findings = run_checks(snap, settings)
+    findings = run_checks(snap, settings, state.last_seen_step)
     rewritten = False
     if state.store_head and state.store_head != snap.head:
         try:

@@ -272,6 +272,9 @@ class Wake:
     def blocked(self) -> None:
         if not self.decision.emergencies:
             return  # already blocked: stays blocked until `wiki unblock`
+        kinds = {e.kind for e in self.decision.emergencies}
+        if "history_rewritten" not in kinds:  # the last good store commit stays the reference
+            self.seen()  # never lowers the high-water mark: a pointer that moved back stays an emergency
         self.state = act.record_emergencies(self.run.root, self.state, self.decision, self.clock())
         kinds = ", ".join(e.kind for e in self.decision.emergencies)
         self.result.actions += [f"wrote {e.kind} to ERRORS.md" for e in self.decision.emergencies]
