@@ -393,3 +393,37 @@ def test_fix_applies_safe_fixes_but_never_on_a_verdict_page(tmp_path, monkeypatc
     assert "Fixed 1 finding(s)." in out
     assert (tmp_path / stub).read_text().endswith("## Setup\n\nx\n## Notes\n\n")
     assert (tmp_path / verdict).read_bytes() == before
+
+
+def test_cached_runs_match_uncached_runs_on_the_example_wiki_as_it_changes(tmp_path):
+    """The caching contract holds for every registered rule: after edits to pages that other
+    pages depend on (model pages, logs, programs), a warm run finds what a cold run finds."""
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    root = tmp_path / "copy"
+    shutil.copytree(repo / "wiki", root / "wiki")
+    if (repo / "memory").is_dir():
+        shutil.copytree(repo / "memory", root / "memory")
+    config = load_config(repo)
+
+    def both():
+        warm = lint(root, config=config, base=None)
+        cold = lint(root, config=config, base=None, use_cache=False)
+        assert [f.render() for f in warm.findings] == [f.render() for f in cold.findings]
+        return cold
+
+    both()
+    edited = 0
+    for rel in sorted(p.relative_to(root).as_posix() for p in (root / "wiki").rglob("*.md")):
+        if rel.startswith("wiki/rules/"):
+            continue
+        path = root / rel
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        if len(lines) > 6 and rel.rsplit("/", 1)[-1] in ("log.md", "program.md") or "/models/" in rel:
+            del lines[len(lines) // 2]
+            path.write_text("".join(lines), encoding="utf-8")
+            edited += 1
+            both()
+    assert edited >= 3
