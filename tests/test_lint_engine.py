@@ -427,3 +427,15 @@ def test_cached_runs_match_uncached_runs_on_the_example_wiki_as_it_changes(tmp_p
             edited += 1
             both()
     assert edited >= 3
+
+
+def test_changed_lints_only_pages_changed_since_the_base(tmp_path, capsys):
+    write(tmp_path, {"wiki/notes/old.md": "# old\n\n" + BROKEN, "wiki/notes/keep.md": "# keep\n"})
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "cursor")
+    write(tmp_path, {"wiki/notes/new.md": "# new\n\n[x](missing.md)\n", "wiki/notes/keep.md": "# keep\n\nedited\n"})
+    status, out, _ = cli(capsys, tmp_path, "--select", "LNK", "--since", "HEAD", "--changed")
+    assert status == 1
+    assert "wiki/notes/new.md" in out and "old.md" not in out
+    assert "in 1 of 2 file(s)" in out

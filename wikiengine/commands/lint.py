@@ -9,7 +9,8 @@ from pathlib import Path
 HELP = "check the wiki's rules (pre-commit, CI, the watcher)"
 DESCRIPTION = """\
 Lint the whole wiki (wiki/, memory/, .env/), or only PATH... while cross-file rules still
-see the rest. Git-aware rules compare with HEAD (the staged change) or --since REV.
+see the rest. Git-aware rules compare with HEAD (the staged change) or --since REV;
+--since REV --changed lints only the pages changed since REV (the watcher's delta audit).
 
 Output: `path:line:col: CODE message` and a summary; --format json|sarif.
 Configuration: [tool.wiki] in pyproject.toml, or wiki.toml (select, ignore,
@@ -28,6 +29,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
     parser.add_argument("--config", type=Path, help="a wiki.toml or pyproject.toml to use instead of the root's")
     parser.add_argument("--since", metavar="REV", default="HEAD", help="base revision for git-aware rules (default HEAD)")
+    parser.add_argument("--changed", action="store_true",
+                        help="lint only the pages changed since the base (--since REV), e.g. the watcher's delta audit")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
     parser.add_argument("--select", metavar="CODES", help="comma-separated codes or prefixes to run (replaces the config's)")
@@ -109,6 +112,21 @@ def _targets(root: Path, paths: list[str]) -> tuple[list[str], int]:
     return sorted(set(found)), skipped
 
 
+def _changed_pages(root: Path, base: str) -> list[str]:
+    """Pages added, modified or renamed since ``base`` (working tree and index included)."""
+    from wikiengine.errors import WikiError
+    from wikiengine.lint.context import LINTED_DIRS
+    from wikiengine.lint.gitview import GitView, in_git_repo
+
+    if not in_git_repo(root):
+        raise WikiError("--changed needs a git repository", root)
+    view = GitView.open(root, base)
+    return sorted(
+        rel for rel, status in view.changes.items()
+        if status != "D" and rel.endswith(".md") and rel.split("/", 1)[0] in LINTED_DIRS and (root / rel).is_file()
+    )
+
+
 def run(args) -> int:
     from wikiengine import __version__
     from wikiengine.errors import WikiError
@@ -136,7 +154,11 @@ def run(args) -> int:
     config.ignore = config.ignore + _codes(args.ignore)
     config.check_codes(sorted(REGISTRY))
     paths = None
-    if args.paths:
+    if args.changed:
+        if args.paths:
+            raise WikiError("--changed takes no PATH")
+        paths = _changed_pages(root, args.since)
+    elif args.paths:
         paths, skipped = _targets(root, args.paths)
         if skipped:
             print(f"notice: {skipped} path(s) skipped: not markdown under wiki/, memory/ or .env/", file=sys.stderr)
