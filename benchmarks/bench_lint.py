@@ -11,6 +11,8 @@ Cases, run round-robin (interleaved) so that machine noise spreads over all of t
 - ``warm``: a full `wiki lint` again, nothing changed;
 - ``changed5``: pre-commit's case: 5 experiment pages edited and staged, `wiki lint` on those
   5 paths (git-aware rules compare with HEAD), after a warm run;
+- ``changed5-engine``: the same with only the engine's own rules (``--select WK,PRG,LNK``), to
+  tell the engine's cost from the domain rules' cost;
 - ``peer``: markdownlint-cli2 (default rules) over the same pages, installed with npm into
   ``WORK/peer`` (outside the repository).
 
@@ -151,13 +153,13 @@ def main(argv: list[str] | None = None) -> int:
 
     edit = {"round": 0}
 
-    def changed5():
-        run_measured(lint, corpus)  # the cache is warm, as on a developer's machine
+    def changed5(*options: str):
+        run_measured([*lint, *options], corpus)  # the cache is warm, as on a developer's machine
         edit["round"] += 1
         for rel in changed:
             (corpus / rel).write_bytes(originals[rel] + f"\nEdited in round {edit['round']}.\n".encode())
         git(corpus, "add", *changed)
-        return run_measured([*lint, *changed], corpus)
+        return run_measured([*lint, *options, *changed], corpus)
 
     cases = {
         "floor": lambda: run_measured([sys.executable, "-c", FLOOR_SCRIPT], corpus),
@@ -165,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         **({"cold-serial": cold_serial} if args.serial else {}),
         "warm": lambda: run_measured(lint, corpus),
         "changed5": changed5,
+        "changed5-engine": lambda: changed5("--select", "WK,PRG,LNK"),
     }
     results: dict[str, list[dict]] = {name: [] for name in cases}
     run_measured(lint, corpus)  # prime the page cache and the signed schema cache
