@@ -323,3 +323,23 @@ def test_non_finite_numbers_in_a_config_are_refused_with_their_line(tmp_path, va
         resolve(target_for_model(root, "gemma4", "tpu"))
     assert str(caught.value).startswith(f"{root / M / 'tpu/program.md'}:8: wake_interval_s")
     assert "is not a finite number" in str(caught.value)
+
+
+config_pieces = st.sampled_from(
+    ["parallelism", "tpu_type", "topology", "wake_interval_s", "image", "x", ": ", "\n", "  ", "- ", "[", "]", "{", "}",
+     ",", "1", "600", "'s'", "2x2x2", "v5p-16", "2026-01-01", "no", "null", ".nan", "&a ", "*a", "!!set ", "? ", "#", "|"]
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(config_pieces, max_size=30).map("".join))
+def test_row49_fuzz_config_blocks_resolve_or_raise_one_typed_error(tmp_path_factory, yaml_text):
+    import json
+
+    root = _with_config(tmp_path_factory.mktemp("cfg"), yaml_text.replace("```", "") + "\n")
+    try:
+        program = resolve(target_for_model(root, "gemma4", "tpu"))
+    except WikiError as err:
+        assert "\n" not in str(err) and ".md:" in str(err), str(err)
+        return
+    json.dumps(program.config, allow_nan=False)  # what validates is plain JSON data
