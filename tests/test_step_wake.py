@@ -636,3 +636,26 @@ def test_row14_a_loss_jump_cleared_by_a_person_is_not_judged_again(wiki):
     assert memory.read_state(root).last_seen_step == 8
     unblock.run(type("A", (), {"reason": "the jump is the warmup restart, expected", "root": root})())
     assert step(wiki).decision == "launch"
+
+
+def test_row27_a_crash_loop_cleared_by_a_person_allows_one_new_launch(wiki):
+    from wikiengine.commands import unblock
+
+    root, store, compute, clock = wiki
+    for k in (1, 2):
+        step(wiki)
+        compute.end(f"tiny-session{k}", SessionState.ERROR, at=clock.now + dt.timedelta(seconds=30),
+                    failure="refused: disk full")
+        clock.advance(minutes=5)
+    assert step(wiki).decision == "blocked" and len(compute.launches) == 2
+    unblock.run(type("A", (), {"reason": "freed the disk", "root": root})())
+    assert memory.read_state(root).unblocked_session == 2
+    assert step(wiki).decision == "launch" and len(compute.launches) == 3
+    compute.end("tiny-session3", SessionState.ERROR, at=clock.now + dt.timedelta(seconds=30),
+                failure="refused: disk full")
+    clock.advance(minutes=5)
+    assert step(wiki).decision == "launch"  # session 3 alone is one fast exit
+    compute.end("tiny-session4", SessionState.ERROR, at=clock.now + dt.timedelta(seconds=30),
+                failure="refused: disk full")
+    clock.advance(minutes=5)
+    assert step(wiki).decision == "blocked" and len(compute.launches) == 4

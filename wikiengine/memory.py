@@ -140,6 +140,7 @@ class State:
     claim: Claim | None = None
     store_head: str | None = None  # the store commit seen at the last wake (history-rewrite check)
     trusted_commit: str | None = None  # the wiki commit last re-linted clean (RELIABILITY row 38)
+    unblocked_session: int | None = None  # the session count when a person last cleared a blocker
 
     def to_frontmatter(self) -> dict:
         """The frontmatter mapping (optional keys that are unset are left out)."""
@@ -149,7 +150,8 @@ class State:
             if isinstance(value, Claim):
                 value = value.to_dict()
             data[f.name] = value
-        for optional in ("resume_step", "reset_at", "next_command", "claim", "store_head", "trusted_commit"):
+        for optional in ("resume_step", "reset_at", "next_command", "claim", "store_head", "trusted_commit",
+                         "unblocked_session"):
             if data[optional] is None:
                 del data[optional]
         return data

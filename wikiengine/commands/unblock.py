@@ -58,7 +58,8 @@ def _unblock(root, reason: str) -> int:
     now = dt.datetime.now(dt.timezone.utc)
     memory.prepend_error(root, now.strftime("%Y-%m-%d"), "unblocked", reason, state.run, state.last_seen_step,
                          "unblocked by a person", f"cleared blocker: {state.blocker}\nreason: {reason}")
-    cleared = dataclasses.replace(state, status="running", blocker=None, updated_at=memory.utc_iso(now))
+    cleared = dataclasses.replace(state, status="running", blocker=None, updated_at=memory.utc_iso(now),
+                                  unblocked_session=state.session)
     body = (f"\n# {state.run}: running\n\nUnblocked by a person at {memory.utc_iso(now)}: {reason}\n"
             f"(was: {state.blocker}). The next `wiki step` checks the store again.\n")
     memory.write_state(root, cleared, body)

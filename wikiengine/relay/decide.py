@@ -128,6 +128,7 @@ class Memory:
     claimed_at: dt.datetime | None = None
     store_head: str | None = None
     reset_at: str | None = None
+    unblocked_session: int = 0  # launches up to this one were judged before a person cleared a blocker
 
 
 # ---------------------------------------------------------------- output
@@ -219,12 +220,19 @@ def _crash_loop(obs: Observations, mem: Memory, settings: Settings) -> Emergency
     last, previous = obs.last_session, obs.previous_session
     if not (_exited_fast(last, settings) and _exited_fast(previous, settings)):
         return None
+    if _session_number(previous.job) <= mem.unblocked_session:
+        return None  # a person cleared this loop: only launches after that count
     if (last.reason or "") != (previous.reason or ""):
         return None
     return Emergency("crash_loop", f"{previous.job} and {last.job} both exited within "
                      f"{settings.crash_window_s:.0f} s: {last.reason}",
                      f"{previous.job} ({previous.ref}): {previous.started_at} -> {previous.ended_at}, {previous.reason}\n"
                      f"{last.job} ({last.ref}): {last.started_at} -> {last.ended_at}, {last.reason}")
+
+
+def _session_number(job: str) -> int:
+    tail = job.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 def _planner_disagrees(obs: Observations, mem: Memory, settings: Settings) -> Emergency | None:

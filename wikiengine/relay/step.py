@@ -96,7 +96,8 @@ def make_compute(config: dict, root: Path):
 def memory_of(state: State) -> Memory:
     claimed_at = memory.parse_iso(state.claim.claimed_at) if state.claim else None
     return Memory(state.status, state.session, state.last_seen_step, state.high_water_step, state.blocker,
-                  state.claim.job if state.claim else None, claimed_at, state.store_head, state.reset_at)
+                  state.claim.job if state.claim else None, claimed_at, state.store_head, state.reset_at,
+                  state.unblocked_session or 0)
 
 
 def run_step(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.datetime] = utcnow, store=None,
@@ -201,7 +202,7 @@ def _pointer_text(step: int | None) -> str:
 
 
 MATERIAL = ("run", "status", "last_seen_step", "high_water_step", "session", "blocker", "resume_step", "reset_at",
-            "next_command", "claim", "store_head")
+            "next_command", "claim", "store_head", "unblocked_session")
 
 
 @dataclass
