@@ -205,11 +205,14 @@ class LintContext:
         """Every page of ``kind`` (every page when None) in the whole wiki."""
         if kind is None:
             return [self.info(rel) for rel in self.files]
+        return [self.info(rel) for rel in self._kind_index().get(kind, ())]
+
+    def _kind_index(self) -> dict[str, list[str]]:
         if self._by_kind is None:
             self._by_kind = {}
             for rel in self.files:
                 self._by_kind.setdefault(kind_of(rel), []).append(rel)
-        return [self.info(rel) for rel in self._by_kind.get(kind, ())]
+        return self._by_kind
 
     def target_pages(self, kind: str | None = None) -> list[PageInfo]:
         """The pages of ``kind`` whose findings are reported this run.
@@ -218,7 +221,11 @@ class LintContext:
         these rather than over :meth:`pages`: ``wiki lint PATH...`` (pre-commit) then
         parses five pages, not the whole wiki.
         """
-        return [self.info(rel) for rel in self.targets if kind is None or kind_of(rel) == kind]
+        if kind is None:
+            return [self.info(rel) for rel in self.targets]
+        if self.targets is self.files:
+            return self.pages(kind)
+        return [self.info(rel) for rel in self.targets if kind_of(rel) == kind]
 
     def exists(self, rel: str) -> bool:
         """Does the file or directory ``rel`` (relative to the root) exist?"""

@@ -12,7 +12,7 @@ def _chains(ctx):
     from wikiengine.errors import WikiError
     from wikiengine.targets import target_for_path
 
-    for info in ctx.pages("program"):
+    for info in ctx.target_pages("program"):  # findings land on the child: only targets
         if info.page is None:
             continue
         try:

@@ -48,11 +48,15 @@ class ProgramConfigSchema(Rule):
         from wikiengine.targets import target_for_path
 
         seen = set()
+        targets = set(ctx.targets)
         for info in ctx.pages("program"):
             if info.error is not None:
                 continue  # WK001 reports it
             try:
                 target = target_for_path(ctx.root, info.path.parent)
+                chain = {level.program.relative_to(ctx.root).as_posix() for level in target.levels}
+                if not chain & targets:
+                    continue  # its findings could only land on files that are not reported
                 program = resolve(target, additive_marker=ctx.config.additive_marker, validate=False)
                 if program.config_origin is not None and not _valid(program.config, target.area.config_schema, ctx):
                     # only now pay for jsonschema, to say which key on which line
