@@ -9,8 +9,20 @@ from pathlib import Path
 HELP = "clear a blocked relay run (a person's decision, recorded with its reason)"
 
 
+DESCRIPTION = """\
+Clear the blocker of the run in memory/STATE.md, with a reason recorded in ERRORS.md and
+in the commit. The next `wiki step` checks everything again: a cause still present in the
+store (a pointer below the high-water mark, a changed cursor hash, wrong token arithmetic,
+an altered checkpoint) blocks the run again; a loss jump or a crash loop that a person
+cleared is not judged again (one new launch is allowed).
+"""
+
+
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("unblock", help=HELP, description=HELP)
+    import argparse
+
+    parser = subparsers.add_parser("unblock", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reason", required=True, help="why the blocker no longer holds (recorded in ERRORS.md)")
     parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
     parser.set_defaults(handler=run)
