@@ -375,6 +375,7 @@ class KaggleCompute:
         save.kernel_type = "script"
         save.is_private = True
         save.enable_gpu = True
+        save.enable_tpu = False
         save.enable_internet = True
         save.session_timeout_seconds = int(request.session_timeout_s)
         save.machine_shape = self.machine_shape

@@ -70,6 +70,7 @@ def test_launch_sends_the_full_envelope_and_records_the_returned_ref(compute, fa
         "kernelType": "script",
         "isPrivate": True,
         "enableGpu": True,
+        "enableTpu": False,
         "enableInternet": True,
         "sessionTimeoutSeconds": 25200,
         "machineShape": "NvidiaTeslaT4",
@@ -350,3 +351,53 @@ def test_missing_credentials_refuse_before_any_claim(compute, fake_kaggle, monke
     with pytest.raises(ComputeError, match="no credentials"):
         compute.launch(request())
     assert fake_kaggle.saves == [] and compute.claims.load() == []
+
+
+KAGGLE_CLI_CHILD = """
+import json, os, sys
+from kagglesdk import kaggle_env
+kaggle_env._env_to_endpoint[kaggle_env.KaggleEnv.LOCAL] = os.environ["FAKE_KAGGLE_URL"]
+from kaggle.api.kaggle_api_extended import KaggleApi
+api = KaggleApi()
+api.authenticate()
+folder = sys.argv[1]
+pushed = api.kernels_push(folder, timeout="3600", acc="NvidiaTeslaT4")
+status = api.kernels_status(pushed.ref.replace("/code/", ""))
+quota = api.quota_view()
+print(json.dumps({"ref": pushed.ref, "version": pushed.version_number, "status": status.status.name,
+                  "gpu_used_s": quota.gpu_quota.time_used.total_seconds()}))
+"""
+
+
+def test_the_kaggle_cli_api_speaks_to_the_same_fake(fake_kaggle, kaggle_env, tmp_path):
+    """The fake is checked against the client's own KaggleApi (kernels push/status, quota) in a
+    fresh process, and our envelope is compared with the CLI's for the same metadata."""
+    import os
+    import subprocess
+    import sys
+
+    # kaggle 2.2.5's KaggleApi imports `six` without declaring it (KaggleCompute needs only kagglesdk)
+    pytest.importorskip("six", reason="the kaggle CLI API needs six, which kaggle 2.2.5 does not declare")
+    folder = tmp_path / "kernel"
+    folder.mkdir()
+    (folder / "run.py").write_text(BOOTSTRAP)
+    (folder / "kernel-metadata.json").write_text(json.dumps({
+        "id": f"{KAGGLE_TEST_USER}/cli-session1", "title": "cli-session1", "code_file": "run.py",
+        "language": "python", "kernel_type": "script", "is_private": True, "enable_gpu": True,
+        "enable_internet": True,
+    }))
+    fake_kaggle.next_runs.append(Run(statuses=["QUEUED", "COMPLETE"]))  # ended before our own launch
+    env = dict(os.environ, FAKE_KAGGLE_URL=fake_kaggle.url)
+    result = subprocess.run([sys.executable, "-c", KAGGLE_CLI_CHILD, str(folder)], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    answer = json.loads(result.stdout.strip().splitlines()[-1])
+    assert answer == {"ref": f"/code/{KAGGLE_TEST_USER}/cli-session1", "version": 1, "status": "QUEUED",
+                      "gpu_used_s": 27000.0}
+    cli_body = fake_kaggle.saves[-1]
+    ours = KaggleCompute(KAGGLE_TEST_USER, claims_path=tmp_path / "claims.json")
+    ours.launch(LaunchRequest(f"{KAGGLE_TEST_USER}/cli-session2", BOOTSTRAP, 3600))
+    our_body = fake_kaggle.saves[-1]
+    shared = {k: v for k, v in cli_body.items() if k not in ("slug", "newTitle")}
+    assert {k: our_body[k] for k in shared} == shared  # everything the CLI sends, we send alike
+    assert our_body["kernelExecutionType"] == "SAVE_AND_RUN_ALL"  # and the execution type on top
