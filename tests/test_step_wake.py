@@ -169,6 +169,26 @@ def test_row39_all_memory_of_a_wake_is_committed_or_none(wiki):
     assert not (root / ".git" / "wiki-step-journal").exists()
 
 
+def test_row22_a_lost_launch_answer_keeps_the_claim_and_the_next_wake_adopts(wiki):
+    from executors.compute import ComputeUnavailableError
+
+    root, store, compute, clock = wiki
+    real_launch = compute.launch
+
+    def landed_then_dropped(request):
+        real_launch(request)
+        raise ComputeUnavailableError("the connection dropped after the push")
+
+    compute.launch = landed_then_dropped
+    result = step(wiki)
+    assert result.exit_code == 0 and "outcome unknown" in result.actions[-1]
+    assert memory.read_state(root).claim.job == "session-1" and memory.read_assets(root) == []
+    compute.launch = real_launch
+    clock.advance(minutes=20)  # past the claim TTL: only the backend's answer matters now
+    assert step(wiki).decision == "adopt"
+    assert len(compute.launches) == 1 and [a.job for a in memory.read_assets(root)] == ["session-1"]
+
+
 def test_row24_unknown_status_never_launches(wiki):
     root, store, compute, clock = wiki
     step(wiki)

@@ -129,6 +129,6 @@ def record_emergencies(root: Path, state: State, decision: Decision, now: dt.dat
     return dataclasses.replace(state, status="blocked", blocker=redact(f"{first.kind}: {first.summary}")[:500])
 
 
-def next_command(root: Path) -> str:
-    """The exact command the next wake runs."""
+def next_command() -> str:
+    """The exact command the next wake runs (from the wiki repository)."""
     return "wiki step"

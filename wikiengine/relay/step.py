@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from executors.compute import ComputeError
 from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.memory import State, utc_iso
@@ -305,7 +306,7 @@ class Wake:
         self.seen()
         d = self.decision
         self.state = dataclasses.replace(self.state, status="parked", resume_step=d.step or 0,
-                                         reset_at=utc_iso(d.reset_at), next_command=act.next_command(self.run.root),
+                                         reset_at=utc_iso(d.reset_at), next_command=act.next_command(),
                                          next_check_at=utc_iso(d.reset_at))
         if self.changed():
             self.result.actions.append(f"parked: resume at step {d.step or 0} after {utc_iso(d.reset_at)}")
@@ -332,6 +333,15 @@ class Wake:
             self.ledger_touched = True
             self.result.actions.append(f"{job} refused for capacity: ledger row closed unspent")
             self.message = f"step: {job} refused for capacity; row closed unspent"
+            return
+        except ComputeError as exc:
+            # The push may have landed with its answer lost: the committed claim stays, and the
+            # next wake looks the job up at the backend (adopt) instead of launching again.
+            from executors.http_policy import redact
+
+            self.result.actions.append(f"{job}: launch outcome unknown ({redact(str(exc))[:200]}); the claim "
+                                       "stays for the next wake")
+            self.message = f"step: {job} launch outcome unknown; claim kept"
             return
         self.result.actions.append(f"launched {job} as {launched.ref}")
         self.state = act.record(run.root, self.state, job, launched, run.settings.accelerator, d.next_check_at)
