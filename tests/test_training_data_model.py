@@ -183,11 +183,26 @@ def test_config_round_trips_through_json(tmp_path):
         ({"learning_rate": float("nan")}, "finite"),
         ({"shuffle_perm_sha": "xyz"}, "16 lowercase hex"),
         ({"dropout": 1.5}, "dropout"),
+        ({"save_steps": 4, "logging_steps": 3}, "not a multiple of logging_steps"),
     ],
 )
 def test_config_validation(data, message):
     with pytest.raises(ConfigError, match=message):
         config_from_dict(data)
+
+
+def test_non_finite_loss_and_grad_norm_log_as_null():
+    """An fp16 step with inf gradients (skipped by the scaler) must not make trainer_state.json invalid."""
+    from training.checkpoint import read_trainer_state
+
+    trainer = Trainer(tiny_demo_config(max_steps=4))
+    trainer.train_step()
+    trainer._interval = (float("nan"), 1, 0.01)
+    trainer._last = (float("inf"), 1e-3)
+    trainer.flush_log()
+    assert trainer.log_history[-1]["loss"] is None and trainer.log_history[-1]["grad_norm"] is None
+    state = read_trainer_state(trainer.checkpoint_files()["trainer_state.json"])  # strict: no NaN/Infinity
+    assert state["log_history"][-1]["loss"] is None
 
 
 def test_torch_files_are_loadable_with_weights_only(tmp_path):

@@ -68,11 +68,12 @@ def _assert_same_state(a, b):
     assert a["cursor.json"] == b["cursor.json"]
 
 
-def test_exact_resume_is_bitwise_identical(tmp_path):
+@pytest.mark.parametrize("logging_steps", [1, 2])
+def test_exact_resume_is_bitwise_identical(tmp_path, logging_steps):
     """0 -> 8 in one session equals 0 -> 4, stop, resume -> 8 (weights, optimizer, losses, RNG)."""
-    straight = create_demo_run(tmp_path / "straight", max_steps=8, session_steps=8)
+    straight = create_demo_run(tmp_path / "straight", max_steps=8, session_steps=8, logging_steps=logging_steps)
     assert session.main(straight.session_argv()) == 0
-    relay = create_demo_run(tmp_path / "relay", max_steps=8, session_steps=4)
+    relay = create_demo_run(tmp_path / "relay", max_steps=8, session_steps=4, logging_steps=logging_steps)
     assert session.main(relay.session_argv()) == 0
     assert relay.store().read_pointer(relay.store().head()).step == 4
     torch.manual_seed(999)  # disturb every RNG between the sessions: the resume must restore them
@@ -104,6 +105,17 @@ def test_demo_runs_three_sessions_and_the_wake_arithmetic_holds(tmp_path, capsys
         loss = state["log_history"][-1]["loss"]
         assert loss < previous_loss
         previous_loss = loss
+
+
+def test_log_entries_average_their_interval_like_the_hf_trainer(tmp_path):
+    every = create_demo_run(tmp_path / "every", max_steps=8, session_steps=8, logging_steps=1)
+    pairs = create_demo_run(tmp_path / "pairs", max_steps=8, session_steps=8, logging_steps=2)
+    assert session.main(every.session_argv()) == 0 and session.main(pairs.session_argv()) == 0
+    step_losses = [loss for _, loss, _, _ in _losses(_final(every, 8))]
+    logged = read_trainer_state(_final(pairs, 8)["trainer_state.json"])["log_history"]
+    assert [e["step"] for e in logged] == [2, 4, 6, 8]
+    assert [e["loss"] for e in logged] == pytest.approx(
+        [(step_losses[i] + step_losses[i + 1]) / 2 for i in (0, 2, 4, 6)], rel=1e-6)
 
 
 KILLER = textwrap.dedent("""

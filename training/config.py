@@ -96,6 +96,8 @@ class RunConfig:
             raise ConfigError(f"seq_len {self.seq_len} exceeds the context {PRESETS[self.preset].context} of {self.preset}")
         if self.samples_per_step % self.micro_batch:
             raise ConfigError(f"samples_per_step {self.samples_per_step} is not a multiple of micro_batch {self.micro_batch}")
+        if self.save_steps % self.logging_steps:
+            raise ConfigError(f"save_steps {self.save_steps} is not a multiple of logging_steps {self.logging_steps}")
         if self.session_steps % self.save_steps:
             raise ConfigError(f"session_steps {self.session_steps} is not a multiple of save_steps {self.save_steps}")
         for name in ("dataset_files_sha", "shuffle_perm_sha"):

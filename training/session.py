@@ -383,7 +383,8 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
                 verdict = None
                 if world.is_main:
                     verdict = _save_and_commit(store, trainer.step, checkpoint_files, args.out, last_commit,
-                                               write_checkpoint, rotate_local, StaleParentError, StoreError, entry)
+                                               write_checkpoint, rotate_local, StaleParentError, StoreError,
+                                               trainer.log_history[-1])
                 verdict = world.broadcast(verdict)
                 if verdict[0] != "ok":
                     raise SessionExit(EXIT_STALE, "stale_pointer", verdict[1])
@@ -428,7 +429,7 @@ def _save_and_commit(store, step, files, out_dir, last_commit, write_checkpoint,
         emit("quarantine", detail=line)
     emit("checkpoint", step=step, path_in_repo=checkpoint_path(step), checkpoint_commit=checkpoint_commit,
          pointer_commit=pointer_commit, loss=entry["loss"], grad_norm=entry["grad_norm"],
-         tokens_per_second=round(entry["tokens_per_second"], 1))
+         tokens_per_second=round(entry["tokens_per_second"], 1))  # the logged interval: non-finite is null
     return ("ok", pointer_commit)
 
 

@@ -119,6 +119,8 @@ class Trainer:
         self.step = 0
         self.log_history: list[dict] = []
         self.rng_fallback = False  # True after restoring RNGs saved under another world size
+        self._interval = (0.0, 0, 0.0)  # loss sum, steps, seconds since the last log entry
+        self._last = (0.0, 0.0)  # grad norm and learning rate of the last step
 
     # ---------------------------------------------------------------- training
 
@@ -158,18 +160,32 @@ class Trainer:
             loss_sum /= self.world_size
         self.step += 1
         elapsed = time.perf_counter() - started
-        entry = {
+        step_loss = float(loss_sum)
+        self._interval = (self._interval[0] + step_loss, self._interval[1] + 1, self._interval[2] + elapsed)
+        self._last = (float(grad_norm), float(learning_rate))
+        if self.step % config.logging_steps == 0:
+            self.flush_log()
+        return {"step": self.step, "loss": step_loss, "grad_norm": self._last[0], "learning_rate": self._last[1],
+                "tokens_per_second": config.tokens_per_step / elapsed if elapsed > 0 else 0.0}
+
+    def flush_log(self) -> None:
+        """Append the log entry of the steps since the last one (HF semantics: the mean loss of
+        the interval, the last step's grad norm and learning rate). The session flushes before
+        every save, so a checkpoint never holds a partial interval."""
+        loss_sum, steps, seconds = self._interval
+        if not steps:
+            return
+        config = self.config
+        self.log_history.append({
             "epoch": self.step * config.samples_per_step / self.corpus.n_samples,
-            "grad_norm": float(grad_norm),
-            "learning_rate": float(learning_rate),
-            "loss": float(loss_sum),
+            "grad_norm": _finite_or_none(self._last[0]),
+            "learning_rate": self._last[1],
+            "loss": _finite_or_none(loss_sum / steps),
             "num_input_tokens_seen": self.step * config.tokens_per_step,
             "step": self.step,
-            "tokens_per_second": config.tokens_per_step / elapsed if elapsed > 0 else 0.0,
-        }
-        if self.step % config.logging_steps == 0:
-            self.log_history.append(entry)
-        return entry
+            "tokens_per_second": steps * config.tokens_per_step / seconds if seconds > 0 else 0.0,
+        })
+        self._interval = (0.0, 0, 0.0)
 
     # ---------------------------------------------------------------- checkpoints
 
@@ -194,6 +210,7 @@ class Trainer:
         """
         from safetensors.torch import save
 
+        self.flush_log()
         rng = capture_rng()
         rng_states = [rng]
         if self.world_size > 1:
@@ -253,6 +270,11 @@ def _rng_file_for(files: dict[str, bytes], rank: int, world_size: int) -> tuple[
         if name in files:
             return name, name != preferred
     raise CheckpointError("no rng_state.pth or rng_state_<rank>.pth in the checkpoint")
+
+
+def _finite_or_none(value: float) -> float | None:
+    """JSON has no NaN or infinity (and our readers refuse them): a non-finite value logs as null."""
+    return value if math.isfinite(value) else None
 
 
 def _json_bytes(obj) -> bytes:
