@@ -198,6 +198,31 @@ def test_stale_stop_guard_stops_when_another_session_moved_the_pointer(tmp_path,
     assert titles[0] == "latest -> 4" and "checkpoint 8" not in titles  # we never wrote over the other writer
 
 
+class LostResponseStore(MovingStore):
+    """The pointer commit of step 8 lands, but its answer is lost (a Hub 500 after the commit)."""
+
+    def head(self):
+        return self.inner.head()
+
+    def commit_pointer(self, step, parent):
+        commit = self.inner.commit_pointer(step, parent)
+        if step == 8:
+            from executors.store import StoreUnavailableError
+
+            raise StoreUnavailableError("hub: 500 Internal Server Error")
+        return commit
+
+
+def test_save_with_an_unknown_outcome_stops_and_the_next_session_plans_from_the_pointer(tmp_path, capsys):
+    run = create_demo_run(tmp_path / "run", max_steps=12, session_steps=12)
+    assert session.main(run.session_argv(), store=LostResponseStore(run.store(), "")) == session.EXIT_STALE
+    end = _events(capsys)[-1]
+    assert (end["reason"], end["end_step"]) == ("store_error", 4)
+    assert run.store().read_pointer(run.store().head()).step == 8  # it had landed
+    assert session.main(run.session_argv()) == 0
+    assert [e for e in _events(capsys) if e["event"] == "plan"][0]["resume_step"] == 8
+
+
 def test_planner_disagreement_refuses_to_start(tmp_path, capsys):
     run = create_demo_run(tmp_path / "run", max_steps=8, session_steps=4)
     assert session.main(run.session_argv()) == 0

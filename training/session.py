@@ -30,8 +30,9 @@ loss, tokens per second) goes to standard error.
 Exit codes: 0 normal stop (reason ``boundary``, ``max_steps``, ``time`` or
 ``finished``), 2 bad input (config, arguments), 3 refused to start (planner
 disagreement, unreadable pointer, checkpoint failing verification, pins or arithmetic
-differing, not enough free space), 4 the stale-stop guard fired (another writer moved
-the pointer).
+differing, not enough free space), 4 stopped mid-session because the store is not where
+this session left it: the stale-stop guard fired (reason ``stale_pointer``: another
+writer moved the branch) or a save failed with an unknown outcome (reason ``store_error``).
 """
 
 from __future__ import annotations
@@ -387,7 +388,8 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
                                                trainer.log_history[-1])
                 verdict = world.broadcast(verdict)
                 if verdict[0] != "ok":
-                    raise SessionExit(EXIT_STALE, "stale_pointer", verdict[1])
+                    raise SessionExit(EXIT_STALE, "stale_pointer" if verdict[0] == "stale" else verdict[0],
+                                      verdict[1])
                 last_commit = verdict[1]
                 status["end_step"] = trainer.step
                 save_seconds.append(time.monotonic() - tick)
@@ -424,7 +426,8 @@ def _save_and_commit(store, step, files, out_dir, last_commit, write_checkpoint,
     except StaleParentError as exc:
         return ("stale", f"commit refused: {exc}")
     except StoreError as exc:
-        return ("stale", f"store error while saving step {step}: {exc}")
+        return ("store_error", f"store error while saving step {step} (its outcome is unknown; "
+                               f"the next session plans from the pointer): {exc}")
     for line in rotate_local(out_dir, {step}, Path(out_dir) / "quarantine"):
         emit("quarantine", detail=line)
     emit("checkpoint", step=step, path_in_repo=checkpoint_path(step), checkpoint_commit=checkpoint_commit,
