@@ -278,3 +278,21 @@ def test_row40_a_pathological_program_resolves_under_the_subprocess_timeout(repo
     result = run(["--audit", "gemma4", "jax"], repo)
     assert result.returncode == 0, result.stderr
     assert "  Notes" in result.stdout and "quoted" not in result.stdout
+
+
+def test_resolve_imports_no_heavy_client_library(repo):
+    # DESIGN: wiki resolve runs in pre-commit and agent wakes; it must not import these.
+    code = (
+        "import sys\n"
+        "from wikiengine.cli import main\n"
+        "status = main(['resolve', '--json', 'gemma4', 'tpu'])\n"
+        "heavy = {'torch', 'huggingface_hub', 'kaggle', 'kagglesdk', 'kubernetes', 'git', 'safetensors', 'numpy'}\n"
+        "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}), file=sys.stderr)\n"
+        "sys.exit(status)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "WIKI_ROOT"}
+    env["USER"] = "alice"
+    result = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "[]"
+    assert json.loads(result.stdout)["model_name"] == "gemma4"
