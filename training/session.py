@@ -301,7 +301,8 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
         raise SessionExit(EXIT_REFUSED, "refused", f"planner arithmetic disagrees: {problems[0]}")
     if world.is_main:
         emit("plan", revision=revision, pointer_step=plan.pointer_step, resume_step=plan.resume_step,
-             boundary=plan.boundary, steps_to_run=plan.steps_to_run, save_points=list(plan.save_points),
+             boundary=plan.boundary, steps_to_run=plan.steps_to_run, steps_left_in_run=config.max_steps - plan.resume_step,
+             save_points=list(plan.save_points),
              budget_s=budget_s, world_size=world.world_size, tokens_per_step=config.tokens_per_step)
         _report_unnamed(store, revision, plan.pointer_step)
     if plan.finished:
