@@ -124,3 +124,18 @@ def test_scan_agrees_on_a_sample_of_the_benchmark_corpus(tmp_path):
         if _scan_h2(lines) is not None:
             scanned += 1
     assert scanned == len(pages)
+
+
+EXAMPLE_BODIES = [split_lines(load_page(p).body) for p in _example_pages()]
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.sampled_from(range(len(EXAMPLE_BODIES))),
+    st.lists(st.tuples(st.floats(0, 1), line_strategy()), min_size=1, max_size=4),
+)
+def test_find_h2_agrees_on_example_pages_with_hostile_lines_spliced_in(page_index, insertions):
+    lines = list(EXAMPLE_BODIES[page_index])
+    for where, line in insertions:
+        lines.insert(int(where * len(lines)), line + "\n")
+    assert find_h2(lines) == markdown_it_h2(lines)
