@@ -196,7 +196,7 @@ class FakeHub:
         handler = type("BoundHubHandler", (_HubHandler,), {"hub": self})
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, name="fake-hub", daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), name="fake-hub", daemon=True).start()
         return self
 
     def stop(self) -> None:

@@ -143,7 +143,7 @@ class FakeKaggle:
         handler = type("BoundKaggleHandler", (_KaggleHandler,), {"fake": self})
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, name="fake-kaggle", daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), name="fake-kaggle", daemon=True).start()
         return self
 
     def stop(self) -> None:
