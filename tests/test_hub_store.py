@@ -350,3 +350,13 @@ def test_identical_write_on_the_current_head_is_a_no_op(hub_store, fake_hub):
     head = hub_store.commit_pointer(5, hub_store.head())
     assert hub_store.commit_pointer(5, head) == head
     assert titles(fake_hub)[:2] == ["latest -> 5", "initial commit"]
+
+
+def test_token_from_the_usual_token_file_when_the_environment_has_none(hub_store, hub_env, monkeypatch):
+    from tests.fakes.fixtures import HF_TEST_TOKEN
+
+    monkeypatch.delenv("HF_TOKEN")
+    with pytest.raises(StoreError, match="not authorized|not accessible"):
+        hub_store.head()
+    (hub_env / "token").write_text(HF_TEST_TOKEN)  # where `hf auth login` writes it (HF_HOME/token)
+    assert hub_store.head()
