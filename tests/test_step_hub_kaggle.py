@@ -108,3 +108,22 @@ def test_row25_capacity_refusal_through_wiki_step_closes_the_row_unspent_once(wi
     assert fake_kaggle.calls.count("SaveKernel") == 1  # no retry storm
     assert [r.outcome for r in memory.read_ledger(root)] == ["booked", "unspent"]
     assert "capacity" in git(root, "log", "-1", "--format=%s")
+
+
+def test_two_refusals_to_start_read_from_kaggle_logs_block_a_third_launch(wiki, fake_kaggle):
+    """Kaggle's log timestamps place each session's 40 s run on the server clock; wiki step sees two
+    fast exits with the same reason (from the log) and blocks instead of launching a third."""
+    root, store, clock = wiki
+    refusal = [{"stream_name": "stdout", "time": 1.0, "data": "bootstrap: checking free space\n"},
+               {"stream_name": "stderr", "time": 40.0, "data": "REFUSED: free space 3.1 GB < 20 GB\n"}]
+    for _ in range(2):
+        fake_kaggle.next_runs.append(Run(statuses=["ERROR"], log=list(refusal), failure_message="Kernel failed"))
+    assert run_step(root, clock=clock).decision == "launch"
+    clock.advance(minutes=5)
+    assert run_step(root, clock=clock).decision == "launch"
+    clock.advance(minutes=5)
+    result = run_step(root, clock=clock)
+    assert result.decision == "blocked", result.reasons
+    assert fake_kaggle.calls.count("SaveKernel") == 2
+    (entry,) = memory.read_errors(root)
+    assert entry.kind == "crash_loop" and "REFUSED: free space" in entry.evidence
