@@ -75,7 +75,8 @@ class LocalGitStore:
         _run_git(path, "config", "core.compression", "0")
         _run_git(path, "config", "gc.auto", "0")  # never repack behind a writer's back
         store = cls(path)
-        readme = store._hash_blob(f"# {description}\n\nCheckpoints live under ckpt/; latest.json names the current one.\n".encode())
+        text = f"# {description}\n\nCheckpoints live under ckpt/; latest.json names the current one.\n"
+        readme = store._hash_blob(text.encode())
         tree = store._build_tree(None, {"README.md": readme}, remove_prefix=None)
         commit = store._commit_tree(tree, None, "create checkpoint store")
         _run_git(path, "update-ref", BRANCH_REF, commit, "0" * 40)

@@ -93,9 +93,11 @@ class RunConfig:
         if self.preset not in PRESETS:
             raise ConfigError(f"preset must be one of {', '.join(sorted(PRESETS))}, got {self.preset!r}")
         if self.seq_len > PRESETS[self.preset].context:
-            raise ConfigError(f"seq_len {self.seq_len} exceeds the context {PRESETS[self.preset].context} of {self.preset}")
+            raise ConfigError(
+                f"seq_len {self.seq_len} exceeds the context {PRESETS[self.preset].context} of {self.preset}")
         if self.samples_per_step % self.micro_batch:
-            raise ConfigError(f"samples_per_step {self.samples_per_step} is not a multiple of micro_batch {self.micro_batch}")
+            raise ConfigError(
+                f"samples_per_step {self.samples_per_step} is not a multiple of micro_batch {self.micro_batch}")
         if self.save_steps % self.logging_steps:
             raise ConfigError(f"save_steps {self.save_steps} is not a multiple of logging_steps {self.logging_steps}")
         if self.session_steps % self.save_steps:

@@ -98,7 +98,8 @@ class Corpus:
 
     def batch(self, start: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Inputs and targets ``(count, seq_len)`` int64 for global positions ``start..``."""
-        rows = [self.tokens[i * self.seq_len: i * self.seq_len + self.seq_len + 1] for i in self.sample_indices(start, count)]
+        width = self.seq_len
+        rows = [self.tokens[i * width: i * width + width + 1] for i in self.sample_indices(start, count)]
         block = torch.from_numpy(np.stack(rows).astype(np.int64))
         return block[:, :-1], block[:, 1:]
 

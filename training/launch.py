@@ -95,7 +95,8 @@ def _quota_line(text: str) -> str:
     line = lines[QUOTA_LINE_NUMBER - 1] if len(lines) >= QUOTA_LINE_NUMBER else ""
     match = QUOTA_LINE.match(line)
     if not match:
-        raise BootstrapError(f'line {QUOTA_LINE_NUMBER} is not os.environ["QUOTA_LEFT_HOURS"] = "<hours>": {line[:80]!r}')
+        raise BootstrapError(
+            f'line {QUOTA_LINE_NUMBER} is not os.environ["QUOTA_LEFT_HOURS"] = "<hours>": {line[:80]!r}')
     return match.group(1)
 
 

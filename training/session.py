@@ -301,7 +301,8 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
         raise SessionExit(EXIT_REFUSED, "refused", f"planner arithmetic disagrees: {problems[0]}")
     if world.is_main:
         emit("plan", revision=revision, pointer_step=plan.pointer_step, resume_step=plan.resume_step,
-             boundary=plan.boundary, steps_to_run=plan.steps_to_run, steps_left_in_run=config.max_steps - plan.resume_step,
+             boundary=plan.boundary, steps_to_run=plan.steps_to_run,
+             steps_left_in_run=config.max_steps - plan.resume_step,
              save_points=list(plan.save_points),
              budget_s=budget_s, world_size=world.world_size, tokens_per_step=config.tokens_per_step)
         _report_unnamed(store, revision, plan.pointer_step)
@@ -442,7 +443,8 @@ def _resume_problem(cursor, state, step, config, corpus) -> str | None:
     checks = (
         (cursor.step == step, f"cursor.json step {cursor.step} != pointer step {step}"),
         (state["global_step"] == step, f"trainer_state.json global_step {state['global_step']} != {step}"),
-        (state["max_steps"] == config.max_steps, f"trainer_state.json max_steps {state['max_steps']} != {config.max_steps}"),
+        (state["max_steps"] == config.max_steps,
+         f"trainer_state.json max_steps {state['max_steps']} != {config.max_steps}"),
         (state["save_steps"] == config.save_steps,
          f"trainer_state.json save_steps {state['save_steps']} != {config.save_steps}"),
         (cursor.tokens_per_step == config.tokens_per_step,

@@ -52,7 +52,8 @@ def lr_at(step: int, config: RunConfig) -> float:
         return config.learning_rate * (step + 1) / config.warmup_steps
     span = max(1, config.max_steps - config.warmup_steps)
     progress = min(1.0, (step - config.warmup_steps) / span)
-    return config.min_learning_rate + 0.5 * (config.learning_rate - config.min_learning_rate) * (1 + math.cos(math.pi * progress))
+    span_lr = config.learning_rate - config.min_learning_rate
+    return config.min_learning_rate + 0.5 * span_lr * (1 + math.cos(math.pi * progress))
 
 
 def capture_rng() -> dict:
@@ -92,7 +93,8 @@ class Trainer:
         self.corpus = corpus or open_corpus(config.corpus, config.seq_len, config.seed)
         self.rank_offset, self.rank_samples = rank_slice(config.samples_per_step, world_size, rank)
         if self.rank_samples % config.micro_batch:
-            raise ValueError(f"a rank's {self.rank_samples} samples are not a multiple of micro_batch {config.micro_batch}")
+            raise ValueError(
+                f"a rank's {self.rank_samples} samples are not a multiple of micro_batch {config.micro_batch}")
         self.accumulation = self.rank_samples // config.micro_batch
         self.precision = resolve_precision(config.precision, self.device)
 
@@ -149,7 +151,8 @@ class Trainer:
                 self.scaler.scale(loss).backward()
             loss_sum += loss.detach()
         self.scaler.unscale_(self.optimizer)
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.grad_clip if config.grad_clip else float("inf"))
+        max_norm = config.grad_clip if config.grad_clip else float("inf")
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
         learning_rate = self.optimizer.param_groups[0]["lr"]
         self.scaler.step(self.optimizer)
         self.scaler.update()
@@ -246,8 +249,9 @@ class Trainer:
         weights = load_model_verified(files)
         missing, unexpected = self.model.load_state_dict(weights, strict=False)
         if set(missing) != {"head.weight"} or unexpected:
+            absent = sorted(set(missing) - {"head.weight"})[:3]
             raise CheckpointError(f"model.safetensors does not fit preset {self.config.preset} "
-                                  f"(missing {sorted(set(missing) - {'head.weight'})[:3]}, unexpected {unexpected[:3]})")
+                                  f"(missing {absent}, unexpected {unexpected[:3]})")
         self.optimizer.load_state_dict(load_torch_verified(files, "optimizer.pt"))
         self.scheduler.load_state_dict(load_torch_verified(files, "scheduler.pt"))
         if self.scaler.is_enabled():
