@@ -142,3 +142,30 @@ def test_create_refuses_a_non_empty_directory(tmp_path):
     (tmp_path / "x").write_text("data")
     with pytest.raises(StoreError):
         LocalGitStore.create(tmp_path)
+
+
+def test_concurrent_writers_on_one_parent_exactly_one_wins(store):
+    """Real concurrency (one git process per writer): update-ref's compare-and-swap lets one through."""
+    import threading
+
+    parent = store.head()
+    outcomes: dict[int, str] = {}
+    barrier = threading.Barrier(6)
+
+    def writer(step):
+        barrier.wait()
+        try:
+            outcomes[step] = store.commit_pointer(step, parent)
+        except StaleParentError:
+            outcomes[step] = "refused"
+
+    threads = [threading.Thread(target=writer, args=(step,)) for step in range(1, 7)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    winners = {step: commit for step, commit in outcomes.items() if commit != "refused"}
+    assert len(outcomes) == 6 and len(winners) == 1
+    (step, commit), = winners.items()
+    assert store.head() == commit and store.read_pointer(commit).step == step
+    assert [c.id for c in store.list_commits(commit)][1] == parent  # not merged: one linear step
