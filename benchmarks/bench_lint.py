@@ -11,7 +11,7 @@ Cases, run round-robin (interleaved) so that machine noise spreads over all of t
 - ``warm``: a full `wiki lint` again, nothing changed;
 - ``changed5``: pre-commit's case: 5 experiment pages edited and staged, `wiki lint` on those
   5 paths (git-aware rules compare with HEAD), after a warm run;
-- ``changed5-engine``: the same with only the engine's own rules (``--select WK,PRG,LNK``), to
+- ``changed5-engine``: the same with only the engine's own rules (``--select WK0,WK1,PRG,LNK``), to
   tell the engine's cost from the domain rules' cost;
 - ``peer``: markdownlint-cli2 (default rules) over the same pages, installed with npm into
   ``WORK/peer`` (outside the repository).
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         **({"cold-serial": cold_serial} if args.serial else {}),
         "warm": lambda: run_measured(lint, corpus),
         "changed5": changed5,
-        "changed5-engine": lambda: changed5("--select", "WK,PRG,LNK"),
+        "changed5-engine": lambda: changed5("--select", "WK0,WK1,PRG,LNK"),
     }
     results: dict[str, list[dict]] = {name: [] for name in cases}
     run_measured(lint, corpus)  # prime the page cache and the signed schema cache

@@ -95,6 +95,7 @@ class LintCache:
         self.written_ns = 0
         self._fresh: dict[str, dict | None] = {}
         self.dirty = False
+        self.stored = 0  # entries analysed anew this run
         self._root_str = str(root)
 
     @property
@@ -162,6 +163,7 @@ class LintCache:
         self.entries[rel] = entry
         self._fresh[rel] = entry
         self.dirty = True
+        self.stored += 1
 
     def record_page(self, info) -> None:
         """Remember the frontmatter (or read error) of a page parsed outside the per-file pass."""

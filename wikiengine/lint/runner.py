@@ -110,7 +110,10 @@ def lint(
         findings, stale, baselined = baseline_mod.apply(findings, accepted, None if paths is None else target_set)
         if config.enabled(baseline_mod.STALE_CODE):
             findings = sorted(set(findings) | set(stale))
-    cache.save(files)
+    if paths is None or cache.stored > max(20, len(files) // 100) or not cache.written_ns:
+        # A pre-commit run over a few pages skips rewriting the whole cache: those pages
+        # cost little to analyse again, and they change again before the next commit.
+        cache.save(files)
     return LintResult(
         findings=findings,
         files_checked=len(targets),
@@ -167,7 +170,8 @@ def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives:
     if workers > 1 and len(todo) > POOL_THRESHOLD:
         results = _pooled(ctx, page_rules, fact_rules, todo, workers)
     else:
-        results = (analyse_file(ctx, rel, page_rules, fact_rules, keep=True) for rel in todo)
+        keep = len(todo) <= ctx.KEPT_BODIES  # else later rules read bodies from disk, frontmatter from the cache
+        results = (analyse_file(ctx, rel, page_rules, fact_rules, keep=keep) for rel in todo)
     for rel, entry in results:
         ctx.cache.store(rel, entry)
         _collect_entry(rel, entry, findings, directives)
