@@ -1,15 +1,16 @@
 """Benchmark the trainer: tokens per second against a bare loop, and checkpoint save/verify cost.
 
-In one run, interleaved rounds of
+In one run, rounds in which two loops alternate step by step:
 
 - a **bare loop**: the same model, optimizer, global batch, micro-batches, data reads,
   gradient clipping and learning-rate schedule (the same training), written without
   any bookkeeping (no scaler plumbing, loss sync, timing, log entry, cursor);
 - the **trainer**: :meth:`training.trainer.Trainer.train_step`, with all of it;
 
-and medians over the rounds. The overhead is the median of the per-round ratios (paired,
-so drift from other processes on the machine cancels), on CPU time of the process with
-one torch thread (wall-clock tokens/s shown beside it). Then the cost of one checkpoint: building its files,
+tokens per second from the median step time of each loop, in CPU time of the process
+(one torch thread) and in wall-clock time. Alternating single steps means both loops
+see the same machine at the same moment, so load from other processes cancels out of
+the overhead figure. Then the cost of one checkpoint: building its files,
 writing them atomically with the manifest, the two store commits, byte-verifying it
 read back from the store at a pinned revision, against the raw sha256 throughput of the
 same bytes. Prints a markdown table::
@@ -40,41 +41,50 @@ from training.model import build_model  # noqa: E402
 from training.trainer import Trainer, lr_at  # noqa: E402
 
 
-def bare_loop_tokens_per_second(config, corpus, steps: int) -> tuple[float, float]:
-    """The same training without bookkeeping; (CPU-time, wall-clock) tokens per second."""
-    torch.manual_seed(config.seed)
-    model = build_model(config.preset, dropout=config.dropout)
-    decay = [p for p in model.parameters() if p.dim() >= 2]  # the trainer's optimizer, same groups
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=config.learning_rate, betas=(config.beta1, config.beta2))
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_at(step, config) / config.learning_rate)
-    accumulation = config.samples_per_step // config.micro_batch
-    model.train()
-    cpu, wall = time.process_time(), time.perf_counter()
-    for step in range(steps):
-        for micro in range(accumulation):
-            inputs, targets = corpus.batch(step * config.samples_per_step + micro * config.micro_batch,
-                                           config.micro_batch)
-            _, loss = model(inputs, targets)
-            (loss / accumulation).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        schedule.step()
-    tokens = steps * config.tokens_per_step
-    return tokens / (time.process_time() - cpu), tokens / (time.perf_counter() - wall)
+class BareLoop:
+    """The same training without bookkeeping: forward, backward, clip, AdamW step, schedule."""
+
+    def __init__(self, config, corpus):
+        torch.manual_seed(config.seed)
+        self.config, self.corpus = config, corpus
+        self.model = build_model(config.preset, dropout=config.dropout)
+        decay = [p for p in self.model.parameters() if p.dim() >= 2]  # the trainer's optimizer, same groups
+        no_decay = [p for p in self.model.parameters() if p.dim() < 2]
+        self.optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                                            {"params": no_decay, "weight_decay": 0.0}],
+                                           lr=config.learning_rate, betas=(config.beta1, config.beta2))
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: lr_at(step, config) / config.learning_rate)
+        self.accumulation = config.samples_per_step // config.micro_batch
+        self.step = 0
+        self.model.train()
+
+    def train_step(self) -> None:
+        config = self.config
+        for micro in range(self.accumulation):
+            inputs, targets = self.corpus.batch(self.step * config.samples_per_step + micro * config.micro_batch,
+                                                config.micro_batch)
+            _, loss = self.model(inputs, targets)
+            (loss / self.accumulation).backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.grad_clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.schedule.step()
+        self.step += 1
 
 
-def trainer_tokens_per_second(config, corpus, steps: int) -> tuple[float, float]:
-    """The trainer's own step, bookkeeping included; (CPU-time, wall-clock) tokens per second."""
-    trainer = Trainer(config, corpus=corpus)
-    cpu, wall = time.process_time(), time.perf_counter()
-    for _ in range(steps):
-        trainer.train_step()
-    tokens = steps * config.tokens_per_step
-    return tokens / (time.process_time() - cpu), tokens / (time.perf_counter() - wall)
+def interleaved_step_times(config, corpus, steps: int) -> dict[str, list[tuple[float, float]]]:
+    """(CPU, wall) seconds of each step of both loops, alternating step by step (and which goes first),
+    so that both see the same machine at the same moment."""
+    loops = {"bare": BareLoop(config, corpus), "trainer": Trainer(config, corpus=corpus)}
+    times: dict[str, list[tuple[float, float]]] = {"bare": [], "trainer": []}
+    for index in range(steps):
+        order = ("bare", "trainer") if index % 2 == 0 else ("trainer", "bare")
+        for name in order:
+            cpu, wall = time.process_time(), time.perf_counter()
+            loops[name].train_step()
+            times[name].append((time.process_time() - cpu, time.perf_counter() - wall))
+    return times
 
 
 def checkpoint_costs(preset: str, rounds: int) -> dict:
@@ -121,29 +131,28 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     config = tiny_demo_config(max_steps=args.steps, dropout=0.0)
     corpus = open_corpus(config.corpus, config.seq_len, config.seed)
-    bare_loop_tokens_per_second(config, corpus, 3)  # warm up both paths
-    trainer_tokens_per_second(config, corpus, 3)
+    interleaved_step_times(config, corpus, 4)  # warm up both paths
     bare, trainer = [], []
-    for round_index in range(args.rounds):
-        order = (bare_loop_tokens_per_second, trainer_tokens_per_second)
-        if round_index % 2:
-            order = order[::-1]
-        for measure in order:
-            value = measure(config, corpus, args.steps)
-            (bare if measure is bare_loop_tokens_per_second else trainer).append(value)
+    for _ in range(args.rounds):  # fresh models each round, steps interleaved within it
+        times = interleaved_step_times(config, corpus, args.steps)
+        bare += times["bare"]
+        trainer += times["trainer"]
     med = statistics.median
-    overhead = med((b[0] - t[0]) / b[0] * 100 for b, t in zip(bare, trainer))
-    wall_overhead = med((b[1] - t[1]) / b[1] * 100 for b, t in zip(bare, trainer))
+    tokens = config.tokens_per_step
+    rates = {name: (tokens / med(t[0] for t in values), tokens / med(t[1] for t in values))
+             for name, values in (("bare", bare), ("trainer", trainer))}
+    overhead = (1 - rates["trainer"][0] / rates["bare"][0]) * 100
+    wall_overhead = (1 - rates["trainer"][1] / rates["bare"][1]) * 100
     costs = checkpoint_costs(args.save_preset, args.save_rounds)
     megabytes = costs["bytes"] / 1e6
     print(f"## trainer benchmark (preset tiny, B={config.samples_per_step} x seq {config.seq_len}, "
-          f"micro-batch {config.micro_batch}, {args.threads} thread(s), {args.rounds} interleaved rounds of "
-          f"{args.steps} steps, torch {torch.__version__})\n")
+          f"micro-batch {config.micro_batch}, {args.threads} thread(s), {args.rounds} rounds of {args.steps} "
+          f"steps of each loop interleaved step by step, median step time; torch {torch.__version__})\n")
     print("| measure | CPU time | wall clock |")
     print("|---|---|---|")
-    print(f"| bare loop tokens/s | {med(b[0] for b in bare):,.0f} | {med(b[1] for b in bare):,.0f} |")
-    print(f"| trainer tokens/s | {med(t[0] for t in trainer):,.0f} | {med(t[1] for t in trainer):,.0f} |")
-    print(f"| bookkeeping overhead (median of paired rounds; target < 5%) | {overhead:.1f}% | {wall_overhead:.1f}% |")
+    print(f"| bare loop tokens/s | {rates['bare'][0]:,.0f} | {rates['bare'][1]:,.0f} |")
+    print(f"| trainer tokens/s | {rates['trainer'][0]:,.0f} | {rates['trainer'][1]:,.0f} |")
+    print(f"| bookkeeping overhead (target < 5%) | {overhead:.1f}% | {wall_overhead:.1f}% |")
     print(f"\n## checkpoint cost (preset {args.save_preset}, {megabytes:.2f} MB a checkpoint, "
           f"median of {args.save_rounds})\n")
     print("| measure | seconds | MB/s |")
