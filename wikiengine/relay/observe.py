@@ -25,6 +25,7 @@ from executors.store import (
     Pointer,
     StoreCommit,
     StoreError,
+    StoreUnavailableError,
     checkpoint_message,
     checkpoint_path,
     pointer_message,
@@ -59,9 +60,9 @@ def read_snapshot(store: CheckpointStore) -> StoreSnapshot:
     commits = tuple(store.list_commits(head)[:HISTORY_DEPTH])
     try:
         pointer = store.read_pointer(head)
+    except StoreUnavailableError:
+        raise  # unknown, not malformed
     except StoreError as exc:
-        if type(exc).__name__ == "StoreUnavailableError":
-            raise
         return StoreSnapshot(head, commits, None, pointer_error=str(exc))
     if pointer is None:
         return StoreSnapshot(head, commits, None)
@@ -389,11 +390,9 @@ def observe(now: dt.datetime, state: State, settings: Settings, config: dict, st
             compute: ComputeBackend, assets: list[AssetRow], immutable_edits: tuple[str, ...] = ()) -> tuple[
             Observations, StoreSnapshot | None]:
     """Everything decide needs, read only."""
-    from executors.store import StoreUnavailableError
-
     try:
         snap = read_snapshot(store)
-    except (StoreUnavailableError, StoreError) as exc:
+    except StoreError as exc:  # unavailable, or a history that cannot be listed: unknown
         return Observations(now, None, None, store_error=redact(str(exc))[:300], immutable_edits=immutable_edits), None
     findings = run_checks(snap, settings, state.last_seen_step)
     rewritten = False
