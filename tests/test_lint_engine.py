@@ -22,7 +22,6 @@ from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.finding import Finding
 from wikiengine.rules import REGISTRY
 
-ENGINE = LintConfig(select=["WK", "LNK"])
 BROKEN = "See [gone](gone.md).\n"
 
 
