@@ -438,3 +438,20 @@ def test_changed_lints_only_pages_changed_since_the_base(tmp_path, capsys):
     assert status == 1
     assert "wiki/notes/new.md" in out and "old.md" not in out
     assert "in 1 of 2 file(s)" in out
+
+
+def test_wiki_in_a_subdirectory_of_the_repository(tmp_path):
+    """GitView paths are relative to the wiki root, not to the repository's top level."""
+    from wikiengine.lint.gitview import GitView
+
+    repo = tmp_path / "repo"
+    root = write(repo / "docs", {NOTE: "# n\n", "wiki/notes/gone-soon.md": "# g\n"})
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "one")
+    write(root, {NOTE: "# n\n\nedited\n"})
+    (root / "wiki/notes/gone-soon.md").unlink()
+    view = GitView.open(root)
+    assert view.changes == {NOTE: "M", "wiki/notes/gone-soon.md": "D"}
+    assert view.base_text(NOTE) == "# n\n"
+    assert view.commit_times(NOTE) is not None

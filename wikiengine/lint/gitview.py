@@ -55,7 +55,8 @@ class GitView:
             raise WikiError(f"unknown git revision {base!r}")
         view = cls(root, sha)
         # -z: paths are NUL-separated and never quoted. Untracked files count as added.
-        out = _git(root, "diff", "--name-status", "-z", "-M", sha, "--", ".")
+        # --relative: paths relative to the wiki root, which may be a subdirectory of the repository.
+        out = _git(root, "diff", "--name-status", "-z", "-M", "--relative", sha, "--", ".")
         parts = out.split("\0")
         index = 0
         while index < len(parts) - 1:
@@ -84,7 +85,7 @@ class GitView:
         """The file's text at the base revision (following a rename), or None when absent."""
         old = self.renamed_from.get(rel, rel)
         out = subprocess.run(
-            ["git", "show", f"{self.base}:{old}"], cwd=self.root, capture_output=True, timeout=60
+            ["git", "show", f"{self.base}:./{old}"], cwd=self.root, capture_output=True, timeout=60
         )
         if out.returncode != 0:
             return None
@@ -94,7 +95,9 @@ class GitView:
         """(first, last) commit time of ``rel`` up to the base, from one ``git log`` pass."""
         if self._times is None:
             self._times = {}
-            out = _git(self.root, "log", "--format=%x00%ct", "--name-only", "--no-renames", self.base)
+            out = _git(
+                self.root, "log", "--format=%x00%ct", "--name-only", "--no-renames", "--relative", self.base, "--", "."
+            )
             for block in out.split("\0")[1:]:
                 lines = block.strip().splitlines()
                 if not lines:
