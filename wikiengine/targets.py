@@ -95,6 +95,9 @@ def find_root(start: Path | None = None) -> Path:
         if not (root / "wiki").is_dir():
             raise WikiError("WIKI_ROOT has no wiki/ directory", root)
         return root
+    if start is not None and not Path(start).is_dir():
+        # An explicit --root that does not exist must not silently become one of its parents.
+        raise WikiError("no such directory", start)
     here = (start or Path.cwd()).resolve()
     for candidate in (here, *here.parents):
         if (candidate / "wiki").is_dir():
