@@ -296,3 +296,7 @@ def test_resolve_imports_no_heavy_client_library(repo):
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip() == "[]"
     assert json.loads(result.stdout)["model_name"] == "gemma4"
+
+
+def test_a_root_that_does_not_exist_is_refused(repo):
+    assert_bad_input(run(["--root", str(repo / "wiki" / "typo"), "--list"], repo), "no such directory")

@@ -217,3 +217,10 @@ def test_row44_a_symlink_loop_is_a_clear_error(wiki_root):
         target_for_kernel(wiki_root, "loop")
     with pytest.raises(WikiError):
         target_for_path(wiki_root, wiki_root / "wiki/kernel_experiments/loop")
+
+
+def test_find_root_refuses_a_start_that_does_not_exist(wiki_root, monkeypatch):
+    # `wiki step --root /typo` must not act on whichever parent happens to hold a wiki/.
+    monkeypatch.delenv("WIKI_ROOT", raising=False)
+    with pytest.raises(WikiError, match="no such directory"):
+        find_root(wiki_root / "wiki" / "typo")
