@@ -490,6 +490,22 @@ def test_row38_a_verdict_page_edited_without_hooks_blocks(wiki):
     assert "EXP007" in memory.read_errors(root)[0].evidence
 
 
+def test_row38_a_ledger_row_edited_without_hooks_blocks(wiki):
+    root, store, compute, clock = wiki
+    step(wiki)  # books and launches session-1; its commit becomes the trusted one
+    assert memory.read_state(root).trusted_commit
+    ledger = root / "memory" / "QUOTA.md"
+    booked = ledger.read_text()
+    assert "| 1 |" in booked
+    ledger.write_text(booked.replace("| session-1 |", "| session-9 |", 1))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "rewrite a ledger row")
+    compute.end("tiny-session1")
+    result = step(wiki)
+    assert result.decision == "blocked"
+    assert memory.read_errors(root)[0].kind == "immutable_page_edited"
+    assert "MEM002" in memory.read_errors(root)[0].evidence
+
+
 CANARIES = {"HF_TOKEN": "hf_CanaryToken1234567890abcdef", "KAGGLE_KEY": "kagglecanary0123456789abcdef"}
 
 

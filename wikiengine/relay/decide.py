@@ -254,7 +254,7 @@ def _planner_disagrees(obs: Observations, mem: Memory, settings: Settings) -> Em
 def _immutable_edit(obs: Observations, mem: Memory, settings: Settings) -> Emergency | None:
     if not obs.immutable_edits:
         return None
-    return Emergency("immutable_page_edited", f"{obs.immutable_edits[0]} changed after its verdict",
+    return Emergency("immutable_page_edited", f"an immutable record was edited: {obs.immutable_edits[0]}",
                      "\n".join(obs.immutable_edits))
 
 

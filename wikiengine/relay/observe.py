@@ -437,17 +437,20 @@ def _plan(pointer_step: int, settings: Settings) -> tuple[int | None, tuple[str,
 # ---------------------------------------------------------------- row 38: immutable pages since the trusted commit
 
 
+IMMUTABLE_RULES = ["EXP007", "MEM002"]  # verdict pages; ledger rows
+
+
 def immutable_edits_since(root: Path, trusted: str | None) -> tuple[str, ...]:
-    """Verdict pages changed since ``trusted`` (RELIABILITY row 38): ``wiki lint``'s EXP007 over
-    ``trusted..HEAD``, so an edit committed with ``--no-verify`` or in a web editor is caught
-    at the next wake."""
+    """Immutable records changed since ``trusted`` (RELIABILITY row 38): ``wiki lint``'s EXP007
+    (verdict pages) and MEM002 (ledger rows) over ``trusted..HEAD``, so an edit committed with
+    ``--no-verify`` or in a web editor is caught at the next wake."""
     if not trusted:
         return ()
     from wikiengine.lint.config import LintConfig
     from wikiengine.lint.runner import lint
 
     try:
-        result = lint(root, config=LintConfig(select=["EXP007"]), base=trusted, use_cache=False, use_baseline=False)
+        result = lint(root, config=LintConfig(select=IMMUTABLE_RULES), base=trusted, use_cache=False, use_baseline=False)
     except WikiError as exc:
         return (f"cannot re-lint since the trusted commit {trusted[:12]}: {exc}",)
-    return tuple(f.render() for f in result.findings if f.code == "EXP007")
+    return tuple(f.render() for f in result.findings if f.code in IMMUTABLE_RULES)

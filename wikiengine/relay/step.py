@@ -131,7 +131,7 @@ def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult
         git_commit.check_repository(root)
     run = load_run(root, state, store, compute)
     head_commit = _head(root)
-    edits = immutable_edits_since(root, state.trusted_commit)
+    edits = immutable_edits_since(root, _relint_base(root, state.trusted_commit))
     observations, snap = observe(clock(), state, run.settings, run.config, run.store, run.compute,
                                  memory.read_assets(root), edits)
     decision = decide(observations, memory_of(state), run.settings)
@@ -148,6 +148,7 @@ def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult
     wake.book_spent_rows()
     ACTS.get(decision.kind, Wake.observe_only)(wake)
     wake.commit(wake.message or f"step: {decision.kind} at {_pointer_text(decision.step)}")
+    _record_own_commit(root)
     journal.unlink()
     result.state = wake.state.status
     return result
@@ -158,6 +159,37 @@ def journal_path(root: Path) -> Path:
     from executors.git_commit import open_repo
 
     return Path(open_repo(root).git_dir) / "wiki-step-journal"
+
+
+def _own_commit_path(root: Path) -> Path:
+    from executors.git_commit import open_repo
+
+    return Path(open_repo(root).git_dir) / "wiki-step-last-commit"
+
+
+def _record_own_commit(root: Path) -> None:
+    """Remember this wake's last memory commit (inside .git: this host's own record)."""
+    head = _head(root)
+    if head:
+        _own_commit_path(root).write_text(head + "\n")
+
+
+def _relint_base(root: Path, trusted: str | None) -> str | None:
+    """Where row 38's re-lint starts: this host's own last memory commit when HEAD still
+    descends from it (so rows this engine wrote after the trusted commit are protected
+    too), else the trusted commit recorded in STATE.md."""
+    path = _own_commit_path(root)
+    if not trusted or not path.is_file():
+        return trusted
+    own = path.read_text().strip()
+    import git
+
+    try:
+        if git.Repo(root).is_ancestor(trusted, own) and git.Repo(root).is_ancestor(own, "HEAD"):
+            return own
+    except (git.exc.GitError, ValueError):
+        pass
+    return trusted
 
 
 def recover_crashed_wake(root: Path) -> list[str]:
