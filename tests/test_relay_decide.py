@@ -255,3 +255,15 @@ def test_settings_from_the_seed_program_config():
     assert (settings.max_steps, settings.save_steps, settings.session_steps, settings.tokens_per_step) == (
         3814, 127, 762, 262144)
     assert [remaining_steps(762 * k, settings) for k in range(5)] == [762, 762, 762, 762, 766]
+
+
+@pytest.mark.parametrize("bad", [3814.0, True, "3814"])
+def test_row10_a_count_that_is_not_an_exact_int_is_refused(bad):
+    from wikiengine import cascade, targets
+    from wikiengine.errors import WikiError
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    config = dict(cascade.resolve(targets.target_for_run(root, "ounce100m")).config, max_steps=bad)
+    with pytest.raises(WikiError, match="max_steps"):
+        Settings.from_config(config)

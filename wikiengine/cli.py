@@ -1,18 +1,21 @@
 """The `wiki` command line: a thin shell over the subcommand modules.
 
 Bad input raises :class:`wikiengine.errors.WikiError`, printed here as one line on
-stderr with exit status 2; commands return their own exit status otherwise.
+stderr with exit status 2; commands return their own exit status otherwise. Anything
+else is a bug: one line and exit status 70 (``WIKI_TRACEBACK=1`` re-raises it).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from wikiengine import __version__
 from wikiengine.errors import WikiError
 
+INTERNAL_ERROR = 70  # EX_SOFTWARE: distinct from bad input (2) and findings (1)
 COMMANDS = ("resolve", "lint", "step", "unblock", "demo", "clusters")
 
 
@@ -43,3 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug, not bad input: one line; the traceback on request
+        if os.environ.get("WIKI_TRACEBACK"):
+            raise
+        print(f"error: internal error: {type(exc).__name__}: {exc} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
+        return INTERNAL_ERROR

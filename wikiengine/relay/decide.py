@@ -22,8 +22,21 @@ from dataclasses import dataclass
 from typing import Callable
 
 from executors.compute import Quota, SessionState
+from wikiengine.errors import WikiError
 
 # ---------------------------------------------------------------- inputs
+
+
+_COUNTS = ("max_steps", "save_steps", "session_steps", "tokens_per_step", "samples_per_step")
+
+
+def _exact_int(config: dict, key: str) -> int:
+    """A count from the config as an exact int: JSON Schema's draft 7 accepts ``3814.0`` as an
+    integer, but the step arithmetic is exact (RELIABILITY row 10), so a float or bool is refused."""
+    value = config[key]
+    if type(value) is not int:
+        raise WikiError(f"run config {key} must be a whole number written without a decimal point, not {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -55,9 +68,9 @@ class Settings:
         relay = config.get("relay") or {}
         compute = config.get("compute") or {}
         timeout = int(config.get("session_timeout_s", 25200))
+        counts = {key: _exact_int(config, key) for key in _COUNTS}
         return Settings(
-            max_steps=config["max_steps"], save_steps=config["save_steps"], session_steps=config["session_steps"],
-            tokens_per_step=config["tokens_per_step"], samples_per_step=config["samples_per_step"],
+            **counts,
             dataset_files_sha=config.get("dataset_files_sha") or None,
             shuffle_perm_sha=config.get("shuffle_perm_sha") or None,
             session_hours=float(quota.get("session_hours", timeout / 3600)),

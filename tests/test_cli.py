@@ -1,0 +1,73 @@
+"""The `wiki` shell: help on every subcommand, one line and the right exit status on errors."""
+
+import subprocess
+import sys
+
+import pytest
+
+from wikiengine import cli
+from wikiengine.errors import WikiError
+
+
+def run_wiki(*args, **env):
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "wikiengine", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=120,
+    )
+
+
+def test_version_and_help():
+    out = run_wiki("--version")
+    assert out.returncode == 0 and out.stdout.startswith("wiki ")
+    out = run_wiki("--help")
+    assert out.returncode == 0
+    for name in cli.COMMANDS:
+        assert name in out.stdout
+
+
+@pytest.mark.parametrize("name", cli.COMMANDS)
+def test_every_subcommand_has_help(name):
+    out = run_wiki(name, "--help")
+    assert out.returncode == 0, out.stderr
+    assert f"usage: wiki {name}" in out.stdout
+
+
+def test_no_command_prints_help_and_exits_2():
+    out = run_wiki()
+    assert out.returncode == 2
+    assert "usage: wiki" in out.stdout
+
+
+def _parser_with(handler):
+    parser = cli.build_parser()
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def test_bad_input_is_one_line_and_exit_2(monkeypatch, capsys):
+    def handler(args):
+        raise WikiError("no such thing", "wiki/x.md", 3)
+
+    monkeypatch.setattr(cli, "build_parser", lambda: _parser_with(handler))
+    assert cli.main(["resolve"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: wiki/x.md:3: no such thing\n"
+
+
+def test_a_bug_is_one_line_and_exit_70_unless_a_traceback_is_asked_for(monkeypatch, capsys):
+    def handler(args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "build_parser", lambda: _parser_with(handler))
+    monkeypatch.delenv("WIKI_TRACEBACK", raising=False)
+    assert cli.main(["resolve"]) == cli.INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "RuntimeError: boom" in err and "Traceback" not in err
+    monkeypatch.setenv("WIKI_TRACEBACK", "1")
+    with pytest.raises(RuntimeError):
+        cli.main(["resolve"])
