@@ -43,17 +43,17 @@ def test_no_command_prints_help_and_exits_2():
     assert "usage: wiki" in out.stdout
 
 
-def _parser_with(handler):
-    parser = cli.build_parser()
-    parser.set_defaults(handler=handler)
-    return parser
+def _resolve_runs(monkeypatch, handler):
+    from wikiengine.commands import resolve
+
+    monkeypatch.setattr(resolve, "run", handler)
 
 
 def test_bad_input_is_one_line_and_exit_2(monkeypatch, capsys):
     def handler(args):
         raise WikiError("no such thing", "wiki/x.md", 3)
 
-    monkeypatch.setattr(cli, "build_parser", lambda: _parser_with(handler))
+    _resolve_runs(monkeypatch, handler)
     assert cli.main(["resolve"]) == 2
     err = capsys.readouterr().err
     assert err == "error: wiki/x.md:3: no such thing\n"
@@ -63,7 +63,7 @@ def test_a_bug_is_one_line_and_exit_70_unless_a_traceback_is_asked_for(monkeypat
     def handler(args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "build_parser", lambda: _parser_with(handler))
+    _resolve_runs(monkeypatch, handler)
     monkeypatch.delenv("WIKI_TRACEBACK", raising=False)
     assert cli.main(["resolve"]) == cli.INTERNAL_ERROR
     err = capsys.readouterr().err
