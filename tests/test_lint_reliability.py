@@ -236,3 +236,20 @@ def test_row49_fuzzed_wikis_give_findings_never_a_crash_or_hang(tmp_path_factory
     for finding in result.findings:
         assert finding.line >= 1 and finding.code and finding.message
         assert finding.path in pages or finding.path.endswith(".md")
+
+
+def test_row44_symlinked_pages_that_leave_the_repository_or_never_end(tmp_path):
+    outside = tmp_path / "secret.md"
+    outside.write_text("# outside\n")
+    root = write(tmp_path / "repo", {NOTE: "# n\n"})
+    os.symlink(outside, root / "wiki" / "notes" / "escape.md")
+    os.symlink("/dev/zero", root / "wiki" / "notes" / "zero.md")
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(60)
+    try:
+        found = {(f.path, f.code, f.message) for f in run(root, ["WK"]).findings}
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert ("wiki/notes/escape.md", "WK003", "path is a symbolic link to a file outside the repository") in found
+    assert ("wiki/notes/zero.md", "WK001", "not a regular file") in found

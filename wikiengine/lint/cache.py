@@ -23,6 +23,7 @@ import hashlib
 import hmac
 import marshal
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ CACHE_DIR = ".wiki_cache"
 CACHE_FILE = "lint.marshal"
 _RACY_NS = 2_000_000_000
 _FORMAT = 2
+_MAX_HASHED = 16 * 1024 * 1024  # as MAX_PAGE_BYTES: larger files are never pages
 
 
 _KEY: bytes | None = None
@@ -131,7 +133,7 @@ class LintCache:
                 st = os.stat(path)
             except OSError:
                 st = None
-            if st is not None:
+            if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= _MAX_HASHED:
                 key = stat_key(st)
                 if tuple(entry["key"]) == key and key[0] < self.written_ns - _RACY_NS:
                     result = entry
@@ -150,12 +152,15 @@ class LintCache:
 
     def sha(self, rel: str) -> str | None:
         """The content hash of ``rel`` (from a fresh entry, else by reading the file)."""
+        from wikiengine.errors import WikiError
+        from wikiengine.lint.context import read_page_bytes
+
         entry = self.fresh(rel)
         if entry is not None:
             return entry["sha"]
         try:
-            return content_hash((self.root / rel).read_bytes())
-        except OSError:
+            return content_hash(read_page_bytes(os.path.join(self._root_str, rel), rel)[0])
+        except WikiError:
             return None
 
     def store(self, rel: str, entry: dict) -> None:
@@ -167,10 +172,12 @@ class LintCache:
 
     def record_page(self, info) -> None:
         """Remember the frontmatter (or read error) of a page parsed outside the per-file pass."""
+        from wikiengine.errors import WikiError
+        from wikiengine.lint.context import read_page_bytes
+
         try:
-            data = info.path.read_bytes()
-            st = os.stat(info.path)
-        except OSError:
+            data, st = read_page_bytes(info.path, info.rel)
+        except WikiError:
             return
         error = info.error
         page = info.page

@@ -19,13 +19,31 @@ from typing import TYPE_CHECKING, Any, Callable
 from wikiengine.errors import PageError, WikiError
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.kinds import kind_of
-from wikiengine.page import Page, decode, load_page, parse_page
+from wikiengine.page import Page, decode, parse_page
 
 if TYPE_CHECKING:
     from wikiengine.lint.cache import LintCache
     from wikiengine.lint.gitview import GitView
 
 LINTED_DIRS = ("wiki", "memory", ".env")
+MAX_PAGE_BYTES = 16 * 1024 * 1024
+
+
+def read_page_bytes(path: Path | str, rel: str) -> tuple[bytes, os.stat_result]:
+    """The bytes of a page and its stat; PageError for a non-regular file (a symlink to
+    ``/dev/zero`` would never end) or one too large to be a page."""
+    import stat as stat_mod
+
+    try:
+        with open(path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat_mod.S_ISREG(st.st_mode):
+                raise PageError("not a regular file", rel)
+            if st.st_size > MAX_PAGE_BYTES:
+                raise PageError(f"page too large ({st.st_size} bytes; the limit is {MAX_PAGE_BYTES})", rel)
+            return handle.read(MAX_PAGE_BYTES + 1), st
+    except OSError as exc:
+        raise PageError(f"cannot read: {exc.strerror or exc}", rel) from None
 
 
 class PageInfo:
@@ -88,17 +106,16 @@ class PageInfo:
         self._loaded = True
         self._error = None
         try:
+            data, _st = read_page_bytes(self.path, self.rel)
+            text = decode(data, self.rel)
             if self._known_frontmatter() is not None:
                 # The YAML is known (from the cache): split the body only.
-                text = decode(self.path.read_bytes(), self.rel)
                 self._page = parse_page(text, self.path, parse_yaml=False)
                 self._page.frontmatter = self._frontmatter
             else:
-                self._page = load_page(self.path)
+                self._page = parse_page(text, self.path)
         except WikiError as err:
             self._error = err
-        except OSError as exc:
-            self._error = PageError(f"cannot read: {exc.strerror}", self.rel)
         if self._on_load is not None:
             self._on_load(self)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from wikiengine.lint import baseline as baseline_mod
 from wikiengine.lint import grandfather, suppress
 from wikiengine.lint.cache import LintCache, content_hash, engine_fingerprint, stat_key
 from wikiengine.lint.config import LintConfig, load_config
-from wikiengine.lint.context import LintContext, PageInfo, discover
+from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
 from wikiengine.lint.finding import Finding
 from wikiengine.lint.kinds import kind_of
 from wikiengine.page import decode, parse_page
@@ -190,12 +189,11 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
     info = PageInfo(rel, path, kind)
     text = ""
     try:
-        st = os.stat(path)
-        data = path.read_bytes()
+        data, st = read_page_bytes(path, rel)
         key, sha = stat_key(st), content_hash(data)
-    except OSError as exc:
+    except WikiError as err:
         data, key, sha = None, None, None
-        info.error = WikiError(f"cannot read: {exc.strerror or exc}", rel)
+        info.error = err
     if data is not None:
         try:
             text = decode(data, rel)

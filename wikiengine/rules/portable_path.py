@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 
@@ -28,7 +29,7 @@ class PortablePath(Rule):
     Reports a page path that is not portable: two paths that differ only in letter case
     or Unicode normalisation (NFC/NFD), a path component that is not NFC, a Windows
     device name such as `CON` or `aux.md`, a character Windows forbids, or a component
-    ending in a dot or a space.
+    ending in a dot or a space, or a symbolic link that leads outside the repository.
 
     ## Why is this bad?
     The wiki is a git repository checked out on many machines. On a case-insensitive or
@@ -59,6 +60,11 @@ class PortablePath(Rule):
                     if mine in targets:
                         yield self.finding(mine, 1, f"path collides with {theirs} on a case-insensitive or normalising file system")
             if rel in targets:
+                link = os.path.join(ctx.root, rel)
+                if os.path.islink(link):
+                    real = os.path.realpath(link)
+                    if os.path.commonpath([real, os.path.realpath(ctx.root)]) != os.path.realpath(ctx.root):
+                        yield self.finding(rel, 1, "path is a symbolic link to a file outside the repository")
                 for part in rel.split("/"):
                     problem = _problem(part)
                     if problem:
