@@ -275,6 +275,8 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
     wiki_rules = [r for r in rules if r.code in ran and _overrides_check_wiki(r)]
     cacheable = [r for r in wiki_rules if r.cache_wiki and not r.needs_git]
     found: list[Finding] = []
+    if cacheable and not ctx.cache.persist:
+        return [f for rule in wiki_rules for f in rule.check_wiki(ctx)]
     if cacheable:
         wiki_fp = _wiki_fingerprint(ctx)
         cached = ctx.cache.wiki_findings(wiki_fp)

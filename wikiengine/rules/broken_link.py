@@ -39,29 +39,35 @@ def link_destinations(text: str, first_line: int = 1) -> list[tuple[int, int, st
 
 
 def _scan_links(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
+    if "](" not in text and "]:" not in text and "][" not in text:
+        return []  # no inline link, reference link or definition can exist
     found = []
     fence = ""
     for number, line in enumerate(text.splitlines(), start=first_line):
         if fence:
-            closer = _FENCE_RE.match(line)
-            if closer and closer.group(1)[0] == fence[0] and len(closer.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
-                fence = ""
+            if fence[0] in line:
+                closer = _FENCE_RE.match(line)
+                if closer and closer.group(1)[0] == fence[0] and len(closer.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
+                    fence = ""
             continue
-        opener = _FENCE_RE.match(line)
-        if opener and not (opener.group(1)[0] == "`" and "`" in line[opener.end():]):
-            fence = opener.group(1)
+        if "`" in line or "~" in line:
+            opener = _FENCE_RE.match(line)
+            if opener and not (opener.group(1)[0] == "`" and "`" in line[opener.end():]):
+                fence = opener.group(1)
+                continue
+        brackets = "[" in line or "]" in line
+        if not brackets and "<" not in line and "\t" not in line:
             continue
         stripped = line.lstrip(" ")
         if stripped.startswith("<!--") and "-->" in stripped[4:] and len(line) - len(stripped) <= 3:
             continue  # a one-line HTML comment block: no links in it
-        if "[" not in line and "]" not in line:
-            if line.lstrip(" ").startswith("<") or "\t" in line:
-                if "](" in text or "]:" in text or "][" in text:
-                    return None
+        if not brackets:
+            if stripped.startswith("<") or "\t" in line:
+                return None  # an HTML block or a tab the scan cannot place
             continue
-        if line.startswith("    ") or "\t" in line or line.lstrip(" ").startswith("<"):
+        if line.startswith("    ") or "\t" in line or stripped.startswith("<"):
             return None
-        masked = _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line)
+        masked = _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line) if "`" in line else line
         if "`" in masked or "\\" in masked or "&" in masked or "<" in masked or "]:" in masked or "][" in masked:
             return None
         if masked.count("[") != masked.count("]") or _ODD_SPACE_RE.search(masked):
