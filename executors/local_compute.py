@@ -29,6 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from executors.clean_room import is_secret_name
 from executors.compute import (
     ComputeError,
     ComputeUnavailableError,
@@ -39,8 +40,6 @@ from executors.compute import (
     SessionStatus,
 )
 
-SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "KAGGLE_KEY", "KAGGLE_USERNAME", "KAGGLE_API_TOKEN",
-              "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 START_GRACE_S = 30.0
 
@@ -117,7 +116,7 @@ class LocalProcessCompute:
         (directory / "script.py").write_text(request.script_text, encoding="utf-8")
         _write_json(directory / "session.json", {"slug": request.slug, "version": 1, "submitted_at": _iso(submitted),
                                                  "timeout_s": request.session_timeout_s, "pid": None})
-        env = {k: v for k, v in os.environ.items() if k not in SECRET_ENV}
+        env = {k: v for k, v in os.environ.items() if not is_secret_name(k)}  # the session needs no credential
         env["PYTHONUNBUFFERED"] = "1"
         with open(directory / "output.log", "ab") as log:
             process = subprocess.Popen(
