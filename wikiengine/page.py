@@ -14,6 +14,7 @@ checks that the two agree on generated edge cases and on every example page.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -69,11 +70,11 @@ class Section:
     line: int  # 1-based file line of the heading's first line
     end_line: int  # 1-based file line of the section's last line
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         return title_key(self.title)
 
-    @property
+    @functools.cached_property
     def leading_key(self) -> str:
         return title_key(leading_title(self.title))
 

@@ -13,7 +13,8 @@ and formats.
 - ``fix``: for ``fixable`` rules, the one safe mechanical fix of a page;
 - ``collect``: small per-page facts (JSON-like values) that ``check_wiki`` reads back
   through ``ctx.facts(code, rel)``; they are cached with the file, so a cross-file rule
-  does not re-read unchanged pages;
+  does not re-read unchanged pages. It runs on the pages of ``collect_kinds`` (empty:
+  of ``kinds``, or every page when that is empty too);
 - ``since``: a ``YYYY-MM-DD`` date; pages dated before it are grandfathered (the
   ``since`` option in ``[tool.wiki.rules.<CODE>]`` overrides it).
 
@@ -48,6 +49,7 @@ class Rule:
     name: ClassVar[str]  # kebab-case, says what it checks: "experiment-file-name"
     summary: ClassVar[str]  # one line
     kinds: ClassVar[tuple[str, ...]] = ()
+    collect_kinds: ClassVar[tuple[str, ...]] = ()
     needs_git: ClassVar[bool] = False
     fixable: ClassVar[bool] = False
     since: ClassVar[str | None] = None
@@ -82,3 +84,9 @@ class Rule:
     @classmethod
     def has_collect(cls) -> bool:
         return cls.collect is not Rule.collect
+
+    @classmethod
+    def collects_on(cls, kind: str) -> bool:
+        """Does ``collect`` run on pages of ``kind``?"""
+        kinds = cls.collect_kinds or cls.kinds
+        return not kinds or kind in kinds

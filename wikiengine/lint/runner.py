@@ -208,7 +208,7 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
     facts = {}
     if info.page is not None:
         for rule in fact_rules:
-            if not rule.kinds or kind in rule.kinds:
+            if rule.collects_on(kind):
                 facts[rule.code] = rule.collect(info, ctx)
     error = info.error
     entry = {
@@ -275,7 +275,9 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
     wiki_rules = [r for r in rules if r.code in ran and _overrides_check_wiki(r)]
     cacheable = [r for r in wiki_rules if r.cache_wiki and not r.needs_git]
     found: list[Finding] = []
-    if cacheable and not ctx.cache.persist:
+    if cacheable and (not ctx.cache.persist or ctx.targets is not ctx.files):
+        # A PATH run: rules work from the targets, so their findings describe only those
+        # (never cached as the whole wiki's), and hashing every page would cost more.
         return [f for rule in wiki_rules for f in rule.check_wiki(ctx)]
     if cacheable:
         wiki_fp = _wiki_fingerprint(ctx)

@@ -13,6 +13,7 @@ page that disagrees with itself (EXP009).
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import functools
 import re
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from wikiengine.identity import MODEL_DIR_SUFFIX, model_name
-from wikiengine.lint.kinds import experiment_lane
+from wikiengine.lint.kinds import experiment_lane, kind_of
 from wikiengine.page import title_key
 
 if TYPE_CHECKING:
@@ -216,24 +217,71 @@ def experiment_facts(info: PageInfo, ctx: LintContext) -> ExperimentFacts | None
     return facts
 
 
-def lane_index(ctx: LintContext) -> dict[tuple[str, str], dict[str, list[ExperimentFacts]]]:
-    """Every experiment page of the wiki by lane, then by id (built once per lint)."""
-    cache = lint_cache(ctx, "lane-index")
-    if "index" not in cache:
-        index: dict[tuple[str, str], dict[str, list[ExperimentFacts]]] = {}
-        for info in pages_of(ctx, "experiment"):
-            facts = experiment_facts(info, ctx)
-            if facts is None:
+def lane_files(ctx: LintContext, lane_key: tuple[str, str]) -> list[str]:
+    """The experiment pages of one lane (``<lane>/`` and ``<lane>/experiments/``), in path
+    order, from the sorted file list: no page is opened."""
+    cache = lint_cache(ctx, "lane-files")
+    if lane_key not in cache:
+        prefix = f"wiki/experiments/{lane_key[0]}/{lane_key[1]}/"
+        cache[lane_key] = [rel for rel in ctx.files_under(prefix) if kind_of(rel) == "experiment"]
+    return cache[lane_key]
+
+
+def lane_ids(ctx: LintContext, lane_key: tuple[str, str]) -> dict[str, list[str]]:
+    """The pages of one lane by id (``{id: [rel, ...]}``), built once per lane per lint.
+
+    The id comes from the file name; only a page whose name does not follow the
+    convention is opened (from the cache) for its frontmatter id. Unreadable pages are
+    included: callers that report on a page check :func:`experiment_facts` first.
+    """
+    cache = lint_cache(ctx, "lane-ids")
+    if lane_key not in cache:
+        file_re = compiled(ctx)["file"]
+        by_id: dict[str, list[str]] = {}
+        for rel in lane_files(ctx, lane_key):
+            match = file_re.fullmatch(rel.rsplit("/", 1)[-1])
+            if match:
+                exp_id = canonical_id(match.group("id"))
+            else:
+                facts = experiment_facts(ctx.info(rel), ctx)
+                exp_id = facts.exp_id if facts is not None else None
+            if exp_id:
+                by_id.setdefault(exp_id, []).append(rel)
+        cache[lane_key] = by_id
+    return cache[lane_key]
+
+
+def _subfolders(ctx: LintContext, base: str) -> list[str]:
+    """The folders directly under ``base`` that hold markdown files, skipping through the
+    sorted file list one folder at a time (a bisection each), not file by file."""
+    cache = lint_cache(ctx, "subfolders")
+    if base not in cache:
+        files, found = ctx.files, []
+        index = bisect.bisect_left(files, base)
+        while index < len(files) and files[index].startswith(base):
+            folder, slash, _rest = files[index][len(base) :].partition("/")
+            if not slash:
+                index += 1
                 continue
-            by_id = index.setdefault(facts.lane_key, {})
-            if facts.exp_id:
-                by_id.setdefault(facts.exp_id, []).append(facts)
-        for rel in ctx.files:  # lanes with a program or log but no pages yet
-            parts = rel.split("/")
-            if len(parts) == 5 and parts[1] == "experiments" and parts[2].endswith(MODEL_DIR_SUFFIX):
-                index.setdefault((parts[2], parts[3]), {})
-        cache["index"] = index
-    return cache["index"]
+            found.append(folder)
+            index = bisect.bisect_left(files, f"{base}{folder}0", index)  # "0" sorts right after "/"
+        cache[base] = found
+    return cache[base]
+
+
+def model_dirs(ctx: LintContext) -> list[str]:
+    """The model folders under ``wiki/experiments/``."""
+    return [d for d in _subfolders(ctx, "wiki/experiments/") if d.endswith(MODEL_DIR_SUFFIX)]
+
+
+def lane_dirs(ctx: LintContext, model_dir: str) -> list[str]:
+    """The lane folders of one model folder (those holding markdown files)."""
+    return _subfolders(ctx, f"wiki/experiments/{model_dir}/")
+
+
+def lane_log(lane_key: tuple[str, str]) -> str:
+    """The path of a lane's ``log.md``."""
+    return f"wiki/experiments/{lane_key[0]}/{lane_key[1]}/log.md"
 
 
 def model_page_lane(rel: str, ctx: LintContext) -> tuple[str, str] | None:
@@ -242,25 +290,31 @@ def model_page_lane(rel: str, ctx: LintContext) -> tuple[str, str] | None:
     ``<model>`` is the model folder's prefix (``llama3_8B``) or its MODEL_NAME (``llama3-8b``).
     """
     stem = rel.rsplit("/", 1)[-1][: -len(".md")].casefold()
-    for model_dir, lane in lane_index(ctx):
-        prefix = model_dir[: -len(MODEL_DIR_SUFFIX)]
-        for form in (prefix, model_name(model_dir)):
-            if stem == f"{form}-{lane}".casefold():
-                return model_dir, lane
+    for model_dir in model_dirs(ctx):
+        for form in (model_dir[: -len(MODEL_DIR_SUFFIX)], model_name(model_dir)):
+            head = f"{form}-".casefold()
+            if stem.startswith(head):
+                lane = next((d for d in lane_dirs(ctx, model_dir) if d.casefold() == stem[len(head) :]), None)
+                if lane is not None:
+                    return model_dir, lane
     return None
 
 
 def model_page_for(facts: ExperimentFacts, ctx: LintContext) -> PageInfo | None:
-    """The model page of the experiment's lane, when the wiki has one."""
+    """The model page of the experiment's lane, when the wiki has one (looked up per lane,
+    without indexing every lane of the wiki)."""
     cache = lint_cache(ctx, "model-pages")
-    if "by-lane" not in cache:
-        by_lane: dict[tuple[str, str], PageInfo] = {}
-        for info in pages_of(ctx, "model"):
-            lane = model_page_lane(info.rel, ctx)
-            if lane is not None:
-                by_lane.setdefault(lane, info)
-        cache["by-lane"] = by_lane
-    return cache["by-lane"].get(facts.lane_key)
+    lane_key = facts.lane_key
+    if lane_key not in cache:
+        if "model-files" not in cache:
+            cache["model-files"] = [rel for rel in ctx.files_under("wiki/models/") if kind_of(rel) == "model"]
+        model_dir, lane = lane_key
+        stems = {f"{form}-{lane}".casefold() for form in (model_dir[: -len(MODEL_DIR_SUFFIX)], facts.model_name)}
+        cache[lane_key] = next(
+            (ctx.info(rel) for rel in cache["model-files"] if rel.rsplit("/", 1)[-1][: -len(".md")].casefold() in stems),
+            None,
+        )
+    return cache[lane_key]
 
 
 def table_rows(section: Section) -> list[tuple[int, list[str]]]:

@@ -18,7 +18,7 @@ from wikiengine.rules._experiments import (
     cell_text,
     compiled,
     experiment_facts,
-    lane_index,
+    lane_ids,
     sections_led_by,
     table_rows,
 )
@@ -60,7 +60,7 @@ def current_best(info: PageInfo, lane: tuple[str, str] | None, ctx: LintContext)
     if not sections:
         return None
     refs: list[BestReference] = []
-    by_id = lane_index(ctx).get(lane, {}) if lane else {}
+    by_id = lane_ids(ctx, lane) if lane else {}
     id_re = compiled(ctx)["id"]
     base_dir = posixpath.dirname(info.rel)
     for section in sections:
@@ -77,9 +77,19 @@ def current_best(info: PageInfo, lane: tuple[str, str] | None, ctx: LintContext)
                 refs.append(BestReference(number, target, facts))
             elif bare is not None:
                 exp_id = canonical_id(bare.group("id"))
-                pages = by_id.get(exp_id, [])
+                pages = [f for f in (experiment_facts(ctx.info(r), ctx) for r in by_id.get(exp_id, ())) if f is not None]
                 refs.append(BestReference(number, exp_id, pages[0] if len(pages) == 1 else None))
     return refs
+
+
+def lane_experiments(ctx: LintContext, lane: tuple[str, str]) -> list[ExperimentFacts]:
+    """The readable experiment pages of one lane that have an id, by id then path."""
+    return [
+        facts
+        for rels in lane_ids(ctx, lane).values()
+        for facts in (experiment_facts(ctx.info(rel), ctx) for rel in rels)
+        if facts is not None
+    ]
 
 
 def metric_value(facts: ExperimentFacts, name: str) -> float | None:

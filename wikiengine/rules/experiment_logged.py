@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wikiengine.lint.kinds import log_lane
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import canonical_id, compiled, lane_index, pages_of
+from wikiengine.rules._experiments import canonical_id, compiled, experiment_facts, lane_log
 from wikiengine.rules._logs import log_entries
 
 
@@ -35,24 +35,32 @@ class VerdictLogged(Rule):
     name = "verdict-logged"
     summary = "an experiment page with a verdict is not named in its lane's log"
 
-    def check_wiki(self, ctx):
+    collect_kinds = ("log",)
+
+    def collect(self, info, ctx):
+        """The ids named in the entry headings of a lane log, sorted (cached with the file)."""
+        if log_lane(info.rel) is None:
+            return None
         id_re = compiled(ctx)["id"]
-        logged: dict[tuple[str, str], set[str]] = {}
-        for info in pages_of(ctx, "log"):
-            lane = log_lane(info.rel)
-            if lane is not None and info.page is not None:
-                logged[lane] = {
-                    canonical_id(m.group("id")) for entry in log_entries(info, ctx) for m in id_re.finditer(entry.title)
-                }
-        for lane, by_id in lane_index(ctx).items():
-            mentioned = logged.get(lane)
-            for exp_id, pages in by_id.items():
-                for facts in pages:
-                    if facts.verdict is None:
-                        continue
-                    if mentioned is None:
-                        yield self.finding(facts.rel, 1, f"verdict {facts.verdict!r} but lane {lane[1]!r} has no log.md")
-                    elif exp_id not in mentioned:
-                        yield self.finding(
-                            facts.rel, 1, f"verdict {facts.verdict!r} but no entry of the lane's log.md names {exp_id}"
-                        )
+        return sorted(
+            {canonical_id(m.group("id")) for entry in log_entries(info, ctx) for m in id_re.finditer(entry.title)}
+        )
+
+    def check_wiki(self, ctx):
+        # From the pages reported on: each reads its lane log's ids from the cache.
+        logged: dict[str, set[str] | None] = {}
+        for info in ctx.target_pages("experiment"):
+            facts = experiment_facts(info, ctx)
+            if facts is None or facts.verdict is None or not facts.exp_id:
+                continue
+            log = lane_log(facts.lane_key)
+            if log not in logged:
+                ids = ctx.facts(self.code, log) if ctx.exists(log) else None
+                logged[log] = set(ids) if ids is not None else None
+            mentioned = logged[log]
+            if mentioned is None:
+                yield self.finding(facts.rel, 1, f"verdict {facts.verdict!r} but lane {facts.lane!r} has no log.md")
+            elif facts.exp_id not in mentioned:
+                yield self.finding(
+                    facts.rel, 1, f"verdict {facts.verdict!r} but no entry of the lane's log.md names {facts.exp_id}"
+                )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import IN_PROGRESS, experiment_facts, pages_of
+from wikiengine.rules._experiments import IN_PROGRESS, experiment_facts
 
 DEFAULT_MAX_AGE_DAYS = 14
 
@@ -44,7 +44,7 @@ class StaleStub(Rule):
             return
         max_age = int(ctx.config.option(self.code, "max-age-days", DEFAULT_MAX_AGE_DAYS))
         now = dt.datetime.now(dt.timezone.utc)
-        for info in pages_of(ctx, "experiment"):
+        for info in ctx.target_pages("experiment"):
             facts = experiment_facts(info, ctx)
             if facts is None or facts.status != IN_PROGRESS:
                 continue

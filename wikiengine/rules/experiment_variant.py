@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import experiment_facts, key_line, model_page_for, pages_of
+from wikiengine.rules._experiments import experiment_facts, key_line, model_page_for
 from wikiengine.rules._models import variant_rows
 
 
@@ -33,7 +33,7 @@ class VariantInMatrix(Rule):
 
     def check_wiki(self, ctx):
         matrices: dict = {}  # model page -> its variant rows, read once
-        for info in pages_of(ctx, "experiment"):
+        for info in ctx.target_pages("experiment"):
             facts = experiment_facts(info, ctx)
             if facts is None:
                 continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wikiengine.identity import model_name
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import canonical_id, key_line, lane_index, pages_of
+from wikiengine.rules._experiments import canonical_id, experiment_facts, key_line, lane_ids, model_dirs
 
 
 class HypothesisExperimentsExist(Rule):
@@ -36,16 +36,16 @@ class HypothesisExperimentsExist(Rule):
     summary = "a hypothesis page's experiments list names an id with no experiment page in its lane"
 
     def check_wiki(self, ctx):
-        lanes = {(model_name(model_dir), lane): by_id for (model_dir, lane), by_id in lane_index(ctx).items()}
-        for info in pages_of(ctx, "hypothesis"):
+        for info in ctx.target_pages("hypothesis"):
             fm = info.frontmatter
             model, lane, listed = fm.get("model"), fm.get("lane"), fm.get("experiments")
             if not (isinstance(model, str) and isinstance(lane, str) and isinstance(listed, list)):
                 continue
-            by_id = lanes.get((model_name(model), lane))
+            folders = [d for d in model_dirs(ctx) if model_name(d) == model_name(model)]
+            by_id = lane_ids(ctx, (folders[-1], lane)) if folders else {}
             for item in listed:
                 exp_id = canonical_id(item)
-                if by_id is None or exp_id not in by_id:
+                if not any(experiment_facts(ctx.info(rel), ctx) is not None for rel in by_id.get(exp_id, ())):
                     yield self.finding(
                         info.rel, key_line(info, "experiments"), f"experiments names {exp_id}, which has no page in {model}/{lane}"
                     )

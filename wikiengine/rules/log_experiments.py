@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wikiengine.lint.kinds import log_lane
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import canonical_id, compiled, lane_index, pages_of
+from wikiengine.rules._experiments import canonical_id, compiled, experiment_facts, lane_ids
 from wikiengine.rules._logs import log_entries
 
 
@@ -35,13 +35,13 @@ class LoopIterationNamesPage(Rule):
     summary = "a loop-iteration entry names a v-id that has no experiment page in that lane"
 
     def check_wiki(self, ctx):
-        for info in pages_of(ctx, "log"):
+        for info in ctx.target_pages("log"):
             lane = log_lane(info.rel)
             if lane is not None and info.page is not None:
                 yield from self._check(info, lane, ctx)
 
     def _check(self, info, lane, ctx):
-        pages = lane_index(ctx).get(lane, {})
+        pages = lane_ids(ctx, lane)
         id_re = compiled(ctx)["id"]
         for entry in log_entries(info, ctx):
             if entry.problem or not entry.has_op("loop-iteration"):
@@ -50,7 +50,7 @@ class LoopIterationNamesPage(Rule):
             if match is None:
                 continue
             exp_id = canonical_id(match.group("id"))
-            if exp_id not in pages:
+            if not any(experiment_facts(ctx.info(rel), ctx) is not None for rel in pages.get(exp_id, ())):
                 yield self.finding(
                     info.rel, entry.line, f"loop-iteration names {exp_id}, which has no experiment page in lane {lane[1]!r}"
                 )

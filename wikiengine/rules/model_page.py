@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import lane_index, model_page_lane, pages_of, sections_led_by
-from wikiengine.rules._models import CURRENT_BEST, VARIANT_MATRIX, current_best, metric_value, variant_rows
+from wikiengine.rules._experiments import model_page_lane, sections_led_by
+from wikiengine.rules._models import CURRENT_BEST, VARIANT_MATRIX, current_best, lane_experiments, metric_value, variant_rows
 
 DEFAULT_METRIC = "mfu"
 
@@ -36,7 +36,7 @@ class CurrentBestExists(Rule):
     summary = "a model page's Current best names an experiment that does not exist or is not supported"
 
     def check_wiki(self, ctx):
-        for info in pages_of(ctx, "model"):
+        for info in ctx.target_pages("model"):
             if info.page is not None:
                 yield from self._check(info, ctx)
 
@@ -79,7 +79,7 @@ class CurrentBestIsBest(Rule):
     summary = "a model page's Current best is not the best supported experiment of its lane"
 
     def check_wiki(self, ctx):
-        for info in pages_of(ctx, "model"):
+        for info in ctx.target_pages("model"):
             if info.page is not None:
                 yield from self._check(info, ctx)
 
@@ -92,8 +92,7 @@ class CurrentBestIsBest(Rule):
         sign = 1.0 if ctx.config.option(self.code, "higher-is-better", True) else -1.0
         supported = [
             facts
-            for pages in lane_index(ctx).get(lane, {}).values()
-            for facts in pages
+            for facts in lane_experiments(ctx, lane)
             if facts.verdict == "supported" and metric_value(facts, metric) is not None
         ]
         named = [ref for ref in refs if ref.facts is not None and ref.facts.verdict == "supported"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from wikiengine.identity import model_name
 from wikiengine.lint.kinds import log_lane
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import key_line, pages_of
+from wikiengine.rules._experiments import key_line
 from wikiengine.rules._logs import log_entries
 from wikiengine.rules._retrospectives import path_lane, retrospectives
 
@@ -42,7 +42,7 @@ class StopNeedsRetrospective(Rule):
     summary = "a stop entry in a lane log has no retrospective for that lane filed on or after the lane's last start entry"
 
     def check_wiki(self, ctx):
-        for info in pages_of(ctx, "log"):
+        for info in ctx.target_pages("log"):
             lane = log_lane(info.rel)
             if lane is not None and info.page is not None:
                 yield from self._check(info, lane, ctx)

@@ -6,7 +6,7 @@ import re
 
 from wikiengine.identity import MAX_WORKLOAD_LEN, NAME_RE, check_workload_name, explicit_user_prefix
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import experiment_facts, lint_cache, pages_of
+from wikiengine.rules._experiments import experiment_facts, lint_cache
 
 # What is scanned, outside fenced code blocks too (launch commands live in fences):
 #   frontmatter `workload_name:` / `workload:` (a string or a list of strings),
@@ -101,7 +101,7 @@ class WorkloadName(Rule):
         return [[line, name] for line, name in workload_names(info)] or None
 
     def check_wiki(self, ctx):
-        for info in pages_of(ctx, "experiment"):
+        for info in ctx.target_pages("experiment"):
             facts = experiment_facts(info, ctx)
             names = ctx.facts(self.code, info.rel) if facts is not None else None
             if names:
