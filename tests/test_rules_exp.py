@@ -222,11 +222,29 @@ def test_row38_uncommitted_edit_and_rename_of_verdict_page_are_flagged(tmp_path)
     assert "renamed from" in found[SUB.replace("v042-splash", "v043-renamed")]
 
 
-def test_row38_deleted_verdict_page_is_reported_on_its_lane_log(tmp_path):
+def test_row38_deleted_verdict_page_is_reported_on_its_own_path(tmp_path):
     _repo(tmp_path, {PAGE: experiment_page(), f"{LANE}/log.md": "## [2026-06-02] loop-iteration | v042: supported\n"})
     (tmp_path / PAGE).unlink()
     (found,) = findings(tmp_path, "EXP007", base="HEAD")
-    assert found.path == f"{LANE}/log.md" and f"{PAGE} " in found.message and "deleted" in found.message
+    assert found.path == PAGE and "deleted" in found.message
+
+
+def test_row38_staged_deletion_is_reported_by_a_precommit_run_on_the_other_staged_files(tmp_path, capsys):
+    """pre-commit passes the staged files that exist: the deleted page is not among them,
+    and neither is the lane log; the deletion must still be reported."""
+    from wikiengine import cli
+
+    log = f"{LANE}/log.md"
+    other = "wiki/notes/unrelated.md"  # unlike the page, so that git sees no rename
+    _repo(tmp_path, {PAGE: experiment_page(), log: "## [2026-06-02] loop-iteration | v042: supported\n"})
+    git(tmp_path, "rm", "-q", PAGE)
+    write(tmp_path, {other: "# Unrelated\n\nA note.\n"})
+    git(tmp_path, "add", other)
+    capsys.readouterr()
+    assert cli.main(["lint", "--root", str(tmp_path), "--select", "EXP007", str(tmp_path / other)]) == 1
+    out = capsys.readouterr().out
+    assert f"{PAGE}:1:1: EXP007 verdict page" in out and "deleted" in out
+    assert log not in out and f"{other}:" not in out
 
 
 def test_row38_assigning_the_verdict_and_editing_a_stub_are_allowed(tmp_path):

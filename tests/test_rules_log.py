@@ -98,3 +98,20 @@ def test_seed_start_marker_and_loop_iteration_entries_lint_clean(tmp_path):
     )
     write(tmp_path, {**PAGE, LANE_LOG: lane_log})
     assert [f.render() for f in findings(tmp_path, "LOG")] == []
+
+
+def test_since_grandfathers_log_findings_by_the_entry_date_not_the_log_date(tmp_path):
+    """A log first committed long ago (its page date) gains a new bad entry: `since` must
+    judge the entry by its own date, so only the old entry is grandfathered. An entry
+    whose heading has no readable date is never grandfathered."""
+    from tests.rules_wiki import commit_all, git_init
+
+    write(tmp_path, {LANE_LOG: log("[2025-01-05] strat | old typo")})
+    git_init(tmp_path)
+    commit_all(tmp_path, "old log", date="2025-01-05T00:00:00Z")
+    assert findings(tmp_path, "LOG004", base="HEAD", since="2026-07-01") == []  # the old entry: grandfathered
+    write(tmp_path, {LANE_LOG: log("[2026-07-02] loop-iter | new typo", "[2025-01-05] strat | old typo")})
+    found = findings(tmp_path, "LOG004", base="HEAD", since="2026-07-01")
+    assert [(f.line, "loop-iter" in f.message) for f in found] == [(3, True)]
+    write(tmp_path, {LANE_LOG: log("[2026-13-02] start | undated", "[2025-01-05] start | old")})
+    assert [f.line for f in findings(tmp_path, "LOG001", base="HEAD", since="2026-07-01")] == [3]

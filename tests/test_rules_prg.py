@@ -109,3 +109,18 @@ def test_prg004_passes_an_exact_replacement(tmp_path):
         PROGRAM_LANE: "# l\n\n## Branching model — per-experiment forks\n\nreplaced\n\n## Setup\n\nlane\n",
     })
     assert found(run(tmp_path, ["PRG004"])) == []
+
+
+def test_prg002_is_reported_when_wiki_lint_runs_from_a_subdirectory(tmp_path):
+    """Cascade errors name paths relative to the root; they must not be resolved against
+    the current directory (``cd wiki && wiki lint`` used to say "All checks passed")."""
+    from tests.lint_support import cli_process
+
+    write(tmp_path, {
+        PROGRAM_ROOT: "# r\n\n" + CONFIG.format("wake_interval_s: 600"),
+        PROGRAM_MODEL: "# m\n\n" + CONFIG.format("wake_interval_s: 30"),
+    })
+    for cwd in (tmp_path / "wiki", tmp_path / "wiki" / "experiments"):
+        proc = cli_process(tmp_path, "--select", "PRG002", "--no-cache", cwd=cwd)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert f"{PROGRAM_MODEL}:6:1: PRG002 config block: wake_interval_s" in proc.stdout

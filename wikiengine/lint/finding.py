@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+UNDATED = "-"  # Finding.date of a log entry whose heading has no readable date
 
 
 @dataclass(frozen=True, order=True)
@@ -13,6 +15,10 @@ class Finding:
     code: str
     message: str
     fixable: bool = False
+    # The date of what the finding is about when that is not the page itself (a log
+    # entry): ``since`` compares with it instead of the page's date. UNDATED: never
+    # grandfathered. Not part of the finding's identity.
+    date: str | None = field(default=None, compare=False)
 
     def render(self) -> str:
         """ruff's shape: ``path:line:col: CODE message``."""

@@ -2,7 +2,9 @@
 
 A page's date is its frontmatter ``created`` (or ``date``), else the time of its first
 commit (from GitView's one ``git log`` pass), else a ``YYYY-MM-DD`` in its file name.
-A page with no date at all is never grandfathered.
+A page with no date at all is never grandfathered. A finding about one log entry
+carries that entry's date (``Finding.date``), which is used instead of the log's: an
+old log's first commit must not silence a new entry.
 """
 
 from __future__ import annotations
@@ -94,9 +96,12 @@ def apply(findings: list[Finding], ctx: LintContext, dates: dict[str, dt.date]) 
     for finding in findings:
         since = dates.get(finding.code)
         if since is not None:
-            if finding.path not in memo:
-                memo[finding.path] = page_date(ctx, finding.path)
-            written = memo[finding.path]
+            if finding.date is not None:
+                written = _date_in(finding.date)  # None for UNDATED: kept
+            else:
+                if finding.path not in memo:
+                    memo[finding.path] = page_date(ctx, finding.path)
+                written = memo[finding.path]
             if written is not None and written < since:
                 continue
         kept.append(finding)

@@ -16,7 +16,9 @@ and formats.
   does not re-read unchanged pages. It runs on the pages of ``collect_kinds`` (empty:
   of ``kinds``, or every page when that is empty too);
 - ``since``: a ``YYYY-MM-DD`` date; pages dated before it are grandfathered (the
-  ``since`` option in ``[tool.wiki.rules.<CODE>]`` overrides it).
+  ``since`` option in ``[tool.wiki.rules.<CODE>]`` overrides it). A finding about one
+  entry of a log carries the entry's date (``finding(..., date=)``), which is compared
+  instead of the log's.
 
 Caching contract (as in ruff): ``check_page`` and ``collect`` may depend only on the page
 itself and the configuration, because their results are cached by the file's content
@@ -72,9 +74,9 @@ class Rule:
         """The fixed page, or None when no safe fix applies."""
         return None
 
-    def finding(self, path: str, line: int, message: str, col: int = 1) -> Finding:
-        """A finding of this rule."""
-        return Finding(path, max(1, line), col, self.code, message, self.fixable)
+    def finding(self, path: str, line: int, message: str, col: int = 1, date: str | None = None) -> Finding:
+        """A finding of this rule (``date``: of the log entry it is about, see Finding.date)."""
+        return Finding(path, max(1, line), col, self.code, message, self.fixable, date)
 
     @classmethod
     def doc(cls) -> str:

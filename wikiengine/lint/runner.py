@@ -84,6 +84,9 @@ def lint(
     _per_file_pass(ctx, rules, findings, directives, jobs)
 
     target_set = set(targets)
+    # A deleted file is no target (it is not there to lint), but what a rule says about
+    # its deletion (EXP007) is reported on its path in every run, PATH runs included.
+    reported = target_set | set(ctx.git.deleted()) if ctx.git is not None else target_set
     git_rules = [r for r in rules if r.needs_git and r.code in ran]
     for rule in git_rules:
         if rule.kinds:
@@ -91,7 +94,7 @@ def lint(
                 info = ctx.info(rel)
                 if info.kind in rule.kinds and info.page is not None:
                     findings.extend(rule.check_page(info, ctx))
-    findings.extend(f for f in _wiki_findings(ctx, rules, ran) if f.path in target_set)
+    findings.extend(f for f in _wiki_findings(ctx, rules, ran) if f.path in reported)
 
     findings = [f for f in findings if not config.ignored_for(f.path, f.code)]
     findings, grandfathered = grandfather.apply(findings, ctx, grandfather.since_dates(ctx, rules))
@@ -106,7 +109,7 @@ def lint(
     baselined = 0
     if use_baseline:
         accepted = baseline_mod.load(root / baseline_mod.BASELINE_FILE)
-        findings, stale, baselined = baseline_mod.apply(findings, accepted, None if paths is None else target_set)
+        findings, stale, baselined = baseline_mod.apply(findings, accepted, None if paths is None else reported)
         if config.enabled(baseline_mod.STALE_CODE):
             findings = sorted(set(findings) | set(stale))
     if paths is None or cache.stored > max(20, len(files) // 100) or not cache.written_ns:
@@ -177,7 +180,7 @@ def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives:
 
 
 def _collect_entry(rel: str, entry: dict, findings: list[Finding], directives: dict) -> None:
-    findings.extend(Finding(rel, line, col, code, message, fixable) for line, col, code, message, fixable in entry["findings"])
+    findings.extend(Finding(rel, *row) for row in entry["findings"])
     if entry.get("supp"):
         directives[rel] = entry["supp"]
 
@@ -204,7 +207,7 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
     for rule in page_rules:
         if kind in rule.kinds and (info.page is not None or (rule.code == UNREADABLE_CODE and info.error is not None)):
             for f in rule.check_page(info, ctx):
-                page_findings.append((f.line, f.col, f.code, f.message, f.fixable))
+                page_findings.append((f.line, f.col, f.code, f.message, f.fixable, f.date))
     facts = {}
     if info.page is not None:
         for rule in fact_rules:
@@ -284,7 +287,7 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
         cached = ctx.cache.wiki_findings(wiki_fp)
         if cached is None:
             fresh = [f for rule in cacheable for f in rule.check_wiki(ctx)]
-            ctx.cache.store_wiki_findings(wiki_fp, [(f.path, f.line, f.col, f.code, f.message, f.fixable) for f in fresh])
+            ctx.cache.store_wiki_findings(wiki_fp, [(f.path, f.line, f.col, f.code, f.message, f.fixable, f.date) for f in fresh])
             found.extend(fresh)
         else:
             found.extend(Finding(*row) for row in cached)

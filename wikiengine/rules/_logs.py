@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from wikiengine.lint.finding import UNDATED
 from wikiengine.lint.kinds import log_lane
 from wikiengine.rules._experiments import lint_cache, real_date
 
@@ -34,6 +35,11 @@ class LogEntry:
     text: str
     body: str
     problem: str | None  # why the heading is not a well-formed entry (LOG001)
+
+    @property
+    def finding_date(self) -> str:
+        """The date a finding about this entry carries (``since`` compares with it)."""
+        return self.date or UNDATED
 
     def has_op(self, op: str) -> bool:
         return any(o.casefold() == op.casefold() for o in self.ops)

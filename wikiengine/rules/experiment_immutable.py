@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wikiengine.errors import WikiError
-from wikiengine.lint.kinds import experiment_lane, kind_of
+from wikiengine.lint.kinds import kind_of
 from wikiengine.lint.rule import Rule
 from wikiengine.page import parse_page
 from wikiengine.rules._experiments import resolve_verdict
@@ -18,8 +18,8 @@ class VerdictPageImmutable(Rule):
     a web editor) is still caught by the next `wiki lint --since <last trusted commit>`.
 
     Assigning the verdict itself (`in_progress` at the base, a verdict now) is the one
-    allowed change. A deletion is reported on the lane's `log.md` (or `wiki/log.md`),
-    since the page itself is gone; the message names it.
+    allowed change. A deletion is reported on the deleted page's path, in every run
+    (a pre-commit run on the staged files included), although the file is gone.
 
     ## Why is this bad?
     A verdict closes an experiment: the model page, merges to trunk and later hypotheses
@@ -64,8 +64,7 @@ class VerdictPageImmutable(Rule):
                 continue
             if status == "D":
                 yield self.finding(
-                    _deletion_anchor(ctx, rel), 1,
-                    f"verdict page {rel} (verdict {verdict!r} at {git.base[:12]}) was deleted: verdict pages are immutable",
+                    rel, 1, f"verdict page (verdict {verdict!r} at {git.base[:12]}) was deleted: verdict pages are immutable"
                 )
             elif status == "R":
                 yield self.finding(
@@ -82,14 +81,3 @@ def _current_text(ctx, rel: str) -> str | None:
         return (ctx.root / rel).read_bytes().decode("utf-8", errors="replace")
     except OSError:
         return None
-
-
-def _deletion_anchor(ctx, rel: str) -> str:
-    """Where a deleted page's finding is reported: its lane's log.md, else wiki/log.md.
-
-    Findings are reported on files of the wiki, and a deleted page is no longer one.
-    """
-    lane = experiment_lane(rel)
-    candidates = [f"wiki/experiments/{lane[0]}/{lane[1]}/log.md"] if lane else []
-    candidates.append("wiki/log.md")
-    return next((c for c in candidates if ctx.exists(c)), rel)

@@ -34,7 +34,7 @@ class LogEntryHeading(Rule):
     def check_page(self, info, ctx):
         for entry in log_entries(info, ctx):
             if entry.problem:
-                yield self.finding(info.rel, entry.line, f"{entry.problem}: '## {entry.title}'")
+                yield self.finding(info.rel, entry.line, f"{entry.problem}: '## {entry.title}'", date=entry.finding_date)
 
 
 class LogNewestFirst(Rule):
@@ -72,6 +72,7 @@ class LogNewestFirst(Rule):
                 yield self.finding(
                     info.rel, entry.line,
                     f"entry of {entry.date} is below an entry of {previous.date} (line {previous.line}): logs are newest-first",
+                    date=entry.finding_date,
                 )
             else:
                 previous = entry
@@ -106,7 +107,10 @@ class LoopIterationInGlobalLog(Rule):
             return
         for entry in log_entries(info, ctx):
             if entry.has_op("loop-iteration"):
-                yield self.finding(info.rel, entry.line, "loop-iteration entry in the global log: it belongs in the lane's log.md")
+                yield self.finding(
+                    info.rel, entry.line, "loop-iteration entry in the global log: it belongs in the lane's log.md",
+                    date=entry.finding_date,
+                )
 
 
 class UnknownLogOp(Rule):
@@ -151,4 +155,7 @@ class UnknownLogOp(Rule):
                 if tier == "global" and op.casefold() == "loop-iteration":
                     continue  # LOG003 says where it belongs
                 if entry.problem is None and op.casefold() not in folded:
-                    yield self.finding(info.rel, entry.line, f"op {op!r} is not a known {tier}-log op ({', '.join(known)})")
+                    yield self.finding(
+                        info.rel, entry.line, f"op {op!r} is not a known {tier}-log op ({', '.join(known)})",
+                        date=entry.finding_date,
+                    )

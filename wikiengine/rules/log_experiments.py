@@ -52,5 +52,6 @@ class LoopIterationNamesPage(Rule):
             exp_id = canonical_id(match.group("id"))
             if not any(experiment_facts(ctx.info(rel), ctx) is not None for rel in pages.get(exp_id, ())):
                 yield self.finding(
-                    info.rel, entry.line, f"loop-iteration names {exp_id}, which has no experiment page in lane {lane[1]!r}"
+                    info.rel, entry.line, f"loop-iteration names {exp_id}, which has no experiment page in lane {lane[1]!r}",
+                    date=entry.finding_date,
                 )

@@ -84,11 +84,16 @@ def _valid(config: dict, schema: str, ctx) -> bool:
 
 
 def _relative(root, path) -> str:
+    """``path`` of a cascade error as a posix path relative to ``root``; a relative path
+    is already relative to the root (never to the current directory)."""
     from pathlib import Path
 
     if path is None:
         return ""
+    full = Path(path)
+    if not full.is_absolute():
+        full = Path(root) / full
     try:
-        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+        return full.resolve().relative_to(Path(root).resolve()).as_posix()
     except ValueError:
         return str(path)
