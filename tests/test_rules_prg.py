@@ -124,3 +124,14 @@ def test_prg002_is_reported_when_wiki_lint_runs_from_a_subdirectory(tmp_path):
         proc = cli_process(tmp_path, "--select", "PRG002", "--no-cache", cwd=cwd)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert f"{PROGRAM_MODEL}:6:1: PRG002 config block: wake_interval_s" in proc.stdout
+
+
+def test_prg002_path_run_checks_the_programs_at_or_below_a_target_program(tmp_path):
+    write(tmp_path, {
+        PROGRAM_ROOT: "# r\n\n" + CONFIG.format("wake_interval_s: 600\nsurprise: 1"),
+        PROGRAM_MODEL: "# m\n\n" + CONFIG.format("wake_interval_s: 30"),
+        PROGRAM_LANE: "# l\n\n## Setup\n\nx\n",
+    })
+    assert found(run(tmp_path, ["PRG002"], [PROGRAM_ROOT])) == [(PROGRAM_ROOT, 7, "PRG002")]
+    assert found(run(tmp_path, ["PRG002"], [PROGRAM_MODEL])) == [(PROGRAM_MODEL, 6, "PRG002")]
+    assert found(run(tmp_path, ["PRG002"], [PROGRAM_LANE, "wiki/notes/none.md"])) == []

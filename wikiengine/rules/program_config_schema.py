@@ -49,7 +49,7 @@ class ProgramConfigSchema(Rule):
 
         seen = set()
         targets = set(ctx.targets)
-        for info in ctx.pages("program"):
+        for info in _programs_to_check(ctx):
             if info.error is not None:
                 continue  # WK001 reports it
             try:
@@ -70,6 +70,22 @@ class ProgramConfigSchema(Rule):
                 if (rel, err.line, err.message) not in seen:
                     seen.add((rel, err.line, err.message))
                     yield self.finding(rel, err.line, f"config block: {err.message}")
+
+
+def _programs_to_check(ctx):
+    """Every program of the wiki, or in a PATH run only those at or below a target
+    program (a cascade's files are the program and its ancestors): a run on five
+    experiment pages checks none and classifies no file."""
+    if ctx.targets is ctx.files:
+        return ctx.pages("program")
+    from wikiengine.lint.kinds import kind_of
+
+    found = set()
+    for rel in ctx.targets:
+        if kind_of(rel) == "program":
+            below = ctx.files_under(rel.rsplit("/", 1)[0] + "/")
+            found.update(r for r in below if r.endswith("/program.md") and kind_of(r) == "program")
+    return [ctx.info(rel) for rel in sorted(found)]
 
 
 def _valid(config: dict, schema: str, ctx) -> bool:
