@@ -455,3 +455,17 @@ def test_wiki_in_a_subdirectory_of_the_repository(tmp_path):
     assert view.changes == {NOTE: "M", "wiki/notes/gone-soon.md": "D"}
     assert view.base_text(NOTE) == "# n\n"
     assert view.commit_times(NOTE) is not None
+
+
+def test_base_texts_reads_several_files_from_one_git_process(tmp_path):
+    from wikiengine.lint.gitview import GitView
+
+    root = write(tmp_path, {NOTE: "# n\n", "wiki/notes/other.md": "# o\n\nline two\n"})
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "one")
+    write(root, {NOTE: "# n\n\nedited\n", "wiki/notes/new.md": "# new\n"})
+    view = GitView.open(root)
+    texts = view.base_texts(["wiki/notes/new.md", "wiki/notes/other.md", NOTE])
+    assert texts == {"wiki/notes/new.md": None, "wiki/notes/other.md": "# o\n\nline two\n", NOTE: "# n\n"}
+    assert view.base_texts([]) == {}

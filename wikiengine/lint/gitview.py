@@ -83,13 +83,35 @@ class GitView:
 
     def base_text(self, rel: str) -> str | None:
         """The file's text at the base revision (following a rename), or None when absent."""
-        old = self.renamed_from.get(rel, rel)
-        out = subprocess.run(
-            ["git", "show", f"{self.base}:./{old}"], cwd=self.root, capture_output=True, timeout=60
-        )
-        if out.returncode != 0:
-            return None
-        return out.stdout.decode("utf-8", errors="replace")
+        return self.base_texts([rel])[rel]
+
+    def base_texts(self, rels: list[str]) -> dict[str, str | None]:
+        """:meth:`base_text` of several files from one ``git cat-file --batch`` process."""
+        if not rels:
+            return {}
+        names = [f"{self.base}:./{self.renamed_from.get(rel, rel)}" for rel in rels]
+        if any("\n" in name for name in names):  # cat-file reads one name per line
+            raise WikiError("a file name with a newline cannot be read from git")
+        try:
+            out = subprocess.run(
+                ["git", "cat-file", "--batch"], cwd=self.root, input="".join(f"{n}\n" for n in names).encode(),
+                capture_output=True, timeout=120,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise WikiError(f"git cat-file failed: {exc}") from None
+        texts: dict[str, str | None] = {}
+        data, pos = out.stdout, 0
+        for rel in rels:
+            end = data.find(b"\n", pos)
+            header = data[pos:end].split() if end >= 0 else []
+            if len(header) == 3 and header[1] == b"blob" and header[2].isdigit():
+                size = int(header[2])
+                texts[rel] = data[end + 1 : end + 1 + size].decode("utf-8", errors="replace")
+                pos = end + 1 + size + 1
+            else:  # "<name> missing", or not a file
+                texts[rel] = None
+                pos = end + 1 + (int(header[2]) + 1 if len(header) == 3 and header[2].isdigit() else 0)
+        return texts
 
     def commit_times(self, rel: str) -> tuple[dt.datetime, dt.datetime] | None:
         """(first, last) commit time of ``rel`` up to the base, from one ``git log`` pass."""

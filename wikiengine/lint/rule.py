@@ -22,9 +22,10 @@ and formats.
 
 Caching contract (as in ruff): ``check_page`` and ``collect`` may depend only on the page
 itself and the configuration, because their results are cached by the file's content
-hash. Anything that reads another file belongs in ``check_wiki``; its results are cached
-by the hash of every page of the wiki (set ``cache_wiki = False`` when a rule reads files
-that are not pages, such as link targets).
+hash. Anything that reads another file belongs in ``check_wiki``; in a whole-wiki run its
+results are cached by the hash of every page of the wiki (set ``cache_wiki = False`` when
+a rule reads files that are not pages, such as link targets). A PATH run never caches
+them: they cover only the targets there.
 
 Speed contract: ``check_wiki`` findings are kept only for ``ctx.targets``. A cross-file
 rule whose findings land on the page it examines should loop over

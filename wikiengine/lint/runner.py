@@ -7,8 +7,9 @@ The run, in order:
    hash; a fresh file is not read at all. Over more than :data:`POOL_THRESHOLD` files to
    analyse, two forked workers share the pass.
 2. **Git-aware page rules** (never cached: their answer depends on the base revision).
-3. **Cross-file rules** (``check_wiki``), with the whole wiki in view; cached by the hash
-   of every page, so an unchanged wiki skips them.
+3. **Cross-file rules** (``check_wiki``), with the whole wiki in view; in a whole-wiki
+   run cached by the hash of every page, so an unchanged wiki skips them. Their findings
+   are kept for the targets and for files deleted since the base revision.
 4. **Filters**, as ruff applies them: per-file ignores, ``since`` grandfathering, inline
    suppressions (unused ones become WK100), then the baseline (stale entries become WK101).
 """

@@ -36,6 +36,7 @@ DEFAULT_ID_PATTERN = r"v\d{3,}"
 ID_OPTION_RULE = "EXP001"
 NOT_RECOVERED = "**Hypothesis not recovered**"
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_NUMBERED_ID_RE = re.compile(r"[vV]?(\d+)")
 
 
 def real_date(text: str) -> dt.date | None:
@@ -58,7 +59,7 @@ def frontmatter_date(value) -> str | None:
 def canonical_id(raw) -> str:
     """``v45``, ``v045``, ``V0045`` and a bare ``45`` (``id: 45``) are one id, ``v045``;
     other schemes are kept as written."""
-    match = re.fullmatch(r"[vV]?(\d+)", str(raw).strip())
+    match = _NUMBERED_ID_RE.fullmatch(str(raw).strip())
     return f"v{int(match.group(1)):03d}" if match else str(raw)
 
 

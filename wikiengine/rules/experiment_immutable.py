@@ -47,13 +47,15 @@ class VerdictPageImmutable(Rule):
         if git is None:
             return
         rename_sources = set(git.renamed_from.values())
-        for rel, status in sorted(git.changes.items()):
-            if status not in ("M", "R", "D") or (status == "D" and rel in rename_sources):
-                continue
+        examined = [
+            (rel, status) for rel, status in sorted(git.changes.items())
+            if status in ("M", "R", "D") and not (status == "D" and rel in rename_sources)
+            and kind_of(git.renamed_from.get(rel, rel)) == "experiment"
+        ]
+        base_texts = git.base_texts([rel for rel, _status in examined])  # one git process
+        for rel, status in examined:
             old_rel = git.renamed_from.get(rel, rel)
-            if kind_of(old_rel) != "experiment":
-                continue
-            base_text = git.base_text(rel)
+            base_text = base_texts[rel]
             if base_text is None:
                 continue
             try:

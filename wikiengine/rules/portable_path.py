@@ -53,7 +53,7 @@ class PortablePath(Rule):
         folded: dict[str, str] = {}
         targets = set(ctx.targets)
         for rel in ctx.files:
-            key = unicodedata.normalize("NFC", rel).casefold()
+            key = (rel if rel.isascii() else unicodedata.normalize("NFC", rel)).casefold()  # NFC keeps ASCII as is
             other = folded.setdefault(key, rel)
             if other != rel:
                 for mine, theirs in ((rel, other), (other, rel)):
