@@ -140,8 +140,13 @@ def _open_git(ctx: LintContext, rules, base: str | None, notices: list[str]) -> 
         return ran
     from wikiengine.lint.gitview import GitView, in_git_repo
 
-    if base is not None and in_git_repo(ctx.root):
-        ctx.git = GitView.open(ctx.root, base)
+    if base is not None:
+        try:
+            ctx.git = GitView.open(ctx.root, base)
+        except WikiError:
+            if in_git_repo(ctx.root):  # asked only on failure: one git process less per run
+                raise  # a bad revision in a real repository
+    if ctx.git is not None:
         ran |= {rule.code for rule in rules if rule.needs_git}
     else:
         skipped = ", ".join(rule.code for rule in rules if rule.needs_git)
