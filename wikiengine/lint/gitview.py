@@ -17,13 +17,35 @@ from wikiengine.errors import WikiError
 
 
 def _git(root: Path, *args: str, check: bool = True) -> str:
+    (result,) = _git_all(root, [list(args)])
+    return _checked(args, result) if check else result[1]
+
+
+def _git_all(root: Path, commands: list[list[str]]) -> list[tuple[int, str, str]]:
+    """``(returncode, stdout, stderr)`` of several git commands run at the same time (each
+    costs a process start, which a pre-commit run feels)."""
+    procs = []
     try:
-        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=120)
+        for args in commands:
+            procs.append(subprocess.Popen(
+                ["git", *args], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            ))
+        outputs = [proc.communicate(timeout=120) for proc in procs]
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise WikiError(f"git {args[0]} failed: {exc}") from None
-    if check and out.returncode != 0:
-        raise WikiError(f"git {' '.join(args[:2])} failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
-    return out.stdout
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        raise WikiError(f"git {commands[min(len(procs), len(commands) - 1)][0]} failed: {exc}") from None
+    return [(proc.returncode, stdout, stderr) for proc, (stdout, stderr) in zip(procs, outputs)]
+
+
+def _checked(args, result: tuple[int, str, str]) -> str:
+    """The output of a git command; WikiError (its last stderr line) when it failed."""
+    returncode, stdout, stderr = result
+    if returncode != 0:
+        detail = stderr.strip().splitlines()[-1] if stderr.strip() else returncode
+        raise WikiError(f"git {' '.join(args[:2])} failed: {detail}")
+    return stdout
 
 
 def in_git_repo(root: Path) -> bool:
@@ -50,13 +72,20 @@ class GitView:
     @classmethod
     def open(cls, root: Path, base: str = "HEAD") -> GitView:
         """Compare the working tree (staged and unstaged) with ``base``; WikiError on a bad revision."""
-        sha = _git(root, "rev-parse", "--verify", "-q", f"{base}^{{commit}}", check=False).strip()
-        if not sha:
-            raise WikiError(f"unknown git revision {base!r}")
-        view = cls(root, sha)
+        commit = f"{base}^{{commit}}"
         # -z: paths are NUL-separated and never quoted. Untracked files count as added.
         # --relative: paths relative to the wiki root, which may be a subdirectory of the repository.
-        out = _git(root, "diff", "--name-status", "-z", "-M", "--relative", sha, "--", ".")
+        commands = [
+            ["rev-parse", "--verify", "-q", commit],
+            ["diff", "--name-status", "-z", "-M", "--relative", commit, "--", "."],
+            ["ls-files", "-z", "--others", "--exclude-standard"],
+        ]
+        parsed, diffed, listed = _git_all(root, commands)
+        sha = parsed[1].strip() if parsed[0] == 0 else ""
+        if not sha:
+            raise WikiError(f"unknown git revision {base!r}")
+        out, untracked = _checked(commands[1], diffed), _checked(commands[2], listed)
+        view = cls(root, sha)
         parts = out.split("\0")
         index = 0
         while index < len(parts) - 1:
@@ -70,7 +99,7 @@ class GitView:
             else:
                 view.changes[parts[index + 1]] = status[:1]
                 index += 2
-        for rel in _git(root, "ls-files", "-z", "--others", "--exclude-standard").split("\0"):
+        for rel in untracked.split("\0"):
             if rel:
                 view.changes.setdefault(rel, "A")
         return view
