@@ -71,3 +71,21 @@ def test_a_bug_is_one_line_and_exit_70_unless_a_traceback_is_asked_for(monkeypat
     monkeypatch.setenv("WIKI_TRACEBACK", "1")
     with pytest.raises(RuntimeError):
         cli.main(["resolve"])
+
+
+def test_lint_imports_no_heavy_client_library():
+    # DESIGN: wiki lint runs in pre-commit; it must not import the executors' client libraries.
+    from pathlib import Path
+
+    code = (
+        "import sys\n"
+        "from wikiengine.cli import main\n"
+        "status = main(['lint', '--no-cache'])\n"
+        "heavy = {'torch', 'huggingface_hub', 'kaggle', 'kagglesdk', 'kubernetes', 'git', 'safetensors', 'numpy'}\n"
+        "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}), file=sys.stderr)\n"
+        "sys.exit(status)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr.strip() == "[]"
