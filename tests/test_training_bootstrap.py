@@ -28,23 +28,7 @@ from training.launch import (
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One intra-op thread, here and in spawned sessions: the tiny model gains nothing from
-    more, and on a shared two-core machine they only contend."""
-    import os
-
-    import torch
-
-    saved = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
-    torch.set_num_threads(1)
-    os.environ["OMP_NUM_THREADS"] = "1"
-    yield
-    torch.set_num_threads(saved[0])
-    if saved[1] is None:
-        os.environ.pop("OMP_NUM_THREADS", None)
-    else:
-        os.environ["OMP_NUM_THREADS"] = saved[1]
+from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
 
 PROJECT = Path(__file__).resolve().parents[1]
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid", "GIT_COMMITTER_NAME": "t",

@@ -18,14 +18,7 @@ from training.demo import create_demo_run
 pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread(monkeypatch):
-    import torch
-
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
+from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
 
 
 def test_sessions_relay_through_the_hub_store(tmp_path, fake_hub, hub_store, capsys):  # noqa: F811
