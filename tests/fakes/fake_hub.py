@@ -41,6 +41,8 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.fakes.loopback import Dropped, LoopbackServer
+
 ROUTES = ("refs", "commits", "tree", "info", "resolve_head", "resolve_get", "preupload", "commit", "create",
           "validate_yaml", "lfs_batch", "lfs_upload", "lfs_verify")
 LFS_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin")
@@ -120,8 +122,11 @@ def lfs_pointer(data: bytes) -> bytes:
     return f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {len(data)}\n".encode()
 
 
-class FakeHub:
+class FakeHub(LoopbackServer):
     """The in-memory Hub state plus its HTTP server (start with :meth:`start`)."""
+
+    fake_attr = "hub"
+    thread_name = "fake-hub"
 
     def __init__(self, *, page_size: int = 2, required_token: str | None = None):
         self.repos: dict[tuple[str, str], Repo] = {}
@@ -185,30 +190,6 @@ class FakeHub:
             queue = self.faults.get(route)
             return queue.popleft() if queue else None
 
-    # -- server -------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> FakeHub:
-        handler = type("BoundHubHandler", (_HubHandler,), {"hub": self})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), name="fake-hub", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
-
-
-class _Dropped(Exception):
-    """The handler closed the connection on purpose."""
-
 
 class _HubHandler(BaseHTTPRequestHandler):
     hub: FakeHub
@@ -244,7 +225,7 @@ class _HubHandler(BaseHTTPRequestHandler):
             self.connection.shutdown(2)
         except OSError:
             pass
-        raise _Dropped
+        raise Dropped
 
     def _body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
@@ -294,7 +275,7 @@ class _HubHandler(BaseHTTPRequestHandler):
                 if fault.kind == "call":
                     fault.action()
             handler(*args, body=body, fault=fault)
-        except _Dropped:
+        except Dropped:
             return
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -589,3 +570,6 @@ class _HubHandler(BaseHTTPRequestHandler):
             self._drop()
         url = f"{self.hub.url}/{_PREFIX[rtype]}{repo_id}/commit/{commit.id}"
         self._json(200, {"success": True, "commitOid": commit.id, "commitUrl": url, "pullRequestUrl": None})
+
+
+FakeHub.handler_class = _HubHandler  # defined after the fake it serves

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.fakes.loopback import Dropped, LoopbackServer
+
 METHODS = (
     "SaveKernel",
     "GetKernelSessionStatus",
@@ -96,8 +98,11 @@ def slugify(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
-class FakeKaggle:
+class FakeKaggle(LoopbackServer):
     """In-memory Kaggle kernels plus the HTTP server (start with :meth:`start`)."""
+
+    fake_attr = "fake"
+    thread_name = "fake-kaggle"
 
     def __init__(self, *, username: str, key: str):
         self.username = username
@@ -133,29 +138,6 @@ class FakeKaggle:
             self.kernels[slug] = kernel
             return kernel
 
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> FakeKaggle:
-        handler = type("BoundKaggleHandler", (_KaggleHandler,), {"fake": self})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), name="fake-kaggle", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
-
-
-class _Dropped(Exception):
-    pass
-
 
 class _KaggleHandler(BaseHTTPRequestHandler):
     fake: FakeKaggle
@@ -184,7 +166,7 @@ class _KaggleHandler(BaseHTTPRequestHandler):
             self.connection.shutdown(2)
         except OSError:
             pass
-        raise _Dropped
+        raise Dropped
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -217,7 +199,7 @@ class _KaggleHandler(BaseHTTPRequestHandler):
                     time.sleep(fault.seconds)
             body = json.loads(raw or b"{}")
             getattr(self, "_" + method)(body, fault)
-        except _Dropped:
+        except Dropped:
             return
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -319,3 +301,6 @@ class _KaggleHandler(BaseHTTPRequestHandler):
             items = [{"id": k.id, "ref": k.slug, "title": k.title, "author": user, "slug": k.slug.split("/")[1],
                       "currentVersionNumber": len(k.versions)} for k in kernels]
         self._json(200, {"kernels": items})
+
+
+FakeKaggle.handler_class = _KaggleHandler  # defined after the fake it serves
