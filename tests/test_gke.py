@@ -738,9 +738,6 @@ def test_gke_compute_config_refuses_secrets_and_missing_fields(tmp_path):
 
 @pytest.fixture
 def wiki(monkeypatch, tmp_path):
-    monkeypatch.setattr(
-        cli, "COMMANDS", (*cli.COMMANDS, "clusters") if "clusters" not in cli.COMMANDS else cli.COMMANDS
-    )
     monkeypatch.chdir(tmp_path)  # no wiki/ here: identity comes from --user-prefix
 
     def run(*argv: str) -> int:
@@ -749,26 +746,17 @@ def wiki(monkeypatch, tmp_path):
     return run
 
 
+def pool_argv(fleet, *extra: str) -> tuple[str, ...]:
+    """`wiki clusters` for alice's gemma4/tpu lane on the v5p 2x2x2 candidates of ENV_DIR."""
+    return (
+        "clusters", "gemma4", "tpu", "--user-prefix", "alice", "--env-dir", str(ENV_DIR),
+        "--tpu", "v5p", "--topology", "2x2x2", "--kubeconfig", str(fleet.kubeconfig), *extra,
+    )
+
+
 def test_cli_json_reports_candidates_and_selection(fleet, wiki, capsys):
     seed_busy_fleet(fleet)
-    code = wiki(
-        "clusters",
-        "gemma4",
-        "tpu",
-        "--user-prefix",
-        "alice",
-        "--env-dir",
-        str(ENV_DIR),
-        "--tpu",
-        "v5p",
-        "--topology",
-        "2x2x2",
-        "-n",
-        "all",
-        "--kubeconfig",
-        str(fleet.kubeconfig),
-        "--json",
-    )
+    code = wiki(*pool_argv(fleet, "-n", "all", "--json"))
     out = capsys.readouterr().out
     doc = json.loads(out)
     assert code == 0
@@ -787,23 +775,7 @@ def test_cli_text_and_exit_1_when_nothing_is_free(fleet, wiki, capsys):
     for name in V5P_8CHIP:
         fleet[name].add_jobset(f"bob-gemma4-tpu-v00{len(name) % 10}-x")
     fleet["dave-v5p-16"].fail("GET", r"/jobsets$", "stall")
-    code = wiki(
-        "clusters",
-        "gemma4",
-        "tpu",
-        "--user-prefix",
-        "alice",
-        "--env-dir",
-        str(ENV_DIR),
-        "--tpu",
-        "v5p",
-        "--topology",
-        "2x2x2",
-        "--kubeconfig",
-        str(fleet.kubeconfig),
-        "--timeout",
-        str(STALL_DEADLINE_S),
-    )
+    code = wiki(*pool_argv(fleet, "--timeout", str(STALL_DEADLINE_S)))
     out = capsys.readouterr().out
     assert code == 1
     assert "v5p (2x2x2) cluster pool (4 candidates, 0 selected):" in out
@@ -817,24 +789,7 @@ def test_row46_no_credential_in_any_output(fleet, wiki, capsys, tmp_path):
     fleet["carol-pw-v5p-16-2"].fail("GET", r"/jobsets$", "stall")
     texts = []
     for as_json in ((), ("--json",)):
-        wiki(
-            "clusters",
-            "gemma4",
-            "tpu",
-            "--user-prefix",
-            "alice",
-            "--env-dir",
-            str(ENV_DIR),
-            "--tpu",
-            "v5p",
-            "--topology",
-            "2x2x2",
-            "--kubeconfig",
-            str(fleet.kubeconfig),
-            "--timeout",
-            str(STALL_DEADLINE_S),
-            *as_json,
-        )
+        wiki(*pool_argv(fleet, "--timeout", str(STALL_DEADLINE_S), *as_json))
         captured = capsys.readouterr()
         texts += [captured.out, captured.err]
     for call in (
