@@ -4,7 +4,9 @@ the linter was adopted, so that only new ones fail.
 An entry is ``path``, ``code``, a hash of the message and a ``count``. Line numbers are
 left out (and normalised out of messages) so that edits elsewhere in a page do not
 invalidate it. An entry that matches fewer findings than its count is stale and is
-reported as ``WK101``: the page was fixed, so the baseline should shrink.
+reported as ``WK101``: the page was fixed, so the baseline should shrink. An entry that a
+rule calls volatile (a broken link into a submodule, which a clone without that submodule
+cannot judge and a clone with it may find fixed) is never stale.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 from wikiengine.errors import WikiError
 from wikiengine.lint.finding import Finding
@@ -78,12 +81,16 @@ def write(path: Path, findings: list[Finding]) -> int:
 
 
 def apply(
-    findings: list[Finding], baseline: dict[tuple[str, str, str], dict], checked: set[str] | None
+    findings: list[Finding],
+    baseline: dict[tuple[str, str, str], dict],
+    checked: set[str] | None,
+    volatile: Callable[[str, str], bool] | None = None,
 ) -> tuple[list[Finding], list[Finding], int]:
     """Drop baselined findings; return (kept, stale-entry findings, number silenced).
 
     ``checked``: the paths that were linted (None: the whole wiki), so that a partial run
-    does not call entries of files it did not look at stale.
+    does not call entries of files it did not look at stale. ``volatile(code, message)``:
+    entries that depend on the clone's state rather than on the pages, never stale.
     """
     if not baseline:
         return findings, [], 0
@@ -102,6 +109,8 @@ def apply(
         if left <= 0 or (checked is not None and path not in checked):
             continue
         entry = baseline[(path, code, _hash)]
+        if volatile is not None and volatile(code, entry["message"]):
+            continue
         matched = entry["count"] - left
         stale.append(
             Finding(

@@ -6,6 +6,7 @@ Example (``wiki.toml`` uses the same keys at top level)::
     select = ["EXP", "LOG", "WK"]           # code prefixes (default: all)
     ignore = ["LNK001"]
     additive-marker = "(?i)-specific\\s+CAN\\s+additions$"
+    artifact-paths = ["raw/profiles/"]      # gitignored by design: links into them are not broken
 
     [tool.wiki.per-file-ignores]
     "wiki/legacy/*.md" = ["EXP"]
@@ -41,6 +42,9 @@ DEFAULT_LOG_OPS = {
     "family": ["start", "stop", "kernel-iteration", "retrospective", "note"],
 }
 
+# Folders a wiki keeps out of git by design (traces, HLO dumps): conventions.md.
+DEFAULT_ARTIFACT_PATHS = ["raw/profiles/"]
+
 
 @dataclass
 class LintConfig:
@@ -49,6 +53,7 @@ class LintConfig:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     log_ops: dict[str, list[str]] = field(default_factory=lambda: {k: list(v) for k, v in DEFAULT_LOG_OPS.items()})
     additive_marker: str = DEFAULT_ADDITIVE_MARKER
+    artifact_paths: list[str] = field(default_factory=lambda: list(DEFAULT_ARTIFACT_PATHS))
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-rule options, by code
     source: Path | None = None
 
@@ -72,6 +77,7 @@ class LintConfig:
         """Everything that can change what a rule finds (for the lint cache)."""
         return repr((
             sorted(self.select), sorted(self.ignore), sorted(self.log_ops.items()), self.additive_marker,
+            sorted(self.artifact_paths),
             sorted((code, sorted(options.items(), key=repr)) for code, options in self.rules.items()),
         ))
 
@@ -91,7 +97,7 @@ class LintConfig:
                 raise WikiError(f"[rules.{code}]: no such rule", where)
 
 
-_KEYS = {"select", "ignore", "per-file-ignores", "log-ops", "additive-marker", "rules"}
+_KEYS = {"select", "ignore", "per-file-ignores", "log-ops", "additive-marker", "artifact-paths", "rules"}
 
 
 def load_config(root: Path, explicit: Path | None = None) -> LintConfig:
@@ -143,6 +149,11 @@ def _from_table(table: dict, path: Path) -> LintConfig:
             re.compile(config.additive_marker)
         except re.error as exc:
             raise WikiError(f"'additive-marker' is not a regular expression: {exc}", path) from None
+    if "artifact-paths" in table:
+        paths = table["artifact-paths"]
+        if not isinstance(paths, list) or not all(isinstance(p, str) and p.strip("/") for p in paths):
+            raise WikiError("'artifact-paths' must be a list of repository-relative folders", path)
+        config.artifact_paths = [p.strip("/") + "/" for p in paths]
     rules = table.get("rules", {})
     if not isinstance(rules, dict):
         raise WikiError("'rules' must be a table of per-rule option tables", path)

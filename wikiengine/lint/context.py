@@ -192,6 +192,25 @@ class LintContext:
         self._by_kind: dict[str, list[str]] | None = None
         self._bodies: OrderedDict[str, PageInfo] = OrderedDict()
         self._root_str = str(root)
+        self._tree: Any = False  # the TrackedTree, read on first use (None outside git)
+
+    def tracked(self):
+        """The files and submodules git tracks (:class:`~wikiengine.lint.gitview.TrackedTree`,
+        one ``git ls-files`` per run), or None outside a git work tree."""
+        if self._tree is False:
+            from wikiengine.lint.gitview import TrackedTree
+
+            self._tree = TrackedTree.read(self.root)
+        return self._tree
+
+    def submodules(self) -> dict[str, str | None]:
+        """Submodule path -> pinned commit (None when only ``.gitmodules`` names it)."""
+        tree = self.tracked()
+        if tree is not None:
+            return tree.gitlinks
+        from wikiengine.lint.gitview import declared_submodules
+
+        return dict.fromkeys(declared_submodules(self.root))
 
     def info(self, rel: str) -> PageInfo:
         """The page at ``rel``, parsed once and cached."""

@@ -159,3 +159,71 @@ class GitView:
                         first, last = self._times.get(name, (when, when))
                         self._times[name] = (min(first, when), max(last, when))
         return self._times.get(rel)
+
+
+@dataclass
+class TrackedTree:
+    """What git will publish of the work tree: the tracked files (the index, so staged
+    additions count) and the submodules (gitlinks, mode 160000) with their pinned commits.
+
+    Built from one ``git ls-files --stage`` process. Outside git it is None and callers
+    fall back to the file system (and to ``.gitmodules`` for submodule paths).
+    """
+
+    files: frozenset[str]
+    gitlinks: dict[str, str]  # submodule path -> pinned commit sha
+    sorted_files: list[str] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, root: Path) -> TrackedTree | None:
+        try:
+            proc = subprocess.run(
+                ["git", "ls-files", "--stage", "-z"], cwd=root, capture_output=True, timeout=120
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if proc.returncode != 0:
+            return None  # not a git work tree
+        files, gitlinks = set(), {}
+        for entry in proc.stdout.decode("utf-8", errors="surrogateescape").split("\0"):
+            if not entry:
+                continue
+            meta, _, path = entry.partition("\t")
+            if meta.startswith("160000"):
+                gitlinks[path] = meta.split(" ", 2)[1]
+            else:
+                files.add(path)
+        return cls(frozenset(files), gitlinks, sorted(files))
+
+    def has_directory(self, rel: str) -> bool:
+        """Is some tracked file under the directory ``rel``?"""
+        import bisect
+
+        prefix = rel.rstrip("/") + "/"
+        index = bisect.bisect_left(self.sorted_files, prefix)
+        return index < len(self.sorted_files) and self.sorted_files[index].startswith(prefix)
+
+
+def ignored_paths(root: Path, rels: list[str]) -> set[str]:
+    """The paths among ``rels`` that git ignores (one ``git check-ignore --stdin``)."""
+    if not rels:
+        return set()
+    try:
+        proc = subprocess.run(
+            ["git", "check-ignore", "--stdin", "-z"], cwd=root, input="\0".join(rels).encode() + b"\0",
+            capture_output=True, timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    return {p for p in proc.stdout.decode("utf-8", errors="surrogateescape").split("\0") if p}
+
+
+def declared_submodules(root: Path) -> list[str]:
+    """Submodule paths named in ``.gitmodules`` (for a wiki outside git)."""
+    import re
+
+    try:
+        text = (root / ".gitmodules").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [m.group(1).strip().strip("/") for m in re.finditer(r"^\s*path\s*=\s*(.+)$", text, re.M)]

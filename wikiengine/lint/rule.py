@@ -71,6 +71,11 @@ class Rule:
     def check_wiki(self, ctx: LintContext) -> Iterable[Finding]:
         return ()
 
+    def baseline_volatile(self, ctx: LintContext, message: str) -> bool:
+        """May a finding with ``message`` come and go with the clone's state (a submodule
+        checked out or not) rather than with an edit? Its baseline entry is then never stale."""
+        return False
+
     def fix(self, info: PageInfo, ctx: LintContext) -> Page | None:
         """The fixed page, or None when no safe fix applies."""
         return None

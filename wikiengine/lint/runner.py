@@ -110,7 +110,12 @@ def lint(
     baselined = 0
     if use_baseline:
         accepted = baseline_mod.load(root / baseline_mod.BASELINE_FILE)
-        findings, stale, baselined = baseline_mod.apply(findings, accepted, None if paths is None else reported)
+        by_code = {rule.code: rule for rule in rules}
+
+        def volatile(code: str, message: str) -> bool:
+            return code in by_code and by_code[code].baseline_volatile(ctx, message)
+
+        findings, stale, baselined = baseline_mod.apply(findings, accepted, None if paths is None else reported, volatile)
         if config.enabled(baseline_mod.STALE_CODE):
             findings = sorted(set(findings) | set(stale))
     if paths is None or cache.stored > max(20, len(files) // 100) or not cache.written_ns:

@@ -48,6 +48,7 @@ REGISTRY: dict[str, str] = {
     "PRG003": "wikiengine.rules.cascade_shadowing:AdditiveTitleCollision",
     "PRG004": "wikiengine.rules.cascade_shadowing:LeadingTitleShadow",
     "LNK001": "wikiengine.rules.broken_link:BrokenLink",
+    "LNK002": "wikiengine.rules.broken_link:IgnoredLinkTarget",
 }
 
 

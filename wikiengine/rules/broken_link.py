@@ -1,9 +1,20 @@
-"""LNK001, and the link scan it uses."""
+"""LNK001 and LNK002, the link scan they use, and how a link target is judged.
+
+A target is judged once per lint (most links of generated pages share a few hundred
+targets) against what git will publish: a tracked file or folder is fine; a target
+under a declared artifact path (``artifact-paths``, default ``raw/profiles/``) is absent
+by design; under a submodule that is not checked out it cannot be checked; under a
+checked-out submodule it must exist there; a target that exists only because git
+ignores it is LNK002; anything else is broken (LNK001). Outside git, the file system
+decides, and ``.gitmodules`` names the submodules.
+"""
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
+from pathlib import Path
 from urllib.parse import unquote
 
 from wikiengine.lint.rule import Rule
@@ -121,11 +132,141 @@ def relative_target(dest: str) -> str | None:
     return dest.split("#", 1)[0].split("?", 1)[0] or None
 
 
+def page_links(info) -> list[list]:
+    """``[line, col, destination, target]`` of every relative link of the page ``info``;
+    ``target`` is the repository-relative path it names (None when it leaves the
+    repository). The last page's result is kept: rules that collect from one page (LNK001,
+    LNK003) scan it once."""
+    global _LAST_SCAN
+    page = info.page
+    if _LAST_SCAN is not None and _LAST_SCAN[0] is page:
+        return _LAST_SCAN[1]
+    text = page.preamble + "".join(s.text for s in page.sections)
+    directory = posixpath.dirname(info.rel)
+    links = []
+    for line, col, dest in link_destinations(text, page.body_line):
+        file_part = relative_target(dest)
+        if file_part is None:
+            continue
+        target = posixpath.normpath(posixpath.join(directory, file_part))
+        links.append([line, col, dest, None if target.startswith("../") or target == ".." else target])
+    _LAST_SCAN = (page, links)
+    return links
+
+
+_LAST_SCAN = None
+
+
+OK, BROKEN, UNVERIFIABLE, IGNORED = "ok", "broken", "unverifiable", "ignored"
+
+
+class TargetJudge:
+    """Judges link targets for one lint (see the module docstring), each target once."""
+
+    def __init__(self, ctx):
+        self.root = str(ctx.root)
+        self.tree = ctx.tracked()
+        self.pages = set(ctx.files)
+        self.artifacts = tuple(p.strip("/") + "/" for p in ctx.config.artifact_paths)
+        self.submodules = {
+            path: os.path.exists(os.path.join(self.root, path, ".git")) for path in ctx.submodules()
+        }
+        self.verdicts: dict[str, str] = {}
+        self.candidates: list[str] = []  # on disk but not tracked: ignored, or simply not added yet
+
+    def judge(self, target: str) -> str:
+        verdict = self.verdicts.get(target)
+        if verdict is None:
+            verdict = self.verdicts[target] = self._judge(target)
+        return verdict
+
+    def submodule_of(self, target: str) -> str | None:
+        for path in self.submodules:
+            if target == path or target.startswith(path + "/"):
+                return path
+        return None
+
+    def _judge(self, target: str) -> str:
+        tree = self.tree
+        if target in tree.files if tree is not None else target in self.pages:
+            return OK
+        if (target + "/").startswith(self.artifacts):
+            return OK
+        submodule = self.submodule_of(target)
+        if submodule is not None:
+            if not self.submodules[submodule]:
+                return UNVERIFIABLE
+            return OK if os.path.exists(os.path.join(self.root, target)) else BROKEN
+        if tree is not None and tree.has_directory(target):
+            return OK
+        if not os.path.exists(os.path.join(self.root, target)):
+            return BROKEN
+        if tree is None:
+            return OK
+        self.candidates.append(target)
+        return "candidate"
+
+    def settle(self) -> None:
+        """Ask git once which of the untracked targets it ignores."""
+        if not self.candidates:
+            return
+        from wikiengine.lint.gitview import ignored_paths
+
+        ignored = ignored_paths(Path(self.root), self.candidates)
+        for target in self.candidates:
+            self.verdicts[target] = IGNORED if target in ignored else OK
+        self.candidates = []
+
+
+def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
+    """``(page, line, col, destination, target, verdict)`` of every link of the targets
+    that is not fine, computed once per lint for LNK001 and LNK002."""
+    from wikiengine.rules._experiments import lint_cache
+
+    memo = lint_cache(ctx, "judged-links")
+    if "rows" not in memo:
+        judge = memo["judge"] = TargetJudge(ctx)
+        pending = []
+        for rel in ctx.targets:
+            links = _links_of(ctx, rel)
+            if not links:
+                continue
+            for line, col, dest, target in links:
+                verdict = BROKEN if target is None else judge.judge(target)
+                if verdict is not OK and verdict is not UNVERIFIABLE:
+                    pending.append((rel, line, col, dest, target, verdict))
+        judge.settle()
+        memo["rows"] = [
+            (rel, line, col, dest, target, judge.verdicts[target] if verdict == "candidate" else verdict)
+            for rel, line, col, dest, target, verdict in pending
+        ]
+    return memo["rows"]
+
+
+def _links_of(ctx, rel: str):
+    if "LNK001" in ctx._rules:  # the collected (cached) links
+        return ctx.facts("LNK001", rel)
+    info = ctx.info(rel)
+    return page_links(info) or None if info.page is not None else None
+
+
+_TARGET_RE = re.compile(r"points to (.+), which does not exist$")
+
+
 class BrokenLink(Rule):
     """## What it does
-    Reports a relative link or image whose target file (or directory) does not exist,
-    resolved from the page's own directory. Links with a scheme (`https:`, `mailto:`),
-    bare `#anchors`, and links inside code are not checked.
+    Reports a relative link or image whose target does not exist, resolved from the
+    page's own directory, where "exists" means what a clone of the repository will have:
+    a file or folder that git tracks. Links with a scheme (`https:`, `mailto:`), bare
+    `#anchors`, and links inside code are not checked. Not broken either:
+
+    - a target under a submodule that is not checked out (`raw/code/<repo>/...` in a
+      clone without `--recursive`): it cannot be checked; with the submodule checked
+      out, the target must exist in it;
+    - a target under a declared artifact path (`raw/profiles/` by default), which the
+      wiki keeps out of git by design.
+
+    A target that exists only because git ignores it is LNK002, not this.
 
     ## Why is this bad?
     Experiment pages, model pages and logs point at each other; agents follow those
@@ -141,34 +282,68 @@ class BrokenLink(Rule):
     ```
 
     ## Options
-    None.
+    `artifact-paths` (top level of `[tool.wiki]`, a list of folders, default
+    `["raw/profiles/"]`): folders whose contents are never in git.
+
+    A baseline entry of this rule about a target under a submodule is never reported
+    stale: whether it matches depends on which submodules the clone has checked out.
     """
 
     code = "LNK001"
     name = "broken-relative-link"
-    summary = "a relative link points to a file that does not exist"
+    summary = "a relative link points to a file that does not exist (submodules and artifact paths understood)"
     kinds = ALL_KINDS
     cache_wiki = False  # link targets are any files, not only pages
 
     def collect(self, info, ctx):
-        page = info.page
-        text = page.preamble + "".join(s.text for s in page.sections)
-        links = [
-            [line, col, dest]
-            for line, col, dest in link_destinations(text, page.body_line)
-            if relative_target(dest) is not None
-        ]
-        return links or None
+        return page_links(info) or None
 
     def check_wiki(self, ctx):
-        for rel in ctx.targets:
-            links = ctx.facts(self.code, rel)
-            if not links:
-                continue
-            directory = posixpath.dirname(rel)
-            for line, col, dest in links:
-                target = posixpath.normpath(posixpath.join(directory, relative_target(dest)))
-                if target.startswith("../") or target == "..":
-                    yield self.finding(rel, line, f"link '{dest}' points outside the repository", col)
-                elif not ctx.exists(target):
-                    yield self.finding(rel, line, f"link '{dest}' points to {target}, which does not exist", col)
+        for rel, line, col, dest, target, verdict in judged_links(ctx):
+            if target is None:
+                yield self.finding(rel, line, f"link '{dest}' points outside the repository", col)
+            elif verdict == BROKEN:
+                yield self.finding(rel, line, f"link '{dest}' points to {target}, which does not exist", col)
+
+    def baseline_volatile(self, ctx, message: str) -> bool:
+        match = _TARGET_RE.search(message)
+        if match is None:
+            return False
+        target = match.group(1)
+        return any(target == path or target.startswith(path + "/") for path in ctx.submodules())
+
+
+class IgnoredLinkTarget(Rule):
+    """## What it does
+    Reports a relative link whose target exists in the working tree but is ignored by
+    git (a `.gitignore` rule matches it), outside the declared artifact paths.
+
+    ## Why is this bad?
+    The link works on the author's machine and nowhere else: the target is never
+    committed, so every clone, CI run and reader gets a broken link. A broad rule such
+    as `lib/` silently dropping wiki pages is a real defect seen in practice.
+
+    ## Example
+    `.gitignore` holds `lib/`, and a page links
+    ```markdown
+    [flags](lib/xla-flags.md)
+    ```
+    Narrow the ignore rule (`/lib/`) or move the page.
+
+    ## Options
+    `artifact-paths` (see LNK001): folders that are ignored on purpose.
+    """
+
+    code = "LNK002"
+    name = "link-target-ignored"
+    summary = "a relative link points to a file that exists but git ignores, so it will not be published"
+    cache_wiki = False  # reads .gitignore and the work tree
+
+    def check_wiki(self, ctx):
+        if ctx.tracked() is None:
+            return
+        for rel, line, col, dest, target, verdict in judged_links(ctx):
+            if verdict == IGNORED:
+                yield self.finding(
+                    rel, line, f"link '{dest}' points to {target}, which git ignores: it will not be published", col
+                )
