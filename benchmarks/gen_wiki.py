@@ -551,7 +551,7 @@ def _knowledge(w: _Real) -> None:
         name = rel.rsplit("/", 1)[1][:-3]
         text = _fm(title=name, type="concept", tags=["concept"], created="2026-04-10", updated="2026-06-01") + "\n".join(parts)
         if rel in orphans:
-            w.plant("LNK003", rel, "orphan: no page links it and the index does not list it")
+            w.plant("IDX002", rel, "orphan: no page links it and the index does not list it")
             w.add(rel, text, kind="concept")
         else:
             w.add(rel, text, "Concepts", name, "concept")

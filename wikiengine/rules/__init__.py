@@ -49,6 +49,10 @@ REGISTRY: dict[str, str] = {
     "PRG004": "wikiengine.rules.cascade_shadowing:LeadingTitleShadow",
     "LNK001": "wikiengine.rules.broken_link:BrokenLink",
     "LNK002": "wikiengine.rules.broken_link:IgnoredLinkTarget",
+    "IDX002": "wikiengine.rules.orphan_page:OrphanPage",
+    "CON001": "wikiengine.rules.contradiction:UnresolvedContradiction",
+    "IDX001": "wikiengine.rules.index_counts:IndexSectionCount",
+    "CDB001": "wikiengine.rules.codebase_commit:CodebaseCommitPinned",
 }
 
 

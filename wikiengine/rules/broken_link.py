@@ -136,7 +136,7 @@ def page_links(info) -> list[list]:
     """``[line, col, destination, target]`` of every relative link of the page ``info``;
     ``target`` is the repository-relative path it names (None when it leaves the
     repository). The last page's result is kept: rules that collect from one page (LNK001,
-    LNK003) scan it once."""
+    IDX002) scan it once."""
     global _LAST_SCAN
     page = info.page
     if _LAST_SCAN is not None and _LAST_SCAN[0] is page:
