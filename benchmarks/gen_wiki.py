@@ -837,11 +837,13 @@ def _lane_files(w: _Real, model: str, lane: str, lane_dir: str, lane_log: list, 
             w.plant("LOG001", f"{lane_dir}/log.md", "heading without [date]")
         day += dt.timedelta(days=1)
         lane_log.append((day, f"## [{day.isoformat()}] manual | reviewed hypotheses\n\n**Op**: manual\n**Notes**: reviewed.\n"))
-    entries = [text for _day, text in sorted(lane_log, key=lambda item: item[0], reverse=True)]
+    ordered = sorted(lane_log, key=lambda item: item[0], reverse=True)
     if heavy:
-        for i in (30, 60):  # two entries appended in the wrong place
-            entries[i], entries[i + 1] = entries[i + 1], entries[i]
+        for start in (30, 60):  # two entries appended in the wrong place
+            i = next(i for i in range(start, len(ordered) - 1) if ordered[i][0] > ordered[i + 1][0])
+            ordered[i], ordered[i + 1] = ordered[i + 1], ordered[i]
             w.plant("LOG002", f"{lane_dir}/log.md", "entry out of newest-first order")
+    entries = [text for _day, text in ordered]
     w.add(f"{lane_dir}/log.md", f"# {model} / {lane} log\n\n" + "\n".join(entries))
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import sys
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -133,10 +134,12 @@ def relative_target(dest: str) -> str | None:
 
 
 def page_links(info) -> list[list]:
-    """``[line, col, destination, target]`` of every relative link of the page ``info``;
+    """``[line, col, file part, rest, target]`` of every relative link of the page ``info``:
+    the destination is ``file part + rest`` (``rest``: its ``#anchor`` or ``?query``);
     ``target`` is the repository-relative path it names (None when it leaves the
-    repository). The last page's result is kept: rules that collect from one page (LNK001,
-    IDX002) scan it once."""
+    repository). Strings are interned, so that the lint cache stores each distinct
+    path once (generated pages repeat a few hundred targets tens of thousands of times).
+    The last page's result is kept: rules that collect from one page scan it once."""
     global _LAST_SCAN
     page = info.page
     if _LAST_SCAN is not None and _LAST_SCAN[0] is page:
@@ -144,12 +147,15 @@ def page_links(info) -> list[list]:
     text = page.preamble + "".join(s.text for s in page.sections)
     directory = posixpath.dirname(info.rel)
     links = []
+    intern = sys.intern
     for line, col, dest in link_destinations(text, page.body_line):
         file_part = relative_target(dest)
         if file_part is None:
             continue
         target = posixpath.normpath(posixpath.join(directory, file_part))
-        links.append([line, col, dest, None if target.startswith("../") or target == ".." else target])
+        outside = target.startswith("../") or target == ".."
+        rest = dest[len(file_part):]  # relative_target() is a prefix of the destination
+        links.append([line, col, intern(file_part), intern(rest), None if outside else intern(target)])
     _LAST_SCAN = (page, links)
     return links
 
@@ -164,15 +170,27 @@ class TargetJudge:
     """Judges link targets for one lint (see the module docstring), each target once."""
 
     def __init__(self, ctx):
+        self.ctx = ctx
         self.root = str(ctx.root)
-        self.tree = ctx.tracked()
-        self.pages = set(ctx.files)
         self.artifacts = tuple(p.strip("/") + "/" for p in ctx.config.artifact_paths)
-        self.submodules = {
-            path: os.path.exists(os.path.join(self.root, path, ".git")) for path in ctx.submodules()
-        }
+        self._tree = self._submodules = self._pages = None  # read on first need
         self.verdicts: dict[str, str] = {}
         self.candidates: list[str] = []  # on disk but not tracked: ignored, or simply not added yet
+
+    @property
+    def tree(self):
+        if self._tree is None:
+            self._tree = self.ctx.tracked() or False
+        return self._tree or None
+
+    @property
+    def submodules(self) -> dict[str, bool]:
+        """Submodule path -> is it checked out?"""
+        if self._submodules is None:
+            self._submodules = {
+                path: os.path.exists(os.path.join(self.root, path, ".git")) for path in self.ctx.submodules()
+            }
+        return self._submodules
 
     def judge(self, target: str) -> str:
         verdict = self.verdicts.get(target)
@@ -187,10 +205,15 @@ class TargetJudge:
         return None
 
     def _judge(self, target: str) -> str:
-        tree = self.tree
-        if target in tree.files if tree is not None else target in self.pages:
-            return OK
         if (target + "/").startswith(self.artifacts):
+            return OK
+        tree = self.tree
+        if tree is None:
+            if self._pages is None:
+                self._pages = set(self.ctx.files)
+            if target in self._pages:
+                return OK
+        elif target in tree.files:
             return OK
         submodule = self.submodule_of(target)
         if submodule is not None:
@@ -231,10 +254,10 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
             links = _links_of(ctx, rel)
             if not links:
                 continue
-            for line, col, dest, target in links:
+            for line, col, file_part, rest, target in links:
                 verdict = BROKEN if target is None else judge.judge(target)
                 if verdict is not OK and verdict is not UNVERIFIABLE:
-                    pending.append((rel, line, col, dest, target, verdict))
+                    pending.append((rel, line, col, file_part + rest, target, verdict))
         judge.settle()
         memo["rows"] = [
             (rel, line, col, dest, target, judge.verdicts[target] if verdict == "candidate" else verdict)

@@ -53,12 +53,11 @@ class CodebaseCommitPinned(Rule):
     cache_wiki = False  # reads the gitlinks of git's index
 
     def check_wiki(self, ctx):
-        tree = ctx.tracked()
+        pages = [rel for rel in ctx.targets if rel.startswith("wiki/codebases/")]
+        tree = ctx.tracked() if pages else None
         if tree is None or not tree.gitlinks:
             return
-        for rel in ctx.targets:
-            if not rel.startswith("wiki/codebases/"):
-                continue
+        for rel in pages:
             info = ctx.info(rel)
             commit = info.frontmatter.get("commit")
             if not isinstance(commit, str) or not commit.strip():

@@ -71,7 +71,7 @@ class IndexSectionCount(Rule):
         by_type = self._pages_by_type(ctx) if any(m.group("name").lower() in types for _s, m in counted) else {}
         for section, match in counted:
             said = int(match.group("count"))
-            listed = len({t for line, _c, _d, t in links if t and section.line <= line <= section.end_line})
+            listed = len({t for line, _c, _f, _r, t in links if t and section.line <= line <= section.end_line})
             kind = types.get(match.group("name").lower())
             if said == listed or (kind is not None and said == by_type.get(kind, 0)):
                 continue

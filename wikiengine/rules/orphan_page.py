@@ -48,7 +48,7 @@ class OrphanPage(Rule):
     summary = "a hand-written wiki page that no other page links"
 
     def collect(self, info, ctx):
-        targets = sorted({t for _l, _c, _d, t in page_links(info) if t is not None and t.endswith(".md") and t != info.rel})
+        targets = sorted({t for _l, _c, _f, _r, t in page_links(info) if t is not None and t.endswith(".md") and t != info.rel})
         return targets or None
 
     def check_wiki(self, ctx):
