@@ -1,7 +1,7 @@
 """Benchmark `wiki lint` on a generated wiki, in one run, as whole processes.
 
-    python benchmarks/bench_lint.py [--pages 10000] [--rounds 3] [--work DIR] [--peer-rounds 1]
-                                    [--no-peer] [--serial] [--json FILE]
+    python benchmarks/bench_lint.py [--pages 10000 | --real-shape] [--rounds 3] [--work DIR]
+                                    [--peer-rounds 1] [--no-peer] [--serial] [--json FILE]
 
 Cases, run round-robin (interleaved) so that machine noise spreads over all of them:
 
@@ -17,7 +17,10 @@ Cases, run round-robin (interleaved) so that machine noise spreads over all of t
   ``WORK/peer`` (outside the repository).
 
 The corpus comes from ``benchmarks/gen_wiki.py`` (10,000 experiment pages by default) and
-is committed to a git repository once. Each figure is the median wall time; peak RSS is
+is committed to a git repository once. ``--real-shape`` uses the real-shape corpus instead
+(``gen_wiki.py --real-shape``: about 4,500 pages and 35 MB, half of them large generated
+codebase pages linking into submodules that are not checked out); its 5 changed pages
+are current-form experiment pages, as a new run writes them. Each figure is the median wall time; peak RSS is
 the largest single process (from ``wait4``), CPU is user + system time. The table gives
 each case as a multiple of the read floor and the peer as a multiple of each case.
 """
@@ -114,10 +117,27 @@ def install_peer(peer_dir: Path) -> Path | None:
     return binary
 
 
-def experiment_pages(corpus: Path, count: int) -> list[str]:
+def make_real_corpus(corpus: Path) -> None:
+    """The real-shape corpus (gen_wiki.py --real-shape commits it, submodule gitlinks included)."""
+    marker = corpus / ".bench-corpus"
+    if marker.is_file() and marker.read_text() == "real":
+        return
+    shutil.rmtree(corpus, ignore_errors=True)
+    spec = importlib.util.spec_from_file_location("gen_wiki", HERE / "gen_wiki.py")
+    gen_wiki = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_wiki)
+    print(f"generating the real-shape corpus into {corpus} ...", file=sys.stderr)
+    gen_wiki.generate_real(corpus, seed=0)
+    marker.write_text("real")
+
+
+def experiment_pages(corpus: Path, count: int, current_form: bool = False) -> list[str]:
+    """``count`` experiment pages spread over the corpus (``current_form``: only pages
+    with ``status: filed``, as a run files them today)."""
     found = sorted(
         p.relative_to(corpus).as_posix() for p in (corpus / "wiki" / "experiments").rglob("*.md")
-        if p.name not in ("program.md", "log.md")
+        if p.name not in ("program.md", "log.md") and p.name == p.name.lower()
+        and (not current_form or "\nstatus: filed\n" in p.read_text(encoding="utf-8"))
     )
     step = max(1, len(found) // count)
     return found[::step][:count]
@@ -126,6 +146,7 @@ def experiment_pages(corpus: Path, count: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=10000)
+    parser.add_argument("--real-shape", action="store_true", help="the real-shape corpus instead of --pages")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--peer-rounds", type=int, default=1)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "wiki-lint-bench")
@@ -134,12 +155,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the raw figures here")
     args = parser.parse_args(argv)
 
-    corpus = args.work / f"corpus-{args.pages}"
-    make_corpus(corpus, args.pages)
+    if args.real_shape:
+        corpus = args.work / "corpus-real"
+        make_real_corpus(corpus)
+    else:
+        corpus = args.work / f"corpus-{args.pages}"
+        make_corpus(corpus, args.pages)
     wiki = Path(sys.executable).with_name("wiki")
     lint = [str(wiki), "lint"] if wiki.exists() else [sys.executable, "-m", "wikiengine", "lint"]
     peer = None if args.no_peer else install_peer(args.work / "peer")
-    changed = experiment_pages(corpus, 5)
+    changed = experiment_pages(corpus, 5, current_form=args.real_shape)
     originals = {rel: (corpus / rel).read_bytes() for rel in changed}
     cache = corpus / ".wiki_cache"
 
@@ -193,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     floor = summary["floor"]["wall"]
     peer_wall = summary.get("peer", {}).get("wall")
-    print(f"\n`wiki lint` on {args.pages} generated pages, {os.cpu_count()} cores, medians of {args.rounds} interleaved rounds")
+    what = "the real-shape corpus" if args.real_shape else f"{args.pages} generated pages"
+    print(f"\n`wiki lint` on {what}, {os.cpu_count()} cores, medians of {args.rounds} interleaved rounds")
     print("| case | wall s | CPU s | peak RSS MiB | x read floor | peer x this |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, row in summary.items():
@@ -205,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         pass
     if args.json:
-        args.json.write_text(json.dumps({"pages": args.pages, "summary": summary, "runs": results}, indent=2))
+        args.json.write_text(json.dumps({"pages": "real" if args.real_shape else args.pages, "summary": summary,
+                                         "runs": results}, indent=2))
     return 0
 
 

@@ -8,14 +8,17 @@ from wikiengine.lint.rule import Rule
 from wikiengine.rules.unreadable_page import ALL_KINDS
 
 _CALLOUT_RE = re.compile(r" {0,3}>\s*\[!warning\][+-]?\s*Contradicted by\b(?P<rest>.*)", re.I)
-_RESOLVED_RE = re.compile(r" {0,3}>\s*(?:\*\*|__)?(?:Resolved|Resolution)\b", re.I)
+# "> **Resolved** 2026-06-22: ..." or "> Resolution: ..." (with content: "Resolution: TBD" is not one).
+_RESOLVED_RE = re.compile(
+    r" {0,3}>\s*(?:\*\*|__)?(?:Resolved\b|Resolution(?:\*\*|__)?\s*:(?:\*\*|__)?\s*(?!\(?(?:TBD|pending)\b)\S)", re.I
+)
 _QUOTE_RE = re.compile(r" {0,3}>")
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
 def unresolved_contradictions(text: str, first_line: int = 1) -> list[tuple[int, str]]:
     """``(line, rest of the callout line)`` of each ``[!warning] Contradicted by`` callout
-    outside code fences whose blockquote has no ``Resolved``/``Resolution`` line."""
+    outside code fences whose blockquote has no ``Resolved ...`` or ``Resolution: ...`` line."""
     found = []
     fence = ""
     open_at: tuple[int, str] | None = None
@@ -44,7 +47,9 @@ class UnresolvedContradiction(Rule):
     """## What it does
     Lists every `> [!warning] Contradicted by [<page>](<path>) on YYYY-MM-DD` callout
     that is still unresolved: its blockquote has no line starting with `Resolved` or
-    `Resolution` (bold or not). Callouts inside code fences are examples, not claims.
+    `Resolution:` and what was resolved (bold or not; `Resolution: TBD` or
+    `Resolution pending` resolve nothing). Callouts inside code fences are examples, not
+    claims.
 
     ## Why is this bad?
     The callout marks a claim that a newer page contradicts. Until someone reconciles

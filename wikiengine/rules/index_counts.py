@@ -75,7 +75,8 @@ class IndexSectionCount(Rule):
             kind = types.get(match.group("name").lower())
             if said == listed or (kind is not None and said == by_type.get(kind, 0)):
                 continue
-            pages = f"the wiki has {by_type.get(kind, 0)} {kind} pages and " if kind else ""
+            count = by_type.get(kind, 0)
+            pages = f"the wiki has {count} {kind} page{'' if count == 1 else 's'} and " if kind else ""
             yield self.finding(INDEX, section.line, f"'## {section.title.strip()}' says {said}, but {pages}the section lists {listed}")
 
     @staticmethod

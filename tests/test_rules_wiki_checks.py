@@ -1,0 +1,122 @@
+"""LNK001 (submodules, artifact paths), LNK002, IDX001, IDX002, CON001 and CDB001 on
+fixture wikis (``tests/rule_fixtures.py``): the findings compared whole."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.rule_fixtures import build, expected, rendered
+from tests.rules_wiki import git
+from wikiengine.lint import lint
+from wikiengine.lint.baseline import BASELINE_FILE
+from wikiengine.lint.config import LintConfig
+
+CODES = ["LNK001", "LNK002", "IDX001", "IDX002", "CON001", "CDB001"]
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_fixture_wiki_gives_exactly_the_expected_findings(tmp_path, code):
+    root = build(code, tmp_path / "wiki")
+    assert rendered(root, code) == expected(code)
+
+
+def test_lnk001_checks_a_submodule_once_it_is_checked_out(tmp_path):
+    """The fixture's absent submodule is unverifiable; checked out, its links are checked."""
+    root = build("LNK001", tmp_path / "wiki")
+    absent = root / "raw" / "code" / "absent"
+    (absent / "pkg").mkdir(parents=True)
+    (absent / "pkg" / "elsewhere.py").write_text("x = 1\n", encoding="utf-8")
+    git(absent, "init", "-q")
+    found = rendered(root, "LNK001")
+    assert [f for f in found if "absent" in f] == [
+        "wiki/codebases/present/catalog/pkg-a.md:16:13: LNK001 link '../../../../raw/code/absent/pkg/other.py#L40' "
+        "points to raw/code/absent/pkg/other.py, which does not exist",
+    ]
+
+
+def test_lnk001_outside_git_reads_gitmodules_and_the_file_system(tmp_path):
+    root = build("LNK001", tmp_path / "wiki")
+    shutil.rmtree(root / ".git")
+    assert rendered(root, "LNK001") == expected("LNK001")
+
+
+def test_lnk001_artifact_paths_come_from_the_configuration(tmp_path):
+    root = build("LNK001", tmp_path / "wiki")
+    config = LintConfig(select=["LNK001"], artifact_paths=["raw/other/"])
+    found = [f.render() for f in lint(root, config=config, base=None, use_cache=False).findings]
+    assert sum("raw/profiles/2026-06-03-v024-splash" in f for f in found) == 2
+
+
+def test_lnk002_is_silent_outside_git(tmp_path):
+    root = build("LNK002", tmp_path / "wiki")
+    shutil.rmtree(root / ".git")
+    assert rendered(root, "LNK002") == []
+
+
+def test_idx001_sections_option_counts_another_section_by_type(tmp_path):
+    root = build("IDX001", tmp_path / "wiki")
+    recent = "wiki/index.md:28:1: IDX001 '## Recent (2)' says 2, but the section lists 1"
+    assert recent in rendered(root, "IDX001")
+    assert rendered(root, "IDX001", sections={"Recent": "concept"}) == [f for f in expected("IDX001") if f != recent]
+
+
+def test_idx002_exclude_option_and_no_index(tmp_path):
+    root = build("IDX002", tmp_path / "wiki")
+    assert rendered(root, "IDX002", exclude=["wiki/analyses/*"]) == [expected("IDX002")[1]]
+    (root / "wiki" / "index.md").unlink()
+    assert rendered(root, "IDX002") == []
+
+
+def test_cdb001_reads_the_pin_from_the_index_so_a_staged_bump_counts(tmp_path):
+    root = build("CDB001", tmp_path / "wiki")
+    git(root, "update-index", "--cacheinfo", "160000,0f1e2d3c4b5a000000000000000000000000000f,raw/code/jax")
+    found = rendered(root, "CDB001")
+    assert not any(f.startswith("wiki/codebases/jax.md:") for f in found)
+    assert any(f.startswith("wiki/codebases/jax/catalog/core.md:6:1: CDB001 commit 384b34801168 is not") for f in found)
+
+
+def test_baseline_written_without_submodules_is_not_stale_once_they_are_checked_out(tmp_path):
+    """An older engine (or a wiki that ignored LNK001's submodule rule) baselined links into a
+    submodule that was not checked out; checking it out resolves them, and the baseline
+    must not then report those entries stale."""
+    root = build("LNK001", tmp_path / "wiki")
+    page = "wiki/codebases/present/catalog/pkg-a.md"
+    message = ("link '../../../../raw/code/absent/pkg/other.py#L40' points to raw/code/absent/pkg/other.py, "
+               "which does not exist")
+    from wikiengine.lint.baseline import message_hash
+
+    entries = [{"path": page, "code": "LNK001", "hash": message_hash(message), "count": 1, "message": message}]
+    (root / BASELINE_FILE).write_text(json.dumps({"version": 1, "entries": entries}), encoding="utf-8")
+    absent = root / "raw" / "code" / "absent"
+    (absent / "pkg").mkdir(parents=True)
+    (absent / "pkg" / "other.py").write_text("x = 1\n" * 50, encoding="utf-8")
+    git(absent, "init", "-q")
+    result = lint(root, config=LintConfig(select=["LNK001", "WK101"]), base=None, use_cache=False)
+    assert sorted(f.code for f in result.findings) == ["LNK001", "LNK001", "LNK001"]  # the fixture's own three
+    # An entry about an ordinary page that was fixed is still stale.
+    entries.append({"path": page, "code": "LNK001", "hash": "0" * 16, "count": 1, "message": "link 'x.md' points to wiki/x.md, which does not exist"})
+    (root / BASELINE_FILE).write_text(json.dumps({"version": 1, "entries": entries}), encoding="utf-8")
+    result = lint(root, config=LintConfig(select=["LNK001", "WK101"]), base=None, use_cache=False)
+    assert [f.code for f in result.findings].count("WK101") == 1
+
+
+def test_tracked_tree_reads_files_and_gitlinks_from_the_index(tmp_path):
+    from wikiengine.lint.gitview import TrackedTree
+
+    root = build("CDB001", tmp_path / "wiki")
+    tree = TrackedTree.read(root)
+    assert tree.gitlinks == {
+        "raw/code/maxtext": "9b04e7d1c2a3b4c5d6e7f8091a2b3c4d5e6f7081",
+        "raw/code/jax": "384b34801168ab1fedb56c90448aab2a118549bc",
+    }
+    assert "wiki/codebases/jax.md" in tree.files and tree.has_directory("wiki/codebases/jax")
+    assert not tree.has_directory("wiki/codebases/ja")
+    (root / "wiki" / "new.md").write_text("# new\n", encoding="utf-8")
+    git(root, "add", "wiki/new.md")
+    assert "wiki/new.md" in TrackedTree.read(root).files  # staged counts: the index, not HEAD
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert TrackedTree.read(outside) is None
