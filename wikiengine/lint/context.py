@@ -194,13 +194,22 @@ class LintContext:
         self._root_str = str(root)
         self._tree: Any = False  # the TrackedTree, read on first use (None outside git)
 
-    def tracked(self):
-        """The files and submodules git tracks (:class:`~wikiengine.lint.gitview.TrackedTree`,
-        one ``git ls-files`` per run), or None outside a git work tree."""
+    def prefetch_tracked(self) -> None:
+        """Start reading :meth:`tracked` now, in a git process that runs alongside the lint."""
         if self._tree is False:
             from wikiengine.lint.gitview import TrackedTree
 
-            self._tree = TrackedTree.read(self.root)
+            self._tree = TrackedTree.start(self.root)
+
+    def tracked(self):
+        """The files and submodules git tracks (:class:`~wikiengine.lint.gitview.TrackedTree`,
+        one ``git ls-files`` per run), or None outside a git work tree."""
+        from wikiengine.lint.gitview import TrackedTree
+
+        if self._tree is False:
+            self._tree = TrackedTree.start(self.root)
+        if self._tree is not None and not isinstance(self._tree, TrackedTree):
+            self._tree = TrackedTree.finish(self._tree)
         return self._tree
 
     def submodules(self) -> dict[str, str | None]:

@@ -176,16 +176,32 @@ class TrackedTree:
 
     @classmethod
     def read(cls, root: Path) -> TrackedTree | None:
+        return cls.finish(cls.start(root))
+
+    @staticmethod
+    def start(root: Path) -> subprocess.Popen | None:
+        """Start the ``git ls-files`` that :meth:`finish` reads (it runs while lint works)."""
         try:
-            proc = subprocess.run(
-                ["git", "ls-files", "--stage", "-z"], cwd=root, capture_output=True, timeout=120
+            return subprocess.Popen(
+                ["git", "ls-files", "--stage", "-z"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
             )
-        except (OSError, subprocess.TimeoutExpired):
+        except OSError:
+            return None
+
+    @classmethod
+    def finish(cls, proc: subprocess.Popen | None) -> TrackedTree | None:
+        if proc is None:
+            return None
+        try:
+            out, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
             return None
         if proc.returncode != 0:
             return None  # not a git work tree
         files, gitlinks = set(), {}
-        for entry in proc.stdout.decode("utf-8", errors="surrogateescape").split("\0"):
+        for entry in out.decode("utf-8", errors="surrogateescape").split("\0"):
             if not entry:
                 continue
             meta, _, path = entry.partition("\t")

@@ -10,6 +10,8 @@ and formats.
 - ``kinds``: the page kinds ``check_page`` runs on (empty: not a page rule);
 - ``check_wiki``: cross-file checks, run once per lint with the whole wiki in view;
 - ``needs_git``: the rule compares with a base revision (skipped outside git);
+- ``reads_tracked``: the rule asks ``ctx.tracked()`` (what git tracks, read by one
+  ``git ls-files`` that then starts with the run);
 - ``fix``: for ``fixable`` rules, the one safe mechanical fix of a page;
 - ``collect``: small per-page facts (JSON-like values) that ``check_wiki`` reads back
   through ``ctx.facts(code, rel)``; they are cached with the file, so a cross-file rule
@@ -57,6 +59,7 @@ class Rule:
     fixable: ClassVar[bool] = False
     since: ClassVar[str | None] = None
     cache_wiki: ClassVar[bool] = True
+    reads_tracked: ClassVar[bool] = False  # uses ctx.tracked(): its git process starts with the run
 
     def prepare(self, ctx: LintContext) -> None:
         """Once per run, in the main process, before any page is checked (compile, load)."""

@@ -75,6 +75,9 @@ def lint(
     cache = LintCache.open(root, fingerprint, persist=use_cache)
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
     ctx._rules = {rule.code: rule for rule in rules}
+    prefetched = any(getattr(rule, "reads_tracked", False) for rule in rules)
+    if prefetched:
+        ctx.prefetch_tracked()
     notices: list[str] = []
     ran = _open_git(ctx, rules, base, notices)
     for rule in rules:
@@ -97,6 +100,8 @@ def lint(
                     findings.extend(rule.check_page(info, ctx))
     findings.extend(f for f in _wiki_findings(ctx, rules, ran) if f.path in reported)
 
+    if prefetched:
+        ctx.tracked()  # reap the prefetched git process, should no rule have needed it
     findings = [f for f in findings if not config.ignored_for(f.path, f.code)]
     findings, grandfathered = grandfather.apply(findings, ctx, grandfather.since_dates(ctx, rules))
     findings, unused, suppressed = suppress.apply(findings, directives, ran)

@@ -409,6 +409,7 @@ class BrokenLink(Rule):
     summary = "a relative link points to a file that does not exist (submodules and artifact paths understood)"
     kinds = ALL_KINDS
     cache_wiki = False  # link targets are any files, not only pages
+    reads_tracked = True
 
     def collect(self, info, ctx):
         return page_links(info) or None
@@ -453,6 +454,7 @@ class IgnoredLinkTarget(Rule):
     name = "link-target-ignored"
     summary = "a relative link points to a file that exists but git ignores, so it will not be published"
     cache_wiki = False  # reads .gitignore and the work tree
+    reads_tracked = True
 
     def check_wiki(self, ctx):
         if ctx.tracked() is None:

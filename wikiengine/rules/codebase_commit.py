@@ -51,6 +51,7 @@ class CodebaseCommitPinned(Rule):
     name = "codebase-commit-pinned"
     summary = "a codebase page's commit: differs from the commit its submodule is pinned at"
     cache_wiki = False  # reads the gitlinks of git's index
+    reads_tracked = True
 
     def check_wiki(self, ctx):
         pages = [rel for rel in ctx.targets if rel.startswith("wiki/codebases/")]
