@@ -92,3 +92,45 @@ def test_link_scan_agrees_with_markdown_it_on_generated_pages(tmp_path):
             checked += 1
             assert _relative(scanned) == _relative(markdown_it_links(page.body, page.body_line)), rel
     assert checked > 50
+
+
+def _gen_wiki():
+    spec = importlib.util.spec_from_file_location("gen_wiki", REPO / "benchmarks" / "gen_wiki.py")
+    gen_wiki = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_wiki)
+    return gen_wiki
+
+
+def test_link_scan_agrees_with_markdown_it_on_real_shape_pages(tmp_path):
+    """The one-pass scan of plain pages (generated codebase pages, table rows with code
+    spans and line-anchored links) finds what CommonMark finds, at the same lines."""
+    from wikiengine.rules.broken_link import _plain
+
+    root = tmp_path / "real"
+    _gen_wiki().generate_real(root, seed=2, git=False)
+    files = discover(root)
+    plain = 0
+    for rel in files[::7]:
+        page = load_page(root / rel, parse_yaml=False)
+        scanned = _scan_links(page.body, page.body_line)
+        plain += _plain(page.body)
+        assert scanned is not None, rel
+        assert _relative(scanned) == _relative(markdown_it_links(page.body, page.body_line)), rel
+    assert plain > len(files[::7]) // 2
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_LINKISH = st.text(alphabet="[]()`!# ab./-:\n\"'", max_size=80)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_LINKISH)
+def test_plain_scan_equals_the_careful_scan(text):
+    """Row 41: the whole-text pass and the line-by-line pass give the same answer (links,
+    lines, columns, or 'not certain') on every text the plain pass accepts."""
+    from wikiengine.rules.broken_link import _plain, _scan_careful, _scan_plain
+
+    if _plain(text):
+        assert _scan_plain(text, 3) == _scan_careful(text, 3)

@@ -127,11 +127,9 @@ def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None
     """:func:`_scan_links` for a :func:`_plain` text (most pages, generated ones included),
     in one pass over the whole text instead of line by line: code spans blanked out at
     once, every line's brackets balanced, one regex scan; the same answers."""
-    if "``" in text:
-        return _scan_careful(text, first_line)
     parts = text.split("`")
-    if len(parts) % 2 == 0 or any("\n" in parts[i] for i in range(1, len(parts), 2)):
-        return None  # a backtick left unpaired on its line
+    if "``" in text or len(parts) % 2 == 0 or any("\n" in parts[i] for i in range(1, len(parts), 2)):
+        return _scan_careful(text, first_line)  # a backtick string the line scan must pair
     if len(parts) > 1:
         masked = [parts[0]]
         for index in range(1, len(parts), 2):
