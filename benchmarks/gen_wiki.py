@@ -492,7 +492,7 @@ def _silo_pages(w: _Real, repo: str) -> None:
             if other != rel:
                 lines.append(f"- [{other.rsplit('/', 1)[1][:-3]}]({_rel(other, rel)})")
         lines.append(f"- [{repo} companion]({_rel(f'wiki/codebases/{repo}.md', rel)})")
-        lines += ["", "## Notes\n", w.words(rng.randint(14, 20)), "", w.words(rng.randint(8, 12)), ""]
+        lines += ["", "## Notes\n", w.words(rng.randint(20, 26)), "", w.words(rng.randint(8, 12)), ""]
         w.add(rel, fm + "\n".join(lines) + "\n")
 
 
@@ -504,7 +504,7 @@ def _knowledge(w: _Real) -> None:
         rel = f"wiki/sources/src-{i:03d}-{rng.choice(CONCEPT_WORDS)}.md"
         raw = f"raw/sources/src-{i:03d}.md"
         w.files[raw] = f"source text {i}\n"
-        body = f"# Source {i}\n\nFile: [{raw}]({_rel(raw, rel)})\n\n{w.words(rng.randint(10, 16))}\n\n{w.words(rng.randint(8, 14))}\n"
+        body = f"# Source {i}\n\nFile: [{raw}]({_rel(raw, rel)})\n\n{w.words(rng.randint(14, 22))}\n\n{w.words(rng.randint(10, 16))}\n"
         if rng.random() < 0.05:  # older pages have no frontmatter at all
             text = body
         else:
@@ -769,7 +769,7 @@ def _experiment(w, rel, page_id, slug, topic, day, variant, verdict, in_progress
         audit = rng.choice(("confirmed", "silent no-op", "partial"))
         s += ["## HLO Dump\n", f"Firing audit: {audit} — `{signal}` in train_step.\n",
               f"Dump: [hlo]({up}{profile_dir}hlo/)\n"]
-    s += ["## Observations\n", w.words(rng.randint(8, 14)) + "\n", w.words(rng.randint(4, 8)) + "\n"]
+    s += ["## Observations\n", w.words(rng.randint(12, 20)) + "\n", w.words(rng.randint(8, 14)) + "\n"]
     said = verdict
     if pos in plants["verdict-disagrees"]:
         said = "refuted" if verdict != "refuted" else "supported"
