@@ -143,16 +143,17 @@ def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None
         starts.append(starts[-1] + len(line) + 1)
     found = []
     last = 0
+    find = text.find
     for match in _BRACKET_LINK_RE.finditer(text):
-        whole, start = match.group(0), match.start()
+        start, end = match.span()
         if start > last and text[start - 1] == "!":
             start -= 1  # an image
-        if "\n" in whole or whole.count("](") > 1 or "](" in text[last:start]:
+        if find("\n", start, end) >= 0 or find("](", find("](", start, end) + 2, end) >= 0 or find("](", last, start) >= 0:
             return None
         index = bisect.bisect_right(starts, start) - 1
         found.append((first_line + index, start - starts[index] + 1, _clean(match.group(1))))
-        last = match.end()
-    if "](" in text[last:]:
+        last = end
+    if find("](", last) >= 0:
         return None
     return found
 
