@@ -202,6 +202,35 @@ def is_filed(frontmatter: dict) -> bool:
     return resolve_verdict(frontmatter)[0] is not None
 
 
+# A labelled paragraph: the bold label at the start of a line (or list item), an optional
+# "(…)" gloss and a colon, then the text of the paragraph.
+_LABEL_RES = {
+    label: re.compile(
+        r"^[ \t]*(?:[-*+][ \t]+)?\*\*" + re.escape(label) + r"(?::\*\*|\*\*:?)[ \t]*(?:\([^)\n]*\))?[ \t]*:?(?P<rest>.*(?:\n(?![ \t]*\n)(?![ \t]*(?:[-*+][ \t]+)?\*\*).*)*)",
+        re.I | re.M,
+    )
+    for label in LABELS
+}
+
+
+def labelled_paragraphs(body: str) -> dict[str, tuple[str, int]]:
+    """The text of each labelled paragraph of ``body`` and its line (0-based) in ``body``."""
+    found = {}
+    for label in LABELS:
+        match = _LABEL_RES[label].search(body)
+        if match is not None:
+            text = " ".join(match.group("rest").lstrip(" \t*_:").split())
+            text = "" if not text.strip(" *_:.-—") else text
+            found[label] = (text, body.count("\n", 0, match.start()))
+    return found
+
+
+def missing_labels(body: str) -> list[str]:
+    """The labelled paragraphs that ``body`` lacks (or whose text is empty)."""
+    found = labelled_paragraphs(body)
+    return [label for label in LABELS if not found.get(label, ("", 0))[0]]
+
+
 def is_placeholder(text: str) -> bool:
     """Is ``text`` empty content: nothing, a comment, ``TBD``, ``(Pending)``, ``<...>``?"""
     stripped = _COMMENT_RE.sub("", text).strip()

@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass
 
 from wikiengine.experiment import real_date
-from wikiengine.lint.finding import UNDATED
 from wikiengine.page import Page
 
 GLOBAL_LOG = "wiki/log.md"
@@ -66,6 +65,8 @@ class LogEntry:
     @property
     def finding_date(self) -> str:
         """The date a finding about this entry carries (``since`` compares with it)."""
+        from wikiengine.lint.finding import UNDATED
+
         return self.date or UNDATED
 
     def has_op(self, op: str) -> bool:
