@@ -193,6 +193,14 @@ def mechanism_of(text: str) -> str:
     return _norm(ex.labelled_paragraphs(section.body if section else page.body).get("Mechanism", ("", 0))[0])
 
 
+def frontmatter_yaml(values: dict) -> str:
+    """A frontmatter block's YAML, keys in the given order, scalars quoted only where needed."""
+    import yaml
+
+    return yaml.safe_dump({k: v for k, v in values.items() if v is not None}, sort_keys=False, allow_unicode=True,
+                          default_flow_style=False, width=1000)
+
+
 def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposal, track: int | None,
                 workload: str, paths: dict[str, str], date: str, model_page_stem: str) -> str:
     front = {
@@ -208,18 +216,7 @@ def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposa
         "workload_name": workload,
         "artifacts": paths,
     }
-    lines = ["---"]
-    for key, value in front.items():
-        if value is None:
-            continue
-        if isinstance(value, dict):
-            lines.append(f"{key}:")
-            lines += [f"  {k}: {json.dumps(v)}" for k, v in value.items()]
-        elif isinstance(value, int):
-            lines.append(f"{key}: {value}")
-        else:
-            lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
-    lines.append("---")
+    lines = ["---", frontmatter_yaml(front).rstrip("\n"), "---"]
     body = [f"# {vid}: {slug}", "", f"## {ex.HYPOTHESIS_SECTION}", ""]
     for label in ex.LABELS:
         body += [f"**{label}**: {' '.join(proposal.paragraphs[label].split())}", ""]
@@ -579,7 +576,7 @@ def _log_summary(tail: str) -> str:
     return re.sub(r"[`|<>\[\]]", "'", line)[:160]
 
 
-def render_backfill(lane: Lane, workload, variant: str, model_page_stem: str, date: str) -> tuple[str, str, str]:
+def render_backfill(lane: Lane, workload, variant: str | None, model_page_stem: str, date: str) -> tuple[str, str, str]:
     """``(verdict, reason, page text)`` of a backfilled page (seed 001 step 0's policy)."""
     if workload.crashed:
         verdict, reason = "invalid", f"crashed; logs: {_log_summary(workload.log_tail)}"
@@ -588,7 +585,9 @@ def render_backfill(lane: Lane, workload, variant: str, model_page_stem: str, da
     front = {"title": f"{workload.vid} {workload.slug}", "type": "experiment", "model": model_page_stem,
              "variant": variant, "status": ex.FILED, "verdict": verdict, "reason": reason, "backfilled": True,
              "created": date, "updated": date, "workload_name": workload.name}
-    lines = ["---", *(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in front.items()), "---"]
+    if variant is None:
+        del front["variant"]  # no claim recorded the variant: EXP010 has nothing to check
+    lines = ["---", frontmatter_yaml(front).rstrip("\n"), "---"]
     tail = "\n".join(workload.log_tail.splitlines()[-20:]).replace("```", "'''")
     body = [
         f"# {workload.vid}: {workload.slug}", "",
@@ -598,6 +597,8 @@ def render_backfill(lane: Lane, workload, variant: str, model_page_stem: str, da
         "## Setup", "", f"**Workload**: `{workload.name}` (started {workload.started or 'unknown'}, finished "
         f"{workload.finished or 'unknown'}, exit code {workload.exit_code if workload.exit_code is not None else 'unknown'}).", "",
         "## Results", "", "Log tail, as the backend returned it:", "", "```text", tail or "(empty)", "```", "",
+        "## Profile", "", "Not captured: the profile analyzer was not dispatched (backfilled page).", "",
+        "## HLO Dump", "", "Not captured: the profile analyzer was not dispatched (backfilled page).", "",
         "## Verdict", "", f"**{verdict}** — {reason}.", "",
     ]
     return verdict, reason, "\n".join(lines) + "\n" + "\n".join(body)
@@ -622,7 +623,7 @@ def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: st
             vid = ex.canonical_id(workload.vid)
             if vid in have:
                 continue
-            variant = str(claimed_variant.get(vid) or "unknown")
+            variant = claimed_variant.get(vid)
             verdict, reason, text = render_backfill(lane, workload, variant, stem, date)
             rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, workload.slug)}"
             txn.write(rel, text)
