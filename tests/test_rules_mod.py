@@ -109,3 +109,19 @@ def test_hyp001_hypothesis_experiments_exist(tmp_path, keys, expected):
     write(tmp_path, {**PAGES, HYPOTHESIS: page})
     found = findings(tmp_path, "HYP001")
     assert len(found) == expected, [f.render() for f in found]
+
+
+def test_mod002_reads_the_lane_programs_target_metric(tmp_path):
+    """With no rule option, MOD002 compares by the metric wiki exp file used: the lane
+    program's target_metric (here tps, where v042 is best although v043 has the better mfu)."""
+    pages = {
+        V042: experiment_page(mfu=41.3, tps=9100),
+        V043: experiment_page(created="2026-06-03", status="filed", verdict="supported", mfu=42.0, tps=8800),
+        "wiki/experiments/program.md": "# Root\n\n## Rules\n\nOne change per experiment.\n",
+        f"{LANE}/program.md": "# Lane\n\n## Config\n\n```yaml\ntarget_metric: tps\n```\n",
+    }
+    write(tmp_path, {**pages, MODEL: MODEL_PAGE.format(best="v042")})
+    assert findings(tmp_path, "MOD002") == []
+    write(tmp_path, {**pages, MODEL: MODEL_PAGE.format(best="v043")})
+    (found,) = findings(tmp_path, "MOD002")
+    assert "tps 8800" in found.message and V042 in found.message

@@ -73,8 +73,9 @@ class CurrentBestIsBest(Rule):
     `variant: 2B/v5p-16` is `supported` with `mfu: 42.0`. Point the cell at v049.
 
     ## Options
-    - `metric` (string, default `mfu`): the frontmatter key compared.
-    - `higher-is-better` (bool, default true).
+    - `metric` (string): the frontmatter key compared (`mfu: 42.0` or `metrics: {mfu: 42.0}`).
+      Default: the lane program's `target_metric` (its `## Config` block), else `mfu`.
+    - `higher-is-better` (bool): default the lane program's `higher_is_better`, else true.
     """
 
     code = "MOD002"
@@ -91,8 +92,8 @@ class CurrentBestIsBest(Rule):
         refs = current_best(info, lane, ctx)
         if lane is None or refs is None:
             return
-        metric = str(ctx.config.option(self.code, "metric", DEFAULT_METRIC))
-        sign = 1.0 if ctx.config.option(self.code, "higher-is-better", True) else -1.0
+        metric, higher = _lane_metric(ctx, self.code, lane)
+        sign = 1.0 if higher else -1.0
         supported = [
             facts
             for facts in lane_experiments(ctx, lane)
@@ -128,6 +129,26 @@ class CurrentBestIsBest(Rule):
                     f"Current best {ref.facts.exp_id} has {metric} {own:g}, but {best.rel} (supported, same variant) has "
                     f"{metric_value(best, metric):g}",
                 )
+
+
+def _lane_metric(ctx, code: str, lane: tuple[str, str]) -> tuple[str, bool]:
+    """The metric MOD002 compares and its direction: the rule's options, else the lane
+    program's ``target_metric`` / ``higher_is_better`` (what ``wiki exp file`` used)."""
+    metric = ctx.config.option(code, "metric")
+    higher = ctx.config.option(code, "higher-is-better")
+    if metric is None or higher is None:
+        from wikiengine.cascade import resolve
+        from wikiengine.errors import WikiError
+        from wikiengine.targets import target_for_path
+
+        try:
+            config = resolve(target_for_path(ctx.root, ctx.root / f"wiki/experiments/{lane[0]}/{lane[1]}"),
+                             additive_marker=ctx.config.additive_marker, validate=False).config or {}
+        except WikiError:
+            config = {}  # PRG001/PRG002 report a broken program
+        metric = metric if metric is not None else config.get("target_metric", DEFAULT_METRIC)
+        higher = higher if higher is not None else config.get("higher_is_better", True)
+    return str(metric), bool(higher)
 
 
 class ModelPageSections(Rule):
