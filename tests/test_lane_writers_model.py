@@ -31,7 +31,7 @@ from pathlib import Path
 from unittest import mock
 
 import frontmatter
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -245,8 +245,10 @@ class LaneWritersModel(RuleBasedStateMachine):
 
     # --- calling a writer (with an optional kill) ---------------------------------------
 
-    def call(self, lock: str, kill: str | None, fn):
+    def call(self, lock: str, kill: str | None, fn, *, takes_lock: bool = True):
         """Run ``fn``; with ``kill``, raise SystemExit at that point of the commit.
+        ``takes_lock``: the model says the call reaches the lock, so it must replay a
+        pending redo record of that lock first.
         Returns ``("ok", result) | ("refused", error) | ("killed", redo record)``."""
         patches = []
         if kill == "after-redo":
@@ -271,6 +273,8 @@ class LaneWritersModel(RuleBasedStateMachine):
             for p in patches:
                 p.stop()
         self.check_recovery(pending_before)
+        if takes_lock:
+            assert lock not in self.pending, f"the {lock} lock was taken but the killed write was not replayed"
         if outcome[0] == "killed":
             self.pending[lock] = outcome[1]
         return outcome
@@ -287,10 +291,6 @@ class LaneWritersModel(RuleBasedStateMachine):
             for rel, text in record["files"].items():
                 assert git(self.root, "show", f"{sha}:{rel}") == text, f"the replay of {record['message']} changed {rel}"
             del self.pending[lock]
-
-    def entered_lane_lock(self) -> None:
-        """A call that took the lane lock replayed any pending lane redo record."""
-        assert "lane" not in self.pending, "the lane lock was taken but the killed write was not replayed"
 
     # --- setup --------------------------------------------------------------------------
 
@@ -340,9 +340,7 @@ class LaneWritersModel(RuleBasedStateMachine):
         expect_ok = not refused_variant and not conflict
         path = self.proposal(mechanism, slug)
         outcome, value = self.call("lane", kill if expect_ok else None, lambda: lane_writers.new_experiment(
-            self.root, LANE, slug=slug, variant=variant, proposal_path=path, track=track))
-        if not refused_variant:
-            self.entered_lane_lock()
+            self.root, LANE, slug=slug, variant=variant, proposal_path=path, track=track), takes_lock=not refused_variant)
         if not expect_ok:
             assert outcome == "refused", f"new on track {track} should be refused ({variant=}, {conflict=}): {value}"
             assert ("in flight" in str(value)) == (conflict and not refused_variant), str(value)
@@ -400,9 +398,7 @@ class LaneWritersModel(RuleBasedStateMachine):
             if verdict in VERDICTS else None
         outcome, value = self.call("lane", kill if expect == "ok" else None, lambda: lane_writers.file_experiment(
             self.root, LANE, exp.vid, verdict=verdict, metrics=metrics, exit_code=exit_code, profile_path=profile_path,
-            hlo_path=hlo_path, reason="measured by the model test"))
-        if expect != "refused-early":
-            self.entered_lane_lock()
+            hlo_path=hlo_path, reason="measured by the model test"), takes_lock=expect != "refused-early")
         if expect.startswith("refused"):
             assert outcome == "refused", f"filing {exp.vid} ({exp.status}) should be refused, got {outcome}: {value}"
             if expect == "refused-immutable":
@@ -434,7 +430,6 @@ class LaneWritersModel(RuleBasedStateMachine):
         expect_ok = exp.status != "lost" and exp.retryable
         outcome, value = self.call("lane", kill if expect_ok else None,
                                    lambda: lane_writers.retry_experiment(self.root, LANE, exp.vid))
-        self.entered_lane_lock()
         if not expect_ok:
             assert outcome == "refused", f"retry of {exp.vid} ({exp.status}, backfilled={exp.backfilled}): {value}"
             return
@@ -463,12 +458,10 @@ class LaneWritersModel(RuleBasedStateMachine):
         subject = f"model step {self.steps}: a note on the session"
         lane = LANE if tier == "lane" else None
         outcome, value = self.call(tier, kill if ok else None, lambda: lane_writers.add_log_entry(
-            self.root, op, subject, lane, {"Notes": "written by the model test"}))
+            self.root, op, subject, lane, {"Notes": "written by the model test"}), takes_lock=ok)
         if not ok:
             assert outcome == "refused", f"{op} in the {tier} log should be refused: {value}"
             return
-        if tier == "lane":
-            self.entered_lane_lock()
         assert outcome != "refused", f"{op} in the {tier} log was refused: {value}"
         first = next(ln for ln in self.text(LANE.log if tier == "lane" else "wiki/log.md").splitlines()
                      if ln.startswith("## "))
@@ -525,7 +518,6 @@ class LaneWritersModel(RuleBasedStateMachine):
                         else "inconclusive")
         outcome, value = self.call("lane", kill if due else None, lambda: lane_writers.backfill(
             self.root, LANE, LocalLaneBackend(self.root, LANE.model_dir, LANE.name)))
-        self.entered_lane_lock()
         assert outcome != "refused", f"backfill was refused: {value}"
         if outcome == "ok":
             got = {item["vid"]: (item["workload"], item["verdict"]) for item in value["backfilled"]}
@@ -615,7 +607,10 @@ class LaneWritersModel(RuleBasedStateMachine):
 
 
 LaneWritersModel.TestCase.settings = settings(
+    # No shrink phase: a failing run prints its (at most 12) steps as they were; shrinking
+    # them costs minutes of real git and lint work on a shared machine.
     max_examples=15, stateful_step_count=12, deadline=None, database=None,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_row_lane_writers_state_machine = LaneWritersModel.TestCase

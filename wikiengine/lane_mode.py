@@ -339,7 +339,13 @@ def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None) -> Lane
         result.next_wake_s = None
         return result
     if not dry_run:
-        done = lw.backfill(root, run.lane, run.backend)
+        from executors.compute import ComputeError
+
+        try:
+            done = lw.backfill(root, run.lane, run.backend)
+        except ComputeError as exc:
+            done = {"backfilled": []}
+            result.actions.append(f"backfill skipped: the backend cannot be listed ({exc})")
         result.actions += [f"backfilled {b['vid']} ({b['verdict']}): {b['page']}" for b in done["backfilled"]]
         if done.get("commit"):
             result.commits.append(done["commit"])
