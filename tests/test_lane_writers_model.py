@@ -31,7 +31,7 @@ from pathlib import Path
 from unittest import mock
 
 import frontmatter
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -231,7 +231,8 @@ class LaneWritersModel(RuleBasedStateMachine):
 
     def expected_verdict(self, exp: Exp, requested: str, mfu: float | None, profile: bool, hlo: bool,
                          firing: str | None, crashed: bool) -> str:
-        """The caps of seeds 001/003, as the issue states them."""
+        """The caps of seeds 001/003, as the issue states them (``crashed``: a non-zero exit
+        code or a failed parity check, both ``invalid``)."""
         verdict = requested
         if crashed:
             return "invalid"
@@ -291,6 +292,7 @@ class LaneWritersModel(RuleBasedStateMachine):
             for rel, text in record["files"].items():
                 assert git(self.root, "show", f"{sha}:{rel}") == text, f"the replay of {record['message']} changed {rel}"
             del self.pending[lock]
+            event(f"replayed a killed {lock} write")
 
     # --- setup --------------------------------------------------------------------------
 
@@ -341,6 +343,7 @@ class LaneWritersModel(RuleBasedStateMachine):
         path = self.proposal(mechanism, slug)
         outcome, value = self.call("lane", kill if expect_ok else None, lambda: lane_writers.new_experiment(
             self.root, LANE, slug=slug, variant=variant, proposal_path=path, track=track), takes_lock=not refused_variant)
+        event(f"new: {outcome}" + (" (in flight elsewhere)" if conflict else "") + (" (no such row)" if refused_variant else ""))
         if not expect_ok:
             assert outcome == "refused", f"new on track {track} should be refused ({variant=}, {conflict=}): {value}"
             assert ("in flight" in str(value)) == (conflict and not refused_variant), str(value)
@@ -367,8 +370,9 @@ class LaneWritersModel(RuleBasedStateMachine):
           mfu=st.sampled_from((None, 38.0, 39.0, 39.2, 40.5, 42.0, 42.5, 44.0, 45.5)),
           profile=st.sampled_from((True, True, True, False)),
           hlo=st.sampled_from(("confirmed", "confirmed", "silent no-op", "partial", "no-audit-line", None)),
-          exit_code=st.sampled_from((None, 0, 0, 1)), kill=st.sampled_from(KILL_POINTS))
-    def file(self, pick, verdict, mfu, profile, hlo, exit_code, kill):
+          exit_code=st.sampled_from((None, 0, 0, 1)), parity=st.sampled_from((None, None, "pass", "fail")),
+          kill=st.sampled_from(KILL_POINTS))
+    def file(self, pick, verdict, mfu, profile, hlo, exit_code, parity, kill):
         targets = self._targets(created=False)
         exp = self.exps[targets[pick % len(targets)]]
         metrics = {} if mfu is None else {"mfu": mfu, "tps": 1000.0 + mfu}
@@ -393,12 +397,14 @@ class LaneWritersModel(RuleBasedStateMachine):
             expect = "capped-or-refused"
         else:
             expect = "ok"
-        crashed = exit_code not in (None, 0)
+        crashed = exit_code not in (None, 0) or parity == "fail"
         want = self.expected_verdict(exp, verdict, mfu, profile, hlo is not None, firing, crashed) \
             if verdict in VERDICTS else None
         outcome, value = self.call("lane", kill if expect == "ok" else None, lambda: lane_writers.file_experiment(
-            self.root, LANE, exp.vid, verdict=verdict, metrics=metrics, exit_code=exit_code, profile_path=profile_path,
+            self.root, LANE, exp.vid, verdict=verdict, metrics=metrics,
+            outcome=lane_writers.RunOutcome(exit_code=exit_code, parity=parity), profile_path=profile_path,
             hlo_path=hlo_path, reason="measured by the model test"), takes_lock=expect != "refused-early")
+        event(f"file: {expect} -> {outcome}" + (f" {want}" if outcome != "refused" else ""))
         if expect.startswith("refused"):
             assert outcome == "refused", f"filing {exp.vid} ({exp.status}) should be refused, got {outcome}: {value}"
             if expect == "refused-immutable":
@@ -409,7 +415,7 @@ class LaneWritersModel(RuleBasedStateMachine):
             return
         assert outcome != "refused", f"filing {exp.vid} was refused: {value}"
         if outcome == "ok":
-            assert value["verdict"] == want, (exp.vid, verdict, mfu, profile, hlo, exit_code, value)
+            assert value["verdict"] == want, (exp.vid, verdict, mfu, profile, hlo, exit_code, parity, value)
             assert value["requested"] == verdict and bool(value["capped"]) == (want != verdict), value
         moved = False
         if want == "supported":
@@ -430,6 +436,7 @@ class LaneWritersModel(RuleBasedStateMachine):
         expect_ok = exp.status != "lost" and exp.retryable
         outcome, value = self.call("lane", kill if expect_ok else None,
                                    lambda: lane_writers.retry_experiment(self.root, LANE, exp.vid))
+        event(f"retry of a {'backfilled' if exp.backfilled else exp.status} page: {outcome}")
         if not expect_ok:
             assert outcome == "refused", f"retry of {exp.vid} ({exp.status}, backfilled={exp.backfilled}): {value}"
             return
@@ -459,6 +466,7 @@ class LaneWritersModel(RuleBasedStateMachine):
         lane = LANE if tier == "lane" else None
         outcome, value = self.call(tier, kill if ok else None, lambda: lane_writers.add_log_entry(
             self.root, op, subject, lane, {"Notes": "written by the model test"}), takes_lock=ok)
+        event(f"log add ({tier}): {outcome}")
         if not ok:
             assert outcome == "refused", f"{op} in the {tier} log should be refused: {value}"
             return
@@ -518,6 +526,7 @@ class LaneWritersModel(RuleBasedStateMachine):
                         else "inconclusive")
         outcome, value = self.call("lane", kill if due else None, lambda: lane_writers.backfill(
             self.root, LANE, LocalLaneBackend(self.root, LANE.model_dir, LANE.name)))
+        event(f"backfill of {len(due)} page(s): {outcome}")
         assert outcome != "refused", f"backfill was refused: {value}"
         if outcome == "ok":
             got = {item["vid"]: (item["workload"], item["verdict"]) for item in value["backfilled"]}
@@ -578,8 +587,7 @@ class LaneWritersModel(RuleBasedStateMachine):
 
     @invariant()
     def journal_names_each_id_once(self):
-        path = self.root / LANE.journal
-        records = [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines()] if path.is_file() else []
+        records = [json.loads(ln) for ln in (self.text(LANE.journal) or "").splitlines()]
         for op in ("file",):
             vids = [r["vid"] for r in records if r["op"] == op]
             assert len(vids) == len(set(vids)), f"journal {op} records repeat: {vids}"
