@@ -366,14 +366,18 @@ class LaneWritersModel(RuleBasedStateMachine):
     def _targets(self, *, created: bool) -> list[str]:
         return sorted(v for v, e in self.exps.items() if not (created and e.preexisting))
 
-    @rule(pick=st.integers(0, 10**6), verdict=st.sampled_from((*VERDICTS, "maybe")),
+    @rule(which=st.sampled_from(("open", "open", "open", "any")), pick=st.integers(0, 10**6),
+          verdict=st.sampled_from((*VERDICTS, "maybe")),
           mfu=st.sampled_from((None, 38.0, 39.0, 39.2, 40.5, 42.0, 42.5, 44.0, 45.5)),
           profile=st.sampled_from((True, True, True, False)),
           hlo=st.sampled_from(("confirmed", "confirmed", "silent no-op", "partial", "no-audit-line", None)),
           exit_code=st.sampled_from((None, 0, 0, 1)), parity=st.sampled_from((None, None, "pass", "fail")),
           kill=st.sampled_from(KILL_POINTS))
-    def file(self, pick, verdict, mfu, profile, hlo, exit_code, parity, kill):
-        targets = self._targets(created=False)
+    def file(self, which, pick, verdict, mfu, profile, hlo, exit_code, parity, kill):
+        """File a page: mostly an open stub, sometimes any page (filed ones are immutable,
+        deleted ones are gone)."""
+        targets = [v for v, e in sorted(self.exps.items()) if e.status == "in_progress"] if which == "open" else []
+        targets = targets or self._targets(created=False)
         exp = self.exps[targets[pick % len(targets)]]
         metrics = {} if mfu is None else {"mfu": mfu, "tps": 1000.0 + mfu}
         profile_path = hlo_path = None
