@@ -9,7 +9,8 @@ program            any ``program.md`` under ``wiki/``
 log                any ``log.md`` under ``wiki/`` (``wiki/log.md`` is the global tier)
 model              ``wiki/models/<model>-<lane>.md``
 hypothesis         ``wiki/hypotheses/<slug>.md``
-retrospective      ``wiki/retrospectives/<page>.md`` or ``<lane>/retrospectives/<page>.md``
+retrospective      ``wiki/retrospectives/<page>.md``, ``<lane>/retrospectives/<page>.md`` or
+                   ``wiki/analyses/<YYYY-MM-DD>-<model>-<lane>-retrospective[-N].md``
 cluster            ``.env/<cluster>.md``
 memory-state       ``memory/STATE.md`` (likewise memory-quota, memory-assets, memory-errors)
 page               any other markdown page under ``wiki/`` or ``memory/``
@@ -21,6 +22,7 @@ from __future__ import annotations
 import re
 
 from wikiengine.identity import MODEL_DIR_SUFFIX
+from wikiengine.lanes import is_experiment_path
 
 MEMORY_KINDS = {
     "memory/STATE.md": "memory-state",
@@ -31,8 +33,10 @@ MEMORY_KINDS = {
 _EXPERIMENT_RE = re.compile(
     r"wiki/experiments/(?P<model>[^/]+" + MODEL_DIR_SUFFIX + r")/(?P<lane>[^/]+)/(?:experiments/)?(?P<name>[^/]+\.md)"
 )
-_RETRO_RE = re.compile(r"wiki/(?:.+/)?retrospectives/[^/]+\.md")
-_NOT_EXPERIMENTS = {"program.md", "log.md", "README.md", "index.md"}
+_RETRO_RE = re.compile(
+    r"wiki/(?:.+/)?retrospectives/[^/]+\.md"
+    r"|wiki/analyses/\d{4}-\d{2}-\d{2}-[a-z0-9][a-z0-9_-]*-retrospective(?:-\d+)?\.md"
+)
 
 
 def kind_of(rel: str) -> str:
@@ -50,8 +54,7 @@ def kind_of(rel: str) -> str:
         return "log"
     if _RETRO_RE.fullmatch(rel):
         return "retrospective"
-    match = _EXPERIMENT_RE.fullmatch(rel)
-    if match and name not in _NOT_EXPERIMENTS:
+    if is_experiment_path(rel):
         return "experiment"
     if rel.startswith("wiki/models/") and rel.count("/") == 2:
         return "model"
@@ -63,7 +66,7 @@ def kind_of(rel: str) -> str:
 def experiment_lane(rel: str) -> tuple[str, str] | None:
     """``(model folder, lane)`` of an experiment page path, else None."""
     match = _EXPERIMENT_RE.fullmatch(rel)
-    return (match.group("model"), match.group("lane")) if match else None
+    return (match.group("model"), match.group("lane")) if match and is_experiment_path(rel) else None
 
 
 def log_lane(rel: str) -> tuple[str, str] | None:
