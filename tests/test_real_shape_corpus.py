@@ -18,7 +18,7 @@ from wikiengine.lint.config import LintConfig
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow  # about 4,500 pages generated (and linted) per test
-CODES = ["LNK001", "LNK002", "IDX001", "IDX002", "CON001", "CDB001"]
+CODES = ["LNK001", "LNK002", "IDX001", "IDX002", "CON001", "CDB001", "HYP002", "HYP003", "MOD004"]
 
 
 def _gen_wiki():

@@ -1,4 +1,5 @@
-"""LNK001 (submodules, artifact paths), LNK002, IDX001, IDX002, CON001 and CDB001 on
+"""LNK001 (submodules, artifact paths), LNK002, IDX001, IDX002, CON001, CDB001, HYP002, HYP003
+and MOD004 on
 fixture wikis (``tests/rule_fixtures.py``): the findings compared whole."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from wikiengine.lint import lint
 from wikiengine.lint.baseline import BASELINE_FILE
 from wikiengine.lint.config import LintConfig
 
-CODES = ["LNK001", "LNK002", "IDX001", "IDX002", "CON001", "CDB001"]
+CODES = ["LNK001", "LNK002", "IDX001", "IDX002", "CON001", "CDB001", "HYP002", "HYP003", "MOD004"]
 
 
 @pytest.mark.parametrize("code", CODES)

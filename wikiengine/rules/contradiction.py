@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from wikiengine.lint.rule import Rule
+from wikiengine.rules._prose import prose_lines
 from wikiengine.rules.unreadable_page import ALL_KINDS
 
 _CALLOUT_RE = re.compile(r" {0,3}>\s*\[!warning\][+-]?\s*Contradicted by\b(?P<rest>.*)", re.I)
@@ -13,25 +14,16 @@ _RESOLVED_RE = re.compile(
     r" {0,3}>\s*(?:\*\*|__)?(?:Resolved\b|Resolution(?:\*\*|__)?\s*:(?:\*\*|__)?\s*(?!\(?(?:TBD|pending)\b)\S)", re.I
 )
 _QUOTE_RE = re.compile(r" {0,3}>")
-_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
 
 def unresolved_contradictions(text: str, first_line: int = 1) -> list[tuple[int, str]]:
     """``(line, rest of the callout line)`` of each ``[!warning] Contradicted by`` callout
-    outside code fences whose blockquote has no ``Resolved ...`` or ``Resolution: ...`` line."""
+    outside code whose blockquote has no ``Resolved ...`` or ``Resolution: ...`` line."""
     found = []
-    fence = ""
     open_at: tuple[int, str] | None = None
-    for number, line in enumerate(text.splitlines(), start=first_line):
-        marker = _FENCE_RE.match(line)
-        if fence:
-            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
-                fence = ""
-            continue
-        if marker:
-            fence = marker.group(1)
-        callout = None if fence else _CALLOUT_RE.match(line)
-        if open_at is not None and (callout or fence or not _QUOTE_RE.match(line)):
+    for number, line in enumerate(prose_lines(text), start=first_line):
+        callout = _CALLOUT_RE.match(line)
+        if open_at is not None and (callout or not _QUOTE_RE.match(line)):
             found.append(open_at)  # the blockquote ended without a resolution
             open_at = None
         if callout:

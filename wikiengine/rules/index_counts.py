@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
+from wikiengine.lanes import INDEX
 from wikiengine.lint.rule import Rule
 from wikiengine.rules.broken_link import page_links
 
-INDEX = "wiki/index.md"
 # Section name (lower case) -> the frontmatter `type` it catalogs (conventions.md).
 SECTION_TYPES = {
     "sources": "source", "codebases": "codebase", "concepts": "concept", "models": "model",

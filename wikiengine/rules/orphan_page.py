@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import fnmatch
 
+from wikiengine.lanes import INDEX
 from wikiengine.lint.rule import Rule
 from wikiengine.rules.broken_link import page_links
-from wikiengine.rules.index_counts import INDEX
 
 # Pages that are found without a link: the catalog and logs, the cascade areas (reached
 # by folder: lanes, kernel families, runs), and generated pages (rule docs, codebase silos).
