@@ -1,6 +1,5 @@
-"""LNK001 (submodules, artifact paths), LNK002, IDX001, IDX002, CON001, CDB001, HYP002, HYP003
-and MOD004 on
-fixture wikis (``tests/rule_fixtures.py``): the findings compared whole."""
+"""LNK001 (submodules, artifact paths), LNK002, IDX001, IDX002, CON001, CDB001, HYP002,
+HYP003 and MOD004 on fixture wikis (``tests/rule_fixtures.py``): the findings compared whole."""
 
 from __future__ import annotations
 
