@@ -837,7 +837,10 @@ def _lane_files(w: _Real, model: str, lane: str, lane_dir: str, lane_log: list, 
             w.plant("LOG001", f"{lane_dir}/log.md", "heading without [date]")
         day += dt.timedelta(days=1)
         lane_log.append((day, f"## [{day.isoformat()}] manual | reviewed hypotheses\n\n**Op**: manual\n**Notes**: reviewed.\n"))
-    ordered = sorted(lane_log, key=lambda item: item[0], reverse=True)
+    # Newest first; within a day a start is the oldest entry and a stop the newest.
+    rank = {"start": 0, "stop": 2}
+    ordered = sorted(lane_log, key=lambda item: (item[0], rank.get(re.match(r"## \[?[\d-]+\]? (\S+)", item[1])[1], 1)),
+                     reverse=True)
     if heavy:
         for start in (30, 60):  # two entries appended in the wrong place
             i = next(i for i in range(start, len(ordered) - 1) if ordered[i][0] > ordered[i + 1][0])
