@@ -120,3 +120,16 @@ def test_tracked_tree_reads_files_and_gitlinks_from_the_index(tmp_path):
     outside = tmp_path / "plain"
     outside.mkdir()
     assert TrackedTree.read(outside) is None
+
+
+def test_baseline_written_with_a_submodule_is_not_stale_in_a_clone_without_it(tmp_path):
+    root = build("LNK001", tmp_path / "wiki")
+    result = lint(root, config=LintConfig(select=["LNK001"]), base=None, use_cache=False)
+    from wikiengine.lint.baseline import write
+
+    write(root / BASELINE_FILE, result.findings)
+    shutil.rmtree(root / "raw" / "code" / "present")  # a clone without --recursive
+    (root / "raw" / "code" / "present").mkdir()
+    result = lint(root, config=LintConfig(select=["LNK001", "WK101"]), base=None, use_cache=False)
+    assert result.findings == []
+    assert result.baselined == 2  # the two broken wiki links still match; the submodule's one is not stale
