@@ -31,7 +31,7 @@ from typing import Any
 CACHE_DIR = ".wiki_cache"
 CACHE_FILE = "lint.marshal"
 _RACY_NS = 2_000_000_000
-_FORMAT = 2
+_FORMAT = 3
 _MAX_HASHED = 16 * 1024 * 1024  # as MAX_PAGE_BYTES: larger files are never pages
 
 
@@ -195,13 +195,13 @@ class LintCache:
     def facts(self, code: str, rel: str):
         """``(known, value)``: what rule ``code`` collected from ``rel``, if the cache knows."""
         entry = self.fresh(rel)
-        facts = entry.get("facts", {}) if entry is not None else {}
+        facts = _entry_facts(entry) if entry is not None else {}
         return (code in facts, facts.get(code))
 
     def record_facts(self, code: str, rel: str, value) -> None:
         entry = self.fresh(rel)
         if entry is not None:
-            entry.setdefault("facts", {})[code] = value
+            _entry_facts(entry)[code] = value
             self.dirty = True
 
     def wiki_findings(self, wiki_fp: str) -> list | None:
@@ -216,7 +216,7 @@ class LintCache:
         if not self.persist or not self.dirty:
             return
         live = set(files)
-        entries = {rel: e for rel, e in self.entries.items() if rel in live}
+        entries = {rel: _with_facts_blob(e) for rel, e in self.entries.items() if rel in live}
         payload = {
             "format": _FORMAT,
             "fingerprint": self.fingerprint,
@@ -237,6 +237,24 @@ class LintCache:
             tmp.replace(self.directory / CACHE_FILE)
         except (OSError, ValueError):
             pass  # a cache that cannot be written only costs speed
+
+
+def _entry_facts(entry: dict) -> dict:
+    """The facts of a cache entry, decoded from their blob on first use."""
+    facts = entry.get("facts")
+    if isinstance(facts, bytes):
+        facts = entry["facts"] = marshal.loads(facts)
+    elif facts is None:
+        facts = entry["facts"] = {}
+    return facts
+
+
+def _with_facts_blob(entry: dict) -> dict:
+    """The entry as it is saved: its facts marshalled (left as they are when never decoded)."""
+    facts = entry.get("facts")
+    if isinstance(facts, dict):
+        entry = {**entry, "facts": marshal.dumps(facts)}
+    return entry
 
 
 def _marshal_or_none(value) -> bytes | None:

@@ -230,21 +230,15 @@ def page_links(info) -> list[list]:
     if _LAST_SCAN is not None and _LAST_SCAN[0] is page:
         return _LAST_SCAN[1]
     text = page.preamble + "".join(s.text for s in page.sections)
-    directory = posixpath.dirname(info.rel)
+    _known, resolve = _resolver(info.rel)
     links = []
-    intern = sys.intern
-    resolved = _RESOLVED.setdefault(directory, {})
     for line, col, dest in link_destinations(text, page.body_line):
         file_part = relative_target(dest)
         if file_part is None:
             continue
-        known = resolved.get(file_part)
-        if known is None:
-            target = posixpath.normpath(posixpath.join(directory, file_part))
-            outside = target.startswith("../") or target == ".."
-            known = resolved[file_part] = (intern(file_part), None if outside else intern(target))
+        file_part, target = resolve(file_part)
         rest = dest[len(file_part):]  # relative_target() is a prefix of the destination
-        links.append([line, col, known[0], intern(rest) if rest else "", known[1]])
+        links.append([line, col, file_part, sys.intern(rest) if rest else "", target])
     _LAST_SCAN = (page, links)
     return links
 
@@ -252,6 +246,23 @@ def page_links(info) -> list[list]:
 # directory -> file part -> (file part, target), interned: generated pages of one folder
 # link the same few hundred files thousands of times.
 _RESOLVED: dict[str, dict[str, tuple[str, str | None]]] = {}
+
+
+def _resolver(rel: str):
+    """``(known, resolve)`` for the links of the page ``rel``: ``resolve(file part) ->
+    (file part, target)``, and the dict of the pairs already resolved in its folder."""
+    directory = posixpath.dirname(rel)
+    known = _RESOLVED.setdefault(directory, {})
+
+    def resolve(file_part: str) -> tuple[str, str | None]:
+        pair = known.get(file_part)
+        if pair is None:
+            target = posixpath.normpath(posixpath.join(directory, file_part))
+            outside = target.startswith("../") or target == ".."
+            pair = known[file_part] = (sys.intern(file_part), None if outside else sys.intern(target))
+        return pair
+
+    return known, resolve
 
 
 _LAST_SCAN = None
@@ -344,28 +355,33 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
     memo = lint_cache(ctx, "judged-links")
     if "rows" not in memo:
         judge = memo["judge"] = TargetJudge(ctx)
+        judged = judge.verdicts
         pending = []
         for rel in ctx.targets:
-            links = _links_of(ctx, rel)
+            links = _stored_links(ctx, rel)
             if not links:
                 continue
-            for line, col, file_part, rest, target in links:
-                verdict = BROKEN if target is None else judge.judge(target)
+            known, resolve = _resolver(rel)
+            for line, col, file_part, rest in links:
+                target = (known.get(file_part) or resolve(file_part))[1]
+                verdict = BROKEN if target is None else judged.get(target) or judge.judge(target)
                 if verdict is not OK and verdict is not UNVERIFIABLE:
                     pending.append((rel, line, col, file_part + rest, target, verdict))
         judge.settle()
         memo["rows"] = [
-            (rel, line, col, dest, target, judge.verdicts[target] if verdict == CANDIDATE else verdict)
+            (rel, line, col, dest, target, judged[target] if verdict == CANDIDATE else verdict)
             for rel, line, col, dest, target, verdict in pending
         ]
     return memo["rows"]
 
 
-def _links_of(ctx, rel: str):
-    if "LNK001" in ctx._rules:  # the collected (cached) links
+def _stored_links(ctx, rel: str):
+    """``[line, col, file part, rest]`` of the links of ``rel``: LNK001's cached facts
+    when LNK001 runs (they leave the target out, which :func:`_resolver` gives back)."""
+    if "LNK001" in ctx._rules:
         return ctx.facts("LNK001", rel)
     info = ctx.info(rel)
-    return page_links(info) or None if info.page is not None else None
+    return [link[:4] for link in page_links(info)] if info.page is not None else None
 
 
 _TARGET_RE = re.compile(r"points to (.+), which does not exist$")
@@ -415,7 +431,7 @@ class BrokenLink(Rule):
     reads_tracked = True
 
     def collect(self, info, ctx):
-        return page_links(info) or None
+        return [link[:4] for link in page_links(info)] or None
 
     def check_wiki(self, ctx):
         for rel, line, col, dest, target, verdict in judged_links(ctx):
