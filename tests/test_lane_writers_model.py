@@ -634,7 +634,7 @@ class LaneWritersModel(RuleBasedStateMachine):
 LaneWritersModel.TestCase.settings = settings(
     # No shrink phase: a failing run prints its (at most 12) steps as they were; shrinking
     # them costs minutes of real git and lint work on a shared machine.
-    max_examples=15, stateful_step_count=12, deadline=None, database=None,
+    max_examples=20, stateful_step_count=12, deadline=None, database=None,
     phases=(Phase.explicit, Phase.reuse, Phase.generate),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

@@ -324,3 +324,18 @@ def test_exp002_verdict_plus_reasoning_is_the_verdict(tmp_path):
     page = experiment_page().replace("## Verdict\n", "## Verdict + reasoning\n")
     write(tmp_path, {PAGE: page})
     assert findings(tmp_path, "EXP002") == [] and findings(tmp_path, "EXP006") == []
+
+
+def test_an_older_lane_describes_its_pages_in_its_program(tmp_path):
+    """A model-level program's page_conventions (following the cascade) say that this lane
+    names pages exp<NN> and has no HLO Dump: its pages are judged by that, not baselined."""
+    older = f"{LANE}/2026-04-02-exp34-splash-accepted.md"
+    page = experiment_page(created="2026-04-02", sections={"HLO Dump": None})
+    conventions = ("# Gemma4\n\n## Config\n\n```yaml\npage_conventions:\n  id_pattern: 'exp\\d+'\n"
+                   "  required_sections: [Hypothesis under test, Setup, Results, Profile, Verdict]\n```\n")
+    write(tmp_path, {older: page})
+    assert {f.code for f in findings(tmp_path, "EXP001")} == {"EXP001"}
+    assert [f.message for f in findings(tmp_path, "EXP002")] == ["missing required section '## HLO Dump'"]
+    write(tmp_path, {older: page, "wiki/experiments/program.md": "# Root\n\n## Rules\n\nOne change.\n",
+                     "wiki/experiments/gemma4_autoresearch_optimization/program.md": conventions})
+    assert findings(tmp_path, "EXP001") == [] and findings(tmp_path, "EXP002") == []
