@@ -464,7 +464,11 @@ def act_process(run: LaneRun, decision: TrackDecision, obs: Observed, result: La
     ran = "**Command that ran**: `" + shlex.join(argv) + "`" if argv else "**Command that ran**: unknown (no dispatch record)"
     setup_body = (setup.body.rstrip("\n") + "\n\n" if setup else "\n") + ran + "\n\n"
     text = text.with_section_body(setup.title if setup else "Setup", setup_body)
-    results = "\n" + lw.results_table(shown, metric, baseline, band) + (
+    from wikiengine.verdicts import compare
+
+    measured = compare(metric, metrics, baseline, lw._frontier_value(run.root, row.cell("Current best"), model_rel, metric)
+                       if row else None, band, _source)
+    results = "\n" + lw.results_table(shown, metric, measured) + (
         f"\nExit code {exit_code}; state {workload.state if workload else 'unknown'}"
         + (f"; parity check {parity}" if parity else "") + ".\n\n")
     text = text.with_section_body(lw._title(text, "Results"), results)
