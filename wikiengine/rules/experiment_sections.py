@@ -66,7 +66,7 @@ class RequiredSections(Rule):
     `## Config` block, which follows the cascade:
     ```yaml
     page_conventions:
-      id_pattern: 'exp\d+'
+      id_pattern: 'exp\\d+'
       required_sections: [Hypothesis under test, Setup, Results, Verdict]
     ```
     """
