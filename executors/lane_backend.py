@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 FINISHED = ("succeeded", "failed")
@@ -35,8 +35,9 @@ class LaunchSpec:
     slug: str
     track: int
     argv: list[str]
-    env: dict[str, str]
-    timeout_s: float
+    env: dict[str, str] = field(default_factory=dict)
+    artifact_dir: str | None = None
+    timeout_s: float = 3600.0
 
 
 @dataclass(frozen=True)

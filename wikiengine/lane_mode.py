@@ -306,27 +306,38 @@ def _frontier_page(run: LaneRun, variant: str) -> lw.LanePage | None:
 
 
 def launch_spec(run: LaneRun, page: lw.LanePage, track: int):
-    """The backend's LaunchSpec for a stub: the lane program's ``launch_cmd`` with the
-    experiment's knobs (the yaml block of its Setup) and the frontier's."""
+    """The backend's LaunchSpec for a stub, and the frontier page it is measured against.
+
+    The command is the lane program's ``launch_cmd`` with ``{config}`` (a JSON file of the
+    knobs in the yaml block of the stub's Setup), ``{frontier}`` (the same of the row's
+    Current best, else the lane's ``baseline_config``), ``{artifacts}`` (where the run
+    writes metrics.json, profile.md and hlo.md) and ``{python}``.
+    """
+    import sys
+
     from executors.lane_backend import LaunchSpec
 
     template = run.config.get("launch_cmd")
     if not template:
         raise WikiError(f"lane {run.state.lane} has no launch_cmd in its program's ## Config")
+    name = page.frontmatter.get("workload_name")
     folder = run.root / ".wiki" / "lane-configs" / run.lane.model_dir / run.lane.name
     folder.mkdir(parents=True, exist_ok=True)
+    artifacts = f".wiki/lane-artifacts/{run.lane.model_dir}/{run.lane.name}/{name}"
     variant = str(page.frontmatter.get("variant", ""))
     frontier = _frontier_page(run, variant)
     candidate_cfg = folder / f"{page.exp_id}.json"
     frontier_cfg = folder / f"{page.exp_id}-frontier.json"
     candidate_cfg.write_text(json.dumps(_setup_config(page.text), sort_keys=True))
-    frontier_cfg.write_text(json.dumps(_setup_config(frontier.text) if frontier else {}, sort_keys=True))
-    argv = [a.format(config=candidate_cfg, frontier=frontier_cfg) for a in shlex.split(template)]
-    name = page.frontmatter.get("workload_name")
+    baseline = run.config.get("baseline_config") if isinstance(run.config.get("baseline_config"), dict) else {}
+    frontier_cfg.write_text(json.dumps(_setup_config(frontier.text) if frontier else baseline, sort_keys=True))
+    values = {"config": candidate_cfg, "frontier": frontier_cfg, "artifacts": run.root / artifacts, "python": sys.executable}
+    argv = [a.format(**values) for a in shlex.split(template)]
     vid = ex.parse_vid(page.exp_id)
-    return LaunchSpec(name=name, vid=page.exp_id, slug=ex.parse_file_name(page.rel.rsplit("/", 1)[-1]).slug or "",
+    spec = LaunchSpec(name=name, vid=page.exp_id, slug=ex.parse_file_name(page.rel.rsplit("/", 1)[-1]).slug or "",
                       track=track, argv=argv, env={"WIKI_VID": str(vid) if vid else page.exp_id},
-                      timeout_s=run.limits.ceiling_s)
+                      artifact_dir=artifacts, timeout_s=run.limits.ceiling_s)
+    return spec, (frontier.rel if frontier else None)
 
 
 def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None) -> LaneWakeResult:
@@ -396,14 +407,14 @@ def act_dispatch(run: LaneRun, decision: TrackDecision, obs: Observed, result: L
     from executors.compute import ComputeError
 
     page = obs.pages[decision.vid]
-    spec = launch_spec(run, page, decision.track)
+    spec, frontier = launch_spec(run, page, decision.track)
     view = next(v for v in obs.views if v.track == decision.track)
     if not view.dispatched:
         with LaneLock(run.root, run.lane):
             txn = LaneTxn(run.root, run.lane)
             txn.write(run.lane.journal, append_record(txn.read(run.lane.journal), {
                 "op": "dispatch", "vid": decision.vid, "track": decision.track, "workload": spec.name,
-                "argv": spec.argv, "at": utc_iso(dt.datetime.now(dt.timezone.utc))}))
+                "argv": spec.argv, "frontier": frontier, "at": utc_iso(dt.datetime.now(dt.timezone.utc))}))
             sha = txn.commit(f"exp({decision.vid}): dispatch {spec.name} on track {decision.track}", relint=False)
             if sha:
                 result.commits.append(sha)

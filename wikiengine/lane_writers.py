@@ -451,7 +451,8 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         pages = lane_pages(root, lane)
         band, band_source = noise_band(pages, variant, metric, baseline, settings.noise_band_pct)
         frontier = _frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric)
-        measured = compare(metric, metrics, baseline, frontier, band, band_source)
+        against = _measured_against(root, lane, target.exp_id, metric, baseline, frontier)
+        measured = compare(metric, metrics, baseline, against, band, band_source)
         value, delta, band = measured.recorded, measured.delta, measured.noise_band
         firing_match = ex.FIRING_AUDIT_RE.search(hlo or "")
         exit_code = outcome.exit_code
@@ -487,8 +488,7 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
             updates["parity"] = outcome.parity
         page = page.with_frontmatter(updates)
         txn.write(target.rel, page.to_text())
-        moved = filed == "supported" and value is not None and (
-            measured.co_measured or is_better(value, frontier, settings.higher_is_better))
+        moved = filed == "supported" and value is not None and is_better(value, frontier, settings.higher_is_better)
         if moved:
             link = _rel_link(model_rel, target.rel)
             new_text = set_cells(model_text, matrix, variant, {
@@ -542,6 +542,25 @@ def _frontier_value(root: Path, cell: str, model_rel: str, metric: str) -> float
         if value is not None:
             return value
     return cell_number(cell) if ref is not None else None
+
+
+def _measured_against(root: Path, lane: Lane, vid: str, metric: str, baseline: float | None,
+                      current_best: float | None) -> float | None:
+    """The recorded figure of the frontier a run was dispatched against (the journal's
+    dispatch record names it; None there means the row's Baseline); without a dispatch
+    record, today's Current best."""
+    path = root / lane.journal
+    records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
+    dispatches = [r for r in records if r.get("op") == "dispatch" and r.get("vid") == vid and "frontier" in r]
+    if not dispatches:
+        return current_best
+    page = dispatches[-1]["frontier"]
+    if not page:
+        return baseline
+    try:
+        return ex.metric_of(parse_page((root / page).read_text(encoding="utf-8")).frontmatter, metric)
+    except (OSError, WikiError):
+        return None
 
 
 def _hypothesis_update(txn: LaneTxn, root: Path, target: LanePage, slug: str, verdict: str, delta: str, date: str) -> None:
