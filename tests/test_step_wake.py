@@ -13,7 +13,18 @@ import subprocess
 import pytest
 
 from executors.compute import SessionState
-from test_relay_support import CONFIG, Clock, FakeCompute, checkpoint_files, git, make_wiki, save_checkpoint
+from test_relay_support import (
+    CONFIG,
+    Clock,
+    FakeCompute,
+    checkpoint_event,
+    checkpoint_files,
+    git,
+    make_wiki,
+    save_checkpoint,
+    save_final,
+)
+from training.checkpoint import build_manifest
 from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.relay import act
@@ -608,16 +619,26 @@ def test_memory_stays_lint_clean_across_acts(wiki):
     assert dataclasses.asdict(memory.read_state(root))["status"] == "blocked"
 
 
-def _run_to_the_end(wiki, corrupt: int | None = None):
+def _run_to_the_end(wiki, corrupt: int | None = None, rewrite_last: bool = False):
+    """Three sessions to latest -> 24 and final/, each logging its checkpoints as training.session does.
+    ``rewrite_last``: one byte of checkpoint 24's weights changed *and* its manifest rewritten to match."""
     root, store, compute, clock = wiki
     step(wiki)
     for k, boundary in enumerate((8, 16, 24), start=1):
+        ref = f"tiny-session{k}"
         for s in (boundary - 4, boundary):
             files = checkpoint_files(s)
+            compute.log(ref, checkpoint_event(s, files))
             if s == corrupt:
                 files["optimizer.pt"] = b"tampered after the manifest"
+            if s == 24 and rewrite_last:
+                files["model.safetensors"] = b"weights 25"
+                files["manifest.json"] = build_manifest({n: v for n, v in files.items() if n != "manifest.json"}, 24)
             save_checkpoint(store, s, files)
-        compute.end(f"tiny-session{k}")
+        if boundary == 24:
+            save_final(store, 24)
+            compute.log(ref, checkpoint_event(24, event="final"))
+        compute.end(ref)
         clock.advance(hours=1)
         result = step(wiki)
     return result
@@ -642,8 +663,35 @@ def test_finish_with_a_checkpoint_altered_after_its_manifest_blocks(wiki):
     result = _run_to_the_end(wiki, corrupt=12)
     assert result.decision == "blocked" and result.state == "blocked"
     entry = memory.read_errors(root)[0]
-    assert entry.kind == "checkpoint_incomplete" and "optimizer.pt" in entry.evidence
+    assert entry.kind == "checkpoint_altered" and "checkpoint-12" in entry.evidence and "optimizer.pt" in entry.evidence
     assert not (root / "wiki" / "runs" / "tiny" / "report.md").exists()
+
+
+def test_item1_finish_verifies_against_the_runs_own_record_not_the_stores_manifest(wiki):
+    """One byte of the last checkpoint's weights changed and the store's manifest rewritten to match: the
+    session's own log recorded the original digest, so the run blocks naming checkpoint-24, never completes."""
+    root, store, compute, clock = wiki
+    result = _run_to_the_end(wiki, rewrite_last=True)
+    assert result.decision == "blocked" and result.state == "blocked"
+    entry = memory.read_errors(root)[0]
+    assert entry.kind == "checkpoint_altered" and "checkpoint-24" in entry.evidence
+    assert not (root / ".wiki" / "published").exists() and not (root / "wiki" / "runs" / "tiny" / "report.md").exists()
+    digests = memory.read_digests(root)
+    assert digests["24"].recorded_by == "session-3" and set(digests) >= {"4", "8", "12", "16", "20", "final"}
+
+
+def test_item1_finish_requires_final(wiki):
+    root, store, compute, clock = wiki
+    step(wiki)
+    for k, boundary in enumerate((8, 16, 24), start=1):
+        for s in (boundary - 4, boundary):
+            save_checkpoint(store, s)
+            compute.log(f"tiny-session{k}", checkpoint_event(s))
+        compute.end(f"tiny-session{k}")
+        clock.advance(hours=1)
+        result = step(wiki)
+    assert result.decision == "blocked"
+    assert "final/" in memory.read_errors(root)[0].evidence
 
 
 def test_a_run_without_bootstrap_pins_books_nothing(wiki):

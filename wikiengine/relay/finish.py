@@ -3,8 +3,11 @@
 Each stage leaves its result on disk, so a finish interrupted anywhere resumes where it
 stopped:
 
-1. **verify** every kept checkpoint (``ckpt/checkpoint-*``) and ``final/`` when the store
-   has one, byte for byte against their manifests (sha256 and size of every file);
+1. **verify** every kept checkpoint (``ckpt/checkpoint-*``) and ``final/`` (required),
+   byte for byte against their manifests (sha256 and size of every file), and each
+   manifest against the digest the run itself recorded in ``memory/ASSETS.md`` (a
+   session's own log, or the wake that first saw the checkpoint): a store whose files
+   and manifest were rewritten together still fails, naming the checkpoint;
 2. **publish** the final weights to the publish directory, then check them in a clean
    room (:func:`executors.clean_room.run_clean`: HF_TOKEN popped, not just
    ``token=False``; HOME without ``.netrc``, token files or ``kaggle.json``): a child that
@@ -26,8 +29,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from executors.store import checkpoint_path
+from executors.store import FINAL_PATH, checkpoint_path
 from wikiengine.relay.decide import Emergency
+from wikiengine.relay.records import FINAL_KEY
 
 
 
@@ -51,30 +55,60 @@ def publish_dir(root: Path, run: str, config: dict) -> Path:
 # ---------------------------------------------------------------- 1. verify
 
 
-def verify_all(store, revision: str, max_steps: int) -> tuple[list[int], dict[str, bytes]]:
-    """Verify every checkpoint folder (and ``final/``) at ``revision``; return the steps and the final files.
+def verify_all(store, revision: str, max_steps: int, recorded: dict[str, str]) -> tuple[list[int], dict[str, bytes]]:
+    """Verify every checkpoint folder and ``final/`` at ``revision``; return the steps and the final files.
 
-    Raises :class:`training.checkpoint.CheckpointError` naming the first file that differs.
+    Each folder's bytes must match its manifest, and each manifest the digest in ``recorded``
+    (checkpoint step as text, or ``"final"``); the last checkpoint and ``final/`` must have a
+    recorded digest, and every recorded checkpoint must still be in the store. Raises
+    :class:`training.checkpoint.CheckpointError` naming the checkpoint and the file that differs.
     """
-    from training.checkpoint import CheckpointError, read_verified_from_store, verify_files
+    from training.checkpoint import FINAL_FILES, MANIFEST_NAME, CheckpointError, read_verified_from_store, verify_files
 
     steps = sorted({int(p.split("/")[1].split("-")[1]) for p in store.list_files("ckpt", revision)
                     if p.count("/") >= 2 and p.split("/")[1].startswith("checkpoint-")
                     and p.split("/")[1].split("-")[1].isdigit()})
     if max_steps not in steps:
         raise CheckpointError(f"{checkpoint_path(max_steps)} is not in the store")
+    missing = sorted(int(k) for k in recorded if k.isdigit() and int(k) not in steps)
+    if missing:
+        raise CheckpointError(f"{checkpoint_path(missing[0])}: recorded by the run, missing from the store")
+    for key in (str(max_steps), FINAL_KEY):
+        if key not in recorded:
+            name = "final/" if key == FINAL_KEY else checkpoint_path(max_steps)
+            raise CheckpointError(f"{name}: the run recorded no digest of it (no session log, no wake saw it): "
+                                  "it cannot be verified against the run's own record")
     final_files = {}
     for step in steps:
-        files = read_verified_from_store(store, step, revision)
+        try:
+            files = read_verified_from_store(store, step, revision)
+        except CheckpointError as exc:
+            raise CheckpointError(f"{checkpoint_path(step)}: {exc}") from None
+        _check_digest(checkpoint_path(step), files[MANIFEST_NAME], recorded.get(str(step)))
         if step == max_steps:
             final_files = files
-    names = store.list_files("final", revision)
-    if names:
-        files = {p.split("/", 1)[1]: store.read_file(p, revision) for p in names}
-        if "manifest.json" not in files:
-            raise CheckpointError("final/ has no manifest.json")
-        verify_files(files["manifest.json"], files, max_steps)
+    names = store.list_files(FINAL_PATH, revision)
+    if not names:
+        raise CheckpointError("final/ is not in the store (the last session writes it after the last checkpoint)")
+    files = {p.split("/", 1)[1]: store.read_file(p, revision) for p in names}
+    if MANIFEST_NAME not in files:
+        raise CheckpointError("final/ has no manifest.json")
+    try:
+        verify_files(files[MANIFEST_NAME], files, max_steps, required=FINAL_FILES)
+    except CheckpointError as exc:
+        raise CheckpointError(f"final/: {exc}") from None
+    _check_digest("final/", files[MANIFEST_NAME], recorded[FINAL_KEY])
+    if files["model.safetensors"] != final_files["model.safetensors"]:
+        raise CheckpointError(f"final/model.safetensors differs from {checkpoint_path(max_steps)}/model.safetensors")
     return steps, final_files
+
+
+def _check_digest(name: str, manifest: bytes, recorded: str | None) -> None:
+    from training.checkpoint import CheckpointError, sha256_hex
+
+    if recorded is not None and sha256_hex(manifest) != recorded:
+        raise CheckpointError(f"{name}: manifest.json has sha256 {sha256_hex(manifest)[:16]}..., the run recorded "
+                              f"{recorded[:16]}... (the checkpoint and its manifest were rewritten)")
 
 
 # ---------------------------------------------------------------- 2. publish
@@ -188,10 +222,13 @@ def finish_run(run, state, clock) -> FinishResult:
     result = FinishResult()
     store, config, root = run.store, run.config, run.root
     head = store.head()
+    from wikiengine.memory import read_digests
+
+    recorded = {key: d.manifest_sha256 for key, d in read_digests(root).items()}
     try:
-        steps, final_files = verify_all(store, head, run.settings.max_steps)
+        steps, final_files = verify_all(store, head, run.settings.max_steps, recorded)
     except (CheckpointError, StoreError) as exc:
-        result.emergency = Emergency("checkpoint_incomplete", f"final verification failed: {str(exc)[:200]}",
+        result.emergency = Emergency("checkpoint_altered", f"final verification failed: {str(exc)[:200]}",
                                      str(exc))
         result.actions.append("final verification failed")
         return result

@@ -28,6 +28,7 @@ from executors.store import (
     StoreUnavailableError,
     checkpoint_message,
     checkpoint_path,
+    final_message,
     pointer_message,
 )
 from wikiengine import memory
@@ -125,6 +126,8 @@ def check_head_commit(snap: StoreSnapshot, settings: Settings, seen_step: int = 
     at = titles.index(pointer_message(step))
     found = []
     newer = titles[:at]
+    if newer == [final_message(step)] and step == settings.max_steps:
+        newer = []  # the last session's final/ commit follows latest -> max_steps
     if newer:
         # A checkpoint committed without its pointer (an interrupted save, or a session saving now): ignored (row 1).
         found.append(Finding("head commit", None, f"head is '{newer[0]}' above '{pointer_message(step)}': "
