@@ -333,8 +333,13 @@ class Wake:
         view = self.decision.cancel
         if view is None:
             return
+        cancel = getattr(self.run.compute, "cancel", None)
+        if cancel is None:
+            self.result.actions.append(f"{view.job} ({view.ref}) is still running and this backend cannot cancel "
+                                       "it: stop it by hand")
+            return
         try:
-            self.run.compute.cancel(view.ref)
+            cancel(view.ref)
         except ComputeError as exc:
             from executors.http_policy import redact
 
