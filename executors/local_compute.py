@@ -152,8 +152,14 @@ class LocalProcessCompute:
     # ---------------------------------------------------------------- status
 
     def status(self, ref: str) -> SessionStatus:
-        """The session's state from its directory and its supervisor's pid."""
-        directory = self.state_dir / dir_name(ref)
+        """The session's state from its directory and its supervisor's pid; UNKNOWN (never an
+        exception) when its files cannot be read."""
+        try:
+            return self._status(self.state_dir / dir_name(ref))
+        except ComputeUnavailableError as exc:
+            return SessionStatus(SessionState.UNKNOWN, failure_message=str(exc))
+
+    def _status(self, directory: Path) -> SessionStatus:
         info = _read_json(directory / "session.json")
         if info is None:
             return SessionStatus(SessionState.GONE)
@@ -212,13 +218,7 @@ class LocalProcessCompute:
     def list_sessions(self) -> list[tuple[str, SessionState]]:
         """Every launched session; one whose files cannot be read is UNKNOWN; an unreadable
         state directory raises ComputeUnavailableError (the protocol's "unknown")."""
-        found = []
-        for _, slug in self._sessions():
-            try:
-                found.append((slug, self.status(slug).state))
-            except ComputeError:
-                found.append((slug, SessionState.UNKNOWN))
-        return found
+        return [(slug, self.status(slug).state) for _, slug in self._sessions()]
 
     def cancel(self, ref: str) -> None:
         """Stop a session: SIGTERM to its supervisor, which stops the script and records ``cancelled``."""
@@ -237,8 +237,8 @@ class LocalProcessCompute:
 
     def _sessions(self) -> list[tuple[str, str]]:
         try:
-            if not self.state_dir.is_dir():
-                return []
+            if not self.state_dir.exists():
+                return []  # nothing launched yet
             directories = sorted(self.state_dir.iterdir())
         except OSError as exc:
             raise ComputeUnavailableError(f"the session directory {self.state_dir} cannot be listed: "

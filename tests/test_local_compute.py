@@ -180,3 +180,27 @@ def test_row20_two_concurrent_wiki_step_processes_launch_once(tmp_path):
         assert [(r.job, r.outcome) for r in memory.read_ledger(root)] == [("session-1", "booked")]
     finally:
         LocalProcessCompute(root / ".wiki" / "compute").cancel("tiny-session1")
+
+
+def test_item3_the_local_backend_enforces_the_session_timeout_itself(tmp_path, compute):
+    """Issue 13 item 3: past its timeout the supervisor stops the session and records why, as a platform
+    does; the wake never has to guess that a live session is dead."""
+    record = compute.launch(LaunchRequest("tiny-session6", script(tmp_path, seconds=60), 2))
+    status = wait_until_ended(compute, record.ref, limit=40)
+    assert status.state == SessionState.CANCELLED and status.failure_message.startswith("session timeout")
+    assert (status.ended_at - status.started_at).total_seconds() < 30
+
+
+def test_item4_cancel_stops_the_session_and_everything_it_started(tmp_path, compute):
+    record = compute.launch(LaunchRequest("tiny-session7", script(tmp_path, seconds=60), 600))
+    deadline = time.monotonic() + 30
+    while compute.status(record.ref).state != SessionState.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # the launcher has started the script
+    compute.cancel(record.ref)
+    status = wait_until_ended(compute, record.ref, limit=30)
+    assert status.state == SessionState.CANCELLED and "cancelled" in status.failure_message
+    assert (status.version, status.kernel_id) == (1, record.kernel_id)
+    leftover = subprocess.run(["pgrep", "-f", str(compute.state_dir / "tiny-session7")], capture_output=True,
+                              text=True).stdout.split()
+    assert leftover == []

@@ -125,6 +125,7 @@ class FakeCompute:
     on_launch: object = None  # a hook a fault test uses to kill the wake mid-launch
     timeout_s: float | None = None  # like a real platform: a session past its timeout is killed
     logs: dict[str, list[str]] = field(default_factory=dict)  # each session's output lines
+    hidden: set = field(default_factory=set)  # launched but not yet visible (Kaggle shows a new session late)
     cancelled: list = field(default_factory=list)
 
     def launch(self, request):
@@ -150,6 +151,8 @@ class FakeCompute:
         if self.status_fails:
             return SessionStatus(SessionState.UNKNOWN)
         self._enforce_timeouts()
+        if ref in self.hidden:
+            return SessionStatus(SessionState.GONE)
         return self.sessions.get(ref, SessionStatus(SessionState.GONE))
 
     def log_tail(self, ref, lines=200):
@@ -175,7 +178,7 @@ class FakeCompute:
         if self.status_fails:
             raise ComputeUnavailableError("listing timed out")
         self._enforce_timeouts()
-        return [(ref, status.state) for ref, status in self.sessions.items()]
+        return [(ref, status.state) for ref, status in self.sessions.items() if ref not in self.hidden]
 
     def end(self, ref, state=SessionState.COMPLETE, at=None, started=None, failure=None):
         old = self.sessions[ref]

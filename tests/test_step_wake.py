@@ -743,3 +743,126 @@ def test_row27_a_crash_loop_cleared_by_a_person_allows_one_new_launch(wiki):
                 failure="refused: disk full")
     clock.advance(minutes=5)
     assert step(wiki).decision == "blocked" and len(compute.launches) == 4
+
+
+# ---------------------------------------------------------------- issue 13
+
+
+def test_item3_a_live_status_past_the_timeout_never_launches_a_second_session(wiki):
+    """Seed section 3: the stale timeout used to override a live status; now a session the backend calls
+    alive is never launched over, however long it has run (the backend enforces the timeout)."""
+    root, store, compute, clock = wiki
+    step(wiki)
+    save_checkpoint(store, 4)
+    clock.advance(hours=13)  # past session_timeout_s + the clock-skew allowance; the backend still says RUNNING
+    result = step(wiki)
+    assert result.decision == "running" and len(compute.launches) == 1
+    assert any("past the session timeout" in r for r in result.reasons)
+
+
+def test_item5_every_session_that_ran_has_exactly_one_outcome_row(wiki, monkeypatch):
+    """A launch lands, the wake dies before recording it, the listing hides it past the claim TTL: the claim
+    is released and session-1 booked again. The session that ran still gets its spent row: each booking
+    has exactly one outcome."""
+    root, store, compute, clock = wiki
+
+    def killed_record(*args, **kwargs):
+        raise Killed()
+
+    monkeypatch.setattr(act, "record", killed_record)
+    with pytest.raises(Killed):
+        step(wiki)
+    monkeypatch.undo()
+    compute.hidden.add("tiny-session1")
+    clock.advance(minutes=10)
+    assert step(wiki).decision == "launch"  # released unspent, booked and launched again
+    compute.hidden.clear()
+    save_checkpoint(store, 4)
+    compute.end("tiny-session1")
+    clock.advance(hours=1)
+    step(wiki)
+    rows = [(r.job, r.outcome) for r in memory.read_ledger(root) if r.job == "session-1"]
+    assert rows == [("session-1", "booked"), ("session-1", "unspent"), ("session-1", "booked"),
+                    ("session-1", "spent")]
+    spent = [r for r in memory.read_ledger(root) if r.outcome == "spent"]
+    assert spent[0].cpu_alternative == "none: 8 steps of real training"  # the check, not the hours used
+    record = memory.read_exit_records(root)["session-1"]
+    assert record["hours_used"] == "1.000" and record["state"] == "complete"
+
+
+def test_item6_a_ledger_row_edited_then_trusted_commit_moved_still_blocks(wiki):
+    """Edit an old ledger row, then in a second commit move trusted_commit in STATE.md past the edit: each
+    row is checked against the commit that introduced it, so the wake still blocks."""
+    root, store, compute, clock = wiki
+    step(wiki)
+    ledger = root / "memory" / "QUOTA.md"
+    ledger.write_text(ledger.read_text().replace("| 20.00 |", "| 29.00 |", 1))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "tidy the ledger")
+    edit = git(root, "rev-parse", "HEAD").strip()
+    state = root / "memory" / "STATE.md"
+    text = state.read_text()
+    import re as _re
+
+    state.write_text(_re.sub(r"trusted_commit: \S+", f"trusted_commit: {edit}", text))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "move the trusted commit")
+    compute.end("tiny-session1")
+    result = step(wiki)
+    assert result.decision == "blocked", result.reasons
+    entry = memory.read_errors(root)[0]
+    assert entry.kind == "immutable_page_edited" and "QUOTA.md: row 1" in entry.evidence
+    assert edit[:12] in entry.evidence
+
+
+def test_item7_a_park_whose_reset_has_passed_reads_the_quota_again(wiki):
+    root, store, compute, clock = wiki
+    compute.quota_left = 1.0
+    assert step(wiki).decision == "park"
+    assert memory.read_state(root).reset_at == "2026-09-26T00:00:00Z"
+    clock.now = dt.datetime(2026, 9, 27, 1, 0, tzinfo=dt.timezone.utc)  # the reset passed; still not funded
+    result = step(wiki)
+    assert result.decision == "park" and memory.read_state(root).reset_at == "2026-10-03T00:00:00Z"
+    compute.quota_left = 30.0
+    assert step(wiki).decision == "launch"
+
+
+def test_clarity_an_adopted_launch_records_its_version_and_kernel_id(wiki, monkeypatch):
+    root, store, compute, clock = wiki
+    def killed_record(*args, **kwargs):
+        raise Killed()
+
+    monkeypatch.setattr(act, "record", killed_record)
+    real_status = compute.status
+
+    def status_with_ids(ref):
+        found = real_status(ref)
+        return dataclasses.replace(found, version=3, kernel_id="81234503") if found.state.alive else found
+
+    compute.status = status_with_ids
+    with pytest.raises(Killed):
+        step(wiki)
+    monkeypatch.undo()
+    clock.advance(minutes=10)
+    assert step(wiki).decision == "adopt"
+    (asset,) = memory.read_assets(root)
+    assert (asset.version, asset.kernel_id) == ("3", "81234503")
+
+
+def test_clarity_running_wakes_move_a_past_next_check(wiki):
+    root, store, compute, clock = wiki
+    step(wiki)
+    assert memory.read_state(root).next_check_at == "2026-09-21T03:01:00Z"
+    before = commits(root)
+    assert step(wiki).decision == "running" and commits(root) == before  # not due yet: a replay writes nothing
+    clock.advance(minutes=5)
+    assert step(wiki).decision == "running"
+    assert memory.read_state(root).next_check_at == "2026-09-21T03:06:00Z"
+
+
+def test_clarity_the_summary_says_run_status_and_locked_names_no_pointer():
+    from wikiengine.commands.step import format_result
+    from wikiengine.relay.step import StepResult
+
+    assert format_result(StepResult("running", 8, "running", ["session session-2 is running"])).startswith(
+        "running: latest -> 8 (run status: running)")
+    assert format_result(StepResult("unknown", None, "locked", ["another wiki step holds the lock"])) == \
+        "locked: another wiki step holds the lock; nothing done"
