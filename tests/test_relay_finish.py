@@ -152,3 +152,49 @@ def test_report_paths_stay_under_the_run(tmp_path):
     assert finish.eval_dir(tmp_path, "tiny") == tmp_path / "wiki" / "runs" / "tiny" / "eval"
     assert finish.publish_dir(tmp_path, "tiny", {}) == tmp_path / ".wiki" / "published" / "tiny"
     assert finish.publish_dir(tmp_path, "tiny", {"publish": {"dir": "/abs/p"}}) == Path("/abs/p/tiny")
+
+
+TEMPLATE = """# ounce100m: final report
+
+Written by hand before the run; the engine fills the four blocks.
+
+## Checkpoints
+
+<!-- PENDING: checkpoints -->
+PENDING
+<!-- /PENDING -->
+
+## Published
+
+<!-- PENDING: published -->
+PENDING
+<!-- /PENDING -->
+
+## Evaluation
+
+<!-- PENDING: evaluation -->
+PENDING
+<!-- /PENDING -->
+
+## Summary
+
+<!-- PENDING: summary -->
+PENDING
+<!-- /PENDING -->
+
+## Notes kept as written
+"""
+
+
+def test_a_report_template_has_its_pending_blocks_filled_and_nothing_else_changed(tmp_path):
+    found = {"heldout_loss": {"value": 3.21, "samples": 64, "tokens": 4096}}
+    blocks = finish.report_blocks("tiny", [4, 8], tmp_path / "tiny", ["heldout_loss"], found)
+    filled = finish.fill_report(TEMPLATE, blocks)
+    assert "PENDING" not in filled and filled.count("<!-- filled: ") == 4
+    assert "| heldout_loss | 3.2100 | 64 | 4096 |" in filled
+    assert filled.startswith("# ounce100m: final report\n\nWritten by hand") and filled.endswith(
+        "## Notes kept as written\n")
+    with pytest.raises(ValueError, match="unknown PENDING block 'budget'"):
+        finish.fill_report(TEMPLATE.replace("PENDING: summary", "PENDING: budget"), blocks)
+    with pytest.raises(ValueError, match="no '<!-- PENDING"):
+        finish.fill_report("# nothing to fill\n", blocks)

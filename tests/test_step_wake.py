@@ -864,5 +864,23 @@ def test_clarity_the_summary_says_run_status_and_locked_names_no_pointer():
 
     assert format_result(StepResult("running", 8, "running", ["session session-2 is running"])).startswith(
         "running: latest -> 8 (run status: running)")
-    assert format_result(StepResult("unknown", None, "locked", ["another wiki step holds the lock"])) == \
+    assert format_result(StepResult("unknown", None, "locked", ["another wiki step holds the lock; nothing done"])) == \
         "locked: another wiki step holds the lock; nothing done"
+
+
+def test_clarity_a_run_that_names_a_report_template_gets_its_pending_blocks_filled(wiki):
+    from test_relay_finish import TEMPLATE
+
+    root, store, compute, clock = wiki
+    (root / "docs").mkdir()
+    (root / "docs" / "final-report.md").write_text(TEMPLATE)
+    program = root / "wiki" / "runs" / "tiny" / "program.md"
+    program.write_text(program.read_text().replace("bootstrap:", "report:\n  template: docs/final-report.md\nbootstrap:"))
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "the report template")
+    result = _run_to_the_end(wiki)
+    assert result.state == "complete", result.actions
+    report = (root / "docs" / "final-report.md").read_text()
+    assert "PENDING" not in report and "Verified byte for byte" in report
+    assert not (root / "wiki" / "runs" / "tiny" / "report.md").exists()
+    assert "docs/final-report.md" in git(root, "show", "--name-only", "--format=", "HEAD")

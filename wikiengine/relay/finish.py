@@ -14,8 +14,11 @@ stopped:
    asserts again that no token is reachable and re-verifies the published bytes;
 3. **evaluate** the eval plan's tasks in order, a ``--limit 5`` smoke run first, each
    result saved under ``wiki/runs/<run>/eval/`` as it lands;
-4. **report**: ``wiki/runs/<run>/report.md`` is written only when every task has its
-   result: a partial table is never published.
+4. **report**: only when every task has its result (a partial table is never
+   published): when the run names a template (``report: {template: docs/final-report.md}``)
+   its ``<!-- PENDING: name -->`` ... ``<!-- /PENDING -->`` blocks (``checkpoints``,
+   ``published``, ``evaluation``, ``summary``) are filled in place; otherwise
+   ``wiki/runs/<run>/report.md`` is written.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -196,20 +200,69 @@ def results(out: Path, tasks: list[str]) -> dict[str, dict]:
     return found
 
 
-def report_text(run: str, steps: list[int], published: Path, tasks: list[str], found: dict[str, dict]) -> str:
-    """The report: only called with every task's result (never a partial table)."""
+REPORT_BLOCKS = ("checkpoints", "published", "evaluation", "summary")
+_PENDING = re.compile(r"^<!-- PENDING: ([a-z_]+) -->[ \t]*\r?\n(.*?)^<!-- /PENDING -->[ \t]*\r?$", re.M | re.S)
+
+
+def report_blocks(run: str, steps: list[int], published: Path, tasks: list[str], found: dict[str, dict]) -> dict[
+        str, str]:
+    """The report's four blocks as markdown: only with every task's result (never a partial table)."""
     missing = [t for t in tasks if t not in found]
     if missing:
         raise ValueError(f"refusing a partial eval table: {', '.join(missing)} missing")
-    lines = [f"# {run}: final report", "", "## Checkpoints", "",
-             f"Verified byte for byte against their manifests: {', '.join(str(s) for s in steps)}.", "",
-             "## Published", "", f"Final weights: `{published.name}/model.safetensors`, checked in a clean room "
-             "(no token reachable).", "", "## Evaluation", "", "| task | value | samples | tokens |",
-             "| --- | --- | --- | --- |"]
-    for task in tasks:
-        r = found[task]
-        lines.append(f"| {task} | {r['value']:.4f} | {r['samples']} | {r['tokens']} |")
-    return "\n".join(lines) + "\n"
+    table = ["| task | value | samples | tokens |", "| --- | --- | --- | --- |"]
+    table += [f"| {t} | {found[t]['value']:.4f} | {found[t]['samples']} | {found[t]['tokens']} |" for t in tasks]
+    return {
+        "checkpoints": "Verified byte for byte against their manifests and the digests the run recorded: "
+                       f"{', '.join(str(s) for s in steps)}, and final/.",
+        "published": f"Final weights: `{published.name}/model.safetensors`, checked in a clean room (no token "
+                     "reachable).",
+        "evaluation": "\n".join(table) if tasks else "No eval plan.",
+        "summary": f"Run {run} finished at step {steps[-1]} and is complete.",
+    }
+
+
+def report_text(run: str, steps: list[int], published: Path, tasks: list[str], found: dict[str, dict]) -> str:
+    """A new report (when the run names no template)."""
+    blocks = report_blocks(run, steps, published, tasks, found)
+    lines = [f"# {run}: final report", ""]
+    for title, name in (("Checkpoints", "checkpoints"), ("Published", "published"), ("Evaluation", "evaluation"),
+                        ("Summary", "summary")):
+        lines += [f"## {title}", "", blocks[name], ""]
+    return "\n".join(lines)
+
+
+def fill_report(template: str, blocks: dict[str, str]) -> str:
+    """``template`` with each ``<!-- PENDING: name -->`` ... ``<!-- /PENDING -->`` block replaced by
+    ``blocks[name]`` (between ``<!-- filled: name -->`` markers); every other byte is kept.
+
+    Raises ValueError for a template with no pending block, an unknown block name, or an
+    opening marker without its closer.
+    """
+    names = _PENDING.findall(template)
+    if not names:
+        raise ValueError("the report template has no '<!-- PENDING: name -->' ... '<!-- /PENDING -->' block")
+    unknown = sorted({name for name, _ in names} - set(REPORT_BLOCKS))
+    if unknown:
+        raise ValueError(f"the report template has an unknown PENDING block {unknown[0]!r} "
+                         f"(known: {', '.join(REPORT_BLOCKS)})")
+    filled = _PENDING.sub(lambda m: f"<!-- filled: {m.group(1)} -->\n{blocks[m.group(1)]}\n<!-- /filled -->",
+                          template)
+    if "<!-- PENDING:" in filled:
+        raise ValueError("the report template has a '<!-- PENDING: name -->' without its '<!-- /PENDING -->'")
+    return filled
+
+
+def report_path(root: Path, run: str, config: dict) -> tuple[Path, bool]:
+    """Where the report goes: the template the run names (``report.template``, filled in place), or
+    ``wiki/runs/<run>/report.md``. The template must lie inside the wiki repository."""
+    template = (config.get("report") or {}).get("template")
+    if not template:
+        return Path(root) / "wiki" / "runs" / run / "report.md", False
+    path = (Path(root) / template).resolve()
+    if not path.is_relative_to(Path(root).resolve()):
+        raise ValueError(f"report.template {template!r} is outside the wiki repository")
+    return path, True
 
 
 def finish_run(run, state, clock) -> FinishResult:
@@ -259,10 +312,20 @@ def finish_run(run, state, clock) -> FinishResult:
             return result
         result.actions.append(f"evaluated {', '.join(tasks)} (smoke --limit 5 first)")
     found = results(out, tasks)
-    report = Path(root) / "wiki" / "runs" / state.run / "report.md"
-    atomic_write_text(report, report_text(state.run, steps, target, tasks, found))
-    result.paths.append(str(report.relative_to(root)))
-    result.actions.append(f"filled {report.relative_to(root)}")
+    try:
+        report, templated = report_path(root, state.run, config)
+        if templated:
+            text = fill_report(report.read_text(encoding="utf-8"), report_blocks(state.run, steps, target, tasks,
+                                                                                 found))
+        else:
+            text = report_text(state.run, steps, target, tasks, found)
+    except (OSError, ValueError) as exc:
+        result.actions.append(f"report not written: {exc}")
+        return result
+    atomic_write_text(report, text)
+    where = report.relative_to(Path(root).resolve()) if templated else report.relative_to(root)
+    result.paths.append(str(where))
+    result.actions.append(f"filled the PENDING blocks of {where}" if templated else f"filled {where}")
     result.complete = True
     return result
 
