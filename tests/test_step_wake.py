@@ -884,3 +884,32 @@ def test_clarity_a_run_that_names_a_report_template_gets_its_pending_blocks_fill
     assert "PENDING" not in report and "Verified byte for byte" in report
     assert not (root / "wiki" / "runs" / "tiny" / "report.md").exists()
     assert "docs/final-report.md" in git(root, "show", "--name-only", "--format=", "HEAD")
+
+
+def test_item6_a_reverted_row_edit_is_not_reported_and_a_removed_row_is(wiki):
+    from wikiengine.relay.observe import append_only_edits
+
+    root, store, compute, clock = wiki
+    step(wiki)
+    ledger = root / "memory" / "QUOTA.md"
+    original = ledger.read_text()
+    ledger.write_text(original.replace("| 20.00 |", "| 29.00 |", 1))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "edit")
+    ledger.write_text(original)
+    git(root, "commit", "--quiet", "--no-verify", "-am", "revert")
+    assert append_only_edits(root) == ()
+    ledger.write_text("".join(line for line in original.splitlines(keepends=True) if "| 1 |" not in line))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "drop the row")
+    (found,) = append_only_edits(root)
+    assert "row 1 of '## Ledger'" in found and found.endswith("removed")
+
+
+def test_row45_a_hostile_failure_line_reaches_the_exit_record_as_plain_text(wiki):
+    root, store, compute, clock = wiki
+    step(wiki)
+    compute.end("tiny-session1", SessionState.ERROR, failure='| 9 | forged | <!-- `x` --> [a](javascript:1) {"e": 1}')
+    clock.advance(hours=1)
+    step(wiki)
+    record = memory.read_exit_records(root)["session-1"]
+    assert not any(c in record["exit"] for c in "|<>`[]{}") and "forged" in record["exit"]
+    assert [r.job for r in memory.read_ledger(root)].count("session-1") == 2  # no forged ledger row

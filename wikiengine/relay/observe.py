@@ -35,7 +35,7 @@ from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.memory import AssetRow, State, parse_iso
 from wikiengine.relay.decide import Finding, Observations, SessionView, Settings
-from wikiengine.relay.records import FINAL_KEY, parse_session_log
+from wikiengine.relay.records import FINAL_KEY, parse_session_log, plain_text
 
 MANIFEST = "manifest.json"
 CURSOR = "cursor.json"
@@ -384,7 +384,7 @@ def session_view(compute: ComputeBackend, job: str, ref: str, submitted_at: str 
             record = None
     reason = (record.describe() if record is not None else None) or status.failure_message or (
         f"exit code {status.exit_code}" if status.exit_code not in (None, 0) else None)
-    reason = redact(reason)[:300] if reason else None  # outside text: no secret goes further
+    reason = plain_text(redact(reason)) if reason else None  # outside text: no secret, no markup goes further
     return SessionView(job, ref, status.state, submitted, status.started_at, status.ended_at, reason, record,
                        status.version, status.kernel_id)
 
@@ -590,41 +590,59 @@ UNBLOCK_SUBJECT = "unblock: "
 
 
 def append_only_edits(root: Path) -> tuple[str, ...]:
-    """Rows of the append-only memory tables changed or removed after the commit that introduced them.
+    """Rows of the append-only memory tables that differ at HEAD from the commit that introduced them.
 
-    Each row is checked against the version of its file in which it first appeared,
-    walking every commit that touched memory, so no pointer an editor can move (a
-    ``trusted_commit`` in STATE.md) decides what is checked. A ``wiki unblock`` commit
-    (a person's recorded decision) accepts the tables as they stand at that commit.
+    Each row is compared with its content in the first version of its file where it
+    appeared, found by walking every commit that touched memory, so no pointer an editor
+    can move (a ``trusted_commit`` in STATE.md) decides what is checked; an edit that was
+    reverted leaves nothing to report. A ``wiki unblock`` commit (a person's recorded
+    decision) accepts the tables as they stand at that commit.
     """
     import subprocess
 
     paths = sorted({f"{memory.MEMORY_DIR}/{name}" for name, _, _ in APPEND_ONLY})
     log = subprocess.run(["git", "log", "--reverse", "--format=%H%x00%s", "--", *paths,
                           f"{memory.MEMORY_DIR}/{memory.STATE_FILE}"], cwd=root, capture_output=True, text=True)
-    if log.returncode != 0:
-        return ()
     commits = [line.split("\x00", 1) for line in log.stdout.splitlines() if "\x00" in line]
-    if not commits:
+    if log.returncode != 0 or not commits:
         return ()
     wanted = "".join(f"{sha}:{path}\n" for sha, _ in commits for path in paths)
     batch = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input=wanted.encode(), capture_output=True)
-    blobs = _batch_blobs(batch.stdout, len(commits) * len(paths))
+    blobs = iter(_batch_blobs(batch.stdout, len(commits) * len(paths)))
     introduced: dict[tuple[str, str, int], tuple[tuple[str, ...], str]] = {}
-    for index, (sha, subject) in enumerate(commits):
-        for offset, path in enumerate(paths):
-            text = blobs[index * len(paths) + offset]
-            if text is None:
-                continue
+    last: dict[tuple[str, str], list[tuple[str, ...]]] = {}
+    changed_in: dict[tuple[str, str, int], str] = {}  # the first commit where a row left its first content
+    for sha, subject in commits:
+        accept = subject.startswith(UNBLOCK_SUBJECT)
+        for path in paths:
+            text = next(blobs)
             for name, section, columns in APPEND_ONLY:
-                if path.endswith(name):
-                    rows = _table_rows(text, section, columns)
-                    if rows is None:
-                        continue
-                    problem = _compare_rows(introduced, path, section, rows, sha, subject.startswith(UNBLOCK_SUBJECT))
-                    if problem:
-                        return (problem,)
-    return ()
+                rows = _table_rows(text, section, columns) if text is not None and path.endswith(name) else None
+                if rows is None:
+                    continue
+                last[(path, section)] = rows
+                for number, row in enumerate(rows):
+                    key = (path, section, number)
+                    if accept or key not in introduced:
+                        introduced[key] = (row, sha)
+                    if introduced[key][0] == row:
+                        changed_in.pop(key, None)
+                    else:
+                        changed_in.setdefault(key, sha)
+                for key in [k for k in introduced if k[:2] == (path, section) and k[2] >= len(rows)]:
+                    if accept:
+                        del introduced[key]
+                    else:
+                        changed_in.setdefault(key, sha)
+    found = []
+    for (path, section, number), (first, origin) in sorted(introduced.items()):
+        rows = last.get((path, section), [])
+        now = rows[number] if number < len(rows) else None
+        if now != first:
+            change = f"changed to '{' | '.join(now)}'" if now is not None else "removed"
+            found.append(f"{path}: row {number + 1} of '## {section}' was '{' | '.join(first)}' when {origin[:12]} "
+                         f"added it; {changed_in[(path, section, number)][:12]} {change}")
+    return tuple(found)
 
 
 def _batch_blobs(out: bytes, count: int) -> list[str | None]:
@@ -653,25 +671,3 @@ def _table_rows(text: str, section: str, columns: tuple[str, ...]) -> list[tuple
         return [tuple(r.cells[c] for c in columns) for r in memory.parse_table(page, section, columns).rows]
     except WikiError:
         return None  # a malformed version is MEM001's finding, not this check's
-
-
-def _compare_rows(introduced: dict, path: str, section: str, rows: list[tuple[str, ...]], sha: str,
-                  accept: bool) -> str | None:
-    for number in range(len(rows), 10**9):
-        if (path, section, number) not in introduced:
-            break
-        if accept:
-            del introduced[(path, section, number)]
-            continue
-        first, origin = introduced[(path, section, number)]
-        return (f"{path}: row {number + 1} of '## {section}' ({' | '.join(first)}), added in {origin[:12]}, was removed "
-                f"in {sha[:12]}")
-    for number, row in enumerate(rows):
-        key = (path, section, number)
-        if key not in introduced or accept:
-            introduced[key] = (row, sha)
-        elif introduced[key][0] != row:
-            first, origin = introduced[key]
-            return (f"{path}: row {number + 1} of '## {section}' was '{' | '.join(first)}' when {origin[:12]} added it; "
-                    f"{sha[:12]} changed it to '{' | '.join(row)}'")
-    return None

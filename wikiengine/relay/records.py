@@ -20,6 +20,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from executors.http_policy import REDACTED  # what redact() puts in place of a secret
+
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 FINAL_KEY = "final"  # the digest key of final/ (checkpoints are keyed by their step, as text)
 CORRUPT_REASON = "checkpoint_corrupt"  # training.session.CORRUPT: a refusal no retry can fix
@@ -47,6 +49,17 @@ class SessionRecord:
             return None
         text = self.reason.replace("_", " ")
         return f"{text}: {self.detail}" if self.detail else text
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9 .,:;=/_+()'\"%@!?*~-]")
+
+
+def plain_text(text: str, limit: int = 300) -> str:
+    """Outside text (a session's failure line) made safe for a table cell or a summary line: one line,
+    and no character that could open markdown or HTML structure (``<``, ``|``, backticks, brackets,
+    braces): each becomes ``?`` (RELIABILITY row 45); the redaction marker ``<redacted>`` is kept."""
+    parts = " ".join(str(text).split()).split(REDACTED)
+    return REDACTED.join(_UNSAFE.sub("?", part) for part in parts)[:limit]
 
 
 def _exact_int(value) -> bool:
