@@ -34,7 +34,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -459,6 +459,16 @@ class KaggleCompute:
 
     # ------------------------------------------------------------------ status
     def status(self, ref: str) -> SessionStatus:
+        """The state of the launch ``ref`` (see :meth:`_status`), with the version and kernel id our
+        claim recorded from the push (so a launch adopted by a later wake records them too)."""
+        found = self._status(ref)
+        owner, name, version = split_ref(ref)
+        claim = self._claim_for(f"{owner}/{name}", version)
+        if claim is None or (claim.version is None and claim.kernel_id is None):
+            return found
+        return replace(found, version=claim.version, kernel_id=claim.kernel_id)
+
+    def _status(self, ref: str) -> SessionStatus:
         """The state of the launch ``ref`` (``owner/slug`` or ``owner/slug/version``).
 
         A version we launched that is not visible yet counts as QUEUED until the claim's

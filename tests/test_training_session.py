@@ -364,3 +364,32 @@ def test_missing_store_is_a_refusal_not_a_traceback(tmp_path):
                             timeout=120)
     assert result.returncode == 3 and "Traceback" not in result.stderr
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+
+
+class NoFinalStore(MovingStore):
+    """The final/ commit fails with an unknown outcome (and did not land)."""
+
+    def head(self):
+        return self.inner.head()
+
+    def commit_final(self, step, local_dir, parent):
+        from executors.store import StoreUnavailableError
+
+        raise StoreUnavailableError("hub: 503 Service Unavailable")
+
+
+def test_a_session_that_finds_the_run_finished_without_final_writes_it(tmp_path, capsys):
+    """Issue 13 item 1: final/ is required at the finish; a last session stopped before its final/ commit
+    leaves it to the next one, which writes it from the verified last checkpoint."""
+    run = create_demo_run(tmp_path / "run", max_steps=8, session_steps=8)
+    assert session.main(run.session_argv(), store=NoFinalStore(run.store(), "")) == session.EXIT_STALE
+    assert _events(capsys)[-1]["reason"] == "store_error"
+    store = run.store()
+    assert store.list_files("final", store.head()) == []
+    assert session.main(run.session_argv()) == 0
+    events = _events(capsys)
+    assert [e["event"] for e in events if e["event"] in ("final", "session_end")] == ["final", "session_end"]
+    head = store.head()
+    final = {p.split("/", 1)[1]: store.read_file(p, head) for p in store.list_files("final", head)}
+    assert final["model.safetensors"] == read_verified_from_store(store, 8, head)["model.safetensors"]
+    assert events[-1]["reason"] == "finished"

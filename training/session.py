@@ -311,6 +311,15 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
              budget_s=budget_s, world_size=world.world_size, tokens_per_step=config.tokens_per_step)
         _report_unnamed(store, revision, plan.pointer_step)
     if plan.finished:
+        if world.is_main and plan.pointer_step == config.max_steps and not store.list_files("final", revision):
+            # the last session stopped before its final/ commit: write it from the verified checkpoint
+            try:
+                files = read_verified_from_store(store, plan.pointer_step, revision)
+            except (CheckpointError, StoreError) as exc:
+                raise SessionExit(EXIT_REFUSED, CORRUPT, f"{checkpoint_path(plan.pointer_step)}: {exc}") from None
+            write_checkpoint(Path(args.out), plan.pointer_step, {k: v for k, v in files.items() if k != MANIFEST_NAME})
+            _commit_final(store, plan.pointer_step, Path(args.out), revision, write_checkpoint, StaleParentError,
+                          StoreError)
         return {"event": "session_end", "start_step": plan.resume_step, "end_step": plan.resume_step,
                 "reason": "finished"}
 

@@ -285,7 +285,8 @@ def finish_run(run, state, clock) -> FinishResult:
                                      str(exc))
         result.actions.append("final verification failed")
         return result
-    result.actions.append(f"verified checkpoints {', '.join(map(str, steps))} against their manifests")
+    result.actions.append(f"verified checkpoints {', '.join(map(str, steps))} and final/ against their manifests and "
+                          "the digests the run recorded")
     target = publish(final_files, publish_dir(root, state.run, config), state.run)
     from executors.clean_room import CleanRoomError
 
