@@ -102,24 +102,24 @@ def test_every_backend_satisfies_the_protocol(case):
     assert callable(case.compute.cancel)
 
 
-def test_a_failed_status_call_is_unknown_never_gone_never_raised(case):
+def test_row24_a_failed_status_call_is_unknown_never_gone_never_raised(case):
     case.break_status()
     assert case.compute.status(case.ref).state == SessionState.UNKNOWN
 
 
-def test_an_unreadable_listing_raises_never_a_stand_in_row(case):
+def test_row24_an_unreadable_listing_raises_never_a_stand_in_row(case):
     case.break_listing()
     with pytest.raises(ComputeUnavailableError):
         case.compute.list_sessions()
 
 
-def test_an_unreadable_quota_raises(case):
+def test_row29_an_unreadable_quota_raises(case):
     case.break_quota()
     with pytest.raises(ComputeUnavailableError):
         case.compute.quota()
 
 
-def test_a_claim_behind_an_unreadable_listing_is_unknown_not_gone(case):
+def test_row24_a_claim_behind_an_unreadable_listing_is_unknown_not_gone(case):
     case.break_listing()
     view = claimed_view(case.compute, "session-1", case.ref)
     assert view.state == SessionState.UNKNOWN

@@ -129,7 +129,7 @@ def test_from_config_resolves_the_state_dir_under_the_root(tmp_path):
         dt.timedelta(0)  # a weekly window from the configured reset instant
 
 
-def test_item7_the_local_quota_refills_each_window_and_never_resets_in_the_past(tmp_path):
+def test_row28_item7_the_local_quota_refills_each_window_and_never_resets_in_the_past(tmp_path):
     """Issue 13 item 7: hours spent in an earlier window no longer count; refresh_at is the current
     window's end, so a park ends."""
     now = [dt.datetime(2026, 9, 25, 23, 0, tzinfo=dt.timezone.utc)]
@@ -182,7 +182,7 @@ def test_row20_two_concurrent_wiki_step_processes_launch_once(tmp_path):
         LocalProcessCompute(root / ".wiki" / "compute").cancel("tiny-session1")
 
 
-def test_item3_the_local_backend_enforces_the_session_timeout_itself(tmp_path, compute):
+def test_row31_item3_the_local_backend_enforces_the_session_timeout_itself(tmp_path, compute):
     """Issue 13 item 3: past its timeout the supervisor stops the session and records why, as a platform
     does; the wake never has to guess that a live session is dead."""
     record = compute.launch(LaunchRequest("tiny-session6", script(tmp_path, seconds=60), 2))

@@ -220,7 +220,7 @@ def test_an_emergency_wins_over_a_running_session():
     assert decision.actions[-1].startswith("cancel the live session-3")
 
 
-def test_item8_a_kill_after_real_progress_is_not_a_fast_exit():
+def test_row27_item8_a_kill_after_real_progress_is_not_a_fast_exit():
     progressed = SessionRecord(digests={"1651": "a" * 64}, start_step=1524, end_step=1651)
     killed = [dataclasses.replace(session(f"session-{k}", SessionState.CANCELLED, started=ago(minutes=m + 1),
                                           ended=ago(minutes=m), reason="killed"), record=progressed)
@@ -230,7 +230,7 @@ def test_item8_a_kill_after_real_progress_is_not_a_fast_exit():
     assert decision.kind == "launch", decision.reasons
 
 
-def test_item3_a_session_alive_without_pointer_progress_is_reported_stalled():
+def test_row31_item3_a_session_alive_without_pointer_progress_is_reported_stalled():
     running = session("session-3", SessionState.RUNNING, started=ago(hours=5))
     quiet = obs(1651, last_session=running, pointer_moved_at=ago(hours=3), save_interval_s=1200.0)
     settings = dataclasses.replace(SEED, max_clock_skew_s=0, clock_slack_s=0)

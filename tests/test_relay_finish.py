@@ -45,7 +45,7 @@ def test_verify_all_checks_every_kept_checkpoint_byte_for_byte(tmp_path):
     ("no_final", "final/ is not in the store"),
     ("dropped", "checkpoint-4: recorded by the run, missing from the store"),
 ])
-def test_item1_verify_all_trusts_the_runs_record_over_the_stores_manifest(tmp_path, damage, message):
+def test_row08_item1_verify_all_trusts_the_runs_record_over_the_stores_manifest(tmp_path, damage, message):
     store = LocalGitStore.create(tmp_path / "store")
     recorded = _recorded(4, 8, 12, final=12)
     for step in (8, 12) if damage == "dropped" else (4, 8, 12):

@@ -129,7 +129,7 @@ def test_two_refusals_to_start_read_from_kaggle_logs_block_a_third_launch(wiki, 
     assert entry.kind == "crash_loop" and "REFUSED: free space" in entry.evidence
 
 
-def test_item9_an_unreadable_listing_never_closes_a_claim_through_wiki_step(wiki, fake_kaggle, monkeypatch):
+def test_row24_item9_an_unreadable_listing_never_closes_a_claim_through_wiki_step(wiki, fake_kaggle, monkeypatch):
     """Issue 13 item 9: the wake died after the push; the listing cannot be read. Past the claim TTL the
     claimed session is unknown, not gone: its booked row stays open and nothing is booked again."""
     from wikiengine.relay import act

@@ -667,7 +667,7 @@ def test_finish_with_a_checkpoint_altered_after_its_manifest_blocks(wiki):
     assert not (root / "wiki" / "runs" / "tiny" / "report.md").exists()
 
 
-def test_item1_finish_verifies_against_the_runs_own_record_not_the_stores_manifest(wiki):
+def test_row08_item1_finish_verifies_against_the_runs_own_record_not_the_stores_manifest(wiki):
     """One byte of the last checkpoint's weights changed and the store's manifest rewritten to match: the
     session's own log recorded the original digest, so the run blocks naming checkpoint-24, never completes."""
     root, store, compute, clock = wiki
@@ -680,7 +680,7 @@ def test_item1_finish_verifies_against_the_runs_own_record_not_the_stores_manife
     assert digests["24"].recorded_by == "session-3" and set(digests) >= {"4", "8", "12", "16", "20", "final"}
 
 
-def test_item1_finish_requires_final(wiki):
+def test_row08_item1_finish_requires_final(wiki):
     root, store, compute, clock = wiki
     step(wiki)
     for k, boundary in enumerate((8, 16, 24), start=1):
@@ -748,7 +748,7 @@ def test_row27_a_crash_loop_cleared_by_a_person_allows_one_new_launch(wiki):
 # ---------------------------------------------------------------- issue 13
 
 
-def test_item3_a_live_status_past_the_timeout_never_launches_a_second_session(wiki):
+def test_row31_item3_a_live_status_past_the_timeout_never_launches_a_second_session(wiki):
     """Seed section 3: the stale timeout used to override a live status; now a session the backend calls
     alive is never launched over, however long it has run (the backend enforces the timeout)."""
     root, store, compute, clock = wiki
@@ -790,7 +790,7 @@ def test_item5_every_session_that_ran_has_exactly_one_outcome_row(wiki, monkeypa
     assert record["hours_used"] == "1.000" and record["state"] == "complete"
 
 
-def test_item6_a_ledger_row_edited_then_trusted_commit_moved_still_blocks(wiki):
+def test_row38_item6_a_ledger_row_edited_then_trusted_commit_moved_still_blocks(wiki):
     """Edit an old ledger row, then in a second commit move trusted_commit in STATE.md past the edit: each
     row is checked against the commit that introduced it, so the wake still blocks."""
     root, store, compute, clock = wiki
@@ -813,7 +813,7 @@ def test_item6_a_ledger_row_edited_then_trusted_commit_moved_still_blocks(wiki):
     assert edit[:12] in entry.evidence
 
 
-def test_item7_a_park_whose_reset_has_passed_reads_the_quota_again(wiki):
+def test_row28_item7_a_park_whose_reset_has_passed_reads_the_quota_again(wiki):
     root, store, compute, clock = wiki
     compute.quota_left = 1.0
     assert step(wiki).decision == "park"
@@ -886,7 +886,7 @@ def test_clarity_a_run_that_names_a_report_template_gets_its_pending_blocks_fill
     assert "docs/final-report.md" in git(root, "show", "--name-only", "--format=", "HEAD")
 
 
-def test_item6_a_reverted_row_edit_is_not_reported_and_a_removed_row_is(wiki):
+def test_row38_item6_a_reverted_row_edit_is_not_reported_and_a_removed_row_is(wiki):
     from wikiengine.relay.observe import append_only_edits
 
     root, store, compute, clock = wiki

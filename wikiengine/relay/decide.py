@@ -2,11 +2,14 @@
 
 Read it next to seed section 2 (the three states) and section 5 (the emergencies):
 
-- a session is alive                      -> ``running``: report the step, do nothing;
+- a session is alive                      -> ``running``: report the step, do nothing (whatever
+  its age: past the timeout it is reported overdue, without pointer progress stalled;
+  a live session is never launched over);
 - the session ended, pointer short of max -> ``launch`` session k+1 from the pointer;
 - ``latest -> max_steps``                 -> ``finish`` (verify, publish, eval, report);
 - the quota cannot fund the next session  -> ``park`` until the reset;
-- any emergency of :data:`EMERGENCIES`    -> ``blocked``: write the evidence, launch nothing.
+- any emergency of :data:`EMERGENCIES`    -> ``blocked``: write the evidence, launch nothing,
+  and cancel a live session (seed section 5: "stop everything").
 
 Two more answers keep the loop safe: ``wait`` (the store, the session or the quota could
 not be read: unknown is never "gone", "exhausted" or "funded") and ``adopt`` (a launch
