@@ -102,9 +102,9 @@ def process_wiki(tmp_path: Path, sessions: list[dict], **overrides) -> Path:
     relay = dict(CONFIG["relay"], claim_ttl_s=0, check_every_s=1, max_clock_skew_s=0, clock_slack_s=0,
                  **overrides.pop("relay", {}))
     grid = {k: overrides.pop(k) for k in ("session_steps",) if k in overrides}
-    config = dict(CONFIG, **grid, relay=relay,
-                  compute={"kind": "local-process", "accelerator": "cpu", "state_dir": ".wiki/compute",
-                           "quota_hours": 10, "slug_prefix": "tiny-session"},
+    compute = {"kind": "local-process", "accelerator": "cpu", "state_dir": ".wiki/compute", "quota_hours": 10,
+               "slug_prefix": "tiny-session", **overrides.pop("compute", {})}
+    config = dict(CONFIG, **grid, relay=relay, compute=compute,
                   bootstrap={"repo": repo, "rev": rev, "launcher_sha256": sha,
                              "session_args": [str(root / "store"), str(root / ".wiki" / "sessions.json"),
                                               json.dumps(grid)]}, **overrides)

@@ -194,6 +194,39 @@ def _dead(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
+def test_row28_item7_a_park_on_the_default_ends_when_the_local_quota_window_turns(tmp_path, cleanup):
+    """Issue 13 item 7: the local backend's quota refills each window; a park whose reset instant has
+    passed reads the quota again and launches (before, the quota never refilled and the past reset
+    instant was kept and repeated forever)."""
+    root = process_wiki(tmp_path, [{"save_every_s": 1.5}, {}],
+                        compute={"quota_hours": 0.0005, "quota_window_hours": 0.003},  # 1.8 s per 10.8 s
+                        quota={"session_hours": 0.0004, "reserve_hours": 0.0})  # a session needs 1.44 s
+    cleanup(root)
+    from executors.local_compute import LocalProcessCompute
+
+    window = LocalProcessCompute(root / ".wiki" / "compute", quota_window_hours=0.003)
+    start, end = window.window(memory.parse_iso(memory.utc_iso(_now())))
+    if (end - _now()).total_seconds() < 7:  # session 1 must run and be parked inside one window
+        time.sleep((end - _now()).total_seconds() + 0.1)
+    code, out, err = wiki_step(root)
+    assert out["decision"] == "launch", (out, err)
+    wait_for(lambda: session_ended(root, 1), what="session 1")
+    code, out, err = wiki_step(root)
+    assert out["decision"] == "park", (out, err)
+    reset = memory.parse_iso(memory.read_state(root).reset_at)
+    assert 0 < (reset - _now()).total_seconds() < 15  # the end of this window: never past, never days away
+    time.sleep(max(0.0, (reset - _now()).total_seconds()) + 1.0)
+    code, out, err = wiki_step(root)
+    assert out["decision"] == "launch", (out, err)
+    assert memory.read_state(root).status == "running"
+
+
+def _now():
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc)
+
+
 @pytest.mark.parametrize("block, key", [("store", "token"), ("compute", "key")])
 def test_row43_item10_a_secret_key_in_a_backend_block_is_bad_input(tmp_path, block, key):
     """`token:` in the hub store block or `key:` in the kaggle block: exit 2 and one line naming the key."""
