@@ -221,6 +221,32 @@ def test_row28_item7_a_park_on_the_default_ends_when_the_local_quota_window_turn
     assert memory.read_state(root).status == "running"
 
 
+def test_row38_item6_an_edited_ledger_row_blocks_even_after_the_trusted_commit_is_moved(tmp_path, cleanup):
+    """Edit an old ledger row, then in a second commit move `trusted_commit` in STATE.md past the edit: the
+    row is checked against the commit that introduced it, so the next real wake blocks and launches nothing."""
+    import re
+
+    from test_relay_support import git
+
+    root = process_wiki(tmp_path, [{}, {}])
+    cleanup(root)
+    code, out, err = wiki_step(root)
+    assert out["decision"] == "launch", (out, err)
+    wait_for(lambda: session_ended(root, 1), what="session 1")
+    ledger = root / "memory" / "QUOTA.md"
+    ledger.write_text(ledger.read_text().replace("| 10.00 |", "| 99.00 |", 1))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "tidy the ledger")
+    edit = git(root, "rev-parse", "HEAD").strip()
+    state = root / "memory" / "STATE.md"
+    state.write_text(re.sub(r"trusted_commit: \S+", f"trusted_commit: {edit}", state.read_text()))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "move the trusted commit")
+    code, out, err = wiki_step(root)
+    assert (code, out["decision"]) == (3, "blocked"), (out, err)
+    entry = memory.read_errors(root)[0]
+    assert entry.kind == "immutable_page_edited" and "QUOTA.md: row 1" in entry.evidence and edit[:12] in entry.evidence
+    assert not session_dir(root, 2).exists()
+
+
 def _now():
     import datetime as dt
 
