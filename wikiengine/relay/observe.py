@@ -5,6 +5,12 @@ row 7). The raw bytes become a :class:`StoreSnapshot`; the checks of seed sectio
 pure functions over it, declared in :data:`CHECKS` in the seed's order. Liveness comes
 from the compute backend's session status, never from the pointer; a failed status or
 quota call is UNKNOWN (rows 17, 24, 29).
+
+The run's own records are evidence beside the store: each ended session's log (its
+checkpoint digests and exit record, :mod:`wikiengine.relay.records`), the digests and exit
+records memory already holds, and the store's pointer history since the last wake. The
+append-only memory tables are checked row by row against the commit that introduced each
+row (:func:`append_only_edits`).
 """
 
 from __future__ import annotations

@@ -254,7 +254,7 @@ class Wake:
     result: StepResult
     message: str | None = None
     written: State | None = None
-    ledger_touched: bool = False
+    rows_appended: bool = False  # a row went into QUOTA.md or ASSETS.md (memory changed)
     snap: object = None  # the store snapshot the observations came from
     recorded: dict = field(default_factory=dict)  # the checkpoint digests in memory before this wake
 
@@ -264,7 +264,7 @@ class Wake:
     # ---------------------------------------------------------------- memory plumbing
 
     def changed(self) -> bool:
-        return any(getattr(self.state, k) != getattr(self.written, k) for k in MATERIAL) or self.ledger_touched
+        return any(getattr(self.state, k) != getattr(self.written, k) for k in MATERIAL) or self.rows_appended
 
     def save_state(self) -> None:
         """Write STATE.md if anything material changed (a replayed wake writes nothing: row 33)."""
@@ -282,7 +282,7 @@ class Wake:
         if sha:
             self.result.commits.append(sha)
         self.written = self.state
-        self.ledger_touched = False
+        self.rows_appended = False
 
     def seen(self) -> None:
         """Fold the pointer and store head into memory (never lowering the high-water mark)."""
@@ -302,17 +302,18 @@ class Wake:
         now = utc_iso(self.clock())
         for key, sha, by in new_digests(self.snap, self.recorded, views):
             memory.record_digest(self.run.root, key, sha, by, now)
-            self.ledger_touched = True
+            self.rows_appended = True
             self.result.actions.append(f"recorded the digest of checkpoint {key} ({by})")
-        if any(act.record_exit(self.run.root, view) for view in views):
-            self.ledger_touched = True
+        written = [act.record_exit(self.run.root, view) for view in views]  # each view, no short cut
+        if any(written):
+            self.rows_appended = True
 
     def book_spent_rows(self) -> None:
         """Every recorded session that ended gets exactly one outcome row for its booking."""
         for view in (self.obs.previous_session, self.obs.last_session):
             if view is not None and view.state.ended and act.book_spent(self.run.root, view, self.obs.quota,
                                                                         self.clock()):
-                self.ledger_touched = True
+                self.rows_appended = True
                 self.result.actions.append(f"ledger: {view.job} spent (a new row)")
 
     def schedule_next_check(self) -> None:
@@ -367,7 +368,7 @@ class Wake:
             job = self.state.claim.job
             self.state = act.release(self.run.root, self.state, self.obs.quota, self.clock(),
                                      "claimed launch never reached the backend")
-            self.ledger_touched = True
+            self.rows_appended = True
             self.result.actions.append(f"closed the claim of {job} as unspent")
             self.commit(f"step: close unspent claim of {job}")
 
@@ -400,7 +401,7 @@ class Wake:
         self.state = dataclasses.replace(self.state, status="running", resume_step=None, reset_at=None,
                                          next_command=None)
         self.state = act.book(run.root, self.state, job, self.obs.quota, d.steps_to_run, self.clock())
-        self.ledger_touched = True
+        self.rows_appended = True
         self.result.actions.append(f"booked ledger row {self.state.claim.row} for {job}")
         self.commit(f"step: book {job} (ledger row {self.state.claim.row}) before launch")
         slug = slug_for(run.config, self.state.run, job)
@@ -409,7 +410,7 @@ class Wake:
         except act.LaunchRefused as exc:
             self.state = act.release(run.root, self.state, self.obs.quota, self.clock(),
                                      f"refused for capacity: {exc}")
-            self.ledger_touched = True
+            self.rows_appended = True
             self.result.actions.append(f"{job} refused for capacity: ledger row closed unspent")
             self.message = f"step: {job} refused for capacity; row closed unspent"
             return
@@ -455,7 +456,7 @@ class Wake:
         if sha:
             self.result.commits.append(sha)
         self.written = self.state
-        self.ledger_touched = False
+        self.rows_appended = False
         self.message = None
 
 
