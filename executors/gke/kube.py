@@ -219,6 +219,11 @@ class Kube:
             raise KubeUnavailable(f"{self.cluster}: {what}: malformed response")
         return obj
 
+    def delete_jobset(self, namespace: str, name: str) -> None:
+        """Delete a JobSet (its jobs and pods go with it); KubeNotFound when it is not there."""
+        self._call(f"delete jobset {namespace}/{name}", self._custom().delete_namespaced_custom_object,
+                   JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, name)
+
     def list_pod_names(self, namespace: str, label_selector: str) -> list[str]:
         """Names of the pods matching a label selector, sorted."""
         pods = self._call(

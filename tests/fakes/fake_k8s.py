@@ -285,6 +285,9 @@ class FakeKubeApi:
             def do_POST(self) -> None:
                 self._handle("POST")
 
+            def do_DELETE(self) -> None:
+                self._handle("DELETE")
+
         return Handler
 
     def _route(self, method: str, path: str, query: dict, body) -> tuple[int, object, str]:
@@ -399,6 +402,10 @@ class FakeKubeApi:
             obj = self.jobsets.get((namespace, name))
             if obj is None:
                 return 404, _status(404, "NotFound", f'jobsets.{GROUP} "{name}" not found'), j
+            if method == "DELETE":
+                with self._lock:
+                    del self.jobsets[(namespace, name)]
+                return 200, _status(200, "Success", f'jobsets.{GROUP} "{name}" deleted'), j
             return 200, obj, j
         with self._lock:
             items = [copy.deepcopy(o) for (ns, _), o in sorted(self.jobsets.items()) if namespace in (None, ns)]
