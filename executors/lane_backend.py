@@ -122,7 +122,8 @@ class LaneBackend(Protocol):
         """The workload, or None when it positively does not exist. Raises ComputeUnavailableError."""
 
     def logs(self, name: str, tail: int = 200) -> str:
-        """The last ``tail`` lines of the run's log ("" when none yet). Raises WorkloadNotFound."""
+        """The last ``tail`` lines of the run's log, joined by newlines ("" when none yet).
+        Raises WorkloadNotFound."""
 
     def delete(self, name: str) -> None:
         """Stop the run; nothing of it keeps running. Deleting twice or a missing name is a no-op."""

@@ -30,6 +30,7 @@ import datetime as dt
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -91,6 +92,19 @@ def _mtime_iso(*paths: Path) -> str | None:
     return dt.datetime.fromtimestamp(max(times), dt.timezone.utc).isoformat(timespec="milliseconds") if times else None
 
 
+def _exists(folder: Path) -> bool:
+    """True for a workload folder, False when it positively is not there; anything else is unknown."""
+    try:
+        is_dir = stat.S_ISDIR(folder.stat().st_mode)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise ComputeUnavailableError(f"{folder} is unreadable: {exc}") from None
+    if not is_dir:
+        raise ComputeUnavailableError(f"{folder} is not a folder")
+    return True
+
+
 def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -137,7 +151,9 @@ class LocalLaneBackend:
 
     def list_workloads(self, prefix: str) -> list[LaneWorkload]:
         try:
-            entries = sorted(self.folder.iterdir()) if self.folder.exists() else []
+            entries = sorted(self.folder.iterdir())
+        except FileNotFoundError:
+            entries = []  # nothing was ever launched in this lane
         except OSError as exc:
             raise ComputeUnavailableError(f"lane runs folder {self.folder} is unreadable: {exc}") from None
         found = []
@@ -149,25 +165,22 @@ class LocalLaneBackend:
 
     def status(self, name: str) -> LaneWorkload | None:
         folder = self._folder(name)
-        try:
-            if not folder.exists():
-                return None
-        except OSError as exc:
-            raise ComputeUnavailableError(f"{folder} is unreadable: {exc}") from None
+        if not _exists(folder):
+            return None
         return self._workload(folder, *split_workload_name(name))
 
     def logs(self, name: str, tail: int = 200) -> str:
         folder = self._folder(name)
-        if not folder.is_dir():
+        if not _exists(folder):
             raise WorkloadNotFound(f"no local workload {name}")
         return _tail(folder / "log.txt", tail)
 
     def artifacts(self, name: str) -> dict[str, str]:
         folder = self._folder(name)
+        if not _exists(folder):
+            raise WorkloadNotFound(f"no local workload {name}")
         spec = _read_json(folder / "spec.json")
         if spec is None:
-            if not folder.is_dir():
-                raise WorkloadNotFound(f"no local workload {name}")
             return self._paths(folder, None)
         return {key: spec["env"][env] for key, env in _ARTIFACT_ENV.items()}
 
@@ -227,7 +240,7 @@ class LocalLaneBackend:
 
     def delete(self, name: str) -> None:
         folder = self._folder(name)
-        if not folder.is_dir():
+        if not _exists(folder):
             return
         with self._lock(name):
             if not (folder / "deleted.json").exists():

@@ -219,6 +219,24 @@ class Kube:
             raise KubeUnavailable(f"{self.cluster}: {what}: malformed response")
         return obj
 
+    def delete_jobset(self, namespace: str, name: str) -> None:
+        """Delete a JobSet and, in the background, its Jobs and pods (``kubectl delete jobset``).
+
+        Raises :class:`KubeNotFound` when there is none (the caller decides if that is fine).
+        """
+        from kubernetes import client
+
+        self._call(
+            f"delete jobset {namespace}/{name}",
+            self._custom().delete_namespaced_custom_object,
+            JOBSET_GROUP,
+            JOBSET_VERSION,
+            namespace,
+            JOBSET_PLURAL,
+            name,
+            body=client.V1DeleteOptions(propagation_policy="Background"),
+        )
+
     def list_pod_names(self, namespace: str, label_selector: str) -> list[str]:
         """Names of the pods matching a label selector, sorted."""
         pods = self._call(

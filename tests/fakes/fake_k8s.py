@@ -2,7 +2,8 @@
 
 It serves discovery (``/version``, ``/api``, ``/api/v1``, ``/apis``,
 ``/apis/jobset.x-k8s.io/v1alpha2``), JobSets (list cluster-wide and namespaced with
-``labelSelector``/``limit``/``continue``, get, create with 409 on a duplicate), pods
+``labelSelector``/``limit``/``continue``, get, create with 409 on a duplicate, delete
+with 404 on a missing one, which also removes its pods as background propagation would), pods
 (list by label selector) and pod logs (``tailLines``). Objects live in memory.
 
 Faults are injected per route: :meth:`FakeKubeApi.fail` makes the next ``times``
@@ -285,6 +286,9 @@ class FakeKubeApi:
             def do_POST(self) -> None:
                 self._handle("POST")
 
+            def do_DELETE(self) -> None:
+                self._handle("DELETE")
+
         return Handler
 
     def _route(self, method: str, path: str, query: dict, body) -> tuple[int, object, str]:
@@ -395,6 +399,19 @@ class FakeKubeApi:
                 obj["status"] = {}
                 self.jobsets[key] = obj
             return 201, obj, j
+        if method == "DELETE":
+            if not (namespace and name):
+                return 405, _status(405, "MethodNotAllowed", "delete one jobset by name"), j
+            with self._lock:
+                obj = self.jobsets.pop((namespace, name), None)
+                if obj is None:
+                    return 404, _status(404, "NotFound", f'jobsets.{GROUP} "{name}" not found'), j
+                for key in [k for k, p in self.pods.items() if k[0] == namespace and
+                            p["metadata"]["labels"].get(JOBSET_NAME_LABEL) == name]:
+                    del self.pods[key]  # what background propagation does, settled at once
+                    self.logs.pop(key, None)
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                         "details": {"name": name, "group": GROUP, "kind": "jobsets", "uid": obj["metadata"]["uid"]}}, j
         if name:
             obj = self.jobsets.get((namespace, name))
             if obj is None:

@@ -1,0 +1,193 @@
+"""The GKE lane backend: a lane's workloads as JobSets on one cluster.
+
+Launch goes through :mod:`executors.gke.dispatch` (the xpk-style manifest, the
+occupancy re-check right before the submit, a lost or refused create settled by
+re-reading). A name that is already on the cluster is adopted, never resubmitted.
+``argv`` runs as given: it becomes ``bash -c <shlex-joined argv>``, so a command that
+names ``$XPROF_PATH`` expands it only inside a shell it starts itself
+(``["bash", "-c", "python train.py --xprof $XPROF_PATH --hlo $HLO_PATH"]``); dispatch
+refuses a command that writes to neither path. ``timeout_s`` is the Job's
+``activeDeadlineSeconds``: Kubernetes fails the run when it passes.
+
+States: a Completed JobSet ``succeeded`` (exit code 0), a Failed one ``failed``
+(exit code 1: a JobSet reports no process exit code), a suspended or not yet active
+one ``queued``, else ``running``. ``progress_at`` is the latest condition transition
+(or the creation time). Artifacts are the ``gs://`` paths in the container's
+environment. Delete removes the JobSet with background propagation; its pods and their
+logs go with it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from executors.clean_room import is_secret_name
+from executors.compute import ComputeError, SessionState
+from executors.gke.clusters import ClusterFile
+from executors.gke.dispatch import (
+    DEFAULT_QUEUE,
+    JOBSET_NAME_LABEL,
+    DispatchConflict,
+    Experiment,
+    StoragePaths,
+    ensure_free,
+    experiment_manifest,
+    gcs_paths,
+    jobset_status,
+    main_container,
+    same_workload,
+    storage_paths,
+    submit_jobset,
+)
+from executors.gke.kube import KubeNotFound, KubeUnavailable
+from executors.gke.occupancy import Me
+from executors.lane_backend import (
+    FINISHED,
+    LaneWorkload,
+    LaunchConflict,
+    LaunchSpec,
+    WorkloadNotFound,
+    parse_workload_name,
+    split_workload_name,
+)
+from wikiengine.errors import WikiError
+
+_STATE = {SessionState.QUEUED: "queued", SessionState.RUNNING: "running",
+          SessionState.COMPLETE: "succeeded", SessionState.ERROR: "failed"}
+_ARTIFACT_ENV = {"artifact_dir": "ARTIFACT_DIR", "metrics": "METRICS_PATH", "xprof": "XPROF_PATH", "hlo": "HLO_PATH"}
+_VID_RE = re.compile(r"v(\d{3,})([b-z]?)")
+
+
+class GkeLaneBackend:
+    """This lane's JobSets on one cluster (``kube`` is an :class:`executors.gke.kube.Kube`).
+
+    Listing, status, logs and delete need only ``kube`` and ``namespace``; launch also
+    needs the ``cluster`` file (its TPU slice), ``me`` (user prefix, model, lane),
+    the ``image`` and the ``storage_root`` (``gs://bucket[/prefix]``).
+    """
+
+    def __init__(self, kube, namespace: str = "default", *, cluster: ClusterFile | None = None,
+                 me: Me | None = None, image: str | None = None, storage_root: str | None = None,
+                 queue: str = DEFAULT_QUEUE):
+        self.kube, self.namespace = kube, namespace
+        self.cluster, self.me, self.image, self.storage_root, self.queue = cluster, me, image, storage_root, queue
+
+    # ------------------------------------------------------------------ reading
+
+    def list_workloads(self, prefix: str) -> list[LaneWorkload]:
+        found = []
+        for jobset in self.kube.list_jobsets(self.namespace):
+            name = str((jobset.get("metadata") or {}).get("name", ""))
+            parsed = parse_workload_name(name, prefix)
+            if parsed is not None:
+                found.append(self._workload(jobset, *parsed))
+        return sorted(found, key=lambda w: w.name)
+
+    def status(self, name: str) -> LaneWorkload | None:
+        jobset = self._get(name)
+        return None if jobset is None else self._workload(jobset, *split_workload_name(name))
+
+    def logs(self, name: str, tail: int = 200) -> str:
+        pods = self.kube.list_pod_names(self.namespace, f"{JOBSET_NAME_LABEL}={name}")
+        if not pods:
+            if self._get(name) is None:
+                raise WorkloadNotFound(f"{self.kube.cluster}: no workload {name}")
+            return ""  # no pod scheduled yet
+        try:
+            text = self.kube.pod_log(self.namespace, pods[0], tail)
+        except KubeNotFound:
+            return ""  # the pod went away between the listing and the read
+        return "\n".join(text.splitlines()[-tail:]) if tail > 0 else ""
+
+    def artifacts(self, name: str) -> dict[str, str]:
+        jobset = self._get(name)
+        if jobset is None:
+            raise WorkloadNotFound(f"{self.kube.cluster}: no workload {name}")
+        env = {e.get("name"): e.get("value") for e in main_container(jobset).get("env") or [] if isinstance(e, dict)}
+        return {key: str(env[var]) for key, var in _ARTIFACT_ENV.items() if env.get(var)}
+
+    def _get(self, name: str) -> dict | None:
+        try:
+            return self.kube.get_jobset(self.namespace, name)
+        except KubeNotFound:
+            return None
+
+    def _workload(self, jobset: dict, vid: str, slug: str) -> LaneWorkload:
+        meta = jobset.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        session = jobset_status(jobset)
+        state = _STATE.get(session.state, "running")
+        tail = ""
+        if state in FINISHED:
+            try:
+                tail = self.logs(name, 200)
+            except WorkloadNotFound:
+                tail = ""
+        times = [c.get("lastTransitionTime") for c in (jobset.get("status") or {}).get("conditions") or []
+                 if isinstance(c, dict) and isinstance(c.get("lastTransitionTime"), str)]
+        created = meta.get("creationTimestamp")
+        progress = max(times + ([created] if isinstance(created, str) else []), default=None)
+        return LaneWorkload(
+            name, vid, slug, state, {"succeeded": 0, "failed": 1}.get(state), created,
+            session.ended_at.isoformat() if session.ended_at else None, tail, progress,
+            session.failure_message if state == "failed" else None, None,
+        )
+
+    # ------------------------------------------------------------------ acting
+
+    def launch(self, spec: LaunchSpec) -> LaneWorkload:
+        if None in (self.cluster, self.me, self.image, self.storage_root):
+            raise ComputeError("the gke lane backend launches only with a cluster file, me, an image and a storage root")
+        for var, value in spec.env.items():
+            if is_secret_name(var) or not isinstance(value, str):
+                raise ComputeError(f"{spec.name}: env {var} is a credential or not a string: never put in a manifest")
+        experiment = self._experiment(spec)
+        paths = self._paths(spec, experiment)
+        env = dict(spec.env) | {"ARTIFACT_DIR": paths.gcs_root, "METRICS_PATH": f"{paths.gcs_root}/metrics.json",
+                                "TRACK": str(spec.track)}
+        try:
+            manifest, _ = experiment_manifest(self.cluster, experiment, self.image, shlex.join(spec.argv), paths,
+                                              queue=self.queue, extra_env=env,
+                                              active_deadline_s=max(1, int(spec.timeout_s)))
+        except WikiError as exc:
+            raise ComputeError(f"{spec.name}: {exc}") from None
+        existing = self._get(spec.name)
+        if existing is not None:
+            if not same_workload(existing, manifest):
+                raise LaunchConflict(f"{self.kube.cluster}: {spec.name} already runs another image or command: "
+                                     "use the next retry suffix")
+            return self._workload(existing, spec.vid, spec.slug)  # adopt
+        ensure_free(self.kube, self.me, spec.name)
+        try:
+            submit_jobset(self.kube, manifest)
+        except DispatchConflict as exc:
+            raise LaunchConflict(str(exc)) from None
+        workload = self.status(spec.name)
+        if workload is None:
+            raise KubeUnavailable(f"{self.kube.cluster}: {spec.name} was created but is not visible yet: re-read it")
+        return workload
+
+    def delete(self, name: str) -> None:
+        try:
+            self.kube.delete_jobset(self.namespace, name)
+        except KubeNotFound:
+            pass  # already gone: deleting is idempotent
+
+    def _experiment(self, spec: LaunchSpec) -> Experiment:
+        match = _VID_RE.fullmatch(spec.vid)
+        if match is None:
+            raise ComputeError(f"{spec.name}: vid {spec.vid!r} is not v<NNN>[b-z]")
+        experiment = Experiment(self.me.user_prefix, self.me.model, self.me.lane, int(match.group(1)), spec.slug,
+                                match.group(2))
+        if experiment.workload_name != spec.name:
+            raise ComputeError(f"{spec.name}: the lane names this experiment {experiment.workload_name}")
+        return experiment
+
+    def _paths(self, spec: LaunchSpec, experiment: Experiment) -> StoragePaths:
+        try:
+            if spec.artifact_dir:
+                return gcs_paths(spec.artifact_dir)
+            return storage_paths(self.storage_root, experiment.exp_slug)
+        except WikiError as exc:
+            raise ComputeError(f"{spec.name}: {exc}") from None
