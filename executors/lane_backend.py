@@ -21,6 +21,8 @@ The contract every backend keeps (``tests/test_lane_backend_contract.py`` runs i
   workload (adopt) and starts nothing; the same name with a different command is a
   :class:`LaunchConflict` (use the next retry suffix). The lane mode journals the launch
   first and calls launch again after a crash.
+- **One run per track** (a local slot, a GKE cluster): a launch while another run holds
+  it is a :class:`~executors.compute.CapacityError` and starts nothing.
 - **Delete is idempotent** and leaves nothing of the workload running. Whether the
   record stays is the backend's: locally the folder stays (the log and artifacts feed
   the page and backfill) and the run reads ``failed`` with a reason; on GKE the JobSet
@@ -76,6 +78,7 @@ class LaneWorkload:
     progress_at: str | None = None  # the last progress signal (progress file, log write, condition change)
     reason: str | None = None  # why it failed, timed out, was deleted, or cannot be judged yet
     pid: int | None = None  # local: the run's process (and process group); None on GKE
+    command: str | None = None  # the command that ran, shlex-joined (for the page's Setup)
 
     @property
     def is_finished(self) -> bool:

@@ -9,10 +9,12 @@ names ``$XPROF_PATH`` expands it only inside a shell it starts itself
 refuses a command that writes to neither path. ``timeout_s`` is the Job's
 ``activeDeadlineSeconds``: Kubernetes fails the run when it passes.
 
-States: a Completed JobSet ``succeeded`` (exit code 0), a Failed one ``failed``
-(exit code 1: a JobSet reports no process exit code), a suspended or not yet active
-one ``queued``, else ``running``. ``progress_at`` is the latest condition transition
-(or the creation time). Artifacts are the ``gs://`` paths in the container's
+States: a Completed JobSet ``succeeded`` (exit code 0), a Failed one ``failed`` with
+the exit code of its first failed container (None when no pod reported one, e.g. the
+deadline struck before a pod started), a suspended or not yet active one ``queued``,
+else ``running``. ``started`` is the first pod's start (else the creation time);
+``progress_at`` the latest condition transition or pod start. The log is the failed
+pod's (else the first pod's). Artifacts are the ``gs://`` paths in the container's
 environment. Delete removes the JobSet with background propagation; its pods and their
 logs go with it.
 """
@@ -76,29 +78,31 @@ class GkeLaneBackend:
     # ------------------------------------------------------------------ reading
 
     def list_workloads(self, prefix: str) -> list[LaneWorkload]:
-        found = []
+        mine = []
         for jobset in self.kube.list_jobsets(self.namespace):
             name = str((jobset.get("metadata") or {}).get("name", ""))
             parsed = parse_workload_name(name, prefix)
             if parsed is not None:
-                found.append(self._workload(jobset, *parsed))
+                mine.append((jobset, parsed))
+        pods: dict[str, list[dict]] = {}
+        if mine:  # one listing for the pods of every JobSet, not one per workload
+            for pod in self.kube.list_pods(self.namespace, JOBSET_NAME_LABEL):
+                pods.setdefault(((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL), []).append(pod)
+        found = [self._workload(jobset, vid, slug, pods.get(jobset["metadata"]["name"], []))
+                 for jobset, (vid, slug) in mine]
         return sorted(found, key=lambda w: w.name)
 
     def status(self, name: str) -> LaneWorkload | None:
         jobset = self._get(name)
-        return None if jobset is None else self._workload(jobset, *split_workload_name(name))
+        if jobset is None:
+            return None
+        return self._workload(jobset, *split_workload_name(name), self._pods(name))
 
     def logs(self, name: str, tail: int = 200) -> str:
-        pods = self.kube.list_pod_names(self.namespace, f"{JOBSET_NAME_LABEL}={name}")
-        if not pods:
-            if self._get(name) is None:
-                raise WorkloadNotFound(f"{self.kube.cluster}: no workload {name}")
-            return ""  # no pod scheduled yet
-        try:
-            text = self.kube.pod_log(self.namespace, pods[0], tail)
-        except KubeNotFound:
-            return ""  # the pod went away between the listing and the read
-        return "\n".join(text.splitlines()[-tail:]) if tail > 0 else ""
+        pods = self._pods(name)
+        if not pods and self._get(name) is None:
+            raise WorkloadNotFound(f"{self.kube.cluster}: no workload {name}")
+        return self._log(pods, tail)
 
     def artifacts(self, name: str) -> dict[str, str]:
         jobset = self._get(name)
@@ -113,25 +117,42 @@ class GkeLaneBackend:
         except KubeNotFound:
             return None
 
-    def _workload(self, jobset: dict, vid: str, slug: str) -> LaneWorkload:
+    def _pods(self, name: str) -> list[dict]:
+        return self.kube.list_pods(self.namespace, f"{JOBSET_NAME_LABEL}={name}")
+
+    def _log(self, pods: list[dict], tail: int) -> str:
+        """The log of the pod that failed first (else the first pod); "" before any pod runs."""
+        if not pods:
+            return ""
+        pod = next((p for p in pods if _exit_code(p) not in (None, 0)), pods[0])
+        try:
+            text = self.kube.pod_log(self.namespace, pod["metadata"]["name"], tail)
+        except KubeNotFound:
+            return ""  # the pod went away between the listing and the read
+        return "\n".join(text.splitlines()[-tail:]) if tail > 0 else ""
+
+    def _workload(self, jobset: dict, vid: str, slug: str, pods: list[dict]) -> LaneWorkload:
         meta = jobset.get("metadata") or {}
-        name = str(meta.get("name", ""))
         session = jobset_status(jobset)
         state = _STATE.get(session.state, "running")
-        tail = ""
-        if state in FINISHED:
-            try:
-                tail = self.logs(name, 200)
-            except WorkloadNotFound:
-                tail = ""
+        codes = [code for code in map(_exit_code, pods) if code is not None]
+        exit_code = None
+        if state == "succeeded":
+            exit_code = 0
+        elif state == "failed":
+            exit_code = next((code for code in codes if code != 0), None)  # None: no pod reported one
         times = [c.get("lastTransitionTime") for c in (jobset.get("status") or {}).get("conditions") or []
                  if isinstance(c, dict) and isinstance(c.get("lastTransitionTime"), str)]
-        created = meta.get("creationTimestamp")
-        progress = max(times + ([created] if isinstance(created, str) else []), default=None)
+        starts = sorted(t for p in pods if isinstance(t := (p.get("status") or {}).get("startTime"), str))
+        created = meta.get("creationTimestamp") if isinstance(meta.get("creationTimestamp"), str) else None
+        command = main_container(jobset).get("command") or []
         return LaneWorkload(
-            name, vid, slug, state, {"succeeded": 0, "failed": 1}.get(state), created,
-            session.ended_at.isoformat() if session.ended_at else None, tail, progress,
+            str(meta.get("name", "")), vid, slug, state, exit_code, starts[0] if starts else created,
+            session.ended_at.isoformat() if session.ended_at else None,
+            self._log(pods, 200) if state in FINISHED else "",
+            max(times + starts + ([created] if created else []), default=None),
             session.failure_message if state == "failed" else None, None,
+            command[2] if command[:2] == ["bash", "-c"] and len(command) == 3 else shlex.join(command) or None,
         )
 
     # ------------------------------------------------------------------ acting
@@ -157,7 +178,7 @@ class GkeLaneBackend:
             if not same_workload(existing, manifest):
                 raise LaunchConflict(f"{self.kube.cluster}: {spec.name} already runs another image or command: "
                                      "use the next retry suffix")
-            return self._workload(existing, spec.vid, spec.slug)  # adopt
+            return self._workload(existing, spec.vid, spec.slug, self._pods(spec.name))  # adopt
         ensure_free(self.kube, self.me, spec.name)
         try:
             submit_jobset(self.kube, manifest)
@@ -191,3 +212,12 @@ class GkeLaneBackend:
             return storage_paths(self.storage_root, experiment.exp_slug)
         except WikiError as exc:
             raise ComputeError(f"{spec.name}: {exc}") from None
+
+
+def _exit_code(pod: dict) -> int | None:
+    """The exit code of the pod's first terminated container, None while none has ended."""
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        terminated = ((container or {}).get("state") or {}).get("terminated") or {}
+        if isinstance(terminated.get("exitCode"), int):
+            return terminated["exitCode"]
+    return None

@@ -13,7 +13,9 @@ One workload is one folder ``.wiki/lane-runs/<model folder>/<lane>/<workload nam
   progress (``$PROGRESS_PATH``); ``artifacts/`` (or the spec's ``artifact_dir``):
   ``$ARTIFACT_DIR``, with ``$METRICS_PATH`` (metrics.json), ``$XPROF_PATH``, ``$HLO_PATH``.
 
-Launch holds a file lock per name, so two launches of one name start one run. Delete
+A track has one slot: launching while another run of the same track is in flight is a
+:class:`~executors.compute.CapacityError`. Launch and delete hold the lane's file lock,
+so two launches of one name (or one track) start one run. Delete
 writes ``deleted.json`` (the runner kills the process group and records why), kills the
 group itself when the runner is gone, and keeps the folder: the log and artifacts of
 a deleted run are what its page and ``wiki backfill`` are written from.
@@ -29,6 +31,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import shlex
 import signal
 import stat
 import subprocess
@@ -37,7 +40,7 @@ import time
 from pathlib import Path
 
 from executors.clean_room import clean_environment, is_secret_name
-from executors.compute import ComputeError, ComputeUnavailableError
+from executors.compute import CapacityError, ComputeError, ComputeUnavailableError
 from executors.lane_backend import (
     LaneWorkload,
     LaunchConflict,
@@ -189,6 +192,8 @@ class LocalLaneBackend:
         runner = _read_json(folder / "runner.json") or {}
         log = folder / "log.txt"
         progress = _mtime_iso(folder / "progress", log, folder / "spec.json")
+        argv = (_read_json(folder / "spec.json") or {}).get("argv")
+        command = shlex.join(argv) if isinstance(argv, list) else None
         if status is None:
             if _runner_alive(_int(runner.get("pid")), folder):
                 state, reason = "queued", "the runner is starting"
@@ -197,7 +202,7 @@ class LocalLaneBackend:
             else:
                 state, reason = "queued", "launch was interrupted before the runner started: launch it again"
             return LaneWorkload(folder.name, vid, slug, state, None, None, _mtime_iso(log) if state == "failed" else None,
-                                _tail(log, 200), progress, reason, None)
+                                _tail(log, 200), progress, reason, None, command)
         state = str(status.get("state", "unknown"))
         reason = status.get("reason")
         finished = status.get("finished")
@@ -212,7 +217,7 @@ class LocalLaneBackend:
                     state, finished = "failed", _mtime_iso(log)
                     reason = "the runner died before the run ended (killed?): exit code unknown"
         return LaneWorkload(folder.name, vid, slug, state, _int(status.get("exit_code")), status.get("started"),
-                            finished, _tail(log, 200), progress, reason, _int(status.get("pid")))
+                            finished, _tail(log, 200), progress, reason, _int(status.get("pid")), command)
 
     # ------------------------------------------------------------------ acting
 
@@ -221,7 +226,7 @@ class LocalLaneBackend:
         folder = self._folder(spec.name)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            with self._lock(spec.name):
+            with self._lock():
                 recorded = _read_json(folder / "spec.json")
                 if recorded is not None:
                     if recorded.get("argv") != list(spec.argv):
@@ -230,7 +235,10 @@ class LocalLaneBackend:
                         return self.status(spec.name)  # adopt: it was launched before
                 elif (folder / "status.json").exists():
                     return self.status(spec.name)  # a workload recorded by another tool
-                else:
+                busy = [name for name in self._in_flight_on(spec.track) if name != spec.name]
+                if busy:
+                    raise CapacityError(f"track {spec.track} is busy with {busy[0]}: one run per track at a time")
+                if recorded is None:
                     folder.mkdir(exist_ok=True)
                     write_json(folder / "spec.json", self._spec_record(folder, spec))
                 self._start_runner(folder)
@@ -242,7 +250,7 @@ class LocalLaneBackend:
         folder = self._folder(name)
         if not _exists(folder):
             return
-        with self._lock(name):
+        with self._lock():
             if not (folder / "deleted.json").exists():
                 write_json(folder / "deleted.json", {"at": now_iso()})
             runner_pid = _int((_read_json(folder / "runner.json") or {}).get("pid"))
@@ -273,19 +281,29 @@ class LocalLaneBackend:
         return self.folder / name
 
     @contextlib.contextmanager
-    def _lock(self, name: str):
-        """The per-name lock that makes launch and delete of one workload one at a time."""
+    def _lock(self):
+        """The lane's lock: one launch or delete at a time, so a name and a track start one run."""
         from filelock import FileLock, Timeout
 
-        lock = FileLock(str(self.folder / f".{name}.lock"), timeout=LOCK_TIMEOUT_S)
+        lock = FileLock(str(self.folder / ".lane.lock"), timeout=LOCK_TIMEOUT_S)
         try:
             lock.acquire()
         except Timeout:
-            raise ComputeUnavailableError(f"{name}: another launch or delete holds its lock") from None
+            raise ComputeUnavailableError(f"{self.folder}: another launch or delete holds the lane's lock") from None
         try:
             yield
         finally:
             lock.release()
+
+    def _in_flight_on(self, track: int) -> list[str]:
+        """Names of the workloads of ``track`` that are queued or running."""
+        names = []
+        for entry in sorted(self.folder.iterdir()):
+            spec = _read_json(entry / "spec.json") if entry.is_dir() and not entry.name.startswith(".") else None
+            if spec is not None and spec.get("track") == track:
+                if self._workload(entry, *split_workload_name(entry.name)).in_flight:
+                    names.append(entry.name)
+        return names
 
     def _paths(self, folder: Path, artifact_dir: str | None) -> dict[str, str]:
         base = Path(artifact_dir) if artifact_dir else folder / "artifacts"

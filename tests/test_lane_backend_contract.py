@@ -123,7 +123,7 @@ class GkeHarness(Harness):
 
     def settle(self, spec: LaunchSpec, line: str, exit_code: int):
         """Play the kubelet: the pod ran, printed ``line`` and exited with ``exit_code``."""
-        self.api.add_pod(f"{spec.name}-slice-job-0-0-abcde", spec.name, f"{line}\n")
+        self.api.add_pod(f"{spec.name}-slice-job-0-0-abcde", spec.name, f"{line}\n", exit_code=exit_code)
         self.api.set_state(spec.name, terminal_state="Completed" if exit_code == 0 else "Failed")
         return self.finished(spec.name)
 
@@ -146,6 +146,10 @@ class GkeHarness(Harness):
         real = self.backend.kube
         self.backend.kube = _kube(f"http://127.0.0.1:{_closed_port()}", "closed-port")
         yield "a closed port"
+        self.api.fail("GET", r"/jobsets", "stall", times=10)
+        self.backend.kube = _kube(self.api.url, "stalled", deadline_s=0.3)
+        yield "a stall past the deadline"
+        self.api.faults.clear()
         self.backend.kube = real
 
 
@@ -165,12 +169,12 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def _kube(url: str, cluster: str):
+def _kube(url: str, cluster: str, deadline_s: float = 2.0):
     from kubernetes import client
 
     from executors.gke.kube import Kube
 
-    return Kube.from_configuration(client.Configuration(host=url), cluster=cluster, deadline_s=2.0)
+    return Kube.from_configuration(client.Configuration(host=url), cluster=cluster, deadline_s=deadline_s)
 
 
 @pytest.fixture(params=["local", "gke"])
@@ -214,10 +218,23 @@ def test_a_run_is_launched_listed_and_reported_succeeded_with_its_log(harness):
     assert (done.state, done.exit_code, done.crashed) == ("succeeded", 0, False)
     assert done.started and done.finished and done.progress_at
     assert harness.backend.logs(spec.name) == "step 100 tokens_per_s 4123.5"
+    assert done.command == shlex.join(spec.argv)  # what the page's Setup quotes
     assert "step 100 tokens_per_s 4123.5" in done.log_tail
     [listed] = harness.backend.list_workloads(PREFIX)
     assert (listed.name, listed.vid, listed.state) == (spec.name, "v007", "succeeded")
     assert harness.backend.list_workloads("bob-gemma4-tpu") == []  # another user's lane sees nothing
+
+
+def test_a_track_holds_one_run_at_a_time(harness):
+    first = harness.spec(14, "first", program("step 1", sleep_s=120))
+    harness.backend.launch(first)
+    harness.make_running(first)
+    second = harness.spec(15, "second", program("x"))
+    with pytest.raises(CapacityError, match=first.name):
+        harness.backend.launch(second)
+    assert harness.backend.status(second.name) is None
+    harness.backend.delete(first.name)
+    assert harness.backend.launch(second).name == second.name  # the slot is free again
 
 
 def test_artifact_locations_name_metrics_profile_and_hlo(harness):

@@ -186,14 +186,24 @@ class FakeKubeApi:
         with self._lock:
             self.jobsets[(namespace, name)] = obj
 
-    def add_pod(self, name: str, jobset: str, log: str, *, namespace: str = "default") -> None:
-        """Seed a pod of a JobSet with its log text."""
+    def add_pod(
+        self, name: str, jobset: str, log: str, *, namespace: str = "default", exit_code: int | None = None
+    ) -> None:
+        """Seed a pod of a JobSet with its log text; ``exit_code`` makes its container terminated with it."""
+        now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status: dict = {"phase": "Succeeded", "startTime": now}
+        if exit_code is not None:
+            status["phase"] = "Succeeded" if exit_code == 0 else "Failed"
+            terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                          "startedAt": now, "finishedAt": now}
+            status["containerStatuses"] = [{"name": "main", "image": "x", "imageID": "", "ready": False,
+                                            "restartCount": 0, "state": {"terminated": terminated}}]
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "labels": {JOBSET_NAME_LABEL: jobset}},
             "spec": {"containers": [{"name": "main", "image": "x"}]},
-            "status": {"phase": "Succeeded"},
+            "status": status,
         }
         self._stamp(pod)
         with self._lock:
