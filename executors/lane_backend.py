@@ -77,7 +77,7 @@ class LaneWorkload:
     log_tail: str  # the last lines of the log of a finished run ("" while in flight)
     progress_at: str | None = None  # the last progress signal (progress file, log write, condition change)
     reason: str | None = None  # why it failed, timed out, was deleted, or cannot be judged yet
-    pid: int | None = None  # local: the run's process (and process group); None on GKE
+    pid: int | None = None  # local: the run's process; None on GKE
     command: str | None = None  # the command that ran, shlex-joined (for the page's Setup)
 
     @property

@@ -7,7 +7,8 @@ One workload is one folder ``.wiki/lane-runs/<model folder>/<lane>/<workload nam
   starts detached in the clean-room environment (:mod:`executors.clean_room`: no
   credential variable, ``HOME`` at the folder's own empty ``home/``);
 - ``status.json``: ``state`` (``running | succeeded | failed``), ``exit_code``,
-  ``started``, ``finished``, ``pid``/``pgid`` of the run, ``runner_pid``, ``reason``;
+  ``started``, ``finished``, ``pid`` of the run, ``runner_pid`` and ``pgid`` (the
+  runner leads the process group the run and its children live in), ``reason``;
   written by the runner (see there) and, for a run whose runner is gone, by delete;
 - ``log.txt``: the run's output; ``progress``: touched by the run when it makes
   progress (``$PROGRESS_PATH``); ``artifacts/`` (or the spec's ``artifact_dir``):
@@ -49,7 +50,7 @@ from executors.lane_backend import (
     parse_workload_name,
     split_workload_name,
 )
-from executors.lane_runner import now_iso, write_json
+from executors.lane_runner import group_members, now_iso, signal_group, write_json
 from wikiengine.identity import MAX_WORKLOAD_LEN, NAME_RE
 
 LOCK_TIMEOUT_S = 30.0
@@ -125,19 +126,7 @@ def _runner_alive(pid: int | None, folder: Path) -> bool:
 
 
 def _group_alive(pgid: int | None) -> bool:
-    """Some live (non-zombie) process is in the process group ``pgid``."""
-    if not pgid:
-        return False
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+    return bool(group_members(pgid))
 
 
 class LocalLaneBackend:
@@ -260,14 +249,13 @@ class LocalLaneBackend:
             if _runner_alive(runner_pid, folder):
                 os.kill(runner_pid, signal.SIGKILL)
             status = _read_json(folder / "status.json")
-            pgid = _int((status or {}).get("pgid"))
-            if _group_alive(pgid):
-                os.killpg(pgid, signal.SIGTERM)
+            pgid = _int((status or {}).get("pgid")) or runner_pid
+            if _group_alive(pgid):  # the runner is gone but the run goes on: stop it here
+                signal_group(pgid, signal.SIGTERM)
                 end = time.monotonic() + self.kill_grace_s
                 while _group_alive(pgid) and time.monotonic() < end:
                     time.sleep(0.05)
-                if _group_alive(pgid):
-                    os.killpg(pgid, signal.SIGKILL)
+                signal_group(pgid, signal.SIGKILL)
             if status is None or status.get("state") == "running":
                 status = {"state": "running", "exit_code": None, "started": None, **(status or {})}
                 status.update(state="failed", finished=now_iso(), reason="deleted by the lane")

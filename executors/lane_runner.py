@@ -3,13 +3,15 @@
 :class:`executors.lane_local.LocalLaneBackend` starts it detached (its own session) in
 the clean-room environment. It reads ``FOLDER/spec.json`` and
 
-- writes ``status.json`` (atomically: temp file, fsync, rename) when it starts, once the
-  run's process exists (``pid``, ``pgid``: the run has its own process group) and when
-  the run ended (``exit_code``, ``finished``, ``reason``);
+- writes ``status.json`` (atomically: temp file, fsync, rename) when it starts (with
+  ``pgid``: the runner leads its own session, and the run and everything it starts stay
+  in that process group), once the run's process exists (``pid``) and when the run ended
+  (``exit_code``, ``finished``, ``reason``);
 - runs ``argv`` with its output appended to ``log.txt``;
-- kills the run's process group (SIGTERM, then SIGKILL after the grace period) when the
-  run passes ``timeout_s``, when ``deleted.json`` appears (the backend's delete) or when
-  the runner itself gets SIGTERM, and records why in ``reason`` and in the log.
+- kills every other process of the group (SIGTERM, then SIGKILL after the grace period)
+  when the run passes ``timeout_s``, when ``deleted.json`` appears (the backend's delete)
+  or when the runner itself gets SIGTERM, and records why in ``reason`` and in the log;
+  whatever the run left behind is killed when it exits.
 
 A runner killed with SIGKILL writes nothing more; the backend tells that from the
 runner's pid being gone while ``status.json`` still says ``running``.
@@ -48,23 +50,41 @@ def exit_code_of(returncode: int) -> int:
     return returncode if returncode >= 0 else 128 - returncode
 
 
-def kill_group(pgid: int, child: subprocess.Popen | None, grace_s: float) -> None:
-    """SIGTERM the process group, SIGKILL whatever is left after ``grace_s``."""
+def group_members(pgid: int | None) -> list[int]:
+    """The live (non-zombie) processes of the process group ``pgid``."""
+    if not pgid:
+        return []
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    """Send ``signum`` to every process of the group but this one."""
+    for pid in group_members(pgid):
+        if pid != os.getpid():
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+
+def kill_group(pgid: int, child: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM the run's processes, SIGKILL whatever is left after ``grace_s`` (the runner stays)."""
+    signal_group(pgid, signal.SIGTERM)
     try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    if child is not None:
-        try:
-            child.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(pgid, signal.SIGKILL)  # stragglers the run left behind, too
-    except ProcessLookupError:
+        child.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
         pass
-    if child is not None:
-        child.wait()
+    signal_group(pgid, signal.SIGKILL)  # stragglers the run left behind, too
+    child.wait()
 
 
 def supervise(folder: Path) -> int:
@@ -72,8 +92,9 @@ def supervise(folder: Path) -> int:
     stopped: list[str] = []
     signal.signal(signal.SIGTERM, lambda *_: stopped.append("the runner got SIGTERM: process group killed"))
     spec = json.loads((folder / "spec.json").read_text(encoding="utf-8"))
+    pgid = os.getpgid(0)  # the runner leads the run's process group: known before the run exists
     status = {"state": "running", "exit_code": None, "started": now_iso(), "finished": None,
-              "runner_pid": os.getpid(), "pid": None, "pgid": None, "reason": None, "timeout_s": spec["timeout_s"]}
+              "runner_pid": os.getpid(), "pid": None, "pgid": pgid, "reason": None, "timeout_s": spec["timeout_s"]}
     write_json(folder / "status.json", status)
 
     def finish(code: int | None, reason: str | None) -> int:
@@ -91,10 +112,10 @@ def supervise(folder: Path) -> int:
     with open(folder / "log.txt", "ab") as log:
         try:
             child = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                     env=env, cwd=spec["cwd"], start_new_session=True)
+                                     env=env, cwd=spec["cwd"])
         except OSError as exc:
             return finish(127, f"cannot start {spec['argv'][0]!r}: {exc.strerror or exc}")
-    status.update(pid=child.pid, pgid=child.pid)
+    status.update(pid=child.pid)
     write_json(folder / "status.json", status)
     deadline = time.monotonic() + float(spec["timeout_s"])
     reason = None
@@ -110,12 +131,9 @@ def supervise(folder: Path) -> int:
             elif time.monotonic() >= deadline:
                 reason = f"timed out after {spec['timeout_s']:g}s: process group killed"
             if reason:
-                kill_group(child.pid, child, float(spec["kill_grace_s"]))
+                kill_group(pgid, child, float(spec["kill_grace_s"]))
                 break
-    try:
-        os.killpg(child.pid, signal.SIGKILL)  # nothing the run started outlives it
-    except ProcessLookupError:
-        pass
+    signal_group(pgid, signal.SIGKILL)  # nothing the run started outlives it
     return finish(exit_code_of(child.returncode), reason)
 
 

@@ -28,6 +28,7 @@ import pytest
 from executors.compute import CapacityError, ComputeError, ComputeUnavailableError
 from executors.lane_backend import ARTIFACT_KEYS, LaneBackend, LaunchConflict, LaunchSpec, WorkloadNotFound
 from executors.lane_local import LocalLaneBackend
+from executors.lane_runner import group_members
 from wikiengine.identity import workload_name
 
 ENV_DIR = Path(__file__).parent / "data" / "env"
@@ -89,10 +90,10 @@ class LocalHarness(Harness):
         return self.backend.logs(spec.name).splitlines().count(line)
 
     def nothing_running(self, spec: LaunchSpec) -> bool:
-        """Neither the run nor its runner is alive (the runner exits right after its last write)."""
+        """No process of the run's group is alive: run, children, runner (it exits right after its last write)."""
         record = json.loads((self.backend.folder / spec.name / "status.json").read_text())
-        return wait_for(lambda: not any(_alive(pid) for pid in (record.get("pid"), record.get("runner_pid"))),
-                        "the run and its runner to exit", deadline_s=5.0)
+        assert record["pgid"] == record["runner_pid"]
+        return wait_for(lambda: not group_members(record["pgid"]), "the run's process group to be empty", 5.0)
 
     def faults(self, spec: LaunchSpec):
         folder = self.backend.folder
@@ -322,6 +323,17 @@ def test_row31_local_a_run_past_its_timeout_is_killed_and_reported(local):
     assert local.nothing_running(spec)
 
 
+def test_local_nothing_a_run_started_outlives_it(local):
+    code = ("import subprocess, sys; child = subprocess.Popen(['sleep', '120']); "
+            "print('grandchild', child.pid, flush=True); sys.exit(0)")
+    spec = local.spec(31, "leaky", code)
+    local.backend.launch(spec)
+    assert local.finished(spec.name).state == "succeeded"
+    grandchild = int(local.backend.logs(spec.name).split()[-1])
+    wait_for(lambda: not _alive(grandchild), "the left-behind process to be killed", 5.0)
+    assert local.nothing_running(spec)
+
+
 def test_local_a_runner_killed_with_sigkill_is_failed_with_a_reason(local):
     spec = local.spec(21, "orphan", program("step 1", sleep_s=120))
     local.backend.launch(spec)
@@ -331,7 +343,7 @@ def test_local_a_runner_killed_with_sigkill_is_failed_with_a_reason(local):
     wait_for(lambda: not _alive(runner), "the runner to die")
     orphan = local.backend.status(spec.name)  # the run itself still goes on, unsupervised
     assert orphan.state == "running" and "unsupervised" in orphan.reason
-    os.killpg(running.pid, signal.SIGKILL)
+    os.kill(running.pid, signal.SIGKILL)
     wait_for(lambda: not _alive(running.pid), "the run to die")
     dead = local.backend.status(spec.name)
     assert dead.state == "failed" and dead.exit_code is None and "runner died" in dead.reason
