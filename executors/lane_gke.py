@@ -178,7 +178,7 @@ class GkeLaneBackend:
             if not same_workload(existing, manifest):
                 raise LaunchConflict(f"{self.kube.cluster}: {spec.name} already runs another image or command: "
                                      "use the next retry suffix")
-            return self._workload(existing, spec.vid, spec.slug, self._pods(spec.name))  # adopt
+            return self._workload(existing, *split_workload_name(spec.name), self._pods(spec.name))  # adopt
         ensure_free(self.kube, self.me, spec.name)
         try:
             submit_jobset(self.kube, manifest)

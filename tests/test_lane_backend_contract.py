@@ -290,6 +290,13 @@ def test_delete_is_idempotent_and_leaves_nothing_running(harness):
     assert harness.backend.status(spec.name) == after
 
 
+def test_row46_a_credential_in_the_spec_env_is_refused_before_anything_starts(harness):
+    spec = harness.spec(24, "leak", program("x"), env={"WANDB_API_KEY": "canary-wb-91f3"})
+    with pytest.raises(ComputeError, match="WANDB_API_KEY"):
+        harness.backend.launch(spec)
+    assert harness.backend.status(spec.name) is None and harness.backend.list_workloads(PREFIX) == []
+
+
 @pytest.mark.parametrize("call", ["list_workloads", "status"])
 def test_row17_an_unreachable_backend_is_unknown_never_empty_or_gone(harness, call):
     spec = harness.spec(13, "seen", program("x"))
@@ -386,13 +393,6 @@ def test_row46_local_runs_get_the_clean_room_and_the_artifact_paths(local, monke
             assert "canary-hf-6c1d" not in text and "canary-kg-77ab" not in text, path
 
 
-def test_local_a_credential_in_the_spec_env_is_refused_before_anything_is_written(local):
-    spec = local.spec(24, "leak", program("x"), env={"WANDB_API_KEY": "k"})
-    with pytest.raises(ComputeError, match="WANDB_API_KEY looks like a credential"):
-        local.backend.launch(spec)
-    assert local.backend.status(spec.name) is None
-
-
 def test_local_the_spec_may_name_the_artifact_dir(local):
     spec = local.spec(25, "dir", "import os; open(os.environ['METRICS_PATH'], 'w').write('{}')")
     spec = LaunchSpec(**{**spec.__dict__, "artifact_dir": "out/v025"})
@@ -465,13 +465,15 @@ def gke(harness):
 
 @pytest.mark.parametrize("harness", ["gke"], indirect=True)
 def test_gke_launch_dispatches_the_xpk_jobset_with_paths_env_and_deadline(gke):
-    spec = gke.spec(40, "remat", program("x"), timeout_s=1800, env={"BATCH": "16"})
-    gke.backend.launch(spec)
+    spec = gke.spec(40, "remat-policy-selective", program("x"), timeout_s=1800, env={"BATCH": "16"})
+    launched = gke.backend.launch(spec)
+    assert (launched.name, launched.slug) == ("alice-gemma4-tpu-v040-remat-policy-sel", "remat-policy-sel")
+    assert gke.backend.launch(spec).slug == "remat-policy-sel"  # adopted, read the same way
     [post] = [r for r in gke.api.requests if r.method == "POST"]
     job = post.body["spec"]["replicatedJobs"][0]["template"]["spec"]
     container = job["template"]["spec"]["containers"][0]
     env = {e["name"]: e["value"] for e in container["env"]}
-    root = "gs://example-bucket/autoresearch/gemma4-tpu-v040-remat"
+    root = "gs://example-bucket/autoresearch/gemma4-tpu-v040-remat-policy-selective"  # the full slug in storage
     assert env["XPROF_PATH"] == root + "/xprof" and env["METRICS_PATH"] == root + "/metrics.json"
     assert env["BATCH"] == "16" and env["WORKLOAD_NAME"] == spec.name
     assert job["activeDeadlineSeconds"] == 1800
@@ -515,3 +517,14 @@ def test_gke_a_command_that_ignores_the_paths_is_refused(gke):
     with pytest.raises(ComputeError, match="does not write to"):
         gke.backend.launch(spec)
     assert not [r for r in gke.api.requests if r.method == "POST"]
+
+
+@pytest.mark.parametrize("harness", ["gke"], indirect=True)
+def test_gke_a_jobset_failed_before_any_pod_ran_has_no_exit_code_but_a_reason(gke):
+    spec = gke.spec(45, "deadline", program("x"))
+    gke.backend.launch(spec)
+    gke.api.set_state(spec.name, terminal_state="Failed")
+    done = gke.backend.status(spec.name)
+    assert (done.state, done.exit_code, done.crashed) == ("failed", None, True)
+    assert done.reason == "jobset failed" and done.log_tail == "" and gke.backend.logs(spec.name) == ""
+
