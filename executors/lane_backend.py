@@ -41,17 +41,25 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from executors.clean_room import is_secret_name
 from executors.compute import ComputeError, ComputeUnavailableError
 
 IN_FLIGHT = ("queued", "running")
 FINISHED = ("succeeded", "failed")
-ARTIFACT_KEYS = ("artifact_dir", "metrics", "xprof", "hlo")  # the keys of LaneBackend.artifacts()
-_NAME_ID_RE = re.compile(r"^.*-(?P<vid>v\d{3,})-(?P<slug>[a-z0-9][-a-z0-9]*?)(?:-(?P<retry>[b-z]))?$")
-_VID_RE = re.compile(r"-(?P<vid>v\d{3,})-(?P<slug>[a-z0-9][-a-z0-9]*?)(?:-(?P<retry>[b-z]))?$")
+# The keys of LaneBackend.artifacts() and the variables a run finds them in.
+ARTIFACT_ENV = {"artifact_dir": "ARTIFACT_DIR", "metrics": "METRICS_PATH", "xprof": "XPROF_PATH", "hlo": "HLO_PATH"}
+ARTIFACT_KEYS = tuple(ARTIFACT_ENV)
+# Variables the backend sets for every run; a spec cannot redirect them.
+RESERVED_ENV = frozenset(ARTIFACT_ENV.values()) | {"PROGRESS_PATH", "WORKLOAD_NAME", "TRACK", "EXP_SLUG",
+                                                   "GCS_ROOT"}
+_ID = r"-(?P<vid>v\d{3,})-(?P<slug>[a-z0-9][-a-z0-9]*?)(?:-(?P<retry>[b-z]))?"  # -v<NNN>-<slug>[-<retry>]
+_VID_RE = re.compile(_ID + "$")
+_NAME_ID_RE = re.compile("^.*" + _ID + "$")  # the last -v<NNN>- of a name
 
 __all__ = [
-    "ARTIFACT_KEYS", "FINISHED", "IN_FLIGHT", "ComputeUnavailableError", "LaneBackend", "LaneWorkload",
-    "LaunchConflict", "LaunchSpec", "WorkloadNotFound", "parse_workload_name", "split_workload_name",
+    "ARTIFACT_ENV", "ARTIFACT_KEYS", "FINISHED", "IN_FLIGHT", "RESERVED_ENV", "ComputeUnavailableError",
+    "LaneBackend", "LaneWorkload", "LaunchConflict", "LaunchSpec", "WorkloadNotFound", "check_spec",
+    "parse_workload_name", "split_workload_name",
 ]
 
 
@@ -151,3 +159,19 @@ def split_workload_name(name: str) -> tuple[str, str]:
     if match is None:
         return "", name
     return match.group("vid") + (match.group("retry") or ""), match.group("slug")
+
+
+def check_spec(spec: LaunchSpec) -> None:
+    """Refuse a spec that cannot run or would pass a credential on (ComputeError; nothing is written)."""
+    if not spec.argv or not all(isinstance(arg, str) for arg in spec.argv):
+        raise ComputeError(f"{spec.name}: argv must be a non-empty list of strings")
+    for name, value in spec.env.items():
+        if is_secret_name(name):
+            raise ComputeError(f"{spec.name}: {name} looks like a credential and is never passed to a run")
+        if name in RESERVED_ENV:
+            raise ComputeError(f"{spec.name}: {name} is set by the backend (use artifact_dir to move the artifacts)")
+        if not isinstance(value, str):
+            raise ComputeError(f"{spec.name}: env {name} must be a string")
+    if not spec.timeout_s > 0:
+        raise ComputeError(f"{spec.name}: timeout_s must be positive")
+

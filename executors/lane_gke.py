@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 import shlex
 
-from executors.clean_room import is_secret_name
 from executors.compute import ComputeError, SessionState
 from executors.gke.clusters import ClusterFile
 from executors.gke.dispatch import (
@@ -45,11 +44,13 @@ from executors.gke.dispatch import (
 from executors.gke.kube import KubeNotFound, KubeUnavailable
 from executors.gke.occupancy import Me
 from executors.lane_backend import (
+    ARTIFACT_ENV,
     FINISHED,
     LaneWorkload,
     LaunchConflict,
     LaunchSpec,
     WorkloadNotFound,
+    check_spec,
     parse_workload_name,
     split_workload_name,
 )
@@ -57,7 +58,6 @@ from wikiengine.errors import WikiError
 
 _STATE = {SessionState.QUEUED: "queued", SessionState.RUNNING: "running",
           SessionState.COMPLETE: "succeeded", SessionState.ERROR: "failed"}
-_ARTIFACT_ENV = {"artifact_dir": "ARTIFACT_DIR", "metrics": "METRICS_PATH", "xprof": "XPROF_PATH", "hlo": "HLO_PATH"}
 _VID_RE = re.compile(r"v(\d{3,})([b-z]?)")
 
 
@@ -109,7 +109,7 @@ class GkeLaneBackend:
         if jobset is None:
             raise WorkloadNotFound(f"{self.kube.cluster}: no workload {name}")
         env = {e.get("name"): e.get("value") for e in main_container(jobset).get("env") or [] if isinstance(e, dict)}
-        return {key: str(env[var]) for key, var in _ARTIFACT_ENV.items() if env.get(var)}
+        return {key: str(env[var]) for key, var in ARTIFACT_ENV.items() if env.get(var)}
 
     def _get(self, name: str) -> dict | None:
         try:
@@ -160,9 +160,7 @@ class GkeLaneBackend:
     def launch(self, spec: LaunchSpec) -> LaneWorkload:
         if None in (self.cluster, self.me, self.image, self.storage_root):
             raise ComputeError("the gke lane backend launches only with a cluster file, me, an image and a storage root")
-        for var, value in spec.env.items():
-            if is_secret_name(var) or not isinstance(value, str):
-                raise ComputeError(f"{spec.name}: env {var} is a credential or not a string: never put in a manifest")
+        check_spec(spec)
         experiment = self._experiment(spec)
         paths = self._paths(spec, experiment)
         env = dict(spec.env) | {"ARTIFACT_DIR": paths.gcs_root, "METRICS_PATH": f"{paths.gcs_root}/metrics.json",

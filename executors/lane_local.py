@@ -40,13 +40,15 @@ import sys
 import time
 from pathlib import Path
 
-from executors.clean_room import clean_environment, is_secret_name
+from executors.clean_room import clean_environment
 from executors.compute import CapacityError, ComputeError, ComputeUnavailableError
 from executors.lane_backend import (
+    ARTIFACT_ENV,
     LaneWorkload,
     LaunchConflict,
     LaunchSpec,
     WorkloadNotFound,
+    check_spec,
     parse_workload_name,
     split_workload_name,
 )
@@ -174,7 +176,7 @@ class LocalLaneBackend:
         spec = _read_json(folder / "spec.json")
         if spec is None:
             return self._paths(folder, None)
-        return {key: spec["env"][env] for key, env in _ARTIFACT_ENV.items()}
+        return {key: spec["env"][env] for key, env in ARTIFACT_ENV.items()}
 
     def _workload(self, folder: Path, vid: str, slug: str) -> LaneWorkload:
         status = _read_json(folder / "status.json")
@@ -211,7 +213,7 @@ class LocalLaneBackend:
     # ------------------------------------------------------------------ acting
 
     def launch(self, spec: LaunchSpec) -> LaneWorkload:
-        _check_spec(spec)
+        check_spec(spec)
         folder = self._folder(spec.name)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -303,7 +305,7 @@ class LocalLaneBackend:
         paths = self._paths(folder, spec.artifact_dir)
         Path(paths["artifact_dir"]).mkdir(parents=True, exist_ok=True)
         env = dict(spec.env)
-        env.update({env_name: paths[key] for key, env_name in _ARTIFACT_ENV.items()})
+        env.update({env_name: paths[key] for key, env_name in ARTIFACT_ENV.items()})
         env.update(PROGRESS_PATH=str(folder / "progress"), WORKLOAD_NAME=spec.name, TRACK=str(spec.track))
         return {"name": spec.name, "vid": spec.vid, "slug": spec.slug, "track": spec.track, "argv": list(spec.argv),
                 "env": env, "cwd": str(self.root), "timeout_s": float(spec.timeout_s),
@@ -319,19 +321,3 @@ class LocalLaneBackend:
                                       stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                       cwd=self.root, start_new_session=True)
         write_json(folder / "runner.json", {"pid": runner.pid, "launched": now_iso()})
-
-
-_ARTIFACT_ENV = {"artifact_dir": "ARTIFACT_DIR", "metrics": "METRICS_PATH", "xprof": "XPROF_PATH", "hlo": "HLO_PATH"}
-
-
-def _check_spec(spec: LaunchSpec) -> None:
-    """Refuse a spec that cannot run or would pass a credential on (ComputeError, nothing written)."""
-    if not spec.argv or not all(isinstance(arg, str) for arg in spec.argv):
-        raise ComputeError(f"{spec.name}: argv must be a non-empty list of strings")
-    for name, value in spec.env.items():
-        if is_secret_name(name):
-            raise ComputeError(f"{spec.name}: {name} looks like a credential and is never passed to a run")
-        if not isinstance(value, str):
-            raise ComputeError(f"{spec.name}: env {name} must be a string")
-    if not spec.timeout_s > 0:
-        raise ComputeError(f"{spec.name}: timeout_s must be positive")

@@ -297,6 +297,15 @@ def test_row46_a_credential_in_the_spec_env_is_refused_before_anything_starts(ha
     assert harness.backend.status(spec.name) is None and harness.backend.list_workloads(PREFIX) == []
 
 
+@pytest.mark.parametrize("env, problem", [({"METRICS_PATH": "/tmp/elsewhere"}, "set by the backend"),
+                                          ({"BATCH": 16}, "must be a string")])
+def test_a_spec_cannot_redirect_the_backend_variables_or_pass_non_strings(harness, env, problem):
+    spec = harness.spec(25, "bad-env", program("x"), env=env)
+    with pytest.raises(ComputeError, match=problem):
+        harness.backend.launch(spec)
+    assert harness.backend.status(spec.name) is None
+
+
 @pytest.mark.parametrize("call", ["list_workloads", "status"])
 def test_row17_an_unreachable_backend_is_unknown_never_empty_or_gone(harness, call):
     spec = harness.spec(13, "seen", program("x"))

@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
@@ -123,6 +124,7 @@ def _runner_pid(folder: Path) -> int | None:
     return json.loads(path.read_text())["pid"] if path.exists() else None
 
 
+@pytest.mark.slow
 def test_row50_local_lane_backend_model():
     run_state_machine_as_test(LocalLaneModel, settings=settings(
         max_examples=20, stateful_step_count=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]))
