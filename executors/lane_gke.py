@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 
 from executors.compute import ComputeError, SessionState
 from executors.gke.clusters import ClusterFile
@@ -37,11 +38,12 @@ from executors.gke.dispatch import (
     gcs_paths,
     jobset_status,
     main_container,
+    open_kube,
     same_workload,
     storage_paths,
     submit_jobset,
 )
-from executors.gke.kube import KubeNotFound, KubeUnavailable
+from executors.gke.kube import DEFAULT_DEADLINE_S, KubeNotFound, KubeUnavailable
 from executors.gke.occupancy import Me
 from executors.lane_backend import (
     ARTIFACT_ENV,
@@ -74,6 +76,14 @@ class GkeLaneBackend:
                  queue: str = DEFAULT_QUEUE):
         self.kube, self.namespace = kube, namespace
         self.cluster, self.me, self.image, self.storage_root, self.queue = cluster, me, image, storage_root, queue
+
+    @classmethod
+    def connect(cls, cluster: ClusterFile, me: Me, image: str, storage_root: str, *,
+                kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S,
+                queue: str = DEFAULT_QUEUE) -> GkeLaneBackend:
+        """The backend of one track's cluster, reached through its kubeconfig context."""
+        return cls(open_kube(cluster, kubeconfig, deadline_s), cluster.namespace, cluster=cluster, me=me, image=image,
+                   storage_root=storage_root, queue=queue)
 
     # ------------------------------------------------------------------ reading
 

@@ -537,3 +537,18 @@ def test_gke_a_jobset_failed_before_any_pod_ran_has_no_exit_code_but_a_reason(gk
     assert (done.state, done.exit_code, done.crashed) == ("failed", None, True)
     assert done.reason == "jobset failed" and done.log_tail == "" and gke.backend.logs(spec.name) == ""
 
+
+@pytest.mark.parametrize("harness", ["gke"], indirect=True)
+def test_gke_connect_reaches_the_cluster_through_its_kubeconfig_context(gke, tmp_path):
+    from executors.gke.clusters import parse_cluster_file
+    from executors.gke.occupancy import Me
+    from executors.lane_gke import GkeLaneBackend
+
+    cluster = parse_cluster_file(ENV_DIR / "gke-v5p-2x2x2-dave.md")
+    kubeconfig = gke.api.write_kubeconfig(tmp_path / "kubeconfig", [cluster.context])
+    backend = GkeLaneBackend.connect(cluster, Me(USER, MODEL, LANE), "example-registry/app:main",
+                                     "gs://example-bucket", kubeconfig=kubeconfig, deadline_s=2.0)
+    spec = gke.spec(46, "ctx", program("x"))
+    assert backend.launch(spec).name == spec.name and ("default", spec.name) in gke.api.jobsets
+    assert gke.api.requests[-1].headers["authorization"] == "Bearer fake-test-token"
+
