@@ -27,8 +27,10 @@ The contract every backend keeps (``tests/test_lane_backend_contract.py`` runs i
   record stays is the backend's: locally the folder stays (the log and artifacts feed
   the page and backfill) and the run reads ``failed`` with a reason; on GKE the JobSet
   and its pods are gone, so read the log before deleting.
-- A run that ended has ``state`` ``succeeded`` or ``failed`` (with a non-zero
-  ``exit_code`` and a ``reason``); in flight is ``queued`` or ``running``.
+- A run that ended has ``state`` ``succeeded`` (exit code 0) or ``failed`` (a non-zero
+  ``exit_code``, or None when no process reported one, and a ``reason`` when the backend
+  knows more: timed out, deleted, its runner killed); in flight is ``queued`` or
+  ``running``. Any other state (a record another tool wrote) is neither: treat it as unknown.
   ``progress_at`` is the last sign of life (the lane mode kills a run whose progress
   is older than its hang limit).
 
@@ -78,11 +80,11 @@ class LaneWorkload:
     name: str
     vid: str  # v012, or v012b for a retry
     slug: str
-    state: str  # queued | running | succeeded | failed
+    state: str  # queued | running | succeeded | failed (see the module docstring)
     exit_code: int | None
     started: str | None
     finished: str | None
-    log_tail: str  # the last lines of the log of a finished run ("" while in flight)
+    log_tail: str  # the log's last 200 lines (GKE: once finished; "" before)
     progress_at: str | None = None  # the last progress signal (progress file, log write, condition change)
     reason: str | None = None  # why it failed, timed out, was deleted, or cannot be judged yet
     pid: int | None = None  # local: the run's process; None on GKE
@@ -126,8 +128,9 @@ class LaneBackend(Protocol):
         Raises ComputeUnavailableError when the listing cannot be read."""
 
     def launch(self, spec: LaunchSpec) -> LaneWorkload:
-        """Start the run, or adopt the one of that name. Raises LaunchConflict, ComputeError
-        (bad spec, refused), ComputeUnavailableError (the outcome is unknown: re-read, then re-call)."""
+        """Start the run, or adopt the one of that name. Raises LaunchConflict, CapacityError (the
+        track is busy), ComputeError (a bad spec: nothing written) or ComputeUnavailableError
+        (the outcome is unknown: re-read, then re-call)."""
 
     def status(self, name: str) -> LaneWorkload | None:
         """The workload, or None when it positively does not exist. Raises ComputeUnavailableError."""
@@ -137,7 +140,8 @@ class LaneBackend(Protocol):
         Raises WorkloadNotFound."""
 
     def delete(self, name: str) -> None:
-        """Stop the run; nothing of it keeps running. Deleting twice or a missing name is a no-op."""
+        """Stop the run; nothing of it keeps running. Deleting twice or a missing name is a no-op;
+        a backend that cannot tell whether it worked raises ComputeUnavailableError."""
 
     def artifacts(self, name: str) -> dict[str, str]:
         """Where the run writes: ``artifact_dir``, ``metrics`` (metrics.json), ``xprof``, ``hlo``."""
