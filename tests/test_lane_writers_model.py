@@ -537,7 +537,7 @@ class LaneWritersModel(RuleBasedStateMachine):
 
     @rule(kill=st.sampled_from(KILL_POINTS))
     def backfill(self, kill):
-        from executors.lane_backend import LocalLaneBackend
+        from executors.lane_local import LocalLaneBackend
 
         due = {}
         for name, vid in self.workloads.items():

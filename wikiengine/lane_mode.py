@@ -112,21 +112,41 @@ def lane_config(root: Path, lane: Lane) -> dict:
         raise
 
 
-def make_backend(kind: str, root: Path, lane: Lane, config: dict):
-    """The lane backend named by the session (``local`` or ``gke``)."""
-    from executors.lane_backend import LocalLaneBackend
-
+def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[dict] | None = None):
+    """The lane backend named by the session: ``local`` (one slot per track, here), or
+    ``gke`` (each track's cluster of the session's pool, through its kubeconfig context)."""
     if kind == "local":
+        from executors.lane_local import LocalLaneBackend
+
         return LocalLaneBackend(root, lane.model_dir, lane.name)
     if kind == "gke":
-        from executors.gke.kube import Kube
-        from executors.lane_backend import GkeLaneBackend
+        from executors.gke.clusters import discover_clusters
+        from executors.gke.occupancy import Me
+        from executors.lane_gke import GkeLaneBackend
+        from executors.lane_pool import TrackPool
 
-        context = config.get("gke_context")
-        if not context:
-            raise WikiError("backend gke needs gke_context in the lane program's ## Config")
-        return GkeLaneBackend(Kube.from_context(context, cluster=context), config.get("gke_namespace", "default"))
+        image, storage = config.get("image"), config.get("storage_root")
+        if not image or not storage:
+            raise WikiError("backend gke needs image and storage_root in the lane program's ## Config")
+        clusters = {c.name: c for c in discover_clusters(root / ".env")}
+        settings = lw.lane_settings(root, lane)
+        me = Me(settings.user_prefix, lane.model_name, lane.name)
+        backends = {}
+        for slot in tracks or []:
+            cluster = clusters.get(slot.get("name"))
+            if cluster is None:
+                raise WikiError(f"track {slot.get('track')}: no cluster file for {slot.get('name')} in .env/")
+            backends[int(slot["track"])] = GkeLaneBackend.connect(cluster, me, image, storage)
+        return TrackPool(backends)
     raise WikiError(f"unknown lane backend {kind!r} (local or gke)")
+
+
+def session_tracks(root: Path, lane: Lane) -> list[dict]:
+    """The pool of the newest session (the journal's start record)."""
+    path = root / lane.journal
+    records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
+    starts = [r for r in records if r.get("op") == "start"]
+    return list(starts[-1].get("tracks", [])) if starts else []
 
 
 def load_lane_run(root: Path, backend=None) -> LaneRun:
@@ -139,7 +159,7 @@ def load_lane_run(root: Path, backend=None) -> LaneRun:
                         ceiling_s=float(config.get("ceiling_s", 6 * 3600)),
                         wake_interval_s=int(config.get("wake_interval_s", 600)))
     return LaneRun(root, lane, state, lw.lane_settings(root, lane), config, limits,
-                   backend or make_backend(state.backend, root, lane, config))
+                   backend or make_backend(state.backend, root, lane, config, session_tracks(root, lane)))
 
 
 # --- observe ----------------------------------------------------------------------------------
