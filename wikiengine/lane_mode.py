@@ -462,6 +462,24 @@ def act_kill(run: LaneRun, decision: TrackDecision, obs: Observed, result: LaneW
     result.actions.append(f"track {decision.track}: killed {name} ({decision.reason})")
 
 
+def run_outputs(arts: dict) -> dict[str, str]:
+    """The files a run left: ``metrics`` (metrics.json), ``profile`` and ``hlo`` (the
+    analyzer's sections: the ``xprof``/``hlo`` paths when they are files, else
+    ``profile.md``/``hlo.md`` in the artifact dir)."""
+    folder = Path(arts["artifact_dir"]) if arts.get("artifact_dir") else None
+    candidates = {
+        "metrics": [arts.get("metrics")],
+        "profile": [arts.get("xprof"), folder / "profile.md" if folder else None],
+        "hlo": [arts.get("hlo"), folder / "hlo.md" if folder else None],
+    }
+    found = {}
+    for key, paths in candidates.items():
+        path = next((Path(p) for p in paths if p and Path(p).is_file()), None)
+        if path is not None:
+            found[key] = str(path)
+    return found
+
+
 def act_process(run: LaneRun, decision: TrackDecision, obs: Observed, result: LaneWakeResult) -> None:
     """Fill Setup with the command that ran and Results with the run's metrics; a verdict is then owed."""
     from wikiengine.variant_matrix import BASELINE, cell_number, parse_matrix
@@ -470,6 +488,7 @@ def act_process(run: LaneRun, decision: TrackDecision, obs: Observed, result: La
     workload = obs.workloads.get(decision.vid) if obs.workloads else None
     dispatches = [r for r in obs.records if r.get("vid") == decision.vid and r.get("op") == "dispatch"]
     argv = dispatches[-1].get("argv", []) if dispatches else []
+    command = workload.command if workload is not None and workload.command else (shlex.join(argv) if argv else None)
     arts = dict(run.backend.artifacts(workload.name)) if workload is not None else {}
     metrics, parity = {}, None
     metrics_path = Path(arts.get("metrics", "")) if arts.get("metrics") else None
@@ -492,7 +511,7 @@ def act_process(run: LaneRun, decision: TrackDecision, obs: Observed, result: La
     shown = {k: v for k, v in metrics.items() if k in (metric, "step_time_ms", "peak_hbm_gib", "mfu", "tps")} or metrics
     text = parse_page(page.text, page.rel)
     setup = text.section("Setup")
-    ran = "**Command that ran**: `" + shlex.join(argv) + "`" if argv else "**Command that ran**: unknown (no dispatch record)"
+    ran = f"**Command that ran**: `{command}`" if command else "**Command that ran**: unknown (no dispatch record)"
     setup_body = (setup.body.rstrip("\n") + "\n\n" if setup else "\n") + ran + "\n\n"
     text = text.with_section_body(setup.title if setup else "Setup", setup_body)
     from wikiengine.verdicts import compare
@@ -503,8 +522,7 @@ def act_process(run: LaneRun, decision: TrackDecision, obs: Observed, result: La
         f"\nExit code {exit_code}; state {workload.state if workload else 'unknown'}"
         + (f"; parity check {parity}" if parity else "") + ".\n\n")
     text = text.with_section_body(lw._title(text, "Results"), results)
-    existing = {"profile": arts.get("profile"), "hlo": arts.get("hlo"), "metrics": arts.get("metrics")}
-    existing = {k: v for k, v in existing.items() if v and Path(v).is_file()}
+    existing = run_outputs(arts)
     with LaneLock(run.root, run.lane):
         txn = LaneTxn(run.root, run.lane)
         txn.write(page.rel, text.to_text())
