@@ -32,11 +32,15 @@ knob             values                                      what it changes
 
 Three measurements judge a candidate against the current frontier, in one process:
 
-- **throughput** (``tps``, samples/s): after a warm-up, candidate and frontier blocks of
-  steps alternate for N rounds (the order flips every round: CF FC CF ...), so machine
-  load hits both alike; ``tps`` and ``frontier_tps`` are the medians of the per-round
-  figures, ``speedup`` the median of the per-round ratios, and ``noise_band`` half the
-  interquartile range of the per-round frontier figures (samples/s);
+- **throughput** (samples/s): after a warm-up, candidate and frontier steps alternate one
+  by one (CF FC CF ...) for N rounds, so machine load hits both alike. A round's figure
+  for each side is its batch over its median step time in the round; ``speedup`` is the
+  median of the per-round candidate/frontier ratios, ``frontier_tps`` the median frontier
+  figure and ``tps = frontier_tps * speedup`` (the candidate at the frontier's load; the
+  unpaired median is ``candidate_raw_tps``). The frontier is also timed against itself
+  (its odd against its even steps of each round): half the interquartile range of that
+  A/A ratio is ``noise_band_pct``, and ``noise_band = frontier_tps * noise_band_pct/100``
+  is comparable with ``tps - frontier_tps``;
 - **parity**: the candidate's losses over :data:`PARITY_STEPS` steps against a float64
   run of the step's definition (same seed, same batch, exact math); a relative error
   above :data:`PARITY_TOLERANCE` is ``fail`` (bfloat16 passes, ``logsumexp: max`` fails);
@@ -331,27 +335,43 @@ def op_digest(ops: list[str]) -> str:
 
 @dataclass(frozen=True)
 class RoundResult:
+    """One round: each side's batch over its median step time, and the frontier against itself."""
+
     candidate_tps: float
     frontier_tps: float
+    frontier_self_ratio: float  # median time of the frontier's odd steps over its even ones: an A/A test
+
+    @property
+    def ratio(self) -> float:
+        return self.candidate_tps / self.frontier_tps
 
 
 @dataclass(frozen=True)
 class Throughput:
     """Interleaved measurement of a candidate against the frontier (samples/s)."""
 
-    tps: float
     frontier_tps: float
-    speedup: float
-    noise_band: float
-    steps_per_block: int
+    speedup: float  # median of the per-round candidate/frontier ratios
+    noise_pct: float  # half the IQR of the frontier's per-round A/A ratios, in percent
+    candidate_raw_tps: float  # median of the candidate's per-round figures, load not cancelled
+    steps_per_round: int
     rounds: list[RoundResult]
 
+    @property
+    def tps(self) -> float:
+        """The candidate's throughput at the frontier's median load: ``frontier_tps * speedup``."""
+        return self.frontier_tps * self.speedup
 
-def _block_tps(step: TrainingStep, steps: int) -> float:
+    @property
+    def noise_band(self) -> float:
+        """The A/A noise band in samples/s, comparable with ``tps - frontier_tps``."""
+        return self.frontier_tps * self.noise_pct / 100
+
+
+def _timed_step(step: TrainingStep) -> float:
     started = time.perf_counter()
-    for _ in range(steps):
-        step.run()
-    return steps * step.config.batch / (time.perf_counter() - started)
+    step.run()
+    return time.perf_counter() - started
 
 
 def half_iqr(values: list[float]) -> float:
@@ -364,31 +384,39 @@ def half_iqr(values: list[float]) -> float:
 
 def measure(candidate: TrainingStep, frontier: TrainingStep, rounds: int, seconds: float,
             progress: Callable[[str], None] = print) -> Throughput:
-    """Warm both up, size the blocks to fill ``seconds``, then alternate CF / FC blocks for ``rounds`` rounds."""
+    """Warm both up, then ``rounds`` rounds of single steps alternating CF FC CF ... filling ``seconds``.
+
+    A round's figure for each side is its batch over the median of its step times in that
+    round: a load burst longer than a step hits both sides, one shorter than a round is
+    dropped by the median. The frontier's steps of a round, split odd/even, also measure
+    the frontier against itself: the spread of that A/A ratio over the rounds is the noise
+    band of a paired comparison.
+    """
     for _ in range(WARMUP_STEPS):
         candidate.run()
         frontier.run()
-    per_step = []
-    for step in (candidate, frontier):
-        started = time.perf_counter()
-        step.run()
-        per_step.append(time.perf_counter() - started)
-    steps_per_block = max(1, round(seconds / (rounds * sum(per_step))))
+    pair_seconds = _timed_step(candidate) + _timed_step(frontier)
+    steps_per_round = max(2, round(seconds / (rounds * pair_seconds)))
     results = []
     for index in range(rounds):
-        order = (candidate, frontier) if index % 2 == 0 else (frontier, candidate)
-        figures = {id(step): _block_tps(step, steps_per_block) for step in order}
-        result = RoundResult(figures[id(candidate)], figures[id(frontier)])
+        times: dict[int, list[float]] = {id(candidate): [], id(frontier): []}
+        for pair in range(steps_per_round):
+            for step in (candidate, frontier) if (index + pair) % 2 == 0 else (frontier, candidate):
+                times[id(step)].append(_timed_step(step))
+        frontier_times = times[id(frontier)]
+        result = RoundResult(
+            candidate_tps=candidate.config.batch / statistics.median(times[id(candidate)]),
+            frontier_tps=frontier.config.batch / statistics.median(frontier_times),
+            frontier_self_ratio=statistics.median(frontier_times[1::2]) / statistics.median(frontier_times[0::2]))
         results.append(result)
         progress(f"round {index + 1}/{rounds}: candidate {result.candidate_tps:.1f} samples/s, "
-                 f"frontier {result.frontier_tps:.1f} samples/s")
-    frontier_figures = [r.frontier_tps for r in results]
+                 f"frontier {result.frontier_tps:.1f} samples/s, ratio {result.ratio:.3f}")
     return Throughput(
-        tps=statistics.median(r.candidate_tps for r in results),
-        frontier_tps=statistics.median(frontier_figures),
-        speedup=statistics.median(r.candidate_tps / r.frontier_tps for r in results),
-        noise_band=half_iqr(frontier_figures),
-        steps_per_block=steps_per_block,
+        frontier_tps=statistics.median(r.frontier_tps for r in results),
+        speedup=statistics.median(r.ratio for r in results),
+        noise_pct=100 * half_iqr([r.frontier_self_ratio for r in results]),
+        candidate_raw_tps=statistics.median(r.candidate_tps for r in results),
+        steps_per_round=steps_per_round,
         rounds=results,
     )
 
@@ -486,14 +514,15 @@ def evaluate(candidate: TargetConfig, frontier: TargetConfig, out: Path, rounds:
         "frontier_tps": throughput.frontier_tps,
         "speedup": throughput.speedup,
         "noise_band": throughput.noise_band,
-        "noise_band_pct": 100 * throughput.noise_band / throughput.frontier_tps,
+        "noise_band_pct": throughput.noise_pct,
+        "candidate_raw_tps": throughput.candidate_raw_tps,
         "parity": "pass" if rel_err <= PARITY_TOLERANCE else "fail",
         "parity_rel_err": rel_err if math.isfinite(rel_err) else None,
         "parity_tolerance": PARITY_TOLERANCE,
         "op_digest": op_digest(candidate_ops),
         "frontier_op_digest": op_digest(frontier_ops),
         "rounds": [dataclasses.asdict(r) for r in throughput.rounds],
-        "steps_per_block": throughput.steps_per_block,
+        "steps_per_round": throughput.steps_per_round,
         "config": candidate.as_dict(),
         "frontier_config": frontier.as_dict(),
         "exit_code": 0,
@@ -514,7 +543,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--config", required=True, help="the candidate's knobs (JSON object)")
     parser.add_argument("--frontier", required=True, help="the current frontier's knobs (JSON object)")
     parser.add_argument("--out", required=True, help="directory for metrics.json, profile.md, hlo.md")
-    parser.add_argument("--rounds", type=int, default=8, help="interleaved rounds (default 8)")
+    parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default 10)")
     parser.add_argument("--seconds", type=float, default=3.0,
                         help="wall time of the timed rounds, candidate and frontier together (default 3)")
     parser.add_argument("--json", action="store_true", help="print metrics.json on stdout at the end")
