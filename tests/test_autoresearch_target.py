@@ -10,6 +10,7 @@ keys the lane reads, and that every queue entry demonstrates what it claims to.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import subprocess
@@ -42,6 +43,17 @@ METRIC_KEYS = {"tps", "frontier_tps", "noise_band", "parity", "parity_rel_err", 
 QUICK = ["--rounds", "2", "--seconds", "0.05"]
 
 
+@functools.lru_cache(maxsize=None)
+def _digest(config: TargetConfig) -> str:
+    """The op digest of a config (deterministic, so computed once per config for the whole module)."""
+    return op_digest(op_trace(config))
+
+
+@functools.lru_cache(maxsize=None)
+def _parity(config: TargetConfig) -> float:
+    return parity_rel_err(config)
+
+
 def _config(**knobs) -> TargetConfig:
     return TargetConfig.from_dict({**BASELINE_CONFIG, **knobs})
 
@@ -67,17 +79,17 @@ def _run_cli(tmp_path: Path, candidate: dict, frontier: dict | None = None, *ext
                                    {"layout": "in-out", "gelu": "fused", "adamw": "fused"},
                                    {"micro_batch": 16}, {"adamw": "foreach", "pin_memory": True}])
 def test_parity_passes_for_implementations_of_the_same_math(knobs):
-    assert parity_rel_err(_config(**knobs)) <= PARITY_TOLERANCE
+    assert _parity(_config(**knobs)) <= PARITY_TOLERANCE
 
 
 def test_parity_fails_for_the_numerics_breaking_knob():
-    error = parity_rel_err(_config(logsumexp="max"))
+    error = _parity(_config(logsumexp="max"))
     assert error > 10 * PARITY_TOLERANCE
 
 
 def test_bfloat16_is_measurably_less_exact_than_float32_yet_passes():
     """The check is sensitive enough to see bfloat16 at all (not a tolerance nothing reaches)."""
-    fp32, bf16 = parity_rel_err(_config()), parity_rel_err(_config(dtype="bfloat16"))
+    fp32, bf16 = _parity(_config()), _parity(_config(dtype="bfloat16"))
     assert fp32 < 1e-4 < bf16 <= PARITY_TOLERANCE
 
 
@@ -107,7 +119,7 @@ def test_op_digest_is_stable_across_traces_and_processes():
 
 
 def test_silent_no_op_knob_gives_the_frontiers_digest():
-    assert op_digest(op_trace(_config(pin_memory=True))) == op_digest(op_trace(_config()))
+    assert _digest(_config(pin_memory=True)) == _digest(_config())
 
 
 @pytest.mark.parametrize("knobs, expected_op", [
@@ -120,7 +132,7 @@ def test_silent_no_op_knob_gives_the_frontiers_digest():
 ])
 def test_real_changes_change_the_digest_and_show_the_op(knobs, expected_op):
     ops = op_trace(_config(**knobs))
-    assert op_digest(ops) != op_digest(op_trace(_config()))
+    assert op_digest(ops) != _digest(_config())
     assert any(expected_op in op for op in ops)
 
 
@@ -288,6 +300,13 @@ def test_queue_entry_paragraphs_are_four_distinct_sentences(proposal):
     assert proposal.requested_verdict in VERDICTS and proposal.expected_verdict in VERDICTS
 
 
+def test_queue_dependencies_name_earlier_entries():
+    seen = set()
+    for proposal in QUEUE:
+        assert set(proposal.after) <= seen
+        seen.add(proposal.slug)
+
+
 def _frontiers(excluding=None) -> list[dict]:
     """The baseline, and every frontier the queue's wins (but ``excluding``) can make, in any order."""
     wins = [p for p in QUEUE if p.outcome == "win" and p is not excluding]
@@ -307,9 +326,9 @@ def test_queue_entry_does_what_it_claims_against_every_frontier(proposal):
             with pytest.raises(RuntimeError):
                 TrainingStep(candidate).run()
             continue
-        passes = parity_rel_err(candidate) <= PARITY_TOLERANCE
+        passes = _parity(candidate) <= PARITY_TOLERANCE
         assert passes == (proposal.outcome != "numerics-break")
-        same_digest = op_digest(op_trace(candidate)) == op_digest(op_trace(TargetConfig.from_dict(frontier)))
+        same_digest = _digest(candidate) == _digest(TargetConfig.from_dict(frontier))
         assert same_digest == (proposal.outcome == "silent-no-op")
 
 
@@ -320,6 +339,12 @@ def test_queue_expected_verdicts_follow_the_caps():
     # the no-op and the numerics break ask for more than they get: the lane's caps are exercised
     assert {p.slug for p in QUEUE if p.requested_verdict != p.expected_verdict} >= {
         p.slug for p in QUEUE if p.outcome in ("silent-no-op", "numerics-break", "within-noise")}
+
+
+def test_queue_and_knobs_import_without_torch():
+    code = "import sys, training.autoresearch_queue; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PROJECT)
+    assert done.stdout.strip() == "False"
 
 
 def test_baseline_config_is_the_targets_default_and_a_copy():

@@ -79,7 +79,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from executors.store import StoreFormatError, strict_json
+from training.autoresearch_knobs import TargetConfig, TargetConfigError, load_target_config
 
 D_IN, HIDDEN, CLASSES = 256, 1024, 64
 LEARNING_RATE = 1e-3
@@ -88,81 +88,11 @@ PARITY_TOLERANCE = 2e-2  # bfloat16 autocast measures about 4.5e-3, ``logsumexp:
 PROBE_BATCH, PROBE_SEED_OFFSET = 64, 7919  # the held-out batch the parity check compares outputs on
 DATA_BATCHES = 4  # distinct synthetic batches the step cycles through
 WARMUP_STEPS = 3
-PROFILE_STEPS = 3
+PROFILE_STEPS = 5  # profiled steps per side; the profile is the median per op
 EXIT_CRASH, EXIT_BAD_INPUT = 1, 2
 
 AUDIT_CONFIRMED = "Hypothesis-firing audit: CONFIRMED"
 AUDIT_SILENT_NO_OP = "Hypothesis-firing audit: SILENT NO-OP"
-
-CHOICES = {
-    "dtype": ("float32", "bfloat16"),
-    "adamw": ("for-loop", "foreach", "fused"),
-    "gelu": ("fused", "composed"),
-    "layout": ("out-in", "in-out"),
-    "logsumexp": ("exact", "max"),
-}
-
-
-class TargetConfigError(ValueError):
-    """A knob is unknown or has a bad value; the message is one line naming it."""
-
-
-@dataclass(frozen=True)
-class TargetConfig:
-    """The knobs of one training step (see the module docstring for what each changes)."""
-
-    batch: int = 64
-    micro_batch: int | None = None
-    dtype: str = "float32"
-    adamw: str = "for-loop"
-    gelu: str = "composed"
-    layout: str = "out-in"
-    logsumexp: str = "exact"
-    pin_memory: bool = False
-    seed: int = 0
-
-    @classmethod
-    def from_dict(cls, data: object) -> TargetConfig:
-        """Read knobs strictly: unknown keys, wrong types and values outside the choices raise."""
-        if not isinstance(data, dict):
-            raise TargetConfigError(f"the config must be a JSON object, got {type(data).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        for key in data:
-            if key not in known:
-                raise TargetConfigError(f"unknown knob {key!r} (known: {', '.join(sorted(known))})")
-        config = cls(**data)
-        for name in ("batch", "seed"):
-            value = getattr(config, name)
-            if type(value) is not int or value < (1 if name == "batch" else 0):
-                raise TargetConfigError(f"{name} must be a {'positive' if name == 'batch' else 'non-negative'} "
-                                        f"integer, got {value!r}")
-        if config.micro_batch is not None and (type(config.micro_batch) is not int or config.micro_batch < 1):
-            raise TargetConfigError(f"micro_batch must be a positive integer or null, got {config.micro_batch!r}")
-        for name, allowed in CHOICES.items():
-            if getattr(config, name) not in allowed:
-                raise TargetConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(config, name)!r}")
-        if type(config.pin_memory) is not bool:
-            raise TargetConfigError(f"pin_memory must be true or false, got {config.pin_memory!r}")
-        return config
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-def load_target_config(path: str | Path) -> TargetConfig:
-    """Read a knob file (strict JSON: no duplicate keys, no NaN); errors name the file."""
-    path = Path(path)
-    try:
-        data = strict_json(path.read_bytes(), str(path))
-    except OSError as exc:
-        raise TargetConfigError(f"{path}: cannot read the config ({exc.strerror})") from None
-    except StoreFormatError as exc:
-        raise TargetConfigError(str(exc)) from None
-    try:
-        return TargetConfig.from_dict(data)
-    except (TargetConfigError, TypeError) as exc:
-        raise TargetConfigError(f"{path}: {exc}") from None
-
 
 # --- the step -----------------------------------------------------------------------------
 
@@ -442,15 +372,35 @@ def _without_profiler_chatter() -> Iterator[None]:
             sys.stderr.write("".join(kept))
 
 
-def self_times(config: TargetConfig, steps: int = PROFILE_STEPS) -> dict[str, tuple[float, int]]:
-    """{op: (self CPU ms per step, calls per step)} from torch.profiler over ``steps`` warm steps."""
-    step = TrainingStep(config)
-    step.run()
-    with _without_profiler_chatter(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        for _ in range(steps):
-            step.run()
-    return {event.key: (event.self_cpu_time_total / 1000 / steps, event.count // steps)
-            for event in prof.key_averages()}
+def _profile_one_step(step: TrainingStep) -> dict[str, tuple[float, int]]:
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        step.run()
+    return {event.key: (event.self_cpu_time_total / 1000, event.count) for event in prof.key_averages()}
+
+
+def _median_per_op(samples: list[dict[str, tuple[float, int]]]) -> dict[str, tuple[float, int]]:
+    names = {name for sample in samples for name in sample}
+    return {name: (statistics.median(sample.get(name, (0.0, 0))[0] for sample in samples),
+                   max(sample.get(name, (0.0, 0))[1] for sample in samples)) for name in names}
+
+
+def self_times(candidate: TargetConfig, frontier: TargetConfig,
+               steps: int = PROFILE_STEPS) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[float, int]]]:
+    """{op: (self CPU ms, calls)} per step for candidate and frontier, from torch.profiler.
+
+    One profiled step at a time, alternating CF FC ... like the timing, and the median
+    per op over ``steps`` steps, so that a load burst during one step does not show up as
+    a difference between the two.
+    """
+    sides = TrainingStep(candidate), TrainingStep(frontier)
+    samples: tuple[list, list] = ([], [])
+    for step in sides:
+        step.run()
+    with _without_profiler_chatter():
+        for index in range(steps):
+            for side in (0, 1) if index % 2 == 0 else (1, 0):
+                samples[side].append(_profile_one_step(sides[side]))
+    return _median_per_op(samples[0]), _median_per_op(samples[1])
 
 
 def profile_markdown(candidate: dict[str, tuple[float, int]], frontier: dict[str, tuple[float, int]],
@@ -458,7 +408,7 @@ def profile_markdown(candidate: dict[str, tuple[float, int]], frontier: dict[str
     """The top ops by self time (the larger of candidate and frontier), side by side."""
     names = sorted(set(candidate) | set(frontier),
                    key=lambda n: -max(candidate.get(n, (0, 0))[0], frontier.get(n, (0, 0))[0]))[:top]
-    lines = ["# Profile: top ops by self CPU time per step (torch.profiler)", "",
+    lines = ["# Profile: top ops by self CPU time per step (torch.profiler, median of interleaved steps)", "",
              "| op | candidate self ms | frontier self ms | candidate calls | frontier calls |",
              "| --- | ---: | ---: | ---: | ---: |"]
     for name in names:
@@ -507,7 +457,7 @@ def evaluate(candidate: TargetConfig, frontier: TargetConfig, out: Path, rounds:
     progress(f"parity: relative error {rel_err:.2e} (tolerance {PARITY_TOLERANCE:.0e})")
     candidate_ops, frontier_ops = op_trace(candidate), op_trace(frontier)
     throughput = measure(TrainingStep(candidate), TrainingStep(frontier), rounds, seconds, progress)
-    (out / "profile.md").write_text(profile_markdown(self_times(candidate), self_times(frontier)))
+    (out / "profile.md").write_text(profile_markdown(*self_times(candidate, frontier)))
     (out / "hlo.md").write_text(ops_markdown(candidate_ops, frontier_ops))
     return {
         "tps": throughput.tps,
