@@ -41,9 +41,10 @@ Three measurements judge a candidate against the current frontier, in one proces
   (its odd against its even steps of each round): half the interquartile range of that
   A/A ratio is ``noise_band_pct``, and ``noise_band = frontier_tps * noise_band_pct/100``
   is comparable with ``tps - frontier_tps``;
-- **parity**: the candidate's losses over :data:`PARITY_STEPS` steps against a float64
-  run of the step's definition (same seed, same batch, exact math); a relative error
-  above :data:`PARITY_TOLERANCE` is ``fail`` (bfloat16 passes, ``logsumexp: max`` fails);
+- **parity**: the candidate's losses over :data:`PARITY_STEPS` steps, and its outputs on a
+  held-out probe batch after them, against a float64 run of the step's definition (same
+  seed, same batch, exact math); a relative error above :data:`PARITY_TOLERANCE` is
+  ``fail`` (bfloat16 passes at about 4.5e-3, ``logsumexp: max`` fails at about 1.1);
 - **op digest**: the aten ops (name, input dtypes and shapes) one step dispatches,
   recorded with a ``TorchDispatchMode``, hashed: a knob whose digest equals the
   frontier's changed nothing that ran.
@@ -51,7 +52,9 @@ Three measurements judge a candidate against the current frontier, in one proces
 ``python -m training.autoresearch_target --config CAND.json --frontier FRONT.json --out DIR``
 writes ``DIR/metrics.json``, ``DIR/profile.md`` (top ops by self time, torch.profiler)
 and ``DIR/hlo.md`` (the op comparison and the hypothesis-firing audit line), and prints
-one progress line per round. Bad input: one line on stderr, exit 2; a crash of the step:
+one progress line per round (``--json`` also prints the metrics). ``--seconds`` is the
+wall time of the timed rounds; parity, op traces and the profile add about 3 s of CPU.
+Bad input: one line on stderr, exit 2; a crash of the step:
 the error on stderr, ``DIR/crash.txt`` with the traceback, exit 1; both still write
 ``metrics.json`` with the exit code.
 """
@@ -78,6 +81,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from training.autoresearch_knobs import TargetConfig, TargetConfigError, load_target_config
 
@@ -240,7 +244,7 @@ class OpRecorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        tensors = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+        tensors = [a for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
         signature = ",".join(f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}" for t in tensors)
         self.ops.append(f"{func.name()}({signature})")
         return func(*args, **kwargs)
@@ -495,7 +499,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", required=True, help="directory for metrics.json, profile.md, hlo.md")
     parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default 10)")
     parser.add_argument("--seconds", type=float, default=3.0,
-                        help="wall time of the timed rounds, candidate and frontier together (default 3)")
+                        help="wall time of the timed rounds, candidate and frontier together (default 3); "
+                             "parity, op traces and the profile add about 3 s of CPU")
     parser.add_argument("--json", action="store_true", help="print metrics.json on stdout at the end")
     return parser.parse_args(argv)
 
