@@ -111,8 +111,13 @@ def fold(base: Layer, override: Layer) -> Layer:
 
 
 def layer_of(page: Page, level: str, additive_marker: str = DEFAULT_ADDITIVE_MARKER) -> Layer:
-    """One program file as a layer; duplicate titles are a :class:`CascadeError`."""
-    marker = re.compile(additive_marker)
+    """One program file as a layer; duplicate titles are a :class:`CascadeError`.
+
+    ``additive_marker`` is user-supplied: it is matched in linear time (:mod:`wikiengine.patterns`).
+    """
+    from wikiengine.patterns import user_regex
+
+    marker = user_regex(additive_marker, "additive-marker")
     seen: dict[str, Section] = {}
     sections = []
     path = page.path or Path("<text>")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.rules._experiments import compiled, experiment_facts, frontmatter_date, id_pattern, key_line
 
@@ -30,6 +31,7 @@ class ExperimentFileName(Rule):
     """
 
     code = "EXP001"
+    options = {"id-pattern": Option("regex")}
     name = "experiment-file-name"
     summary = "experiment file name is not YYYY-MM-DD-vNNN-slug.md, or its date or v-id disagrees with the frontmatter"
     kinds = ("experiment",)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.rules._experiments import IN_PROGRESS, experiment_facts
 
@@ -34,6 +35,7 @@ class StaleStub(Rule):
     """
 
     code = "EXP011"
+    options = {"max-age-days": Option("int", minimum=1, maximum=36_500)}
     name = "stale-in-progress-stub"
     summary = "an in_progress stub older than max-age-days, measured from git commit time"
     needs_git = True

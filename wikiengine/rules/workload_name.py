@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from wikiengine.identity import MAX_WORKLOAD_LEN, NAME_RE, check_workload_name, explicit_user_prefix
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.rules._experiments import experiment_facts, lint_cache
 
@@ -92,6 +93,7 @@ class WorkloadName(Rule):
     """
 
     code = "WKL001"
+    options = {"user-prefix": Option("str")}
     name = "workload-name"
     summary = "a workload name is 40 characters or more, breaks the name pattern, or is not <USER_PREFIX>-<MODEL_NAME>-<LANE>-v<NNN>-<slug>"
     kinds = ("experiment",)
