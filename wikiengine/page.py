@@ -15,7 +15,9 @@ checks that the two agree on generated edge cases and on every example page.
 from __future__ import annotations
 
 import functools
+import os
 import re
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -178,18 +180,52 @@ def decode(data: bytes, path=None) -> str:
         raise PageError(f"not valid UTF-8 (byte 0x{data[exc.start]:02x})", path, line) from None
 
 
-def load_page(path: str | Path, *, parse_yaml: bool = True) -> Page:
-    """Read and parse the markdown file at ``path``."""
-    path = Path(path)
+MAX_PAGE_BYTES = 16 * 1024 * 1024
+
+
+def read_regular(path: str | Path, label=None, limit: int = MAX_PAGE_BYTES) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file at ``path`` and its stat, at most ``limit`` of them.
+
+    Anything else is a :class:`PageError` naming ``label`` (default: the path): a named
+    pipe would block the open forever and a symlink to ``/dev/zero`` would never end, so
+    the file is opened without blocking and checked before a byte is read.
+    """
+    label = path if label is None else label
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise PageError("no such file", path) from None
-    except IsADirectoryError:
-        raise PageError("is a directory, not a page", path) from None
+        raise PageError("no such file", label) from None
     except OSError as exc:
-        raise PageError(f"cannot read: {exc.strerror}", path) from None
-    return parse_page(decode(data, path), path, parse_yaml=parse_yaml)
+        raise PageError(f"cannot read: {exc.strerror or exc}", label) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise PageError("is a directory, not a page", label)
+        if not stat.S_ISREG(st.st_mode):
+            raise PageError("not a regular file", label)
+        if st.st_size > limit:
+            raise PageError(f"too large ({st.st_size} bytes; the limit is {limit})", label)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise PageError(f"cannot read: {exc.strerror or exc}", label) from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # it grew while we read
+        raise PageError(f"too large (over {limit} bytes)", label)
+    return data, st
+
+
+def read_text(path: str | Path, label=None, limit: int = MAX_PAGE_BYTES) -> str:
+    """The UTF-8 text of the regular file at ``path`` (see :func:`read_regular`)."""
+    label = path if label is None else label
+    return decode(read_regular(path, label, limit)[0], label)
+
+
+def load_page(path: str | Path, *, parse_yaml: bool = True) -> Page:
+    """Read and parse the markdown file at ``path`` (a regular file, see :func:`read_regular`)."""
+    path = Path(path)
+    return parse_page(read_text(path), path, parse_yaml=parse_yaml)
 
 
 def parse_page(text: str, path: str | Path | None = None, *, parse_yaml: bool = True) -> Page:

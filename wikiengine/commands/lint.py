@@ -183,12 +183,12 @@ def run(args) -> int:
         written = apply_fixes(root, config, result.findings, discover(root))
         if written:
             before = len(result.findings)
-            result = lint(root, paths, config, use_baseline=not args.write_baseline, **options)
+            result = lint(root, paths, config, use_baseline=not (args.no_baseline or args.write_baseline), **options)
             result.fixed = max(0, before - len(result.findings))
     for notice in result.notices:
         print(f"notice: {notice}", file=sys.stderr)
     if args.write_baseline:
-        count = baseline_mod.write(root / baseline_mod.BASELINE_FILE, result.unfiltered)
+        count = baseline_mod.write(root / baseline_mod.BASELINE_FILE, result.unfiltered, result.unreadable)
         print(f"Wrote {baseline_mod.BASELINE_FILE}: {count} entr{'y' if count == 1 else 'ies'} ({len(result.unfiltered)} findings).")
         return 0
     findings = result.findings

@@ -28,11 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from wikiengine.errors import PageError
+from wikiengine.page import MAX_PAGE_BYTES, read_regular
+
 CACHE_DIR = ".wiki_cache"
 CACHE_FILE = "lint.marshal"
 _RACY_NS = 2_000_000_000
 _FORMAT = 2
-_MAX_HASHED = 16 * 1024 * 1024  # as MAX_PAGE_BYTES: larger files are never pages
 
 
 _KEY: bytes | None = None
@@ -133,15 +135,14 @@ class LintCache:
                 st = os.stat(path)
             except OSError:
                 st = None
-            if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= _MAX_HASHED:
+            if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_PAGE_BYTES:
                 key = stat_key(st)
                 if tuple(entry["key"]) == key and key[0] < self.written_ns - _RACY_NS:
                     result = entry
                 else:
                     try:
-                        with open(path, "rb") as handle:
-                            data = handle.read()
-                    except OSError:
+                        data = read_regular(path, rel)[0]
+                    except PageError:
                         data = None
                     if data is not None and content_hash(data) == entry["sha"]:
                         entry["key"] = key

@@ -46,6 +46,7 @@ class LintResult:
     grandfathered: int = 0  # dropped by a rule's ``since``
     fixed: int = 0  # findings removed by ``--fix``
     unfiltered: list[Finding] = field(default_factory=list)  # before the baseline (for --write-baseline)
+    unreadable: set[str] = field(default_factory=set)  # targets that could not be read or parsed
 
 
 def lint(
@@ -82,7 +83,7 @@ def lint(
 
     findings: list[Finding] = []
     directives: dict[str, list[tuple]] = {}
-    _per_file_pass(ctx, rules, findings, directives, jobs)
+    unreadable = _per_file_pass(ctx, rules, findings, directives, jobs)
 
     target_set = set(targets)
     # A deleted file is no target (it is not there to lint), but what a rule says about
@@ -110,7 +111,9 @@ def lint(
     baselined = 0
     if use_baseline:
         accepted = baseline_mod.load(root / baseline_mod.BASELINE_FILE)
-        findings, stale, baselined = baseline_mod.apply(findings, accepted, None if paths is None else reported)
+        findings, stale, baselined = baseline_mod.apply(
+            findings, accepted, None if paths is None else reported, unreadable
+        )
         if config.enabled(baseline_mod.STALE_CODE):
             findings = sorted(set(findings) | set(stale))
     if paths is None or cache.stored > max(20, len(files) // 100) or not cache.written_ns:
@@ -125,6 +128,7 @@ def lint(
         baselined=baselined,
         grandfathered=grandfathered,
         unfiltered=unfiltered,
+        unreadable=unreadable,
     )
 
 
@@ -165,8 +169,10 @@ def _page_rules(rules):
     return page_rules, fact_rules
 
 
-def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives: dict, jobs: int | None) -> None:
+def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives: dict, jobs: int | None) -> set[str]:
+    """Run the page rules on every target; return the targets that could not be read or parsed."""
     page_rules, fact_rules = _page_rules(rules)
+    unreadable = set()
     todo = []
     for rel in ctx.targets:
         entry = ctx.cache.fresh(rel)
@@ -174,6 +180,8 @@ def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives:
             todo.append(rel)
         else:
             _collect_entry(rel, entry, findings, directives)
+            if entry.get("error"):
+                unreadable.add(rel)
     workers = WORKERS if jobs is None else max(1, jobs)
     if workers > 1 and len(todo) > POOL_THRESHOLD:
         results = _pooled(ctx, page_rules, fact_rules, todo, workers)
@@ -183,6 +191,9 @@ def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives:
     for rel, entry in results:
         ctx.cache.store(rel, entry)
         _collect_entry(rel, entry, findings, directives)
+        if entry.get("error"):
+            unreadable.add(rel)
+    return unreadable
 
 
 def _collect_entry(rel: str, entry: dict, findings: list[Finding], directives: dict) -> None:
