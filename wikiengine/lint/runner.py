@@ -102,10 +102,8 @@ def lint(
     findings, grandfathered = grandfather.apply(findings, ctx, grandfather.since_dates(ctx, rules))
     findings, unused, suppressed = suppress.apply(findings, directives, ran)
     if config.enabled(suppress.UNUSED_CODE):
-        findings.extend(
-            f for f in unused
-            if not config.ignored_for(f.path, f.code) and not _file_disables(directives, f.path, f.code)
-        )
+        silenced = _files_disabling(directives, suppress.UNUSED_CODE)
+        findings.extend(f for f in unused if f.path not in silenced and not config.ignored_for(f.path, f.code))
     unfiltered = sorted(set(findings))
     findings = unfiltered
     baselined = 0
@@ -132,8 +130,12 @@ def lint(
     )
 
 
-def _file_disables(directives: dict[str, list[tuple]], path: str, code: str) -> bool:
-    return any(file_wide and code in codes for _line, _col, codes, file_wide in directives.get(path, ()))
+def _files_disabling(directives: dict[str, list[tuple]], code: str) -> set[str]:
+    """The pages with a ``disable-file`` directive naming ``code`` (each directive read once)."""
+    return {
+        path for path, entries in directives.items()
+        if any(file_wide and code in codes for _line, _col, codes, file_wide in entries)
+    }
 
 
 def _open_git(ctx: LintContext, rules, base: str | None, notices: list[str]) -> set[str]:
