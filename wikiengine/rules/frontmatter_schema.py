@@ -41,20 +41,19 @@ class FrontmatterSchema(Rule):
     kinds = ALL_KINDS
 
     def __init__(self):
-        self._validators: dict = {}
+        self._schemas: set[str] = set()
 
     def prepare(self, ctx):
-        from wikiengine.lint.validators import compiled
         from wikiengine.schemas import schema_names
 
-        cache_dir = ctx.cache.directory if ctx.cache is not None and ctx.cache.persist else None
-        names = set(schema_names())
-        self._validators = {kind: compiled(kind, cache_dir) for kind in ALL_KINDS if kind in names}
+        self._schemas = set(schema_names())
 
     def check_page(self, info, ctx):
-        validate = self._validators.get(info.kind)
-        if validate is None:
+        from wikiengine.lint.validators import compiled
+
+        if info.kind not in self._schemas:
             return
+        validate = compiled(info.kind)  # compiled on the first page of its kind
         page = info.page
         try:
             validate(page.frontmatter)
