@@ -186,16 +186,25 @@ MAX_PAGE_BYTES = 16 * 1024 * 1024
 MAX_PAGE_LINES = 200_000
 
 
-def read_regular(path: str | Path, label=None, limit: int = MAX_PAGE_BYTES) -> tuple[bytes, os.stat_result]:
+def read_regular(
+    path: str | Path, label=None, limit: int = MAX_PAGE_BYTES, *, within: str | Path | None = None
+) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file at ``path`` and its stat, at most ``limit`` of them.
 
     Anything else is a :class:`PageError` naming ``label`` (default: the path): a named
     pipe would block the open forever and a symlink to ``/dev/zero`` would never end, so
-    the file is opened without blocking and checked before a byte is read.
+    the file is opened without blocking and checked before a byte is read. With
+    ``within`` (a directory), a symbolic link that resolves outside it is refused
+    unread: its text must not reach findings or the cache.
     """
     label = path if label is None else label
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    if within is not None and os.path.islink(path):
+        real, base = os.path.realpath(path), os.path.realpath(within)
+        if os.path.commonpath([real, base]) != base:
+            raise PageError("symbolic link to a file outside the repository: not read", label)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise PageError("no such file", label) from None
     except OSError as exc:

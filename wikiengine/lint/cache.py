@@ -171,16 +171,16 @@ class LintCache:
         if entry is not None:
             path = os.path.join(self._root_str, rel)
             try:
-                st = os.stat(path)
+                st = os.lstat(path)  # a page replaced by a symlink is never fresh: read again, and judged
             except OSError:
                 st = None
-            if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_PAGE_BYTES:
+            if st is not None and entry.get("key") and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_PAGE_BYTES:
                 key = stat_key(st)
                 if tuple(entry["key"]) == key and key[0] < self.written_ns - _RACY_NS:
                     result = entry
                 else:
                     try:
-                        data = read_regular(path, rel)[0]
+                        data = read_regular(path, rel, within=self._root_str)[0]
                     except PageError:
                         data = None
                     if data is not None and content_hash(data) == entry["sha"]:

@@ -30,9 +30,12 @@ LINTED_DIRS = ("wiki", "memory", ".env")
 
 
 def read_page_bytes(path: Path | str, rel: str) -> tuple[bytes, os.stat_result]:
-    """The bytes of a page and its stat; PageError for anything but a regular file of at
-    most :data:`~wikiengine.page.MAX_PAGE_BYTES` (:func:`wikiengine.page.read_regular`)."""
-    return read_regular(path, rel)
+    """The bytes of the page ``rel`` at ``path`` (``<root>/<rel>``) and its stat; PageError
+    for anything but a regular file of at most :data:`~wikiengine.page.MAX_PAGE_BYTES`
+    inside the root (:func:`wikiengine.page.read_regular`)."""
+    path = str(path)
+    root = path[: -len(rel) - 1] if path.endswith(rel) else os.path.dirname(path)
+    return read_regular(path, rel, within=root)
 
 
 class PageInfo:
