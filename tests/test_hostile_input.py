@@ -164,6 +164,22 @@ def test_row53_a_pattern_that_cannot_run_in_linear_time_is_exit_2(tmp_path, patt
     assert words in one_error_line(wiki_cli(root, "gemma4", "--additive-marker", pattern, command="resolve"))
 
 
+@pytest.mark.parametrize("pattern, words", [
+    ("(v+)+x", "repeats a repetition or an alternation"),
+    ("(v|vv)*x", "repeats a repetition or an alternation"),
+    ("\\w*\\w*\\w*x", "more than 2 unbounded repeats"),
+])
+def test_row53_an_id_pattern_spliced_into_a_backtracking_re_is_held_to_safe_shapes(tmp_path, pattern, words):
+    # The experiment rules wrap id-pattern in lookarounds and compile it with Python's re:
+    # (v+)+x hung lint on a file name of 28 v's.
+    root = wiki(tmp_path, {"wiki.toml": f"[rules.EXP001]\nid-pattern = {json.dumps(pattern)}\n",
+                           "wiki/experiments/gemma4_autoresearch_optimization/tpu/experiments/2026-01-01-"
+                           + "v" * 28 + ".md": "# x\n"})
+    assert words in one_error_line(wiki_cli(root, timeout=60))
+    root = wiki(tmp_path / "ok", {"wiki.toml": '[rules.EXP001]\nid-pattern = "v\\\\d{3,}[a-z]?|exp\\\\d+"\n'})
+    assert wiki_cli(root, "--no-cache", "--select", "EXP001").returncode == 0
+
+
 # --- row 54: pages and programs at the size limits ----------------------------------------
 
 

@@ -27,6 +27,7 @@ class Option:
     kind: str
     minimum: int | None = None
     maximum: int | None = None
+    python_re: bool = False  # a regex also compiled by Python's backtracking re (see wikiengine.patterns)
 
     def describe(self) -> str:
         if self.kind == "int" and self.minimum is not None and self.maximum is not None:
@@ -66,10 +67,12 @@ def check(option: Option, value: Any, name: str) -> Any:
             raise wrong
         if kind == "regex":
             from wikiengine.errors import WikiError
-            from wikiengine.patterns import user_regex
+            from wikiengine.patterns import check_backtracking, user_regex
 
             try:
                 user_regex(value, name)
+                if option.python_re:
+                    check_backtracking(value, name)
             except WikiError as err:
                 raise ValueError(err.message) from None
         return value

@@ -31,7 +31,7 @@ class ExperimentFileName(Rule):
     """
 
     code = "EXP001"
-    options = {"id-pattern": Option("regex")}
+    options = {"id-pattern": Option("regex", python_re=True)}  # the experiment rules splice it into an re
     name = "experiment-file-name"
     summary = "experiment file name is not YYYY-MM-DD-vNNN-slug.md, or its date or v-id disagrees with the frontmatter"
     kinds = ("experiment",)
