@@ -24,7 +24,7 @@ from pathlib import Path
 from wikiengine.errors import WikiError
 from wikiengine.lint import baseline as baseline_mod
 from wikiengine.lint import grandfather, suppress
-from wikiengine.lint.cache import LintCache, content_hash, engine_fingerprint, stat_key
+from wikiengine.lint.cache import LintCache, content_hash, engine_fingerprint, key_path, stat_key, untrusted_place
 from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
 from wikiengine.lint.finding import Finding
@@ -77,6 +77,8 @@ def lint(
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
     ctx._rules = {rule.code: rule for rule in rules}
     notices: list[str] = []
+    if use_cache and (problem := untrusted_place(key_path(), root)):
+        notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
     ran = _open_git(ctx, rules, base, notices)
     for rule in rules:
         rule.prepare(ctx)
