@@ -310,6 +310,17 @@ def test_row57_selectors_on_the_command_line_are_blamed_on_it_and_case_blind(tmp
     assert "LNK001" in wiki_cli(root, "--no-cache", "--select", "lnk001").stdout
 
 
+def test_row57_every_documented_option_is_declared_with_its_kind_and_back():
+    import re
+
+    from wikiengine.rules import REGISTRY, rule_class
+
+    for code in REGISTRY:
+        cls = rule_class(code)
+        documented = set(re.findall(r"^- `([a-z-]+)` \(", cls.doc().split("## Options", 1)[-1], re.M))
+        assert documented == set(cls.options), code
+
+
 # --- row 58: hostile baselines and baseline bookkeeping -----------------------------------
 
 

@@ -27,7 +27,9 @@ class ExperimentFileName(Rule):
 
     ## Options
     - `id-pattern` (regex, default `v\\d{3,}`): the experiment id scheme of every
-      experiment rule; `"v\\d{3,}|exp\\d+"` also accepts older `exp34` pages.
+      experiment rule; `"v\\d{3,}|exp\\d+"` also accepts older `exp34` pages. It must
+      compile in RE2 and may not repeat a repetition or an alternation (`(v+)+`), nor
+      hold more than two unbounded repeats: such shapes can make matching take forever.
     """
 
     code = "EXP001"
