@@ -7,7 +7,8 @@ baseline, maybe a git history) and runs one real ``wiki`` process on it (``lint`
 hostile flags and revisions, ``resolve`` with hostile targets and markers, ``step
 --dry-run`` on a hostile run config). Every case must hold:
 
-- exit status 0, 1 or 2 (never 70, never a signal), and no traceback;
+- exit status 0, 1 or 2 (``step``: 3 when the run is blocked), never 70 nor a signal, and no
+  traceback;
 - no file written outside the repository (the sandbox around it is compared before and
   after; only the per-user cache key may appear, and ``$TMPDIR`` must be left empty);
 - a wall-time ceiling (the process is killed at :data:`CASE_SECONDS`) and a memory
@@ -134,6 +135,20 @@ def commands(draw) -> list[str]:
     return ["lint", *[part for flag in flags for part in flag]]
 
 
+# A run config for `wiki step --dry-run`: valid, then hostile values mixed in.
+RUN_CONFIG = {
+    "preset": "tiny", "max_steps": 24, "save_steps": 4, "session_steps": 8, "samples_per_step": 8, "seq_len": 64,
+    "tokens_per_step": 512, "dataset_files_sha": "53df4708526da5c8", "shuffle_perm_sha": "c6f617b96f502d96",
+    "session_timeout_s": 600, "store": {"kind": "local-git", "path": "store"},
+    "compute": {"kind": "local-process", "accelerator": "cpu", "slug_prefix": "r-session"},
+    "quota": {"session_hours": 1.0, "reserve_hours": 0.5}, "relay": {"check_every_s": 60},
+}
+RUN_CHANGES = st.dictionaries(st.sampled_from([
+    "store.path", "compute.state_dir", "compute.claims_file", "compute.owner", "compute.slug_prefix", "publish.dir",
+    "max_steps", "tokens_per_step", "quota.session_hours", "store.kind", "compute.kind",
+]), st.sampled_from(["../outside", "../../x", "/tmp", "wiki", "store", ".wiki/ok", BIG, -1, 0, 1e999, True, None, "x"]),
+    max_size=3)
+
 CASE = st.fixed_dictionaries({
     "pages": st.dictionaries(st.sampled_from(PAGE_PATHS), TEXT, max_size=6),
     "specials": st.lists(st.tuples(SPECIALS, st.sampled_from(PAGE_PATHS[3:] + ["wiki/z.md", "wiki/sub"])), max_size=3),
@@ -141,6 +156,7 @@ CASE = st.fixed_dictionaries({
     "baseline": BASELINES,
     "git": st.booleans(),
     "command": commands(),
+    "run": RUN_CHANGES,
 })
 
 
@@ -184,11 +200,38 @@ def build(sandbox: Path, case: dict) -> Path:
         (root / name).write_text(text)
     if case["baseline"] is not None:
         (root / ".wiki-lint-baseline.json").write_text(case["baseline"])
+    if case["command"][0] == "step":
+        scaffold_run(root, case["run"])
     if case["git"]:
         for args in (["init", "--quiet"], ["add", "-A"], ["commit", "--quiet", "--allow-empty", "-m", "fuzz"]):
             subprocess.run(["git", "-c", "user.name=f", "-c", "user.email=f@f.invalid", *args], cwd=root,
                            capture_output=True, timeout=60)
     return root
+
+
+def scaffold_run(root: Path, changes: dict) -> None:
+    """wiki/runs/r with the run config (hostile changes applied), memory for it, a real store."""
+    import datetime as dt
+
+    import yaml
+
+    from executors.local_store import LocalGitStore
+    from wikiengine import memory
+
+    config = json.loads(json.dumps(RUN_CONFIG))
+    for dotted, value in changes.items():
+        *sections, key = dotted.split(".")
+        block = config
+        for section in sections:
+            block = block.setdefault(section, {})
+        block[key] = value
+    text = yaml.safe_dump(config, sort_keys=False).replace("'" + BIG + "'", BIG)
+    (root / "wiki" / "runs" / "r").mkdir(parents=True, exist_ok=True)
+    (root / "wiki" / "runs" / "program.md").write_text("# runs\n\n## Session grid\n\nOn the grid.\n")
+    (root / "wiki" / "runs" / "r" / "program.md").write_text(f"# r\n\n## Config\n\n```yaml\n{text}```\n")
+    if not os.path.lexists(root / "memory" / "STATE.md"):
+        memory.scaffold(root, "r", dt.datetime(2026, 9, 21, 3, tzinfo=dt.timezone.utc))
+    LocalGitStore.create(root / "store")
 
 
 def snapshot(sandbox: Path) -> dict[str, tuple]:
@@ -249,7 +292,8 @@ def test_row64_hostile_wikis_and_configurations_hold_every_promise(case):
         FIGURES["worst_peak_rss_mib"] = max(FIGURES["worst_peak_rss_mib"], round(peak, 1))
         FIGURES["exit_codes"][str(code)] = FIGURES["exit_codes"].get(str(code), 0) + 1
         assert wall < CASE_SECONDS, f"{case['command']}: killed after {CASE_SECONDS} s"
-        assert code in (0, 1, 2), f"{case['command']}: exit {code}: {stderr[-500:]}"
+        assert code in ((0, 2, 3) if case["command"][0] == "step" else (0, 1, 2)), \
+            f"{case['command']}: exit {code}: {stderr[-500:]}"
         assert "Traceback" not in stderr and "internal error" not in stderr, stderr[-500:]
         assert "OUTSIDE-TEXT" not in stderr
         assert peak < PEAK_RSS_MIB, f"{case['command']}: peak RSS {peak:.0f} MiB"
