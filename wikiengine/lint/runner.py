@@ -27,7 +27,7 @@ from wikiengine.lint import grandfather, suppress
 from wikiengine.lint.cache import LintCache, content_hash, engine_fingerprint, key_path, stat_key, untrusted_place
 from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
-from wikiengine.lint.finding import Finding
+from wikiengine.lint.finding import Finding, sorted_findings
 from wikiengine.lint.kinds import kind_of
 from wikiengine.page import decode, parse_page
 
@@ -106,7 +106,7 @@ def lint(
     if config.enabled(suppress.UNUSED_CODE):
         silenced = _files_disabling(directives, suppress.UNUSED_CODE)
         findings.extend(f for f in unused if f.path not in silenced and not config.ignored_for(f.path, f.code))
-    unfiltered = sorted(set(findings))
+    unfiltered = sorted_findings(findings)
     findings = unfiltered
     baselined = 0
     if use_baseline:
@@ -115,7 +115,7 @@ def lint(
             findings, accepted, None if paths is None else reported, unreadable
         )
         if config.enabled(baseline_mod.STALE_CODE):
-            findings = sorted(set(findings) | set(stale))
+            findings = sorted_findings(findings + stale)
     if paths is None or cache.stored > max(20, len(files) // 100) or not cache.written_ns:
         # A pre-commit run over a few pages skips rewriting the whole cache: those pages
         # cost little to analyse again, and they change again before the next commit.
