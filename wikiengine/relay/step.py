@@ -63,13 +63,15 @@ class Run:
 
 
 def load_run(root: Path, state: State, store=None, compute=None) -> Run:
-    """Resolve ``wiki/runs/<run>/program.md`` (validated) and build its store and compute backends."""
-    from wikiengine import cascade, targets
+    """Resolve ``wiki/runs/<run>/program.md`` (validated, its written directories confined to
+    the repository) and build its store and compute backends."""
+    from wikiengine import cascade, runconfig, targets
 
     program = cascade.resolve(targets.target_for_run(root, state.run))
     config = program.config
     if not config:
         raise WikiError(f"wiki/runs/{state.run}/program.md has no ## Config yaml block")
+    runconfig.check_confined(root, state.run, config, program.target.relative(program.config_origin.path))
     return Run(root, config, Settings.from_config(config), store or make_store(config, root),
                compute or make_compute(config, root))
 
@@ -78,9 +80,11 @@ def make_store(config: dict, root: Path):
     """The checkpoint store of the run's ``store`` block (``executors.registry``)."""
     from executors import registry
 
+    from executors.store import StoreUnavailableError
+
     try:
         return registry.make_store(config["store"], root=root)
-    except registry.BackendConfigError as exc:
+    except (registry.BackendConfigError, StoreUnavailableError) as exc:  # e.g. a local-git path that is no store
         raise WikiError(str(exc)) from None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.experiment import is_open
 from wikiengine.rules._experiments import experiment_facts
@@ -36,6 +37,7 @@ class StaleStub(Rule):
     """
 
     code = "EXP011"
+    options = {"max-age-days": Option("int", minimum=1, maximum=36_500)}
     name = "stale-in-progress-stub"
     summary = "a stub still open (in_progress, running, pending) older than max-age-hours (24), from git commit time"
     needs_git = True
