@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from wikiengine.lint.rule import Rule
 
 
