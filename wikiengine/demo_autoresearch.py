@@ -274,8 +274,8 @@ def run_demo(root: Path, git, progress: bool = True) -> int:
     """Scaffold, start, and wake until the queue is used up; print what an agent would read."""
     import subprocess
 
-    from wikiengine.lane_mode import wake
     from wikiengine.lane_start import start_session
+    from wikiengine.step_engine import run_step
 
     started = time.monotonic()
     scaffold(root, git)
@@ -285,7 +285,7 @@ def run_demo(root: Path, git, progress: bool = True) -> int:
     wakes = 0
     while not agent.finished and wakes < MAX_WAKES:
         wakes += 1
-        result = wake(root)
+        result = run_step(root)  # `wiki step`, as the agent runs it at each wake
         for action in result.actions:
             if not action.startswith("backfill skipped"):
                 say(f"  wake {wakes}: {action}")

@@ -360,8 +360,14 @@ def launch_spec(run: LaneRun, page: lw.LanePage, track: int):
     return spec, (frontier.rel if frontier else None)
 
 
-def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None) -> LaneWakeResult:
-    """One lane wake (see the module docstring)."""
+def locked_result() -> LaneWakeResult:
+    result = LaneWakeResult("?", "unknown", decision="locked")
+    result.actions.append("another wiki step holds the lock; nothing done")
+    return result
+
+
+def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None, **_unused) -> LaneWakeResult:
+    """One lane wake (see the module docstring); `wiki step` runs it under the engine's lock."""
     clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
     run = load_lane_run(root, backend)
     result = LaneWakeResult(run.state.lane, run.state.status)
