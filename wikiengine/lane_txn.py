@@ -36,16 +36,10 @@ class LaneWriteRefused(WikiError):
 
 
 def git_dir(root: Path) -> Path:
-    """The repository's git directory (a worktree's own), without starting gitpython."""
-    dot_git = root / ".git"
-    if dot_git.is_file():
-        text = dot_git.read_text(encoding="utf-8").strip()
-        if text.startswith("gitdir:"):
-            path = Path(text[len("gitdir:") :].strip())
-            return path if path.is_absolute() else (root / path).resolve()
-    if dot_git.is_dir():
-        return dot_git
-    raise WikiError("not a git repository (the lane writers commit through git)", root)
+    """The repository's git directory (``executors.git_commit.git_dir``)."""
+    from executors.git_commit import git_dir as find
+
+    return find(root)
 
 
 def git_out(root: Path, *args: str, check: bool = False) -> str:

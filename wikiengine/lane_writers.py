@@ -102,6 +102,9 @@ def artifact_paths(settings: LaneSettings, lane: Lane, vid: str, slug: str, date
 # --- reading the lane -------------------------------------------------------------------------
 
 
+_STATUS_LINE_RE = re.compile(r"^status:[ \t]*['\"]?([A-Za-z_-]+)", re.M)
+
+
 class LanePage:
     """An experiment page of the lane: its id from the file name, its text and frontmatter
     read only when asked (a lane of hundreds of pages is mostly looked at by name)."""
@@ -118,6 +121,16 @@ class LanePage:
     @functools.cached_property
     def frontmatter(self) -> dict:
         return frontmatter_of(self.text, self.rel)
+
+    @property
+    def is_open(self) -> bool:
+        """Is the page a stub still open? Its ``status:`` line is read first, so a filed page
+        costs no YAML parse (most pages of a lane are filed)."""
+        block = self.text[: self.text.find("\n---", 3) + 1] if self.text.startswith("---") else ""
+        match = _STATUS_LINE_RE.search(block)
+        if match is None or match.group(1).casefold() not in ex.OPEN_STATUS_WORDS:
+            return False
+        return ex.is_open(self.frontmatter)
 
     @property
     def exp_id(self) -> str | None:
@@ -285,7 +298,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
     with LaneLock(root, lane) as lock:
         mechanism = _norm(proposal.paragraphs["Mechanism"])
         for page in lane_pages(root, lane):
-            if ex.is_open(page.frontmatter) and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
+            if page.is_open and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
                 raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
@@ -338,8 +351,7 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
         track = original.frontmatter.get("track")
         mechanism = _norm(proposal.paragraphs["Mechanism"])
         for page in lane_pages(root, lane):
-            if (ex.is_open(page.frontmatter) and page.frontmatter.get("track") != track
-                    and mechanism_of(page.text) == mechanism):
+            if page.is_open and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
                 raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
         text = render_stub(lane, str(retry), slug, str(original.frontmatter.get("variant", "")), proposal,
                            track if isinstance(track, int) else None, workload, paths, date,
