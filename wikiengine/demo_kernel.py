@@ -252,3 +252,20 @@ def run_demo(root: Path, say=print) -> dict:
         say("  " + finding)
     return {"findings": findings, "branches": branches, "refused": refused, "closed": closed,
             "seconds": time.monotonic() - began}
+
+
+def run_command(directory: Path | None) -> int:
+    """`wiki demo kernel [DIR]`: the scripted run in DIR (default: a new temporary directory)."""
+    import tempfile
+
+    from wikiengine.errors import WikiError
+
+    root = (directory or Path(tempfile.mkdtemp(prefix="wiki-demo-kernel-"))).resolve()
+    if root.exists() and any(root.iterdir()):
+        raise WikiError("the demo directory must be empty or new", root)
+    root.mkdir(parents=True, exist_ok=True)
+    print(f"wiki demo kernel: a layer-norm kernel family on the CPU in {root}")
+    result = run_demo(root, say=lambda line: print(line, flush=True))
+    print("\n==== git log --oneline --all ====")
+    print(_git(root, "log", "--oneline", "--all"), end="")
+    return 0 if not result["findings"] else 1

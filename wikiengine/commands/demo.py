@@ -30,7 +30,10 @@ DEMO_CONFIG = {"max_steps": 24, "save_steps": 4, "session_steps": 8, "samples_pe
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("demo", help=HELP, description=DESCRIPTION,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("dir", nargs="?", type=Path, help="an empty or new directory (default: a new temp dir)")
+    parser.add_argument("dir", nargs="?", type=Path,
+                        help="an empty or new directory (default: a new temp dir); `kernel` runs the kernel-lane demo "
+                             "instead (`wiki demo kernel [DIR]`)")
+    parser.add_argument("other_dir", nargs="?", type=Path, metavar="DIR", help=argparse.SUPPRESS)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=run)
 
@@ -151,6 +154,10 @@ def run(args) -> int:
     from wikiengine.errors import WikiError
     from wikiengine.relay.step import run_step
 
+    if args.dir is not None and str(args.dir) == "kernel":
+        from wikiengine.demo_kernel import run_command
+
+        return run_command(args.other_dir)
     root = args.dir or Path(tempfile.mkdtemp(prefix="wiki-demo-"))
     root = root.resolve()
     if root.exists() and any(root.iterdir()):
