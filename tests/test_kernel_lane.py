@@ -236,7 +236,7 @@ def test_the_stop_rule_names_every_unmet_condition():
 
 
 def test_every_verb_has_help_json_and_dry_run(capsys):
-    for verb in ("start", "stub", "cand", "verify", "file", "close"):
+    for verb in ("start", "stub", "cand", "verify", "file", "status", "close"):
         with pytest.raises(SystemExit) as done:
             main(["kernel", verb, "--help"])
         assert done.value.code == 0
@@ -275,3 +275,26 @@ def test_wiki_demo_kernel_runs_the_whole_fast_path_and_lints_clean(tmp_path):
     assert len(list((root / FAM.dir).glob("*-retrospective*.md"))) == 2
     assert git(root, "branch", "--list", "kernel/*", "--format=%(refname:short)").split() == [
         "kernel/layernorm", "kernel/layernorm-v001", "kernel/layernorm-v002", "kernel/layernorm-v003"]
+
+
+def test_k9_reports_the_stop_at_first_win_stall_until_the_next_stub(family, capsys):
+    root, authoring, _stub = family
+    status, state = kernel(root, capsys, "status", FAMILY)
+    assert status == 0 and state["k9"] == {"state": "no-verdict-yet"} and state["open"] == ["v001"]
+    assert kernel(root, capsys, "file", FAMILY, "--verdict", "invalid")[0] == 0
+    status, state = kernel(root, capsys, "status", FAMILY)
+    assert state["k9"]["state"] == "stall" and "stop-at-first-win stall" in state["k9"]["message"]
+    assert any("single-pass-fusion" in r or "row-chunking" in r for r in state["stop_rule"])
+    status, _ = kernel(root, capsys, "stub", FAMILY, "--slug", "chunks", "--proposal", str(authoring / "row-chunking.md"),
+                       "--op-point", OP_POINT, "--lever", "row-chunking", "--intervention-class", "tiling",
+                       "--category", "memory-bound", "--plan", "blocks of four rows")
+    assert status == 0
+    assert kernel(root, capsys, "status", FAMILY)[1]["k9"] == {"state": "next-stub", "after": "v001", "next": "v002"}
+
+
+def test_close_refused_writes_nothing_and_exits_3(family, capsys):
+    root, _authoring, _stub = family
+    head = git(root, "rev-parse", "HEAD")
+    status, err = kernel(root, capsys, "close", FAMILY)
+    assert status == 3 and err.startswith("error: close refused:") and "open stubs: v001" in err
+    assert git(root, "rev-parse", "HEAD") == head

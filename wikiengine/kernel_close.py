@@ -25,7 +25,7 @@ from wikiengine import experiment as ex
 from wikiengine import kernel_git, logbook
 from wikiengine import kernel_page as kp
 from wikiengine.errors import WikiError
-from wikiengine.kernel_decide import LeverFact, StopFacts, evidence_table, lever_table, stop_rule
+from wikiengine.kernel_decide import LeverFact, StopFacts, evidence_table, k9_state, lever_table, stop_rule
 from wikiengine.kernel_writers import family_pages, journal_records, read_binding, resolve_receipt
 from wikiengine.kernels import KernelFamily
 from wikiengine.lane_journal import append_record
@@ -140,6 +140,20 @@ def render_retrospective(family: KernelFamily, facts: StopFacts, extra: dict, *,
         body += ["## Resume", "", f"Rank-1 resume action: {action}.", "",
                  "This pause makes no ceiling claim.", ""]
     return "---\n" + frontmatter_yaml(front) + "---\n" + "\n".join(body)
+
+
+def status(root: Path, family: KernelFamily) -> dict:
+    """`wiki kernel status`: the session, the open stub, K9's state and the stop rule's reasons (read-only)."""
+    from wikiengine.lane_journal import parse_journal
+
+    journal = root / family.journal
+    records = parse_journal(journal.read_text(encoding="utf-8") if journal.is_file() else "", family.journal)
+    facts, _extra = gather_facts(root, family, records)
+    starts = [r for r in records if r.get("op") == "start"]
+    return {"family": family.slug, "session": len(starts), "target": starts[-1]["target"] if starts else None,
+            "open": [p.exp_id for p in family_pages(root, family) if ex.is_open(p.frontmatter)],
+            "k9": k9_state(records), "frontier": facts.frontier, "resume_action": resume_action(facts),
+            "stop_rule": stop_rule(facts)}
 
 
 def close(root: Path, family: KernelFamily, *, pause: bool = False, dry_run: bool = False, date: str | None = None) -> dict:

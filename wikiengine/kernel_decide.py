@@ -145,3 +145,24 @@ def lever_table(facts: StopFacts) -> str:
         by = f.page or (f"ruled out: {f.ruled_out}" if f.ruled_out else "—")
         out.append(f"| {f.lever} | {'yes' if f.covered else 'no'} | {by} | {f.verdict or '—'} | {f.receipt or '—'} |")
     return "\n".join(out) + "\n"
+
+
+def k9_state(records: list[dict]) -> dict:
+    """K9 from the family journal: after a filed verdict the family is in exactly one of two
+    states, the next stub committed or the stop chain satisfied (a paused session is a
+    third, explicit, state). Anything else is the stop-at-first-win stall."""
+    last_file = max((i for i, r in enumerate(records) if r.get("op") == "file"), default=None)
+    if last_file is None:
+        return {"state": "no-verdict-yet"}
+    filed = records[last_file]
+    after = [r.get("op") for r in records[last_file + 1:]]
+    if "stop" in after:
+        return {"state": "stopped", "after": filed.get("vid")}
+    if "pause" in after:
+        return {"state": "paused", "after": filed.get("vid")}
+    if "claim" in after:
+        nxt = next(r for r in records[last_file + 1:] if r.get("op") == "claim")
+        return {"state": "next-stub", "after": filed.get("vid"), "next": nxt.get("vid")}
+    return {"state": "stall", "after": filed.get("vid"), "verdict": filed.get("verdict"),
+            "message": f"{filed.get('vid')} was filed {filed.get('verdict')} and neither the next stub nor the stop "
+                       "chain followed: the stop-at-first-win stall (stub the rank-1 lead, or close)"}

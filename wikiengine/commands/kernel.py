@@ -1,4 +1,4 @@
-"""`wiki kernel start|stub|cand|verify|file|close`: seed 003's kernel fast path (K0 to K9)."""
+"""`wiki kernel start|stub|cand|verify|file|status|close`: seed 003's kernel fast path (K0 to K9)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ commits; candidates are committed on the experiment's branch kernel/<family>-v<N
       K6: the verifier in a fresh process; a self-hashed receipt.
   wiki kernel file FAMILY --verdict V [--lead SLUG=WHY ...]
       K7 and K8: the verdict capped by the receipt and the ledger; the family page.
+  wiki kernel status FAMILY
+      K9: the open stub, the state after the last verdict (the next stub, the stop
+      chain, a pause, or the stop-at-first-win stall) and the stop rule's reasons.
   wiki kernel close FAMILY [--pause]
       the stop rule from facts (exit 3 when refused); --pause records the resume action.
 
@@ -100,6 +103,9 @@ def add_parser(subparsers) -> None:
     filed.add_argument("--vid")
     common(filed)
 
+    status = family(verbs.add_parser("status", help="K9: the family's state, its stall if any, and the stop rule"))
+    common(status)
+
     close = family(verbs.add_parser("close", help="the gated close (the stop rule from facts), or --pause"))
     close.add_argument("--pause", action="store_true", help="pause: a retrospective with the rank-1 resume action")
     common(close)
@@ -158,6 +164,11 @@ def run(args) -> int:
             result = kernel_writers.file_verdict(root, family, verdict=args.verdict, reason=args.reason, vid=args.vid,
                                                  leads=_leads(args.lead), dry_run=args.dry_run)
             text = f"{result['vid']}: filed {result['verdict']}\n" + "".join(f"  {c}\n" for c in result["capped"])
+        elif args.verb == "status":
+            result = kernel_close.status(root, family)
+            text = (f"{result['family']}: session {result['session']}, open {', '.join(result['open']) or 'none'}, "
+                    f"frontier {result['frontier'] or 'none'}\nK9: {result['k9'].get('message', result['k9']['state'])}\n"
+                    f"resume: {result['resume_action']}\n" + "".join(f"  stop rule: {r}\n" for r in result["stop_rule"]))
         else:
             result = kernel_close.close(root, family, pause=args.pause, dry_run=args.dry_run)
             text = (f"paused; resume: {result['resume_action']}\n" if result.get("paused")
