@@ -93,6 +93,16 @@ def test_a_pod_target_needs_gs_artifacts_and_carries_its_ttl(family, capsys):
                             "--topology", "2x2", "--chips", "4", "--hours", "2", "--artifacts", "gs://b/k")
     assert status == 0 and result["target"]["activeDeadlineSeconds"] == 7200
     assert result["run_target"] == "cluster pod kx-1 — tpu-v6e-slice/2x2, 4 chips, TTL 2h"
+    status, err = kernel(root, capsys, "cand", FAMILY, "1", "--note", "x", "--source", "/dev/null")
+    assert status == 2 and "needs kexec" in err
+
+
+def test_bootstrapping_on_a_pod_is_refused(tmp_path, capsys):
+    authoring = scaffold(tmp_path)
+    status, err = kernel(tmp_path, capsys, "start", "softmax", "--pod", "kx-1", "--accelerator", "tpu-v6e-slice",
+                         "--topology", "2x2", "--artifacts", "gs://b/k", "--reference", str(authoring / "reference.py"),
+                         "--op-point", OP_POINT)
+    assert status == 2 and "device query" in err and not (tmp_path / "wiki/kernels/softmax.md").exists()
 
 
 # --- stub ------------------------------------------------------------------------------------

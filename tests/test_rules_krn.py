@@ -232,3 +232,23 @@ def test_receipt_seal_round_trips_and_detects_a_flipped_verdict():
     flipped = json.loads(text)
     flipped["verdict"] = "FAIL"
     assert kernel_receipt.validate(json.dumps(flipped))[1].startswith("its sha256 does not match")
+
+
+def test_older_forms_status_verdict_and_a_suffixed_ledger_heading(tmp_path):
+    text = kernel_page(status="supported", verdict=None, verified_by=None).replace(
+        "## Candidate ledger\n", "## Candidate ledger — 2 candidates, the second wins\n")
+    build(tmp_path, page=text, files={RECEIPT: receipt()})
+    assert krn_findings(tmp_path) == [(PAGE, 6, "KRN001", "verdict is 'supported' but there is no verified_by: a "
+                                                          "supported kernel needs verified_by: kernel-verifier")]
+
+
+def test_krn005_a_receipt_path_from_the_repository_root_resolves(tmp_path):
+    build(tmp_path, page=kernel_page(verification_receipt=RECEIPT))
+    assert krn_findings(tmp_path) == []
+
+
+def test_in_progress_stub_with_placeholders_is_not_judged(tmp_path):
+    build(tmp_path, page=kernel_page(status="in_progress", verdict=None, verified_by=None, verification_receipt=None,
+                                     ledger="TBD\n", leads="(Pending)\n").replace("**None** — 4x.", ""),
+          files={FAMILY_PAGE: family_page(best="—")})
+    assert krn_findings(tmp_path) == []

@@ -198,7 +198,10 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
                        "atol": 1e-4, "rtol": 1e-4, "class_page": class_page}
             txn.write(binding["reference"], reference_text)
             txn.write(family.program, render_program(family, {k: v for k, v in binding.items() if v is not None}))
-            hardware = device_token() if target["kind"] == "local" else f"{accelerator}-{topology}"
+            if target["kind"] != "local":
+                raise WikiError("bootstrapping a family on a pod needs the pod's device query through kexec, which is "
+                                "not available here: bootstrap on a local chip, then start on the pod")
+            hardware = device_token()
             txn.write(family.family_page, render_family_page(family, list(op_points), hardware, date))
             txn.write(family.results, results_tsv.HEADER)
         records = journal_records(txn, family)
@@ -317,6 +320,14 @@ def stub(root: Path, family: KernelFamily, *, slug: str, proposal_path: Path, op
 # --- cand (K4) -------------------------------------------------------------------------------
 
 
+def local_chip(target: dict) -> int:
+    """The session's local chip; a pod session measures through kexec, which is not available here."""
+    if target.get("kind") != "local":
+        raise WikiError(f"the session runs on pod {target.get('pod')}: measuring there needs kexec (`kexec.sh run`), "
+                        "which is not available here")
+    return int(target.get("chip", 0))
+
+
 def _run_verifier(root: Path, binding: dict, reference: str, candidate: str, op_point: str, mode: str,
                   chip: int) -> dict:
     """The verifier in a fresh process, on the pinned chip, in a compile slot."""
@@ -364,6 +375,7 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
         txn = LaneTxn(root, family.txn_lane)
         records = journal_records(txn, family)
         target = session_target(records)
+        local_chip(target)
         page_ref = find_kernel_page(root, family, vid)
         if ex.is_filed(page_ref.frontmatter):
             raise WikiError(f"{page_ref.exp_id} is filed and immutable", page_ref.rel)
@@ -403,7 +415,7 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
         tree = kernel_git.ensure_worktree(root, branch, family.worktree(root, branch))
         reference_text = (tree / binding["reference"]).read_text(encoding="utf-8")
         _check_reference(binding, reference_text)
-        measured = _run_verifier(root, binding, reference_text, code, op_point, "quick", int(target.get("chip", 0)))
+        measured = _run_verifier(root, binding, reference_text, code, op_point, "quick", local_chip(target))
         p50 = measured.get("timing", {}).get("candidate_p50_ms")
         ratio = measured.get("timing", {}).get("speedup")
         parity = "pass" if measured.get("parity", {}).get("pass") else "fail"
@@ -471,7 +483,7 @@ def verify(root: Path, family: KernelFamily, *, vid: str | None = None, cand_nam
                     "dry_run": True, "recovered": lock.recovered}
         variant = str(page_ref.frontmatter.get("variant", ""))
         measured = _run_verifier(root, binding, reference_text, candidate_text, variant.split("/", 1)[0], mode,
-                                 int(target.get("chip", 0)))
+                                 local_chip(target))
         reasons = list(measured.get("reasons", []))
         if measured.get("hardware") != variant.split("/", 1)[-1]:
             reasons.append(f"the chip reports {measured.get('hardware')!r}, not the page's {variant.split('/', 1)[-1]!r}")

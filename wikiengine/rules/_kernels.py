@@ -66,3 +66,8 @@ def frontmatter_line(info: PageInfo, key: str) -> int:
     from wikiengine.rules._experiments import key_line
 
     return key_line(info, key)
+
+
+def verdict_line(info: PageInfo, facts: KernelFacts) -> int:
+    """The line of the key that holds the page's verdict (``verdict:``, else the older ``status: <verdict>``)."""
+    return frontmatter_line(info, "verdict" if "verdict" in facts.frontmatter else "status")

@@ -7,7 +7,7 @@ import posixpath
 from wikiengine import kernel_receipt
 from wikiengine.kernel_page import speedup_bar
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._kernels import frontmatter_line, kernel_facts
+from wikiengine.rules._kernels import frontmatter_line, kernel_facts, verdict_line
 
 
 class ReceiptValid(Rule):
@@ -51,7 +51,7 @@ class ReceiptValid(Rule):
         line = frontmatter_line(info, "verification_receipt")
         if not isinstance(cited, str) or not cited.strip():
             if facts.verdict == "supported":
-                yield self.finding(info.rel, frontmatter_line(info, "verdict"),
+                yield self.finding(info.rel, verdict_line(info, facts),
                                    "verdict is 'supported' but no verification_receipt is cited")
             return
         cited = cited.strip()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wikiengine.kernel_page import VERIFIER, ledger
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._kernels import frontmatter_line, kernel_facts
+from wikiengine.rules._kernels import frontmatter_line, kernel_facts, verdict_line
 
 
 class SupportedNeedsVerifier(Rule):
@@ -41,7 +41,7 @@ class SupportedNeedsVerifier(Rule):
             return
         who = facts.frontmatter.get("verified_by")
         if who != VERIFIER:
-            line = frontmatter_line(info, "verified_by" if "verified_by" in facts.frontmatter else "verdict")
+            line = frontmatter_line(info, "verified_by") if "verified_by" in facts.frontmatter else verdict_line(info, facts)
             said = f"verified_by is {who!r}" if who is not None else "there is no verified_by"
             yield self.finding(info.rel, line, f"verdict is 'supported' but {said}: a supported kernel needs "
                                                f"verified_by: {VERIFIER}")
@@ -81,7 +81,7 @@ class LedgerIsTable(Rule):
             return
         found = ledger(info.page)
         if found is None:
-            yield self.finding(info.rel, frontmatter_line(info, "verdict" if "verdict" in facts.frontmatter else "status"),
+            yield self.finding(info.rel, verdict_line(info, facts),
                                f"verdict is {facts.verdict!r} but the page has no '## Candidate ledger'")
         elif not found.is_table:
             yield self.finding(info.rel, found.line, "'## Candidate ledger' is not a table: write one row per "
