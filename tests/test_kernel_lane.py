@@ -246,7 +246,7 @@ def test_the_stop_rule_names_every_unmet_condition():
 
 
 def test_every_verb_has_help_json_and_dry_run(capsys):
-    for verb in ("start", "stub", "cand", "verify", "file", "status", "close"):
+    for verb in ("start", "stub", "cand", "verify", "file", "rule-out", "status", "close"):
         with pytest.raises(SystemExit) as done:
             main(["kernel", verb, "--help"])
         assert done.value.code == 0
@@ -308,3 +308,18 @@ def test_close_refused_writes_nothing_and_exits_3(family, capsys):
     status, err = kernel(root, capsys, "close", FAMILY)
     assert status == 3 and err.startswith("error: close refused:") and "open stubs: v001" in err
     assert git(root, "rev-parse", "HEAD") == head
+
+
+def test_a_lever_ruled_out_on_mechanism_counts_as_covered(family, capsys):
+    root, _authoring, _stub = family
+    status, err = kernel(root, capsys, "rule-out", FAMILY, "dispatch-fastpath", "--reason", "TBD")
+    assert status == 2 and "on mechanism" in err
+    before = kernel(root, capsys, "status", FAMILY)[1]["stop_rule"]
+    assert any("dispatch-fastpath" in r for r in before)
+    status, result = kernel(root, capsys, "rule-out", FAMILY, "dispatch-fastpath", "--reason",
+                            "the chip has one execution path, so there is no device to dispatch to")
+    assert status == 0 and result["commit"]
+    assert "- **dispatch-fastpath**: the chip has one execution path" in (root / FAM.family_page).read_text()
+    after = kernel(root, capsys, "status", FAMILY)[1]["stop_rule"]
+    assert not any("dispatch-fastpath" in r for r in after) and any("row-chunking" in r for r in after)
+    assert lint(root, base=None, jobs=1, use_cache=False).findings == []

@@ -677,3 +677,35 @@ def open_validation_stub(root: Path, family: KernelFamily, page_ref: KernelPageR
         return lw.new_experiment(root, lane, slug=f"validate-{family.slug.replace('_', '-')}-{page_ref.exp_id}",
                                  variant=str(source.get("variant", "")), proposal_path=proposal, track=None,
                                  dry_run=dry_run)
+
+
+# --- ruling a lever out ----------------------------------------------------------------------
+
+
+def rule_out(root: Path, family: KernelFamily, lever: str, *, reason: str, dry_run: bool = False,
+             date: str | None = None) -> dict:
+    """`wiki kernel rule-out`: record on the family page that a lever of the class page
+    cannot apply, and why on mechanism (the close counts it as covered)."""
+    if not _SLUG_RE.fullmatch(lever):
+        raise WikiError(f"lever {lever!r} is not lower-case words joined by '-'")
+    if len(reason.split()) < 4 or ex.is_placeholder(reason):
+        raise WikiError("--reason must say why the lever cannot apply, on mechanism (a sentence, not a placeholder)")
+    date = date or today()
+    with LaneLock(root, family.txn_lane) as lock:
+        txn = LaneTxn(root, family.txn_lane)
+        if not txn.exists(family.family_page):
+            raise WikiError("the family has no family page", family.family_page)
+        page = parse_page(txn.read(family.family_page), family.family_page)
+        section = page.section(kp.RULED_OUT)
+        page = page.with_section_body(kp.RULED_OUT, _leads_body(section.body if section else "",
+                                                                {lever: " ".join(reason.split())}, {lever}))
+        if page.has_frontmatter:
+            page = page.with_frontmatter({"updated": date})
+        txn.write(family.family_page, page.to_text())
+        txn.write(family.journal, append_record(txn.read(family.journal), {
+            "op": "rule-out", "lever": lever, "reason": " ".join(reason.split()), "at": now_iso()}))
+        result = {"family": family.slug, "lever": lever, "reason": " ".join(reason.split()), "recovered": lock.recovered}
+        if dry_run:
+            return {**result, "dry_run": True, "would_write": txn.changed()}
+        result["commit"] = txn.commit(f"kernel({family.slug}): rule out lever {lever} on mechanism")
+        return result

@@ -1,4 +1,4 @@
-"""`wiki kernel start|stub|cand|verify|file|status|close`: seed 003's kernel fast path (K0 to K9)."""
+"""`wiki kernel start|stub|cand|verify|file|rule-out|status|close`: seed 003's kernel fast path (K0 to K9)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ commits; candidates are committed on the experiment's branch kernel/<family>-v<N
       K6: the verifier in a fresh process; a self-hashed receipt.
   wiki kernel file FAMILY --verdict V [--lead SLUG=WHY ...]
       K7 and K8: the verdict capped by the receipt and the ledger; the family page.
+  wiki kernel rule-out FAMILY LEVER --reason TEXT
+      record on the family page that a class-page lever cannot apply, on mechanism.
   wiki kernel status FAMILY
       K9: the open stub, the state after the last verdict (the next stub, the stop
       chain, a pause, or the stop-at-first-win stall) and the stop rule's reasons.
@@ -103,6 +105,11 @@ def add_parser(subparsers) -> None:
     filed.add_argument("--vid")
     common(filed)
 
+    ruled = family(verbs.add_parser("rule-out", help="record that a class-page lever cannot apply, on mechanism"))
+    ruled.add_argument("lever", metavar="LEVER")
+    ruled.add_argument("--reason", required=True, help="why the lever cannot apply, on mechanism")
+    common(ruled)
+
     status = family(verbs.add_parser("status", help="K9: the family's state, its stall if any, and the stop rule"))
     common(status)
 
@@ -164,6 +171,9 @@ def run(args) -> int:
             result = kernel_writers.file_verdict(root, family, verdict=args.verdict, reason=args.reason, vid=args.vid,
                                                  leads=_leads(args.lead), dry_run=args.dry_run)
             text = f"{result['vid']}: filed {result['verdict']}\n" + "".join(f"  {c}\n" for c in result["capped"])
+        elif args.verb == "rule-out":
+            result = kernel_writers.rule_out(root, family, args.lever, reason=args.reason, dry_run=args.dry_run)
+            text = f"{result['family']}: lever {result['lever']} ruled out ({result['reason']})\n"
         elif args.verb == "status":
             result = kernel_close.status(root, family)
             text = (f"{result['family']}: session {result['session']}, open {', '.join(result['open']) or 'none'}, "
