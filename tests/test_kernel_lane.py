@@ -323,3 +323,63 @@ def test_a_lever_ruled_out_on_mechanism_counts_as_covered(family, capsys):
     after = kernel(root, capsys, "status", FAMILY)[1]["stop_rule"]
     assert not any("dispatch-fastpath" in r for r in after) and any("row-chunking" in r for r in after)
     assert lint(root, base=None, jobs=1, use_cache=False).findings == []
+
+
+def test_a_supported_optimization_opens_the_model_lane_validation_stub(tmp_path, capsys, monkeypatch):
+    import shutil
+
+    from wikiengine.demo_kernel import PROPOSALS
+
+    repo = Path(__file__).resolve().parents[1]
+    root = tmp_path / "repo"
+    shutil.copytree(repo / "wiki", root / "wiki")
+    shutil.copy(repo / "pyproject.toml", root / "pyproject.toml")
+    monkeypatch.setenv("USER", "alice")
+    for key in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{key}_NAME", "t")
+        monkeypatch.setenv(f"GIT_{key}_EMAIL", "t@example.invalid")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    (tmp_path / "reference.py").write_text(REFERENCE)
+    fused = _write(tmp_path, "fused")
+    hyp, mech, signal, falsify = PROPOSALS["single-pass-fusion"]
+    (tmp_path / "p.md").write_text(f"**Hypothesis**: {hyp}.\n\n**Mechanism**: {mech}.\n\n**Predicted signal**: {signal}."
+                                   f"\n\n**Falsification criterion**: {falsify}.\n")
+    profile = "wiki/experiments/gemma4_autoresearch_optimization/tpu/2026-06-02-v042-splash-attn.md"
+    model_page = (root / "wiki/models/gemma4-tpu.md").read_text()
+    assert kernel(root, capsys, "start", "layernorm", "--reference", str(tmp_path / "reference.py"), "--op-point",
+                  OP_POINT)[0] == 0
+    status, stub = kernel(root, capsys, "stub", "layernorm", "--slug", "fused", "--proposal", str(tmp_path / "p.md"),
+                          "--op-point", OP_POINT, "--lever", "single-pass-fusion", "--intervention-class", "fusion",
+                          "--category", "memory-bound", "--plan", "native pass", "--activity", "optimization",
+                          "--profile", profile)
+    assert status == 0, stub
+    assert kernel(root, capsys, "cand", "layernorm", "1", "--note", "native pass", "--source", str(fused))[0] == 0
+    status, receipt = kernel(root, capsys, "verify", "layernorm")
+    assert status == 0 and receipt["verdict"] == "PASS", receipt
+    status, filed = kernel(root, capsys, "file", "layernorm", "--verdict", "supported")
+    assert status == 0 and filed["verdict"] == "supported" and filed["current_best_moved"]
+    stub_page = filed["validation_stub"]["page"]
+    assert stub_page.startswith("wiki/experiments/gemma4_autoresearch_optimization/tpu/experiments/")
+    assert "validate-layernorm-v001" in stub_page and "status: in_progress" in (root / stub_page).read_text()
+    assert (root / "wiki/models/gemma4-tpu.md").read_text() == model_page
+    assert filed["integration_advanced"] is True
+    assert lint(root, base=None, jobs=1, use_cache=False).findings == []
+
+
+def test_one_measurement_per_chip(tmp_path):
+    from wikiengine.kernel_chip import chip_lock, compile_slot
+
+    git(tmp_path, "init", "-q")
+    with chip_lock(tmp_path, 0):
+        with pytest.raises(WikiError, match="local chip 0 is held"):
+            with chip_lock(tmp_path, 0, timeout=0.1):
+                pass
+        with chip_lock(tmp_path, 1, timeout=0.1):
+            pass
+    with compile_slot(tmp_path, slots=1) as first:
+        assert first == 0
+        with pytest.raises(WikiError, match="compile slots"):
+            with compile_slot(tmp_path, slots=1, timeout=0.3):
+                pass
