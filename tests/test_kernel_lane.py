@@ -246,7 +246,7 @@ def test_the_stop_rule_names_every_unmet_condition():
 
 
 def test_every_verb_has_help_json_and_dry_run(capsys):
-    for verb in ("start", "stub", "cand", "verify", "file", "rule-out", "status", "close"):
+    for verb in ("start", "stub", "cand", "verify", "file", "rule-out", "watch", "status", "close"):
         with pytest.raises(SystemExit) as done:
             main(["kernel", verb, "--help"])
         assert done.value.code == 0
@@ -265,7 +265,7 @@ def test_wiki_demo_kernel_runs_the_whole_fast_path_and_lints_clean(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     out = done.stdout
-    assert "lint     clean" in out
+    assert "lint     clean" in out and "watch    clean: ALL-CLEAR layernorm/pallas session 2" in out
     assert "cand1(layernorm v001): var_mean in one call" in out and "parity fail" in out
     assert "supported capped at inconclusive: the receipt says FAIL: firing audit" in out
     assert "supported capped at refuted: the speedup" in out
@@ -383,3 +383,21 @@ def test_one_measurement_per_chip(tmp_path):
         with pytest.raises(WikiError, match="compile slots"):
             with compile_slot(tmp_path, slots=1, timeout=0.3):
                 pass
+
+
+def test_the_family_watcher_audits_since_its_cursor_and_names_the_stall(family, capsys):
+    root, _authoring, _stub = family
+    capsys.readouterr()
+    assert main(["kernel", "watch", FAMILY, "--once", "--root", str(root), "--json"]) == 1  # first audit is full
+    first = json.loads(capsys.readouterr().out)
+    assert [f["check"] for f in first["findings"]] == ["cursor"]
+    cursor = (root / FAM.dir / ".audit-cursor").read_text()
+    assert cursor.startswith("wiki=") and "\ncode=" in cursor
+    assert main(["kernel", "watch", FAMILY, "--once", "--root", str(root)]) == 0
+    assert "ALL-CLEAR layernorm/pallas session 1" in capsys.readouterr().out
+    assert kernel(root, capsys, "file", FAMILY, "--verdict", "invalid")[0] == 0
+    assert main(["kernel", "watch", FAMILY, "--once", "--root", str(root)]) == 0  # within the grace: no stall yet
+    capsys.readouterr()
+    assert main(["kernel", "watch", FAMILY, "--once", "--root", str(root), "--json", "--stall-minutes", "0"]) == 1
+    found = json.loads(capsys.readouterr().out)["findings"]
+    assert [f["check"] for f in found] == ["stall"] and "stop-at-first-win stall" in found[0]["message"]

@@ -4,7 +4,8 @@ The family is a layer norm whose pinned reference is the textbook composition of
 ops (mean, centred square, mean, rsqrt, scale, shift: several passes over memory). The
 class page lists three verified levers. The scripted author, through `wiki kernel`:
 
-1. starts the family on local chip 0 (bootstrap: binding, family page, integration branch);
+1. starts the family on local chip 0 (bootstrap: binding, family page, integration branch)
+   and arms the watcher (`wiki kernel watch --once` after each verdict, as a timer would);
 2. v001 ``single-pass-fusion``: cand1 uses the unbiased variance (a parity failure,
    caught by the quick measurement), cand2 the fused native pass (a real win); the full
    receipt says PASS above the bar: filed supported, Current best moves;
@@ -187,7 +188,7 @@ def _kernel(root: Path, say, *args: str, expect: int = 0) -> dict | str:
         from wikiengine.errors import WikiError
 
         raise WikiError(f"wiki kernel {' '.join(args[:2])} exited {status}, expected {expect}: {err.getvalue().strip()}")
-    return json.loads(out.getvalue()) if status == 0 else err.getvalue().strip()
+    return json.loads(out.getvalue()) if out.getvalue().strip() else err.getvalue().strip()
 
 
 def _stub(root, say, lever, slug, plan):
@@ -206,6 +207,13 @@ def _cand(root, say, number, note, key):
     say(f"cand     {result['subject']}  [{result['branch']}]")
 
 
+def _watch(root, say, expect: int = 0) -> None:
+    """One firing of the family watcher (the scheduler would repeat it)."""
+    audit = _kernel(root, say, "watch", FAMILY, "--once", expect=expect)
+    say("watch    " + ("clean: " + audit["all_clear"] if audit.get("clean") else
+                        ", ".join(f["check"] for f in audit["findings"])))
+
+
 def _verify_and_file(root, say, verdict, *leads):
     receipt = _kernel(root, say, "verify", FAMILY)
     say(f"verify   {receipt['vid']} {receipt['cand']}: {receipt['verdict']} "
@@ -213,6 +221,7 @@ def _verify_and_file(root, say, verdict, *leads):
     filed = _kernel(root, say, "file", FAMILY, "--verdict", verdict, *[a for lead in leads for a in ("--lead", lead)])
     say(f"file     {filed['vid']}: asked {verdict}, filed {filed['verdict']}"
         + "".join(f"\n           {c}" for c in filed["capped"]))
+    _watch(root, say)
 
 
 def run_demo(root: Path, say=print) -> dict:
@@ -223,6 +232,7 @@ def run_demo(root: Path, say=print) -> dict:
                       str(authoring / "reference.py"), "--op-point", OP_POINT, "--class-page", CLASS_PAGE)
     say(f"start    family {started['family']} session {started['session']} on {started['run_target']}"
         f"{' (bootstrapped)' if started['bootstrapped'] else ''}")
+    _watch(root, say, expect=1)  # armed once: the first audit is full (no cursor yet)
     _stub(root, say, "single-pass-fusion", "fused-layernorm", ["unbiased variance in one var_mean call",
                                                                "the native fused layer norm pass"])
     _cand(root, say, 1, "var_mean in one call", "unbiased")

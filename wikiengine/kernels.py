@@ -49,6 +49,10 @@ class KernelFamily:
         return self.slug
 
     @property
+    def model_prefix(self) -> str:
+        return self.slug
+
+    @property
     def log(self) -> str:
         return f"{self.dir}/log.md"
 

@@ -1,4 +1,4 @@
-"""`wiki kernel start|stub|cand|verify|file|rule-out|status|close`: seed 003's kernel fast path (K0 to K9)."""
+"""`wiki kernel start|stub|cand|verify|file|rule-out|watch|status|close`: seed 003's kernel fast path (K0 to K9)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ commits; candidates are committed on the experiment's branch kernel/<family>-v<N
       K7 and K8: the verdict capped by the receipt and the ledger; the family page.
   wiki kernel rule-out FAMILY LEVER --reason TEXT
       record on the family page that a class-page lever cannot apply, on mechanism.
+  wiki kernel watch FAMILY [--once] [--interval S]
+      the watcher's delta audit since .audit-cursor (lint, stale stubs, thrashing, the
+      stop-at-first-win stall), each finding with its correction; exit 1 on findings.
   wiki kernel status FAMILY
       K9: the open stub, the state after the last verdict (the next stub, the stop
       chain, a pause, or the stop-at-first-win stall) and the stop rule's reasons.
@@ -110,6 +113,13 @@ def add_parser(subparsers) -> None:
     ruled.add_argument("--reason", required=True, help="why the lever cannot apply, on mechanism")
     common(ruled)
 
+    watch = family(verbs.add_parser("watch", help="the watcher's delta audit of the family since .audit-cursor"))
+    watch.add_argument("--once", action="store_true", help="audit once and exit")
+    watch.add_argument("--interval", type=float, default=600.0, metavar="S", help="seconds between audits (default 600)")
+    watch.add_argument("--stall-minutes", type=float, default=30.0, metavar="M",
+                       help="a verdict with no next stub nor stop for M minutes is the stall (default 30)")
+    common(watch)
+
     status = family(verbs.add_parser("status", help="K9: the family's state, its stall if any, and the stop rule"))
     common(status)
 
@@ -131,6 +141,33 @@ def _leads(pairs: list[str]) -> dict[str, str]:
             raise WikiError(f"--lead {pair!r} is not SLUG=WHY")
         leads[slug.strip()] = " ".join(why.split())
     return leads
+
+
+def _watch(root: Path, family, args) -> int:
+    import time
+
+    from wikiengine.errors import WikiError
+    from wikiengine.kernel_audit import run_family_audit
+    from wikiengine.lane_audit import write_cursor
+
+    if args.interval <= 0:
+        raise WikiError("--interval must be positive")
+    while True:
+        audit = run_family_audit(root, family, stall_minutes=args.stall_minutes)
+        if not args.dry_run:
+            write_cursor(root, family, audit.wiki_sha, audit.code_sha)
+        doc = audit.as_json()
+        if args.json:
+            print(json.dumps(doc, indent=2), flush=True)
+        else:
+            lines = [f"audit of {family.slug} ({'full' if doc['full'] else 'since ' + doc['since'][:12]}): "
+                     + ("clean" if doc["clean"] else f"{len(doc['findings'])} finding(s)")]
+            lines += [f"{f['path']}:{f['line']}: {f['check']} {f['message']}\n    fix: {f['correction']}"
+                      for f in doc["findings"]]
+            print("\n".join(lines + ([doc["all_clear"]] if doc["clean"] else [])), flush=True)
+        if args.once:
+            return 1 if audit.findings else 0
+        time.sleep(args.interval)
 
 
 def run(args) -> int:
@@ -174,6 +211,8 @@ def run(args) -> int:
         elif args.verb == "rule-out":
             result = kernel_writers.rule_out(root, family, args.lever, reason=args.reason, dry_run=args.dry_run)
             text = f"{result['family']}: lever {result['lever']} ruled out ({result['reason']})\n"
+        elif args.verb == "watch":
+            return _watch(root, family, args)
         elif args.verb == "status":
             result = kernel_close.status(root, family)
             text = (f"{result['family']}: session {result['session']}, open {', '.join(result['open']) or 'none'}, "
