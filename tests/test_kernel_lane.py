@@ -77,6 +77,9 @@ def test_start_bootstraps_the_family_and_records_the_run_target(family):
 
 def test_start_deletes_a_leftover_stop_authorized(family, capsys):
     root, _authoring, _stub = family
+    status, err = kernel(root, capsys, "start", FAMILY, "--chip", "1")
+    assert status == 2 and "the run target is fixed for the whole run" in err
+    assert kernel(root, capsys, "close", FAMILY, "--pause")[0] == 0
     leftover = root / FAM.dir / ".stop-authorized"
     leftover.write_text("ALL-CLEAR layernorm/pallas session 0 wiki=0 code=0\n")
     status, result = kernel(root, capsys, "start", FAMILY, "--chip", "1")
@@ -86,6 +89,7 @@ def test_start_deletes_a_leftover_stop_authorized(family, capsys):
 
 def test_a_pod_target_needs_gs_artifacts_and_carries_its_ttl(family, capsys):
     root, _authoring, _stub = family
+    assert kernel(root, capsys, "close", FAMILY, "--pause")[0] == 0
     status, err = kernel(root, capsys, "start", FAMILY, "--pod", "kx-1", "--accelerator", "tpu-v6e-slice",
                          "--topology", "2x2", "--artifacts", "/tmp/out")
     assert status == 2 and "gs://" in err

@@ -205,6 +205,10 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
             txn.write(family.family_page, render_family_page(family, list(op_points), hardware, date))
             txn.write(family.results, results_tsv.HEADER)
         records = journal_records(txn, family)
+        last = next((r for r in reversed(records) if r.get("op") in ("start", "stop", "pause")), None)
+        if last is not None and last["op"] == "start":
+            raise WikiError(f"session {last.get('session')} of {family.slug} is open on {last.get('target')}: the run "
+                            "target is fixed for the whole run (pause or close it before starting another)")
         session = sum(1 for r in records if r.get("op") == "start") + 1
         stale = root / family.dir / ".stop-authorized"
         pick = first_pick or _first_pick(root, family)
