@@ -146,6 +146,8 @@ def test_cand_refuses_another_mechanism_and_a_skipped_number(family, capsys):
     assert status == 2 and "a new mechanism is `v002`" in err
     status, err = kernel(root, capsys, "cand", FAMILY, "2", "--note", "x", "--source", str(authoring / "fused.py"))
     assert status == 2 and "is cand1, not cand2" in err
+    status, err = kernel(root, capsys, "file", FAMILY, "--verdict", "supported-ish")
+    assert status == 2 and "is not one of supported" in err
 
 
 def test_cand_never_resets_a_colliding_branch(family, capsys):

@@ -555,6 +555,8 @@ def file_verdict(root: Path, family: KernelFamily, *, verdict: str, reason: str 
     """`wiki kernel file` (K7, K8): the capped verdict, the page's Results, Profile, HLO Dump,
     Verdict and leads; the family page's Current best, Frontier exp and hypotheses;
     RESULTS.tsv and the log's digest line: one commit."""
+    if verdict not in ex.VERDICTS:
+        raise WikiError(f"--verdict {verdict!r} is not one of {', '.join(ex.VERDICTS)}")
     date = date or today()
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
