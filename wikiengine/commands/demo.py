@@ -20,6 +20,10 @@ DESCRIPTION = """\
       a loss, a change within noise, a crash, a numerics break, a silent no-op, a
       second win) is used up. Ends with the variant matrix, the lane log, RESULTS.tsv,
       wiki lint and the git log.
+  wiki demo kernel [DIR]
+      a kernel family on the CPU (a reference torch op, a scripted author whose
+      candidates include a win, a parity failure, a silent no-op and a slower kernel),
+      verified, filed and closed (a close first refused, then earned).
   wiki demo relay [DIR]
       scaffold the `tiny` relay run (wiki, memory, a local git checkpoint store, the
       pinned training sources) and run `wiki step` until it is complete; ends with
@@ -27,7 +31,7 @@ DESCRIPTION = """\
 
 DIR defaults to a new temporary directory. No account, no network.
 """
-KINDS = ("autoresearch", "relay")
+KINDS = ("autoresearch", "relay", "kernel")
 TEMPLATE = Path(__file__).resolve().parent.parent / "demo_template"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 MAX_WAKES = 30
@@ -168,6 +172,10 @@ def demo_dir(given: Path | None) -> Path:
 
 
 def run(args) -> int:
+    if args.kind == "kernel":
+        from wikiengine.demo_kernel import run_command
+
+        return run_command(args.dir)
     root = demo_dir(args.dir)
     if args.kind == "autoresearch":
         from wikiengine.demo_autoresearch import run_demo

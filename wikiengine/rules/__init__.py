@@ -50,6 +50,13 @@ REGISTRY: dict[str, str] = {
     "PRG003": "wikiengine.rules.cascade_shadowing:AdditiveTitleCollision",
     "PRG004": "wikiengine.rules.cascade_shadowing:LeadingTitleShadow",
     "LNK001": "wikiengine.rules.broken_link:BrokenLink",
+    "KRN001": "wikiengine.rules.kernel_verdict:SupportedNeedsVerifier",
+    "KRN002": "wikiengine.rules.kernel_verdict:LedgerIsTable",
+    "KRN003": "wikiengine.rules.kernel_history:LedgerMatchesBranch",
+    "KRN004": "wikiengine.rules.kernel_history:StubBeforeVerdict",
+    "KRN005": "wikiengine.rules.kernel_receipt_valid:ReceiptValid",
+    "KRN006": "wikiengine.rules.kernel_family_page:FamilyCurrentBestSupported",
+    "KRN007": "wikiengine.rules.kernel_family_page:LeadsOnFamilyPage",
 }
 
 
