@@ -44,8 +44,9 @@ DEMO_CONFIG = {"max_steps": 24, "save_steps": 4, "session_steps": 8, "samples_pe
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("demo", help=HELP, description=DESCRIPTION,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("kind", nargs="?", choices=KINDS, default="autoresearch", help="which demo (default autoresearch)")
-    parser.add_argument("dir", nargs="?", type=Path, help="an empty or new directory (default: a new temp dir)")
+    parser.add_argument("target", nargs="*", metavar="[KIND] [DIR]",
+                        help=f"which demo ({', '.join(KINDS)}; default autoresearch), and an empty or new directory "
+                             "(default: a new temp dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=run)
 
@@ -171,7 +172,18 @@ def demo_dir(given: Path | None) -> Path:
     return root
 
 
+def _kind_and_dir(target: list[str]) -> tuple[str, Path | None]:
+    from wikiengine.errors import WikiError
+
+    kind = target[0] if target and target[0] in KINDS else "autoresearch"
+    rest = target[1:] if target and target[0] in KINDS else target
+    if len(rest) > 1:
+        raise WikiError(f"wiki demo takes [KIND] [DIR] (KIND: {', '.join(KINDS)})")
+    return kind, Path(rest[0]) if rest else None
+
+
 def run(args) -> int:
+    args.kind, args.dir = _kind_and_dir(args.target)
     if args.kind == "kernel":
         from wikiengine.demo_kernel import run_command
 
