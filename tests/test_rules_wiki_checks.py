@@ -60,7 +60,7 @@ def test_idx001_sections_option_counts_another_section_by_type(tmp_path):
     root = build("IDX001", tmp_path / "wiki")
     recent = "wiki/index.md:28:1: IDX001 '## Recent (2)' says 2, but the section lists 1"
     assert recent in rendered(root, "IDX001")
-    assert rendered(root, "IDX001", sections={"Recent": "concept"}) == [f for f in expected("IDX001") if f != recent]
+    assert rendered(root, "IDX001", sections=["Recent=concept"]) == [f for f in expected("IDX001") if f != recent]
 
 
 def test_idx002_exclude_option_and_no_index(tmp_path):

@@ -9,6 +9,7 @@ returns a plain dict: the JSON the commands print.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import posixpath
 import re
@@ -23,7 +24,7 @@ from wikiengine.lane_txn import LaneLock, LaneTxn
 from wikiengine.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.page import parse_page
 from wikiengine.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, cell_number, parse_matrix, set_cells
-from wikiengine.verdicts import Evidence, cap_verdict, is_better
+from wikiengine.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
 
 DEFAULT_METRIC = "mfu"
 DEFAULT_NOISE_BAND_PCT = 1.0
@@ -76,7 +77,8 @@ def lane_settings(root: Path, lane: Lane) -> LaneSettings:
     from wikiengine import cascade, targets
     from wikiengine.identity import resolve_user_prefix
 
-    program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name))
+    # PRG002 validates the config against its schema; the writers only read it
+    program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name), validate=False)
     config = program.config or {}
     model_program = root / f"wiki/experiments/{lane.model_dir}/program.md"
     text = model_program.read_text(encoding="utf-8") if model_program.is_file() else None
@@ -100,30 +102,68 @@ def artifact_paths(settings: LaneSettings, lane: Lane, vid: str, slug: str, date
 # --- reading the lane -------------------------------------------------------------------------
 
 
-@dataclass
+_STATUS_LINE_RE = re.compile(r"^status:[ \t]*['\"]?([A-Za-z_-]+)", re.M)
+
+
 class LanePage:
-    rel: str
-    exp_id: str
-    frontmatter: dict
-    text: str
+    """An experiment page of the lane: its id from the file name, its text and frontmatter
+    read only when asked (a lane of hundreds of pages is mostly looked at by name)."""
+
+    def __init__(self, root: Path, rel: str, exp_id: str | None):
+        self.root, self.rel, self._exp_id = root, rel, exp_id
+
+    @functools.cached_property
+    def text(self) -> str:
+        from wikiengine.page import read_text
+
+        return read_text(self.root / self.rel, self.rel)
+
+    @functools.cached_property
+    def frontmatter(self) -> dict:
+        return frontmatter_of(self.text, self.rel)
+
+    @property
+    def is_open(self) -> bool:
+        """Is the page a stub still open? Its ``status:`` line is read first, so a filed page
+        costs no YAML parse (most pages of a lane are filed)."""
+        block = self.text[: self.text.find("\n---", 3) + 1] if self.text.startswith("---") else ""
+        match = _STATUS_LINE_RE.search(block)
+        if match is None or match.group(1).casefold() not in ex.OPEN_STATUS_WORDS:
+            return False
+        return ex.is_open(self.frontmatter)
+
+    @property
+    def exp_id(self) -> str | None:
+        if self._exp_id is None:
+            raw = self.frontmatter.get("id", self.frontmatter.get("vid"))
+            self._exp_id = ex.canonical_id(raw) if raw is not None else None
+        return self._exp_id
+
+
+def frontmatter_of(text: str, rel: str) -> dict:
+    """The frontmatter mapping of a page's text alone (no body parse); {} when unreadable."""
+    from wikiengine.yamlio import safe_load
+
+    if not text.startswith("---"):
+        return {}
+    end = re.search(r"\n(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", text[3:])
+    if end is None:
+        return {}
+    try:
+        data = safe_load(text[3 : 3 + end.start()], rel, 2)
+    except WikiError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def lane_pages(root: Path, lane: Lane) -> list[LanePage]:
-    pages = []
-    for rel in lane.page_rels(root):
-        exp_id = ex.parse_file_name(rel.rsplit("/", 1)[-1]).exp_id
-        text = (root / rel).read_text(encoding="utf-8", errors="replace")
-        try:
-            frontmatter = parse_page(text, rel).frontmatter
-        except WikiError:
-            frontmatter = {}
-        exp_id = exp_id or (ex.canonical_id(frontmatter["id"]) if "id" in frontmatter else None)
-        if exp_id:
-            pages.append(LanePage(rel, exp_id, frontmatter, text))
-    return pages
+    """The lane's experiment pages that have an id (from the name, else the frontmatter)."""
+    pages = [LanePage(root, rel, ex.parse_file_name(rel.rsplit("/", 1)[-1]).exp_id) for rel in lane.page_rels(root)]
+    return [p for p in pages if p.exp_id]
 
 
 def find_page(root: Path, lane: Lane, vid: str) -> LanePage:
+    """The one page of ``vid`` (exit 2 when there is none, or more than one)."""
     wanted = ex.canonical_id(vid)
     found = [p for p in lane_pages(root, lane) if p.exp_id == wanted]
     if not found:
@@ -246,6 +286,8 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
 
     if not _SLUG_RE.fullmatch(slug):
         raise WikiError(f"slug {slug!r} is not lower-case [a-z0-9-] (at most 60 characters)")
+    if re.search(r"-[a-z]$", slug):
+        raise WikiError(f"slug {slug!r} ends in a one-letter word, which reads as a retry letter: {slug[:-2]}, or a longer word")
     proposal = parse_proposal(proposal_path)
     date = date or today()
     settings = lane_settings(root, lane)
@@ -256,7 +298,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
     with LaneLock(root, lane) as lock:
         mechanism = _norm(proposal.paragraphs["Mechanism"])
         for page in lane_pages(root, lane):
-            if ex.is_open(page.frontmatter) and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
+            if page.is_open and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
                 raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
@@ -307,12 +349,18 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
         paths = artifact_paths(settings, lane, str(retry), slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, str(retry), slug)}"
         track = original.frontmatter.get("track")
+        mechanism = _norm(proposal.paragraphs["Mechanism"])
+        for page in lane_pages(root, lane):
+            if page.is_open and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
+                raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
         text = render_stub(lane, str(retry), slug, str(original.frontmatter.get("variant", "")), proposal,
                            track if isinstance(track, int) else None, workload, paths, date,
                            str(original.frontmatter.get("model", lane.model_name)))
         txn.write(rel, text)
         txn.write(lane.journal, append_record(journal, {"op": "retry", "vid": str(retry), "of": original.exp_id,
-                                                        "slug": slug, "workload": workload, "page": rel, "at": now_iso()}))
+                                                        "slug": slug, "track": track if isinstance(track, int) else None,
+                                                        "variant": original.frontmatter.get("variant"),
+                                                        "workload": workload, "page": rel, "at": now_iso()}))
         _index_update(txn, root, 1)
         result = {"vid": str(retry), "retry_of": original.exp_id, "page": rel, "workload_name": workload,
                   "artifacts": paths, "recovered": lock.recovered}
@@ -338,7 +386,7 @@ class RunOutcome:
 
 def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float], RunOutcome]:
     """Metrics from ``--metrics FILE`` (a JSON object: numbers are metrics, ``exit_code`` and
-    ``parity`` the outcome, other strings notes) and ``--metric NAME=VALUE``."""
+    ``parity`` the outcome, strings, lists and objects detail) and ``--metric NAME=VALUE``."""
     metrics: dict[str, float] = {}
     exit_code = parity = None
     if path is not None:
@@ -362,8 +410,8 @@ def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float],
         if not isinstance(values, dict):
             raise WikiError("'metrics' must be an object of name: number", path)
         for name, value in values.items():
-            if isinstance(value, str):
-                continue  # a note (an op digest, a status word): not a metric
+            if isinstance(value, (str, list, dict)) or value is None:
+                continue  # a note or detail (an op digest, per-round figures, the configs): not a metric
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
                 raise WikiError(f"metric {name!r} is {value!r}, not a finite number", path)
             metrics[str(name)] = float(value)
@@ -406,14 +454,20 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.6g}"
 
 
-def results_table(metrics: dict[str, float], metric: str, baseline: float | None, band: float) -> str:
+def results_table(metrics: dict[str, float], metric: str, measured: Comparison) -> str:
+    """Results as the table metric x baseline x this run x delta x noise band, and how the
+    target metric was compared."""
     rows = ["| metric | baseline | this run | delta | noise band |", "|---|---|---|---|---|"]
     for name, value in metrics.items():
-        base = baseline if name == metric else None
-        delta = value - base if base is not None else None
+        own = name == metric
+        base = measured.reference if own else None
+        delta = measured.delta if own else None
         rows.append(f"| {name} | {_fmt(base)} | {_fmt(value)} | {'—' if delta is None else f'{delta:+.6g}'} | "
-                    f"{('±' + _fmt(band)) if name == metric else '—'} |")
-    return "\n".join(rows) + "\n"
+                    f"{('±' + _fmt(measured.noise_band)) if own else '—'} |")
+    note = f"\nThe {metric} baseline is {measured.reference_label}; noise band: {measured.noise_source}."
+    if measured.co_measured and measured.recorded is not None:
+        note += f" Recorded {metric} (rescaled to the frontier's recorded figure): {measured.recorded:.6g}."
+    return "\n".join(rows) + "\n" + note
 
 
 def _rel_link(from_rel: str, to_rel: str) -> str:
@@ -444,8 +498,10 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         baseline = cell_number(row.cell(BASELINE))
         pages = lane_pages(root, lane)
         band, band_source = noise_band(pages, variant, metric, baseline, settings.noise_band_pct)
-        value = metrics.get(metric)
-        delta = value - baseline if value is not None and baseline is not None else None
+        frontier = _frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric)
+        against = _measured_against(root, lane, target.exp_id, metric, baseline, frontier)
+        measured = compare(metric, metrics, baseline, against, band, band_source)
+        value, delta, band = measured.recorded, measured.delta, measured.noise_band
         firing_match = ex.FIRING_AUDIT_RE.search(hlo or "")
         exit_code = outcome.exit_code
         crashed = exit_code not in (None, 0)
@@ -456,11 +512,10 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
             delta=delta, noise_band=band, higher_is_better=settings.higher_is_better,
         ))
         slug = ex.parse_file_name(target.rel.rsplit("/", 1)[-1]).slug or target.exp_id
-        frontier = _frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric)
         txn = LaneTxn(root, lane)
         page = parse_page(target.text, target.rel)
-        page = page.with_section_body(_title(page, "Results"), "\n" + results_table(metrics, metric, baseline, band)
-                                      + f"\nNoise band: {band_source}." + (f" Exit code {exit_code}." if exit_code is not None else "") + "\n\n")
+        page = page.with_section_body(_title(page, "Results"), "\n" + results_table(metrics, metric, measured)
+                                      + (f" Exit code {exit_code}." if exit_code is not None else "") + "\n\n")
         missing = "Not captured: no {what} was given to `wiki exp file`, so the verdict is at most inconclusive."
         page = page.with_section_body(_title(page, "Profile"), "\n" + (profile.strip() if profile and profile.strip()
                                                                        else missing.format(what="profile")) + "\n\n")
@@ -473,8 +528,8 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         updates = {"status": ex.FILED, "verdict": filed, "updated": date, "metrics": metrics or None}
         if reason:
             updates["reason"] = " ".join(reason.split())
-        if metric in metrics:
-            updates[metric] = metrics[metric]
+        if value is not None:
+            updates[metric] = round(value, 6)
         if exit_code is not None:
             updates["exit_code"] = exit_code
         if outcome.parity is not None:
@@ -490,15 +545,13 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
             })
             txn.write(model_rel, parse_page(new_text, model_rel).with_frontmatter({"updated": date}).to_text()
                       if model_page.has_frontmatter else new_text)
-        versus = frontier if frontier is not None else baseline
-        delta_text = (f"{(value - versus) / abs(versus) * 100:+.2f}% {metric} vs frontier" if value is not None and versus
-                      else "no metric")
+        versus = measured.reference if measured.co_measured else (frontier if frontier is not None else baseline)
+        delta_text = (f"{(measured.value - versus) / abs(versus) * 100:+.2f}% {metric} vs frontier"
+                      if measured.value is not None and versus else "no metric")
         entry = logbook.render_entry(date, "loop-iteration", f"{target.exp_id}-{slug} on {variant}: {filed} ({delta_text})")
         txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
         txn.write(lane.results, results_tsv.append_row(txn.read(lane.results), {
-            "exp_id": f"{target.exp_id}-{slug}", "date": date, "tps": metrics.get("tps"),
-            "mfu_percent": metrics.get("mfu", metrics.get("mfu_percent")), "step_time_ms": metrics.get("step_time_ms"),
-            "peak_hbm_gib": metrics.get("peak_hbm_gib"), "config": variant,
+            "exp_id": f"{target.exp_id}-{slug}", "date": date, **_results_figures(metrics, metric, value), "config": variant,
             "status": results_tsv.STATUS_OF_VERDICT[filed], "description": target.frontmatter.get("hypothesis", ""),
         }))
         _hypothesis_update(txn, root, target, slug, filed, delta_text, date)
@@ -511,6 +564,16 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
             return {**result, "dry_run": True, "would_write": txn.changed()}
         result["commit"] = txn.commit(f"exp({target.exp_id}): file {slug} — {filed}")
         return result
+
+
+def _results_figures(metrics: dict[str, float], metric: str, recorded: float | None) -> dict[str, str]:
+    """The RESULTS.tsv figures of a run (the target metric as recorded on the page)."""
+    figures = {"tps": metrics.get("tps"), "mfu_percent": metrics.get("mfu", metrics.get("mfu_percent")),
+               "step_time_ms": metrics.get("step_time_ms"), "peak_hbm_gib": metrics.get("peak_hbm_gib")}
+    column = {"mfu": "mfu_percent"}.get(metric, metric)
+    if column in figures and recorded is not None:
+        figures[column] = recorded
+    return {k: (f"{v:.6g}" if v is not None else None) for k, v in figures.items()}
 
 
 def _title(page, leading: str) -> str:
@@ -535,6 +598,25 @@ def _frontier_value(root: Path, cell: str, model_rel: str, metric: str) -> float
         if value is not None:
             return value
     return cell_number(cell) if ref is not None else None
+
+
+def _measured_against(root: Path, lane: Lane, vid: str, metric: str, baseline: float | None,
+                      current_best: float | None) -> float | None:
+    """The recorded figure of the frontier a run was dispatched against (the journal's
+    dispatch record names it; None there means the row's Baseline); without a dispatch
+    record, today's Current best."""
+    path = root / lane.journal
+    records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
+    dispatches = [r for r in records if r.get("op") == "dispatch" and r.get("vid") == vid and "frontier" in r]
+    if not dispatches:
+        return current_best
+    page = dispatches[-1]["frontier"]
+    if not page:
+        return baseline
+    try:
+        return ex.metric_of(parse_page((root / page).read_text(encoding="utf-8")).frontmatter, metric)
+    except (OSError, WikiError):
+        return None
 
 
 def _hypothesis_update(txn: LaneTxn, root: Path, target: LanePage, slug: str, verdict: str, delta: str, date: str) -> None:

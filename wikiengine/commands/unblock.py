@@ -35,7 +35,7 @@ def run(args) -> int:
 
     from wikiengine import targets
     from wikiengine.errors import WikiError
-    from wikiengine.relay.step import LOCK_NAME
+    from wikiengine.step_engine import LOCK_NAME
 
     root = targets.find_root(args.root)
     reason = " ".join(args.reason.split())

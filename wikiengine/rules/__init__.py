@@ -58,6 +58,13 @@ REGISTRY: dict[str, str] = {
     "CON001": "wikiengine.rules.contradiction:UnresolvedContradiction",
     "IDX001": "wikiengine.rules.index_counts:IndexSectionCount",
     "CDB001": "wikiengine.rules.codebase_commit:CodebaseCommitPinned",
+    "KRN001": "wikiengine.rules.kernel_verdict:SupportedNeedsVerifier",
+    "KRN002": "wikiengine.rules.kernel_verdict:LedgerIsTable",
+    "KRN003": "wikiengine.rules.kernel_history:LedgerMatchesBranch",
+    "KRN004": "wikiengine.rules.kernel_history:StubBeforeVerdict",
+    "KRN005": "wikiengine.rules.kernel_receipt_valid:ReceiptValid",
+    "KRN006": "wikiengine.rules.kernel_family_page:FamilyCurrentBestSupported",
+    "KRN007": "wikiengine.rules.kernel_family_page:LeadsOnFamilyPage",
 }
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import compiled, experiment_facts, frontmatter_date, id_pattern, key_line
+from wikiengine.rules._experiments import experiment_facts, frontmatter_date, key_line, lane_id_pattern, lane_regexes
 
 
 class ExperimentFileName(Rule):
@@ -26,10 +27,13 @@ class ExperimentFileName(Rule):
 
     ## Options
     - `id-pattern` (regex, default `v\\d{3,}`): the experiment id scheme of every
-      experiment rule; `"v\\d{3,}|exp\\d+"` also accepts older `exp34` pages.
+      experiment rule; `"v\\d{3,}|exp\\d+"` also accepts older `exp34` pages. It must
+      compile in RE2 and may not repeat a repetition or an alternation (`(v+)+`), nor
+      hold more than two unbounded repeats: such shapes can make matching take forever.
     """
 
     code = "EXP001"
+    options = {"id-pattern": Option("regex", python_re=True)}  # the experiment rules splice it into an re
     name = "experiment-file-name"
     summary = "experiment file name is not YYYY-MM-DD-vNNN-slug.md, or its date or v-id disagrees with the frontmatter"
     kinds = ("experiment",)
@@ -38,10 +42,11 @@ class ExperimentFileName(Rule):
         facts = experiment_facts(info, ctx)
         if facts is None:
             return
-        match = compiled(ctx)["file"].fullmatch(facts.file_name)
+        match = lane_regexes(ctx, facts.lane_key)[0].fullmatch(facts.file_name)
         if match is None:
             yield self.finding(
-                info.rel, 1, f"file name {facts.file_name!r} is not YYYY-MM-DD-<id>-<slug>.md (id: {id_pattern(ctx)})"
+                info.rel, 1,
+                f"file name {facts.file_name!r} is not YYYY-MM-DD-<id>-<slug>.md (id: {lane_id_pattern(ctx, facts.lane_key)})"
             )
             return
         if facts.file_date is None:

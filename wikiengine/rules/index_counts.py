@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from wikiengine.lanes import INDEX
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.rules.broken_link import page_links
 
@@ -46,14 +47,15 @@ class IndexSectionCount(Rule):
     `## Observations (200)`.
 
     ## Options
-    - `sections` (table of section name = page type): more sections to count by type,
-      e.g. `{ "Kernels" = "model" }`, added to Sources, Codebases, Concepts, Models,
+    - `sections` (list of `"<section name>=<page type>"`): more sections to count by
+      type, e.g. `["Kernels=model"]`, added to Sources, Codebases, Concepts, Models,
       Hypotheses, Experiments, Observations, Analyses.
     """
 
     code = "IDX001"
     name = "index-section-count"
     summary = "a counted section of wiki/index.md, '## Models (N)', whose N matches neither the pages of its type nor its entries"
+    options = {"sections": Option("str-list")}
 
     def check_wiki(self, ctx):
         if INDEX not in ctx.targets:
@@ -63,7 +65,10 @@ class IndexSectionCount(Rule):
         if page is None:
             return
         types = dict(SECTION_TYPES)
-        types.update({str(k).lower(): str(v) for k, v in dict(ctx.config.option(self.code, "sections", {})).items()})
+        for entry in ctx.config.option(self.code, "sections", ()):
+            name, _, kind = entry.partition("=")
+            if kind.strip():
+                types[name.strip().lower()] = kind.strip()
         counted = [(s, m) for s in page.sections if (m := _COUNTED_RE.fullmatch(s.title.strip()))]
         if not counted:
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.rules._logs import GLOBAL_LOG, log_entries, log_tier
 
@@ -94,18 +95,23 @@ class LoopIterationInGlobalLog(Rule):
     Move it to `wiki/experiments/<model>_autoresearch_optimization/<lane>/log.md`.
 
     ## Options
-    None.
+    - `split-date` (`YYYY-MM-DD`): the day the wiki split its logs into two tiers; entries
+      dated before it stay in the global log and are not reported.
     """
 
     code = "LOG003"
     name = "loop-iteration-in-global-log"
     summary = "a loop-iteration entry in the global wiki/log.md (it belongs in the lane's log)"
     kinds = ("log",)
+    options = {"split-date": Option("date")}
 
     def check_page(self, info, ctx):
         if info.rel != GLOBAL_LOG:
             return
+        split = ctx.config.option(self.code, "split-date")
         for entry in log_entries(info, ctx):
+            if split is not None and entry.date is not None and entry.date < str(split):
+                continue  # written before the wiki split its logs: it stays where it is
             if entry.has_op("loop-iteration"):
                 yield self.finding(
                     info.rel, entry.line, "loop-iteration entry in the global log: it belongs in the lane's log.md",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 
 from wikiengine.lanes import INDEX
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.rules.broken_link import page_links
 
@@ -46,6 +47,7 @@ class OrphanPage(Rule):
     code = "IDX002"
     name = "orphan-page"
     summary = "a hand-written wiki page that no other page links"
+    options = {"exclude": Option("str-list")}
 
     def collect(self, info, ctx):
         targets = sorted({t for _l, _c, _f, _r, t in page_links(info) if t is not None and t.endswith(".md") and t != info.rel})
