@@ -578,6 +578,7 @@ def _pick(rng: random.Random, pool: list, n: int, taken: set) -> set:
 
 
 def _lanes(w: _Real) -> None:
+    w.add("wiki/experiments/program.md", ROOT_PROGRAM)  # the cascade root
     for model, lane, count, subdir, sizes, hws in REAL_LANES:
         _lane(w, model, lane, count, subdir, sizes, hws)
 
@@ -796,10 +797,13 @@ def _lane_files(w: _Real, model: str, lane: str, lane_dir: str, lane_log: list, 
         if older:
             text += ("\n## Page conventions\n\nThis model's lanes predate the wiki-wide template: pages are named "
                      "`<date>-exp<NN>-<slug>-<accepted|rejected|potential>.md`, carry `verdict:` only, and have no "
-                     "HLO Dump section.\n")
+                     "HLO Dump section (the lane's `## Config` says so in `page_conventions`).\n")
         w.add(f"{folder}/program.md", text)
+    conventions = ("page_conventions:\n  id_pattern: 'exp\\d+'\n"
+                   "  required_sections: [Hypothesis under test, Setup, Results, Profile, Verdict]\n") if older else ""
     w.add(f"{lane_dir}/program.md", f"## Setup\n\n{lane} lane of {model}.\n\n## Config\n\n```yaml\nparallelism: 2\n"
-          "tpu_type: v5p-16\ntopology: 2x2x2\nwake_interval_s: 600\nstorage_root: gs://example-bucket/autoresearch\n```\n")
+          "tpu_type: v5p-16\ntopology: 2x2x2\nwake_interval_s: 600\nstorage_root: gs://example-bucket/autoresearch\n"
+          f"{conventions}```\n")
     w.files[f"{lane_dir}/RESULTS.tsv"] = "\n".join(results) + "\n"
     if heavy:
         w.add(f"{lane_dir}/OBSERVATIONS.md", f"# Observations of the {lane} lane\n\n{w.words(4)}\n")
