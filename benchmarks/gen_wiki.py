@@ -660,8 +660,10 @@ def _lane(w: _Real, model: str, lane: str, count: int, subdir: bool, sizes, hws)
                 w.profiles.append(profile)
             exp_label = f"{page_id}-{slug}"
             if in_progress:
-                lane_log.append((day, f"## [{day.isoformat()}] run-experiment | {exp_label} dispatched on {variant}\n\n"
-                                      f"**Op**: run-experiment\n**Pages created**: [{page_id}]({_rel(rel, lane_dir + '/log.md')})\n"
+                # before the split there were no lane logs: the dispatch went to the global log
+                log_rel = "wiki/log.md" if day < SPLIT_DATE else lane_dir + "/log.md"
+                (w.global_log if day < SPLIT_DATE else lane_log).append((day, f"## [{day.isoformat()}] run-experiment | {exp_label} dispatched on {variant}\n\n"
+                                      f"**Op**: run-experiment\n**Pages created**: [{page_id}]({_rel(rel, log_rel)})\n"
                                       f"**Key result**: (Pending)\n**Notes**: stub filed before dispatch.\n"))
                 continue
             filed_by_day.append((day, page_id, rel))

@@ -35,7 +35,7 @@ _FM_CLOSE_RE = re.compile(r"(?:---|\.\.\.)[ \t]*(?:\r\n|\r|\n)?$")
 # The CommonMark trim set (markdown-it-py's mdTrim), used for heading text.
 _MD_TRIM = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
 # A heading title's "leading title": the part before a suffix such as " — note".
-_SUFFIX_RE = re.compile(r"\s+(?:—|–|-{1,2}|:|\()\s*.*$")
+_SUFFIX_RE = re.compile(r"(?:\s+(?:—|–|-{1,2}|\()|\s*:)\s*.*$")  # `## Verdict: refuted (OOM)` too
 _WS_RE = re.compile(r"\s+")
 
 

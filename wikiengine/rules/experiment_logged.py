@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wikiengine.lint.kinds import log_lane
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import canonical_id, compiled, experiment_facts, lane_log
+from wikiengine.rules._experiments import canonical_id, compiled, experiment_facts, lane_id_pattern, lane_log, lint_cache
 from wikiengine.rules._logs import log_entries
 
 
@@ -38,13 +38,14 @@ class VerdictLogged(Rule):
     collect_kinds = ("log",)
 
     def collect(self, info, ctx):
-        """The ids named in the entry headings of a lane log, sorted (cached with the file)."""
-        if log_lane(info.rel) is None:
+        """The ids named in the entry headings of a lane log (by the wiki's id pattern and the
+        lane's own), sorted (cached with the file)."""
+        lane = log_lane(info.rel)
+        if lane is None:
             return None
-        id_re = compiled(ctx)["id"]
-        return sorted(
-            {canonical_id(m.group("id")) for entry in log_entries(info, ctx) for m in id_re.finditer(entry.title)}
-        )
+        patterns = [compiled(ctx)["id"], _id_regex(lane_id_pattern(ctx, lane))]
+        return sorted({canonical_id(m.group("id")) for entry in log_entries(info, ctx) for id_re in patterns
+                       for m in id_re.finditer(entry.title)})
 
     def check_wiki(self, ctx):
         # From the pages reported on: each reads its lane log's ids from the cache.
@@ -58,9 +59,34 @@ class VerdictLogged(Rule):
                 ids = ctx.facts(self.code, log) if ctx.exists(log) else None
                 logged[log] = set(ids) if ids is not None else None
             mentioned = logged[log]
+            if facts.exp_id in _before_split(ctx, facts):
+                continue  # logged in the global log, before the wiki split its logs
             if mentioned is None:
                 yield self.finding(facts.rel, 1, f"verdict {facts.verdict!r} but lane {facts.lane!r} has no log.md")
             elif facts.exp_id not in mentioned:
                 yield self.finding(
                     facts.rel, 1, f"verdict {facts.verdict!r} but no entry of the lane's log.md names {facts.exp_id}"
                 )
+
+
+def _id_regex(pattern: str):
+    import re
+
+    return re.compile(r"(?<![A-Za-z0-9])(?P<id>" + pattern + r")(?![0-9])")
+
+
+def _before_split(ctx, facts) -> set[str]:
+    """The ids of this lane named in global-log entries dated before the log split."""
+    from wikiengine.rules._logs import GLOBAL_LOG, log_split_date
+
+    split = log_split_date(ctx)
+    if split is None or not ctx.exists(GLOBAL_LOG):
+        return set()
+    cache = lint_cache(ctx, "ids-before-split")
+    key = facts.lane_key
+    if key not in cache:
+        patterns = [compiled(ctx)["id"], _id_regex(lane_id_pattern(ctx, key))]
+        cache[key] = {canonical_id(m.group("id")) for entry in log_entries(ctx.info(GLOBAL_LOG), ctx)
+                      if entry.date is not None and entry.date < split for id_re in patterns
+                      for m in id_re.finditer(entry.title)}
+    return cache[key]

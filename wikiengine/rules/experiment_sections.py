@@ -38,7 +38,9 @@ class RequiredSections(Rule):
     its sections empty (they are placeholders); once the page has a verdict, Setup and
     Results must hold content: an empty heading, or one holding only a placeholder (`TBD`,
     `(Pending)`, `<...>`), does not satisfy them. A page with verdict `invalid` (a run that
-    crashed or never executed) and a `backfilled: true` page need no Profile or HLO Dump.
+    crashed or never executed), a page whose Verdict says the run never executed
+    (compile-time OOM, a crash before step 0) and a `backfilled: true` page need no
+    Profile or HLO Dump.
     (An empty Hypothesis under test is EXP003, an empty Profile or HLO Dump EXP004 and an
     empty Verdict EXP006.)
 
@@ -87,7 +89,8 @@ class RequiredSections(Rule):
         stub = _is_stub(facts)
         for title in _required(ctx, lane_key=facts.lane_key):
             found = sections_led_by(page, title)
-            if not found and title in RUN_SECTIONS and (facts.verdict == "invalid" or facts.backfilled):
+            if not found and title in RUN_SECTIONS and (facts.verdict == "invalid" or facts.backfilled
+                                                           or _never_executed(page)):
                 continue  # a run that crashed or never executed has no profile; backfilled pages say so
             if not found:
                 finding = self.finding(info.rel, 1, f"missing required section '## {title}'")
@@ -124,6 +127,14 @@ class RequiredSections(Rule):
 
 
 RUN_SECTIONS = ("Profile", "HLO Dump")
+_NEVER_RAN_RE = re.compile(r"(?i)never (?:ran|executed|started)|did not (?:run|execute|start)|compile[- ]time oom"
+                           r"|before step 0|crashed before")
+
+
+def _never_executed(page) -> bool:
+    """Does the Verdict (title or text) say the run never executed (compile-time OOM, a
+    crash before step 0)? Such a page omits Profile and says why in its Verdict."""
+    return any(_NEVER_RAN_RE.search(s.title + "\n" + s.body) for s in sections_led_by(page, "Verdict"))
 
 
 def _is_stub(facts) -> bool:

@@ -99,6 +99,8 @@ class StubBeforeVerdict(Rule):
             if first is None:
                 continue
             sha, when = first[0], int(first[1])
+            if not git(ctx, "rev-list", "--parents", "-n", "1", sha).split()[1:]:
+                continue  # added by the repository's first commit: an import, whose history is not here
             try:
                 added = parse_page(git(ctx, "show", f"{sha}:{info.rel}"), info.rel).frontmatter
             except Exception:  # noqa: BLE001 - an unreadable old version is WK001's when it was current

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._logs import GLOBAL_LOG, log_entries, log_tier
+from wikiengine.rules._logs import GLOBAL_LOG, log_entries, log_split_date, log_tier
 
 
 class LogEntryHeading(Rule):
@@ -96,7 +96,8 @@ class LoopIterationInGlobalLog(Rule):
 
     ## Options
     - `split-date` (`YYYY-MM-DD`): the day the wiki split its logs into two tiers; entries
-      dated before it stay in the global log and are not reported.
+      dated before it stay in the global log and are not reported. Default: the date of
+      the oldest entry of any lane log (before it, the global log was the only one).
     """
 
     code = "LOG003"
@@ -108,7 +109,7 @@ class LoopIterationInGlobalLog(Rule):
     def check_page(self, info, ctx):
         if info.rel != GLOBAL_LOG:
             return
-        split = ctx.config.option(self.code, "split-date")
+        split = log_split_date(ctx)
         for entry in log_entries(info, ctx):
             if split is not None and entry.date is not None and entry.date < str(split):
                 continue  # written before the wiki split its logs: it stays where it is
@@ -124,7 +125,9 @@ class UnknownLogOp(Rule):
     Checks every op of every entry (each part of a compound op) against the vocabulary
     of the log's tier in the configuration: `global` for `wiki/log.md`, `lane` for a
     lane's `log.md`, `family` for a kernel family's log. Ops compare case-insensitively.
-    Logs of other tiers, and tiers the configuration does not list, are not checked; a
+    Global-log entries dated before the wiki split its logs (LOG003's `split-date`, by
+    default the oldest lane-log entry) may also carry lane ops: the global log was the
+    only one then. Logs of other tiers, and tiers the configuration does not list, are not checked; a
     `loop-iteration` in the global log is LOG003's finding, not this rule's.
 
     ## Why is this bad?
@@ -156,11 +159,14 @@ class UnknownLogOp(Rule):
         if known is None:
             return
         folded = {op.casefold() for op in known}
+        split = log_split_date(ctx) if tier == "global" else None
+        older = folded | {op.casefold() for op in ctx.config.log_ops.get("lane", ())}
         for entry in log_entries(info, ctx):
             for op in entry.ops:
                 if tier == "global" and op.casefold() == "loop-iteration":
                     continue  # LOG003 says where it belongs
-                if entry.problem is None and op.casefold() not in folded:
+                vocabulary = older if split is not None and entry.date is not None and entry.date < split else folded
+                if entry.problem is None and op.casefold() not in vocabulary:
                     yield self.finding(
                         info.rel, entry.line, f"op {op!r} is not a known {tier}-log op ({', '.join(known)})",
                         date=entry.finding_date,
