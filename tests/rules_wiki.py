@@ -72,6 +72,34 @@ lane: tpu
 | Size | Hardware | Status | Baseline | Current best | Open hyps | Frontier exp |
 |---|---|---|---|---|---|---|
 | 2B | v5p-16 | live | 38.9% | {best} | 1 | — |
+
+## Target metrics
+
+MFU.
+
+## How to run
+
+`wiki resolve gemma4 tpu`.
+
+## Cross-variant open hypotheses
+
+None.
+
+## Variant-specific open hypotheses
+
+None.
+
+## Retired hypotheses
+
+None.
+
+## Knobs translation matrix
+
+None.
+
+## Iteration ladder
+
+Baseline first.
 """
 
 

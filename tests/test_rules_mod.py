@@ -34,6 +34,34 @@ lane: tpu
 ## Current best
 
 {best}
+
+## Target metrics
+
+MFU.
+
+## How to run
+
+`wiki resolve gemma4 tpu`.
+
+## Cross-variant open hypotheses
+
+None.
+
+## Variant-specific open hypotheses
+
+None.
+
+## Retired hypotheses
+
+None.
+
+## Knobs translation matrix
+
+None.
+
+## Iteration ladder
+
+Baseline first.
 """
 LINK_V043 = "[v043](../experiments/gemma4_autoresearch_optimization/tpu/experiments/2026-06-03-v043-blocks.md) at 42.0%"
 
@@ -64,6 +92,8 @@ CASES = [
     # an older page: a matrix keyed by its first column, Current best as a section
     ("mod001-older-section-form", "MOD001", {**PAGES, MODEL: OLDER_MODEL_PAGE.format(best="v044 at 43.0%")}, 1),
     ("mod003-older-section-form", "MOD003", {MODEL: OLDER_MODEL_PAGE.format(best="v042")}, 0),
+    ("mod003-missing-template-section", "MOD003",
+     {MODEL: MODEL_PAGE.format(best="v042").replace("## Knobs translation matrix", "## Knobs")}, 1),
 ]
 
 

@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from wikiengine.page import Page, split_lines, title_key
 
 VARIANT_MATRIX = "Variant matrix"
+# The sections of a model page (conventions.md), in the template's order.
+MODEL_PAGE_SECTIONS = ("Target metrics", "How to run", VARIANT_MATRIX, "Cross-variant open hypotheses",
+                       "Variant-specific open hypotheses", "Retired hypotheses", "Knobs translation matrix",
+                       "Iteration ladder")
 COLUMNS = ("Size", "Hardware", "Status", "Baseline", "Current best", "Open hyps", "Frontier exp")
 CURRENT_BEST = "Current best"
 FRONTIER_EXP = "Frontier exp"

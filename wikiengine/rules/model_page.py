@@ -155,10 +155,13 @@ def _lane_metric(ctx, code: str, lane: tuple[str, str]) -> tuple[str, bool]:
 
 class ModelPageSections(Rule):
     """## What it does
-    Checks that a model page has a `## Variant matrix` with one pipe table, keyed by its
-    `Size` and `Hardware` columns (a row's key is `Size/Hardware`, e.g. `2B/v5p-16`), and
-    that Current best is a column of it (an older page may keep a `## Current best`
-    section instead).
+    Checks that a model page has the sections of the template (Target metrics, How to
+    run, Variant matrix, Cross-variant open hypotheses, Variant-specific open hypotheses,
+    Retired hypotheses, Knobs translation matrix, Iteration ladder; found by leading
+    title), that its `## Variant matrix` has one pipe table, keyed by its `Size` and
+    `Hardware` columns (a row's key is `Size/Hardware`, e.g. `2B/v5p-16`), and that
+    Current best is a column of it (an older page may keep a `## Current best` section
+    instead).
 
     ## Why is this bad?
     The loop re-grounds from the model page every iteration (variant matrix, current
@@ -175,15 +178,22 @@ class ModelPageSections(Rule):
     ```
 
     ## Options
-    None.
+    - `sections` (list of titles): the required sections (default: the template's).
     """
 
     code = "MOD003"
     name = "model-page-sections"
-    summary = "a model page has no Variant matrix table, or no Current best column"
+    summary = "a model page lacks a template section, a Variant matrix table, or a Current best column"
     kinds = ("model",)
+    options = {"sections": Option("str-list")}
 
     def check_page(self, info, ctx):
+        from wikiengine.variant_matrix import MODEL_PAGE_SECTIONS
+
+        missing = [t for t in ctx.config.option(self.code, "sections", MODEL_PAGE_SECTIONS)
+                   if t != VARIANT_MATRIX and not sections_led_by(info.page, t)]
+        if missing:
+            yield self.finding(info.rel, 1, "missing required section(s): " + ", ".join(f"'## {t}'" for t in missing))
         matrix = matrix_of(info, ctx)
         if matrix is None:
             found = sections_led_by(info.page, VARIANT_MATRIX)
