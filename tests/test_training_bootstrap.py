@@ -216,3 +216,32 @@ def test_render_refuses_a_bad_quota(hours):
 def test_pin_refuses_a_bad_launcher_sha():
     with pytest.raises(BootstrapError, match="64 hex"):
         pin_bootstrap(bootstrap_template(), "/repo", "c237b478076f68da43dabd3403daa5639286899e", "5fb14bc3", [])
+
+
+def test_row63_the_launcher_removes_the_session_tree_it_exported(tmp_path, monkeypatch):
+    """A session runs from a tree exported into the temporary directory; the launcher removes
+    it when the session ends (on Kaggle too), so nothing of a session is left behind."""
+    import subprocess as sp
+
+    from training import launcher
+
+    repo = tmp_path / "pinned"
+    (repo / "training").mkdir(parents=True)
+    (repo / "training" / "__init__.py").write_text("")
+    (repo / "training" / "session.py").write_text(
+        "import sys, pathlib\npathlib.Path(sys.argv[1]).write_text(pathlib.Path(__file__).resolve().as_posix())\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "pin"]):
+        sp.run(["git", *args], cwd=repo, check=True)
+    rev = sp.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(launcher.tempfile, "tempdir", None)  # read TMPDIR again
+    ran_from = tmp_path / "ran-from.txt"
+    import sys
+
+    monkeypatch.setattr(launcher, "session_command",
+                        lambda tree, args: [sys.executable, f"{tree}/training/session.py", *args])
+    assert launcher.launch({"repo": str(repo), "rev": rev, "session_args": [str(ran_from)]}) == 0
+    assert ran_from.read_text().startswith(str(scratch.resolve()) + "/session-tree-")
+    assert list(scratch.iterdir()) == []

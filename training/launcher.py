@@ -30,10 +30,10 @@ def export_tree(repo, rev, target):
     if os.path.isdir(repo):
         archive = _git("-C", repo, "archive", "--format=tar", rev)
     else:
-        scratch = tempfile.mkdtemp(prefix="launcher-git-")
-        _git("init", "--quiet", "--bare", scratch)
-        _git("--git-dir", scratch, "fetch", "--quiet", "--depth", "1", repo, rev)
-        archive = _git("--git-dir", scratch, "archive", "--format=tar", rev)
+        with tempfile.TemporaryDirectory(prefix="launcher-git-") as scratch:
+            _git("init", "--quiet", "--bare", scratch)
+            _git("--git-dir", scratch, "fetch", "--quiet", "--depth", "1", repo, rev)
+            archive = _git("--git-dir", scratch, "archive", "--format=tar", rev)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         try:
             tar.extractall(target, filter="data")
@@ -58,12 +58,14 @@ def session_command(tree, session_args):
 
 
 def launch(pinned):
-    tree = tempfile.mkdtemp(prefix="session-tree-")
-    export_tree(pinned["repo"], pinned["rev"], tree)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = tree + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["WIKI_SESSION_REV"] = pinned["rev"]
-    return subprocess.run(session_command(tree, pinned["session_args"]), env=env).returncode
+    """Export the pinned tree, run the session from it, and remove the tree (on Kaggle too:
+    nothing of a session is left in the temporary directory)."""
+    with tempfile.TemporaryDirectory(prefix="session-tree-") as tree:
+        export_tree(pinned["repo"], pinned["rev"], tree)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = tree + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env["WIKI_SESSION_REV"] = pinned["rev"]
+        return subprocess.run(session_command(tree, pinned["session_args"]), env=env).returncode
 
 
 if __name__ == "__main__":
