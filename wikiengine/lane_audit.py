@@ -164,7 +164,7 @@ def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workl
                                       f"{workload.name} started before its stub was committed",
                                       "file stubs with wiki exp new before any dispatch (wiki step does it)"))
     for vid, page in sorted(pages.items()):
-        if not ex.is_open(page.frontmatter):
+        if not page.is_open:
             continue
         committed = _first_commit_time(root, page.rel)
         if committed is not None and now - committed > stale_hours * 3600:
