@@ -32,6 +32,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--changed", action="store_true",
                         help="lint only the pages changed since the base (--since REV), e.g. the watcher's delta audit")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
     parser.add_argument("--select", metavar="CODES", help="comma-separated codes or prefixes to run (replaces the config's)")
     parser.add_argument("--ignore", metavar="CODES", help="comma-separated codes or prefixes to skip (adds to the config's)")
@@ -143,6 +144,8 @@ def run(args) -> int:
     if args.explain:
         print(explain(args.explain), end="")
         return 0
+    if args.json:
+        args.format = "json"
     if args.jobs is not None and args.jobs < 1:
         raise WikiError("--jobs must be at least 1")
     root = find_root(args.root) if args.root is None else args.root.resolve()
