@@ -17,7 +17,7 @@ from test_relay_support import CONFIG, Clock, FakeCompute, checkpoint_files, git
 from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.relay import act
-from wikiengine.relay.step import run_step
+from wikiengine.relay.step import lock_path, run_step
 
 
 class Killed(BaseException):
@@ -420,7 +420,7 @@ def test_row20_a_held_lock_makes_the_second_wake_exit_locked(wiki):
     root, store, compute, clock = wiki
     holder = subprocess.Popen(
         ["python3", "-c", "import sys,time,fcntl; f=open(sys.argv[1],'a'); fcntl.flock(f, fcntl.LOCK_EX); "
-         "print('held', flush=True); time.sleep(30)", str(root / ".wiki-step.lock")], stdout=subprocess.PIPE,
+         "print('held', flush=True); time.sleep(30)", str(lock_path(root))], stdout=subprocess.PIPE,
         text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -431,6 +431,8 @@ def test_row20_a_held_lock_makes_the_second_wake_exit_locked(wiki):
         holder.kill()
         holder.wait()
     assert step(wiki).decision == "launch"
+    assert lock_path(root).parent == root / ".git"  # the lock never lands in the user's work tree
+    assert "wiki-step.lock" not in git(root, "status", "--porcelain", "--ignored")
 
 
 def test_row35_a_stale_index_lock_is_a_clear_error(wiki):

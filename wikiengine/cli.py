@@ -49,5 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug, not bad input: one line; the traceback on request
         if os.environ.get("WIKI_TRACEBACK"):
             raise
-        print(f"error: internal error: {type(exc).__name__}: {exc} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
+        print(f"error: internal error: {exception_name(exc)}: {exc} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
         return INTERNAL_ERROR
+
+
+def exception_name(exc: BaseException) -> str:
+    """``KeyError``, or ``re.error`` for a class whose bare name says nothing."""
+    cls = type(exc)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"

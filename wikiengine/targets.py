@@ -105,6 +105,27 @@ def find_root(start: Path | None = None) -> Path:
     raise WikiError(f"no wiki/ directory at or above {here}; run inside a wiki repository or pass --root")
 
 
+ROOT_HELP = ("the wiki repository root, exactly: it must hold wiki/ (default: $WIKI_ROOT, else the nearest "
+             "directory at or above the current one that holds wiki/)")
+
+
+def repository_root(option: Path | None) -> Path:
+    """The root a command works on: ``--root`` exactly as given, else :func:`find_root` from the current directory.
+
+    An explicit root is never searched upward from: ``--root wiki/experiments`` is a
+    mistake to report, not a hint to guess from (the same for every command).
+    """
+    if option is None:
+        return find_root()
+    if not Path(option).is_dir():
+        raise WikiError("no such directory", option)
+    root = Path(option).resolve()
+    if not (root / "wiki").is_dir():
+        raise WikiError("--root must be the repository root itself (the directory holding wiki/); "
+                        "leave --root out to search upward from the current directory", root)
+    return root
+
+
 def safe_join(base: Path, *parts: str) -> Path:
     """``base/parts`` refusing NUL, absolute parts, ``..`` and symlinks that escape ``base``."""
     for part in parts:

@@ -107,7 +107,7 @@ def scaffold(root: Path) -> None:
     (root / "wiki" / "runs" / DEMO_RUN / "program.md").write_text(program)
     LocalGitStore.create(root / "store", description="tiny demo checkpoint store")
     memory.scaffold(root, DEMO_RUN, dt.datetime.now(dt.timezone.utc))
-    (root / ".gitignore").write_text(".wiki/\nstore/\n.wiki-step.lock\n")
+    (root / ".gitignore").write_text(".wiki/\nstore/\n")
     _git(root, "init", "--quiet")
     _git(root, "add", ".gitignore", "wiki", "memory")
     _git(root, "commit", "--quiet", "-m", "demo: scaffold the tiny relay run (wiki, memory)")

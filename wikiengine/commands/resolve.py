@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
+
+from wikiengine.targets import ROOT_HELP
 
 HELP = "print the effective program of a target (program.md cascade) and its audit"
 DESCRIPTION = """\
@@ -33,7 +36,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--list", action="store_true", help="list models, lanes with a program.md, kernel families and runs")
     parser.add_argument("--audit", action="store_true", help="print only the audit")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.add_argument("--additive-marker", metavar="REGEX", help="titles of sections that concatenate instead of replacing")
     parser.set_defaults(handler=run)
 
@@ -100,8 +103,9 @@ def identity_of(program) -> dict:
 
 def run(args) -> int:
     from wikiengine import cascade, targets
+    from wikiengine.errors import WikiError
 
-    root = targets.find_root(args.root)
+    root = targets.repository_root(args.root)
     if args.list:
         listing = _listing(root)
         if args.json:
@@ -115,6 +119,10 @@ def run(args) -> int:
         return 0
     target = _pick_target(args, root)
     marker = args.additive_marker or cascade.DEFAULT_ADDITIVE_MARKER
+    try:
+        re.compile(marker)
+    except re.error as exc:
+        raise WikiError(f"--additive-marker is not a regular expression: {exc}") from None
     program = cascade.resolve(target, additive_marker=marker)
     ident = identity_of(program)
     if args.json:

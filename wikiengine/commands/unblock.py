@@ -6,6 +6,8 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "clear a blocked relay run (a person's decision, recorded with its reason)"
 
 
@@ -24,7 +26,7 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("unblock", help=HELP, description=DESCRIPTION,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reason", required=True, help="why the blocker no longer holds (recorded in ERRORS.md)")
-    parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.set_defaults(handler=run)
 
 
@@ -35,13 +37,13 @@ def run(args) -> int:
 
     from wikiengine import targets
     from wikiengine.errors import WikiError
-    from wikiengine.relay.step import LOCK_NAME
+    from wikiengine.relay.step import lock_path
 
-    root = targets.find_root(args.root)
+    root = targets.repository_root(args.root)
     reason = " ".join(args.reason.split())
     if not reason:
         raise WikiError("--reason must say why the blocker no longer holds")
-    lock = FileLock(str(root / LOCK_NAME))
+    lock = FileLock(str(lock_path(root)))
     try:
         lock.acquire(timeout=0)
     except Timeout:

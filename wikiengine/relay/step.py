@@ -22,7 +22,7 @@ from wikiengine.relay import act
 from wikiengine.relay.decide import Decision, Memory, Settings, decide
 from wikiengine.relay.observe import observe, slug_for
 
-LOCK_NAME = ".wiki-step.lock"
+LOCK_NAME = "wiki-step.lock"  # inside .git (or the .wiki/ state dir): never a stray file in the work tree
 MEMORY_PATHS = tuple(f"{memory.MEMORY_DIR}/{name}" for name in memory.MEMORY_FILES)
 EXIT_OK, EXIT_BAD_INPUT, EXIT_BLOCKED = 0, 2, 3
 
@@ -107,7 +107,7 @@ def run_step(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.dateti
     from filelock import FileLock, Timeout
 
     root = Path(root)
-    lock = FileLock(str(root / LOCK_NAME))
+    lock = FileLock(str(lock_path(root)))
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -152,6 +152,21 @@ def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult
     journal.unlink()
     result.state = wake.state.status
     return result
+
+
+def lock_path(root: Path) -> Path:
+    """The one-wake-at-a-time lock of ``root``: in its git directory, else in the ``.wiki/`` state dir.
+
+    ``wiki step`` and ``wiki unblock`` take it; a second holder exits "locked".
+    """
+    import git
+
+    try:
+        return Path(git.Repo(root).git_dir) / LOCK_NAME
+    except (git.exc.InvalidGitRepositoryError, git.exc.NoSuchPathError):
+        state_dir = root / ".wiki"
+        state_dir.mkdir(exist_ok=True)
+        return state_dir / LOCK_NAME
 
 
 def journal_path(root: Path) -> Path:
