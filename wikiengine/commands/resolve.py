@@ -80,7 +80,8 @@ def _listing(root) -> dict:
     }
     kernels = targets.list_children(root / targets.area_named("kernels").path)
     runs = targets.list_children(root / targets.area_named("runs").path)
-    return {"models": models, "kernel_families": kernels, "runs": runs}
+    return {"models": models, "kernel_families": kernels, "runs": runs,
+            "ignored_folders": targets.ignored_model_folders(root)}
 
 
 def identity_of(program) -> dict:
@@ -116,6 +117,9 @@ def run(args) -> int:
             print(f"  {model}: {', '.join(lanes) if lanes else '(no lane programs)'}")
         print("kernel families: " + (", ".join(listing["kernel_families"]) or "(none)"))
         print("runs: " + (", ".join(listing["runs"]) or "(none)"))
+        if listing["ignored_folders"]:
+            print(f"ignored under wiki/experiments (not named <model>{targets.MODEL_DIR_SUFFIX}): "
+                  + ", ".join(listing["ignored_folders"]))
         return 0
     target = _pick_target(args, root)
     marker = args.additive_marker or cascade.DEFAULT_ADDITIVE_MARKER

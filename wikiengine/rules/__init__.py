@@ -48,6 +48,8 @@ REGISTRY: dict[str, str] = {
     "PRG003": "wikiengine.rules.cascade_shadowing:AdditiveTitleCollision",
     "PRG004": "wikiengine.rules.cascade_shadowing:LeadingTitleShadow",
     "LNK001": "wikiengine.rules.broken_link:BrokenLink",
+    "LAY001": "wikiengine.rules.wiki_layout:ModelFolderName",
+    "LAY002": "wikiengine.rules.wiki_layout:RootProgramMissing",
 }
 
 
