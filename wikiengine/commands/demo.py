@@ -18,8 +18,9 @@ pinned training sources; then run `wiki step` wake after wake until the run is c
 printing each decision (a progress bar while a session trains). Ends with the final
 STATE.md, the quota ledger and the git log. No account, no network.
 """
-TEMPLATE = Path(__file__).resolve().parent.parent / "demo_template"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+DEMO_NOTE = ("\n\nThe data is the corpus shipped with the package, the checkpoint store the git repository in\n"
+             "`store/`, and every session a local process.")
 MAX_WAKES = 30
 POLL_S = 0.5
 DEMO_RUN = "tiny"
@@ -95,16 +96,14 @@ def scaffold(root: Path) -> None:
     """Create the demo wiki, memory, store and git repository in ``root``."""
     import datetime as dt
 
-    import yaml
-
     from executors.local_store import LocalGitStore
     from wikiengine import memory
+    from wikiengine.scaffold import DEMO_TEMPLATE, run_program_text
 
     config = demo_config(root)
-    shutil.copytree(TEMPLATE / "wiki", root / "wiki", ignore=shutil.ignore_patterns("*.tmpl"), dirs_exist_ok=True)
-    template = (TEMPLATE / "wiki" / "runs" / DEMO_RUN / "program.md.tmpl").read_text()
-    program = template.format(config_yaml=yaml.safe_dump(config, sort_keys=False, width=4096), **DEMO_CONFIG)
-    (root / "wiki" / "runs" / DEMO_RUN / "program.md").write_text(program)
+    shutil.copytree(DEMO_TEMPLATE / "wiki", root / "wiki", dirs_exist_ok=True)
+    (root / "wiki" / "runs" / DEMO_RUN).mkdir(parents=True, exist_ok=True)
+    (root / "wiki" / "runs" / DEMO_RUN / "program.md").write_text(run_program_text(DEMO_RUN, config, "wiki demo", DEMO_NOTE))
     LocalGitStore.create(root / "store", description="tiny demo checkpoint store")
     memory.scaffold(root, DEMO_RUN, dt.datetime.now(dt.timezone.utc))
     (root / ".gitignore").write_text(".wiki/\nstore/\n")
