@@ -91,3 +91,24 @@ def test_benchmark_commands_as_written_parse(line):
     done = subprocess.run([sys.executable, "-c", PARSE_ONLY, *argv], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and "parsed" in done.stdout, done.stderr[-500:]
+
+
+def section(title: str) -> str:
+    start = README.index(f"\n## {title}\n")
+    end = README.find("\n## ", start + 1)
+    return README[start:end]
+
+
+def test_start_a_wiki_runs_as_pasted(tmp_path):
+    """The "Start a wiki" commands, pasted into bash with `set -e`, in an empty directory."""
+    block = re.search(r"```bash\n(.*?)```", section("Start a wiki"), re.S).group(1)
+    wiki_bin = Path(sys.executable).with_name("wiki")
+    env = {"PATH": f"{wiki_bin.parent}:/usr/bin:/bin", "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + block], cwd=tmp_path, capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "All checks passed" in done.stdout
+    root = tmp_path / "my-wiki"
+    assert (root / "wiki/experiments/llama3_8B_autoresearch_optimization/tpu/RESULTS.tsv").is_file()
+    assert (root / "wiki/kernel_experiments/flash_attention/pallas/program.md").is_file()
+    assert (root / "wiki/runs/ounce100m/program.md").is_file() and (root / "memory/STATE.md").is_file()
