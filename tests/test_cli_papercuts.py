@@ -80,3 +80,16 @@ def test_the_pool_report_says_1_candidate(tmp_path):
     free = Occupancy(cluster, ClusterState.FREE)
     report = format_pool(Selection(1, [free], [free]), "v5p (2x2x2)")
     assert report.splitlines()[0] == "v5p (2x2x2) cluster pool (1 candidate, 1 selected):"
+
+
+def test_a_run_whose_store_does_not_exist_is_bad_input_not_a_bug(tmp_path):
+    done = wiki(tmp_path, "init", "--memory", "r1")
+    assert done.returncode == 0
+    import shutil as sh
+
+    sh.rmtree(tmp_path / "store")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    step = wiki(tmp_path, "step", "--dry-run")
+    assert step.returncode == 2, step.stderr
+    assert step.stderr.startswith("error: ") and "store" in step.stderr and "internal error" not in step.stderr

@@ -77,10 +77,11 @@ def load_run(root: Path, state: State, store=None, compute=None) -> Run:
 def make_store(config: dict, root: Path):
     """The checkpoint store of the run's ``store`` block (``executors.registry``)."""
     from executors import registry
+    from executors.store import StoreUnavailableError
 
     try:
         return registry.make_store(config["store"], root=root)
-    except registry.BackendConfigError as exc:
+    except (registry.BackendConfigError, StoreUnavailableError) as exc:  # e.g. no store at store.path
         raise WikiError(str(exc)) from None
 
 
