@@ -221,3 +221,25 @@ def test_memory_scaffolds_a_relay_that_wiki_step_can_wake_on(tmp_path):
     assert wake.returncode == 2 and "no bootstrap block" in wake.stderr  # the config says what to pin first
     again = init(tmp_path, "--memory", "ounce")
     assert again["created"] == [] and "memory/STATE.md" in again["skipped"] and "store/" in again["skipped"]
+
+
+def test_variants_become_rows_keyed_size_slash_hardware(tmp_path):
+    from wikiengine.rules._models import variant_rows
+
+    init(tmp_path, "--model", "qwen3", "--lane", "jax", "--variant", "8B/v6e-8", "--variant", "3B/v6e-8")
+    page = parse_page((tmp_path / "wiki/models/qwen3-jax.md").read_text(), "qwen3-jax.md")
+    assert page.frontmatter["sizes"] == ["8B", "3B"] and page.frontmatter["hardwares"] == ["v6e-8"]
+    matrix = next(s for s in page.sections if s.title == "Variant matrix").body.splitlines()
+    rows = [line for line in matrix if line.startswith("| ") and "---" not in line][1:]
+    assert rows == ["| 8B | v6e-8 | open | — | — | — | — |", "| 3B | v6e-8 | open | — | — | — | — |"]
+    assert variant_rows(page) is not None
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "q", "--lane", "jax", "--variant", "8B"], "invalid variant '8B'"),
+    (["--model", "q", "--lane", "jax", "--variant", "8B/a/b"], "invalid variant '8B/a/b'"),
+    (["--model", "q", "--variant", "8B/v6e-8"], "--variant needs a --lane"),
+])
+def test_bad_variants_are_one_line_and_exit_2(tmp_path, argv, message):
+    done = wiki(tmp_path, "init", *argv)
+    assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1

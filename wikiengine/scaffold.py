@@ -66,6 +66,7 @@ class Request:
 
     models: tuple[str, ...] = ()
     lanes: tuple[str, ...] = ()
+    variants: tuple[tuple[str, str], ...] = ()  # (size, hardware): a Variant matrix row of every model page
     kernels: tuple[str, ...] = ()
     run: str | None = None
 
@@ -93,11 +94,15 @@ def results_header() -> str:
     return "\t".join(RESULTS_COLUMNS) + "\n"
 
 
-def model_names(model: str, lane: str, today: str) -> dict[str, str]:
-    """The names the templates of one (model, lane) use: ``gemma4`` -> its folder, MODEL_NAME, ``Gemma4``."""
+def model_names(model: str, lane: str, today: str, variants: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """The names the templates of one (model, lane) use: ``gemma4`` -> its folder, MODEL_NAME, ``Gemma4``;
+    the Variant matrix rows (status ``open``, nothing measured yet) and the page's ``sizes`` / ``hardwares``."""
     base = model.removesuffix(MODEL_DIR_SUFFIX)
+    rows = "".join(f"| {size} | {hardware} | open | — | — | — | — |\n" for size, hardware in variants)
     return {"model": base, "model_dir": base + MODEL_DIR_SUFFIX, "model_name": model_name(base + MODEL_DIR_SUFFIX),
-            "Model": base[:1].upper() + base[1:], "lane": lane, "today": today}
+            "Model": base[:1].upper() + base[1:], "lane": lane, "today": today, "variant_rows": rows,
+            "sizes": json.dumps(list(dict.fromkeys(s for s, _ in variants))),
+            "hardwares": json.dumps(list(dict.fromkeys(h for _, h in variants)))}
 
 
 def index_text(model_pages: list[str]) -> str:
@@ -197,7 +202,7 @@ def plan(request: Request, today: dt.date, existing: set[str], *, configured: bo
     model_pages = sorted(existing)
     for model in request.models:
         for lane in request.lanes or (None,):
-            names = model_names(model, lane or "", today.isoformat())
+            names = model_names(model, lane or "", today.isoformat(), request.variants)
             files += _files(MODEL_FILES, **names)
             if lane is None:
                 continue

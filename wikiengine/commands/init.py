@@ -17,6 +17,7 @@ published wiki-lint hook, and .gitignore entries for artifacts and caches.
 
   wiki init                                   an empty wiki
   wiki init DIR --model gemma4 --lane tpu --lane jax
+  wiki init --model qwen3 --lane jax --variant 8B/v6e-8 --variant 3B/v6e-8
   wiki init --kernel flash_attention          a kernel family (kernel_experiments/<K>/pallas)
   wiki init --memory RUN                      a relay run: memory/ files, wiki/runs/<RUN>/program.md, store/
 
@@ -34,6 +35,8 @@ def add_parser(subparsers) -> None:
                         help="a model folder wiki/experiments/<M>_autoresearch_optimization (repeatable)")
     parser.add_argument("--lane", action="append", default=[], metavar="L",
                         help="a lane under every --model: program, log.md, RESULTS.tsv, model page (repeatable)")
+    parser.add_argument("--variant", action="append", default=[], metavar="SIZE/HARDWARE",
+                        help="a Variant matrix row of every new model page, e.g. 8B/v6e-8 (repeatable)")
     parser.add_argument("--kernel", action="append", default=[], metavar="K",
                         help="a kernel family wiki/kernel_experiments/<K>/pallas (repeatable)")
     parser.add_argument("--memory", metavar="RUN", help="scaffold memory/ and wiki/runs/<RUN>/program.md for a relay run")
@@ -58,9 +61,17 @@ def _request(args):
     for lane in lanes:
         if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", lane):
             raise WikiError(f"invalid lane name {lane!r}: lower-case letters, digits, '_' and '-' (tpu, jax, torchax)")
+    variants = []
+    for variant in dict.fromkeys(args.variant):
+        size, _, hardware = variant.partition("/")
+        if not (size.strip() and hardware.strip()) or "/" in hardware or "|" in variant or "\n" in variant:
+            raise WikiError(f"invalid variant {variant!r}: give SIZE/HARDWARE, e.g. 8B/v6e-8 (the row key experiments cite)")
+        variants.append((size.strip(), hardware.strip()))
+    if variants and not lanes:
+        raise WikiError("--variant needs a --lane: variants are rows of a lane's model page")
     kernels = tuple(dict.fromkeys(check_name(k, "kernel family") for k in args.kernel))
     run_name = check_name(args.memory, "run") if args.memory is not None else None
-    return Request(models, lanes, kernels, run_name)
+    return Request(models=models, lanes=lanes, variants=tuple(variants), kernels=kernels, run=run_name)
 
 
 def _has_tool_wiki(root: Path) -> bool:
