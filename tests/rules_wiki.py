@@ -52,7 +52,7 @@ def experiment_page(status="supported", created="2026-06-02", sections=None, **k
     if status == "in_progress":
         body.update({t: "" for t in ("Results", "Profile", "HLO Dump", "Verdict")})
     body.update(sections or {})
-    fm = {"created": created, "variant": "2b-seq8k", "status": status, **keys}
+    fm = {"created": created, "variant": "2B/v5p-16", "status": status, **keys}
     text = frontmatter(**fm) + "# experiment\n"
     for title, content in body.items():
         if content is not None:
@@ -69,13 +69,9 @@ lane: tpu
 
 ## Variant matrix
 
-| variant | config |
-|---|---|
-| 2b-seq8k | 2B, seq 8192 |
-
-## Current best
-
-{best}
+| Size | Hardware | Status | Baseline | Current best | Open hyps | Frontier exp |
+|---|---|---|---|---|---|---|
+| 2B | v5p-16 | live | 38.9% | {best} | 1 | — |
 """
 
 

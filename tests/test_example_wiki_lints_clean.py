@@ -70,9 +70,9 @@ MISTAKES = [
     ("unknown op", f"{GEMMA_TPU}/log.md", "] backfill |", "] back-fill |", "LOG004"),
     ("iteration without a page", f"{GEMMA_TPU}/log.md", "v043-remat-dots on", "v049-remat-dots on", "LOG005"),
     ("stop without retrospective", f"{GEMMA_TPU}/retrospectives/2026-06-09-session-1.md", "created: 2026-06-09", "created: 2026-05-09", "RUN001"),
-    ("current best not supported", "wiki/models/gemma4-tpu.md", "[v046-splash-blocks](", "v045 [v045](", "MOD001"),
+    ("current best not supported", "wiki/models/gemma4-tpu.md", "| [v046-splash-blocks](", "| v045 [v045](", "MOD001"),
     ("current best not the best", "wiki/models/gemma4-tpu.md", "[v046-splash-blocks](../experiments/gemma4_autoresearch_optimization/tpu/experiments/2026-06-10-v046-splash-blocks.md)", "v042", "MOD002"),
-    ("variant typo", V046, "variant: 2b-seq8k", "variant: 2b-seq8K", "EXP010"),
+    ("variant typo", V046, "variant: 2B/v5p-16", "variant: 2B/v5p-8", "EXP010"),
 ]
 
 

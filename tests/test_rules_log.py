@@ -41,9 +41,9 @@ CASES = [
     ("log004-leaves-loop-iteration-in-global-to-log003", "LOG004", {GLOBAL_LOG: log("[2026-06-02] loop-iteration | v042")}, 0),
     ("log004-compound-part", "LOG004", {LANE_LOG: log("[2026-06-02] run-experiment + CLOSNG | v045")}, 1),
     # LOG005: loop-iteration names a page of the lane
-    ("log005-pass", "LOG005", {**PAGE, LANE_LOG: log("[2026-06-02] loop-iteration | v042-splash on 2b-seq8k: supported (+2.4)")}, 0),
+    ("log005-pass", "LOG005", {**PAGE, LANE_LOG: log("[2026-06-02] loop-iteration | v042-splash on 2B/v5p-16: supported (+2.4)")}, 0),
     ("log005-pass-no-id", "LOG005", {LANE_LOG: log("[2026-06-02] loop-iteration | idle pool, nothing dispatched")}, 0),
-    ("log005-missing-page", "LOG005", {**PAGE, LANE_LOG: log("[2026-06-03] loop-iteration | v043-remat on 2b-seq8k: refuted")}, 1),
+    ("log005-missing-page", "LOG005", {**PAGE, LANE_LOG: log("[2026-06-03] loop-iteration | v043-remat on 2B/v5p-16: refuted")}, 1),
     (
         "log005-page-in-other-lane", "LOG005",
         {"wiki/experiments/gemma4_autoresearch_optimization/jax/2026-06-02-v042-splash.md": experiment_page(),
@@ -91,7 +91,7 @@ def test_log_ops_come_from_configuration(tmp_path):
 def test_seed_start_marker_and_loop_iteration_entries_lint_clean(tmp_path):
     """Seed Step 9b start marker and 2(a) loop-iteration line, verbatim shapes."""
     lane_log = (
-        "## [2026-06-02] loop-iteration | v042-splash on 2b-seq8k: supported (+2.4 MFU vs frontier)\n\n"
+        "## [2026-06-02] loop-iteration | v042-splash on 2B/v5p-16: supported (+2.4 MFU vs frontier)\n\n"
         "## [2026-06-01] start | /start-experiment session begin\n\n"
         "**Op**: start\n**Cluster pool**: alice-v5p-16\n**Parallelism**: 1\n"
         "**First-pick hypothesis**: splash attention\n**Notes**: session opened via /start-experiment.\n"

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.rules_wiki import LANE, MODEL_PAGE, experiment_page, findings, write
@@ -16,11 +18,28 @@ PAGES = {
     V043: experiment_page(created="2026-06-03", status="filed", verdict="supported", mfu=42.0),
     V044: experiment_page(created="2026-06-04", status="refuted", mfu=43.0, sections={"Verdict": "**refuted**\n"}),
 }
+OLDER_MODEL_PAGE = """\
+---
+model: gemma4
+lane: tpu
+---
+# Gemma 4 on TPU
+
+## Variant matrix
+
+| variant | config |
+|---|---|
+| 2B/v5p-16 | 2B, seq 8192 |
+
+## Current best
+
+{best}
+"""
 LINK_V043 = "[v043](../experiments/gemma4_autoresearch_optimization/tpu/experiments/2026-06-03-v043-blocks.md) at 42.0%"
 
 CASES = [
     # MOD001: names an existing supported experiment
-    ("mod001-pass-id", "MOD001", {**PAGES, MODEL: MODEL_PAGE.format(best="v043 on 2b-seq8k (+0.7 over v042, v044 refuted)")}, 0),
+    ("mod001-pass-id", "MOD001", {**PAGES, MODEL: MODEL_PAGE.format(best="v043 on 2B (+0.7 over v042, v044 refuted)")}, 0),
     ("mod001-pass-link", "MOD001", {**PAGES, MODEL: MODEL_PAGE.format(best=LINK_V043)}, 0),
     ("mod001-pass-model-name-form", "MOD001", {**PAGES, "wiki/models/gemma4-tpu.md": MODEL_PAGE.format(best="v042")}, 0),
     ("mod001-refuted", "MOD001", {**PAGES, MODEL: MODEL_PAGE.format(best="v044 at 43.0%")}, 1),
@@ -40,8 +59,11 @@ CASES = [
     ("mod002-names-nothing", "MOD002", {**PAGES, MODEL: MODEL_PAGE.format(best="to be decided")}, 1),
     # MOD003: the two sections the rules read
     ("mod003-pass", "MOD003", {MODEL: MODEL_PAGE.format(best="v042")}, 0),
-    ("mod003-no-matrix-table", "MOD003", {MODEL: MODEL_PAGE.format(best="v042").replace("| 2b-seq8k | 2B, seq 8192 |\n", "").replace("|---|---|\n", "").replace("| variant | config |\n", "prose\n")}, 1),
-    ("mod003-no-current-best", "MOD003", {MODEL: MODEL_PAGE.format(best="").replace("## Current best", "## Notes")}, 1),
+    ("mod003-no-matrix-table", "MOD003", {MODEL: re.sub(r"(?m)^\|.*\n", "", MODEL_PAGE.format(best="v042"))}, 1),
+    ("mod003-no-current-best", "MOD003", {MODEL: MODEL_PAGE.format(best="").replace("| Current best |", "| Best |")}, 1),
+    # an older page: a matrix keyed by its first column, Current best as a section
+    ("mod001-older-section-form", "MOD001", {**PAGES, MODEL: OLDER_MODEL_PAGE.format(best="v044 at 43.0%")}, 1),
+    ("mod003-older-section-form", "MOD003", {MODEL: OLDER_MODEL_PAGE.format(best="v042")}, 0),
 ]
 
 
@@ -87,3 +109,19 @@ def test_hyp001_hypothesis_experiments_exist(tmp_path, keys, expected):
     write(tmp_path, {**PAGES, HYPOTHESIS: page})
     found = findings(tmp_path, "HYP001")
     assert len(found) == expected, [f.render() for f in found]
+
+
+def test_mod002_reads_the_lane_programs_target_metric(tmp_path):
+    """With no rule option, MOD002 compares by the metric wiki exp file used: the lane
+    program's target_metric (here tps, where v042 is best although v043 has the better mfu)."""
+    pages = {
+        V042: experiment_page(mfu=41.3, tps=9100),
+        V043: experiment_page(created="2026-06-03", status="filed", verdict="supported", mfu=42.0, tps=8800),
+        "wiki/experiments/program.md": "# Root\n\n## Rules\n\nOne change per experiment.\n",
+        f"{LANE}/program.md": "# Lane\n\n## Config\n\n```yaml\ntarget_metric: tps\n```\n",
+    }
+    write(tmp_path, {**pages, MODEL: MODEL_PAGE.format(best="v042")})
+    assert findings(tmp_path, "MOD002") == []
+    write(tmp_path, {**pages, MODEL: MODEL_PAGE.format(best="v043")})
+    (found,) = findings(tmp_path, "MOD002")
+    assert "tps 8800" in found.message and V042 in found.message

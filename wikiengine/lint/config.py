@@ -27,19 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikiengine.logbook import DEFAULT_OPS
 from wikiengine.cascade import DEFAULT_ADDITIVE_MARKER
 from wikiengine.errors import WikiError
 
-DEFAULT_LOG_OPS = {
-    "global": [
-        "ingest", "schema", "lane-scaffold", "lint", "retrospective", "decision", "cleanup", "note",
-    ],
-    "lane": [
-        "start", "stop", "loop-iteration", "backfill", "retrospective", "run-experiment", "CLOSING",
-        "note", "decision", "hypothesis",
-    ],
-    "family": ["start", "stop", "kernel-iteration", "retrospective", "note"],
-}
+DEFAULT_LOG_OPS = DEFAULT_OPS  # wikiengine.logbook: the vocabulary of each tier
 
 
 @dataclass

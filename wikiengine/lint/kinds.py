@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from wikiengine.identity import MODEL_DIR_SUFFIX
+from wikiengine.lanes import is_experiment_path
 
 MEMORY_KINDS = {
     "memory/STATE.md": "memory-state",
@@ -32,7 +33,6 @@ _EXPERIMENT_RE = re.compile(
     r"wiki/experiments/(?P<model>[^/]+" + MODEL_DIR_SUFFIX + r")/(?P<lane>[^/]+)/(?:experiments/)?(?P<name>[^/]+\.md)"
 )
 _RETRO_RE = re.compile(r"wiki/(?:.+/)?retrospectives/[^/]+\.md")
-_NOT_EXPERIMENTS = {"program.md", "log.md", "README.md", "index.md"}
 
 
 def kind_of(rel: str) -> str:
@@ -50,8 +50,7 @@ def kind_of(rel: str) -> str:
         return "log"
     if _RETRO_RE.fullmatch(rel):
         return "retrospective"
-    match = _EXPERIMENT_RE.fullmatch(rel)
-    if match and name not in _NOT_EXPERIMENTS:
+    if is_experiment_path(rel):
         return "experiment"
     if rel.startswith("wiki/models/") and rel.count("/") == 2:
         return "model"
@@ -63,7 +62,7 @@ def kind_of(rel: str) -> str:
 def experiment_lane(rel: str) -> tuple[str, str] | None:
     """``(model folder, lane)`` of an experiment page path, else None."""
     match = _EXPERIMENT_RE.fullmatch(rel)
-    return (match.group("model"), match.group("lane")) if match else None
+    return (match.group("model"), match.group("lane")) if match and is_experiment_path(rel) else None
 
 
 def log_lane(rel: str) -> tuple[str, str] | None:

@@ -20,6 +20,23 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from wikiengine.experiment import (  # noqa: F401 - the rules import these from here
+    DEFAULT_ID_PATTERN,
+    FILED,
+    IN_PROGRESS,
+    NOT_RECOVERED,
+    REQUIRED_SECTIONS,
+    VERDICTS,
+    canonical_id,
+    file_name_regexes,
+    frontmatter_date,
+    is_open,
+    is_placeholder,
+    parse_file_name,
+    real_date,
+    resolve_verdict,
+    section_titles,
+)
 from wikiengine.identity import MODEL_DIR_SUFFIX, model_name
 from wikiengine.lint.kinds import experiment_lane, kind_of
 from wikiengine.page import title_key
@@ -28,39 +45,7 @@ if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
     from wikiengine.page import Page, Section
 
-VERDICTS = ("supported", "refuted", "inconclusive", "invalid")
-IN_PROGRESS = "in_progress"
-FILED = "filed"
-REQUIRED_SECTIONS = ("Hypothesis under test", "Setup", "Results", "Profile", "HLO Dump", "Verdict")
-DEFAULT_ID_PATTERN = r"v\d{3,}"
 ID_OPTION_RULE = "EXP001"
-NOT_RECOVERED = "**Hypothesis not recovered**"
-_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_NUMBERED_ID_RE = re.compile(r"[vV]?(\d+)")
-
-
-def real_date(text: str) -> dt.date | None:
-    """``YYYY-MM-DD`` as a date when it is a real calendar date, else None."""
-    if not isinstance(text, str) or not _DATE_RE.fullmatch(text):
-        return None
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        return None
-
-
-def frontmatter_date(value) -> str | None:
-    """The ``YYYY-MM-DD`` part of a frontmatter date (dates arrive as ISO strings)."""
-    if isinstance(value, str) and _DATE_RE.match(value) and real_date(value[:10]):
-        return value[:10]
-    return None
-
-
-def canonical_id(raw) -> str:
-    """``v45``, ``v045``, ``V0045`` and a bare ``45`` (``id: 45``) are one id, ``v045``;
-    other schemes are kept as written."""
-    match = _NUMBERED_ID_RE.fullmatch(str(raw).strip())
-    return f"v{int(match.group(1)):03d}" if match else str(raw)
 
 
 def id_pattern(ctx: LintContext) -> str:
@@ -83,38 +68,15 @@ def pages_of(ctx: LintContext, kind: str) -> list[PageInfo]:
 
 
 def compiled(ctx: LintContext) -> dict[str, re.Pattern]:
-    """The regexes that depend on the configured id pattern, compiled once per lint."""
+    """The regexes that depend on the configured id pattern, compiled once per lint:
+    ``file`` (the exact file-name grammar), ``reader`` (the id after text before it) and
+    ``id`` (an id token in text)."""
     cache = lint_cache(ctx, "experiment-regexes")
     if not cache:
         pattern = id_pattern(ctx)
-        cache["file"] = re.compile(
-            r"(?P<date>\d{4}-\d{2}-\d{2})-(?P<id>" + pattern + r")-(?P<slug>[a-z0-9][a-z0-9-]*)\.md"
-        )
+        cache["file"], cache["reader"] = file_name_regexes(pattern)
         cache["id"] = re.compile(r"(?<![A-Za-z0-9])(?P<id>" + pattern + r")(?![0-9])")
     return cache
-
-
-def resolve_verdict(frontmatter: dict) -> tuple[str | None, str | None]:
-    """``(verdict, problem)`` from either schema.
-
-    ``verdict`` is one of :data:`VERDICTS` or None (in progress, or unknown);
-    ``problem`` says how the page disagrees with itself, or is None.
-    """
-    status = frontmatter.get("status")
-    verdict_key = frontmatter.get("verdict")
-    if isinstance(status, str) and status in VERDICTS:
-        if verdict_key is not None and verdict_key != status:
-            return status, f"status is {status!r} but verdict is {verdict_key!r}"
-        return status, None
-    if status == FILED:
-        if verdict_key in VERDICTS:
-            return verdict_key, None
-        if verdict_key is None:
-            return None, "status is 'filed' but there is no verdict key"
-        return None, f"status is 'filed' but verdict {verdict_key!r} is not one of {', '.join(VERDICTS)}"
-    if status == IN_PROGRESS and verdict_key is not None:
-        return None, f"status is 'in_progress' but verdict is {verdict_key!r}"
-    return None, None
 
 
 _SECTION_INDEXES: dict[int, tuple[Page, dict[str, list[Section]]]] = {}
@@ -135,15 +97,19 @@ def sections_led_by(page: Page, title: str) -> list[Section]:
         if len(_SECTION_INDEXES) > 64:  # only the pages being checked right now
             _SECTION_INDEXES.clear()
         cached = _SECTION_INDEXES[id(page)] = (page, index)
-    return cached[1].get(_title_key(title), [])
+    found = []
+    for name in section_titles(title):
+        found += cached[1].get(_title_key(name), [])
+    return found
 
 
 _title_key = functools.lru_cache(maxsize=256)(title_key)
 
 
 def has_content(sections: list[Section]) -> bool:
-    """Is any of ``sections`` filled (an empty heading does not satisfy a required section)?"""
-    return any(not s.is_empty() for s in sections)
+    """Is any of ``sections`` filled? An empty heading, or one holding only a placeholder
+    (``TBD``, ``(Pending)``, ``<...>``), does not satisfy a required section."""
+    return any(not s.is_empty() and not is_placeholder(s.body) for s in sections)
 
 
 @dataclass
@@ -199,8 +165,8 @@ def experiment_facts(info: PageInfo, ctx: LintContext) -> ExperimentFacts | None
     lane = experiment_lane(info.rel)
     if lane is not None and info.error is None:
         name = info.rel.rsplit("/", 1)[-1]
-        match = compiled(ctx)["file"].fullmatch(name)
-        file_date = match.group("date") if match and real_date(match.group("date")) else None
+        regexes = compiled(ctx)
+        parsed = parse_file_name(name, (regexes["file"], regexes["reader"]))
         frontmatter = info.frontmatter  # from the lint cache on a warm run: the body is not parsed
         verdict, problem = resolve_verdict(frontmatter)
         facts = ExperimentFacts(
@@ -208,8 +174,8 @@ def experiment_facts(info: PageInfo, ctx: LintContext) -> ExperimentFacts | None
             model_dir=lane[0],
             lane=lane[1],
             file_name=name,
-            file_date=file_date,
-            file_id=canonical_id(match.group("id")) if match else None,
+            file_date=parsed.date,
+            file_id=parsed.exp_id,
             frontmatter=frontmatter,
             verdict=verdict,
             verdict_problem=problem,
@@ -237,13 +203,11 @@ def lane_ids(ctx: LintContext, lane_key: tuple[str, str]) -> dict[str, list[str]
     """
     cache = lint_cache(ctx, "lane-ids")
     if lane_key not in cache:
-        file_re = compiled(ctx)["file"]
+        regexes = compiled(ctx)
         by_id: dict[str, list[str]] = {}
         for rel in lane_files(ctx, lane_key):
-            match = file_re.fullmatch(rel.rsplit("/", 1)[-1])
-            if match:
-                exp_id = canonical_id(match.group("id"))
-            else:
+            exp_id = parse_file_name(rel.rsplit("/", 1)[-1], (regexes["file"], regexes["reader"])).exp_id
+            if exp_id is None:
                 facts = experiment_facts(ctx.info(rel), ctx)
                 exp_id = facts.exp_id if facts is not None else None
             if exp_id:
@@ -316,28 +280,6 @@ def model_page_for(facts: ExperimentFacts, ctx: LintContext) -> PageInfo | None:
             None,
         )
     return cache[lane_key]
-
-
-def table_rows(section: Section) -> list[tuple[int, list[str]]]:
-    """The data rows of the first pipe table in ``section`` as ``(file line, cells)``."""
-    rows: list[tuple[int, list[str]]] = []
-    lines = section.body.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.strip().startswith("|")), None)
-    if start is None or start + 1 >= len(lines):
-        return rows
-    if not re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[start + 1]):
-        return rows
-    for offset, line in enumerate(lines[start + 2 :], start=start + 2):
-        if not line.strip().startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        rows.append((section.body_line + offset, cells))
-    return rows
-
-
-def cell_text(cell: str) -> str:
-    """A table cell without markdown emphasis or code ticks."""
-    return cell.strip().strip("`*_ ").strip()
 
 
 def key_line(info: PageInfo, key: str) -> int:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from wikiengine.lint.rule import Rule
 from wikiengine.page import parse_page, split_lines
+from wikiengine.experiment import LABELS, missing_labels  # noqa: F401 - --fix and tests use them here
 from wikiengine.rules._experiments import (
     IN_PROGRESS,
     NOT_RECOVERED,
@@ -15,18 +16,6 @@ from wikiengine.rules._experiments import (
     has_content,
     sections_led_by,
 )
-
-LABELS = ("Hypothesis", "Mechanism", "Predicted signal", "Falsification criterion")
-# A labelled paragraph: the bold label at the start of a line (or list item), an optional
-# "(…)" gloss and a colon, then the text of the paragraph.
-_LABEL_RES = {
-    label: re.compile(
-        r"^[ \t]*(?:[-*+][ \t]+)?\*\*" + re.escape(label) + r"(?::\*\*|\*\*:?)[ \t]*(?:\([^)\n]*\))?[ \t]*:?(?P<rest>.*(?:\n(?![ \t]*\n)(?![ \t]*(?:[-*+][ \t]+)?\*\*).*)*)",
-        re.I | re.M,
-    )
-    for label in LABELS
-}
-
 
 def _required(ctx, code: str = "EXP002") -> tuple[str, ...]:
     return tuple(ctx.config.option(code, "sections", REQUIRED_SECTIONS))
@@ -114,16 +103,6 @@ class RequiredSections(Rule):
 
 def _is_stub(facts) -> bool:
     return facts.status == IN_PROGRESS and facts.verdict is None
-
-
-def missing_labels(body: str) -> list[str]:
-    """The labelled paragraphs that ``body`` lacks (or whose text is empty)."""
-    missing = []
-    for label in LABELS:
-        match = _LABEL_RES[label].search(body)
-        if match is None or not match.group("rest").strip(" \t\n*_:.-—"):
-            missing.append(label)
-    return missing
 
 
 class HypothesisParagraphs(Rule):

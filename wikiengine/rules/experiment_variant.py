@@ -4,24 +4,26 @@ from __future__ import annotations
 
 from wikiengine.lint.rule import Rule
 from wikiengine.rules._experiments import experiment_facts, key_line, model_page_for
-from wikiengine.rules._models import variant_rows
+from wikiengine.rules._models import matrix_of
 
 
 class VariantInMatrix(Rule):
     """## What it does
     Checks that an experiment's `variant` is a row of its lane's model page variant
-    matrix (`wiki/models/<model>-<lane>.md`, section `## Variant matrix`, first column).
+    matrix (`wiki/models/<model>-<lane>.md`, section `## Variant matrix`): a row's key is
+    its `Size/Hardware` join, e.g. `2B/v5p-16` (a table without those columns is keyed by
+    its first column).
     Skipped when the page has no `variant` or the lane has no model page.
 
     ## Why is this bad?
     The loop picks the next hypothesis for a variant and moves Current best per variant;
     an experiment on a variant the matrix does not know is invisible to both (often a
-    typo: `2b-seq8K` for `2b-seq8k`).
+    typo: `2B/v5p-8` for `2B/v5p-16`).
 
     ## Example
-    `variant: 2b-8k` when the matrix rows are `2b-seq8k` and `9b-seq8k`.
+    `variant: 2b-8k` when the matrix rows are `2B/v5p-16` and `9B/v5p-16`.
 
-    Use `variant: 2b-seq8k`, or add the new variant to the matrix first.
+    Use `variant: 2B/v5p-16`, or add the new variant to the matrix first.
 
     ## Options
     None.
@@ -32,7 +34,6 @@ class VariantInMatrix(Rule):
     summary = "an experiment's variant is not a row of the model page's variant matrix"
 
     def check_wiki(self, ctx):
-        matrices: dict = {}  # model page -> its variant rows, read once
         for info in ctx.target_pages("experiment"):
             facts = experiment_facts(info, ctx)
             if facts is None:
@@ -41,9 +42,8 @@ class VariantInMatrix(Rule):
             model = model_page_for(facts, ctx)
             if variant is None or model is None or model.page is None:
                 continue
-            if model.rel not in matrices:
-                matrices[model.rel] = variant_rows(model.page)
-            rows = matrices[model.rel]
+            matrix = matrix_of(model, ctx)
+            rows = matrix.keys() if matrix is not None else None
             if rows is None:
                 continue  # MOD003 reports a model page without a matrix
             if str(variant) not in rows:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from wikiengine.lint.rule import Rule
 from wikiengine.rules._experiments import model_page_lane, sections_led_by
-from wikiengine.rules._models import CURRENT_BEST, VARIANT_MATRIX, current_best, lane_experiments, metric_value, variant_rows
+from wikiengine.rules._models import CURRENT_BEST, VARIANT_MATRIX, current_best, lane_experiments, matrix_of, metric_value
 
 DEFAULT_METRIC = "mfu"
 
 
 class CurrentBestExists(Rule):
     """## What it does
-    Checks that every experiment named in a model page's `## Current best` (by a link
-    to its page, or by its id, e.g. `v045`) exists in the model page's lane and has
-    verdict `supported`.
+    Checks that every experiment named as Current best, the `Current best` cell of each
+    row of the variant matrix (by a link to its page, or by its id, e.g. `v045`), exists
+    in the model page's lane and has verdict `supported`. An older page that keeps a
+    `## Current best` section is read from the section.
 
     ## Why is this bad?
     Current best is the frontier that the next hypothesis starts from and that trunk
@@ -22,8 +23,9 @@ class CurrentBestExists(Rule):
 
     ## Example
     ```markdown
-    ## Current best
-    v047 (splash + remat), 43.0% MFU
+    | Size | Hardware | Status | Baseline | Current best | Open hyps | Frontier exp |
+    |---|---|---|---|---|---|---|
+    | 2B | v5p-16 | live | 38.9% | [v047](../experiments/.../2026-06-12-v047-remat.md) 43.0% | 1 | v047 |
     ```
     when v047 is `inconclusive`. Name the best `supported` experiment instead.
 
@@ -54,11 +56,12 @@ class CurrentBestExists(Rule):
 
 class CurrentBestIsBest(Rule):
     """## What it does
-    Checks that Current best is the best `supported` experiment of the lane: no other
-    `supported` experiment on the same `variant` has a better headline metric (the
-    frontmatter key `mfu`, or `metrics.mfu`; higher is better). Experiments without
-    the metric are not compared. A Current best that names no experiment while the lane
-    has supported, measured experiments is flagged too.
+    Checks that the Current best of each row of the variant matrix is the best
+    `supported` experiment of that variant: no other `supported` experiment on the same
+    `variant` has a better headline metric (the frontmatter key `mfu`, or `metrics.mfu`;
+    higher is better). Experiments without the metric are not compared. A row whose
+    Current best names no experiment while its variant has supported, measured
+    experiments is flagged too.
 
     ## Why is this bad?
     The seed moves Current best whenever a supported verdict beats it, and merges that
@@ -66,12 +69,13 @@ class CurrentBestIsBest(Rule):
     slower trunk and compare against the wrong baseline.
 
     ## Example
-    Current best names v045 (`mfu: 41.3`) while v049 on the same variant is
-    `supported` with `mfu: 42.0`. Point Current best at v049.
+    The `2B/v5p-16` row's Current best names v045 (`mfu: 41.3`) while v049 on
+    `variant: 2B/v5p-16` is `supported` with `mfu: 42.0`. Point the cell at v049.
 
     ## Options
-    - `metric` (string, default `mfu`): the frontmatter key compared.
-    - `higher-is-better` (bool, default true).
+    - `metric` (string): the frontmatter key compared (`mfu: 42.0` or `metrics: {mfu: 42.0}`).
+      Default: the lane program's `target_metric` (its `## Config` block), else `mfu`.
+    - `higher-is-better` (bool): default the lane program's `higher_is_better`, else true.
     """
 
     code = "MOD002"
@@ -88,26 +92,35 @@ class CurrentBestIsBest(Rule):
         refs = current_best(info, lane, ctx)
         if lane is None or refs is None:
             return
-        metric = str(ctx.config.option(self.code, "metric", DEFAULT_METRIC))
-        sign = 1.0 if ctx.config.option(self.code, "higher-is-better", True) else -1.0
+        metric, higher = _lane_metric(ctx, self.code, lane)
+        sign = 1.0 if higher else -1.0
         supported = [
             facts
             for facts in lane_experiments(ctx, lane)
             if facts.verdict == "supported" and metric_value(facts, metric) is not None
         ]
-        named = [ref for ref in refs if ref.facts is not None and ref.facts.verdict == "supported"]
-        if not named:
-            if supported and not refs:
+        matrix = matrix_of(info, ctx)
+        named_rows = {ref.variant for ref in refs}
+        by_cells = matrix is not None and matrix.has_column(CURRENT_BEST)
+        for row in matrix.rows if by_cells else ():
+            of_row = [f for f in supported if str(f.frontmatter.get("variant")) == row.key]
+            if row.key not in named_rows and of_row:
+                best = max(of_row, key=lambda f: sign * metric_value(f, metric))
+                yield self.finding(info.rel, row.line, f"row {row.key}: Current best names no experiment; the best supported is {best.rel}")
+        if not refs and not by_cells:
+            if supported:
                 best = max(supported, key=lambda f: sign * metric_value(f, metric))
                 section = sections_led_by(info.page, CURRENT_BEST)[0]
                 yield self.finding(info.rel, section.line, f"Current best names no experiment; the best supported is {best.rel}")
             return
-        for ref in named:
+        for ref in refs:
+            if ref.facts is None or ref.facts.verdict != "supported":
+                continue  # MOD001
             own = metric_value(ref.facts, metric)
             if own is None:
                 continue
-            variant = ref.facts.frontmatter.get("variant")
-            rivals = [f for f in supported if f.frontmatter.get("variant") == variant and f is not ref.facts]
+            variant = ref.variant if ref.variant is not None else ref.facts.frontmatter.get("variant")
+            rivals = [f for f in supported if str(f.frontmatter.get("variant")) == str(variant) and f is not ref.facts]
             better = [f for f in rivals if sign * metric_value(f, metric) > sign * own]
             if better:
                 best = max(better, key=lambda f: sign * metric_value(f, metric))
@@ -118,26 +131,45 @@ class CurrentBestIsBest(Rule):
                 )
 
 
+def _lane_metric(ctx, code: str, lane: tuple[str, str]) -> tuple[str, bool]:
+    """The metric MOD002 compares and its direction: the rule's options, else the lane
+    program's ``target_metric`` / ``higher_is_better`` (what ``wiki exp file`` used)."""
+    metric = ctx.config.option(code, "metric")
+    higher = ctx.config.option(code, "higher-is-better")
+    if metric is None or higher is None:
+        from wikiengine.cascade import resolve
+        from wikiengine.errors import WikiError
+        from wikiengine.targets import target_for_path
+
+        try:
+            config = resolve(target_for_path(ctx.root, ctx.root / f"wiki/experiments/{lane[0]}/{lane[1]}"),
+                             additive_marker=ctx.config.additive_marker, validate=False).config or {}
+        except WikiError:
+            config = {}  # PRG001/PRG002 report a broken program
+        metric = metric if metric is not None else config.get("target_metric", DEFAULT_METRIC)
+        higher = higher if higher is not None else config.get("higher_is_better", True)
+    return str(metric), bool(higher)
+
+
 class ModelPageSections(Rule):
     """## What it does
-    Checks that a model page has a `## Variant matrix` with a pipe table (one variant
-    per row, first column) and a `## Current best` section.
+    Checks that a model page has a `## Variant matrix` with one pipe table, keyed by its
+    `Size` and `Hardware` columns (a row's key is `Size/Hardware`, e.g. `2B/v5p-16`), and
+    that Current best is a column of it (an older page may keep a `## Current best`
+    section instead).
 
     ## Why is this bad?
     The loop re-grounds from the model page every iteration (variant matrix, current
-    best, open hypotheses, frontier experiment); EXP010, MOD001 and MOD002 read these
-    two sections and cannot check a page without them.
+    best, open hypotheses, frontier experiment); EXP010, MOD001 and MOD002 read the
+    matrix and cannot check a page without it.
 
     ## Example
     A model page with prose only. Add:
     ```markdown
     ## Variant matrix
-    | variant | config | best MFU | best exp |
-    |---|---|---|---|
-    | 2b-seq8k | Gemma 4 2B, seq 8192 | 41.3% | v045 |
-
-    ## Current best
-    v045 on 2b-seq8k.
+    | Size | Hardware | Status | Baseline | Current best | Open hyps | Frontier exp |
+    |---|---|---|---|---|---|---|
+    | 2B | v5p-16 | live | 38.9% MFU | [v045](...) 41.3% MFU | 2 | v047 |
     ```
 
     ## Options
@@ -146,13 +178,14 @@ class ModelPageSections(Rule):
 
     code = "MOD003"
     name = "model-page-sections"
-    summary = "a model page has no Variant matrix table or no Current best section"
+    summary = "a model page has no Variant matrix table, or no Current best column"
     kinds = ("model",)
 
     def check_page(self, info, ctx):
-        if variant_rows(info.page) is None:
+        matrix = matrix_of(info, ctx)
+        if matrix is None:
             found = sections_led_by(info.page, VARIANT_MATRIX)
             what = "'## Variant matrix' has no table" if found else "no '## Variant matrix' section"
             yield self.finding(info.rel, found[0].line if found else 1, what)
-        if not sections_led_by(info.page, CURRENT_BEST):
-            yield self.finding(info.rel, 1, "no '## Current best' section")
+        elif not matrix.has_column(CURRENT_BEST) and not sections_led_by(info.page, CURRENT_BEST):
+            yield self.finding(info.rel, matrix.header_line, "the variant matrix has no 'Current best' column")

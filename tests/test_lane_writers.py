@@ -1,0 +1,413 @@
+"""The lane writers (issue 9): `wiki exp new|file|retry`, `wiki log add`, `wiki backfill`.
+
+Driven through real `wiki` processes on a git copy of the example wiki: ids are never
+reused (pages, journal, branches, deleted pages), concurrent writers get distinct ids,
+a writer SIGKILLed at each point of its write is finished by the next one (RELIABILITY
+rows 22 and 39 for lanes), bad input is one line and exit 2 with nothing written, and
+the verdict caps of seeds 001/003 hold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from wikiengine.lint.runner import lint
+from wikiengine.verdicts import Evidence, cap_verdict
+
+REPO = Path(__file__).resolve().parent.parent
+LANE_DIR = "wiki/experiments/gemma4_autoresearch_optimization/tpu"
+MODEL_PAGE = "wiki/models/gemma4-tpu.md"
+PROPOSAL = """\
+**Hypothesis**: raising the splash q block to 1024 lifts MFU by 0.3 points.
+
+**Mechanism**: set block_q=1024 in the splash config ({tag}).
+
+**Predicted signal**: expect the splash custom call share to drop from 20.1% to 19.5%.
+
+**Falsification criterion**: MFU below 42.1%, or an unchanged splash share.
+
+## Setup
+
+Same as v046 with block_q=1024.
+"""
+HLO = "`splash_mha_fwd` grid is (8, 32, 4).\n\nHypothesis-firing audit: CONFIRMED.\n"
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture()
+def wiki(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    shutil.copytree(REPO / "wiki", root / "wiki")
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    monkeypatch.setenv("USER", "alice")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "t@example.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "t")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "t@example.invalid")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
+def proposal(root: Path, tag: str = "a", **replace: str) -> Path:
+    text = PROPOSAL.format(tag=tag)
+    for old, new in replace.items():
+        text = text.replace(old.replace("_", " "), new)
+    path = root.parent / f"proposal-{tag}.md"
+    path.write_text(text)
+    return path
+
+
+def wiki_cmd(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "wikiengine", *args], cwd=root, capture_output=True, text=True,
+                            timeout=120)
+    if check:
+        assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def new(root: Path, slug: str, tag: str | None = None, track: int = 1, *extra: str) -> dict:
+    out = wiki_cmd(root, "exp", "new", "gemma4", "tpu", "--slug", slug, "--variant", "2B/v5p-16",
+                   "--proposal", str(proposal(root, tag or slug)), "--track", str(track), "--json", *extra)
+    return json.loads(out.stdout)
+
+
+def lint_codes(root: Path) -> list[str]:
+    return sorted(f.render() for f in lint(root, base=None, use_cache=False).findings)
+
+
+def clean(root: Path) -> bool:
+    return git(root, "status", "--porcelain", "--untracked-files=all", "--", "wiki") == ""
+
+
+# --- exp new -------------------------------------------------------------------------------
+
+
+def test_new_writes_a_stub_claims_it_and_commits(wiki):
+    result = new(wiki, "splash-q")
+    assert result["vid"] == "v048"  # the example lane's highest id is v047
+    assert result["workload_name"] == "demo-gemma4-tpu-v048-splash-q"
+    assert result["artifacts"]["xprof"].endswith("/gemma4-tpu-v048-splash-q/xprof")
+    page = (wiki / result["page"]).read_text()
+    assert "status: in_progress" in page and "**Falsification criterion**: MFU below 42.1%" in page
+    titles = [ln for ln in page.splitlines() if ln.startswith("## ")]
+    assert titles[:4] == ["## Hypothesis under test", "## Setup", "## Baseline comparison", "## Results"]
+    journal = [json.loads(ln) for ln in (wiki / LANE_DIR / ".journal.jsonl").read_text().splitlines()]
+    assert [(r["op"], r["vid"], r["track"]) for r in journal] == [("claim", "v048", 1)]
+    assert git(wiki, "log", "-1", "--format=%s").strip() == "exp(v048): stub splash-q"
+    assert clean(wiki) and lint_codes(wiki) == []
+
+
+def test_an_id_is_never_reused_after_its_page_is_deleted(wiki):
+    first = new(wiki, "splash-q")
+    git(wiki, "rm", "-q", first["page"])
+    git(wiki, "commit", "-qm", "drop v048")
+    (wiki / LANE_DIR / ".journal.jsonl").unlink()  # even with the journal gone, history keeps the id
+    git(wiki, "commit", "-qam", "drop journal")
+    assert new(wiki, "splash-q2")["vid"] == "v049"
+
+
+def test_an_id_used_on_another_branch_is_not_handed_out(wiki):
+    git(wiki, "checkout", "-q", "-b", "track-2")
+    page = wiki / LANE_DIR / "experiments" / "2026-07-01-v060-other.md"
+    page.write_text("---\nstatus: in_progress\ncreated: 2026-07-01\n---\n")
+    git(wiki, "add", "-A")
+    git(wiki, "commit", "-qm", "v060 on a branch")
+    git(wiki, "checkout", "-q", "-")
+    assert new(wiki, "splash-q")["vid"] == "v061"
+
+
+def test_concurrent_writers_get_distinct_ids(wiki):
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "wikiengine", "exp", "new", "gemma4", "tpu", "--slug", f"c{i}",
+                          "--variant", "2B/v5p-16", "--proposal", str(proposal(wiki, f"c{i}")), "--track", str(i),
+                          "--json"], cwd=wiki, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i in range(5)
+    ]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), results
+    ids = sorted(json.loads(out)["vid"] for out, _err in results)
+    assert ids == ["v048", "v049", "v050", "v051", "v052"]
+    assert len(git(wiki, "log", "--format=%s", "--grep=: stub").splitlines()) == 5
+    assert clean(wiki) and lint_codes(wiki) == []
+
+
+def test_a_mechanism_in_flight_on_another_track_is_refused(wiki):
+    new(wiki, "splash-q", tag="same", track=1)
+    head = git(wiki, "rev-parse", "HEAD")
+    refused = wiki_cmd(wiki, "exp", "new", "gemma4", "tpu", "--slug", "again", "--variant", "2B/v5p-16",
+                       "--proposal", str(proposal(wiki, "same")), "--track", "2", check=False)
+    assert refused.returncode == 2 and "already in flight on track 1" in refused.stderr
+    assert git(wiki, "rev-parse", "HEAD") == head and clean(wiki)
+
+
+# --- bad input: one line, exit 2, nothing written ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "case,args,message",
+    [
+        ("missing proposal", ["--proposal", "/nonexistent/p.md"], "no such proposal file"),
+        ("empty paragraph", ["--proposal", "EMPTY"], "proposal-empty.md:3: the **Mechanism** paragraph is empty"),
+        ("falsification repeats the signal", ["--proposal", "SAME"], "only repeats the predicted signal"),
+        ("variant not a row", ["--variant", "2B/v5p-8"], "is not a row of the variant matrix"),
+        ("bad slug", ["--slug", "Bad_Slug"], "is not lower-case"),
+    ],
+)
+def test_new_refuses_bad_input(wiki, case, args, message):
+    empty = proposal(wiki, "empty")
+    empty.write_text(empty.read_text().replace("set block_q=1024 in the splash config (empty).", "TBD"))
+    same = proposal(wiki, "same")
+    same.write_text(same.read_text().replace("MFU below 42.1%, or an unchanged splash share.",
+                                             "expect the splash custom call share to drop from 20.1% to 19.5%."))
+    argv = {"--slug": "ok", "--variant": "2B/v5p-16", "--proposal": str(proposal(wiki, "ok"))}
+    for key, value in zip(args[::2], args[1::2]):
+        argv[key] = {"EMPTY": str(empty), "SAME": str(same)}.get(value, value)
+    head = git(wiki, "rev-parse", "HEAD")
+    result = wiki_cmd(wiki, "exp", "new", "gemma4", "tpu", *[x for kv in argv.items() for x in kv], check=False)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+    assert git(wiki, "rev-parse", "HEAD") == head and clean(wiki)
+
+
+def test_unknown_lane_is_one_line(wiki):
+    result = wiki_cmd(wiki, "exp", "new", "gemma4", "nolane", "--slug", "x", "--variant", "2B/v5p-16",
+                      "--proposal", str(proposal(wiki)), check=False)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_malformed_metrics_file_names_its_line(wiki):
+    vid = new(wiki, "splash-q")["vid"]
+    metrics = wiki.parent / "metrics.json"
+    metrics.write_text('{\n  "mfu": 42.0,\n  "tps": oops\n}\n')
+    head = git(wiki, "rev-parse", "HEAD")
+    result = wiki_cmd(wiki, "exp", "file", vid, "gemma4", "tpu", "--verdict", "supported", "--metrics", str(metrics),
+                      check=False)
+    assert result.returncode == 2 and "metrics.json:3:" in result.stderr
+    assert git(wiki, "rev-parse", "HEAD") == head and clean(wiki)
+
+
+# --- exp file ------------------------------------------------------------------------------
+
+
+def _file(wiki, vid, verdict="supported", mfu="42.6", hlo=HLO, profile="Splash 19.4% of step time.\n", *extra):
+    (wiki.parent / "hlo.md").write_text(hlo)
+    (wiki.parent / "profile.md").write_text(profile)
+    args = ["exp", "file", vid, "gemma4", "tpu", "--verdict", verdict, "--metric", f"mfu={mfu}",
+            "--hlo", str(wiki.parent / "hlo.md"), "--profile", str(wiki.parent / "profile.md"), "--reason", "as measured",
+            "--json", *extra]
+    return json.loads(wiki_cmd(wiki, *args).stdout)
+
+
+def test_file_supported_moves_current_best_logs_and_appends_results(wiki):
+    vid = new(wiki, "splash-q")["vid"]
+    result = _file(wiki, vid)
+    assert result["verdict"] == "supported" and result["current_best_moved"] and result["capped"] == []
+    matrix_row = next(ln for ln in (wiki / MODEL_PAGE).read_text().splitlines() if ln.startswith("| 2B |"))
+    assert "[v048-splash-q](../experiments/gemma4_autoresearch_optimization/tpu/experiments/" in matrix_row
+    assert matrix_row.rstrip().endswith("| v048-splash-q |")
+    log = (wiki / LANE_DIR / "log.md").read_text()
+    assert "## [" in log and log.index("loop-iteration | v048-splash-q on 2B/v5p-16: supported") < log.index("v047")
+    rows = (wiki / LANE_DIR / "RESULTS.tsv").read_text().splitlines()
+    assert rows[0].split("\t")[0] == "exp_id" and rows[1].split("\t")[7] == "keep"
+    page = (wiki / result["page"]).read_text()
+    assert "status: filed" in page and "verdict: supported" in page
+    assert "| mfu | 38.9 | 42.6 | +3.7 |" in page
+    assert git(wiki, "log", "-1", "--format=%s").strip() == "exp(v048): file splash-q — supported"
+    assert clean(wiki) and lint_codes(wiki) == []
+
+
+@pytest.mark.parametrize(
+    "case,kwargs,expected",
+    [
+        ("no firing line", {"hlo": "`splash_mha_fwd` grid is (8, 32, 4).\n"}, "inconclusive"),
+        ("silent no-op", {"hlo": "Hypothesis-firing audit: SILENT NO-OP.\n"}, "inconclusive"),
+        ("within noise", {"mfu": "39.0"}, "inconclusive"),
+        ("wrong direction", {"mfu": "30.0"}, "inconclusive"),
+    ],
+)
+def test_file_caps_a_supported_claim(wiki, case, kwargs, expected):
+    vid = new(wiki, "splash-q")["vid"]
+    result = _file(wiki, vid, **kwargs)
+    assert result["verdict"] == expected and result["capped"], result
+    assert not result["current_best_moved"]
+    assert "[v046-splash-blocks]" in (wiki / MODEL_PAGE).read_text()
+    assert lint_codes(wiki) == []
+
+
+def test_a_crashed_run_is_invalid(wiki):
+    vid = new(wiki, "splash-q")["vid"]
+    result = _file(wiki, vid, "supported", "42.6", HLO, "p\n", "--exit-code", "1")
+    assert result["verdict"] == "invalid"
+    assert (wiki / LANE_DIR / "RESULTS.tsv").read_text().splitlines()[1].split("\t")[7] == "crash"
+
+
+def test_a_filed_page_is_immutable(wiki):
+    vid = new(wiki, "splash-q")["vid"]
+    _file(wiki, vid)
+    again = wiki_cmd(wiki, "exp", "file", vid, "gemma4", "tpu", "--verdict", "refuted", check=False)
+    assert again.returncode == 2 and f"wiki exp retry {vid}" in again.stderr and "immutable" in again.stderr
+
+
+def test_retry_takes_the_next_letter_and_the_same_mechanism(wiki):
+    vid = new(wiki, "splash-q")["vid"]
+    _file(wiki, vid, "refuted", "38.0")
+    first = json.loads(wiki_cmd(wiki, "exp", "retry", vid, "gemma4", "tpu", "--json").stdout)
+    second = json.loads(wiki_cmd(wiki, "exp", "retry", vid, "gemma4", "tpu", "--json").stdout)
+    assert (first["vid"], second["vid"]) == ("v048b", "v048c")
+    assert first["workload_name"] == "demo-gemma4-tpu-v048-splash-q-b"
+    text = (wiki / first["page"]).read_text()
+    assert "**Mechanism**: set block_q=1024 in the splash config (splash-q)." in text
+    assert lint_codes(wiki) == []
+
+
+# --- log add and backfill ---------------------------------------------------------------------
+
+
+def test_log_add_tiers_and_forms(wiki):
+    refused = wiki_cmd(wiki, "log", "add", "loop-iteration", "v001 on 8B: supported", check=False)
+    assert refused.returncode == 2 and "belongs in a lane log" in refused.stderr
+    wrong = wiki_cmd(wiki, "log", "add", "ingest-source", "paper", "gemma4", "tpu", check=False)
+    assert wrong.returncode == 2 and "global log" in wrong.stderr
+    wiki_cmd(wiki, "log", "add", "analyze", "splash sweep", "gemma4", "tpu", "--field", "Key result=block 2048 best")
+    head = (wiki / LANE_DIR / "log.md").read_text().split("## [2026-06-12]")[0]
+    assert "] analyze | splash sweep\n\n**Op**: analyze\n**Key result**: block 2048 best\n" in head
+    wiki_cmd(wiki, "log", "add", "ingest-source", "a paper on splash")
+    assert "] ingest-source | a paper on splash" in (wiki / "wiki/log.md").read_text()
+    assert clean(wiki) and lint_codes(wiki) == []
+
+
+def _workload(wiki, name, state, exit_code, log):
+    folder = wiki / ".wiki/lane-runs/gemma4_autoresearch_optimization/tpu" / name
+    folder.mkdir(parents=True)
+    (folder / "status.json").write_text(json.dumps({"state": state, "exit_code": exit_code}))
+    (folder / "log.txt").write_text(log)
+
+
+def test_backfill_files_finished_workloads_without_pages_once(wiki):
+    (wiki / ".gitignore").write_text(".wiki/\n")
+    git(wiki, "add", ".gitignore")
+    git(wiki, "commit", "-qm", "ignore")
+    _workload(wiki, "demo-gemma4-tpu-v090-ok-run", "succeeded", 0, "step 100 mfu 41.0\n")
+    _workload(wiki, "demo-gemma4-tpu-v091-crash", "failed", 1, "step 3\nRuntimeError: RESOURCE_EXHAUSTED: HBM OOM\n")
+    _workload(wiki, "demo-gemma4-tpu-v092-still", "running", None, "")
+    _workload(wiki, "bob-gemma4-tpu-v093-not-mine", "succeeded", 0, "")
+    result = json.loads(wiki_cmd(wiki, "backfill", "gemma4", "tpu", "--json").stdout)
+    assert [(b["vid"], b["verdict"]) for b in result["backfilled"]] == [("v090", "inconclusive"), ("v091", "invalid")]
+    crashed = (wiki / result["backfilled"][1]["page"]).read_text()
+    assert "backfilled: true" in crashed and "RESOURCE_EXHAUSTED: HBM OOM" in crashed
+    assert "**Hypothesis not recovered**" in crashed
+    log = (wiki / LANE_DIR / "log.md").read_text()
+    assert log.count("] backfill | v09") == 2
+    again = json.loads(wiki_cmd(wiki, "backfill", "gemma4", "tpu", "--json").stdout)
+    assert again["backfilled"] == [] and again["commit"] is None
+    assert clean(wiki) and lint_codes(wiki) == []
+    # Backfilled ids count as used. (A running workload with no claim is filed by backfill
+    # once it finishes; the writers never see it before, since dispatch claims first.)
+    assert new(wiki, "next")["vid"] == "v092"
+
+
+# --- killed writers ---------------------------------------------------------------------------
+
+KILLER = textwrap.dedent("""
+    import os, signal, sys
+    from wikiengine import lane_txn, cli
+    point = sys.argv[1]
+    real_apply, real_commit = lane_txn._apply, lane_txn._commit
+    def die():
+        os.kill(os.getpid(), signal.SIGKILL)
+    def apply(root, texts):
+        if point == "before-apply":
+            die()
+        if point == "mid-apply":
+            first = dict(list(texts.items())[:1])
+            real_apply(root, first)
+            die()
+        real_apply(root, texts)
+    def commit(root, paths, message):
+        if point == "before-commit":
+            die()
+        sha = real_commit(root, paths, message)
+        if point == "after-commit":
+            die()
+        return sha
+    lane_txn._apply, lane_txn._commit = apply, commit
+    raise SystemExit(cli.main(sys.argv[2:]))
+""")
+
+
+@pytest.mark.parametrize("point", ["before-apply", "mid-apply", "before-commit", "after-commit"])
+def test_row22_a_writer_killed_anywhere_is_finished_by_the_next(wiki, point):
+    argv = ["exp", "new", "gemma4", "tpu", "--slug", "killed", "--variant", "2B/v5p-16",
+            "--proposal", str(proposal(wiki, "killed")), "--track", "1"]
+    killed = subprocess.run([sys.executable, "-c", KILLER, point, *argv], cwd=wiki, capture_output=True, text=True,
+                            timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    second = new(wiki, "after", track=2)
+    assert second["recovered"] is not None or point == "after-commit"
+    assert second["vid"] == "v049"  # v048 was claimed by the killed writer, and is kept
+    stubs = git(wiki, "log", "--format=%s", "--grep=: stub").splitlines()
+    assert stubs == ["exp(v049): stub after", "exp(v048): stub killed"]
+    assert not list((Path(git(wiki, "rev-parse", "--absolute-git-dir").strip()) / "wiki-lane").glob("*.txn.json"))
+    assert clean(wiki) and lint_codes(wiki) == []
+
+
+def test_a_torn_redo_record_is_discarded(wiki):
+    from wikiengine.lane_txn import LaneLock, redo_path
+    from wikiengine.lanes import Lane
+
+    lane = Lane("gemma4_autoresearch_optimization", "tpu")
+    record = redo_path(wiki, lane)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text('{"message": "exp(v0')
+    with LaneLock(wiki, lane) as lock:
+        assert lock.recovered is None
+    assert not record.exists() and clean(wiki)
+
+
+# --- the caps, as a table -------------------------------------------------------------------------
+
+CAPS = [
+    # requested, evidence, expected
+    ("supported", {}, "inconclusive"),  # no delta
+    ("supported", {"delta": 1.0, "noise_band": 0.4}, "supported"),
+    ("supported", {"delta": 0.4, "noise_band": 0.4}, "inconclusive"),
+    ("supported", {"delta": -1.0, "noise_band": 0.4, "higher_is_better": False}, "supported"),
+    ("supported", {"delta": 1.0, "noise_band": 0.4, "higher_is_better": False}, "inconclusive"),
+    ("supported", {"delta": 1.0, "crashed": True}, "invalid"),
+    ("refuted", {"backfilled": True}, "inconclusive"),
+    ("invalid", {"backfilled": True}, "invalid"),
+    ("refuted", {"has_profile": False}, "inconclusive"),
+    ("refuted", {"has_hlo": False}, "inconclusive"),
+    ("refuted", {"firing": None}, "inconclusive"),
+    ("supported", {"delta": 5.0, "firing": "silent no-op"}, "inconclusive"),
+    ("refuted", {}, "refuted"),
+    ("inconclusive", {"crashed": True}, "invalid"),
+]
+
+
+@pytest.mark.parametrize("requested,evidence,expected", CAPS)
+def test_verdict_caps(requested, evidence, expected):
+    verdict, reasons = cap_verdict(Evidence(requested=requested, **evidence))
+    assert verdict == expected
+    assert bool(reasons) == (verdict != requested)
+
+
+def test_unknown_verdict_is_refused_before_anything_is_read(wiki):
+    result = wiki_cmd(wiki, "exp", "file", "v047", "gemma4", "tpu", "--verdict", "done", check=False)
+    assert result.returncode == 2 and "is not one of supported" in result.stderr
