@@ -103,7 +103,7 @@ def test_start_a_wiki_runs_as_pasted(tmp_path):
     """The "Start a wiki" commands, pasted into bash with `set -e`, in an empty directory."""
     block = re.search(r"```bash\n(.*?)```", section("Start a wiki"), re.S).group(1)
     wiki_bin = Path(sys.executable).with_name("wiki")
-    env = {"PATH": f"{wiki_bin.parent}:/usr/bin:/bin", "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    env = {"PATH": f"{wiki_bin.parent}:/usr/bin:/bin", "HOME": str(tmp_path), "USER": "tester", "GIT_CONFIG_NOSYSTEM": "1"}
     done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + block], cwd=tmp_path, capture_output=True, text=True,
                           env=env, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

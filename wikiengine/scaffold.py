@@ -20,8 +20,6 @@ from wikiengine.identity import MODEL_DIR_SUFFIX, model_name
 
 INIT_TEMPLATE = Path(__file__).resolve().parent / "init_template"
 DEMO_TEMPLATE = Path(__file__).resolve().parent / "demo_template"
-RESULTS_COLUMNS = ("exp_id", "date", "tps", "mfu_percent", "step_time_ms", "peak_hbm_gib", "config", "status",
-                   "description")
 GITIGNORE = (
     "# artifacts: profiles and HLO dumps stay out of git by design",
     "raw/profiles/",
@@ -91,16 +89,21 @@ def _files(table, **names: str) -> list[File]:
 
 def results_header() -> str:
     """The header of a lane's ``RESULTS.tsv`` (tab-separated, one row per run below it)."""
-    return "\t".join(RESULTS_COLUMNS) + "\n"
+    from wikiengine.results_tsv import HEADER
+
+    return HEADER
 
 
 def model_names(model: str, lane: str, today: str, variants: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
     """The names the templates of one (model, lane) use: ``gemma4`` -> its folder, MODEL_NAME, ``Gemma4``;
     the Variant matrix rows (status ``open``, nothing measured yet) and the page's ``sizes`` / ``hardwares``."""
+    from wikiengine.variant_matrix import render_matrix
+
     base = model.removesuffix(MODEL_DIR_SUFFIX)
-    rows = "".join(f"| {size} | {hardware} | open | — | — | — | — |\n" for size, hardware in variants)
+    empty = {"Status": "open", "Baseline": "—", "Current best": "—", "Open hyps": "—", "Frontier exp": "—"}
+    matrix = render_matrix([{"Size": size, "Hardware": hardware, **empty} for size, hardware in variants])
     return {"model": base, "model_dir": base + MODEL_DIR_SUFFIX, "model_name": model_name(base + MODEL_DIR_SUFFIX),
-            "Model": base[:1].upper() + base[1:], "lane": lane, "today": today, "variant_rows": rows,
+            "Model": base[:1].upper() + base[1:], "lane": lane, "today": today, "variant_matrix": matrix,
             "sizes": json.dumps(list(dict.fromkeys(s for s, _ in variants))),
             "hardwares": json.dumps(list(dict.fromkeys(h for _, h in variants)))}
 
