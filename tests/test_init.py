@@ -244,3 +244,29 @@ def test_variants_become_rows_keyed_size_slash_hardware(tmp_path):
 def test_bad_variants_are_one_line_and_exit_2(tmp_path, argv, message):
     done = wiki(tmp_path, "init", *argv)
     assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_the_lane_writers_work_on_a_fresh_init_and_it_stays_clean(tmp_path):
+    """init, then `wiki exp new` and `wiki exp file` (the lane writers) on its pages: lint stays clean."""
+    root = tmp_path / "w"
+    init(tmp_path, str(root), "--model", "gemma4", "--lane", "tpu", "--variant", "2b/v5p-8")
+    git_commit_all(root)
+    for key, value in (("user.name", "Tester"), ("user.email", "t@t.invalid")):
+        subprocess.run(["git", "config", key, value], cwd=root, check=True)
+    proposal = tmp_path / "proposal.md"
+    proposal.write_text("**Hypothesis**: remat frees HBM.\n\n**Mechanism**: save matmul outputs only.\n\n"
+                        "**Predicted signal**: +1 MFU.\n\n**Falsification criterion**: no gain beyond noise.\n")
+    (tmp_path / "profile.md").write_text("Step time 812 ms.\n")
+    (tmp_path / "hlo.md").write_text("Firing audit: confirmed.\n")
+    steps = [
+        ["exp", "new", "gemma4", "tpu", "--slug", "remat", "--variant", "2b/v5p-8", "--proposal", str(proposal)],
+        ["lint", "--no-cache"],
+        ["exp", "file", "v001", "gemma4", "tpu", "--verdict", "inconclusive", "--metric", "mfu=41.0",
+         "--profile", str(tmp_path / "profile.md"), "--hlo", str(tmp_path / "hlo.md"), "--reason", "no baseline yet"],
+        ["lint", "--no-cache"],
+    ]
+    for argv in steps:
+        done = wiki(root, *argv)
+        assert done.returncode == 0, (argv, done.stdout, done.stderr)
+    results = (root / MODEL_DIR / "tpu" / "RESULTS.tsv").read_text().splitlines()
+    assert results[0].split("\t")[0] == "exp_id" and results[1].startswith("v001")
