@@ -210,3 +210,30 @@ def test_the_readme_registration_snippet_starts_this_server():
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["wiki"] == "wikiengine.cli:main"
     assert build_parser().parse_args(servers[0]["wiki"]["args"]).handler is mcp_command.run
+
+
+def test_lane_tools_over_stdio_write_through_the_lane_writers(tmp_path):
+    root = tmp_path / "w"
+    assert subprocess.run([*WIKI, "init", str(root), "--model", "gemma4", "--lane", "tpu", "--variant", "2b/v5p-8"],
+                          capture_output=True).returncode == 0
+    for args in (["init", "-q"], ["config", "user.name", "Tester"], ["config", "user.email", "t@t.invalid"],
+                 ["add", "-A"], ["commit", "-qm", "wiki init"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    proposal = tmp_path / "proposal.md"
+    proposal.write_text("**Hypothesis**: h.\n\n**Mechanism**: m.\n\n**Predicted signal**: s.\n\n**Falsification criterion**: f.\n")
+    new = {"names": ["gemma4", "tpu"], "slug": "remat", "variant": "2b/v5p-8", "proposal": str(proposal)}
+    status, expected_dry = cli_json(root, "exp", "new", "gemma4", "tpu", "--slug", "remat", "--variant", "2b/v5p-8",
+                                    "--proposal", str(proposal), "--dry-run", "--json")
+    assert status == 0
+    _, (dry, real, log) = run_client(root, [
+        ("exp_new", {**new, "dry_run": True}),
+        ("exp_new", new),
+        ("log_add", {"op": "note", "subject": "pool checked", "names": ["gemma4", "tpu"], "dry_run": True}),
+    ])
+    assert not dry.is_error and not real.is_error, (dry.content, real.content)
+    assert dry.structured_content == expected_dry
+    stub = root / "wiki/experiments/gemma4_autoresearch_optimization/tpu/experiments"
+    assert [p.name for p in stub.iterdir()] == [Path(real.structured_content["page"]).name]
+    assert log.structured_content == cli_json(root, "log", "add", "note", "pool checked", "gemma4", "tpu",
+                                              "--dry-run", "--json")[1]
+    assert subprocess.run([*WIKI, "lint", "--no-cache"], cwd=root, capture_output=True).returncode == 0

@@ -36,12 +36,17 @@ class Tool:
     ok_exits: tuple[int, ...] = (0,)
 
 
-# One line per tool. A lane command becomes a tool by adding its line when it lands, e.g.
-# Tool("exp_new", ("exp", "new")), Tool("loop_status", ("loop", "status")), Tool("watch", ("watch",)).
+# One line per tool. A command becomes a tool by adding its line when it lands, e.g.
+# Tool("loop_status", ("loop", "status")), Tool("watch", ("watch",)).
 TOOLS = (
     Tool("resolve", ("resolve",), omit=("audit",)),
     Tool("lint", ("lint",), omit=("format", "statistics", "list_rules", "explain", "write_baseline"), ok_exits=(0, 1)),
     Tool("step", ("step",), ok_exits=(0, 3)),
+    Tool("exp_new", ("exp", "new")),
+    Tool("exp_file", ("exp", "file")),
+    Tool("exp_retry", ("exp", "retry")),
+    Tool("log_add", ("log", "add")),
+    Tool("backfill", ("backfill",)),
 )
 JSON_OPTION = "json"  # every tool's command runs with --json; the option is not an input
 
