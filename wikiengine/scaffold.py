@@ -29,9 +29,9 @@ GITIGNORE = (
     "__pycache__/",
 )
 RELAY_GITIGNORE = ("# the relay's local checkpoint store (a git repository of its own)", "store/")
-# The relay grid of a new run: the demo's tiny preset, a local store and local processes.
-RELAY_GRID = {"preset": "tiny", "max_steps": 24, "save_steps": 4, "session_steps": 8, "samples_per_step": 8,
-              "seq_len": 64, "micro_batch": 4, "seed": 1234}
+# The step grid of the `tiny` preset: `wiki demo`'s run, and a new run's starting point.
+TINY_GRID = {"max_steps": 24, "save_steps": 4, "session_steps": 8, "samples_per_step": 8, "seq_len": 64,
+             "micro_batch": 4, "seed": 1234}
 
 # (path, template) per scope; paths and texts are formatted with the scope's names.
 ROOT_FILES = (("wiki/log.md", "wiki-log.md"),)
@@ -163,7 +163,7 @@ def pre_commit_text() -> str:
 
 def relay_config(run: str) -> dict:
     """The config of a new relay run: the tiny grid, a local git store, local processes."""
-    grid = dict(RELAY_GRID)
+    grid = {"preset": "tiny", **TINY_GRID}
     slug = re.sub(r"[^A-Za-z0-9._-]", "-", run).lstrip("-._") or "run"
     return {
         **grid, "tokens_per_step": grid["samples_per_step"] * grid["seq_len"], "session_timeout_s": 600,

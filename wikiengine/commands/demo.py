@@ -10,6 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from wikiengine.scaffold import TINY_GRID
+
 HELP = "scaffold a tiny relay run in a fresh directory and run `wiki step` until it is complete"
 DESCRIPTION = """\
 Scaffold DIR (default: a new temporary directory) with a git repository, a wiki holding
@@ -24,8 +26,7 @@ DEMO_NOTE = ("\n\nThe data is the corpus shipped with the package, the checkpoin
 MAX_WAKES = 30
 POLL_S = 0.5
 DEMO_RUN = "tiny"
-DEMO_CONFIG = {"max_steps": 24, "save_steps": 4, "session_steps": 8, "samples_per_step": 8, "seq_len": 64,
-               "micro_batch": 4, "seed": 1234}
+DEMO_CONFIG = TINY_GRID
 
 
 def add_parser(subparsers) -> None:
