@@ -270,3 +270,11 @@ def test_the_lane_writers_work_on_a_fresh_init_and_it_stays_clean(tmp_path):
         assert done.returncode == 0, (argv, done.stdout, done.stderr)
     results = (root / MODEL_DIR / "tpu" / "RESULTS.tsv").read_text().splitlines()
     assert results[0].split("\t")[0] == "exp_id" and results[1].startswith("v001")
+
+
+def test_without_dir_init_adds_to_the_wiki_it_runs_in(fresh):
+    root, _ = fresh
+    out = init(root / "wiki" / "experiments", "--model", "gemma4", "--lane", "pallas2")
+    assert out["root"] == str(root)
+    assert f"{MODEL_DIR}/pallas2/program.md" in out["created"]
+    assert not (root / "wiki/experiments/wiki").exists()

@@ -1,6 +1,6 @@
 """The files a new wiki starts from, in the layout of real autoresearch wikis.
 
-:func:`plan` is pure: from what ``wiki init`` was asked for, the list of files to write
+:func:`plan` writes nothing: from what ``wiki init`` was asked for, the list of files to write
 (path and text), declared as data in :data:`LANE_FILES` and friends. :func:`apply` writes
 only those that are missing, never overwriting a byte; a ``.gitignore`` only gains the
 lines it lacks. The relay run's program comes from the demo's template
@@ -216,7 +216,7 @@ def plan(request: Request, today: dt.date, existing: set[str], *, configured: bo
         files += _files(KERNEL_FILES, kernel=kernel)
         files.append(File(f"wiki/kernel_experiments/{kernel}/pallas/RESULTS.tsv", results_header()))
         files.append(File(f"wiki/kernels/{kernel}.md",
-                          _template("model-page.md", **{**model_names(kernel, "pallas", today.isoformat())})))
+                          _template("model-page.md", **model_names(kernel, "pallas", today.isoformat()))))
         model_pages.append(f"wiki/kernels/{kernel}.md")
     if request.run is not None:
         files.append(File("wiki/runs/program.md", (DEMO_TEMPLATE / "wiki/runs/program.md").read_text(encoding="utf-8")))

@@ -30,7 +30,8 @@ again to add another model or lane. The result lints clean.
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("init", help=HELP, description=DESCRIPTION,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("directory", nargs="?", type=Path, metavar="DIR", help="the wiki repository (default: .)")
+    parser.add_argument("directory", nargs="?", type=Path, metavar="DIR",
+                        help="the wiki repository, exactly (default: the wiki the current directory lies in, else .)")
     parser.add_argument("--model", action="append", default=[], metavar="M",
                         help="a model folder wiki/experiments/<M>_autoresearch_optimization (repeatable)")
     parser.add_argument("--lane", action="append", default=[], metavar="L",
@@ -84,6 +85,18 @@ def _has_tool_wiki(root: Path) -> bool:
         return False
 
 
+def _enclosing_wiki() -> Path:
+    """Without DIR: the wiki the current directory lies in (run from wiki/experiments/ it adds to that
+    wiki rather than nesting a new one), else the current directory."""
+    from wikiengine.errors import WikiError
+    from wikiengine.targets import find_root
+
+    try:
+        return find_root()
+    except WikiError:
+        return Path.cwd().resolve()
+
+
 def run(args) -> int:
     import datetime as dt
 
@@ -91,7 +104,7 @@ def run(args) -> int:
     from wikiengine.errors import WikiError
 
     request = _request(args)
-    root = (args.directory or Path.cwd()).resolve()
+    root = args.directory.resolve() if args.directory else _enclosing_wiki()
     if root.exists() and not root.is_dir():
         raise WikiError("not a directory", root)
     root.mkdir(parents=True, exist_ok=True)
