@@ -278,3 +278,23 @@ def test_without_dir_init_adds_to_the_wiki_it_runs_in(fresh):
     assert out["root"] == str(root)
     assert f"{MODEL_DIR}/pallas2/program.md" in out["created"]
     assert not (root / "wiki/experiments/wiki").exists()
+
+
+def test_the_scaffolded_pre_commit_config_runs_wiki_lint_through_pre_commit(tmp_path):
+    """The real pre-commit framework, on the generated config: clean as scaffolded, a bad page refused."""
+    pytest.importorskip("pre_commit")
+    root = tmp_path / "w"
+    init(tmp_path, str(root), "--model", "gemma4", "--lane", "tpu", "--variant", "2b/v5p-8")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path),
+           "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    pre_commit = [sys.executable, "-m", "pre_commit", "run"]
+    clean = subprocess.run([*pre_commit, "--all-files"], cwd=root, capture_output=True, text=True, env=env, timeout=300)
+    assert clean.returncode == 0 and "wiki lint" in clean.stdout and "Passed" in clean.stdout, clean.stdout + clean.stderr
+    bad = root / MODEL_DIR / "tpu" / "2026-06-01-v001-bad.md"
+    bad.write_text("---\ntitle: bad\ntype: experiment\nstatus: done\n---\n# bad\n")
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    refused = subprocess.run(pre_commit, cwd=root, capture_output=True, text=True, env=env, timeout=300)
+    assert refused.returncode == 1 and "Failed" in refused.stdout
+    assert "2026-06-01-v001-bad.md:4:1: WK002" in refused.stdout
