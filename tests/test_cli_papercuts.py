@@ -98,3 +98,9 @@ def test_a_run_whose_store_does_not_exist_is_bad_input_not_a_bug(tmp_path):
     step = wiki(tmp_path, "step", "--dry-run")
     assert step.returncode == 2, step.stderr
     assert step.stderr.startswith("error: ") and "store" in step.stderr and "internal error" not in step.stderr
+
+
+def test_lint_json_is_format_json(repo):
+    assert wiki(repo, "lint", "--json", "--no-cache").stdout == wiki(repo, "lint", "--format", "json", "--no-cache").stdout
+    clash = wiki(repo, "lint", "--json", "--format", "sarif")
+    assert clash.returncode == 2 and clash.stderr.strip() == "error: --json and --format sarif: choose one"

@@ -154,6 +154,8 @@ def run(args) -> int:
         print(explain(args.explain), end="")
         return 0
     if args.json:
+        if args.format not in ("text", "json"):
+            raise WikiError(f"--json and --format {args.format}: choose one")
         args.format = "json"
     if args.jobs is not None and args.jobs < 1:
         raise WikiError("--jobs must be at least 1")
