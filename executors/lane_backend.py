@@ -27,6 +27,19 @@ _VID_RE = re.compile(r"-(?P<vid>v\d{3,})-(?P<slug>[a-z0-9][-a-z0-9]*?)(?:-(?P<re
 
 
 @dataclass(frozen=True)
+class LaunchSpec:
+    """What the lane mode asks a backend to run (launch is idempotent by ``name``)."""
+
+    name: str
+    vid: str
+    slug: str
+    track: int
+    argv: list[str]
+    env: dict[str, str]
+    timeout_s: float
+
+
+@dataclass(frozen=True)
 class LaneWorkload:
     name: str
     vid: str  # v012, or v012b for a retry
@@ -36,6 +49,7 @@ class LaneWorkload:
     started: str | None
     finished: str | None
     log_tail: str
+    progress_at: str | None = None  # the last progress signal (hung-run detection)
 
     @property
     def is_finished(self) -> bool:

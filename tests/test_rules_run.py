@@ -79,3 +79,20 @@ def test_run002_retrospective_names_its_lane(tmp_path, rel, keys, expected):
     write(tmp_path, {rel: retro("2026-06-09", **keys)})
     found = findings(tmp_path, "RUN002")
     assert len(found) == expected, [f.render() for f in found]
+
+
+def test_run001_finds_retrospectives_where_real_wikis_file_them(tmp_path):
+    """wiki/analyses/<date>-<model>-<lane>-retrospective.md binds by its name (or its
+    frontmatter), never by file time."""
+    from tests.rules_wiki import findings, write
+
+    log = ("# log\n\n## [2026-06-08] stop | frontier flat\n\n**Op**: stop\n\n"
+           "## [2026-06-01] start | session begin\n\n**Op**: start\n")
+    lane_log = "wiki/experiments/gemma4_autoresearch_optimization/tpu/log.md"
+    retro = "---\ntype: analysis\ncreated: 2026-06-07\n---\n# retro\n"
+    write(tmp_path, {lane_log: log, "wiki/analyses/2026-06-07-gemma4-tpu-retrospective.md": retro})
+    assert findings(tmp_path, "RUN001") == [] and findings(tmp_path, "RUN002") == []
+    other = tmp_path / "other"
+    write(other, {lane_log: log, "wiki/analyses/2026-06-07-gemma4-jax-retrospective.md": retro})
+    (found,) = findings(other, "RUN001")
+    assert "no retrospective of gemma4/tpu" in found.message

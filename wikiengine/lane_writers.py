@@ -328,10 +328,19 @@ def _planned_setup(body: str) -> str:
     return "\n".join(keep).strip()
 
 
-def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float], int | None]:
-    """Metrics from ``--metrics FILE`` (JSON) and ``--metric NAME=VALUE``; and an exit code."""
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run's metrics file says besides its metrics."""
+
+    exit_code: int | None = None
+    parity: str | None = None  # "pass" | "fail" | None (no parity check)
+
+
+def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float], RunOutcome]:
+    """Metrics from ``--metrics FILE`` (a JSON object: numbers are metrics, ``exit_code`` and
+    ``parity`` the outcome, other strings notes) and ``--metric NAME=VALUE``."""
     metrics: dict[str, float] = {}
-    exit_code = None
+    exit_code = parity = None
     if path is not None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -346,10 +355,15 @@ def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float],
         exit_code = data.pop("exit_code", None)
         if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
             raise WikiError(f"exit_code {exit_code!r} is not an integer", path)
+        parity = data.pop("parity", None)
+        if parity not in (None, "pass", "fail"):
+            raise WikiError(f"parity {parity!r} is not 'pass' or 'fail'", path)
         values = data.get("metrics", data)
         if not isinstance(values, dict):
             raise WikiError("'metrics' must be an object of name: number", path)
         for name, value in values.items():
+            if isinstance(value, str):
+                continue  # a note (an op digest, a status word): not a metric
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
                 raise WikiError(f"metric {name!r} is {value!r}, not a finite number", path)
             metrics[str(name)] = float(value)
@@ -362,7 +376,7 @@ def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float],
         if not eq or not name.strip() or number is None or number != number or abs(number) == float("inf"):
             raise WikiError(f"--metric {pair!r} is not NAME=NUMBER")
         metrics[name.strip()] = number
-    return metrics, exit_code
+    return metrics, RunOutcome(exit_code, parity)
 
 
 def _read_text_file(path: Path | None, what: str) -> str | None:
@@ -406,8 +420,8 @@ def _rel_link(from_rel: str, to_rel: str) -> str:
     return posixpath.relpath(to_rel, posixpath.dirname(from_rel))
 
 
-def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: dict[str, float], exit_code: int | None,
-                    profile_path: Path | None, hlo_path: Path | None, reason: str | None, dry_run: bool = False,
+def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: dict[str, float],
+                    outcome: RunOutcome = RunOutcome(), profile_path: Path | None, hlo_path: Path | None, reason: str | None, dry_run: bool = False,
                     date: str | None = None) -> dict:
     """`wiki exp file`: Results, Profile, HLO Dump and Verdict (capped), the status flip, the
     model page's row, the lane log, RESULTS.tsv, the hypothesis page and the journal: one commit."""
@@ -433,9 +447,10 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         value = metrics.get(metric)
         delta = value - baseline if value is not None and baseline is not None else None
         firing_match = ex.FIRING_AUDIT_RE.search(hlo or "")
+        exit_code = outcome.exit_code
         crashed = exit_code not in (None, 0)
         filed, caps = cap_verdict(Evidence(
-            requested=verdict, crashed=crashed, backfilled=target.frontmatter.get("backfilled") is True,
+            requested=verdict, crashed=crashed, parity_failed=outcome.parity == "fail", backfilled=target.frontmatter.get("backfilled") is True,
             has_profile=bool(profile and profile.strip()), has_hlo=bool(hlo and hlo.strip()),
             firing=firing_match.group(1).lower() if firing_match else None,
             delta=delta, noise_band=band, higher_is_better=settings.higher_is_better,
@@ -461,6 +476,8 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
             updates[metric] = metrics[metric]
         if exit_code is not None:
             updates["exit_code"] = exit_code
+        if outcome.parity is not None:
+            updates["parity"] = outcome.parity
         page = page.with_frontmatter(updates)
         txn.write(target.rel, page.to_text())
         moved = filed == "supported" and value is not None and is_better(value, frontier, settings.higher_is_better)

@@ -3,7 +3,7 @@
 The agent asks for a verdict; :func:`cap_verdict` returns the strongest verdict the
 evidence allows and why anything was capped:
 
-- a crashed run is ``invalid``;
+- a crashed run, or one whose parity check failed (it broke numerics), is ``invalid``;
 - a backfilled page is ``invalid`` or ``inconclusive`` (no analyzer ran);
 - no Profile, no HLO Dump, or no hypothesis-firing audit line caps at ``inconclusive``
   (a run that never executed needs no Profile, but then it can only be ``invalid``);
@@ -25,6 +25,7 @@ STRONG = ("supported", "refuted")
 class Evidence:
     requested: str
     crashed: bool = False
+    parity_failed: bool = False  # the run's numerics differ from the reference beyond tolerance
     backfilled: bool = False
     has_profile: bool = True
     has_hlo: bool = True
@@ -48,6 +49,8 @@ def cap_verdict(evidence: Evidence) -> tuple[str, list[str]]:
 
     if evidence.crashed:
         cap("invalid", "the run crashed")
+    if evidence.parity_failed:
+        cap("invalid", "the parity check failed: the change broke numerics")
     if evidence.backfilled:
         cap("inconclusive", "a backfilled page had no analyzer")
     if not evidence.has_profile:

@@ -83,11 +83,13 @@ def run(args) -> int:
         text = f"{result['vid']}: stub {result['page']}\nworkload: {result['workload_name']}\n" + "".join(
             f"{k}: {v}\n" for k, v in result["artifacts"].items())
     elif args.verb == "file":
-        metrics, exit_code = lane_writers.read_metrics(args.metrics, args.metric)
+        import dataclasses
+
+        metrics, outcome = lane_writers.read_metrics(args.metrics, args.metric)
         if args.exit_code is not None:
-            exit_code = args.exit_code
+            outcome = dataclasses.replace(outcome, exit_code=args.exit_code)
         result = lane_writers.file_experiment(root, lane, args.vid, verdict=args.verdict, metrics=metrics,
-                                              exit_code=exit_code, profile_path=args.profile, hlo_path=args.hlo,
+                                              outcome=outcome, profile_path=args.profile, hlo_path=args.hlo,
                                               reason=args.reason, dry_run=args.dry_run)
         text = f"{result['vid']}: filed {result['verdict']} ({result['page']})\n" + "".join(
             f"  {c}\n" for c in result["capped"]) + ("Current best moved\n" if result["current_best_moved"] else "")

@@ -8,9 +8,14 @@ from pathlib import Path
 
 from wikiengine.targets import ROOT_HELP
 
-HELP = "one wake of the relay run: check the store, decide, act, write memory, commit"
+HELP = "one wake of what memory/STATE.md names: a relay run, or a lane session"
 DESCRIPTION = """\
-One turn of the loop for the run named in memory/STATE.md: lock, check (read only),
+One turn of the loop for what memory/STATE.md names. A lane session (mode: lane,
+started by `wiki loop start`): backfill, re-ground, and for each track process a
+finished run, skip one in flight, dispatch a ready stub, kill a hung one, or say what
+judgement the agent owes (JSON "needs"); then the next wake (120..600 s).
+
+A relay run: lock, check (read only),
 decide (running, launch session k+1, finish, park, or an emergency that blocks the run),
 act through the run's store and compute backends, write memory, commit it, print a
 summary. Acts are idempotent: a wake re-run after a crash launches at most once.
@@ -32,14 +37,14 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from wikiengine import targets
-    from wikiengine.relay.step import run_step
+    from wikiengine.step_engine import run_step
 
     root = targets.repository_root(args.root)
     result = run_step(root, dry_run=args.dry_run)
     if args.json:
         print(json.dumps(result.as_json(), indent=2))
     else:
-        print(format_result(result))
+        print(result.text() if hasattr(result, "text") else format_result(result))
     return result.exit_code
 
 

@@ -9,7 +9,8 @@ program            any ``program.md`` under ``wiki/``
 log                any ``log.md`` under ``wiki/`` (``wiki/log.md`` is the global tier)
 model              ``wiki/models/<model>-<lane>.md``
 hypothesis         ``wiki/hypotheses/<slug>.md``
-retrospective      ``wiki/retrospectives/<page>.md`` or ``<lane>/retrospectives/<page>.md``
+retrospective      ``wiki/retrospectives/<page>.md``, ``<lane>/retrospectives/<page>.md`` or
+                   ``wiki/analyses/<YYYY-MM-DD>-<model>-<lane>-retrospective[-N].md``
 cluster            ``.env/<cluster>.md``
 memory-state       ``memory/STATE.md`` (likewise memory-quota, memory-assets, memory-errors)
 page               any other markdown page under ``wiki/`` or ``memory/``
@@ -32,7 +33,10 @@ MEMORY_KINDS = {
 _EXPERIMENT_RE = re.compile(
     r"wiki/experiments/(?P<model>[^/]+" + MODEL_DIR_SUFFIX + r")/(?P<lane>[^/]+)/(?:experiments/)?(?P<name>[^/]+\.md)"
 )
-_RETRO_RE = re.compile(r"wiki/(?:.+/)?retrospectives/[^/]+\.md")
+_RETRO_RE = re.compile(
+    r"wiki/(?:.+/)?retrospectives/[^/]+\.md"
+    r"|wiki/analyses/\d{4}-\d{2}-\d{2}-[a-z0-9][a-z0-9_-]*-retrospective(?:-\d+)?\.md"
+)
 
 
 def kind_of(rel: str) -> str:

@@ -38,6 +38,8 @@ REGISTRY: dict[str, str] = {
     "MOD003": "wikiengine.rules.model_page:ModelPageSections",
     "RUN001": "wikiengine.rules.run_retrospective:StopNeedsRetrospective",
     "RUN002": "wikiengine.rules.run_retrospective:RetrospectiveNamesLane",
+    "RUN003": "wikiengine.rules.lane_stop:StopHasFinalAudit",
+    "RUN004": "wikiengine.rules.lane_stop:IterationAfterStop",
     "WKL001": "wikiengine.rules.workload_name:WorkloadName",
     "WK002": "wikiengine.rules.frontmatter_schema:FrontmatterSchema",
     "WK003": "wikiengine.rules.portable_path:PortablePath",

@@ -49,10 +49,12 @@ class FrontmatterSchema(Rule):
 
         cache_dir = ctx.cache.directory if ctx.cache is not None and ctx.cache.persist else None
         names = set(schema_names())
-        self._validators = {kind: compiled(kind, cache_dir) for kind in ALL_KINDS if kind in names}
+        wanted = [name for name in (*ALL_KINDS, LANE_STATE_SCHEMA) if name in names]
+        self._validators = {name: compiled(name, cache_dir) for name in wanted}
 
     def check_page(self, info, ctx):
-        validate = self._validators.get(info.kind)
+        schema = schema_name(info)
+        validate = self._validators.get(schema)
         if validate is None:
             return
         page = info.page
@@ -66,9 +68,20 @@ class FrontmatterSchema(Rule):
 
         first_line = 2 if page.has_frontmatter else 1
         lines = key_lines(page.frontmatter_text, first_line) if page.has_frontmatter else {}
-        found = issues(page.frontmatter, info.kind, lines)
+        found = issues(page.frontmatter, schema, lines)
         if not found:  # the two validators disagree: report the fast one's words
-            yield self.finding(info.rel, 1, f"frontmatter: {first} [schema {info.kind}]")
+            yield self.finding(info.rel, 1, f"frontmatter: {first} [schema {schema}]")
             return
         for issue in found:
-            yield self.finding(info.rel, issue.line or 1, f"frontmatter {issue.where()}: {issue.message} [schema {info.kind}]")
+            yield self.finding(info.rel, issue.line or 1, f"frontmatter {issue.where()}: {issue.message} [schema {schema}]")
+
+
+LANE_STATE_SCHEMA = "memory-lane-state"
+
+
+def schema_name(info) -> str:
+    """The schema of a page: its kind's, except that a STATE.md pointing at a lane session
+    (``mode: lane``) has the lane state's."""
+    if info.kind == "memory-state" and info.page is not None and info.page.frontmatter.get("mode") == "lane":
+        return LANE_STATE_SCHEMA
+    return info.kind

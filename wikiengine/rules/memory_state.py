@@ -14,6 +14,8 @@ class StateValid(Rule):
     Checks `memory/STATE.md`: its frontmatter validates against
     `schema/memory-state.schema.json` (run, status, steps, next check, blocker, and the
     park fields when parked), and `run` names a run that exists, `wiki/runs/<run>/`.
+    A lane session's state (`mode: lane`, written by `wiki loop start`) validates against
+    `schema/memory-lane-state.schema.json` instead, and its `lane` must exist.
 
     ## Why is this bad?
     `wiki step` reads STATE.md first at every wake, and it overrides the programs. A
@@ -41,6 +43,9 @@ class StateValid(Rule):
         text = memory_text(ctx, STATE)
         if text is None:
             return
+        if _is_lane_state(text):
+            yield from self._check_lane(ctx, text)
+            return
         try:
             state, _ = memory.parse_state(text, STATE)
         except WikiError as err:
@@ -48,3 +53,26 @@ class StateValid(Rule):
             return
         if not (ctx.root / "wiki" / "runs" / state.run).is_dir():
             yield self.finding(STATE, key_line(ctx.info(STATE), "run"), f"run {state.run!r} does not exist: no wiki/runs/{state.run}/")
+
+    def _check_lane(self, ctx, text):
+        from wikiengine.lane_session import lane_state_from
+        from wikiengine.page import parse_page
+        from wikiengine.yamlio import key_lines
+
+        try:
+            page = parse_page(text, STATE)
+            state = lane_state_from(page.frontmatter, STATE, key_lines(page.frontmatter_text, 2))
+        except WikiError as err:
+            yield self.finding(STATE, err.line or 1, err.message)
+            return
+        if not (ctx.root / state.lane_ref.dir).is_dir():
+            yield self.finding(STATE, key_line(ctx.info(STATE), "lane"),
+                               f"lane {state.lane!r} does not exist: no {state.lane_ref.dir}/")
+
+
+def _is_lane_state(text: str) -> bool:
+    """Does STATE.md point at a lane session (``mode: lane``) rather than a relay run?"""
+    import re
+
+    head = text.split("\n---", 1)[0]
+    return re.search(r"(?m)^mode:\s*['\"]?lane['\"]?\s*$", head) is not None

@@ -7,7 +7,7 @@ from wikiengine.lint.kinds import log_lane
 from wikiengine.lint.rule import Rule
 from wikiengine.rules._experiments import key_line
 from wikiengine.rules._logs import log_entries
-from wikiengine.rules._retrospectives import path_lane, retrospectives
+from wikiengine.rules._retrospectives import name_lane, path_lane, retrospectives
 
 
 class StopNeedsRetrospective(Rule):
@@ -17,8 +17,11 @@ class StopNeedsRetrospective(Rule):
     last `start` entry before the stop, and no later than the stop itself. A
     retrospective of another lane, or one from an earlier session, does not count.
 
-    Retrospectives are found in `wiki/retrospectives/` (lane from frontmatter `model`
-    and `lane`) and in `<lane>/retrospectives/`; their date is frontmatter `created`.
+    Retrospectives are found where real wikis file them,
+    `wiki/analyses/<YYYY-MM-DD>-<model>-<lane>-retrospective[-N].md` (lane from frontmatter
+    `model` and `lane`, else from the name), in `wiki/retrospectives/` (frontmatter) and
+    in `<lane>/retrospectives/` (the path); their date is frontmatter `created`, else the
+    name's date, never the file's time.
 
     ## Why is this bad?
     A session that stops without a retrospective throws away what it learned, and is
@@ -67,8 +70,9 @@ class StopNeedsRetrospective(Rule):
 class RetrospectiveNamesLane(Rule):
     """## What it does
     Checks that a retrospective says which lane it is about: one in `wiki/retrospectives/`
-    needs frontmatter `model` and `lane`; one in `<lane>/retrospectives/` takes its lane
-    from the path, and any `model` or `lane` it declares must agree with the path.
+    needs frontmatter `model` and `lane`; one in `wiki/analyses/` has them in frontmatter or
+    in its name (`<date>-<model>-<lane>-retrospective.md`); one in `<lane>/retrospectives/`
+    takes its lane from the path, and any `model` or `lane` it declares must agree with it.
 
     ## Why is this bad?
     RUN001 counts only a retrospective of the stopping lane; one that names no lane (or
@@ -93,7 +97,7 @@ class RetrospectiveNamesLane(Rule):
         declared_model, declared_lane = fm.get("model"), fm.get("lane")
         from_path = path_lane(info.rel)
         if from_path is None:
-            if not (isinstance(declared_model, str) and isinstance(declared_lane, str)):
+            if not (isinstance(declared_model, str) and isinstance(declared_lane, str)) and name_lane(info.rel) is None:
                 yield self.finding(info.rel, 1, "retrospective names no lane: add frontmatter 'model' and 'lane'")
             return
         if isinstance(declared_model, str) and model_name(declared_model) != from_path[0]:

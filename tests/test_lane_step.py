@@ -1,0 +1,241 @@
+"""`wiki step` in lane mode (issue 10): the per-track decision table, and wakes driven
+against an in-memory lane backend that keeps the protocol's contract (launch adopts by
+name; a listing that cannot be read raises ComputeUnavailableError)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from executors.compute import ComputeUnavailableError
+from executors.lane_backend import LaneWorkload
+from tests.test_lane_writers import HLO, git, proposal, wiki  # noqa: F401 - the fixture
+from wikiengine import lane_writers as lw
+from wikiengine.lane_decide import LaneLimits, TrackView, decide_track, next_wake_s
+from wikiengine.lane_mode import wake
+from wikiengine.lane_start import NoFreeClusters, start_session
+from wikiengine.lanes import Lane
+from wikiengine.lint.runner import lint
+
+NOW = 1_800_000_000.0
+LIMITS = LaneLimits(hung_after_s=600, ceiling_s=3600, wake_interval_s=600)
+LANE = Lane("gemma4_autoresearch_optimization", "tpu")
+
+TABLE = [
+    # view, expected decision
+    (TrackView(1, backend_state="unknown", vid="v048", page_state="open", dispatched=True), "wait"),
+    (TrackView(1), "need_hypothesis"),
+    (TrackView(1, vid="v048", page_state="filed", dispatched=True, processed=True), "need_hypothesis"),
+    (TrackView(1, vid="v048", page_state="missing"), "need_hypothesis"),
+    (TrackView(1, vid="v048", page_state="open"), "dispatch"),
+    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state=None), "dispatch"),
+    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="running", started_at=NOW - 60,
+               progress_at=NOW - 30), "skip"),
+    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="running", started_at=NOW - 900,
+               progress_at=NOW - 700), "kill"),
+    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="running", started_at=NOW - 4000,
+               progress_at=NOW - 5), "kill"),
+    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="succeeded"), "process"),
+    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="failed"), "process"),
+    (TrackView(1, vid="v048", page_state="open", dispatched=True, killed=True, backend_state=None), "process"),
+    (TrackView(1, vid="v048", page_state="open", dispatched=True, processed=True, backend_state="succeeded"),
+     "need_verdict"),
+]
+
+
+@pytest.mark.parametrize("view,expected", TABLE)
+def test_track_decision_table(view, expected):
+    assert decide_track(view, NOW, LIMITS).kind == expected
+
+
+def test_next_wake_is_clamped_to_the_seed_window():
+    fast = [decide_track(TrackView(1, vid="v048", page_state="open"), NOW, LIMITS)]
+    idle = [decide_track(TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="running",
+                                   started_at=NOW, progress_at=NOW), NOW, LIMITS)]
+    assert next_wake_s(fast, LIMITS) == 120
+    assert next_wake_s(idle, LIMITS) == 600
+    assert next_wake_s(idle, dataclasses.replace(LIMITS, wake_interval_s=5000)) == 600
+    assert next_wake_s(idle, dataclasses.replace(LIMITS, wake_interval_s=10)) == 120
+
+
+class MemoryBackend:
+    """A lane backend in memory: launch is idempotent by name; ``down`` makes it unknown."""
+
+    def __init__(self, artifacts_dir: Path):
+        self.runs: dict[str, LaneWorkload] = {}
+        self.launches: list[str] = []
+        self.down = False
+        self.lose_answer = False
+        self.dir = artifacts_dir
+
+    def list_workloads(self, prefix):
+        if self.down:
+            raise ComputeUnavailableError("fake backend down")
+        return [w for w in self.runs.values() if w.name.startswith(prefix + "-")]
+
+    def launch(self, spec):
+        if spec.name not in self.runs:
+            self.launches.append(spec.name)
+            now = dt.datetime.now(dt.timezone.utc).isoformat()
+            self.runs[spec.name] = LaneWorkload(spec.name, spec.vid, spec.slug, "running", None, now, None, "", now)
+        if self.lose_answer:
+            raise ComputeUnavailableError("answer lost")
+        return self.runs[spec.name]
+
+    def finish(self, name, exit_code=0, metrics=None):
+        folder = self.dir / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "metrics.json").write_text(json.dumps({"mfu": 42.9, "parity": "pass", **(metrics or {})}))
+        (folder / "profile.md").write_text("splash 19% of step\n")
+        (folder / "hlo.md").write_text(HLO)
+        self.runs[name] = dataclasses.replace(self.runs[name], state="succeeded" if exit_code == 0 else "failed",
+                                              exit_code=exit_code)
+
+    def artifacts(self, name):
+        folder = self.dir / name
+        return {"metrics": str(folder / "metrics.json"), "profile": str(folder / "profile.md"),
+                "hlo": str(folder / "hlo.md")}
+
+    def delete(self, name):
+        self.runs.pop(name, None)
+
+    def logs(self, name, tail=200):
+        return ""
+
+
+@pytest.fixture()
+def lane_wiki(wiki):  # noqa: F811 - the fixture imported above
+    program = wiki / LANE.program
+    program.write_text(program.read_text().replace("wake_interval_s: 600\n", 'wake_interval_s: 600\n'
+                                                   'launch_cmd: "python -m bench --config {config} --frontier {frontier}"\n'))
+    (wiki / ".gitignore").write_text(".wiki/\n")
+    git(wiki, "add", "-A")
+    git(wiki, "commit", "-qm", "lane launch_cmd")
+    return wiki
+
+
+def _clean(root):
+    return git(root, "status", "--porcelain", "--", "wiki", "memory") == ""
+
+
+def test_a_session_runs_new_dispatch_process_file(lane_wiki, tmp_path):
+    root = lane_wiki
+    backend = MemoryBackend(tmp_path / "art")
+    started = start_session(root, LANE, parallelism="2", backend="local", first="splash q blocks")
+    assert [s["name"] for s in started["pool"]] == ["local-1", "local-2"]
+    log = (root / LANE.log).read_text()
+    assert "] start | wiki loop start session begin\n\n**Op**: start\n**Cluster pool**: local-1, local-2\n" in log
+    first = wake(root, backend=backend)
+    assert [d["decision"] for d in first.decisions] == ["need_hypothesis", "need_hypothesis"]
+    assert [n["kind"] for n in first.needs] == ["hypothesis", "hypothesis"]
+    assert 120 <= first.next_wake_s <= 600
+    for track in (1, 2):
+        lw.new_experiment(root, LANE, slug=f"t{track}", variant="2B/v5p-16", proposal_path=proposal(root, f"t{track}"),
+                          track=track)
+    second = wake(root, backend=backend)
+    assert [d["decision"] for d in second.decisions] == ["dispatch", "dispatch"]
+    assert sorted(backend.launches) == ["demo-gemma4-tpu-v048-t1", "demo-gemma4-tpu-v049-t2"]
+    third = wake(root, backend=backend)
+    assert [d["decision"] for d in third.decisions] == ["skip", "skip"] and len(backend.launches) == 2
+    backend.finish("demo-gemma4-tpu-v048-t1")
+    fourth = wake(root, backend=backend)
+    assert [d["decision"] for d in fourth.decisions] == ["process", "skip"]
+    (need,) = [n for n in fourth.needs if n["kind"] == "verdict"]
+    assert need["vid"] == "v048" and need["inputs"]["metrics"]["mfu"] == 42.9 and need["inputs"]["baseline"] == 38.9
+    page = (root / lw.find_page(root, LANE, "v048").rel).read_text()
+    assert "**Command that ran**: `python -m bench --config" in page and "| mfu | 38.9 | 42.9 |" in page
+    arts = need["inputs"]["artifacts"]
+    metrics, outcome = lw.read_metrics(Path(arts["metrics"]), [])
+    lw.file_experiment(root, LANE, "v048", verdict="supported", metrics=metrics, outcome=outcome,
+                       profile_path=Path(arts["profile"]), hlo_path=Path(arts["hlo"]), reason="signal seen")
+    fifth = wake(root, backend=backend)
+    assert [d["decision"] for d in fifth.decisions] == ["need_hypothesis", "skip"]
+    assert fifth.reground["last_verdicts"][-1]["vid"] == "v048"
+    assert _clean(root)
+    assert [f.render() for f in lint(root, base=None, use_cache=False).findings] == []
+
+
+def test_a_lost_launch_answer_is_adopted_not_doubled(lane_wiki, tmp_path):
+    root = lane_wiki
+    backend = MemoryBackend(tmp_path / "art")
+    start_session(root, LANE, parallelism="1")
+    lw.new_experiment(root, LANE, slug="lost", variant="2B/v5p-16", proposal_path=proposal(root, "lost"), track=1)
+    backend.lose_answer = True
+    wake(root, backend=backend)
+    backend.lose_answer = False
+    again = wake(root, backend=backend)
+    assert [d["decision"] for d in again.decisions] == ["skip"]
+    assert backend.launches == ["demo-gemma4-tpu-v048-lost"]
+    dispatches = [json.loads(ln) for ln in (root / LANE.journal).read_text().splitlines()
+                  if json.loads(ln)["op"] == "dispatch"]
+    assert len(dispatches) == 1
+
+
+def test_unknown_backend_waits_and_dispatches_nothing(lane_wiki, tmp_path):
+    root = lane_wiki
+    backend = MemoryBackend(tmp_path / "art")
+    start_session(root, LANE, parallelism="1")
+    lw.new_experiment(root, LANE, slug="x", variant="2B/v5p-16", proposal_path=proposal(root, "x"), track=1)
+    backend.down = True
+    result = wake(root, backend=backend)
+    assert [d["decision"] for d in result.decisions] == ["wait"] and backend.launches == []
+    assert any("cannot be read" in d for d in result.disagreements)
+
+
+def test_a_hung_run_is_killed_then_processed_as_crashed(lane_wiki, tmp_path):
+    root = lane_wiki
+    backend = MemoryBackend(tmp_path / "art")
+    start_session(root, LANE, parallelism="1")
+    lw.new_experiment(root, LANE, slug="hung", variant="2B/v5p-16", proposal_path=proposal(root, "hung"), track=1)
+    wake(root, backend=backend)
+    later = lambda: dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)  # noqa: E731 - past hung_after_s (1800 s)
+    killed = wake(root, backend=backend, clock=later)
+    assert [d["decision"] for d in killed.decisions] == ["kill"] and backend.runs == {}
+    after = wake(root, backend=backend, clock=later)
+    assert [d["decision"] for d in after.decisions] == ["process"]
+    (need,) = after.needs
+    assert need["kind"] == "verdict" and any("no Profile" in c for c in need["inputs"]["caps"])
+
+
+def test_a_workload_with_no_stub_is_reported(lane_wiki, tmp_path):
+    root = lane_wiki
+    backend = MemoryBackend(tmp_path / "art")
+    start_session(root, LANE, parallelism="1")
+    backend.runs["demo-gemma4-tpu-v070-rogue"] = LaneWorkload("demo-gemma4-tpu-v070-rogue", "v070", "rogue", "running",
+                                                              None, None, None, "")
+    result = wake(root, backend=backend)
+    assert any("demo-gemma4-tpu-v070-rogue is on the backend with no stub" in d for d in result.disagreements)
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"backend": "slurm"}, "is not local or gke"),
+        ({"parallelism": "many"}, "is not a number or 'all'"),
+        ({"parallelism": "0"}, "at least 1"),
+    ],
+)
+def test_bad_session_configuration_writes_nothing(lane_wiki, kwargs, message):
+    from wikiengine.errors import WikiError
+
+    head = git(lane_wiki, "rev-parse", "HEAD")
+    with pytest.raises(WikiError, match=message):
+        start_session(lane_wiki, LANE, **kwargs)
+    assert git(lane_wiki, "rev-parse", "HEAD") == head and _clean(lane_wiki)
+
+
+def test_a_lane_with_no_program_is_refused(lane_wiki):
+    result = subprocess.run([sys.executable, "-m", "wikiengine", "loop", "start", "gemma4", "jax", "--yes"],
+                            cwd=lane_wiki, capture_output=True, text=True)
+    assert "no launch_cmd" in result.stderr or "no program" in result.stderr
+    assert result.returncode == 2
+
+
+def test_no_free_cluster_is_exit_1_class():
+    assert NoFreeClusters("x").exit_code == 1

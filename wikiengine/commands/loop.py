@@ -1,0 +1,83 @@
+"""`wiki loop start|status`: begin an autoresearch lane session; show it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HELP = "start a lane session (seed Steps 1-9b) or show it"
+DESCRIPTION = """\
+  wiki loop start MODEL LANE [--parallelism N|all] [--backend local|gke]
+                  [--tpu GEN --topology T] [--first TEXT] [--yes] [--json]
+      select the pool (local: N slots; gke: free clusters of .env/ by occupancy),
+      record the session constants (USER_PREFIX, MODEL_NAME, LANE, the tracks) in
+      the lane journal, delete a leftover .stop-authorized, write the start marker at
+      the top of the lane log, point memory/STATE.md at the session, commit.
+      Zero free clusters: exit 1 with each candidate's attribution, nothing written.
+  wiki loop status [--json]
+      the picture a wake sees (tracks, decisions, what is owed), read only.
+
+Then run `wiki step` at each wake: it drives the session memory/STATE.md names.
+"""
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("loop", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    start = verbs.add_parser("start", help="start a session on a lane")
+    start.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
+    start.add_argument("--parallelism", "-n", default="1", metavar="N|all", help="tracks (default 1)")
+    start.add_argument("--backend", default="local", help="local (processes here) or gke (JobSets on free clusters)")
+    start.add_argument("--tpu", metavar="GEN", help="TPU generation (gke)")
+    start.add_argument("--topology", metavar="T", help="slice topology (gke)")
+    start.add_argument("--first", metavar="TEXT", help="the first-pick hypothesis, for the start marker")
+    start.add_argument("--yes", action="store_true", help="start without asking (agents, scripts)")
+    status = verbs.add_parser("status", help="the session as a wake sees it; writes nothing")
+    for sub in (start, status):
+        sub.add_argument("--json", action="store_true", help="print one JSON object")
+        sub.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    start.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
+    parser.set_defaults(handler=run, parser=parser)
+
+
+def run(args) -> int:
+    from wikiengine import lane_writers
+    from wikiengine.errors import WikiError
+    from wikiengine.targets import find_root
+
+    if not args.verb:
+        args.parser.print_help()
+        return 2
+    root = find_root(args.root)
+    if args.verb == "status":
+        from wikiengine.lane_mode import wake
+        from wikiengine.lane_session import state_mode
+
+        if state_mode(root) != "lane":
+            raise WikiError("memory/STATE.md does not point at a lane session: wiki loop start MODEL LANE")
+        result = wake(root, dry_run=True)
+        print(json.dumps(result.as_json(), indent=2) if args.json else result.text())
+        return 0
+    from wikiengine.lane_start import start_session
+
+    lane = lane_writers.lane_for(root, args.names)
+    if not args.yes and not args.dry_run:
+        if not sys.stdin.isatty():
+            raise WikiError("wiki loop start asks before it starts a session: pass --yes (or run it in a terminal)")
+        answer = input(f"Start a session on {lane.model_prefix}/{lane.name} with --parallelism {args.parallelism} "
+                       f"on {args.backend}? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("not started")
+            return 1
+    result = start_session(root, lane, parallelism=args.parallelism, backend=args.backend, tpu=args.tpu,
+                           topology=args.topology, first=args.first, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(f"session {result['session']} on {result['lane']}: {len(result['pool'])} track(s): "
+              + ", ".join(s["name"] for s in result["pool"]))
+        print("run `wiki step` at each wake")
+    return 0
