@@ -88,7 +88,7 @@ def test_programs_carry_the_standard_sections_and_resolve(fresh):
     origins = {s["title"]: s["level"] for s in resolved["sections"]}
     assert origins == {
         "Inheritance model": "root", "Concurrency model": "root", "Setup": "lane", "Workload naming": "root",
-        "Branching model": "model", "The experiment loop": "root", "Config": "root", "The goal": "model",
+        "Branching model": "model", "The experiment loop": "root", "Config": "lane", "The goal": "model",
         "Gemma4-specific CAN additions": "model", "Operational env vars": "lane", "Kernels available": "lane",
     }
     assert next(s for s in resolved["sections"] if s["title"] == "Gemma4-specific CAN additions")["additive"]

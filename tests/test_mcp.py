@@ -237,3 +237,22 @@ def test_lane_tools_over_stdio_write_through_the_lane_writers(tmp_path):
     assert log.structured_content == cli_json(root, "log", "add", "note", "pool checked", "gemma4", "tpu",
                                               "--dry-run", "--json")[1]
     assert subprocess.run([*WIKI, "lint", "--no-cache"], cwd=root, capture_output=True).returncode == 0
+
+
+def test_loop_status_tool_on_a_lane_session_started_on_a_fresh_init(tmp_path):
+    root = tmp_path / "w"
+    assert subprocess.run([*WIKI, "init", str(root), "--model", "gemma4", "--lane", "tpu", "--variant", "2b/v5p-8"],
+                          capture_output=True).returncode == 0
+    program = root / "wiki/experiments/gemma4_autoresearch_optimization/tpu/program.md"
+    program.write_text(program.read_text().replace('# launch_cmd: "python -m train', 'launch_cmd: "python3 -m train'))
+    for args in (["init", "-q"], ["config", "user.name", "Tester"], ["config", "user.email", "t@t.invalid"],
+                 ["add", "-A"], ["commit", "-qm", "wiki init"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    started = subprocess.run([*WIKI, "loop", "start", "gemma4", "tpu", "--backend", "local", "--yes"], cwd=root,
+                             capture_output=True, text=True)
+    assert started.returncode == 0, started.stderr
+    _, (status,) = run_client(root, [("loop_status", {})])
+    assert not status.is_error, status.content
+    expected = cli_json(root, "loop", "status", "--json")[1]
+    assert status.structured_content["tracks"] == expected["tracks"]
+    assert status.structured_content["needs"][0]["kind"] == "hypothesis"

@@ -37,7 +37,7 @@ class Tool:
 
 
 # One line per tool. A command becomes a tool by adding its line when it lands, e.g.
-# Tool("loop_status", ("loop", "status")), Tool("watch", ("watch",)).
+# Tool("watch", ("watch",)). (`loop start` asks a person first, so it is no tool.)
 TOOLS = (
     Tool("resolve", ("resolve",), omit=("audit",)),
     Tool("lint", ("lint",), omit=("format", "statistics", "list_rules", "explain", "write_baseline"), ok_exits=(0, 1)),
@@ -47,6 +47,7 @@ TOOLS = (
     Tool("exp_retry", ("exp", "retry")),
     Tool("log_add", ("log", "add")),
     Tool("backfill", ("backfill",)),
+    Tool("loop_status", ("loop", "status")),
 )
 JSON_OPTION = "json"  # every tool's command runs with --json; the option is not an input
 
