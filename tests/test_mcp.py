@@ -256,3 +256,18 @@ def test_loop_status_tool_on_a_lane_session_started_on_a_fresh_init(tmp_path):
     expected = cli_json(root, "loop", "status", "--json")[1]
     assert status.structured_content["tracks"] == expected["tracks"]
     assert status.structured_content["needs"][0]["kind"] == "hypothesis"
+
+
+def test_the_server_introduces_itself_with_its_instructions(tmp_path):
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def session():
+        params = StdioServerParameters(command=sys.executable, args=["-m", "wikiengine", "mcp"], cwd=str(tmp_path))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as client:
+                return await client.initialize()
+
+    result = anyio.run(session)
+    assert result.server_info.name == "wiki"
+    assert result.instructions == mcp_command.INSTRUCTIONS

@@ -49,6 +49,11 @@ TOOLS = (
     Tool("backfill", ("backfill",)),
     Tool("loop_status", ("loop", "status")),
 )
+INSTRUCTIONS = (
+    "Each tool runs one `wiki` command with --json in this server's working directory (or in `root`) and "
+    "returns the command's JSON; _meta.exit_status is its exit status (lint: 1 means findings, step: 3 a "
+    "blocked run). Bad input is an error result holding the command's one-line message."
+)
 JSON_OPTION = "json"  # every tool's command runs with --json; the option is not an input
 
 
@@ -149,7 +154,7 @@ def build_server():
     async def call_tool(_ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         return await call(params.name, params.arguments)
 
-    return Server("wiki", version=__version__, instructions=DESCRIPTION.split("\n\n")[0],
+    return Server("wiki", version=__version__, instructions=INSTRUCTIONS,
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
