@@ -38,6 +38,7 @@ def sample_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dry-run", action="store_true", help="do nothing")
     parser.add_argument("--reason", required=True, metavar="WHY", help="recorded")
     parser.add_argument("--pair", nargs=2)
+    parser.add_argument("--color", action=argparse.BooleanOptionalAction, help="colour")
     return parser
 
 
@@ -53,6 +54,7 @@ def test_schema_follows_type_choices_nargs_required_and_help():
     assert props["dry_run"] == {"type": "boolean", "description": "do nothing"}
     assert props["reason"]["description"] == "WHY: recorded"
     assert props["pair"]["minItems"] == props["pair"]["maxItems"] == 2
+    assert props["color"] == {"type": "boolean", "description": "colour"}
     assert schema["required"] == ["reason"]  # a nargs="*" positional is not required
     assert schema["additionalProperties"] is False
     with pytest.raises(jsonschema.ValidationError):
@@ -65,7 +67,8 @@ def test_schema_follows_type_choices_nargs_required_and_help():
     {"reason": "x"},
     {"reason": "-starts-with-a-dash", "names": ["a", "-b"], "count": 7, "ratio": 0.5, "format": "json",
      "root": "/tmp/w", "tag": ["t1", "t2"], "dry_run": True, "pair": ["p", "q"]},
-    {"reason": "y", "dry_run": False, "names": []},
+    {"reason": "y", "dry_run": False, "names": [], "color": False},
+    {"reason": "z", "color": True},
 ])
 def test_to_argv_is_read_back_by_the_same_parser(values):
     parser = sample_parser()

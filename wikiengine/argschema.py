@@ -13,8 +13,9 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-# Actions that take no value from the user (a switch) and what JSON type they map to.
+# Actions that take no value from the user (a switch).
 _SWITCHES = (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._StoreConstAction)
+_BOOLEANS = _SWITCHES + (argparse.BooleanOptionalAction,)  # a JSON boolean each
 _NOT_ARGUMENTS = (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)
 
 
@@ -88,7 +89,7 @@ def _value_schema(action: argparse.Action) -> dict:
 def property_schema(argument: Argument) -> dict:
     """The JSON Schema of one argument: type, choices, nargs and help."""
     action = argument.action
-    if isinstance(action, _SWITCHES):
+    if isinstance(action, _BOOLEANS):
         schema: dict = {"type": "boolean"}
     elif isinstance(action, argparse._CountAction):
         schema = {"type": "integer", "minimum": 0}
@@ -110,7 +111,7 @@ def property_schema(argument: Argument) -> dict:
     if description:
         schema["description"] = description % {"default": action.default} if "%(" in description else description
     default = action.default
-    if default is not None and default is not argparse.SUPPRESS and not isinstance(action, _SWITCHES):
+    if default is not None and default is not argparse.SUPPRESS and not isinstance(action, _BOOLEANS):
         schema["default"] = str(default) if isinstance(default, Path) else default
     return schema
 
@@ -144,6 +145,8 @@ def to_argv(parser: argparse.ArgumentParser, values: dict, omit: tuple[str, ...]
         action = argument.action
         if argument.positional:
             positionals += [str(v) for v in value] if isinstance(value, list) else [str(value)]
+        elif isinstance(action, argparse.BooleanOptionalAction):
+            options.append(argument.flag if value else "--no-" + argument.flag[2:])
         elif isinstance(action, _SWITCHES):
             if value:
                 options.append(argument.flag)
