@@ -183,9 +183,13 @@ def test_a_pyproject_tool_wiki_is_never_shadowed_by_a_new_wiki_toml(tmp_path):
     (["--lane", "tpu"], "--lane needs a --model"),
     (["--model", "gemma4", "--lane", "TPU"], "invalid lane name 'TPU'"),
     (["--model", "../x"], "invalid model name '../x'"),
+    (["--model", "/etc"], "invalid model name '/etc'"),
+    (["--model", "CON"], "a device name reserved on Windows"),
+    (["--kernel", "a\x01b"], "invalid kernel family name"),
     (["--memory", "a/b"], "invalid run name 'a/b'"),
+    (["--memory", ".."], "invalid run name '..'"),
 ])
-def test_bad_names_are_one_line_and_exit_2(tmp_path, argv, message):
+def test_row44_hostile_names_are_refused_in_one_line_with_exit_2(tmp_path, argv, message):
     done = wiki(tmp_path, "init", *argv)
     assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
     assert not (tmp_path / "wiki").exists()
@@ -298,3 +302,15 @@ def test_the_scaffolded_pre_commit_config_runs_wiki_lint_through_pre_commit(tmp_
     refused = subprocess.run(pre_commit, cwd=root, capture_output=True, text=True, env=env, timeout=300)
     assert refused.returncode == 1 and "Failed" in refused.stdout
     assert "2026-06-01-v001-bad.md:4:1: WK002" in refused.stdout
+
+
+def test_row44_a_symlink_out_of_the_wiki_is_never_written_through(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "w"
+    (root / "wiki").mkdir(parents=True)
+    (root / "wiki" / "models").symlink_to(outside)
+    done = wiki(tmp_path, "init", str(root), "--model", "gemma4", "--lane", "tpu")
+    assert done.returncode == 2 and "resolves outside" in done.stderr and done.stderr.count("\n") == 1
+    assert list(outside.iterdir()) == []
+    assert sorted(p.name for p in (root / "wiki").iterdir()) == ["models"]  # nothing written at all

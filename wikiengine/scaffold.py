@@ -240,8 +240,8 @@ def apply(root: Path, files: list[File]) -> Outcome:
     from wikiengine.targets import safe_join
 
     outcome = Outcome()
-    for item in files:
-        path = safe_join(root, *item.rel.split("/"))
+    paths = [safe_join(root, *item.rel.split("/")) for item in files]  # every path checked before any write
+    for item, path in zip(files, paths):
         if path.exists() and not item.lines:
             outcome.skipped.append(item.rel)
             continue
