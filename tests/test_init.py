@@ -314,3 +314,14 @@ def test_row44_a_symlink_out_of_the_wiki_is_never_written_through(tmp_path):
     assert done.returncode == 2 and "resolves outside" in done.stderr and done.stderr.count("\n") == 1
     assert list(outside.iterdir()) == []
     assert sorted(p.name for p in (root / "wiki").iterdir()) == ["models"]  # nothing written at all
+
+
+def test_row44_a_memory_folder_symlinked_out_is_refused_before_anything_is_written(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / "memory").symlink_to(outside)
+    done = wiki(tmp_path, "init", str(root), "--memory", "r1")
+    assert done.returncode == 2 and "resolves outside" in done.stderr
+    assert list(outside.iterdir()) == [] and sorted(p.name for p in root.iterdir()) == ["memory"]

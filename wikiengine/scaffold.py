@@ -237,10 +237,9 @@ def plan(request: Request, today: dt.date, existing: set[str], *, configured: bo
 def apply(root: Path, files: list[File]) -> Outcome:
     """Write the missing files of ``files`` under ``root``; existing ones are skipped (a line set gains its missing lines)."""
     from wikiengine.memory import atomic_write_text
-    from wikiengine.targets import safe_join
 
     outcome = Outcome()
-    paths = [safe_join(root, *item.rel.split("/")) for item in files]  # every path checked before any write
+    paths = check_inside(root, [item.rel for item in files])
     for item, path in zip(files, paths):
         if path.exists() and not item.lines:
             outcome.skipped.append(item.rel)
@@ -262,17 +261,31 @@ def apply(root: Path, files: list[File]) -> Outcome:
     return outcome
 
 
+def relay_rels(run: str) -> list[str]:
+    """What :func:`scaffold_relay` writes: the memory files and the store folder."""
+    from wikiengine import memory
+
+    return [f"{memory.MEMORY_DIR}/{name}" for name in memory.MEMORY_FILES] + [relay_config(run)["store"]["path"]]
+
+
+def check_inside(root: Path, rels: list[str]) -> list[Path]:
+    """Every ``rel`` joined under ``root``, refusing one that leaves it (``..``, a symlink out): before any write."""
+    from wikiengine.targets import safe_join
+
+    return [safe_join(root, *rel.split("/")) for rel in rels]
+
+
 def scaffold_relay(root: Path, run: str, now: dt.datetime) -> Outcome:
     """The relay's memory files (:func:`wikiengine.memory.scaffold`, which keeps existing ones) and,
     when missing, the local git checkpoint store that :func:`relay_config` names."""
     from executors.local_store import LocalGitStore
     from wikiengine import memory
 
-    rels = [f"{memory.MEMORY_DIR}/{name}" for name in memory.MEMORY_FILES]
+    *rels, store = relay_rels(run)
+    check_inside(root, [*rels, store])
     before = {rel for rel in rels if (root / rel).exists()}
     memory.scaffold(root, run, now)
     outcome = Outcome(created=[r for r in rels if r not in before], skipped=[r for r in rels if r in before])
-    store = relay_config(run)["store"]["path"]
     if (root / store).exists():
         outcome.skipped.append(store + "/")
     else:

@@ -111,7 +111,9 @@ def run(args) -> int:
     existing = {p.relative_to(root).as_posix() for d in ("wiki/models", "wiki/kernels") for p in (root / d).glob("*.md")}
     configured = _has_tool_wiki(root)
     now = dt.datetime.now(dt.timezone.utc)
-    outcome = scaffold.apply(root, scaffold.plan(request, now.date(), existing, configured=configured))
+    files = scaffold.plan(request, now.date(), existing, configured=configured)
+    scaffold.check_inside(root, [f.rel for f in files] + (scaffold.relay_rels(request.run) if request.run else []))
+    outcome = scaffold.apply(root, files)
     if request.run is not None:
         memory = scaffold.scaffold_relay(root, request.run, now)
         outcome.created += memory.created
