@@ -19,6 +19,7 @@ from pathlib import Path
 
 from wikiengine.errors import WikiError
 from wikiengine.experiment import VId, parse_file_name, parse_vid
+from wikiengine.lane_txn import git_out
 from wikiengine.lanes import Lane
 
 
@@ -46,14 +47,6 @@ def append_record(text: str, record: dict) -> str:
     return head + json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
 
 
-def _git(root: Path, *args: str) -> str:
-    try:
-        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise WikiError(f"git {args[0]} failed: {exc}", root) from None
-    return out.stdout if out.returncode == 0 else ""
-
-
 def _ids_in_names(names) -> set[VId]:
     found = set()
     for name in names:
@@ -71,9 +64,9 @@ def _journal_ids(records: list[dict]) -> set[VId]:
 def used_ids(root: Path, lane: Lane, journal_text: str) -> set[VId]:
     """Every id this lane has used: on disk, in its journal, and on any branch's history."""
     used = _ids_in_names(lane.page_rels(root)) | _journal_ids(parse_journal(journal_text, lane.journal))
-    history = _git(root, "log", "--all", "--format=", "--name-only", "--diff-filter=A", "--", lane.dir + "/")
+    history = git_out(root, "log", "--all", "--format=", "--name-only", "--diff-filter=A", "--", lane.dir + "/")
     used |= _ids_in_names(line for line in history.splitlines() if line.endswith(".md"))
-    refs = _git(root, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes").split()
+    refs = git_out(root, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes").split()
     if refs:
         batch = "".join(f"{ref}:{lane.journal}\n" for ref in refs)
         out = subprocess.run(

@@ -48,6 +48,28 @@ def git_dir(root: Path) -> Path:
     raise WikiError("not a git repository (the lane writers commit through git)", root)
 
 
+def git_out(root: Path, *args: str, check: bool = False) -> str:
+    """The stdout of ``git <args>`` in ``root`` ("" when git fails, unless ``check``)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WikiError(f"git {args[0]} failed: {exc}", root) from None
+    if out.returncode != 0 and check:
+        raise WikiError(f"git {args[0]} failed: {(out.stderr.strip().splitlines() or ['?'])[-1]}", root)
+    return out.stdout if out.returncode == 0 else ""
+
+
+def is_ancestor(root: Path, older: str, newer: str) -> bool:
+    """Is commit ``older`` an ancestor of (or equal to) ``newer``?"""
+    import subprocess
+
+    done = subprocess.run(["git", "merge-base", "--is-ancestor", older, newer], cwd=root, capture_output=True,
+                          timeout=60, check=False)
+    return done.returncode == 0
+
+
 @dataclass
 class LaneTxn:
     """The files one lane write changes, staged in memory until :meth:`commit`."""

@@ -461,10 +461,11 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         page = parse_page(target.text, target.rel)
         page = page.with_section_body(_title(page, "Results"), "\n" + results_table(metrics, metric, baseline, band)
                                       + f"\nNoise band: {band_source}." + (f" Exit code {exit_code}." if exit_code is not None else "") + "\n\n")
-        if profile is not None:
-            page = page.with_section_body(_title(page, "Profile"), "\n" + profile.strip() + "\n\n")
-        if hlo is not None:
-            page = page.with_section_body(_title(page, "HLO Dump"), "\n" + hlo.strip() + "\n\n")
+        missing = "Not captured: no {what} was given to `wiki exp file`, so the verdict is at most inconclusive."
+        page = page.with_section_body(_title(page, "Profile"), "\n" + (profile.strip() if profile and profile.strip()
+                                                                       else missing.format(what="profile")) + "\n\n")
+        page = page.with_section_body(_title(page, "HLO Dump"), "\n" + (hlo.strip() if hlo and hlo.strip()
+                                                                        else missing.format(what="HLO dump")) + "\n\n")
         verdict_body = f"\n**{filed}** — {' '.join((reason or 'as measured').split())}\n"
         if caps:
             verdict_body += "\n" + "\n".join(f"- Capped: {c}." for c in caps) + "\n"

@@ -20,6 +20,14 @@ DESCRIPTION = """\
       Zero free clusters: exit 1 with each candidate's attribution, nothing written.
   wiki loop status [--json]
       the picture a wake sees (tracks, decisions, what is owed), read only.
+  wiki loop stop [--pause] [--yes] [--json]
+      the gated stop: refused (exit 3, with the reasons) unless the closing audit
+      passes now and .stop-authorized records this session's clean closing audit by
+      the watcher (`wiki watch --closing`), not older than the closing retrospective.
+      Then reap the lane's workloads (listed, unless --yes), file pages for finished
+      dispatches, resolve open stubs, lint, and write the stop marker quoting the
+      ALL-CLEAR as its **Final audit**. --pause writes a pause marker instead and
+      needs no authorization.
 
 Then run `wiki step` at each wake: it drives the session memory/STATE.md names.
 """
@@ -38,7 +46,11 @@ def add_parser(subparsers) -> None:
     start.add_argument("--first", metavar="TEXT", help="the first-pick hypothesis, for the start marker")
     start.add_argument("--yes", action="store_true", help="start without asking (agents, scripts)")
     status = verbs.add_parser("status", help="the session as a wake sees it; writes nothing")
-    for sub in (start, status):
+    stop = verbs.add_parser("stop", help="the gated stop (or --pause)")
+    stop.add_argument("--pause", action="store_true", help="pause: leave the lane open; no authorization needed")
+    stop.add_argument("--yes", action="store_true", help="reap the lane's workloads still on the backend")
+    stop.add_argument("--dry-run", action="store_true", help="check the gate; write and kill nothing")
+    for sub in (start, status, stop):
         sub.add_argument("--json", action="store_true", help="print one JSON object")
         sub.add_argument("--root", type=Path, help=ROOT_HELP)
     start.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
@@ -62,6 +74,14 @@ def run(args) -> int:
             raise WikiError("memory/STATE.md does not point at a lane session: wiki loop start MODEL LANE")
         result = wake(root, dry_run=True)
         print(json.dumps(result.as_json(), indent=2) if args.json else result.text())
+        return 0
+    if args.verb == "stop":
+        from wikiengine import lane_close
+
+        result = (lane_close.pause(root, dry_run=args.dry_run) if args.pause
+                  else lane_close.stop(root, yes=args.yes, dry_run=args.dry_run))
+        print(json.dumps(result, indent=2) if args.json else
+              ("paused" if args.pause else f"stopped: {result.get('final_audit')}"))
         return 0
     from wikiengine.lane_start import start_session
 

@@ -32,12 +32,13 @@ class Tool:
 
     name: str
     command: tuple[str, ...]
-    omit: tuple[str, ...] = ()  # options whose output is not the command's JSON
+    omit: tuple[str, ...] = ()  # options whose output is not the command's JSON, or that never return
     ok_exits: tuple[int, ...] = (0,)
+    fixed: tuple[str, ...] = ()  # options every call passes (a tool call must return)
 
 
-# One line per tool. A command becomes a tool by adding its line when it lands, e.g.
-# Tool("watch", ("watch",)). (`loop start` asks a person first, so it is no tool.)
+# One line per tool: a command becomes a tool by adding its line. `loop start` and `loop stop`
+# ask a person first, so they are no tools.
 TOOLS = (
     Tool("resolve", ("resolve",), omit=("audit",)),
     Tool("lint", ("lint",), omit=("format", "statistics", "list_rules", "explain", "write_baseline"), ok_exits=(0, 1)),
@@ -48,6 +49,7 @@ TOOLS = (
     Tool("log_add", ("log", "add")),
     Tool("backfill", ("backfill",)),
     Tool("loop_status", ("loop", "status")),
+    Tool("watch", ("watch",), omit=("once", "interval"), ok_exits=(0, 1, 4), fixed=("--once",)),
 )
 INSTRUCTIONS = (
     "Each tool runs one `wiki` command with --json in this server's working directory (or in `root`) and "
@@ -101,7 +103,7 @@ def command_argv(tool: Tool, arguments: dict) -> list[str]:
     except jsonschema.ValidationError as exc:
         where = "/".join(map(str, exc.absolute_path)) or "arguments"
         raise WikiError(f"{tool.name}: {where}: {exc.message}") from None
-    return [*tool.command, "--json", *argschema.to_argv(parser, arguments, omit)]
+    return [*tool.command, "--json", *tool.fixed, *argschema.to_argv(parser, arguments, omit)]
 
 
 async def call(tool_name: str, arguments: dict | None):

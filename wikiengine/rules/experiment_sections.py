@@ -165,9 +165,11 @@ class HypothesisParagraphs(Rule):
 
 class ProfileAndHloFilled(Rule):
     """## What it does
-    Checks that a page with a verdict has a filled `## Profile` and `## HLO Dump`, unless
-    the page is `backfilled: true` (BACKFILL files pages for runs the analyzer never saw,
-    and says so).
+    Checks that a page with a verdict has a filled `## Profile` and `## HLO Dump` (a
+    placeholder such as `TBD` or `(Pending)` is not filled), unless the page is
+    `backfilled: true` (BACKFILL files pages for runs the analyzer never saw, and says
+    so) or its verdict is `invalid` (a run that crashed or never executed has no profile
+    to paste, and says why in its Verdict).
 
     ## Why is this bad?
     A verdict is assigned from the profile analyzer's audit. Without the Profile and the
@@ -190,7 +192,7 @@ class ProfileAndHloFilled(Rule):
 
     def check_page(self, info, ctx):
         facts = experiment_facts(info, ctx)
-        if facts is None or facts.verdict is None or facts.backfilled:
+        if facts is None or facts.verdict in (None, "invalid") or facts.backfilled:
             return
         for title in ("Profile", "HLO Dump"):
             found = sections_led_by(info.page, title)

@@ -36,7 +36,7 @@ class StopHasFinalAudit(Rule):
     Checks that every `stop` entry of a lane (or kernel family) log has a
     `**Final audit**:` line quoting the watcher's ALL-CLEAR line, and that the newest
     stop quotes the same ALL-CLEAR line as the lane's `.stop-authorized` record when
-    that file is present.
+    that file is present and no session was started after that stop.
 
     ## Why is this bad?
     A stop is a gate, not a claim: `wiki loop stop` writes the marker only after a clean
@@ -64,15 +64,18 @@ class StopHasFinalAudit(Rule):
 
     def check_wiki(self, ctx):
         for info in _lane_logs(ctx):
-            stops = [e for e in log_entries(info, ctx) if e.has_op("stop") and e.problem is None]
-            for index, entry in enumerate(stops):
+            entries = [e for e in log_entries(info, ctx) if e.problem is None]
+            stops = [e for e in entries if e.has_op("stop")]
+            newest = next((e for e in entries if e.has_op("stop") or e.has_op("start")), None)
+            for entry in stops:
                 audit = entry.fields().get("Final audit", "")
                 quoted = ALL_CLEAR_RE.search(audit)
                 if quoted is None:
                     yield self.finding(info.rel, entry.line, "stop entry has no '**Final audit**: ALL-CLEAR ...' line: "
                                        "stop through `wiki loop stop` after a clean closing audit", date=entry.finding_date)
                     continue
-                record = authorization_line(ctx, info.rel) if index == 0 else None
+                # .stop-authorized belongs to the newest session: compare it with that session's stop only
+                record = authorization_line(ctx, info.rel) if entry is newest else None
                 if record is not None and quoted.group(0).strip() != record:
                     yield self.finding(info.rel, entry.line, f"the Final audit quotes {quoted.group(0).strip()!r} but "
                                        f".stop-authorized says {record!r}", date=entry.finding_date)

@@ -1,0 +1,181 @@
+"""`wiki watch` and the gated `wiki loop stop` (issue 11), with real git history: the
+watcher audits since its cursor and is the only writer of .stop-authorized; a stop
+without a retrospective, with a stale or a hand-written authorization is refused; an
+authorized stop writes the marker quoting the ALL-CLEAR and leaves nothing running."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.test_lane_step import LANE, MemoryBackend, lane_wiki  # noqa: F401 - fixtures
+from tests.test_lane_writers import git, proposal, wiki  # noqa: F401 - fixtures
+from wikiengine import lane_close
+from wikiengine import lane_writers as lw
+from wikiengine.commands.watch import watch_once
+from wikiengine.lane_audit import CURSOR, STOP_AUTHORIZED, run_audit
+from wikiengine.lane_mode import wake
+from wikiengine.lane_start import start_session
+
+
+def retrospective(root, name="2026-12-01-gemma4-tpu-retrospective.md"):
+    path = root / "wiki/analyses" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("---\ntitle: gemma4 tpu session retrospective\ntype: analysis\nmodel: gemma4\nlane: tpu\n"
+                    "created: 2026-12-01\n---\n# Retrospective\n\nFrontier flat for 3 iterations.\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", f"retrospective {name}")
+
+
+def watch_cli(root, *args):
+    return subprocess.run([sys.executable, "-m", "wikiengine", "watch", "--once", "--json", *args], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_first_audit_is_full_and_says_so_then_nothing_new(lane_wiki):
+    start_session(lane_wiki, LANE, parallelism="1")
+    first = watch_cli(lane_wiki)
+    doc = json.loads(first.stdout)
+    assert first.returncode == 1 and doc["full"] and [f["check"] for f in doc["findings"]] == ["cursor"]
+    cursor = (lane_wiki / LANE.dir / CURSOR).read_text().splitlines()
+    assert cursor[0].startswith("wiki=") and cursor[1].startswith("code=") and len(cursor[0]) == 45
+    second = watch_cli(lane_wiki)
+    again = json.loads(second.stdout)
+    assert second.returncode == 0 and again["clean"] and not again["full"]
+    assert again["all_clear"].startswith("ALL-CLEAR gemma4/tpu session 1 wiki=")
+    assert not (lane_wiki / LANE.dir / STOP_AUTHORIZED).exists()  # only a closing audit authorizes
+
+
+def test_malformed_cursor_means_a_full_audit(lane_wiki):
+    start_session(lane_wiki, LANE, parallelism="1")
+    (lane_wiki / LANE.dir / CURSOR).write_text("wiki=nope\n")
+    audit = run_audit(lane_wiki, LANE)
+    assert audit.since is None and "malformed" in audit.findings[0].message
+
+
+def test_a_filed_page_edited_since_the_cursor_is_found(lane_wiki):
+    start_session(lane_wiki, LANE, parallelism="1")
+    watch_cli(lane_wiki)
+    page = lane_wiki / "wiki/experiments/gemma4_autoresearch_optimization/tpu/experiments/2026-06-10-v046-splash-blocks.md"
+    page.write_text(page.read_text().replace("42.0", "43.0"))
+    git(lane_wiki, "commit", "-qam", "edit a filed page")
+    doc = json.loads(watch_cli(lane_wiki).stdout)
+    assert any(f["check"] == "EXP007" and f["path"].endswith("v046-splash-blocks.md") for f in doc["findings"])
+    assert all(f["correction"] for f in doc["findings"])
+
+
+def test_stale_stub_and_thrashing_are_found(lane_wiki):
+    start_session(lane_wiki, LANE, parallelism="1")
+    for i in range(3):
+        vid = lw.new_experiment(lane_wiki, LANE, slug=f"try{i}", variant="2B/v5p-16",
+                                proposal_path=proposal(lane_wiki, "same-mechanism"), track=1)["vid"]
+        lw.file_experiment(lane_wiki, LANE, vid, verdict="refuted", metrics={"mfu": 38.0}, profile_path=None,
+                           hlo_path=None, reason="no profile captured")
+    lw.new_experiment(lane_wiki, LANE, slug="idle", variant="2B/v5p-16", proposal_path=proposal(lane_wiki, "idle"),
+                      track=1)
+    later = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=30)).timestamp()
+    audit = run_audit(lane_wiki, LANE, now=later)
+    checks = {f.check for f in audit.findings}
+    assert {"thrashing", "stale-stub"} <= checks
+    stale = {f.correction.split()[3] for f in audit.findings if f.check == "stale-stub"}
+    assert stale == {"v047", "v051"}  # the example's own v047 stub too, 30 h on
+    assert run_audit(lane_wiki, LANE).findings[0].check == "cursor"  # now: nothing is stale yet
+
+
+def test_stop_without_a_retrospective_is_refused(lane_wiki, tmp_path):
+    start_session(lane_wiki, LANE, parallelism="1")
+    closing = watch_cli(lane_wiki, "--closing")
+    assert closing.returncode == 1 and "no-retrospective" in closing.stdout
+    assert not (lane_wiki / LANE.dir / STOP_AUTHORIZED).exists()
+    head = git(lane_wiki, "rev-parse", "HEAD")
+    with pytest.raises(lane_close.StopRefused, match="no retrospective"):
+        lane_close.stop(lane_wiki, backend=MemoryBackend(tmp_path / "a"))
+    assert git(lane_wiki, "rev-parse", "HEAD") == head
+
+
+def test_a_hand_written_authorization_is_refused(lane_wiki, tmp_path):
+    start_session(lane_wiki, LANE, parallelism="1")
+    retrospective(lane_wiki)
+    head = git(lane_wiki, "rev-parse", "HEAD").strip()
+    (lane_wiki / LANE.dir / STOP_AUTHORIZED).write_text(
+        f"ALL-CLEAR gemma4/tpu session 1 wiki={head[:12]} code={head[:12]}\nwiki={head}\ncode={head}\nsession=1\n"
+        "at=2026-12-01T00:00:00Z\nsignature=" + "0" * 64 + "\n")
+    with pytest.raises(lane_close.StopRefused, match="not written by this user's watcher"):
+        lane_close.stop(lane_wiki, backend=MemoryBackend(tmp_path / "a"))
+
+
+def test_a_stale_authorization_is_refused(lane_wiki, tmp_path):
+    start_session(lane_wiki, LANE, parallelism="1")
+    retrospective(lane_wiki)
+    watch_cli(lane_wiki)
+    assert watch_cli(lane_wiki, "--closing").returncode == 0
+    retrospective(lane_wiki, "2026-12-01-gemma4-tpu-retrospective-2.md")  # a newer closing retrospective
+    with pytest.raises(lane_close.StopRefused, match="older than the retrospective"):
+        lane_close.stop(lane_wiki, backend=MemoryBackend(tmp_path / "a"))
+    # an authorization of an earlier session never opens a later one's gate
+    watch_cli(lane_wiki, "--closing")
+    start_session(lane_wiki, LANE, parallelism="1")
+    retrospective(lane_wiki, "2026-12-01-gemma4-tpu-retrospective-3.md")
+    assert not (lane_wiki / LANE.dir / STOP_AUTHORIZED).exists()  # a new start deletes the leftover
+
+
+def test_an_authorized_stop_writes_the_marker_and_leaves_nothing_running(lane_wiki, tmp_path):
+    backend = MemoryBackend(tmp_path / "art")
+    start_session(lane_wiki, LANE, parallelism="2")
+    lw.new_experiment(lane_wiki, LANE, slug="inflight", variant="2B/v5p-16", proposal_path=proposal(lane_wiki, "a"),
+                      track=1)
+    lw.new_experiment(lane_wiki, LANE, slug="never", variant="2B/v5p-16", proposal_path=proposal(lane_wiki, "b"),
+                      track=2)
+    wake(lane_wiki, backend=backend)  # dispatches both
+    assert len(backend.runs) == 2
+    retrospective(lane_wiki)
+    watch_cli(lane_wiki)
+    assert watch_cli(lane_wiki, "--closing").returncode == 0
+    with pytest.raises(lane_close.StopRefused, match="pass --yes"):
+        lane_close.stop(lane_wiki, backend=backend)
+    result = lane_close.stop(lane_wiki, backend=backend, yes=True)
+    assert result["stopped"] and backend.runs == {}
+    record = (lane_wiki / LANE.dir / STOP_AUTHORIZED).read_text().splitlines()[0]
+    log = (lane_wiki / LANE.log).read_text()
+    assert f"**Final audit**: {record}\n" in log and log.index("] stop | wiki loop stop") < log.index("] start |")
+    assert "status: stopped" in (lane_wiki / "memory/STATE.md").read_text()
+    pages = {p.exp_id: p for p in lw.lane_pages(lane_wiki, LANE)}
+    assert {pages["v048"].frontmatter["verdict"], pages["v049"].frontmatter["verdict"]} == {"inconclusive"}
+    from wikiengine.lint.runner import lint
+
+    assert [f.render() for f in lint(lane_wiki, base=None, use_cache=False).findings] == []
+
+
+def test_pause_needs_no_authorization(lane_wiki):
+    start_session(lane_wiki, LANE, parallelism="1")
+    result = lane_close.pause(lane_wiki)
+    assert result["paused"] and "] pause | session 1 paused" in (lane_wiki / LANE.log).read_text()
+
+
+def test_revive_runs_a_wake_when_the_session_is_idle(lane_wiki):
+    start_session(lane_wiki, LANE, parallelism="1")
+    watch_once(lane_wiki, [], closing=False, interval=600)
+    state = lane_wiki / "memory/STATE.md"
+    state.write_text(state.read_text().replace("last_wake_at: null", "last_wake_at: '2026-01-01T00:00:00Z'"))
+    git(lane_wiki, "commit", "-qam", "an old wake")
+    doc, code = watch_once(lane_wiki, [], closing=False, interval=600)
+    assert code == 4 and doc["revive"]["idle_s"] > 1200
+    assert doc["revive"]["wake"]["tracks"][0]["decision"] == "need_hypothesis"
+
+
+def test_shipped_timer_units_run_watch_once():
+    import yaml
+
+    from tests.test_lane_writers import REPO
+
+    folder = REPO / "contrib/watch"
+    assert "ExecStart=/usr/bin/env wiki watch --once" in (folder / "wiki-watch.service").read_text()
+    assert "OnUnitActiveSec=10min" in (folder / "wiki-watch.timer").read_text()
+    job = yaml.safe_load((folder / "wiki-watch-cronjob.yaml").read_text())
+    container = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert job["kind"] == "CronJob" and "wiki watch --once" in container["command"][-1]
+    assert "wiki watch --once" in (folder / "README.md").read_text()
