@@ -242,7 +242,7 @@ def test_lane_tools_over_stdio_write_through_the_lane_writers(tmp_path):
     assert subprocess.run([*WIKI, "lint", "--no-cache"], cwd=root, capture_output=True).returncode == 0
 
 
-def test_loop_status_tool_on_a_lane_session_started_on_a_fresh_init(tmp_path):
+def test_loop_status_and_watch_tools_on_a_lane_session_started_on_a_fresh_init(tmp_path):
     root = tmp_path / "w"
     assert subprocess.run([*WIKI, "init", str(root), "--model", "gemma4", "--lane", "tpu", "--variant", "2b/v5p-8"],
                           capture_output=True).returncode == 0
@@ -254,11 +254,16 @@ def test_loop_status_tool_on_a_lane_session_started_on_a_fresh_init(tmp_path):
     started = subprocess.run([*WIKI, "loop", "start", "gemma4", "tpu", "--backend", "local", "--yes"], cwd=root,
                              capture_output=True, text=True)
     assert started.returncode == 0, started.stderr
-    _, (status,) = run_client(root, [("loop_status", {})])
+    _, (status, audit) = run_client(root, [("loop_status", {}), ("watch", {})])
     assert not status.is_error, status.content
     expected = cli_json(root, "loop", "status", "--json")[1]
     assert status.structured_content["tracks"] == expected["tracks"]
     assert status.structured_content["needs"][0]["kind"] == "hypothesis"
+    # watch: one audit per call (the tool passes --once), the watcher's own JSON
+    assert not audit.is_error, audit.content
+    assert audit.meta["exit_status"] == (0 if audit.structured_content["clean"] else 1)
+    assert audit.structured_content["lane"].endswith("tpu")
+    assert (root / "wiki/experiments/gemma4_autoresearch_optimization/tpu/.audit-cursor").is_file()
 
 
 def test_the_server_introduces_itself_with_its_instructions(tmp_path):
