@@ -104,3 +104,19 @@ def test_lint_json_is_format_json(repo):
     assert wiki(repo, "lint", "--json", "--no-cache").stdout == wiki(repo, "lint", "--format", "json", "--no-cache").stdout
     clash = wiki(repo, "lint", "--json", "--format", "sarif")
     assert clash.returncode == 2 and clash.stderr.strip() == "error: --json and --format sarif: choose one"
+
+
+def test_every_command_has_json():
+    import argparse
+
+    def leaves(parser, path=()):
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            yield path, parser
+        for action in subs:
+            for name, sub in action.choices.items():
+                yield from leaves(sub, (*path, name))
+
+    missing = [" ".join(path) for path, parser in leaves(cli.build_parser())
+               if not any("--json" in a.option_strings for a in parser._actions)]
+    assert missing == []

@@ -390,7 +390,7 @@ def test_unblock_records_the_reason_and_the_next_wake_rechecks(wiki, monkeypatch
     compute.end("tiny-session1")
     assert step(wiki).decision == "blocked"
     store.commit_pointer(8, parent=store.head())  # a person restored the pointer
-    args = type("A", (), {"reason": "pointer restored to 8 by hand", "root": root})()
+    args = type("A", (), {"reason": "pointer restored to 8 by hand", "root": root, "json": False})()
     assert unblock.run(args) == 0
     assert memory.read_state(root).status == "running"
     assert memory.read_errors(root)[0].kind == "unblocked"
@@ -398,12 +398,33 @@ def test_unblock_records_the_reason_and_the_next_wake_rechecks(wiki, monkeypatch
     assert step(wiki).decision == "launch"
 
 
+def test_unblock_json_says_what_was_cleared(wiki, capsys):
+    import json
+
+    from wikiengine.cli import main
+
+    root, store, compute, clock = wiki
+    for s in (4, 8):
+        save_checkpoint(store, s)
+    step(wiki)
+    store.commit_pointer(4, parent=store.head())
+    compute.end("tiny-session1")
+    assert step(wiki).decision == "blocked"
+    store.commit_pointer(8, parent=store.head())
+    blocker = memory.read_state(root).blocker
+    assert blocker
+    capsys.readouterr()
+    assert main(["unblock", "--reason", "pointer restored", "--json", "--root", str(root)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"run": "tiny", "status": "running", "was": blocker, "reason": "pointer restored"}
+
+
 def test_unblock_refuses_a_run_that_is_not_blocked(wiki):
     root, *_ = wiki
     from wikiengine.commands import unblock
 
     with pytest.raises(WikiError, match="not blocked"):
-        unblock.run(type("A", (), {"reason": "x", "root": root})())
+        unblock.run(type("A", (), {"reason": "x", "root": root, "json": False})())
 
 
 def test_dry_run_decides_and_acts_on_nothing(wiki):

@@ -34,6 +34,8 @@ def add_parser(subparsers) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dir", nargs="?", type=Path, help="an empty or new directory (default: a new temp dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true",
+                        help='print only {"root", "state", "wakes", "seconds"} at the end (each wake as wiki step --json)')
     parser.set_defaults(handler=run)
 
 
@@ -157,13 +159,16 @@ def run(args) -> int:
         raise WikiError("the demo directory must be empty or new", root)
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    print(f"wiki demo: scaffolding a tiny relay run in {root}")
+    say = (lambda text: None) if args.json else print
+    say(f"wiki demo: scaffolding a tiny relay run in {root}")
     scaffold(root)
+    wakes = []
     for wake in range(1, MAX_WAKES + 1):
         result = run_step(root)
-        print(f"\nwake {wake}: " + format_result(result))
+        wakes.append(result.as_json())
+        say(f"\nwake {wake}: " + format_result(result))
         if result.decision in ("launch", "running", "adopt"):
-            watch_session(root, not args.no_progress)
+            watch_session(root, not (args.no_progress or args.json))
         elif result.decision in ("wait", "locked"):
             time.sleep(POLL_S)
         if result.state == "complete":
@@ -174,6 +179,12 @@ def run(args) -> int:
     else:
         print(f"\nthe run did not complete in {MAX_WAKES} wakes", file=sys.stderr)
         return 1
+    if args.json:
+        import json
+
+        print(json.dumps({"root": str(root), "state": result.state, "wakes": wakes,
+                          "seconds": round(time.monotonic() - started, 1)}, indent=2))
+        return 0
     print("\n==== memory/STATE.md ====")
     print((root / "memory" / "STATE.md").read_text())
     print("==== memory/QUOTA.md (ledger) ====")

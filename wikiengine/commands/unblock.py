@@ -27,6 +27,7 @@ def add_parser(subparsers) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reason", required=True, help="why the blocker no longer holds (recorded in ERRORS.md)")
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
+    parser.add_argument("--json", action="store_true", help='print {"run", "status", "was", "reason"}')
     parser.set_defaults(handler=run)
 
 
@@ -50,12 +51,12 @@ def run(args) -> int:
         print("locked: a wiki step is running; retry when it is done", file=sys.stderr)
         return 1
     try:
-        return _unblock(root, reason)
+        return _unblock(root, reason, as_json=args.json)
     finally:
         lock.release()
 
 
-def _unblock(root, reason: str) -> int:
+def _unblock(root, reason: str, *, as_json: bool = False) -> int:
     from executors.git_commit import check_repository, commit_paths, dirty_paths
     from wikiengine import memory
     from wikiengine.errors import WikiError
@@ -78,5 +79,10 @@ def _unblock(root, reason: str) -> int:
             f"(was: {state.blocker}). The next `wiki step` checks the store again.\n")
     memory.write_state(root, cleared, body)
     commit_paths(root, list(MEMORY_PATHS), f"unblock: {reason[:120]}")
-    print(f"unblocked {state.run}: {reason}")
+    if as_json:
+        import json
+
+        print(json.dumps({"run": state.run, "status": cleared.status, "was": state.blocker, "reason": reason}, indent=2))
+    else:
+        print(f"unblocked {state.run}: {reason}")
     return 0
