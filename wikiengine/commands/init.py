@@ -109,7 +109,7 @@ def run(args) -> int:
         raise WikiError("not a directory", root)
     root.mkdir(parents=True, exist_ok=True)
     existing = {p.relative_to(root).as_posix() for d in ("wiki/models", "wiki/kernels") for p in (root / d).glob("*.md")}
-    configured = _has_tool_wiki(root)
+    configured = _has_tool_wiki(root) and not (root / "wiki.toml").exists()
     now = dt.datetime.now(dt.timezone.utc)
     files = scaffold.plan(request, now.date(), existing, configured=configured)
     scaffold.check_inside(root, [f.rel for f in files] + (scaffold.relay_rels(request.run) if request.run else []))
