@@ -63,7 +63,9 @@ LANE_OPS_OK = ("note", "decision", "manual", "analyze")
 LANE_OPS_REFUSED = ("lint", "ingest-source", "frobnicate")
 GLOBAL_OPS_OK = ("note", "decision", "cleanup")
 GLOBAL_OPS_REFUSED = ("loop-iteration", "start", "stop", "run-experiment")
-KILL_POINTS = (None, None, None, None, "after-redo", "after-apply")
+# Where a kill strikes a commit: after the redo record is written, after its first file
+# is applied (a write of one file completes), after all files are applied (before git).
+KILL_POINTS = (None, None, None, None, None, "after-redo", "mid-apply", "after-apply")
 # Findings that depend on the wall clock or on git age, not on what the writers wrote.
 # EXP011 (stale in_progress stub, measured from commit time) is git-aware and skipped
 # with base=None anyway; it is filtered so that a run on a slow day cannot fail on age.
@@ -248,17 +250,24 @@ class LaneWritersModel(RuleBasedStateMachine):
         ``takes_lock``: the model says the call reaches the lock, so it must replay a
         pending redo record of that lock first.
         Returns ``("ok", result) | ("refused", error) | ("killed", redo record)``."""
-        patches = []
         if lock in self.pending:
             kill = None  # the patched step would hit the replay itself, not this write
-        if kill == "after-redo":
-            patches.append(mock.patch.object(lane_txn, "_apply", side_effect=SystemExit(137)))
-        elif kill == "after-apply":
-            patches.append(mock.patch.object(lane_txn, "_commit", side_effect=SystemExit(137)))
+        writes = []
+
+        def write_then_die(path, text):  # the redo record, then one file, then SIGKILL
+            writes.append(path)
+            if len(writes) > 2:
+                raise SystemExit(137)
+            real_write(path, text)
+
+        real_write = lane_txn.atomic_write_text
+        patch = {"after-redo": mock.patch.object(lane_txn, "_apply", side_effect=SystemExit(137)),
+                 "mid-apply": mock.patch.object(lane_txn, "atomic_write_text", side_effect=write_then_die),
+                 "after-apply": mock.patch.object(lane_txn, "_commit", side_effect=SystemExit(137))}.get(kill)
         pending_before = dict(self.pending)
         try:
-            for p in patches:
-                p.start()
+            if patch is not None:
+                patch.start()
             try:
                 outcome = ("ok", fn())
             except WikiError as exc:
@@ -270,8 +279,8 @@ class LaneWritersModel(RuleBasedStateMachine):
                 record["head"] = git(self.root, "rev-parse", "HEAD").strip()
                 outcome = ("killed", record)
         finally:
-            for p in patches:
-                p.stop()
+            if patch is not None:
+                patch.stop()
         own = outcome[1] if outcome[0] == "ok" and isinstance(outcome[1], dict) else {}
         self.check_recovery(pending_before, own)
         if takes_lock:
