@@ -1,9 +1,23 @@
 """The compute backend interface: where a training session runs.
 
 A backend launches one session from a script's text (the rendered bootstrap), reports
-its status, its log tail and the accelerator quota. Liveness always comes from here,
-never from the checkpoint pointer. ``UNKNOWN`` is a real answer (a failed status call,
-a timeout): it never counts as "gone" and never allows a launch.
+its status, its log tail and the accelerator quota, and cancels a session. Liveness
+always comes from here, never from the checkpoint pointer.
+
+How a backend says "unknown" (every backend is tested against this contract in
+``tests/test_compute_contract.py``):
+
+- ``status(ref)`` never raises for a failed call: it returns ``SessionState.UNKNOWN``.
+  ``GONE`` is only for a backend that positively answers that the session does not
+  exist (a 404, no record at all);
+- ``list_sessions()`` raises :class:`ComputeUnavailableError` when the listing cannot be
+  read; it never returns a stand-in row. A listed session whose own status cannot be
+  read is listed as ``UNKNOWN``;
+- ``quota()`` and ``log_tail()`` raise :class:`ComputeUnavailableError` when unreadable;
+- ``cancel(ref)`` raises :class:`ComputeError` when the request fails (the next wake
+  sees the session still alive and tries again).
+
+``UNKNOWN`` never counts as "gone", never allows a launch and never closes a claim.
 """
 
 from __future__ import annotations
@@ -60,6 +74,8 @@ class SessionStatus:
     ended_at: dt.datetime | None = None
     exit_code: int | None = None
     failure_message: str | None = None
+    version: int | None = None  # what the backend knows of the launch (an adopted launch records them)
+    kernel_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,4 +118,8 @@ class ComputeBackend(Protocol):
         """The live accelerator quota. Raises ComputeUnavailableError when unreadable."""
 
     def list_sessions(self) -> list[tuple[str, SessionState]]:
-        """Every session of the account that the backend can see (for foreign-kernel checks)."""
+        """Every session of the account that the backend can see (for foreign-kernel checks).
+        Raises ComputeUnavailableError when the listing cannot be read (never a stand-in row)."""
+
+    def cancel(self, ref: str) -> None:
+        """Stop the session ``ref`` (a block stops everything, seed section 5). Raises ComputeError."""

@@ -46,6 +46,7 @@ from executors.http_policy import (
     safe_message,
 )
 from executors.store import (
+    FINAL_PATH,
     POINTER_PATH,
     FileMissingError,
     Pointer,
@@ -55,6 +56,7 @@ from executors.store import (
     StoreUnavailableError,
     checkpoint_message,
     checkpoint_path,
+    final_message,
     pointer_message,
 )
 
@@ -274,13 +276,19 @@ class HubStore:
     # ------------------------------------------------------------------ writes
     def commit_checkpoint(self, step: int, local_dir: Path, parent: str) -> str:
         """One commit of every file under ``local_dir`` as ``ckpt/checkpoint-<step>/``."""
+        return self._commit_folder(checkpoint_path(step), local_dir, parent, checkpoint_message(step))
+
+    def commit_final(self, step: int, local_dir: Path, parent: str) -> str:
+        """One commit of every file under ``local_dir`` as ``final/`` (message ``final N``)."""
+        return self._commit_folder(FINAL_PATH, local_dir, parent, final_message(step))
+
+    def _commit_folder(self, base: str, local_dir: Path, parent: str, message: str) -> str:
         local_dir = Path(local_dir)
         files = sorted(p for p in local_dir.rglob("*") if p.is_file())
         if not files:
-            raise StoreError(f"{local_dir}: no files to commit for checkpoint {step}")
-        base = checkpoint_path(step)
+            raise StoreError(f"{local_dir}: no files to commit ({message})")
         items = [(f"{base}/{p.relative_to(local_dir).as_posix()}", p) for p in files]
-        return self._commit(checkpoint_message(step), items, parent)
+        return self._commit(message, items, parent)
 
     def commit_pointer(self, step: int, parent: str) -> str:
         """One commit of ``latest.json`` naming ``ckpt/checkpoint-<step>``."""

@@ -34,7 +34,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -444,7 +444,12 @@ class KaggleCompute:
             state = self.status(ref if claim.version is None else f"{ref}/{claim.version}").state
             if state.alive or state == SessionState.UNKNOWN:
                 raise LaunchBlockedError(f"kaggle: launch blocked: earlier launch {ref} is {state.value}")
-        for ref, state in self.list_sessions():
+        try:
+            sessions = self.list_sessions()
+        except ComputeUnavailableError as exc:
+            raise LaunchBlockedError(f"kaggle: launch blocked: the account's sessions cannot be listed ({exc})") \
+                from None
+        for ref, state in sessions:
             if state.alive or state == SessionState.UNKNOWN:
                 raise LaunchBlockedError(f"kaggle: launch blocked: {ref} is {state.value}")
         own = self._raw_status(slug, None)
@@ -454,6 +459,16 @@ class KaggleCompute:
 
     # ------------------------------------------------------------------ status
     def status(self, ref: str) -> SessionStatus:
+        """The state of the launch ``ref`` (see :meth:`_status`), with the version and kernel id our
+        claim recorded from the push (so a launch adopted by a later wake records them too)."""
+        found = self._status(ref)
+        owner, name, version = split_ref(ref)
+        claim = self._claim_for(f"{owner}/{name}", version)
+        if claim is None or (claim.version is None and claim.kernel_id is None):
+            return found
+        return replace(found, version=claim.version, kernel_id=claim.kernel_id)
+
+    def _status(self, ref: str) -> SessionStatus:
         """The state of the launch ``ref`` (``owner/slug`` or ``owner/slug/version``).
 
         A version we launched that is not visible yet counts as QUEUED until the claim's
@@ -582,6 +597,13 @@ class KaggleCompute:
             return None
         return classify_exit(status, self._log(ref), refuse_window_s=self.refuse_window_s)
 
+    def cancel(self, ref: str) -> None:
+        """Not available: Kaggle's CancelKernelSession takes a kernel *session* id, which neither
+        SaveKernel nor GetKernelSessionStatus returns. Raises ComputeError, so a block says that the
+        session must be stopped by hand (and the next wake tries again)."""
+        raise ComputeError(f"kaggle: {ref} cannot be cancelled through the API (no kernel session id): "
+                           "stop it from the kernel's page")
+
     # ------------------------------------------------------------------ quota and listing
     def quota(self) -> Quota:
         """GPU quota (hours used, hours allowed, refresh time). Raises ComputeUnavailableError."""
@@ -605,7 +627,8 @@ class KaggleCompute:
         return Quota(gpu.time_used.total_seconds() / 3600, gpu.total_time_allowed.total_seconds() / 3600, refresh)
 
     def list_sessions(self) -> list[tuple[str, SessionState]]:
-        """The account's most recently run kernels with their states (UNKNOWN when unreadable)."""
+        """The account's most recently run kernels with their states (a kernel whose status cannot be
+        read is UNKNOWN). Raises ComputeUnavailableError when the listing itself cannot be read."""
         from kagglesdk.kernels.types.kernels_api_service import ApiListKernelsRequest
         from kagglesdk.kernels.types.kernels_enums import KernelsListSortType, KernelsListViewType
 
@@ -619,8 +642,10 @@ class KaggleCompute:
 
         try:
             kernels = self._read(f"ListKernels {self.owner}", call).kernels
-        except Exception:  # noqa: BLE001 - an unreadable listing is one session of unknown state
-            return [(f"{self.owner}/*", SessionState.UNKNOWN)]
+        except ComputeUnavailableError:
+            raise  # the protocol's "unknown": never a stand-in row that a caller could read as "not listed"
+        except Exception as exc:  # noqa: BLE001
+            raise ComputeUnavailableError(f"kaggle: ListKernels {self.owner}: {api_error(exc)}") from None
         out = []
         for kernel in kernels[: self.list_limit]:
             ref = kernel.ref if "/" in (kernel.ref or "") else f"{self.owner}/{kernel.slug}"

@@ -14,8 +14,14 @@ account and no network. Each launch gets a directory ``<state_dir>/<name>/`` hol
 
 Liveness: the supervisor's pid is alive (and is ours: its command line names the
 directory). A supervisor that died without ``exit.json`` ended as ``cancelled`` (killed).
-The quota is this backend's own: ``quota_hours`` per window, used by the wall time of
-every session in the state directory.
+The supervisor enforces the session timeout itself, as a platform does: past
+``timeout_s`` it stops the script and records ``cancelled`` with the reason; so does
+:meth:`LocalProcessCompute.cancel`.
+
+The quota is this backend's own: ``quota_hours`` per window of ``quota_window_hours``
+(default a week) starting at ``quota_reset_at`` (default a Saturday 00:00 UTC, the seed's
+reset), used by the wall time every session spent inside the current window; the
+quota's ``refresh_at`` is the end of the current window, so it is never in the past.
 """
 
 from __future__ import annotations
@@ -42,6 +48,9 @@ from executors.compute import (
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 START_GRACE_S = 30.0
+STOP_GRACE_S = 10.0  # after SIGTERM, how long the script has before SIGKILL
+WEEK_HOURS = 168.0
+SATURDAY = dt.datetime(1970, 1, 3, tzinfo=dt.timezone.utc)  # the default anchor of the quota window
 
 
 def _now() -> dt.datetime:
@@ -82,23 +91,35 @@ class LocalProcessCompute:
     """Sessions as detached local processes under ``state_dir`` (see the module docstring)."""
 
     def __init__(self, state_dir: Path, quota_hours: float = 10.0, quota_reset_at: dt.datetime | None = None,
-                 python: str | None = None, accelerator: str = "cpu"):
+                 python: str | None = None, accelerator: str = "cpu", quota_window_hours: float = WEEK_HOURS,
+                 clock=None):
         self.state_dir = Path(state_dir)
         self.quota_hours = float(quota_hours)
-        self.quota_reset_at = quota_reset_at
+        self.quota_reset_at = quota_reset_at or SATURDAY
+        self.quota_window_hours = float(quota_window_hours)
+        if not self.quota_window_hours > 0:
+            raise ComputeError("local-process: quota_window_hours must be positive")
         self.python = python or sys.executable
         self.accelerator = accelerator
+        self.clock = clock or _now
 
     @classmethod
     def from_config(cls, config: dict, root: Path) -> LocalProcessCompute:
         """From a run's ``compute`` block: ``state_dir`` (relative to ``root``, default
-        ``.wiki/compute``), ``quota_hours`` (default 10) and ``quota_reset_at`` (ISO, optional)."""
+        ``.wiki/compute``), ``quota_hours`` (default 10) per ``quota_window_hours`` (default
+        168) from ``quota_reset_at`` (ISO, default a Saturday 00:00 UTC)."""
         state_dir = Path(config.get("state_dir", ".wiki/compute"))
         if not state_dir.is_absolute():
             state_dir = Path(root) / state_dir
         reset = config.get("quota_reset_at")
-        reset_at = dt.datetime.fromisoformat(str(reset).replace("Z", "+00:00")) if reset else None
-        return cls(state_dir, float(config.get("quota_hours", 10.0)), reset_at)
+        try:
+            reset_at = dt.datetime.fromisoformat(str(reset).replace("Z", "+00:00")) if reset else None
+        except ValueError:
+            raise ComputeError(f"local-process: quota_reset_at is not an ISO time: {reset!r}") from None
+        if reset_at is not None and reset_at.tzinfo is None:
+            raise ComputeError(f"local-process: quota_reset_at needs a time zone: {reset!r}")
+        return cls(state_dir, float(config.get("quota_hours", 10.0)), reset_at,
+                   quota_window_hours=float(config.get("quota_window_hours", WEEK_HOURS)))
 
     # ---------------------------------------------------------------- launch
 
@@ -131,29 +152,38 @@ class LocalProcessCompute:
     # ---------------------------------------------------------------- status
 
     def status(self, ref: str) -> SessionStatus:
-        """The session's state from its directory and its supervisor's pid."""
-        directory = self.state_dir / dir_name(ref)
+        """The session's state from its directory and its supervisor's pid; UNKNOWN (never an
+        exception) when its files cannot be read."""
+        try:
+            return self._status(self.state_dir / dir_name(ref))
+        except ComputeUnavailableError as exc:
+            return SessionStatus(SessionState.UNKNOWN, failure_message=str(exc))
+
+    def _status(self, directory: Path) -> SessionStatus:
         info = _read_json(directory / "session.json")
         if info is None:
             return SessionStatus(SessionState.GONE)
         started = _read_json(directory / "started.json")
         ended = _read_json(directory / "exit.json")
         started_at = _parse(started["started_at"]) if started else None
+        known = {"version": info.get("version"), "kernel_id": str(info["pid"]) if info.get("pid") else None}
         if ended is not None:
             code = ended.get("exit_code")
             state = SessionState.COMPLETE if code == 0 else SessionState.ERROR
-            return SessionStatus(state, started_at, _parse(ended["ended_at"]), code,
-                                 None if code == 0 else ended.get("failure") or f"exit code {code}")
+            if ended.get("stopped"):
+                state = SessionState.CANCELLED
+            failure = None if code == 0 else ended.get("stopped") or ended.get("failure") or f"exit code {code}"
+            return SessionStatus(state, started_at, _parse(ended["ended_at"]), code, failure, **known)
         pid = (started or {}).get("pid") or info.get("pid")
         if pid and _is_our_process(pid, directory):
-            return SessionStatus(SessionState.RUNNING if started else SessionState.QUEUED, started_at)
+            return SessionStatus(SessionState.RUNNING if started else SessionState.QUEUED, started_at, **known)
         submitted = _parse(info["submitted_at"])
         if not pid and (_now() - submitted).total_seconds() < START_GRACE_S:
-            return SessionStatus(SessionState.QUEUED)
+            return SessionStatus(SessionState.QUEUED, **known)
         log = directory / "output.log"
         ended_at = dt.datetime.fromtimestamp(log.stat().st_mtime, dt.timezone.utc) if log.exists() else None
         return SessionStatus(SessionState.CANCELLED, started_at, ended_at, None,
-                             "the session process died without an exit code (killed)")
+                             "the session process died without an exit code (killed)", **known)
 
     def log_tail(self, ref: str, lines: int = 200) -> str:
         path = self.state_dir / dir_name(ref) / "output.log"
@@ -163,8 +193,17 @@ class LocalProcessCompute:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
+    def window(self, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+        """The quota window holding ``now``: ``[start, end)``, windows of ``quota_window_hours`` from the anchor."""
+        span = dt.timedelta(hours=self.quota_window_hours)
+        periods = (now - self.quota_reset_at) // span
+        start = self.quota_reset_at + periods * span
+        return start, start + span
+
     def quota(self) -> Quota:
-        """``quota_hours`` less the wall time of every session (running ones up to now)."""
+        """``quota_hours`` less the wall time sessions spent in the current window (running ones up to now)."""
+        now = self.clock()
+        start, end = self.window(now)
         used = 0.0
         for name, _ in self._sessions():
             directory = self.state_dir / name
@@ -172,29 +211,46 @@ class LocalProcessCompute:
             if not started:
                 continue
             ended = _read_json(directory / "exit.json")
-            end = _parse(ended["ended_at"]) if ended else _now()
-            used += max(0.0, (end - _parse(started["started_at"])).total_seconds()) / 3600
-        return Quota(used_hours=used, total_hours=self.quota_hours, refresh_at=self.quota_reset_at)
+            stop = min(_parse(ended["ended_at"]) if ended else now, now)
+            used += max(0.0, (stop - max(_parse(started["started_at"]), start)).total_seconds()) / 3600
+        return Quota(used_hours=used, total_hours=self.quota_hours, refresh_at=end)
 
     def list_sessions(self) -> list[tuple[str, SessionState]]:
+        """Every launched session; one whose files cannot be read is UNKNOWN; an unreadable
+        state directory raises ComputeUnavailableError (the protocol's "unknown")."""
         return [(slug, self.status(slug).state) for _, slug in self._sessions()]
 
     def cancel(self, ref: str) -> None:
-        """Stop a session (its whole process group)."""
+        """Stop a session: SIGTERM to its supervisor, which stops the script and records ``cancelled``."""
         directory = self.state_dir / dir_name(ref)
         info = _read_json(directory / "session.json") or {}
-        pid = info.get("pid")
-        if pid and _is_our_process(pid, directory):
-            os.killpg(pid, signal.SIGTERM)
+        started = _read_json(directory / "started.json") or {}
+        pid = started.get("pid") or info.get("pid")
+        if not pid or not _is_our_process(pid, directory):
+            return  # not running: nothing to stop
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        except OSError as exc:
+            raise ComputeError(f"cannot stop {ref}: {exc.strerror}") from None
 
     def _sessions(self) -> list[tuple[str, str]]:
-        if not self.state_dir.is_dir():
-            return []
+        try:
+            if not self.state_dir.exists():
+                return []  # nothing launched yet
+            directories = sorted(self.state_dir.iterdir())
+        except OSError as exc:
+            raise ComputeUnavailableError(f"the session directory {self.state_dir} cannot be listed: "
+                                          f"{exc.strerror}") from None
         found = []
-        for directory in sorted(self.state_dir.iterdir()):
-            info = _read_json(directory / "session.json") if directory.is_dir() else None
+        for directory in directories:
+            try:
+                info = _read_json(directory / "session.json") if directory.is_dir() else None
+            except ComputeUnavailableError:
+                info = {"slug": directory.name.replace("__", "/")}  # ours, state unreadable: listed as unknown
             if info:
-                found.append((directory.name, info["slug"]))
+                found.append((directory.name, info.get("slug", directory.name)))
         return found
 
 
@@ -227,22 +283,46 @@ def _is_our_process(pid: int, directory: Path) -> bool:
 
 
 def supervise(directory: Path) -> int:
-    """Run ``script.py``, record start, exit code, end time and the failure line."""
+    """Run ``script.py``; record start, exit code, end time and the failure line.
+
+    The session's ``timeout_s`` is enforced here, as a platform does: past it the script
+    is stopped (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`) and the exit records
+    ``stopped`` with the reason; a SIGTERM to the supervisor (:meth:`LocalProcessCompute.cancel`)
+    does the same.
+    """
     directory = Path(directory)
+    info = _read_json(directory / "session.json") or {}
+    timeout_s = info.get("timeout_s")
     _write_json(directory / "started.json", {"started_at": _iso(_now()), "pid": os.getpid()})
     sys.stdout.flush()
     child = subprocess.Popen([sys.executable, str(directory / "script.py")], cwd=directory)
+    stopped: list[str] = []
 
-    def forward(signum, _frame):
-        child.send_signal(signum)
+    def stop(why: str) -> None:
+        if stopped:
+            return  # our own group signal coming back to us
+        stopped.append(why)
+        os.killpg(os.getpgrp(), signal.SIGTERM)  # the script and every process it started (this group)
 
-    signal.signal(signal.SIGTERM, forward)
-    code = child.wait()
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop("cancelled through the backend (SIGTERM)"))
+    try:
+        code = child.wait(timeout=float(timeout_s) if timeout_s else None)
+    except subprocess.TimeoutExpired:
+        stop(f"session timeout: stopped after {timeout_s} s")
+        code = None
+    while code is None:
+        try:
+            code = child.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
     failure = None
     if code != 0:
         log = (directory / "output.log").read_text(encoding="utf-8", errors="replace").splitlines()
         failure = next((ln.strip() for ln in reversed(log) if ln.strip()), f"exit code {code}")[:300]
-    _write_json(directory / "exit.json", {"exit_code": code, "ended_at": _iso(_now()), "failure": failure})
+    record = {"exit_code": code, "ended_at": _iso(_now()), "failure": failure}
+    if stopped:
+        record["stopped"] = stopped[0]
+    _write_json(directory / "exit.json", record)
     return code
 
 

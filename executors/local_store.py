@@ -34,8 +34,10 @@ from executors.store import (
     StoreError,
     StoreFormatError,
     StoreUnavailableError,
+    FINAL_PATH,
     checkpoint_message,
     checkpoint_path,
+    final_message,
     pointer_message,
 )
 
@@ -142,14 +144,20 @@ class LocalGitStore:
         The folder is replaced as a whole (an older folder of the same name stays in the
         history). StaleParentError when ``main`` is not at ``parent``.
         """
+        return self._commit_folder(checkpoint_path(step), local_dir, parent, checkpoint_message(step))
+
+    def commit_final(self, step: int, local_dir: Path, parent: str) -> str:
+        """Commit the files of ``local_dir`` as ``final/`` (message ``final N``), replacing any older one."""
+        return self._commit_folder(FINAL_PATH, local_dir, parent, final_message(step))
+
+    def _commit_folder(self, folder: str, local_dir: Path, parent: str, message: str) -> str:
         local_dir = Path(local_dir)
         files = sorted(p for p in local_dir.iterdir() if p.is_file())
         if not files:
             raise StoreError(f"{local_dir}: no files to commit")
-        folder = checkpoint_path(step)
         blobs = {f"{folder}/{p.name}": self._hash_file(p) for p in files}
         tree = self._build_tree(parent, blobs, remove_prefix=folder)
-        return self._advance(parent, tree, checkpoint_message(step))
+        return self._advance(parent, tree, message)
 
     def commit_pointer(self, step: int, parent: str) -> str:
         """Commit ``latest.json`` = ``{"step": N, "path_in_repo": "ckpt/checkpoint-N"}`` (message ``latest -> N``)."""

@@ -48,10 +48,18 @@ def _build(table: dict[str, tuple[str, str, str | None]], what: str, config: Map
             ) from None
     cls = getattr(importlib.import_module(module_name), class_name)
     settings = {key: value for key, value in config.items() if key != "kind"}
-    if kind == "local-git":
-        path = Path(settings.get("path", "store"))
-        return cls(path if path.is_absolute() else Path(root) / path)
-    return cls.from_config(settings, Path(root))
+    from executors.compute import ComputeError
+    from executors.store import StoreError
+
+    try:
+        if kind == "local-git":
+            path = Path(settings.get("path", "store"))
+            return cls(path if path.is_absolute() else Path(root) / path)
+        return cls.from_config(settings, Path(root))
+    except (ComputeError, StoreError, ValueError, TypeError) as exc:
+        # a refused key (a token in the config), a bad value: bad input, one line naming it
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BackendConfigError(f"{what} ({kind}): {first}") from None
 
 
 def make_store(config: Mapping, *, root: Path) -> CheckpointStore:

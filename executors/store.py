@@ -7,6 +7,9 @@ saving checkpoint N is two commits in this order,
 2. ``latest.json`` = ``{"step": N, "path_in_repo": "ckpt/checkpoint-N"}`` with the
    message ``latest -> N``.
 
+After ``latest -> max_steps`` the session commits ``final/`` (the final weights and
+their manifest, message ``final N``).
+
 Both commits name the parent the writer last saw; a store refuses a commit whose
 parent is not the current head (:class:`StaleParentError`): a second writer is
 refused, never merged. All reads of one wake are pinned to one revision (a commit id)
@@ -23,6 +26,7 @@ from typing import Protocol, runtime_checkable
 
 POINTER_PATH = "latest.json"
 CHECKPOINT_PREFIX = "ckpt/checkpoint-"
+FINAL_PATH = "final"  # the final weights, written once after ``latest -> max_steps``
 
 
 def checkpoint_path(step: int) -> str:
@@ -38,6 +42,11 @@ def pointer_message(step: int) -> str:
 def checkpoint_message(step: int) -> str:
     """The message of the checkpoint-folder commit."""
     return f"checkpoint {step}"
+
+
+def final_message(step: int) -> str:
+    """The message of the ``final/`` commit, made after ``latest -> max_steps``."""
+    return f"final {step}"
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,10 @@ class CheckpointStore(Protocol):
     def commit_pointer(self, step: int, parent: str) -> str:
         """Commit ``latest.json`` for ``step`` with message ``latest -> <step>`` on top of
         ``parent`` (StaleParentError when the head moved); return the new commit id."""
+
+    def commit_final(self, step: int, local_dir: Path, parent: str) -> str:
+        """Commit the files of ``local_dir`` as ``final/`` (message ``final <step>``) on top
+        of ``parent`` (StaleParentError when the head moved); return the new commit id."""
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """True when ``ancestor`` is in the history of ``descendant`` (a rewrite check)."""

@@ -303,9 +303,11 @@ def test_trainer_saves_and_relay_check_run_end_to_end_through_the_hub(hub_store,
     fake_hub.inject("preupload", status_fault(429, retry_after=0))
     assert session.main(run.session_argv(), store=hub_store) == 0
     head = hub_store.head()
-    assert [c.title for c in hub_store.list_commits(head)] == [
-        "latest -> 8", "checkpoint 8", "latest -> 4", "checkpoint 4", "initial commit"
+    assert [c.title for c in hub_store.list_commits(head)] == [  # final/ follows latest -> max_steps
+        "final 8", "latest -> 8", "checkpoint 8", "latest -> 4", "checkpoint 4", "initial commit"
     ]
+    assert sorted(p.split("/", 1)[1] for p in hub_store.list_files("final", head)) == [
+        "cursor.json", "manifest.json", "model.safetensors", "trainer_state.json"]
     assert not fake_hub.faults["commit"] and not fake_hub.faults["preupload"]  # every fault was met
     from training.config import tiny_demo_config
 

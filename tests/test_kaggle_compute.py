@@ -103,6 +103,7 @@ def test_status_life_and_log_tail_poll_the_returned_ref(compute, fake_kaggle):
     assert states == [SessionState.QUEUED, SessionState.RUNNING, SessionState.COMPLETE, SessionState.COMPLETE]
     done = compute.status(record.ref)
     assert done.exit_code == 0 and done.failure_message is None
+    assert (done.version, done.kernel_id) == (record.version, record.kernel_id)  # what an adopting wake records
     assert (done.ended_at - done.started_at).total_seconds() == 9000.0
     assert compute.log_tail(record.ref, lines=1) == "saved checkpoint 1524"
     report = compute.exit_report(record.ref)

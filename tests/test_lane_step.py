@@ -99,8 +99,8 @@ class MemoryBackend:
 
     def artifacts(self, name):
         folder = self.dir / name
-        return {"metrics": str(folder / "metrics.json"), "profile": str(folder / "profile.md"),
-                "hlo": str(folder / "hlo.md")}
+        return {"artifact_dir": str(folder), "metrics": str(folder / "metrics.json"), "xprof": str(folder / "xprof"),
+                "hlo": str(folder / "hlo")}
 
     def delete(self, name):
         self.runs.pop(name, None)

@@ -411,3 +411,21 @@ def test_verdict_caps(requested, evidence, expected):
 def test_unknown_verdict_is_refused_before_anything_is_read(wiki):
     result = wiki_cmd(wiki, "exp", "file", "v047", "gemma4", "tpu", "--verdict", "done", check=False)
     assert result.returncode == 2 and "is not one of supported" in result.stderr
+
+
+def test_a_frontier_co_measured_in_the_run_is_the_reference(wiki):
+    """Interleaved with the frontier in one process, the delta is against that measurement and
+    the recorded figure is rescaled to the frontier's recorded one (v046: mfu 42.0), so
+    figures recorded under different loads stay comparable."""
+    vid = new(wiki, "splash-q")["vid"]
+    result = _file(wiki, vid, "supported", "40.0", HLO, "p\n", "--metric", "frontier_mfu=38.0",
+                   "--metric", "noise_band=0.5")
+    assert result["verdict"] == "supported" and result["current_best_moved"]
+    assert result["value"] == pytest.approx(42.0 * 40.0 / 38.0) and result["delta"] == pytest.approx(2.0)
+    page = (wiki / result["page"]).read_text()
+    assert "| mfu | 38 | 40 | +2 | ±0.5 |" in page and "the frontier, co-measured in the same process" in page
+    within = new(wiki, "within", tag="w")["vid"]
+    capped = _file(wiki, within, "supported", "38.2", HLO, "p\n", "--metric", "frontier_mfu=38.0",
+                   "--metric", "noise_band=0.5")
+    assert capped["verdict"] == "inconclusive" and not capped["current_best_moved"]
+    assert lint_codes(wiki) == []

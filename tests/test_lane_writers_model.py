@@ -84,6 +84,12 @@ def vid_str(number: int, letter: str = "") -> str:
     return f"v{number:03d}{letter}"
 
 
+def split_vid(vid: str) -> tuple[int, str]:
+    """``v050b`` -> ``(50, "b")``."""
+    match = re.fullmatch(r"v(\d+)([a-z]?)", vid)
+    return int(match[1]), match[2]
+
+
 def id_token(vid: str) -> re.Pattern:
     """``vid`` as a whole token (``v050`` does not match inside ``v050b`` or ``v0501``)."""
     return re.compile(r"(?<![0-9A-Za-z])" + re.escape(vid) + r"(?![0-9a-z])")
@@ -215,7 +221,7 @@ class LaneWritersModel(RuleBasedStateMachine):
     # --- the model's rules of the lane ------------------------------------------------
 
     def max_number(self) -> int:
-        return max(int(re.match(r"v(\d+)", v)[1]) for v in self.ever_used)
+        return max(split_vid(v)[0] for v in self.ever_used)
 
     def in_flight_conflict(self, track: int, mechanism: str) -> bool:
         return any(e.status == "in_progress" and e.track != track and e.mechanism == mechanism for e in self.exps.values())
@@ -317,7 +323,7 @@ class LaneWritersModel(RuleBasedStateMachine):
             cell = rows[variant]["Baseline"]
             assert (baseline is None and cell == "—") or str(baseline) in cell, (variant, cell)
         for vid, (rel, meta, text) in self.disk_pages().items():
-            number, letter = int(re.match(r"v(\d+)", vid)[1]), re.match(r"v\d+([a-z]?)", vid)[1]
+            number, letter = split_vid(vid)
             status, verdict = status_of(meta)
             assert not any(m in text for m in MECHANISMS), f"{rel} already holds a pool mechanism"
             mfu = meta.get("mfu")
@@ -458,7 +464,7 @@ class LaneWritersModel(RuleBasedStateMachine):
             assert outcome == "refused", f"retry of {exp.vid} ({exp.status}, backfilled={exp.backfilled}): {value}"
             return
         assert outcome != "refused", f"retry of {exp.vid} was refused: {value}"
-        letters = [re.match(r"v\d+([a-z]?)", v)[1] for v in self.ever_used if int(re.match(r"v(\d+)", v)[1]) == exp.number]
+        letters = [letter for number, letter in map(split_vid, self.ever_used) if number == exp.number]
         top = max(letters)
         vid = vid_str(exp.number, chr(ord(top) + 1) if top else "b")
         assert vid not in self.ever_used
@@ -531,7 +537,7 @@ class LaneWritersModel(RuleBasedStateMachine):
 
     @rule(kill=st.sampled_from(KILL_POINTS))
     def backfill(self, kill):
-        from executors.lane_backend import LocalLaneBackend
+        from executors.lane_local import LocalLaneBackend
 
         due = {}
         for name, vid in self.workloads.items():
@@ -552,7 +558,7 @@ class LaneWritersModel(RuleBasedStateMachine):
             old = self.exps.get(vid)
             match = re.fullmatch(r"demo-gemma4-tpu-v\d+-(?P<slug>[a-z0-9-]+?)(?:-[b-z])?", name)
             self.ever_used.add(vid)
-            self.exps[vid] = Exp(int(re.match(r"v(\d+)", vid)[1]), re.match(r"v\d+([a-z]?)", vid)[1], match["slug"],
+            self.exps[vid] = Exp(*split_vid(vid), match["slug"],
                                  old.variant if old else None, None, None, "filed", verdict, None, backfilled=True,
                                  retryable=False, workload=name, filed_here=True)
 
@@ -574,6 +580,9 @@ class LaneWritersModel(RuleBasedStateMachine):
                 assert meta.get("status") in ("in_progress", "filed"), f"{rel}: a writer wrote status {meta.get('status')!r}"
                 assert (meta.get("mfu") if exp.status == "filed" else None) == exp.mfu, (rel, meta.get("mfu"), exp.mfu)
                 assert (meta.get("backfilled") is True) == exp.backfilled, rel
+                assert meta.get("variant") == exp.variant, (rel, meta.get("variant"), exp.variant)
+                if exp.backfilled and exp.verdict == "invalid":  # a crash is summarised from its log
+                    assert "RESOURCE_EXHAUSTED" in str(meta.get("reason")), (rel, meta.get("reason"))
             if status == "filed":
                 assert self.filed_bytes.setdefault(rel, text) == text, f"{rel} changed after it was filed"
 
@@ -634,7 +643,7 @@ class LaneWritersModel(RuleBasedStateMachine):
 LaneWritersModel.TestCase.settings = settings(
     # No shrink phase: a failing run prints its (at most 12) steps as they were; shrinking
     # them costs minutes of real git and lint work on a shared machine.
-    max_examples=15, stateful_step_count=12, deadline=None, database=None,
+    max_examples=20, stateful_step_count=12, deadline=None, database=None,
     phases=(Phase.explicit, Phase.reuse, Phase.generate),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

@@ -3,6 +3,7 @@ codes, logs, quota; and two concurrent `wiki step` processes that launch once (r
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
@@ -122,7 +123,32 @@ def test_from_config_resolves_the_state_dir_under_the_root(tmp_path):
     compute = LocalProcessCompute.from_config({"kind": "local-process", "state_dir": ".wiki/c", "quota_hours": 3,
                                                "quota_reset_at": "2026-09-26T00:00:00Z"}, tmp_path)
     assert compute.state_dir == tmp_path / ".wiki" / "c"
-    assert compute.quota().total_hours == 3.0 and compute.quota().refresh_at.isoformat().startswith("2026-09-26")
+    quota = compute.quota()
+    assert quota.total_hours == 3.0 and quota.refresh_at > dt.datetime.now(dt.timezone.utc)
+    assert (quota.refresh_at - dt.datetime(2026, 9, 26, tzinfo=dt.timezone.utc)) % dt.timedelta(days=7) == \
+        dt.timedelta(0)  # a weekly window from the configured reset instant
+
+
+def test_row28_item7_the_local_quota_refills_each_window_and_never_resets_in_the_past(tmp_path):
+    """Issue 13 item 7: hours spent in an earlier window no longer count; refresh_at is the current
+    window's end, so a park ends."""
+    now = [dt.datetime(2026, 9, 25, 23, 0, tzinfo=dt.timezone.utc)]
+    compute = LocalProcessCompute(tmp_path / "state", quota_hours=2.0,
+                                  quota_reset_at=dt.datetime(2026, 9, 19, tzinfo=dt.timezone.utc),
+                                  clock=lambda: now[0])
+    session = compute.state_dir / "tiny-session1"
+    session.mkdir(parents=True)
+    (session / "session.json").write_text(json.dumps({"slug": "tiny-session1", "version": 1, "pid": None,
+                                                      "submitted_at": "2026-09-25T21:00:00+00:00"}))
+    (session / "started.json").write_text(json.dumps({"started_at": "2026-09-25T21:00:00+00:00", "pid": 1}))
+    (session / "exit.json").write_text(json.dumps({"exit_code": 0, "ended_at": "2026-09-26T01:00:00+00:00"}))
+    before = compute.quota()
+    assert before.used_hours == pytest.approx(2.0) and before.left_hours == 0
+    assert before.refresh_at == dt.datetime(2026, 9, 26, tzinfo=dt.timezone.utc)
+    now[0] = dt.datetime(2026, 9, 26, 2, 0, tzinfo=dt.timezone.utc)  # the reset instant has passed
+    after = compute.quota()
+    assert after.used_hours == pytest.approx(1.0)  # only the hour after midnight counts in the new window
+    assert after.refresh_at == dt.datetime(2026, 10, 3, tzinfo=dt.timezone.utc)
 
 
 def test_row20_two_concurrent_wiki_step_processes_launch_once(tmp_path):
@@ -154,3 +180,27 @@ def test_row20_two_concurrent_wiki_step_processes_launch_once(tmp_path):
         assert [(r.job, r.outcome) for r in memory.read_ledger(root)] == [("session-1", "booked")]
     finally:
         LocalProcessCompute(root / ".wiki" / "compute").cancel("tiny-session1")
+
+
+def test_row31_item3_the_local_backend_enforces_the_session_timeout_itself(tmp_path, compute):
+    """Issue 13 item 3: past its timeout the supervisor stops the session and records why, as a platform
+    does; the wake never has to guess that a live session is dead."""
+    record = compute.launch(LaunchRequest("tiny-session6", script(tmp_path, seconds=60), 2))
+    status = wait_until_ended(compute, record.ref, limit=40)
+    assert status.state == SessionState.CANCELLED and status.failure_message.startswith("session timeout")
+    assert (status.ended_at - status.started_at).total_seconds() < 30
+
+
+def test_item4_cancel_stops_the_session_and_everything_it_started(tmp_path, compute):
+    record = compute.launch(LaunchRequest("tiny-session7", script(tmp_path, seconds=60), 600))
+    deadline = time.monotonic() + 30
+    while compute.status(record.ref).state != SessionState.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # the launcher has started the script
+    compute.cancel(record.ref)
+    status = wait_until_ended(compute, record.ref, limit=30)
+    assert status.state == SessionState.CANCELLED and "cancelled" in status.failure_message
+    assert (status.version, status.kernel_id) == (1, record.kernel_id)
+    leftover = subprocess.run(["pgrep", "-f", str(compute.state_dir / "tiny-session7")], capture_output=True,
+                              text=True).stdout.split()
+    assert leftover == []

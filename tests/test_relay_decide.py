@@ -19,6 +19,7 @@ from wikiengine.relay.decide import (
     decide,
     remaining_steps,
 )
+from wikiengine.relay.records import SessionRecord
 
 NOW = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.timezone.utc)
 RESET = dt.datetime(2026, 9, 26, 0, 0, tzinfo=dt.timezone.utc)
@@ -82,12 +83,12 @@ STATES = [
     ("row 31: a session killed at 12 h is treated as ended; resume from the pointer",
      obs(1397, last_session=session(state=SessionState.ERROR, started=ago(hours=12), reason="timeout")),
      mem(last_seen_step=1397, high_water_step=1397), "launch", "session-3", 127),
-    ("row 31: a session that sits RUNNING past its timeout is treated as ended",
-     obs(1524, last_session=session(state=SessionState.RUNNING, started=ago(hours=13))), mem(), "launch",
-     "session-3", 762),
-    ("row 31: a session QUEUED for a day is treated as ended",
-     obs(1524, last_session=session(state=SessionState.QUEUED, started=ago(hours=24))), mem(), "launch",
-     "session-3", 762),
+    ("issue 13 item 3: a session the backend calls RUNNING past its timeout is never launched over",
+     obs(1524, last_session=session(state=SessionState.RUNNING, started=ago(hours=13))), mem(), "running",
+     None, None),
+    ("issue 13 item 3: a session QUEUED for a day is still alive at the backend: no second session",
+     obs(1524, last_session=session(state=SessionState.QUEUED, started=ago(hours=24))), mem(), "running",
+     None, None),
     ("one fast exit is not yet a crash loop: one more launch",
      obs(1524, last_session=session("session-3", SessionState.ERROR, started=ago(minutes=5), ended=ago(minutes=4),
                                     reason="free space")), mem(session=3), "launch", "session-4", 762),
@@ -183,6 +184,17 @@ EMERGENCY_ROWS = [
     ("malformed latest.json", obs(1524, findings=(finding("store_format"),)), mem(), "store_format"),
     ("row 38: an immutable page changed without hooks", obs(1524, immutable_edits=("wiki/x.md: changed",)), mem(),
      "immutable_page_edited"),
+    ("issue 13 item 2: the store's history shows a higher pointer than latest -> N",
+     obs(1524, findings=(finding("pointer_backwards", "store history", "'latest -> 1651' is above latest -> 1524"),)),
+     mem(), "pointer_backwards"),
+    ("issue 13 item 1: the manifest differs from the digest the run recorded",
+     obs(1524, findings=(finding("checkpoint_altered"),)), mem(), "checkpoint_altered"),
+    ("issue 13 item 8: a session refused a corrupt checkpoint: corruption at once, not after a second launch",
+     obs(1524, last_session=dataclasses.replace(
+         session("session-3", SessionState.ERROR, started=ago(minutes=3), ended=ago(minutes=2)),
+         record=SessionRecord(start_step=1524, end_step=1524, reason="checkpoint_corrupt",
+                              detail="ckpt/checkpoint-1524: model.safetensors: sha256 differs"))),
+     mem(session=3), "checkpoint_corrupt"),
 ]
 
 
@@ -203,6 +215,30 @@ def test_an_emergency_wins_over_a_running_session():
     running = session("session-3", SessionState.RUNNING, started=ago(hours=1))
     decision = decide(obs(1397, last_session=running), mem(high_water_step=1524), SEED)
     assert decision.kind == "blocked"
+    assert decision.cancel == running  # issue 13 item 4: a block stops the live session
+    assert any("session-3" in r and "still running" in r for r in decision.reasons)
+    assert decision.actions[-1].startswith("cancel the live session-3")
+
+
+def test_row27_item8_a_kill_after_real_progress_is_not_a_fast_exit():
+    progressed = SessionRecord(digests={"1651": "a" * 64}, start_step=1524, end_step=1651)
+    killed = [dataclasses.replace(session(f"session-{k}", SessionState.CANCELLED, started=ago(minutes=m + 1),
+                                          ended=ago(minutes=m), reason="killed"), record=progressed)
+              for k, m in ((3, 30), (4, 2))]
+    decision = decide(obs(1651, last_session=killed[1], previous_session=killed[0]),
+                      mem(session=4, last_seen_step=1651, high_water_step=1651), SEED)
+    assert decision.kind == "launch", decision.reasons
+
+
+def test_row31_item3_a_session_alive_without_pointer_progress_is_reported_stalled():
+    running = session("session-3", SessionState.RUNNING, started=ago(hours=5))
+    quiet = obs(1651, last_session=running, pointer_moved_at=ago(hours=3), save_interval_s=1200.0)
+    settings = dataclasses.replace(SEED, max_clock_skew_s=0, clock_slack_s=0)
+    decision = decide(quiet, mem(session=3, last_seen_step=1651, high_water_step=1651), settings)
+    assert decision.kind == "running" and any("stalled" in r for r in decision.reasons)
+    busy = dataclasses.replace(quiet, pointer_moved_at=ago(minutes=30))
+    decision = decide(busy, mem(session=3, last_seen_step=1651, high_water_step=1651), settings)
+    assert decision.kind == "running" and not any("stalled" in r for r in decision.reasons)
 
 
 @pytest.mark.parametrize("reasons, kind", [(("free space", "pointer read"), "launch"),

@@ -10,30 +10,63 @@ from pathlib import Path
 import pytest
 
 from executors.local_store import LocalGitStore
-from test_relay_support import checkpoint_files, save_checkpoint
-from training.checkpoint import CheckpointError
+from test_relay_support import checkpoint_files, final_files, save_checkpoint, save_final
+from training.checkpoint import CheckpointError, build_manifest
 from wikiengine.relay import finish
+
+
+def _recorded(*steps, final=None):
+    import hashlib
+
+    digests = {str(s): hashlib.sha256(checkpoint_files(s)["manifest.json"]).hexdigest() for s in steps}
+    if final is not None:
+        digests["final"] = hashlib.sha256(final_files(final)["manifest.json"]).hexdigest()
+    return digests
 
 
 def test_verify_all_checks_every_kept_checkpoint_byte_for_byte(tmp_path):
     store = LocalGitStore.create(tmp_path / "store")
     for step in (4, 8, 12):
         save_checkpoint(store, step, tmp=tmp_path)
-    steps, final = finish.verify_all(store, store.head(), 12)
+    save_final(store, 12)
+    steps, final = finish.verify_all(store, store.head(), 12, _recorded(4, 8, 12, final=12))
     assert steps == [4, 8, 12] and final["model.safetensors"] == b"weights 12"
     bad = checkpoint_files(8)
     bad["optimizer.pt"] = b"opt!"  # bytes changed after the manifest was written
     save_checkpoint(store, 8, bad, tmp=tmp_path)
     store.commit_pointer(12, parent=store.head())
-    with pytest.raises(CheckpointError, match="optimizer.pt"):
-        finish.verify_all(store, store.head(), 12)
+    with pytest.raises(CheckpointError, match="checkpoint-8: optimizer.pt"):
+        finish.verify_all(store, store.head(), 12, _recorded(4, 8, 12, final=12))
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("rewritten", "checkpoint-8: manifest.json has sha256"),  # bytes and manifest rewritten together
+    ("no_record", "checkpoint-12: the run recorded no digest"),
+    ("no_final", "final/ is not in the store"),
+    ("dropped", "checkpoint-4: recorded by the run, missing from the store"),
+])
+def test_row08_item1_verify_all_trusts_the_runs_record_over_the_stores_manifest(tmp_path, damage, message):
+    store = LocalGitStore.create(tmp_path / "store")
+    recorded = _recorded(4, 8, 12, final=12)
+    for step in (8, 12) if damage == "dropped" else (4, 8, 12):
+        files = checkpoint_files(step)
+        if damage == "rewritten" and step == 8:
+            files["model.safetensors"] = b"weights 9"
+            files["manifest.json"] = build_manifest({k: v for k, v in files.items() if k != "manifest.json"}, 8)
+        save_checkpoint(store, step, files, tmp=tmp_path)
+    if damage != "no_final":
+        save_final(store, 12)
+    if damage == "no_record":
+        del recorded["12"]
+    with pytest.raises(CheckpointError, match=message):
+        finish.verify_all(store, store.head(), 12, recorded)
 
 
 def test_verify_all_refuses_a_run_without_its_last_checkpoint(tmp_path):
     store = LocalGitStore.create(tmp_path / "store")
     save_checkpoint(store, 4, tmp=tmp_path)
     with pytest.raises(CheckpointError, match="checkpoint-12"):
-        finish.verify_all(store, store.head(), 12)
+        finish.verify_all(store, store.head(), 12, _recorded(4))
 
 
 @pytest.fixture()
@@ -119,3 +152,49 @@ def test_report_paths_stay_under_the_run(tmp_path):
     assert finish.eval_dir(tmp_path, "tiny") == tmp_path / "wiki" / "runs" / "tiny" / "eval"
     assert finish.publish_dir(tmp_path, "tiny", {}) == tmp_path / ".wiki" / "published" / "tiny"
     assert finish.publish_dir(tmp_path, "tiny", {"publish": {"dir": "/abs/p"}}) == Path("/abs/p/tiny")
+
+
+TEMPLATE = """# ounce100m: final report
+
+Written by hand before the run; the engine fills the four blocks.
+
+## Checkpoints
+
+<!-- PENDING: checkpoints -->
+PENDING
+<!-- /PENDING -->
+
+## Published
+
+<!-- PENDING: published -->
+PENDING
+<!-- /PENDING -->
+
+## Evaluation
+
+<!-- PENDING: evaluation -->
+PENDING
+<!-- /PENDING -->
+
+## Summary
+
+<!-- PENDING: summary -->
+PENDING
+<!-- /PENDING -->
+
+## Notes kept as written
+"""
+
+
+def test_a_report_template_has_its_pending_blocks_filled_and_nothing_else_changed(tmp_path):
+    found = {"heldout_loss": {"value": 3.21, "samples": 64, "tokens": 4096}}
+    blocks = finish.report_blocks("tiny", [4, 8], tmp_path / "tiny", ["heldout_loss"], found)
+    filled = finish.fill_report(TEMPLATE, blocks)
+    assert "PENDING" not in filled and filled.count("<!-- filled: ") == 4
+    assert "| heldout_loss | 3.2100 | 64 | 4096 |" in filled
+    assert filled.startswith("# ounce100m: final report\n\nWritten by hand") and filled.endswith(
+        "## Notes kept as written\n")
+    with pytest.raises(ValueError, match="unknown PENDING block 'budget'"):
+        finish.fill_report(TEMPLATE.replace("PENDING: summary", "PENDING: budget"), blocks)
+    with pytest.raises(ValueError, match="no '<!-- PENDING"):
+        finish.fill_report("# nothing to fill\n", blocks)

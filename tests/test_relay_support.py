@@ -81,6 +81,36 @@ def save_checkpoint(store: LocalGitStore, step: int, files: dict[str, bytes] | N
     return store.commit_pointer(step, parent=head) if pointer else head
 
 
+def final_files(step: int, config: dict = CONFIG) -> dict[str, bytes]:
+    """``final/`` as the last session writes it: the weights, cursor and trainer state of ``step``."""
+    from training.checkpoint import FINAL_FILES
+
+    files = {k: v for k, v in checkpoint_files(step, config).items() if k in FINAL_FILES}
+    files["manifest.json"] = build_manifest(files, step)
+    return files
+
+
+def save_final(store: LocalGitStore, step: int, files: dict[str, bytes] | None = None) -> str:
+    """Commit ``final/`` after ``latest -> step`` (the last session's last commit)."""
+    files = files or final_files(step)
+    directory = Path(store.path.parent) / ".final-src"
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.iterdir():
+        old.unlink()
+    for name, data in files.items():
+        (directory / name).write_bytes(data)
+    return store.commit_final(step, directory, parent=store.head())
+
+
+def checkpoint_event(step: int, files: dict[str, bytes] | None = None, event: str = "checkpoint") -> str:
+    """The session's own log line for a checkpoint it wrote (``training.session``'s ``checkpoint`` event)."""
+    import hashlib
+
+    files = files or (final_files(step) if event == "final" else checkpoint_files(step))
+    return json.dumps({"event": event, "step": step, "manifest_sha256": hashlib.sha256(files["manifest.json"])
+                       .hexdigest()})
+
+
 @dataclass
 class FakeCompute:
     """A compute backend whose sessions and quota a test sets directly."""
@@ -94,6 +124,9 @@ class FakeCompute:
     clock: object = None  # the platform's (server's) clock
     on_launch: object = None  # a hook a fault test uses to kill the wake mid-launch
     timeout_s: float | None = None  # like a real platform: a session past its timeout is killed
+    logs: dict[str, list[str]] = field(default_factory=dict)  # each session's output lines
+    hidden: set = field(default_factory=set)  # launched but not yet visible (Kaggle shows a new session late)
+    cancelled: list = field(default_factory=list)
 
     def launch(self, request):
         if self.refuse_capacity:
@@ -118,10 +151,23 @@ class FakeCompute:
         if self.status_fails:
             return SessionStatus(SessionState.UNKNOWN)
         self._enforce_timeouts()
+        if ref in self.hidden:
+            return SessionStatus(SessionState.GONE)
         return self.sessions.get(ref, SessionStatus(SessionState.GONE))
 
     def log_tail(self, ref, lines=200):
-        return ""
+        return "\n".join(self.logs.get(ref, [])[-lines:])
+
+    def log(self, ref, line):
+        self.logs.setdefault(ref, []).append(line)
+
+    def cancel(self, ref):
+        self.cancelled.append(ref)
+        old = self.sessions[ref]
+        if old.state.alive:
+            now = self.clock() if self.clock else T0
+            self.sessions[ref] = SessionStatus(SessionState.CANCELLED, old.started_at, now, None,
+                                               "cancelled through the backend")
 
     def quota(self):
         if self.quota_left is None:
@@ -132,7 +178,7 @@ class FakeCompute:
         if self.status_fails:
             raise ComputeUnavailableError("listing timed out")
         self._enforce_timeouts()
-        return [(ref, status.state) for ref, status in self.sessions.items()]
+        return [(ref, status.state) for ref, status in self.sessions.items() if ref not in self.hidden]
 
     def end(self, ref, state=SessionState.COMPLETE, at=None, started=None, failure=None):
         old = self.sessions[ref]

@@ -99,7 +99,9 @@ CASES = [
     ("exp006-section-says-other", "EXP006", {PAGE: experiment_page(sections={"Verdict": "**refuted** — no gain.\n"})}, {}, 1),
     # EXP008: one id per lane
     ("exp008-pass-other-lane", "EXP008", {PAGE: experiment_page(), f"{OTHER_LANE}/2026-06-02-v042-splash.md": experiment_page()}, {}, 0),
-    ("exp008-dup-lane-and-subdir", "EXP008", {PAGE: experiment_page(), f"{LANE}/experiments/2026-06-05-v042-remat.md": experiment_page(created="2026-06-05")}, {}, 2),
+    ("exp008-dup-lane-and-subdir", "EXP008", {PAGE: experiment_page(), f"{LANE}/experiments/2026-06-05-v042-remat.md": experiment_page(created="2026-06-05")}, {}, 1),
+    ("exp008-text-before-the-id", "EXP008", {PAGE: experiment_page(), f"{LANE}/experiments/2026-06-05-gemma4-tpu-v042-remat.md": experiment_page(created="2026-06-05")}, {}, 1),
+    ("exp008-retry-letter-is-another-id", "EXP008", {PAGE: experiment_page(), f"{LANE}/experiments/2026-06-05-v042b-splash.md": experiment_page(created="2026-06-05")}, {}, 0),
     # EXP009: status + verdict agree
     ("exp009-pass-both-agree", "EXP009", {PAGE: experiment_page(verdict="supported")}, {}, 0),
     ("exp009-disagree", "EXP009", {PAGE: experiment_page(verdict="refuted")}, {}, 1),
@@ -271,6 +273,15 @@ def test_exp011_stale_stub_measured_from_commit_time(tmp_path):
     found = findings(tmp_path, "EXP011", base="HEAD")
     assert len(found) == 1 and "2020-01-01" in found[0].message
     assert findings(tmp_path, "EXP011", base="HEAD", **{"max-age-days": 100000}) == []
+    assert findings(tmp_path, "EXP011", base="HEAD", **{"max-age-hours": 10_000_000}) == []
+
+
+def test_exp011_a_stub_left_running_or_pending_is_stale_too(tmp_path):
+    write(tmp_path, {PAGE: experiment_page(status="in_progress").replace("status: in_progress", "status: running")})
+    git_init(tmp_path)
+    commit_all(tmp_path, "old stub", date="2020-01-01T00:00:00Z")
+    (found,) = findings(tmp_path, "EXP011", base="HEAD")
+    assert found.message.startswith("running since 2020-01-01")
 
 
 def test_exp011_recent_stub_and_verdict_pages_pass(tmp_path):
@@ -291,3 +302,40 @@ def test_since_grandfathers_pages_by_their_created_date(tmp_path):
     write(tmp_path, {old: experiment_page(sections=bare), new: experiment_page(created="2026-07-02", sections=bare)})
     assert len(findings(tmp_path, "EXP003")) == 2
     assert [f.path for f in findings(tmp_path, "EXP003", since="2026-07-01")] == [new]
+
+
+def test_exp008_reports_the_later_page_naming_the_earlier(tmp_path):
+    later = f"{LANE}/experiments/2026-06-05-v042-remat.md"
+    write(tmp_path, {PAGE: experiment_page(), later: experiment_page(created="2026-06-05")})
+    (found,) = findings(tmp_path, "EXP008")
+    assert found.path == later and PAGE in found.message
+
+
+def test_exp002_invalid_and_backfilled_pages_need_no_profile(tmp_path):
+    no_profile = {"Profile": None, "HLO Dump": None, "Verdict": "**invalid** — crashed before step 0 (OOM).\n"}
+    write(tmp_path, {PAGE: experiment_page(status="invalid", sections=no_profile)})
+    assert findings(tmp_path, "EXP002") == []
+    supported = tmp_path / "s"
+    write(supported, {PAGE: experiment_page(sections={"Profile": None})})
+    assert [f.message for f in findings(supported, "EXP002")] == ["missing required section '## Profile'"]
+
+
+def test_exp002_verdict_plus_reasoning_is_the_verdict(tmp_path):
+    page = experiment_page().replace("## Verdict\n", "## Verdict + reasoning\n")
+    write(tmp_path, {PAGE: page})
+    assert findings(tmp_path, "EXP002") == [] and findings(tmp_path, "EXP006") == []
+
+
+def test_an_older_lane_describes_its_pages_in_its_program(tmp_path):
+    """A model-level program's page_conventions (following the cascade) say that this lane
+    names pages exp<NN> and has no HLO Dump: its pages are judged by that, not baselined."""
+    older = f"{LANE}/2026-04-02-exp34-splash-accepted.md"
+    page = experiment_page(created="2026-04-02", sections={"HLO Dump": None})
+    conventions = ("# Gemma4\n\n## Config\n\n```yaml\npage_conventions:\n  id_pattern: 'exp\\d+'\n"
+                   "  required_sections: [Hypothesis under test, Setup, Results, Profile, Verdict]\n```\n")
+    write(tmp_path, {older: page})
+    assert {f.code for f in findings(tmp_path, "EXP001")} == {"EXP001"}
+    assert [f.message for f in findings(tmp_path, "EXP002")] == ["missing required section '## HLO Dump'"]
+    write(tmp_path, {older: page, "wiki/experiments/program.md": "# Root\n\n## Rules\n\nOne change.\n",
+                     "wiki/experiments/gemma4_autoresearch_optimization/program.md": conventions})
+    assert findings(tmp_path, "EXP001") == [] and findings(tmp_path, "EXP002") == []

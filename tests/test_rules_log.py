@@ -115,3 +115,13 @@ def test_since_grandfathers_log_findings_by_the_entry_date_not_the_log_date(tmp_
     assert [(f.line, "loop-iter" in f.message) for f in found] == [(3, True)]
     write(tmp_path, {LANE_LOG: log("[2026-13-02] start | undated", "[2025-01-05] start | old")})
     assert [f.line for f in findings(tmp_path, "LOG001", base="HEAD", since="2026-07-01")] == [3]
+
+
+def test_log003_entries_before_the_log_split_stay_where_they_are(tmp_path):
+    from tests.rules_wiki import findings, write
+
+    text = ("# log\n\n## [2026-06-09] loop-iteration | v050-x on 2B/v5p-16: refuted (-1%)\n\n"
+            "## [2026-03-01] loop-iteration | v002-y on 2B/v5p-16: supported (+2%)\n")
+    write(tmp_path, {"wiki/log.md": text})
+    assert [f.line for f in findings(tmp_path, "LOG003")] == [3, 5]
+    assert [f.line for f in findings(tmp_path, "LOG003", **{"split-date": "2026-05-01"})] == [3]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.lint_support import PROGRAM_LANE, PROGRAM_MODEL, PROGRAM_ROOT, write
 from wikiengine.lint import lint
 from wikiengine.lint.config import LintConfig
@@ -135,3 +137,12 @@ def test_prg002_path_run_checks_the_programs_at_or_below_a_target_program(tmp_pa
     assert found(run(tmp_path, ["PRG002"], [PROGRAM_ROOT])) == [(PROGRAM_ROOT, 7, "PRG002")]
     assert found(run(tmp_path, ["PRG002"], [PROGRAM_MODEL])) == [(PROGRAM_MODEL, 6, "PRG002")]
     assert found(run(tmp_path, ["PRG002"], [PROGRAM_LANE, "wiki/notes/none.md"])) == []
+
+
+@pytest.mark.parametrize("child", [
+    "## Branching model — inherits the root pattern\n\nlane branches are named exp/<vid>\n",
+    "## Branching model — lane naming\n\nInherits the root's per-experiment forks; names them exp/<vid>.\n",
+])
+def test_prg004_a_child_that_says_it_inherits_is_not_shadowing(tmp_path, child):
+    write(tmp_path, {PROGRAM_ROOT: ROOT_TEXT, PROGRAM_LANE: "# l\n\n" + child})
+    assert found(run(tmp_path, ["PRG004"])) == []

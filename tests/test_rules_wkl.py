@@ -20,6 +20,8 @@ def setup(name: str) -> dict:
 CASES = [
     ("pass", {PAGE: experiment_page()}, 0),
     ("pass-retry", {PAGE: experiment_page(sections=setup("demo-gemma4-tpu-v042-splash-b"))}, 0),
+    ("pass-retry-page", {f"{LANE}/2026-06-02-v042b-splash.md": experiment_page(sections=setup("demo-gemma4-tpu-v042-splash-b"))}, 0),
+    ("placeholder-is-no-name", {PAGE: experiment_page(sections=setup("<workload-name>"), workload_name="TBD")}, 0),
     ("pass-frontmatter-list", {PAGE: experiment_page(workload_name="[demo-gemma4-tpu-v042-splash, demo-gemma4-tpu-v042-splash-b]")}, 0),
     ("too-long", {PAGE: experiment_page(sections=setup("demo-gemma4-tpu-v042-splash-attention-megablox"))}, 1),
     ("exactly-40", {PAGE: experiment_page(sections=setup("demo-gemma4-tpu-v042-" + "s" * 19))}, 1),

@@ -127,3 +127,30 @@ def test_two_refusals_to_start_read_from_kaggle_logs_block_a_third_launch(wiki, 
     assert fake_kaggle.calls.count("SaveKernel") == 2
     (entry,) = memory.read_errors(root)
     assert entry.kind == "crash_loop" and "REFUSED: free space" in entry.evidence
+
+
+def test_row24_item9_an_unreadable_listing_never_closes_a_claim_through_wiki_step(wiki, fake_kaggle, monkeypatch):
+    """Issue 13 item 9: the wake died after the push; the listing cannot be read. Past the claim TTL the
+    claimed session is unknown, not gone: its booked row stays open and nothing is booked again."""
+    from wikiengine.relay import act
+
+    root, store, clock = wiki
+    fake_kaggle.next_runs.append(Run(statuses=["RUNNING"]))
+
+    class Killed(BaseException):
+        pass
+
+    def killed_record(*args, **kwargs):
+        raise Killed()
+
+    with monkeypatch.context() as patch, pytest.raises(Killed):
+        patch.setattr(act, "record", killed_record)
+        run_step(root, clock=clock)
+    assert memory.read_state(root).claim is not None
+    fake_kaggle.inject("ListKernels", *[kaggle_status_fault(503)] * 40)
+    clock.advance(hours=2)  # well past the claim TTL
+    result = run_step(root, clock=clock)
+    assert result.decision == "wait", result.reasons
+    assert any("unknown is not gone" in r for r in result.reasons)
+    assert [r.outcome for r in memory.read_ledger(root)] == ["booked"]
+    assert len(fake_kaggle.saves) == 1

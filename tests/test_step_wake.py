@@ -13,7 +13,18 @@ import subprocess
 import pytest
 
 from executors.compute import SessionState
-from test_relay_support import CONFIG, Clock, FakeCompute, checkpoint_files, git, make_wiki, save_checkpoint
+from test_relay_support import (
+    CONFIG,
+    Clock,
+    FakeCompute,
+    checkpoint_event,
+    checkpoint_files,
+    git,
+    make_wiki,
+    save_checkpoint,
+    save_final,
+)
+from training.checkpoint import build_manifest
 from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.relay import act
@@ -631,16 +642,26 @@ def test_memory_stays_lint_clean_across_acts(wiki):
     assert dataclasses.asdict(memory.read_state(root))["status"] == "blocked"
 
 
-def _run_to_the_end(wiki, corrupt: int | None = None):
+def _run_to_the_end(wiki, corrupt: int | None = None, rewrite_last: bool = False):
+    """Three sessions to latest -> 24 and final/, each logging its checkpoints as training.session does.
+    ``rewrite_last``: one byte of checkpoint 24's weights changed *and* its manifest rewritten to match."""
     root, store, compute, clock = wiki
     step(wiki)
     for k, boundary in enumerate((8, 16, 24), start=1):
+        ref = f"tiny-session{k}"
         for s in (boundary - 4, boundary):
             files = checkpoint_files(s)
+            compute.log(ref, checkpoint_event(s, files))
             if s == corrupt:
                 files["optimizer.pt"] = b"tampered after the manifest"
+            if s == 24 and rewrite_last:
+                files["model.safetensors"] = b"weights 25"
+                files["manifest.json"] = build_manifest({n: v for n, v in files.items() if n != "manifest.json"}, 24)
             save_checkpoint(store, s, files)
-        compute.end(f"tiny-session{k}")
+        if boundary == 24:
+            save_final(store, 24)
+            compute.log(ref, checkpoint_event(24, event="final"))
+        compute.end(ref)
         clock.advance(hours=1)
         result = step(wiki)
     return result
@@ -665,8 +686,35 @@ def test_finish_with_a_checkpoint_altered_after_its_manifest_blocks(wiki):
     result = _run_to_the_end(wiki, corrupt=12)
     assert result.decision == "blocked" and result.state == "blocked"
     entry = memory.read_errors(root)[0]
-    assert entry.kind == "checkpoint_incomplete" and "optimizer.pt" in entry.evidence
+    assert entry.kind == "checkpoint_altered" and "checkpoint-12" in entry.evidence and "optimizer.pt" in entry.evidence
     assert not (root / "wiki" / "runs" / "tiny" / "report.md").exists()
+
+
+def test_row08_item1_finish_verifies_against_the_runs_own_record_not_the_stores_manifest(wiki):
+    """One byte of the last checkpoint's weights changed and the store's manifest rewritten to match: the
+    session's own log recorded the original digest, so the run blocks naming checkpoint-24, never completes."""
+    root, store, compute, clock = wiki
+    result = _run_to_the_end(wiki, rewrite_last=True)
+    assert result.decision == "blocked" and result.state == "blocked"
+    entry = memory.read_errors(root)[0]
+    assert entry.kind == "checkpoint_altered" and "checkpoint-24" in entry.evidence
+    assert not (root / ".wiki" / "published").exists() and not (root / "wiki" / "runs" / "tiny" / "report.md").exists()
+    digests = memory.read_digests(root)
+    assert digests["24"].recorded_by == "session-3" and set(digests) >= {"4", "8", "12", "16", "20", "final"}
+
+
+def test_row08_item1_finish_requires_final(wiki):
+    root, store, compute, clock = wiki
+    step(wiki)
+    for k, boundary in enumerate((8, 16, 24), start=1):
+        for s in (boundary - 4, boundary):
+            save_checkpoint(store, s)
+            compute.log(f"tiny-session{k}", checkpoint_event(s))
+        compute.end(f"tiny-session{k}")
+        clock.advance(hours=1)
+        result = step(wiki)
+    assert result.decision == "blocked"
+    assert "final/" in memory.read_errors(root)[0].evidence
 
 
 def test_a_run_without_bootstrap_pins_books_nothing(wiki):
@@ -718,3 +766,173 @@ def test_row27_a_crash_loop_cleared_by_a_person_allows_one_new_launch(wiki):
                 failure="refused: disk full")
     clock.advance(minutes=5)
     assert step(wiki).decision == "blocked" and len(compute.launches) == 4
+
+
+# ---------------------------------------------------------------- issue 13
+
+
+def test_row31_item3_a_live_status_past_the_timeout_never_launches_a_second_session(wiki):
+    """Seed section 3: the stale timeout used to override a live status; now a session the backend calls
+    alive is never launched over, however long it has run (the backend enforces the timeout)."""
+    root, store, compute, clock = wiki
+    step(wiki)
+    save_checkpoint(store, 4)
+    clock.advance(hours=13)  # past session_timeout_s + the clock-skew allowance; the backend still says RUNNING
+    result = step(wiki)
+    assert result.decision == "running" and len(compute.launches) == 1
+    assert any("past the session timeout" in r for r in result.reasons)
+
+
+def test_item5_every_session_that_ran_has_exactly_one_outcome_row(wiki, monkeypatch):
+    """A launch lands, the wake dies before recording it, the listing hides it past the claim TTL: the claim
+    is released and session-1 booked again. The session that ran still gets its spent row: each booking
+    has exactly one outcome."""
+    root, store, compute, clock = wiki
+
+    def killed_record(*args, **kwargs):
+        raise Killed()
+
+    monkeypatch.setattr(act, "record", killed_record)
+    with pytest.raises(Killed):
+        step(wiki)
+    monkeypatch.undo()
+    compute.hidden.add("tiny-session1")
+    clock.advance(minutes=10)
+    assert step(wiki).decision == "launch"  # released unspent, booked and launched again
+    compute.hidden.clear()
+    save_checkpoint(store, 4)
+    compute.end("tiny-session1")
+    clock.advance(hours=1)
+    step(wiki)
+    rows = [(r.job, r.outcome) for r in memory.read_ledger(root) if r.job == "session-1"]
+    assert rows == [("session-1", "booked"), ("session-1", "unspent"), ("session-1", "booked"),
+                    ("session-1", "spent")]
+    spent = [r for r in memory.read_ledger(root) if r.outcome == "spent"]
+    assert spent[0].cpu_alternative == "none: 8 steps of real training"  # the check, not the hours used
+    record = memory.read_exit_records(root)["session-1"]
+    assert record["hours_used"] == "1.000" and record["state"] == "complete"
+
+
+def test_row38_item6_a_ledger_row_edited_then_trusted_commit_moved_still_blocks(wiki):
+    """Edit an old ledger row, then in a second commit move trusted_commit in STATE.md past the edit: each
+    row is checked against the commit that introduced it, so the wake still blocks."""
+    root, store, compute, clock = wiki
+    step(wiki)
+    ledger = root / "memory" / "QUOTA.md"
+    ledger.write_text(ledger.read_text().replace("| 20.00 |", "| 29.00 |", 1))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "tidy the ledger")
+    edit = git(root, "rev-parse", "HEAD").strip()
+    state = root / "memory" / "STATE.md"
+    text = state.read_text()
+    import re as _re
+
+    state.write_text(_re.sub(r"trusted_commit: \S+", f"trusted_commit: {edit}", text))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "move the trusted commit")
+    compute.end("tiny-session1")
+    result = step(wiki)
+    assert result.decision == "blocked", result.reasons
+    entry = memory.read_errors(root)[0]
+    assert entry.kind == "immutable_page_edited" and "QUOTA.md: row 1" in entry.evidence
+    assert edit[:12] in entry.evidence
+
+
+def test_row28_item7_a_park_whose_reset_has_passed_reads_the_quota_again(wiki):
+    root, store, compute, clock = wiki
+    compute.quota_left = 1.0
+    assert step(wiki).decision == "park"
+    assert memory.read_state(root).reset_at == "2026-09-26T00:00:00Z"
+    clock.now = dt.datetime(2026, 9, 27, 1, 0, tzinfo=dt.timezone.utc)  # the reset passed; still not funded
+    result = step(wiki)
+    assert result.decision == "park" and memory.read_state(root).reset_at == "2026-10-03T00:00:00Z"
+    compute.quota_left = 30.0
+    assert step(wiki).decision == "launch"
+
+
+def test_clarity_an_adopted_launch_records_its_version_and_kernel_id(wiki, monkeypatch):
+    root, store, compute, clock = wiki
+    def killed_record(*args, **kwargs):
+        raise Killed()
+
+    monkeypatch.setattr(act, "record", killed_record)
+    real_status = compute.status
+
+    def status_with_ids(ref):
+        found = real_status(ref)
+        return dataclasses.replace(found, version=3, kernel_id="81234503") if found.state.alive else found
+
+    compute.status = status_with_ids
+    with pytest.raises(Killed):
+        step(wiki)
+    monkeypatch.undo()
+    clock.advance(minutes=10)
+    assert step(wiki).decision == "adopt"
+    (asset,) = memory.read_assets(root)
+    assert (asset.version, asset.kernel_id) == ("3", "81234503")
+
+
+def test_clarity_running_wakes_move_a_past_next_check(wiki):
+    root, store, compute, clock = wiki
+    step(wiki)
+    assert memory.read_state(root).next_check_at == "2026-09-21T03:01:00Z"
+    before = commits(root)
+    assert step(wiki).decision == "running" and commits(root) == before  # not due yet: a replay writes nothing
+    clock.advance(minutes=5)
+    assert step(wiki).decision == "running"
+    assert memory.read_state(root).next_check_at == "2026-09-21T03:06:00Z"
+
+
+def test_clarity_the_summary_says_run_status_and_locked_names_no_pointer():
+    from wikiengine.commands.step import format_result
+    from wikiengine.relay.step import StepResult
+
+    assert format_result(StepResult("running", 8, "running", ["session session-2 is running"])).startswith(
+        "running: latest -> 8 (run status: running)")
+    assert format_result(StepResult("unknown", None, "locked", ["another wiki step holds the lock; nothing done"])) == \
+        "locked: another wiki step holds the lock; nothing done"
+
+
+def test_clarity_a_run_that_names_a_report_template_gets_its_pending_blocks_filled(wiki):
+    from test_relay_finish import TEMPLATE
+
+    root, store, compute, clock = wiki
+    (root / "docs").mkdir()
+    (root / "docs" / "final-report.md").write_text(TEMPLATE)
+    program = root / "wiki" / "runs" / "tiny" / "program.md"
+    program.write_text(program.read_text().replace("bootstrap:", "report:\n  template: docs/final-report.md\nbootstrap:"))
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "the report template")
+    result = _run_to_the_end(wiki)
+    assert result.state == "complete", result.actions
+    report = (root / "docs" / "final-report.md").read_text()
+    assert "PENDING" not in report and "Verified byte for byte" in report
+    assert not (root / "wiki" / "runs" / "tiny" / "report.md").exists()
+    assert "docs/final-report.md" in git(root, "show", "--name-only", "--format=", "HEAD")
+
+
+def test_row38_item6_a_reverted_row_edit_is_not_reported_and_a_removed_row_is(wiki):
+    from wikiengine.relay.observe import append_only_edits
+
+    root, store, compute, clock = wiki
+    step(wiki)
+    ledger = root / "memory" / "QUOTA.md"
+    original = ledger.read_text()
+    ledger.write_text(original.replace("| 20.00 |", "| 29.00 |", 1))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "edit")
+    ledger.write_text(original)
+    git(root, "commit", "--quiet", "--no-verify", "-am", "revert")
+    assert append_only_edits(root) == ()
+    ledger.write_text("".join(line for line in original.splitlines(keepends=True) if "| 1 |" not in line))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "drop the row")
+    (found,) = append_only_edits(root)
+    assert "row 1 of '## Ledger'" in found and found.endswith("removed")
+
+
+def test_row45_a_hostile_failure_line_reaches_the_exit_record_as_plain_text(wiki):
+    root, store, compute, clock = wiki
+    step(wiki)
+    compute.end("tiny-session1", SessionState.ERROR, failure='| 9 | forged | <!-- `x` --> [a](javascript:1) {"e": 1}')
+    clock.advance(hours=1)
+    step(wiki)
+    record = memory.read_exit_records(root)["session-1"]
+    assert not any(c in record["exit"] for c in "|<>`[]{}") and "forged" in record["exit"]
+    assert [r.job for r in memory.read_ledger(root)].count("session-1") == 2  # no forged ledger row

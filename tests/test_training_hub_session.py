@@ -30,7 +30,7 @@ def test_sessions_relay_through_the_hub_store(tmp_path, fake_hub, hub_store, cap
     head = hub_store.head()
     assert hub_store.read_pointer(head).step == 8
     titles = [c.title for c in hub_store.list_commits(head)]
-    assert titles[:4] == ["latest -> 8", "checkpoint 8", "latest -> 6", "checkpoint 6"]
+    assert titles[:5] == ["final 8", "latest -> 8", "checkpoint 8", "latest -> 6", "checkpoint 6"]
     files = read_verified_from_store(hub_store, 8, head)
     assert read_cursor(files["cursor.json"]).tokens_consumed == 8 * 8 * 64
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import signal
@@ -68,17 +69,26 @@ def test_exact_resume_is_bitwise_identical(tmp_path, logging_steps):
 
 def test_demo_runs_three_sessions_and_the_wake_arithmetic_holds(tmp_path, capsys):
     run = create_demo_run(tmp_path / "run")
-    ends = []
+    ends, _outputs = [], []
     for _ in range(4):
         assert session.main(run.session_argv()) == 0
-        ends.append(_events(capsys)[-1])
+        _outputs.append(capsys.readouterr().out)
+        ends.append(json.loads(_outputs[-1].strip().splitlines()[-1]))
     assert [(e["start_step"], e["end_step"], e["reason"]) for e in ends] == [
         (0, 8, "boundary"), (8, 16, "boundary"), (16, 24, "max_steps"), (24, 24, "finished")]
     store = run.store()
     head = store.head()
     titles = [c.title for c in store.list_commits(head)]
-    assert titles[:2] == ["latest -> 24", "checkpoint 24"]
-    assert titles.count("create checkpoint store") == 1 and len(titles) == 1 + 2 * 6
+    assert titles[:3] == ["final 24", "latest -> 24", "checkpoint 24"]  # final/ once, after the last pointer
+    assert titles.count("create checkpoint store") == 1 and len(titles) == 1 + 2 * 6 + 1
+    final = {p.split("/", 1)[1]: store.read_file(p, head) for p in store.list_files("final", head)}
+    assert final["model.safetensors"] == read_verified_from_store(store, 24, head)["model.safetensors"]
+    events = [json.loads(line) for line in "".join(_outputs).splitlines() if line.startswith("{")]
+    logged = {e["step"]: e["manifest_sha256"] for e in events if e["event"] == "checkpoint"}
+    assert logged == {s: hashlib.sha256(read_verified_from_store(store, s, head)["manifest.json"]).hexdigest()
+                      for s in range(4, 25, 4)}  # the session's own record of what it wrote
+    assert [e["manifest_sha256"] for e in events if e["event"] == "final"] == [
+        hashlib.sha256(final["manifest.json"]).hexdigest()]
     previous_loss = float("inf")
     for step in range(4, 25, 4):
         files = read_verified_from_store(store, step, head)
@@ -354,3 +364,32 @@ def test_missing_store_is_a_refusal_not_a_traceback(tmp_path):
                             timeout=120)
     assert result.returncode == 3 and "Traceback" not in result.stderr
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+
+
+class NoFinalStore(MovingStore):
+    """The final/ commit fails with an unknown outcome (and did not land)."""
+
+    def head(self):
+        return self.inner.head()
+
+    def commit_final(self, step, local_dir, parent):
+        from executors.store import StoreUnavailableError
+
+        raise StoreUnavailableError("hub: 503 Service Unavailable")
+
+
+def test_a_session_that_finds_the_run_finished_without_final_writes_it(tmp_path, capsys):
+    """Issue 13 item 1: final/ is required at the finish; a last session stopped before its final/ commit
+    leaves it to the next one, which writes it from the verified last checkpoint."""
+    run = create_demo_run(tmp_path / "run", max_steps=8, session_steps=8)
+    assert session.main(run.session_argv(), store=NoFinalStore(run.store(), "")) == session.EXIT_STALE
+    assert _events(capsys)[-1]["reason"] == "store_error"
+    store = run.store()
+    assert store.list_files("final", store.head()) == []
+    assert session.main(run.session_argv()) == 0
+    events = _events(capsys)
+    assert [e["event"] for e in events if e["event"] in ("final", "session_end")] == ["final", "session_end"]
+    head = store.head()
+    final = {p.split("/", 1)[1]: store.read_file(p, head) for p in store.list_files("final", head)}
+    assert final["model.safetensors"] == read_verified_from_store(store, 8, head)["model.safetensors"]
+    assert events[-1]["reason"] == "finished"

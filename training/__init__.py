@@ -14,7 +14,12 @@ Modules (one concept each):
   checks it; :mod:`training.launcher`: what the bootstrap fetches and runs at the pinned commit;
 - :mod:`training.demo`: a fresh local store and run config for the tiny demo run;
 - :mod:`training.make_corpus`: regenerates the shipped tiny corpus (``training/corpus/``);
-- :mod:`training.evaluate`: held-out evaluation of published weights.
+- :mod:`training.evaluate`: held-out evaluation of published weights;
+- :mod:`training.autoresearch_target`: ``python -m training.autoresearch_target``, the real
+  optimization target of ``wiki demo autoresearch`` (a training step's throughput, measured
+  interleaved with the frontier, with a float64 parity check and an op digest);
+  :mod:`training.autoresearch_knobs`: its knobs (torch-free);
+  :mod:`training.autoresearch_queue`: the scripted proposal queue and the baseline config.
 
 Importing this package does not import torch.
 """

@@ -37,6 +37,7 @@ CURSOR_NAME = "cursor.json"
 TRAINER_STATE_NAME = "trainer_state.json"
 MODEL_NAME = "model.safetensors"
 REQUIRED_FILES = (MODEL_NAME, "optimizer.pt", "scheduler.pt", TRAINER_STATE_NAME, CURSOR_NAME)
+FINAL_FILES = (MODEL_NAME, TRAINER_STATE_NAME, CURSOR_NAME)  # what final/ holds (with its manifest)
 FILE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 SHA16 = re.compile(r"^[0-9a-f]{16}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -202,7 +203,8 @@ def read_manifest(data: bytes) -> tuple[int, dict[str, dict]]:
     return obj["step"], obj["files"]
 
 
-def verify_files(manifest_bytes: bytes, files: dict[str, bytes], step: int) -> None:
+def verify_files(manifest_bytes: bytes, files: dict[str, bytes], step: int,
+                 required: tuple[str, ...] = REQUIRED_FILES) -> None:
     """Check checkpoint bytes against the manifest: same file set, sizes and sha256.
 
     Raises :class:`CheckpointError` naming the first difference (RELIABILITY rows 3, 8, 9).
@@ -213,7 +215,7 @@ def verify_files(manifest_bytes: bytes, files: dict[str, bytes], step: int) -> N
         raise CheckpointError(str(exc)) from None
     if manifest_step != step:
         raise CheckpointError(f"manifest.json is for another step than {step}")
-    for name in REQUIRED_FILES:
+    for name in required:
         if name not in manifest:
             raise CheckpointError(f"manifest.json does not list {name}")
     listed, present = set(manifest), set(files) - {MANIFEST_NAME}

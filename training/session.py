@@ -23,14 +23,17 @@ Command line (what a compute backend or a rendered bootstrap runs)::
   torch's choice). One thread is fastest for the ``tiny`` preset on a shared machine.
 
 Standard output carries one JSON object per line: ``plan``, ``checkpoint`` (after each
-pointer commit), ``quarantine`` / ``unnamed_checkpoint`` reports, and last
-``{"event": "session_end", "start_step", "end_step", "reason", ...}``. Progress (step,
+pointer commit, with the sha256 of the manifest the session wrote), ``final`` (the
+``final/`` folder committed after ``latest -> max_steps``), ``quarantine`` /
+``unnamed_checkpoint`` reports, and last ``{"event": "session_end", "start_step",
+"end_step", "reason", ...}``: the session's exit record, which the wake reads. Progress (step,
 loss, tokens per second) goes to standard error.
 
 Exit codes: 0 normal stop (reason ``boundary``, ``max_steps``, ``time`` or
 ``finished``), 2 bad input (config, arguments), 3 refused to start (planner
 disagreement, unreadable pointer, checkpoint failing verification, pins or arithmetic
-differing, not enough free space), 4 stopped mid-session because the store is not where
+differing, not enough free space; a checkpoint that fails verification or disagrees with
+the run ends with reason ``checkpoint_corrupt``, which no retry can fix), 4 stopped mid-session because the store is not where
 this session left it: the stale-stop guard fired (reason ``stale_pointer``: another
 writer moved the branch) or a save failed with an unknown outcome (reason ``store_error``).
 """
@@ -48,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_STALE = 0, 2, 3, 4
+CORRUPT = "checkpoint_corrupt"  # the session_end reason of a refusal no retry can fix
 
 
 class SessionExit(Exception):
@@ -307,6 +311,15 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
              budget_s=budget_s, world_size=world.world_size, tokens_per_step=config.tokens_per_step)
         _report_unnamed(store, revision, plan.pointer_step)
     if plan.finished:
+        if world.is_main and plan.pointer_step == config.max_steps and not store.list_files("final", revision):
+            # the last session stopped before its final/ commit: write it from the verified checkpoint
+            try:
+                files = read_verified_from_store(store, plan.pointer_step, revision)
+            except (CheckpointError, StoreError) as exc:
+                raise SessionExit(EXIT_REFUSED, CORRUPT, f"{checkpoint_path(plan.pointer_step)}: {exc}") from None
+            write_checkpoint(Path(args.out), plan.pointer_step, {k: v for k, v in files.items() if k != MANIFEST_NAME})
+            _commit_final(store, plan.pointer_step, Path(args.out), revision, write_checkpoint, StaleParentError,
+                          StoreError)
         return {"event": "session_end", "start_step": plan.resume_step, "end_step": plan.resume_step,
                 "reason": "finished"}
 
@@ -330,18 +343,18 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
             cursor = read_cursor(files[CURSOR_NAME])
             state = read_trainer_state(files[TRAINER_STATE_NAME])
         except (CheckpointError, StoreError) as exc:
-            verdict = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {exc}")
+            verdict = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {exc}", CORRUPT)
         else:
             problem = _resume_problem(cursor, state, plan.pointer_step, config, corpus)
             if problem:
-                verdict = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {problem}")
+                verdict = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {problem}", CORRUPT)
             elif world.world_size > 1:
                 shared = write_checkpoint(Path(args.out) / "resume", plan.pointer_step,
                                           {k: v for k, v in files.items() if k != MANIFEST_NAME})
                 verdict = ("shared", str(shared))
     verdict = world.broadcast(verdict)
     if verdict is not None and verdict[0] == "refuse":
-        raise SessionExit(EXIT_REFUSED, "refused", verdict[1])
+        raise SessionExit(EXIT_REFUSED, verdict[2] if len(verdict) > 2 else "refused", verdict[1])
     if verdict is not None and not world.is_main:
         files = read_verified_local(Path(verdict[1]), plan.pointer_step)
 
@@ -350,7 +363,7 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
         try:
             trainer.restore(files, plan.pointer_step)
         except CheckpointError as exc:
-            raise SessionExit(EXIT_REFUSED, "refused", f"{checkpoint_path(plan.pointer_step)}: {exc}") from None
+            raise SessionExit(EXIT_REFUSED, CORRUPT, f"{checkpoint_path(plan.pointer_step)}: {exc}") from None
         if trainer.rng_fallback and world.is_main:
             emit("warning", detail="the checkpoint was saved with another world size: data order and arithmetic "
                                    "are unchanged, RNG streams are not bitwise those of an uninterrupted run")
@@ -408,6 +421,9 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
     finally:
         if progress is not None:
             progress.close()
+    if world.is_main and status["end_step"] == config.max_steps:
+        last_commit = _commit_final(store, config.max_steps, Path(args.out), last_commit, write_checkpoint,
+                                    StaleParentError, StoreError)
     return {"event": "session_end", "start_step": plan.resume_step, "end_step": status["end_step"], "reason": reason,
             "pointer_commit": last_commit}
 
@@ -432,10 +448,37 @@ def _save_and_commit(store, step, files, out_dir, last_commit, write_checkpoint,
                                f"the next session plans from the pointer): {exc}")
     for line in rotate_local(out_dir, {step}, Path(out_dir) / "quarantine"):
         emit("quarantine", detail=line)
+    # manifest_sha256 is the session's own record of what it wrote: the wake keeps it and the
+    # finish verifies the store against it, not against the store's own manifest (seed section 4)
     emit("checkpoint", step=step, path_in_repo=checkpoint_path(step), checkpoint_commit=checkpoint_commit,
-         pointer_commit=pointer_commit, loss=entry["loss"], grad_norm=entry["grad_norm"],
+         pointer_commit=pointer_commit, manifest_sha256=_manifest_sha(local),
+         loss=entry["loss"], grad_norm=entry["grad_norm"],
          tokens_per_second=round(entry["tokens_per_second"], 1))  # the logged interval: non-finite is null
     return ("ok", pointer_commit)
+
+
+def _manifest_sha(directory: Path) -> str:
+    from training.checkpoint import MANIFEST_NAME, sha256_hex
+
+    return sha256_hex((Path(directory) / MANIFEST_NAME).read_bytes())
+
+
+def _commit_final(store, step, out_dir, last_commit, write_checkpoint, StaleParentError, StoreError) -> str:
+    """Rank 0, after ``latest -> max_steps``: commit ``final/`` (the final weights, cursor and
+    trainer state with their manifest, from the verified local checkpoint); emit ``final``."""
+    from training.checkpoint import FINAL_FILES, read_verified_local
+
+    files = read_verified_local(Path(out_dir) / f"checkpoint-{step}", step)
+    local = write_checkpoint(Path(out_dir) / "final", step, {k: files[k] for k in FINAL_FILES})
+    try:
+        commit = store.commit_final(step, local, parent=last_commit)
+    except StaleParentError as exc:
+        raise SessionExit(EXIT_STALE, "stale_pointer", f"final/ commit refused: {exc}") from None
+    except StoreError as exc:
+        raise SessionExit(EXIT_STALE, "store_error", f"store error while saving final/ (outcome unknown): {exc}") \
+            from None
+    emit("final", step=step, path_in_repo="final", commit=commit, manifest_sha256=_manifest_sha(local))
+    return commit
 
 
 def _resume_problem(cursor, state, step, config, corpus) -> str | None:

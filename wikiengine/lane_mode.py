@@ -112,21 +112,41 @@ def lane_config(root: Path, lane: Lane) -> dict:
         raise
 
 
-def make_backend(kind: str, root: Path, lane: Lane, config: dict):
-    """The lane backend named by the session (``local`` or ``gke``)."""
-    from executors.lane_backend import LocalLaneBackend
-
+def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[dict] | None = None):
+    """The lane backend named by the session: ``local`` (one slot per track, here), or
+    ``gke`` (each track's cluster of the session's pool, through its kubeconfig context)."""
     if kind == "local":
+        from executors.lane_local import LocalLaneBackend
+
         return LocalLaneBackend(root, lane.model_dir, lane.name)
     if kind == "gke":
-        from executors.gke.kube import Kube
-        from executors.lane_backend import GkeLaneBackend
+        from executors.gke.clusters import discover_clusters
+        from executors.gke.occupancy import Me
+        from executors.lane_gke import GkeLaneBackend
+        from executors.lane_pool import TrackPool
 
-        context = config.get("gke_context")
-        if not context:
-            raise WikiError("backend gke needs gke_context in the lane program's ## Config")
-        return GkeLaneBackend(Kube.from_context(context, cluster=context), config.get("gke_namespace", "default"))
+        image, storage = config.get("image"), config.get("storage_root")
+        if not image or not storage:
+            raise WikiError("backend gke needs image and storage_root in the lane program's ## Config")
+        clusters = {c.name: c for c in discover_clusters(root / ".env")}
+        settings = lw.lane_settings(root, lane)
+        me = Me(settings.user_prefix, lane.model_name, lane.name)
+        backends = {}
+        for slot in tracks or []:
+            cluster = clusters.get(slot.get("name"))
+            if cluster is None:
+                raise WikiError(f"track {slot.get('track')}: no cluster file for {slot.get('name')} in .env/")
+            backends[int(slot["track"])] = GkeLaneBackend.connect(cluster, me, image, storage)
+        return TrackPool(backends)
     raise WikiError(f"unknown lane backend {kind!r} (local or gke)")
+
+
+def session_tracks(root: Path, lane: Lane) -> list[dict]:
+    """The pool of the newest session (the journal's start record)."""
+    path = root / lane.journal
+    records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
+    starts = [r for r in records if r.get("op") == "start"]
+    return list(starts[-1].get("tracks", [])) if starts else []
 
 
 def load_lane_run(root: Path, backend=None) -> LaneRun:
@@ -139,7 +159,7 @@ def load_lane_run(root: Path, backend=None) -> LaneRun:
                         ceiling_s=float(config.get("ceiling_s", 6 * 3600)),
                         wake_interval_s=int(config.get("wake_interval_s", 600)))
     return LaneRun(root, lane, state, lw.lane_settings(root, lane), config, limits,
-                   backend or make_backend(state.backend, root, lane, config))
+                   backend or make_backend(state.backend, root, lane, config, session_tracks(root, lane)))
 
 
 # --- observe ----------------------------------------------------------------------------------
@@ -306,27 +326,38 @@ def _frontier_page(run: LaneRun, variant: str) -> lw.LanePage | None:
 
 
 def launch_spec(run: LaneRun, page: lw.LanePage, track: int):
-    """The backend's LaunchSpec for a stub: the lane program's ``launch_cmd`` with the
-    experiment's knobs (the yaml block of its Setup) and the frontier's."""
+    """The backend's LaunchSpec for a stub, and the frontier page it is measured against.
+
+    The command is the lane program's ``launch_cmd`` with ``{config}`` (a JSON file of the
+    knobs in the yaml block of the stub's Setup), ``{frontier}`` (the same of the row's
+    Current best, else the lane's ``baseline_config``), ``{artifacts}`` (where the run
+    writes metrics.json, profile.md and hlo.md) and ``{python}``.
+    """
+    import sys
+
     from executors.lane_backend import LaunchSpec
 
     template = run.config.get("launch_cmd")
     if not template:
         raise WikiError(f"lane {run.state.lane} has no launch_cmd in its program's ## Config")
+    name = page.frontmatter.get("workload_name")
     folder = run.root / ".wiki" / "lane-configs" / run.lane.model_dir / run.lane.name
     folder.mkdir(parents=True, exist_ok=True)
+    artifacts = f".wiki/lane-artifacts/{run.lane.model_dir}/{run.lane.name}/{name}"
     variant = str(page.frontmatter.get("variant", ""))
     frontier = _frontier_page(run, variant)
     candidate_cfg = folder / f"{page.exp_id}.json"
     frontier_cfg = folder / f"{page.exp_id}-frontier.json"
     candidate_cfg.write_text(json.dumps(_setup_config(page.text), sort_keys=True))
-    frontier_cfg.write_text(json.dumps(_setup_config(frontier.text) if frontier else {}, sort_keys=True))
-    argv = [a.format(config=candidate_cfg, frontier=frontier_cfg) for a in shlex.split(template)]
-    name = page.frontmatter.get("workload_name")
+    baseline = run.config.get("baseline_config") if isinstance(run.config.get("baseline_config"), dict) else {}
+    frontier_cfg.write_text(json.dumps(_setup_config(frontier.text) if frontier else baseline, sort_keys=True))
+    values = {"config": candidate_cfg, "frontier": frontier_cfg, "artifacts": run.root / artifacts, "python": sys.executable}
+    argv = [a.format(**values) for a in shlex.split(template)]
     vid = ex.parse_vid(page.exp_id)
-    return LaunchSpec(name=name, vid=page.exp_id, slug=ex.parse_file_name(page.rel.rsplit("/", 1)[-1]).slug or "",
+    spec = LaunchSpec(name=name, vid=page.exp_id, slug=ex.parse_file_name(page.rel.rsplit("/", 1)[-1]).slug or "",
                       track=track, argv=argv, env={"WIKI_VID": str(vid) if vid else page.exp_id},
-                      timeout_s=run.limits.ceiling_s)
+                      artifact_dir=artifacts, timeout_s=run.limits.ceiling_s)
+    return spec, (frontier.rel if frontier else None)
 
 
 def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None) -> LaneWakeResult:
@@ -396,14 +427,14 @@ def act_dispatch(run: LaneRun, decision: TrackDecision, obs: Observed, result: L
     from executors.compute import ComputeError
 
     page = obs.pages[decision.vid]
-    spec = launch_spec(run, page, decision.track)
+    spec, frontier = launch_spec(run, page, decision.track)
     view = next(v for v in obs.views if v.track == decision.track)
     if not view.dispatched:
         with LaneLock(run.root, run.lane):
             txn = LaneTxn(run.root, run.lane)
             txn.write(run.lane.journal, append_record(txn.read(run.lane.journal), {
                 "op": "dispatch", "vid": decision.vid, "track": decision.track, "workload": spec.name,
-                "argv": spec.argv, "at": utc_iso(dt.datetime.now(dt.timezone.utc))}))
+                "argv": spec.argv, "frontier": frontier, "at": utc_iso(dt.datetime.now(dt.timezone.utc))}))
             sha = txn.commit(f"exp({decision.vid}): dispatch {spec.name} on track {decision.track}", relint=False)
             if sha:
                 result.commits.append(sha)
@@ -431,6 +462,24 @@ def act_kill(run: LaneRun, decision: TrackDecision, obs: Observed, result: LaneW
     result.actions.append(f"track {decision.track}: killed {name} ({decision.reason})")
 
 
+def run_outputs(arts: dict) -> dict[str, str]:
+    """The files a run left: ``metrics`` (metrics.json), ``profile`` and ``hlo`` (the
+    analyzer's sections: the ``xprof``/``hlo`` paths when they are files, else
+    ``profile.md``/``hlo.md`` in the artifact dir)."""
+    folder = Path(arts["artifact_dir"]) if arts.get("artifact_dir") else None
+    candidates = {
+        "metrics": [arts.get("metrics")],
+        "profile": [arts.get("xprof"), folder / "profile.md" if folder else None],
+        "hlo": [arts.get("hlo"), folder / "hlo.md" if folder else None],
+    }
+    found = {}
+    for key, paths in candidates.items():
+        path = next((Path(p) for p in paths if p and Path(p).is_file()), None)
+        if path is not None:
+            found[key] = str(path)
+    return found
+
+
 def act_process(run: LaneRun, decision: TrackDecision, obs: Observed, result: LaneWakeResult) -> None:
     """Fill Setup with the command that ran and Results with the run's metrics; a verdict is then owed."""
     from wikiengine.variant_matrix import BASELINE, cell_number, parse_matrix
@@ -439,6 +488,7 @@ def act_process(run: LaneRun, decision: TrackDecision, obs: Observed, result: La
     workload = obs.workloads.get(decision.vid) if obs.workloads else None
     dispatches = [r for r in obs.records if r.get("vid") == decision.vid and r.get("op") == "dispatch"]
     argv = dispatches[-1].get("argv", []) if dispatches else []
+    command = workload.command if workload is not None and workload.command else (shlex.join(argv) if argv else None)
     arts = dict(run.backend.artifacts(workload.name)) if workload is not None else {}
     metrics, parity = {}, None
     metrics_path = Path(arts.get("metrics", "")) if arts.get("metrics") else None
@@ -461,15 +511,18 @@ def act_process(run: LaneRun, decision: TrackDecision, obs: Observed, result: La
     shown = {k: v for k, v in metrics.items() if k in (metric, "step_time_ms", "peak_hbm_gib", "mfu", "tps")} or metrics
     text = parse_page(page.text, page.rel)
     setup = text.section("Setup")
-    ran = "**Command that ran**: `" + shlex.join(argv) + "`" if argv else "**Command that ran**: unknown (no dispatch record)"
+    ran = f"**Command that ran**: `{command}`" if command else "**Command that ran**: unknown (no dispatch record)"
     setup_body = (setup.body.rstrip("\n") + "\n\n" if setup else "\n") + ran + "\n\n"
     text = text.with_section_body(setup.title if setup else "Setup", setup_body)
-    results = "\n" + lw.results_table(shown, metric, baseline, band) + (
+    from wikiengine.verdicts import compare
+
+    measured = compare(metric, metrics, baseline, lw._frontier_value(run.root, row.cell("Current best"), model_rel, metric)
+                       if row else None, band, _source)
+    results = "\n" + lw.results_table(shown, metric, measured) + (
         f"\nExit code {exit_code}; state {workload.state if workload else 'unknown'}"
         + (f"; parity check {parity}" if parity else "") + ".\n\n")
     text = text.with_section_body(lw._title(text, "Results"), results)
-    existing = {"profile": arts.get("profile"), "hlo": arts.get("hlo"), "metrics": arts.get("metrics")}
-    existing = {k: v for k, v in existing.items() if v and Path(v).is_file()}
+    existing = run_outputs(arts)
     with LaneLock(run.root, run.lane):
         txn = LaneTxn(run.root, run.lane)
         txn.write(page.rel, text.to_text())

@@ -23,7 +23,7 @@ from wikiengine.lane_txn import LaneLock, LaneTxn
 from wikiengine.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.page import parse_page
 from wikiengine.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, cell_number, parse_matrix, set_cells
-from wikiengine.verdicts import Evidence, cap_verdict, is_better
+from wikiengine.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
 
 DEFAULT_METRIC = "mfu"
 DEFAULT_NOISE_BAND_PCT = 1.0
@@ -406,14 +406,20 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.6g}"
 
 
-def results_table(metrics: dict[str, float], metric: str, baseline: float | None, band: float) -> str:
+def results_table(metrics: dict[str, float], metric: str, measured: Comparison) -> str:
+    """Results as the table metric x baseline x this run x delta x noise band, and how the
+    target metric was compared."""
     rows = ["| metric | baseline | this run | delta | noise band |", "|---|---|---|---|---|"]
     for name, value in metrics.items():
-        base = baseline if name == metric else None
-        delta = value - base if base is not None else None
+        own = name == metric
+        base = measured.reference if own else None
+        delta = measured.delta if own else None
         rows.append(f"| {name} | {_fmt(base)} | {_fmt(value)} | {'—' if delta is None else f'{delta:+.6g}'} | "
-                    f"{('±' + _fmt(band)) if name == metric else '—'} |")
-    return "\n".join(rows) + "\n"
+                    f"{('±' + _fmt(measured.noise_band)) if own else '—'} |")
+    note = f"\nThe {metric} baseline is {measured.reference_label}; noise band: {measured.noise_source}."
+    if measured.co_measured and measured.recorded is not None:
+        note += f" Recorded {metric} (rescaled to the frontier's recorded figure): {measured.recorded:.6g}."
+    return "\n".join(rows) + "\n" + note
 
 
 def _rel_link(from_rel: str, to_rel: str) -> str:
@@ -444,8 +450,10 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         baseline = cell_number(row.cell(BASELINE))
         pages = lane_pages(root, lane)
         band, band_source = noise_band(pages, variant, metric, baseline, settings.noise_band_pct)
-        value = metrics.get(metric)
-        delta = value - baseline if value is not None and baseline is not None else None
+        frontier = _frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric)
+        against = _measured_against(root, lane, target.exp_id, metric, baseline, frontier)
+        measured = compare(metric, metrics, baseline, against, band, band_source)
+        value, delta, band = measured.recorded, measured.delta, measured.noise_band
         firing_match = ex.FIRING_AUDIT_RE.search(hlo or "")
         exit_code = outcome.exit_code
         crashed = exit_code not in (None, 0)
@@ -456,11 +464,10 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
             delta=delta, noise_band=band, higher_is_better=settings.higher_is_better,
         ))
         slug = ex.parse_file_name(target.rel.rsplit("/", 1)[-1]).slug or target.exp_id
-        frontier = _frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric)
         txn = LaneTxn(root, lane)
         page = parse_page(target.text, target.rel)
-        page = page.with_section_body(_title(page, "Results"), "\n" + results_table(metrics, metric, baseline, band)
-                                      + f"\nNoise band: {band_source}." + (f" Exit code {exit_code}." if exit_code is not None else "") + "\n\n")
+        page = page.with_section_body(_title(page, "Results"), "\n" + results_table(metrics, metric, measured)
+                                      + (f" Exit code {exit_code}." if exit_code is not None else "") + "\n\n")
         missing = "Not captured: no {what} was given to `wiki exp file`, so the verdict is at most inconclusive."
         page = page.with_section_body(_title(page, "Profile"), "\n" + (profile.strip() if profile and profile.strip()
                                                                        else missing.format(what="profile")) + "\n\n")
@@ -473,8 +480,8 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         updates = {"status": ex.FILED, "verdict": filed, "updated": date, "metrics": metrics or None}
         if reason:
             updates["reason"] = " ".join(reason.split())
-        if metric in metrics:
-            updates[metric] = metrics[metric]
+        if value is not None:
+            updates[metric] = round(value, 6)
         if exit_code is not None:
             updates["exit_code"] = exit_code
         if outcome.parity is not None:
@@ -490,9 +497,9 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
             })
             txn.write(model_rel, parse_page(new_text, model_rel).with_frontmatter({"updated": date}).to_text()
                       if model_page.has_frontmatter else new_text)
-        versus = frontier if frontier is not None else baseline
-        delta_text = (f"{(value - versus) / abs(versus) * 100:+.2f}% {metric} vs frontier" if value is not None and versus
-                      else "no metric")
+        versus = measured.reference if measured.co_measured else (frontier if frontier is not None else baseline)
+        delta_text = (f"{(measured.value - versus) / abs(versus) * 100:+.2f}% {metric} vs frontier"
+                      if measured.value is not None and versus else "no metric")
         entry = logbook.render_entry(date, "loop-iteration", f"{target.exp_id}-{slug} on {variant}: {filed} ({delta_text})")
         txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
         txn.write(lane.results, results_tsv.append_row(txn.read(lane.results), {
@@ -535,6 +542,25 @@ def _frontier_value(root: Path, cell: str, model_rel: str, metric: str) -> float
         if value is not None:
             return value
     return cell_number(cell) if ref is not None else None
+
+
+def _measured_against(root: Path, lane: Lane, vid: str, metric: str, baseline: float | None,
+                      current_best: float | None) -> float | None:
+    """The recorded figure of the frontier a run was dispatched against (the journal's
+    dispatch record names it; None there means the row's Baseline); without a dispatch
+    record, today's Current best."""
+    path = root / lane.journal
+    records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
+    dispatches = [r for r in records if r.get("op") == "dispatch" and r.get("vid") == vid and "frontier" in r]
+    if not dispatches:
+        return current_best
+    page = dispatches[-1]["frontier"]
+    if not page:
+        return baseline
+    try:
+        return ex.metric_of(parse_page((root / page).read_text(encoding="utf-8")).frontmatter, metric)
+    except (OSError, WikiError):
+        return None
 
 
 def _hypothesis_update(txn: LaneTxn, root: Path, target: LanePage, slug: str, verdict: str, delta: str, date: str) -> None:

@@ -7,7 +7,9 @@ Formats (the contract with ``wiki lint``'s MEM rules, see the memory spec):
 - ``memory/QUOTA.md``: a ledger table under ``## Ledger`` that only grows
   (:class:`LedgerRow`: row, booked_at, job, live_hours_left, cpu_alternative, outcome);
 - ``memory/ASSETS.md``: a table under ``## Launches`` (:class:`AssetRow`: job, ref,
-  version, kernel_id, submitted_at, accelerator);
+  version, kernel_id, submitted_at, accelerator), the exit record of each ended session
+  under ``## Sessions`` and the first-recorded manifest digest of each checkpoint under
+  ``## Checkpoints`` (:class:`Digest`); both tables only grow;
 - ``memory/ERRORS.md``: entries newest-first, ``## [YYYY-MM-DD] E-NNN | kind | summary``
   with ``**Run**``, ``**Step**``, ``**Decision**`` lines and the evidence in a fence.
 
@@ -430,6 +432,86 @@ def append_asset_row(root: Path, job: str, ref: str, version: Any, kernel_id: An
     return AssetRow(*(escape_cell(v) for v in values))
 
 
+# ---------------------------------------------------------------- ASSETS.md: checkpoint digests and exit records
+
+CHECKPOINTS_SECTION = "Checkpoints"
+CHECKPOINT_COLUMNS = ("checkpoint", "manifest_sha256", "recorded_by", "recorded_at")
+SESSIONS_SECTION = "Sessions"
+SESSION_COLUMNS = ("job", "state", "started_at", "ended_at", "hours_used", "start_step", "end_step", "exit")
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def read_section_rows(root: Path, name: str, section: str, columns: tuple[str, ...]) -> list[TableRow]:
+    """The rows of the table under ``## section`` of a memory file; none when the section is absent."""
+    path = memory_path(root, name)
+    page = parse_page(_read(path), path)
+    if page.section(section) is None:
+        return []
+    return list(parse_table(page, section, columns, path).rows)
+
+
+def append_section_row(root: Path, name: str, section: str, columns: tuple[str, ...], values: list[Any]) -> None:
+    """Append one row to the table under ``## section`` (the section is added at the end when absent)."""
+    path = memory_path(root, name)
+    text = _read(path)
+    page = parse_page(text, path)
+    if page.section(section) is None:
+        head = text if text.endswith("\n") else text + "\n"
+        header = "| " + " | ".join(columns) + " |\n| " + " | ".join("---" for _ in columns) + " |\n"
+        atomic_write_text(path, f"{head}\n## {section}\n\n{header}{_render_row(values)}\n")
+        return
+    table = parse_table(page, section, columns, path)
+    atomic_write_text(path, _append_line(path, text, table.insert_line, _render_row(values)))
+
+
+@dataclass(frozen=True)
+class Digest:
+    """The sha256 of a checkpoint's manifest.json as the run first recorded it."""
+
+    checkpoint: str  # the step ("8") or "final"
+    manifest_sha256: str
+    recorded_by: str  # "wake" (seen at the pointer) or the job whose log recorded it
+    recorded_at: str
+    line: int = field(default=0, compare=False)
+
+
+def read_digests(root: Path) -> dict[str, Digest]:
+    """Every recorded checkpoint digest, the first record of each checkpoint winning."""
+    path = memory_path(root, ASSETS_FILE)
+    found: dict[str, Digest] = {}
+    for raw in read_section_rows(root, ASSETS_FILE, CHECKPOINTS_SECTION, CHECKPOINT_COLUMNS):
+        cells = raw.cells
+        if not (cells["checkpoint"].isdigit() or cells["checkpoint"] == "final"):
+            raise MemoryFormatError(f"checkpoint must be a step or 'final', got {cells['checkpoint']!r}", path,
+                                    raw.line)
+        if not _SHA256_RE.match(cells["manifest_sha256"]):
+            raise MemoryFormatError("manifest_sha256 is not 64 hex digits", path, raw.line)
+        found.setdefault(cells["checkpoint"], Digest(line=raw.line, **cells))
+    return found
+
+
+def record_digest(root: Path, checkpoint: str, manifest_sha256: str, recorded_by: str, recorded_at: str) -> None:
+    """Record a checkpoint's manifest digest (one row appended)."""
+    if not _SHA256_RE.match(manifest_sha256):
+        raise ValueError("manifest_sha256 must be 64 hex digits")
+    append_section_row(root, ASSETS_FILE, CHECKPOINTS_SECTION, CHECKPOINT_COLUMNS,
+                       [checkpoint, manifest_sha256, recorded_by, recorded_at])
+
+
+def read_exit_records(root: Path) -> dict[str, dict[str, str]]:
+    """The exit record of each ended session, by job (``## Sessions`` of ASSETS.md)."""
+    return {raw.cells["job"]: raw.cells
+            for raw in read_section_rows(root, ASSETS_FILE, SESSIONS_SECTION, SESSION_COLUMNS)}
+
+
+def append_exit_record(root: Path, job: str, state: str, started_at: str | None, ended_at: str | None,
+                       hours_used: float | None, start_step: int | None, end_step: int | None, exit: str) -> None:
+    """Record how a session ended: when, the hours it used, the steps it covered and why it stopped."""
+    hours = "" if hours_used is None else f"{hours_used:.3f}"
+    append_section_row(root, ASSETS_FILE, SESSIONS_SECTION, SESSION_COLUMNS,
+                       [job, state, started_at, ended_at, hours, start_step, end_step, exit])
+
+
 # ---------------------------------------------------------------- ERRORS.md
 
 @dataclass(frozen=True)
@@ -551,6 +633,21 @@ kernel id and submission time.
 
 | job | ref | version | kernel_id | submitted_at | accelerator |
 | --- | --- | --- | --- | --- | --- |
+
+## Sessions
+
+How each session ended: its exit record, with the hours it used and the steps it covered.
+
+| job | state | started_at | ended_at | hours_used | start_step | end_step | exit |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+
+## Checkpoints
+
+The sha256 of each checkpoint's manifest.json as the run first recorded it (a session's
+own log, or the wake that first saw it): the final verification compares against these.
+
+| checkpoint | manifest_sha256 | recorded_by | recorded_at |
+| --- | --- | --- | --- |
 """
 
 ERRORS_TEMPLATE = """\

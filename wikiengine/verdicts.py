@@ -77,3 +77,43 @@ def is_better(value: float, than: float | None, higher_is_better: bool) -> bool:
     if than is None:
         return True
     return value > than if higher_is_better else value < than
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How a run's target metric compares with its reference, and the figure the page records.
+
+    With a frontier co-measured in the same process (``frontier_<metric>`` in the run's
+    metrics) the delta is against it, so machine load cancels, and the recorded figure is
+    rescaled to the frontier's recorded one (``recorded_frontier x value / co-measured``),
+    so recorded figures of one row stay comparable across runs made under other loads.
+    Without one, the delta is against the row's Baseline and the figure is recorded as
+    measured.
+    """
+
+    value: float | None  # as measured
+    reference: float | None  # what the delta is against
+    reference_label: str
+    delta: float | None
+    recorded: float | None  # what the page and Current best record
+    noise_band: float
+    noise_source: str
+    co_measured: bool
+
+
+def compare(metric: str, metrics: dict[str, float], baseline: float | None, frontier_recorded: float | None,
+            band: float, band_source: str) -> Comparison:
+    """The :class:`Comparison` of a run (pure)."""
+    value = metrics.get(metric)
+    co = metrics.get(f"frontier_{metric}")
+    if value is None:
+        return Comparison(None, baseline, "the row's Baseline", None, None, band, band_source, False)
+    if co is not None and co > 0:
+        scale = frontier_recorded if frontier_recorded is not None else baseline
+        own_band = metrics.get("noise_band")
+        return Comparison(value, co, "the frontier, co-measured in the same process", value - co,
+                          scale * value / co if scale is not None else value,
+                          own_band if own_band is not None else band,
+                          "the run's own A/A timing of the frontier" if own_band is not None else band_source, True)
+    delta = value - baseline if baseline is not None else None
+    return Comparison(value, baseline, "the row's Baseline", delta, value, band, band_source, False)

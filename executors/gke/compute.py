@@ -175,6 +175,14 @@ class GkeCompute:
         except KubeNotFound:
             return ""
 
+    def cancel(self, ref: str) -> None:
+        """Delete the session's JobSet (a block stops everything); one already gone is fine."""
+        with self._kube() as kube:
+            try:
+                kube.delete_jobset(self.cluster.namespace, ref)
+            except KubeNotFound:
+                return
+
     def list_sessions(self) -> list[tuple[str, SessionState]]:
         """Every JobSet on the cluster (all namespaces) with its state."""
         with self._kube() as kube:

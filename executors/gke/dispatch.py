@@ -77,11 +77,20 @@ class StoragePaths:
 
 def storage_paths(storage_root: str, exp_slug: str) -> StoragePaths:
     """``gs://<bucket>[/prefix]`` -> the experiment's root, xprof and hlo paths, spelled out."""
-    root = storage_root.rstrip("/")
+    return gcs_paths(f"{_checked_root(storage_root)}/autoresearch/{exp_slug}")
+
+
+def gcs_paths(gcs_root: str) -> StoragePaths:
+    """One experiment's root, xprof and hlo paths under an explicit ``gs://`` root."""
+    root = _checked_root(gcs_root)
+    return StoragePaths(root, f"{root}/xprof", f"{root}/hlo")
+
+
+def _checked_root(path: str) -> str:
+    root = path.rstrip("/")
     if not _GCS_ROOT_RE.fullmatch(root):
-        raise WikiError(f"storage root {storage_root!r} is not a gs://<bucket> path (profiles and HLO dumps go to GCS)")
-    gcs_root = f"{root}/autoresearch/{exp_slug}"
-    return StoragePaths(gcs_root, f"{gcs_root}/xprof", f"{gcs_root}/hlo")
+        raise WikiError(f"storage root {path!r} is not a gs://<bucket> path (profiles and HLO dumps go to GCS)")
+    return root
 
 
 def _writes_to(launch_cmd: str, env_name: str, path: str) -> bool:
@@ -99,8 +108,14 @@ def jobset_manifest(
     queue: str = DEFAULT_QUEUE,
     max_restarts: int = 0,
     num_slices: int = 1,
+    extra_env: dict[str, str] | None = None,
+    active_deadline_s: int | None = None,
 ) -> dict:
-    """The JobSet that ``xpk workload create`` would apply for this slice."""
+    """The JobSet that ``xpk workload create`` would apply for this slice.
+
+    ``extra_env`` adds container variables after the standard ones; ``active_deadline_s``
+    makes Kubernetes fail the slice's Job when it runs longer.
+    """
     tpu = cluster.tpu
     env = [
         {"name": "WORKLOAD_NAME", "value": name},
@@ -109,6 +124,7 @@ def jobset_manifest(
         {"name": "XPROF_PATH", "value": paths.xprof},
         {"name": "HLO_PATH", "value": paths.hlo},
     ]
+    env += [{"name": key, "value": value} for key, value in (extra_env or {}).items()]
     pod_spec = {
         "restartPolicy": "Never",
         "nodeSelector": {
@@ -128,6 +144,14 @@ def jobset_manifest(
             }
         ],
     }
+    job_spec = {
+        "parallelism": tpu.vms,
+        "completions": tpu.vms,
+        "backoffLimit": 0,
+        "template": {"metadata": {"labels": {WORKLOAD_LABEL: name}}, "spec": pod_spec},
+    }
+    if active_deadline_s is not None:
+        job_spec["activeDeadlineSeconds"] = int(active_deadline_s)
     return {
         "apiVersion": f"{JOBSET_GROUP}/{JOBSET_VERSION}",
         "kind": "JobSet",
@@ -149,14 +173,7 @@ def jobset_manifest(
                 {
                     "name": "slice-job",
                     "replicas": num_slices,
-                    "template": {
-                        "spec": {
-                            "parallelism": tpu.vms,
-                            "completions": tpu.vms,
-                            "backoffLimit": 0,
-                            "template": {"metadata": {"labels": {WORKLOAD_LABEL: name}}, "spec": pod_spec},
-                        }
-                    },
+                    "template": {"spec": job_spec},
                 }
             ],
         },
@@ -195,15 +212,16 @@ class DispatchConflict(ComputeError):
     """A different JobSet already has this name: resubmit with the next retry suffix."""
 
 
-def _container(jobset: dict) -> dict:
+def main_container(jobset: dict) -> dict:
     try:
         return jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
     except (KeyError, IndexError, TypeError):
         return {}
 
 
-def _same_workload(existing: dict, manifest: dict) -> bool:
-    ours, theirs = _container(manifest), _container(existing)
+def same_workload(existing: dict, manifest: dict) -> bool:
+    """The same image and command: the JobSet there is this one."""
+    ours, theirs = main_container(manifest), main_container(existing)
     return theirs.get("image") == ours["image"] and theirs.get("command") == ours["command"]
 
 
@@ -246,7 +264,7 @@ def submit_jobset(kube: Kube, manifest: dict) -> bool:
             raise KubeUnavailable(
                 f"{exc}; not found on re-read, so it did not land or is not visible yet: re-check before resubmitting"
             ) from None
-    if _same_workload(existing, manifest):
+    if same_workload(existing, manifest):
         return False
     raise DispatchConflict(
         f"{kube.cluster}: workload {name} already exists with another image or command: use the next retry suffix"
@@ -272,28 +290,45 @@ def dispatch(
     workload holds the cluster, :class:`DispatchConflict` when a different JobSet holds the
     name, :class:`KubeUnavailable` when the cluster's state or the outcome is unknown.
     """
+    manifest, paths = experiment_manifest(
+        cluster, experiment, image, launch_cmd, storage_paths(storage_root, experiment.exp_slug),
+        queue=queue, max_restarts=max_restarts,
+    )
+    me = Me(experiment.user_prefix, experiment.model, experiment.lane)
+    with open_kube(cluster, kubeconfig, deadline_s) as kube:
+        ensure_free(kube, me, experiment.workload_name)
+        created = submit_jobset(kube, manifest)
+    return Dispatched(
+        cluster.name, cluster.context, cluster.namespace, experiment.workload_name, experiment.exp_slug, paths, image,
+        created,
+    )
+
+
+def experiment_manifest(
+    cluster: ClusterFile,
+    experiment: Experiment,
+    image: str,
+    launch_cmd: str,
+    paths: StoragePaths,
+    **manifest_options,
+) -> tuple[dict, StoragePaths]:
+    """The checked JobSet of one experiment (``manifest_options`` go to :func:`jobset_manifest`).
+
+    Raises :class:`WikiError` for a bad name or image, or a launch command that does not
+    write to the xprof/hlo paths.
+    """
     name = experiment.workload_name
     problem = check_workload_name(name, experiment.user_prefix, experiment.model, experiment.lane, experiment.vid)
     if problem:
         raise WikiError(f"workload name {name!r} {problem}")
     if not image or any(ch.isspace() for ch in image):
         raise WikiError(f"image {image!r} is not an image reference")
-    paths = storage_paths(storage_root, experiment.exp_slug)
     for env_name, path in (("XPROF_PATH", paths.xprof), ("HLO_PATH", paths.hlo)):
         if not _writes_to(launch_cmd, env_name, path):
             raise WikiError(
                 f"launch_cmd does not write to {path} (${env_name}): fix the lane's program.md before dispatching"
             )
-    manifest = jobset_manifest(
-        cluster, name, image, launch_cmd, paths, experiment.exp_slug, queue=queue, max_restarts=max_restarts
-    )
-    me = Me(experiment.user_prefix, experiment.model, experiment.lane)
-    with open_kube(cluster, kubeconfig, deadline_s) as kube:
-        ensure_free(kube, me, name)
-        created = submit_jobset(kube, manifest)
-    return Dispatched(
-        cluster.name, cluster.context, cluster.namespace, name, experiment.exp_slug, paths, image, created
-    )
+    return jobset_manifest(cluster, name, image, launch_cmd, paths, experiment.exp_slug, **manifest_options), paths
 
 
 def parse_timestamp(value: object) -> dt.datetime | None:

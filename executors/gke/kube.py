@@ -219,12 +219,35 @@ class Kube:
             raise KubeUnavailable(f"{self.cluster}: {what}: malformed response")
         return obj
 
-    def list_pod_names(self, namespace: str, label_selector: str) -> list[str]:
-        """Names of the pods matching a label selector, sorted."""
+    def delete_jobset(self, namespace: str, name: str) -> None:
+        """Delete a JobSet and, in the background, its Jobs and pods (``kubectl delete jobset``).
+
+        Raises :class:`KubeNotFound` when there is none (the caller decides if that is fine).
+        """
+        from kubernetes import client
+
+        self._call(
+            f"delete jobset {namespace}/{name}",
+            self._custom().delete_namespaced_custom_object,
+            JOBSET_GROUP,
+            JOBSET_VERSION,
+            namespace,
+            JOBSET_PLURAL,
+            name,
+            body=client.V1DeleteOptions(propagation_policy="Background"),
+        )
+
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict]:
+        """The pods matching a label selector as the API spells them (``kubectl get pods -o json``), by name."""
         pods = self._call(
             f"list pods {label_selector}", self._core().list_namespaced_pod, namespace, label_selector=label_selector
         )
-        return sorted(p.metadata.name for p in pods.items)
+        items = [self.api_client.sanitize_for_serialization(p) for p in pods.items]
+        return sorted(items, key=lambda pod: pod["metadata"]["name"])
+
+    def list_pod_names(self, namespace: str, label_selector: str) -> list[str]:
+        """Names of the pods matching a label selector, sorted."""
+        return [pod["metadata"]["name"] for pod in self.list_pods(namespace, label_selector)]
 
     def pod_log(self, namespace: str, pod: str, tail_lines: int) -> str:
         """The last ``tail_lines`` lines of a pod's log."""

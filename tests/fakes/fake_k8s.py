@@ -2,7 +2,8 @@
 
 It serves discovery (``/version``, ``/api``, ``/api/v1``, ``/apis``,
 ``/apis/jobset.x-k8s.io/v1alpha2``), JobSets (list cluster-wide and namespaced with
-``labelSelector``/``limit``/``continue``, get, create with 409 on a duplicate), pods
+``labelSelector``/``limit``/``continue``, get, create with 409 on a duplicate, delete
+with 404 on a missing one, which also removes its pods as background propagation would), pods
 (list by label selector) and pod logs (``tailLines``). Objects live in memory.
 
 Faults are injected per route: :meth:`FakeKubeApi.fail` makes the next ``times``
@@ -185,14 +186,24 @@ class FakeKubeApi:
         with self._lock:
             self.jobsets[(namespace, name)] = obj
 
-    def add_pod(self, name: str, jobset: str, log: str, *, namespace: str = "default") -> None:
-        """Seed a pod of a JobSet with its log text."""
+    def add_pod(
+        self, name: str, jobset: str, log: str, *, namespace: str = "default", exit_code: int | None = None
+    ) -> None:
+        """Seed a pod of a JobSet with its log text; ``exit_code`` makes its container terminated with it."""
+        now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status: dict = {"phase": "Succeeded", "startTime": now}
+        if exit_code is not None:
+            status["phase"] = "Succeeded" if exit_code == 0 else "Failed"
+            terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                          "startedAt": now, "finishedAt": now}
+            status["containerStatuses"] = [{"name": "main", "image": "x", "imageID": "", "ready": False,
+                                            "restartCount": 0, "state": {"terminated": terminated}}]
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "labels": {JOBSET_NAME_LABEL: jobset}},
             "spec": {"containers": [{"name": "main", "image": "x"}]},
-            "status": {"phase": "Succeeded"},
+            "status": status,
         }
         self._stamp(pod)
         with self._lock:
@@ -284,6 +295,9 @@ class FakeKubeApi:
 
             def do_POST(self) -> None:
                 self._handle("POST")
+
+            def do_DELETE(self) -> None:
+                self._handle("DELETE")
 
         return Handler
 
@@ -395,6 +409,19 @@ class FakeKubeApi:
                 obj["status"] = {}
                 self.jobsets[key] = obj
             return 201, obj, j
+        if method == "DELETE":
+            if not (namespace and name):
+                return 405, _status(405, "MethodNotAllowed", "delete one jobset by name"), j
+            with self._lock:
+                obj = self.jobsets.pop((namespace, name), None)
+                if obj is None:
+                    return 404, _status(404, "NotFound", f'jobsets.{GROUP} "{name}" not found'), j
+                for key in [k for k, p in self.pods.items() if k[0] == namespace and
+                            p["metadata"]["labels"].get(JOBSET_NAME_LABEL) == name]:
+                    del self.pods[key]  # what background propagation does, settled at once
+                    self.logs.pop(key, None)
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                         "details": {"name": name, "group": GROUP, "kind": "jobsets", "uid": obj["metadata"]["uid"]}}, j
         if name:
             obj = self.jobsets.get((namespace, name))
             if obj is None:

@@ -34,7 +34,8 @@ def add_parser(subparsers) -> None:
 
 
 def backend_for(args, root, lane):
-    from executors.lane_backend import GkeLaneBackend, LocalLaneBackend
+    from executors.lane_gke import GkeLaneBackend
+    from executors.lane_local import LocalLaneBackend
 
     if args.backend == "local":
         return LocalLaneBackend(root, lane.model_dir, lane.name)

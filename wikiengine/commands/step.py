@@ -49,9 +49,14 @@ def run(args) -> int:
 
 
 def format_result(result) -> str:
-    """The human summary: the decision, its reasons and what was done."""
-    step = f"latest -> {result.step}" if result.step is not None else "no pointer"
-    lines = [f"{result.decision}: {step} (state {result.state})"]
+    """The human summary: the decision, its reasons and what was done.
+
+    The run's status is labelled as such (a session's state appears in the reasons); a
+    locked wake read nothing, so it names no pointer."""
+    if result.decision == "locked":
+        return "locked: " + "; ".join(result.reasons)
+    step = f"latest -> {result.step}" if result.step is not None else "no pointer yet"
+    lines = [f"{result.decision}: {step} (run status: {result.state})"]
     lines += [f"  - {reason}" for reason in result.reasons]
     lines += [f"  * {action}" for action in result.actions]
     return "\n".join(lines)

@@ -52,7 +52,7 @@ def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) 
 
     from wikiengine import lane_writers
     from wikiengine.lane_audit import run_audit, write_authorization, write_cursor
-    from wikiengine.lane_mode import lane_config, make_backend, parse_iso, wake
+    from wikiengine.lane_mode import lane_config, make_backend, parse_iso, session_tracks, wake
     from wikiengine.lane_session import read_lane_state, state_mode
 
     state = read_lane_state(root) if state_mode(root) == "lane" else None
@@ -66,7 +66,7 @@ def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) 
         raise WikiError("no lane session in memory/STATE.md: name MODEL LANE")
     config = lane_config(root, lane)
     live = state is not None and state.lane_ref == lane and state.status == "running"
-    backend = make_backend(state.backend, root, lane, config) if live else None
+    backend = make_backend(state.backend, root, lane, config, session_tracks(root, lane)) if live else None
     audit = run_audit(root, lane, closing=closing, backend=backend, config=config)
     doc = audit.as_json()
     now = dt.datetime.now(dt.timezone.utc)

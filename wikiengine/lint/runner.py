@@ -16,6 +16,9 @@ The run, in order:
 
 from __future__ import annotations
 
+import os
+import stat
+
 import hashlib
 import marshal
 from dataclasses import dataclass, field
@@ -71,7 +74,9 @@ def lint(
     rules = selected_rules(config)
     files = discover(root)
     targets = files if paths is None else sorted(set(paths))
-    fingerprint = engine_fingerprint(config.fingerprint(), [r.code for r in rules])
+    # Experiment rules read each lane's page conventions from its programs: a program's
+    # change must not leave cached page findings behind.
+    fingerprint = engine_fingerprint(config.fingerprint() + _programs_fingerprint(root, files), [r.code for r in rules])
     cache = LintCache.open(root, fingerprint, persist=use_cache)
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
     ctx._rules = {rule.code: rule for rule in rules}
@@ -126,6 +131,24 @@ def lint(
         grandfathered=grandfathered,
         unfiltered=unfiltered,
     )
+
+
+def _programs_fingerprint(root: Path, files: list[str]) -> str:
+    """A hash of every experiments program (they carry lanes' page conventions)."""
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=16)
+    for rel in files:
+        if rel.startswith("wiki/experiments/") and rel.endswith("/program.md"):
+            path = root / rel
+            try:
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    continue  # a FIFO or a symlink is never opened here (WK001 reports it)
+                with open(path, "rb") as handle:
+                    digest.update(rel.encode() + b"\0" + handle.read(1 << 20))
+            except OSError:
+                continue
+    return digest.hexdigest()
 
 
 def _file_disables(directives: dict[str, list[tuple]], path: str, code: str) -> bool:

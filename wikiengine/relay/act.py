@@ -20,7 +20,7 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
-from executors.compute import CapacityError, ComputeBackend, LaunchRecord, LaunchRequest, Quota
+from executors.compute import CapacityError, ComputeBackend, LaunchRecord, LaunchRequest, Quota, SessionState
 from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.memory import Claim, State, utc_iso
@@ -95,25 +95,38 @@ def record(root: Path, state: State, job: str, launched: LaunchRecord, accelerat
 
 
 def adopt(root: Path, state: State, claimed: SessionView, accelerator: str, now: dt.datetime) -> State:
-    """Record a launch an earlier wake made but did not record (found at the backend by its slug)."""
+    """Record a launch an earlier wake made but did not record (found at the backend by its slug),
+    with the version and kernel id the backend reports for it."""
     submitted = claimed.submitted_at or claimed.started_at or now
-    launched = LaunchRecord(ref=claimed.ref, version=None, kernel_id=None, submitted_at=submitted)
+    launched = LaunchRecord(ref=claimed.ref, version=claimed.version, kernel_id=claimed.kernel_id,
+                            submitted_at=submitted)
     return record(root, state, state.claim.job, launched, accelerator, None)
 
 
 def book_spent(root: Path, view: SessionView, quota: Quota | None, now: dt.datetime) -> bool:
-    """Append a ``spent`` row for a session that ended, once per job (False when already there)."""
-    rows = memory.read_ledger(root)
-    if not any(r.job == view.job and r.outcome == "booked" for r in rows):
+    """Append a ``spent`` row for a session that ran and ended: each ``booked`` row of a job gets
+    exactly one outcome row, so a booking closed ``unspent`` by mistake (a claim released while
+    the launch had landed) and then booked again still gets the outcome of the session that ran.
+    The ``cpu_alternative`` cell repeats the booking's check; the hours used go to the exit record."""
+    rows = [r for r in memory.read_ledger(root) if r.job == view.job]
+    booked = [r for r in rows if r.outcome == "booked"]
+    if len(booked) <= sum(1 for r in rows if r.outcome in ("spent", "unspent")):
         return False
-    if any(r.job == view.job and r.outcome in ("spent", "unspent") for r in rows):
+    left = quota.left_hours if quota is not None else booked[-1].live_hours_left
+    memory.append_ledger_row(root, utc_iso(now), view.job, round(left, 2), booked[-1].cpu_alternative, "spent")
+    return True
+
+
+def record_exit(root: Path, view: SessionView) -> bool:
+    """Write an ended session's exit record to ASSETS.md once (False when already there or not ended)."""
+    if not view.state.ended or view.state == SessionState.GONE or view.job in memory.read_exit_records(root):
         return False
     start, end = view.started_at or view.submitted_at, view.ended_at
     used = (end - start).total_seconds() / 3600 if start and end else None
-    note = f"used {used:.3f} h ({view.state.value})" if used is not None else f"ended ({view.state.value})"
-    left = quota.left_hours if quota is not None else next(r.live_hours_left for r in reversed(rows)
-                                                           if r.job == view.job)
-    memory.append_ledger_row(root, utc_iso(now), view.job, round(left, 2), note, "spent")
+    record = view.record
+    memory.append_exit_record(root, view.job, view.state.value, utc_iso(start) if start else None,
+                              utc_iso(end) if end else None, used, record.start_step if record else None,
+                              record.end_step if record else None, view.reason or view.state.value)
     return True
 
 

@@ -2,11 +2,14 @@
 
 Read it next to seed section 2 (the three states) and section 5 (the emergencies):
 
-- a session is alive                      -> ``running``: report the step, do nothing;
+- a session is alive                      -> ``running``: report the step, do nothing (whatever
+  its age: past the timeout it is reported overdue, without pointer progress stalled;
+  a live session is never launched over);
 - the session ended, pointer short of max -> ``launch`` session k+1 from the pointer;
 - ``latest -> max_steps``                 -> ``finish`` (verify, publish, eval, report);
 - the quota cannot fund the next session  -> ``park`` until the reset;
-- any emergency of :data:`EMERGENCIES`    -> ``blocked``: write the evidence, launch nothing.
+- any emergency of :data:`EMERGENCIES`    -> ``blocked``: write the evidence, launch nothing,
+  and cancel a live session (seed section 5: "stop everything").
 
 Two more answers keep the loop safe: ``wait`` (the store, the session or the quota could
 not be read: unknown is never "gone", "exhausted" or "funded") and ``adopt`` (a launch
@@ -23,6 +26,7 @@ from typing import Callable
 
 from executors.compute import Quota, SessionState
 from wikiengine.errors import WikiError
+from wikiengine.relay.records import CORRUPT_REASON, SessionRecord
 
 # ---------------------------------------------------------------- inputs
 
@@ -59,6 +63,7 @@ class Settings:
     claim_ttl_s: float = 600.0  # how long a claimed launch may stay invisible at the backend
     check_every_s: float = 1800.0
     loss_sigma: float = 6.0  # a jump beyond this many sigmas of step-to-step noise is a discontinuity
+    stall_after_saves: float = 3.0  # alive with no pointer progress for this many save intervals: stalled
     accelerator: str = "gpu"
 
     @staticmethod
@@ -82,6 +87,7 @@ class Settings:
             claim_ttl_s=float(relay.get("claim_ttl_s", compute.get("claim_ttl_s", 600.0))),
             check_every_s=float(relay.get("check_every_s", 1800.0)),
             loss_sigma=float(relay.get("loss_sigma", 6.0)),
+            stall_after_saves=float(relay.get("stall_after_saves", 3.0)),
             accelerator=str(compute.get("accelerator", "gpu")),
         )
 
@@ -105,7 +111,15 @@ class SessionView:
     submitted_at: dt.datetime | None = None
     started_at: dt.datetime | None = None
     ended_at: dt.datetime | None = None
-    reason: str | None = None  # why it ended: the failure message or the exit code and last log line
+    reason: str | None = None  # why it ended: the exit record, else the failure message or the exit code
+    record: SessionRecord | None = None  # what the session's own log recorded (ended sessions; None: unread)
+    version: int | None = None
+    kernel_id: str | None = None
+
+    @property
+    def corrupt(self) -> bool:
+        """It refused because the checkpoint failed verification: no retry can fix that (seed section 3)."""
+        return self.record is not None and self.record.reason == CORRUPT_REASON
 
 
 @dataclass(frozen=True)
@@ -126,6 +140,8 @@ class Observations:
     immutable_edits: tuple[str, ...] = ()  # immutable pages changed since the trusted commit
     store_error: str | None = None
     quota_error: str | None = None
+    pointer_moved_at: dt.datetime | None = None  # the store's time of the current pointer commit
+    save_interval_s: float | None = None  # the median gap between pointer commits (the store's clock)
 
 
 @dataclass(frozen=True)
@@ -167,6 +183,7 @@ class Decision:
     next_check_at: dt.datetime | None = None
     reset_at: dt.datetime | None = None
     job_released: str | None = None  # the claim closed as unspent
+    cancel: SessionView | None = None  # a live session a block stops through the backend (seed section 5)
 
     @property
     def actions(self) -> list[str]:
@@ -184,6 +201,8 @@ class Decision:
             planned += ["write the resume step, the reset instant and the next command into STATE.md"]
         elif self.kind == "blocked" and self.emergencies:
             planned += [f"write {e.kind} to ERRORS.md and STATE.md" for e in self.emergencies]
+        if self.cancel is not None:
+            planned += [f"cancel the live {self.cancel.job} ({self.cancel.ref}) through the backend"]
         return planned
 
 
@@ -193,11 +212,17 @@ Predicate = Callable[[Observations, Memory, Settings], "Emergency | None"]
 
 
 def _pointer_backwards(obs: Observations, mem: Memory, settings: Settings) -> Emergency | None:
+    """Below the high-water mark, or below what the store's history or a session's exit record shows."""
+    lines = [f"{f.check}: {f.detail}" for f in obs.findings if f.emergency == "pointer_backwards"]
     if obs.pointer_step is not None and obs.pointer_step < mem.high_water_step:
-        return Emergency("pointer_backwards", f"latest -> {obs.pointer_step} is below the high-water mark "
-                         f"{mem.high_water_step}", f"pointer step {obs.pointer_step}; high-water step "
-                         f"{mem.high_water_step} (memory/STATE.md); store head {obs.store_head}")
-    return None
+        summary = f"latest -> {obs.pointer_step} is below the high-water mark {mem.high_water_step}"
+        lines.insert(0, f"pointer step {obs.pointer_step}; high-water step {mem.high_water_step} (memory/STATE.md); "
+                        f"store head {obs.store_head}")
+    elif lines:
+        summary = lines[0]
+    else:
+        return None
+    return Emergency("pointer_backwards", summary, "\n".join(lines))
 
 
 def _history_rewritten(obs: Observations, mem: Memory, settings: Settings) -> Emergency | None:
@@ -219,8 +244,11 @@ def _from_findings(kind: str) -> Predicate:
 
 
 def _exited_fast(view: SessionView | None, settings: Settings) -> bool:
-    # A session that completed (exit 0) ran its steps: only a failed exit can be a refusal to start.
+    # A session that completed (exit 0) ran its steps: only a failed exit can be a refusal to start;
+    # and one that committed a checkpoint really ran, however soon it was killed after.
     if view is None or view.state not in (SessionState.ERROR, SessionState.CANCELLED):
+        return False
+    if view.record is not None and view.record.progressed:
         return False
     start = view.started_at or view.submitted_at
     if start is None or view.ended_at is None:
@@ -241,6 +269,17 @@ def _crash_loop(obs: Observations, mem: Memory, settings: Settings) -> Emergency
                      f"{settings.crash_window_s:.0f} s: {last.reason}",
                      f"{previous.job} ({previous.ref}): {previous.started_at} -> {previous.ended_at}, {previous.reason}\n"
                      f"{last.job} ({last.ref}): {last.started_at} -> {last.ended_at}, {last.reason}")
+
+
+def _checkpoint_corrupt(obs: Observations, mem: Memory, settings: Settings) -> Emergency | None:
+    """The last session refused because its checkpoint failed verification: corruption, not a transient
+    refusal (seed section 3), so it blocks at once instead of after a second launch."""
+    last = obs.last_session
+    if last is None or not last.corrupt or _session_number(last.job) <= mem.unblocked_session:
+        return None
+    return Emergency("checkpoint_corrupt", f"{last.job} refused to start: {last.record.detail}",
+                     f"{last.job} ({last.ref}) ended {last.state.value} at {last.ended_at}: exit record "
+                     f"{last.record.describe()}")
 
 
 def _session_number(job: str) -> int:
@@ -277,6 +316,8 @@ EMERGENCIES: tuple[tuple[str, str, Predicate], ...] = (
     ("cursor_hash_changed", "a cursor hash changed", _from_findings("cursor_hash_changed")),
     ("token_arithmetic", "tokens != step x tokens_per_step (or samples, or global_step)",
      _from_findings("token_arithmetic")),
+    ("checkpoint_corrupt", "A session refused to start because its checkpoint failed verification",
+     _checkpoint_corrupt),
     ("crash_loop", "Two consecutive launches that exit inside ~2 min for the same reason", _crash_loop),
     ("loss_discontinuity", "Loss discontinuity beyond noise at a checkpoint boundary, or grad-norm moving with it",
      _from_findings("loss_discontinuity")),
@@ -286,6 +327,8 @@ EMERGENCIES: tuple[tuple[str, str, Predicate], ...] = (
     ("history_rewritten", "The store's history was rewritten", _history_rewritten),
     ("checkpoint_incomplete", "The pointer names a missing, partial or altered checkpoint",
      _from_findings("checkpoint_incomplete")),
+    ("checkpoint_altered", "A checkpoint's manifest differs from the digest the run recorded",
+     _from_findings("checkpoint_altered")),
     ("trainer_state_mismatch", "trainer_state.json disagrees with the run", _from_findings("trainer_state_mismatch")),
     ("store_format", "latest.json, cursor.json or trainer_state.json is malformed", _from_findings("store_format")),
     ("immutable_page_edited", "An immutable page changed without the hooks", _immutable_edit),
@@ -318,19 +361,21 @@ def needed_hours(steps: int, settings: Settings) -> float:
 
 
 def next_reset(now: dt.datetime, quota: Quota | None) -> dt.datetime:
-    """When the quota refills: the backend's answer, else the next Saturday 00:00 UTC (the seed's reset)."""
-    if quota is not None and quota.refresh_at is not None:
+    """When the quota refills: the backend's answer while it is ahead, else the next Saturday 00:00 UTC
+    (the seed's reset). A reset instant that has passed is never kept: the quota was read again at this
+    wake and still cannot fund the session, so the park moves to the next reset."""
+    if quota is not None and quota.refresh_at is not None and quota.refresh_at > now:
         return quota.refresh_at
     days = (5 - now.weekday()) % 7 or 7
     return (now + dt.timedelta(days=days)).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def _is_stale(view: SessionView, obs: Observations, settings: Settings) -> bool:
-    """A live status older than the platform's timeout is a dead session (row 31).
+def _overdue(view: SessionView, obs: Observations, settings: Settings) -> bool:
+    """Alive longer than the platform's timeout (with the allowance for clock skew, row 32).
 
-    ``now`` is the agent's clock and ``start`` the platform's: the allowance for a skew of
-    up to ``max_clock_skew_s`` (row 32) keeps a session the platform still runs from being
-    taken for dead, so no launch can overlap it.
+    Reported, never acted on as "ended": a session the backend still calls alive may be
+    running, and launching over it would make two (seed section 3). The backend enforces
+    the timeout itself (the local one kills the session and records why).
     """
     start = view.started_at or view.submitted_at
     if start is None:
@@ -339,7 +384,40 @@ def _is_stale(view: SessionView, obs: Observations, settings: Settings) -> bool:
     return age > settings.session_timeout_s + settings.max_clock_skew_s + settings.clock_slack_s
 
 
+def stalled_for(view: SessionView, obs: Observations, settings: Settings) -> float | None:
+    """Seconds without pointer progress when that exceeds ``stall_after_saves`` save intervals, else None.
+
+    Progress is the store's time of the current pointer commit (or the session's start, if
+    later); the save interval is the median gap between pointer commits, both on the
+    store's clock except ``now`` (so the skew allowance applies).
+    """
+    if obs.save_interval_s is None:
+        return None
+    since = max((t for t in (obs.pointer_moved_at, view.started_at or view.submitted_at) if t is not None),
+                default=None)
+    if since is None:
+        return None
+    idle = (obs.now - since).total_seconds()
+    limit = settings.stall_after_saves * obs.save_interval_s + settings.max_clock_skew_s + settings.clock_slack_s
+    return idle if idle > limit else None
+
+
 # ---------------------------------------------------------------- decide
+
+
+UNBLOCK_HINT = 'a person clears the blocker with `wiki unblock --reason "..."` (see memory/ERRORS.md)'
+
+
+def _while_blocked(obs: Observations) -> tuple[tuple[str, ...], SessionView | None]:
+    """What a blocked wake says about the last session, and the live one it stops (seed section 5)."""
+    last = obs.last_session
+    if last is None:
+        return (), None
+    if last.state.alive:
+        return (f"session {last.job} ({last.ref}) is still {last.state.value}: cancel it",), last
+    if last.state == SessionState.UNKNOWN:
+        return (f"session {last.job} ({last.ref}): status unknown, it may still be running",), None
+    return (f"session {last.job} has ended ({last.state.value})",), None
 
 
 def decide(obs: Observations, mem: Memory, settings: Settings) -> Decision:
@@ -349,14 +427,17 @@ def decide(obs: Observations, mem: Memory, settings: Settings) -> Decision:
     if mem.status == "complete":
         return Decision("complete", ("the run is complete; nothing to do",), step)
     if mem.status == "blocked":
-        return Decision("blocked", (f"blocked until a person clears it (wiki unblock): {mem.blocker}",), step)
+        reasons, cancel = _while_blocked(obs)
+        return Decision("blocked", (f"blocked: {mem.blocker}",) + reasons + (UNBLOCK_HINT,), step, cancel=cancel)
     if obs.store_head is None:
         return Decision("wait", (f"the store could not be read ({obs.store_error or 'unknown'}); retry next wake",),
                         step, next_check_at=check_at)
 
     found = emergencies(obs, mem, settings)
     if found:
-        return Decision("blocked", tuple(f"emergency {e.kind}: {e.summary}" for e in found), step, emergencies=found)
+        reasons, cancel = _while_blocked(obs)
+        return Decision("blocked", tuple(f"emergency {e.kind}: {e.summary}" for e in found) + reasons
+                        + (UNBLOCK_HINT,), step, emergencies=found, cancel=cancel)
 
     pointer = step or 0
     reasons: list[str] = [f"latest -> {pointer}" if step is not None else "no pointer yet (a fresh store)"]
@@ -386,13 +467,21 @@ def decide(obs: Observations, mem: Memory, settings: Settings) -> Decision:
         if last.state == SessionState.UNKNOWN:
             return Decision("wait", tuple(reasons) + (f"{last.job} status unknown (never read as gone); "
                             "launch nothing", ), step, next_check_at=check_at)
-        if last.state.alive and not _is_stale(last, obs, settings):
-            return Decision("running", tuple(reasons) + (f"{last.job} is {last.state.value}; nothing to do",), step,
-                            next_check_at=check_at)
         if last.state.alive:
-            reasons.append(f"{last.job} has been {last.state.value} past the session timeout: treated as ended")
-        elif _exited_fast(last, settings):
+            # Seed section 3: never launch while the backend says a session is alive.
+            if _overdue(last, obs, settings):
+                reasons.append(f"warning: {last.job} is still {last.state.value} at the backend past the session "
+                               f"timeout ({settings.session_timeout_s} s): no launch while it is alive")
+            idle = stalled_for(last, obs, settings)
+            if idle is not None:
+                reasons.append(f"warning: {last.job} is stalled: no pointer progress for {idle:.0f} s (more than "
+                               f"{settings.stall_after_saves:g} save intervals of {obs.save_interval_s:.0f} s)")
+            return Decision("running", tuple(reasons) + (f"session {last.job} is {last.state.value}; nothing to do",),
+                            step, next_check_at=check_at)
+        if _exited_fast(last, settings):
             reasons.append(f"{last.job} exited fast ({last.reason}); one more launch, a second is a crash loop")
+        elif last.record is not None and last.record.describe():
+            reasons.append(f"{last.job} ended ({last.state.value}; {last.record.describe()})")
         else:
             reasons.append(f"{last.job} ended ({last.state.value})")
 

@@ -5,6 +5,12 @@ row 7). The raw bytes become a :class:`StoreSnapshot`; the checks of seed sectio
 pure functions over it, declared in :data:`CHECKS` in the seed's order. Liveness comes
 from the compute backend's session status, never from the pointer; a failed status or
 quota call is UNKNOWN (rows 17, 24, 29).
+
+The run's own records are evidence beside the store: each ended session's log (its
+checkpoint digests and exit record, :mod:`wikiengine.relay.records`), the digests and exit
+records memory already holds, and the store's pointer history since the last wake. The
+append-only memory tables are checked row by row against the commit that introduced each
+row (:func:`append_only_edits`).
 """
 
 from __future__ import annotations
@@ -28,16 +34,20 @@ from executors.store import (
     StoreUnavailableError,
     checkpoint_message,
     checkpoint_path,
+    final_message,
     pointer_message,
 )
+from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.memory import AssetRow, State, parse_iso
 from wikiengine.relay.decide import Finding, Observations, SessionView, Settings
+from wikiengine.relay.records import FINAL_KEY, parse_session_log, plain_text
 
 MANIFEST = "manifest.json"
 CURSOR = "cursor.json"
 TRAINER_STATE = "trainer_state.json"
 HISTORY_DEPTH = 20
+LOG_LINES = 400  # enough for every event line of a session (one per save, plus plan and end)
 
 
 @dataclass(frozen=True)
@@ -122,6 +132,8 @@ def check_head_commit(snap: StoreSnapshot, settings: Settings, seen_step: int = 
     at = titles.index(pointer_message(step))
     found = []
     newer = titles[:at]
+    if newer == [final_message(step)] and step == settings.max_steps:
+        newer = []  # the last session's final/ commit follows latest -> max_steps
     if newer:
         # A checkpoint committed without its pointer (an interrupted save, or a session saving now): ignored (row 1).
         found.append(Finding("head commit", None, f"head is '{newer[0]}' above '{pointer_message(step)}': "
@@ -360,19 +372,36 @@ def slug_for(config: dict, run: str, job: str) -> str:
 
 
 def session_view(compute: ComputeBackend, job: str, ref: str, submitted_at: str | None) -> SessionView:
-    """The backend's status of one launch; UNKNOWN when it cannot be told."""
+    """The backend's status of one launch; UNKNOWN when it cannot be told.
+
+    For an ended session the log is read too: its exit record and checkpoint digests
+    (:mod:`wikiengine.relay.records`); the reason shown is the exit record's, never a raw log line.
+    """
     try:
         status = compute.status(ref)
     except ComputeError:
         return SessionView(job, ref, SessionState.UNKNOWN)
     submitted = parse_iso(submitted_at) if submitted_at else None
-    reason = status.failure_message or (f"exit code {status.exit_code}" if status.exit_code not in (None, 0) else None)
-    reason = redact(reason)[:300] if reason else None  # outside text: no secret goes further
-    return SessionView(job, ref, status.state, submitted, status.started_at, status.ended_at, reason)
+    record = None
+    if status.state.ended and status.state != SessionState.GONE:
+        try:
+            record = parse_session_log(compute.log_tail(ref, LOG_LINES))
+        except ComputeError:
+            record = None
+    reason = (record.describe() if record is not None else None) or status.failure_message or (
+        f"exit code {status.exit_code}" if status.exit_code not in (None, 0) else None)
+    reason = plain_text(redact(reason)) if reason else None  # outside text: no secret, no markup goes further
+    return SessionView(job, ref, status.state, submitted, status.started_at, status.ended_at, reason, record,
+                       status.version, status.kernel_id)
 
 
 def claimed_view(compute: ComputeBackend, job: str, slug: str) -> SessionView:
-    """Find a claimed launch at the backend by its slug: GONE when the backend positively has none."""
+    """Find a claimed launch at the backend by its slug: GONE only when the backend positively has none.
+
+    The compute protocol's "unknown" (:mod:`executors.compute`): a listing that cannot be
+    read raises, and a listed session whose state is UNKNOWN could be ours; both make the
+    claim UNKNOWN, never GONE (seed: unknown is not gone).
+    """
     try:
         sessions = compute.list_sessions()
     except ComputeError:
@@ -380,16 +409,110 @@ def claimed_view(compute: ComputeBackend, job: str, slug: str) -> SessionView:
     for ref, state in sessions:
         if ref == slug or ref.split("/")[-1] == slug.split("/")[-1]:
             return session_view(compute, job, ref, None)
+    if any(state == SessionState.UNKNOWN for _, state in sessions):
+        return SessionView(job, slug, SessionState.UNKNOWN)
     return SessionView(job, slug, SessionState.GONE)
+
+
+# ---------------------------------------------------------------- the run's own records
+
+
+def pointer_history_findings(snap: StoreSnapshot, seen_head: str | None) -> list[Finding]:
+    """A ``latest -> M`` commit since the last seen head with M above the current pointer (seed section 5).
+
+    The store's own history is evidence: a pointer that went 24 -> 20 between two wakes
+    moved backwards even though no wake saw 24.
+    """
+    if snap.pointer is None:
+        return []
+    found = []
+    for commit in snap.commits:
+        if commit.id == seen_head:
+            break
+        step = _pointer_step_of(commit.title)
+        if step is not None and step > snap.pointer.step:
+            found.append(Finding("store history", "pointer_backwards",
+                                 f"commit {commit.id[:12]} '{commit.title}' ({commit.date.isoformat()}) is above the "
+                                 f"current latest -> {snap.pointer.step}"))
+    return found
+
+
+def _pointer_step_of(title: str) -> int | None:
+    prefix = "latest -> "
+    tail = title[len(prefix):] if title.startswith(prefix) else ""
+    return int(tail) if tail.isdigit() else None
+
+
+def exit_record_findings(pointer_step: int | None, records: dict[str, int]) -> list[Finding]:
+    """A pointer below the end step a session recorded when it exited (seed section 5)."""
+    if pointer_step is None:
+        return []
+    return [Finding(f"{job} exit record", "pointer_backwards", f"{job} recorded checkpoint {end} as committed; "
+                    f"the store's pointer is latest -> {pointer_step}")
+            for job, end in sorted(records.items()) if end > pointer_step]
+
+
+def digest_findings(snap: StoreSnapshot, recorded: dict[str, str], views: list[SessionView]) -> list[Finding]:
+    """Each session's own record against the digests in memory, then the store's manifest at the
+    pointer against both (a checkpoint first seen now is still checked against its session's log)."""
+    found = []
+    known = dict(recorded)
+    for view in views:
+        for key, sha in sorted((view.record.digests if view.record else {}).items()):
+            if known.setdefault(key, sha) != sha:
+                name = "final/" if key == FINAL_KEY else checkpoint_path(int(key))
+                found.append(Finding("checkpoint digest", "checkpoint_altered",
+                                     f"{view.job}'s log records {name}/manifest.json as {sha[:16]}...; the run "
+                                     f"recorded {known[key][:16]}... first"))
+    if snap.pointer is not None and snap.manifest is not None:
+        key = str(snap.pointer.step)
+        now = hashlib.sha256(snap.manifest).hexdigest()
+        if key in known and known[key] != now:
+            found.append(Finding("checkpoint digest", "checkpoint_altered",
+                                 f"{checkpoint_path(snap.pointer.step)}/manifest.json in the store has sha256 "
+                                 f"{now[:16]}..., the run recorded {known[key][:16]}..."))
+    return found
+
+
+def new_digests(snap: StoreSnapshot | None, recorded: dict[str, str], views: list[SessionView]) -> tuple[
+        tuple[str, str, str], ...]:
+    """Digests not recorded yet: each session's own record first, then the manifest at the pointer."""
+    fresh: dict[str, tuple[str, str]] = {}
+    for view in views:
+        for key, sha in (view.record.digests if view.record else {}).items():
+            if key not in recorded:
+                fresh.setdefault(key, (sha, view.job))
+    if snap is not None and snap.pointer is not None and snap.pointer.step and snap.manifest is not None:
+        key = str(snap.pointer.step)
+        if key not in recorded:
+            fresh.setdefault(key, (hashlib.sha256(snap.manifest).hexdigest(), "wake"))
+    return tuple((key, sha, by) for key, (sha, by) in sorted(fresh.items(), key=lambda kv: _digest_order(kv[0])))
+
+
+def _digest_order(key: str) -> tuple[int, int]:
+    return (1, 0) if key == FINAL_KEY else (0, int(key))
+
+
+def pointer_timing(snap: StoreSnapshot) -> tuple[dt.datetime | None, float | None]:
+    """The store's time of the current pointer commit, and the median gap between pointer commits."""
+    if snap.pointer is None:
+        return None, None
+    times = sorted(c.date for c in snap.commits if _pointer_step_of(c.title) is not None)
+    moved = next((c.date for c in snap.commits if c.title == pointer_message(snap.pointer.step)), None)
+    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:])]
+    return moved, (statistics.median(gaps) if gaps else None)
 
 
 # ---------------------------------------------------------------- the whole observation
 
 
 def observe(now: dt.datetime, state: State, settings: Settings, config: dict, store: CheckpointStore,
-            compute: ComputeBackend, assets: list[AssetRow], immutable_edits: tuple[str, ...] = ()) -> tuple[
+            compute: ComputeBackend, assets: list[AssetRow], immutable_edits: tuple[str, ...] = (),
+            recorded: dict[str, str] | None = None, exit_ends: dict[str, int] | None = None) -> tuple[
             Observations, StoreSnapshot | None]:
-    """Everything decide needs, read only."""
+    """Everything decide needs, read only (``recorded``: the checkpoint digests in memory; ``exit_ends``:
+    the end step of each session's exit record in memory)."""
+    recorded = recorded or {}
     try:
         snap = read_snapshot(store)
     except StoreError as exc:  # unavailable, or a history that cannot be listed: unknown
@@ -405,6 +528,11 @@ def observe(now: dt.datetime, state: State, settings: Settings, config: dict, st
     views = [session_view(compute, a.job, a.ref, a.submitted_at) for a in assets[-2:]]
     last = views[-1] if views else None
     previous = views[-2] if len(views) > 1 else None
+    ends = dict(exit_ends or {})
+    ends.update({v.job: v.record.end_step for v in views if v.record is not None and v.record.end_step is not None})
+    findings += tuple(pointer_history_findings(snap, None if rewritten else state.store_head)
+                      + exit_record_findings(pointer_step, ends) + digest_findings(snap, recorded, views))
+    moved_at, save_interval = pointer_timing(snap)
     claimed = None
     if state.claim is not None:
         recorded = {a.job for a in assets}
@@ -417,7 +545,7 @@ def observe(now: dt.datetime, state: State, settings: Settings, config: dict, st
         quota_error = redact(str(exc))[:200]
     plan_steps, plan_problems = _plan(pointer_step or 0, settings)
     obs = Observations(now, snap.head, pointer_step, findings, rewritten, last, previous, claimed, quota, plan_steps,
-                       plan_problems, immutable_edits, None, quota_error)
+                       plan_problems, immutable_edits, None, quota_error, moved_at, save_interval)
     return obs, snap
 
 
@@ -454,3 +582,98 @@ def immutable_edits_since(root: Path, trusted: str | None) -> tuple[str, ...]:
     except WikiError as exc:
         return (f"cannot re-lint since the trusted commit {trusted[:12]}: {exc}",)
     return tuple(f.render() for f in result.findings if f.code in IMMUTABLE_RULES)
+
+
+# ---------------------------------------------------------------- append-only tables, each row against its own commit
+
+APPEND_ONLY = (  # (memory file, table section, its columns)
+    (memory.QUOTA_FILE, memory.LEDGER_SECTION, memory.LEDGER_COLUMNS),
+    (memory.ASSETS_FILE, memory.LAUNCHES_SECTION, memory.ASSET_COLUMNS),
+    (memory.ASSETS_FILE, memory.SESSIONS_SECTION, memory.SESSION_COLUMNS),
+    (memory.ASSETS_FILE, memory.CHECKPOINTS_SECTION, memory.CHECKPOINT_COLUMNS),
+)
+UNBLOCK_SUBJECT = "unblock: "
+
+
+def append_only_edits(root: Path) -> tuple[str, ...]:
+    """Rows of the append-only memory tables that differ at HEAD from the commit that introduced them.
+
+    Each row is compared with its content in the first version of its file where it
+    appeared, found by walking every commit that touched memory, so no pointer an editor
+    can move (a ``trusted_commit`` in STATE.md) decides what is checked; an edit that was
+    reverted leaves nothing to report. A ``wiki unblock`` commit (a person's recorded
+    decision) accepts the tables as they stand at that commit.
+    """
+    import subprocess
+
+    paths = sorted({f"{memory.MEMORY_DIR}/{name}" for name, _, _ in APPEND_ONLY})
+    log = subprocess.run(["git", "log", "--reverse", "--format=%H%x00%s", "--", *paths,
+                          f"{memory.MEMORY_DIR}/{memory.STATE_FILE}"], cwd=root, capture_output=True, text=True)
+    commits = [line.split("\x00", 1) for line in log.stdout.splitlines() if "\x00" in line]
+    if log.returncode != 0 or not commits:
+        return ()
+    wanted = "".join(f"{sha}:{path}\n" for sha, _ in commits for path in paths)
+    batch = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input=wanted.encode(), capture_output=True)
+    blobs = iter(_batch_blobs(batch.stdout, len(commits) * len(paths)))
+    introduced: dict[tuple[str, str, int], tuple[tuple[str, ...], str]] = {}
+    last: dict[tuple[str, str], list[tuple[str, ...]]] = {}
+    changed_in: dict[tuple[str, str, int], str] = {}  # the first commit where a row left its first content
+    for sha, subject in commits:
+        accept = subject.startswith(UNBLOCK_SUBJECT)
+        for path in paths:
+            text = next(blobs)
+            for name, section, columns in APPEND_ONLY:
+                rows = _table_rows(text, section, columns) if text is not None and path.endswith(name) else None
+                if rows is None:
+                    continue
+                last[(path, section)] = rows
+                for number, row in enumerate(rows):
+                    key = (path, section, number)
+                    if accept or key not in introduced:
+                        introduced[key] = (row, sha)
+                    if introduced[key][0] == row:
+                        changed_in.pop(key, None)
+                    else:
+                        changed_in.setdefault(key, sha)
+                for key in [k for k in introduced if k[:2] == (path, section) and k[2] >= len(rows)]:
+                    if accept:
+                        del introduced[key]
+                    else:
+                        changed_in.setdefault(key, sha)
+    found = []
+    for (path, section, number), (first, origin) in sorted(introduced.items()):
+        rows = last.get((path, section), [])
+        now = rows[number] if number < len(rows) else None
+        if now != first:
+            change = f"changed to '{' | '.join(now)}'" if now is not None else "removed"
+            found.append(f"{path}: row {number + 1} of '## {section}' was '{' | '.join(first)}' when {origin[:12]} "
+                         f"added it; {changed_in[(path, section, number)][:12]} {change}")
+    return tuple(found)
+
+
+def _batch_blobs(out: bytes, count: int) -> list[str | None]:
+    """The blobs of ``git cat-file --batch`` output, in request order (None for a missing one)."""
+    blobs, at = [], 0
+    for _ in range(count):
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) < 3 or header[1] != b"blob":
+            blobs.append(None)
+            continue
+        size = int(header[2])
+        blobs.append(out[at:at + size].decode("utf-8", errors="replace"))
+        at += size + 1
+    return blobs
+
+
+def _table_rows(text: str, section: str, columns: tuple[str, ...]) -> list[tuple[str, ...]] | None:
+    from wikiengine.page import parse_page
+
+    try:
+        page = parse_page(text, None)
+        if page.section(section) is None:
+            return []
+        return [tuple(r.cells[c] for c in columns) for r in memory.parse_table(page, section, columns).rows]
+    except WikiError:
+        return None  # a malformed version is MEM001's finding, not this check's

@@ -20,7 +20,7 @@ from wikiengine.errors import WikiError
 from wikiengine.memory import State, utc_iso
 from wikiengine.relay import act
 from wikiengine.relay.decide import Decision, Memory, Settings, decide
-from wikiengine.relay.observe import observe, slug_for
+from wikiengine.relay.observe import append_only_edits, new_digests, observe, slug_for
 
 LOCK_NAME = "wiki-step.lock"  # inside .git (or the .wiki/ state dir): never a stray file in the work tree
 MEMORY_PATHS = tuple(f"{memory.MEMORY_DIR}/{name}" for name in memory.MEMORY_FILES)
@@ -132,9 +132,12 @@ def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult
         git_commit.check_repository(root)
     run = load_run(root, state, store, compute)
     head_commit = _head(root)
-    edits = immutable_edits_since(root, _relint_base(root, state.trusted_commit))
+    edits = immutable_edits_since(root, _relint_base(root, state.trusted_commit)) + append_only_edits(root)
+    recorded = {key: d.manifest_sha256 for key, d in memory.read_digests(root).items()}
+    exit_ends = {job: int(r["end_step"]) for job, r in memory.read_exit_records(root).items()
+                 if r["end_step"].isdigit()}
     observations, snap = observe(clock(), state, run.settings, run.config, run.store, run.compute,
-                                 memory.read_assets(root), edits)
+                                 memory.read_assets(root), edits, recorded, exit_ends)
     decision = decide(observations, memory_of(state), run.settings)
     result = StepResult(state.status, decision.step, decision.kind, recovered + list(decision.reasons))
     if dry_run:
@@ -143,9 +146,10 @@ def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult
     if not edits and head_commit:
         # the wiki re-linted clean up to here: the trusted commit rides along with the next memory write
         state = dataclasses.replace(state, trusted_commit=head_commit)
-    wake = Wake(run, state, decision, observations, clock, result)
+    wake = Wake(run, state, decision, observations, clock, result, snap=snap, recorded=recorded)
     journal = journal_path(root)
     journal.write_text(f"{utc_iso(clock())} {decision.kind}\n")
+    wake.keep_run_records()
     wake.book_spent_rows()
     ACTS.get(decision.kind, Wake.observe_only)(wake)
     wake.commit(wake.message or f"step: {decision.kind} at {_pointer_text(decision.step)}")
@@ -251,7 +255,7 @@ def _pointer_text(step: int | None) -> str:
 
 
 MATERIAL = ("run", "status", "last_seen_step", "high_water_step", "session", "blocker", "resume_step", "reset_at",
-            "next_command", "claim", "store_head", "unblocked_session")
+            "next_command", "claim", "store_head", "unblocked_session", "next_check_at")
 
 
 @dataclass
@@ -266,7 +270,9 @@ class Wake:
     result: StepResult
     message: str | None = None
     written: State | None = None
-    ledger_touched: bool = False
+    rows_appended: bool = False  # a row went into QUOTA.md or ASSETS.md (memory changed)
+    snap: object = None  # the store snapshot the observations came from
+    recorded: dict = field(default_factory=dict)  # the checkpoint digests in memory before this wake
 
     def __post_init__(self):
         self.written = self.state
@@ -274,7 +280,7 @@ class Wake:
     # ---------------------------------------------------------------- memory plumbing
 
     def changed(self) -> bool:
-        return any(getattr(self.state, k) != getattr(self.written, k) for k in MATERIAL) or self.ledger_touched
+        return any(getattr(self.state, k) != getattr(self.written, k) for k in MATERIAL) or self.rows_appended
 
     def save_state(self) -> None:
         """Write STATE.md if anything material changed (a replayed wake writes nothing: row 33)."""
@@ -292,7 +298,7 @@ class Wake:
         if sha:
             self.result.commits.append(sha)
         self.written = self.state
-        self.ledger_touched = False
+        self.rows_appended = False
 
     def seen(self) -> None:
         """Fold the pointer and store head into memory (never lowering the high-water mark)."""
@@ -305,21 +311,63 @@ class Wake:
 
     # ---------------------------------------------------------------- acts
 
+    def keep_run_records(self) -> None:
+        """Record the run's own evidence the first time it is seen: checkpoint digests (a session's
+        log, or the manifest at the pointer) and the exit record of each ended session."""
+        views = [v for v in (self.obs.previous_session, self.obs.last_session) if v is not None]
+        now = utc_iso(self.clock())
+        for key, sha, by in new_digests(self.snap, self.recorded, views):
+            memory.record_digest(self.run.root, key, sha, by, now)
+            self.rows_appended = True
+            self.result.actions.append(f"recorded the digest of checkpoint {key} ({by})")
+        written = [act.record_exit(self.run.root, view) for view in views]  # each view, no short cut
+        if any(written):
+            self.rows_appended = True
+
     def book_spent_rows(self) -> None:
-        """A recorded session that ended gets its ``spent`` ledger row once."""
-        view = self.obs.last_session
-        if view is not None and view.state.ended and self.decision.kind != "blocked":
-            if act.book_spent(self.run.root, view, self.obs.quota, self.clock()):
-                self.ledger_touched = True
+        """Every recorded session that ended gets exactly one outcome row for its booking."""
+        for view in (self.obs.previous_session, self.obs.last_session):
+            if view is not None and view.state.ended and act.book_spent(self.run.root, view, self.obs.quota,
+                                                                        self.clock()):
+                self.rows_appended = True
                 self.result.actions.append(f"ledger: {view.job} spent (a new row)")
+
+    def schedule_next_check(self) -> None:
+        """Move a "next check at" that has passed to this decision's (a replay inside the interval changes nothing)."""
+        due = self.state.next_check_at
+        if self.decision.next_check_at is not None and (due is None or memory.parse_iso(due) <= self.clock()):
+            self.state = dataclasses.replace(self.state, next_check_at=utc_iso(self.decision.next_check_at))
 
     def observe_only(self) -> None:
         """running / wait: fold what was seen into memory; no other effect."""
         self.seen()
+        self.schedule_next_check()
         if self.decision.kind == "running":
             self.message = f"step: {self.obs.last_session.job} running at {_pointer_text(self.decision.step)}"
 
+    def cancel_live_session(self) -> None:
+        """A block stops everything (seed section 5): cancel the live session through the backend."""
+        view = self.decision.cancel
+        if view is None:
+            return
+        cancel = getattr(self.run.compute, "cancel", None)
+        if cancel is None:
+            self.result.actions.append(f"{view.job} ({view.ref}) is still running and this backend cannot cancel "
+                                       "it: stop it by hand")
+            return
+        try:
+            cancel(view.ref)
+        except ComputeError as exc:
+            from executors.http_policy import redact
+
+            self.result.actions.append(f"could not cancel {view.job} ({view.ref}): {redact(str(exc))[:200]}; "
+                                       "the next wake tries again")
+            return
+        self.result.actions.append(f"cancelled the live {view.job} ({view.ref}) through the backend")
+
     def blocked(self) -> None:
+        self.cancel_live_session()
+        self.state = dataclasses.replace(self.state, next_check_at=None)  # nothing is scheduled: a person decides
         if not self.decision.emergencies:
             return  # already blocked: stays blocked until `wiki unblock`
         kinds = {e.kind for e in self.decision.emergencies}
@@ -336,7 +384,7 @@ class Wake:
             job = self.state.claim.job
             self.state = act.release(self.run.root, self.state, self.obs.quota, self.clock(),
                                      "claimed launch never reached the backend")
-            self.ledger_touched = True
+            self.rows_appended = True
             self.result.actions.append(f"closed the claim of {job} as unspent")
             self.commit(f"step: close unspent claim of {job}")
 
@@ -344,7 +392,7 @@ class Wake:
         self.seen()
         job = self.state.claim.job
         self.state = act.adopt(self.run.root, self.state, self.obs.claimed, self.run.settings.accelerator,
-                               self.clock())
+                               self.clock())  # with the version and kernel id the backend knows
         self.state = dataclasses.replace(self.state, next_check_at=utc_iso(self.decision.next_check_at))
         self.result.actions.append(f"recorded the in-flight {job} ({self.obs.claimed.ref}) in ASSETS.md")
         self.message = f"step: adopt {job} launched by an earlier wake"
@@ -369,7 +417,7 @@ class Wake:
         self.state = dataclasses.replace(self.state, status="running", resume_step=None, reset_at=None,
                                          next_command=None)
         self.state = act.book(run.root, self.state, job, self.obs.quota, d.steps_to_run, self.clock())
-        self.ledger_touched = True
+        self.rows_appended = True
         self.result.actions.append(f"booked ledger row {self.state.claim.row} for {job}")
         self.commit(f"step: book {job} (ledger row {self.state.claim.row}) before launch")
         slug = slug_for(run.config, self.state.run, job)
@@ -378,7 +426,7 @@ class Wake:
         except act.LaunchRefused as exc:
             self.state = act.release(run.root, self.state, self.obs.quota, self.clock(),
                                      f"refused for capacity: {exc}")
-            self.ledger_touched = True
+            self.rows_appended = True
             self.result.actions.append(f"{job} refused for capacity: ledger row closed unspent")
             self.message = f"step: {job} refused for capacity; row closed unspent"
             return
@@ -424,7 +472,7 @@ class Wake:
         if sha:
             self.result.commits.append(sha)
         self.written = self.state
-        self.ledger_touched = False
+        self.rows_appended = False
         self.message = None
 
 

@@ -79,6 +79,49 @@ def compiled(ctx: LintContext) -> dict[str, re.Pattern]:
     return cache
 
 
+def lane_conventions(ctx: LintContext, lane_key: tuple[str, str]) -> dict:
+    """The ``page_conventions`` of a lane's resolved program (its ``## Config`` block, following
+    the cascade): an older lane describes its own page format where its rules live.
+
+    Keys: ``id_pattern`` (regex, e.g. ``exp\\d+``), ``required_sections`` (titles).
+    """
+    cache = lint_cache(ctx, "lane-conventions")
+    if lane_key not in cache:
+        from wikiengine.cascade import resolve
+        from wikiengine.errors import WikiError
+        from wikiengine.targets import target_for_path
+
+        try:
+            target = target_for_path(ctx.root, ctx.root / f"wiki/experiments/{lane_key[0]}/{lane_key[1]}")
+            config = resolve(target, additive_marker=ctx.config.additive_marker, validate=False).config or {}
+        except WikiError:
+            config = {}  # PRG001/PRG002 report a broken program
+        found = config.get("page_conventions")
+        cache[lane_key] = found if isinstance(found, dict) else {}
+    return cache[lane_key]
+
+
+def lane_regexes(ctx: LintContext, lane_key: tuple[str, str]) -> tuple[re.Pattern, re.Pattern]:
+    """``(exact, reader)`` file-name regexes of a lane: its own ``id_pattern``, else the wiki's."""
+    pattern = lane_conventions(ctx, lane_key).get("id_pattern")
+    if not isinstance(pattern, str) or not pattern:
+        regexes = compiled(ctx)
+        return regexes["file"], regexes["reader"]
+    cache = lint_cache(ctx, "lane-id-regexes")
+    if pattern not in cache:
+        try:
+            cache[pattern] = file_name_regexes(pattern)
+        except re.error:
+            regexes = compiled(ctx)  # PRG002 reports a pattern that does not compile
+            cache[pattern] = (regexes["file"], regexes["reader"])
+    return cache[pattern]
+
+
+def lane_id_pattern(ctx: LintContext, lane_key: tuple[str, str]) -> str:
+    pattern = lane_conventions(ctx, lane_key).get("id_pattern")
+    return pattern if isinstance(pattern, str) and pattern else id_pattern(ctx)
+
+
 _SECTION_INDEXES: dict[int, tuple[Page, dict[str, list[Section]]]] = {}
 
 
@@ -165,8 +208,7 @@ def experiment_facts(info: PageInfo, ctx: LintContext) -> ExperimentFacts | None
     lane = experiment_lane(info.rel)
     if lane is not None and info.error is None:
         name = info.rel.rsplit("/", 1)[-1]
-        regexes = compiled(ctx)
-        parsed = parse_file_name(name, (regexes["file"], regexes["reader"]))
+        parsed = parse_file_name(name, lane_regexes(ctx, lane))
         frontmatter = info.frontmatter  # from the lint cache on a warm run: the body is not parsed
         verdict, problem = resolve_verdict(frontmatter)
         facts = ExperimentFacts(
@@ -203,10 +245,10 @@ def lane_ids(ctx: LintContext, lane_key: tuple[str, str]) -> dict[str, list[str]
     """
     cache = lint_cache(ctx, "lane-ids")
     if lane_key not in cache:
-        regexes = compiled(ctx)
+        regexes = lane_regexes(ctx, lane_key)
         by_id: dict[str, list[str]] = {}
         for rel in lane_files(ctx, lane_key):
-            exp_id = parse_file_name(rel.rsplit("/", 1)[-1], (regexes["file"], regexes["reader"])).exp_id
+            exp_id = parse_file_name(rel.rsplit("/", 1)[-1], regexes).exp_id
             if exp_id is None:
                 facts = experiment_facts(ctx.info(rel), ctx)
                 exp_id = facts.exp_id if facts is not None else None

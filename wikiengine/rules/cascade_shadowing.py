@@ -116,6 +116,10 @@ class LeadingTitleShadow(Rule):
     ## Branching model — per-experiment forks
     ```
 
+    A child section that says it inherits the parent's (its title or first paragraph
+    says "inherits", as in `## Branching model — inherits the root pattern`) adds to the
+    parent's on purpose and is not reported.
+
     ## Options
     None. Additive sections are PRG003's business.
     """
@@ -131,7 +135,7 @@ class LeadingTitleShadow(Rule):
         for info, parents in _chains(ctx):
             own_keys = {s.key for s in info.page.sections}
             for section in info.page.sections:
-                if marker.search(section.title.strip()):
+                if marker.search(section.title.strip()) or _says_it_inherits(section):
                     continue
                 lead = title_key(leading_title(section.title))
                 reported = False
@@ -150,3 +154,12 @@ class LeadingTitleShadow(Rule):
                                 f"'## {theirs.title}' ({parent.rel}:{theirs.line}) but does not replace it: "
                                 "the effective program gets both",
                             )
+
+
+_INHERITS_RE = re.compile(r"(?i)\binherit(?:s|ed|ing)?\b")
+
+
+def _says_it_inherits(section) -> bool:
+    """Does the section say, in its title or first paragraph, that it inherits the parent's?"""
+    first = section.body.strip().split("\n\n", 1)[0]
+    return bool(_INHERITS_RE.search(section.title) or _INHERITS_RE.search(first))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import compiled, experiment_facts, frontmatter_date, id_pattern, key_line
+from wikiengine.rules._experiments import experiment_facts, frontmatter_date, key_line, lane_id_pattern, lane_regexes
 
 
 class ExperimentFileName(Rule):
@@ -38,10 +38,11 @@ class ExperimentFileName(Rule):
         facts = experiment_facts(info, ctx)
         if facts is None:
             return
-        match = compiled(ctx)["file"].fullmatch(facts.file_name)
+        match = lane_regexes(ctx, facts.lane_key)[0].fullmatch(facts.file_name)
         if match is None:
             yield self.finding(
-                info.rel, 1, f"file name {facts.file_name!r} is not YYYY-MM-DD-<id>-<slug>.md (id: {id_pattern(ctx)})"
+                info.rel, 1,
+                f"file name {facts.file_name!r} is not YYYY-MM-DD-<id>-<slug>.md (id: {lane_id_pattern(ctx, facts.lane_key)})"
             )
             return
         if facts.file_date is None:

@@ -10,7 +10,11 @@ class DuplicateExperimentId(Rule):
     """## What it does
     Checks that no two experiment pages of one lane share an id (`v<NNN>`, or the
     configured scheme). Pages directly in `<lane>/` and in `<lane>/experiments/` belong
-    to the same lane; `v45` and `v045` are the same id. Different lanes may reuse ids.
+    to the same lane; `v45` and `v045` are the same id, `v043b` (a retry) is another, and
+    a page with text before its id (`2026-06-03-qwen3-jax-v024-...`) still has that id.
+    Different lanes may reuse ids. The finding is on the later page of a pair (by the
+    date in its name, or `created`), naming the earlier one, which may be filed and
+    immutable.
 
     ## Why is this bad?
     The id is what the workload name, the GCS paths, the log entries and the model
@@ -37,11 +41,22 @@ class DuplicateExperimentId(Rule):
             facts = experiment_facts(info, ctx)
             if facts is None or not facts.exp_id:
                 continue
-            others = [
-                rel for rel in lane_ids(ctx, facts.lane_key).get(facts.exp_id, ())
-                if rel != facts.rel and experiment_facts(ctx.info(rel), ctx) is not None
+            sharing = [
+                f for f in (experiment_facts(ctx.info(rel), ctx) for rel in lane_ids(ctx, facts.lane_key).get(facts.exp_id, ()))
+                if f is not None
             ]
-            if others:
+            if len(sharing) < 2:
+                continue
+            first = min(sharing, key=_filed_order)
+            if first.rel != facts.rel:  # the earlier page is the id's owner, and may be immutable
                 yield self.finding(
-                    facts.rel, 1, f"{facts.exp_id} is also used in lane {facts.lane!r} by {', '.join(others)}"
+                    facts.rel, 1, f"{facts.exp_id} was first used in lane {facts.lane!r} by {first.rel}: "
+                    "this page needs the next free id"
                 )
+
+
+def _filed_order(facts) -> tuple:
+    """Which of two pages came first: the date in its name (or ``created``), then its path."""
+    from wikiengine.experiment import frontmatter_date
+
+    return (facts.file_date or frontmatter_date(facts.frontmatter.get("created")) or "9999-99-99", facts.rel)

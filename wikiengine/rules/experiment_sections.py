@@ -14,10 +14,17 @@ from wikiengine.rules._experiments import (
     REQUIRED_SECTIONS,
     experiment_facts,
     has_content,
+    lane_conventions,
     sections_led_by,
 )
 
-def _required(ctx, code: str = "EXP002") -> tuple[str, ...]:
+def _required(ctx, code: str = "EXP002", lane_key=None) -> tuple[str, ...]:
+    """The required sections: the lane program's ``page_conventions.required_sections``,
+    else the rule's ``sections`` option, else the template's."""
+    if lane_key is not None:
+        own = lane_conventions(ctx, lane_key).get("required_sections")
+        if isinstance(own, list) and all(isinstance(t, str) for t in own):
+            return tuple(own)
     return tuple(ctx.config.option(code, "sections", REQUIRED_SECTIONS))
 
 
@@ -25,11 +32,14 @@ class RequiredSections(Rule):
     """## What it does
     Checks that an experiment page has every required section: Hypothesis under test,
     Setup, Results, Profile, HLO Dump and Verdict. A section is found by its leading
-    title, so `## Results — marginal new frontier (+0.63%)` is the Results section. An
-    `in_progress` stub may leave its sections empty (they are placeholders); once the
-    page has a verdict, Setup and Results must hold content: an empty heading does not
-    satisfy them. (An empty Hypothesis under test is EXP003, an empty Profile or HLO Dump
-    EXP004 and an empty Verdict EXP006.)
+    title, so `## Results — marginal new frontier (+0.63%)` is the Results section, and
+    the template's `## Verdict + reasoning` is the Verdict. An `in_progress` stub may leave
+    its sections empty (they are placeholders); once the page has a verdict, Setup and
+    Results must hold content: an empty heading, or one holding only a placeholder (`TBD`,
+    `(Pending)`, `<...>`), does not satisfy them. A page with verdict `invalid` (a run that
+    crashed or never executed) and a `backfilled: true` page need no Profile or HLO Dump.
+    (An empty Hypothesis under test is EXP003, an empty Profile or HLO Dump EXP004 and an
+    empty Verdict EXP006.)
 
     ## Why is this bad?
     The stub is filed before dispatch so that the profile analyzer and later readers find
@@ -51,6 +61,14 @@ class RequiredSections(Rule):
 
     ## Options
     - `sections` (list of titles): the required sections, in order.
+
+    A lane whose pages follow an older, model-level program says so in that program's
+    `## Config` block, which follows the cascade:
+    ```yaml
+    page_conventions:
+      id_pattern: 'exp\\d+'
+      required_sections: [Hypothesis under test, Setup, Results, Verdict]
+    ```
     """
 
     code = "EXP002"
@@ -65,8 +83,10 @@ class RequiredSections(Rule):
             return
         page = info.page
         stub = _is_stub(facts)
-        for title in _required(ctx):
+        for title in _required(ctx, lane_key=facts.lane_key):
             found = sections_led_by(page, title)
+            if not found and title in RUN_SECTIONS and (facts.verdict == "invalid" or facts.backfilled):
+                continue  # a run that crashed or never executed has no profile; backfilled pages say so
             if not found:
                 finding = self.finding(info.rel, 1, f"missing required section '## {title}'")
                 yield replace(finding, fixable=stub)  # --fix only ever touches a stub
@@ -82,7 +102,7 @@ class RequiredSections(Rule):
         if facts is None or not _is_stub(facts):
             return None
         page = info.page
-        required = _required(ctx)
+        required = _required(ctx, lane_key=facts.lane_key)
         missing = [t for t in required if not sections_led_by(page, t)]
         if not missing:
             return None
@@ -99,6 +119,9 @@ class RequiredSections(Rule):
         for _order, (anchor, text) in sorted(enumerate(inserts), key=lambda item: (item[1][0], item[0]), reverse=True):
             lines.insert(anchor, text)
         return parse_page("".join(lines), page.path)
+
+
+RUN_SECTIONS = ("Profile", "HLO Dump")
 
 
 def _is_stub(facts) -> bool:
@@ -194,9 +217,10 @@ class ProfileAndHloFilled(Rule):
         facts = experiment_facts(info, ctx)
         if facts is None or facts.verdict in (None, "invalid") or facts.backfilled:
             return
+        required = _required(ctx, lane_key=facts.lane_key)
         for title in ("Profile", "HLO Dump"):
             found = sections_led_by(info.page, title)
-            if found and not has_content(found):
+            if found and not has_content(found) and title in required:
                 yield self.finding(
                     info.rel, found[0].line, f"'## {title}' is empty on a page with verdict {facts.verdict!r}"
                 )

@@ -5,15 +5,17 @@ from __future__ import annotations
 import datetime as dt
 
 from wikiengine.lint.rule import Rule
-from wikiengine.rules._experiments import IN_PROGRESS, experiment_facts
+from wikiengine.experiment import is_open
+from wikiengine.rules._experiments import experiment_facts
 
-DEFAULT_MAX_AGE_DAYS = 14
+DEFAULT_MAX_AGE_HOURS = 24.0  # conventions.md: a stub in progress more than 24 hours is orphaned
 
 
 class StaleStub(Rule):
     """## What it does
-    Flags an `in_progress` experiment stub that was first committed more than
-    `max-age-days` days ago (default 14). The age is measured from git commit time (the
+    Flags an experiment stub still open (`status: in_progress`, or a free word real wikis
+    used for it: `running`, `pending`, `draft`, `TBD`) that was first committed more than
+    `max-age-hours` hours ago (default 24). The age is measured from git commit time (the
     first commit that added the page at the base revision), not from the page's own
     `created`, which an agent can copy forward.
 
@@ -23,38 +25,40 @@ class StaleStub(Rule):
     subagent failure, a lost session) and blocks nothing, so nobody notices.
 
     ## Example
-    `status: in_progress` on a page first committed 30 days ago.
+    `status: running` on a page first committed three days ago.
 
     File the verdict (`invalid` with the reason if the run was lost).
 
     ## Options
-    - `max-age-days` (integer, default 14).
+    - `max-age-hours` (number, default 24); `max-age-days` is read too, when set.
 
     Needs git; uncommitted stubs are never stale.
     """
 
     code = "EXP011"
     name = "stale-in-progress-stub"
-    summary = "an in_progress stub older than max-age-days, measured from git commit time"
+    summary = "a stub still open (in_progress, running, pending) older than max-age-hours (24), from git commit time"
     needs_git = True
     cache_wiki = False  # reads commit times and the clock
 
     def check_wiki(self, ctx):
         if ctx.git is None:
             return
-        max_age = int(ctx.config.option(self.code, "max-age-days", DEFAULT_MAX_AGE_DAYS))
+        days = ctx.config.option(self.code, "max-age-days")
+        hours = float(days) * 24 if days is not None else float(ctx.config.option(self.code, "max-age-hours",
+                                                                                   DEFAULT_MAX_AGE_HOURS))
         now = dt.datetime.now(dt.timezone.utc)
         for info in ctx.target_pages("experiment"):
             facts = experiment_facts(info, ctx)
-            if facts is None or facts.status != IN_PROGRESS:
+            if facts is None or not is_open(facts.frontmatter):
                 continue
             times = ctx.git.commit_times(info.rel)
             if times is None:
                 continue
             age = now - times[0]
-            if age > dt.timedelta(days=max_age):
+            if age > dt.timedelta(hours=hours):
                 yield self.finding(
                     info.rel, 1,
-                    f"in_progress since {times[0].date().isoformat()} ({age.days} days, more than {max_age}): "
-                    "file its verdict",
+                    f"{facts.status} since {times[0].date().isoformat()} ({age.total_seconds() / 3600:.0f} h, more than "
+                    f"{hours:g} h): file its verdict (invalid, with the reason, if the run was lost)",
                 )

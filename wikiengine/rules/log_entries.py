@@ -94,7 +94,8 @@ class LoopIterationInGlobalLog(Rule):
     Move it to `wiki/experiments/<model>_autoresearch_optimization/<lane>/log.md`.
 
     ## Options
-    None.
+    - `split-date` (`YYYY-MM-DD`): the day the wiki split its logs into two tiers; entries
+      dated before it stay in the global log and are not reported.
     """
 
     code = "LOG003"
@@ -105,7 +106,10 @@ class LoopIterationInGlobalLog(Rule):
     def check_page(self, info, ctx):
         if info.rel != GLOBAL_LOG:
             return
+        split = ctx.config.option(self.code, "split-date")
         for entry in log_entries(info, ctx):
+            if split is not None and entry.date is not None and entry.date < str(split):
+                continue  # written before the wiki split its logs: it stays where it is
             if entry.has_op("loop-iteration"):
                 yield self.finding(
                     info.rel, entry.line, "loop-iteration entry in the global log: it belongs in the lane's log.md",

@@ -6,6 +6,7 @@ import re
 
 from wikiengine.identity import MAX_WORKLOAD_LEN, NAME_RE, check_workload_name, explicit_user_prefix
 from wikiengine.lint.rule import Rule
+from wikiengine.experiment import base_id
 from wikiengine.rules._experiments import experiment_facts, lint_cache
 
 # What is scanned, outside fenced code blocks too (launch commands live in fences):
@@ -36,14 +37,17 @@ def _user_prefix(ctx, model_dir: str) -> str | None:
 
 
 def workload_names(info) -> list[tuple[int, str]]:
-    """``(file line, name)`` of every workload name on the page."""
+    """``(file line, name)`` of every workload name on the page (placeholders such as
+    ``<workload-name>`` or ``TBD`` are not names)."""
+    from wikiengine.experiment import is_placeholder
+
     found: list[tuple[int, str]] = []
     page = info.page
     for key in _FRONTMATTER_KEYS:
         value = page.frontmatter.get(key)
         values = value if isinstance(value, list) else [value]
         for item in values:
-            if isinstance(item, str) and item:
+            if isinstance(item, str) and item and not is_placeholder(item):
                 line = next(
                     (n + 2 for n, ln in enumerate(page.frontmatter_text.splitlines()) if ln.startswith(f"{key}:")), 1
                 )
@@ -56,7 +60,8 @@ def workload_names(info) -> list[tuple[int, str]]:
             continue
         for pattern in _BODY_RES:
             for match in pattern.finditer(line):
-                found.append((page.body_line + offset, match.group(1)))
+                if not is_placeholder(match.group(1)):
+                    found.append((page.body_line + offset, match.group(1)))
     return found
 
 
@@ -109,10 +114,10 @@ class WorkloadName(Rule):
 
     def _check(self, info, facts, names, ctx):
         prefix = _user_prefix(ctx, facts.model_dir)
-        vid_match = re.fullmatch(r"v(\d+)", facts.exp_id or "")
+        vid_match = re.fullmatch(r"v(\d+)[a-z]?", facts.exp_id or "")  # a retry v043b runs as v043-<slug>-b
         vid = int(vid_match.group(1)) if vid_match else None
         for line, name in names:
-            problem = self._problem(name, prefix, facts.model_name, facts.lane, vid, facts.exp_id)
+            problem = self._problem(name, prefix, facts.model_name, facts.lane, vid, base_id(facts.exp_id or "") or None)
             if problem:
                 yield self.finding(info.rel, line, f"workload name {name!r}: {problem}")
 

@@ -1,0 +1,144 @@
+"""The supervisor of one local lane run: ``python -m executors.lane_runner FOLDER``.
+
+:class:`executors.lane_local.LocalLaneBackend` starts it detached (its own session) in
+the clean-room environment. It reads ``FOLDER/spec.json`` and
+
+- writes ``status.json`` (atomically: temp file, fsync, rename) when it starts (with
+  ``pgid``: the runner leads its own session, and the run and everything it starts stay
+  in that process group), once the run's process exists (``pid``) and when the run ended
+  (``exit_code``, ``finished``, ``reason``);
+- runs ``argv`` with its output appended to ``log.txt``;
+- kills every other process of the group (SIGTERM, then SIGKILL after the grace period)
+  when the run passes ``timeout_s``, when ``deleted.json`` appears (the backend's delete)
+  or when the runner itself gets SIGTERM, and records why in ``reason`` and in the log;
+  whatever the run left behind is killed when it exits.
+
+A runner killed with SIGKILL writes nothing more; the backend tells that from the
+runner's pid being gone while ``status.json`` still says ``running``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+POLL_S = 0.1
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def write_json(path: Path, obj: dict) -> None:
+    """Write ``obj`` so that a reader sees the old file or the new one, never a part."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(obj, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def exit_code_of(returncode: int) -> int:
+    """A shell-style exit code: 128 + N for a run killed by signal N."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+def group_members(pgid: int | None) -> list[int]:
+    """The live (non-zombie) processes of the process group ``pgid``."""
+    if not pgid:
+        return []
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    """Send ``signum`` to every process of the group but this one."""
+    for pid in group_members(pgid):
+        if pid != os.getpid():
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+
+def kill_group(pgid: int, child: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM the run's processes, SIGKILL whatever is left after ``grace_s`` (the runner stays)."""
+    signal_group(pgid, signal.SIGTERM)
+    try:
+        child.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+    signal_group(pgid, signal.SIGKILL)  # stragglers the run left behind, too
+    child.wait()
+
+
+def supervise(folder: Path) -> int:
+    folder = Path(folder)
+    stopped: list[str] = []
+    signal.signal(signal.SIGTERM, lambda *_: stopped.append("the runner got SIGTERM: process group killed"))
+    spec = json.loads((folder / "spec.json").read_text(encoding="utf-8"))
+    pgid = os.getpgid(0)  # the runner leads the run's process group: known before the run exists
+    status = {"state": "running", "exit_code": None, "started": now_iso(), "finished": None,
+              "runner_pid": os.getpid(), "pid": None, "pgid": pgid, "reason": None, "timeout_s": spec["timeout_s"]}
+    write_json(folder / "status.json", status)
+
+    def finish(code: int | None, reason: str | None) -> int:
+        status.update(state="succeeded" if code == 0 and reason is None else "failed", exit_code=code,
+                      finished=now_iso(), reason=reason)
+        if reason:
+            with open(folder / "log.txt", "a", encoding="utf-8") as log:
+                log.write(f"[lane-runner] {reason}\n")
+        write_json(folder / "status.json", status)
+        return 0
+
+    if (folder / "deleted.json").exists():
+        return finish(None, "deleted before it started")
+    env = {**os.environ, **spec["env"]}
+    with open(folder / "log.txt", "ab") as log:
+        try:
+            child = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                     env=env, cwd=spec["cwd"])
+        except OSError as exc:
+            return finish(127, f"cannot start {spec['argv'][0]!r}: {exc.strerror or exc}")
+    status.update(pid=child.pid)
+    write_json(folder / "status.json", status)
+    deadline = time.monotonic() + float(spec["timeout_s"])
+    reason = None
+    while True:
+        try:
+            child.wait(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+            break
+        except subprocess.TimeoutExpired:
+            if (folder / "deleted.json").exists():
+                reason = "deleted by the lane: process group killed"
+            elif stopped:
+                reason = stopped[0]
+            elif time.monotonic() >= deadline:
+                reason = f"timed out after {spec['timeout_s']:g}s: process group killed"
+            if reason:
+                kill_group(pgid, child, float(spec["kill_grace_s"]))
+                break
+    signal_group(pgid, signal.SIGKILL)  # nothing the run started outlives it
+    return finish(exit_code_of(child.returncode), reason)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: python -m executors.lane_runner FOLDER", file=sys.stderr)
+        raise SystemExit(2)
+    raise SystemExit(supervise(Path(sys.argv[1])))
