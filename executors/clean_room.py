@@ -4,9 +4,13 @@ Passing ``token=False`` to a client is not enough: a library may still read ``HF
 a token file, ``~/.netrc`` or ``kaggle.json`` on its own. :func:`run_clean` starts the
 child with
 
-- every credential-looking variable removed (``HF_TOKEN``, ``HUGGING_FACE_HUB_TOKEN``,
-  ``HF_TOKEN_PATH``, every ``KAGGLE_*``, ``ACTIONS_ID_TOKEN_REQUEST_*``, ``NETRC`` and any
-  name containing TOKEN, SECRET, PASSWORD, CREDENTIAL or ending in ``_KEY``);
+- every credential-looking variable removed, by the rule of :func:`is_secret_name`
+  (``tests/test_clean_room.py`` enumerates it): a name containing TOKEN, SECRET, PASSW,
+  CREDENTIAL, PRIVATE or APIKEY; a name with a word KEY, AUTH, PASS or PAT between
+  underscores (``AWS_ACCESS_KEY_ID``, ``SSH_AUTH_SOCK``, not ``GIT_AUTHOR_NAME``); every
+  ``KAGGLE_*``, ``AWS_*``, ``AZURE_*``, ``GOOGLE_*``, ``CLOUDSDK_*``, ``ACTIONS_ID_TOKEN_REQUEST_*``;
+  the files that hold credentials (``NETRC``, ``KUBECONFIG``, ``HF_TOKEN_PATH``...); and any
+  variable whose value is a URL with a password (``https://user:pass@host``);
 - ``HOME``, ``HF_HOME``, ``XDG_CONFIG_HOME`` and ``XDG_CACHE_HOME`` pointed at a fresh,
   empty directory, so no token file, ``.netrc`` or ``kaggle.json`` is reachable;
 
@@ -24,9 +28,14 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-STRIPPED_NAMES = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "NETRC"})
-STRIPPED_PREFIXES = ("KAGGLE_", "ACTIONS_ID_TOKEN_REQUEST_")
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|_KEY$|^KEY$", re.IGNORECASE)
+STRIPPED_NAMES = frozenset({
+    "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "NETRC", "KUBECONFIG", "DOCKER_CONFIG", "GNUPGHOME",
+    "PGPASSFILE", "GIT_ASKPASS", "SSH_ASKPASS",
+})
+STRIPPED_PREFIXES = ("KAGGLE_", "ACTIONS_ID_TOKEN_REQUEST_", "AWS_", "AZURE_", "GOOGLE_", "GCLOUD_", "CLOUDSDK_")
+_SECRET_PART = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE|APIKEY", re.IGNORECASE)
+_SECRET_WORDS = frozenset({"KEY", "AUTH", "PASS", "PAT"})
+_URL_WITH_PASSWORD = re.compile(r"://[^/@\s]*:[^/@\s]*@")
 _PREFLIGHT = """
 import os, sys
 from pathlib import Path
@@ -56,13 +65,24 @@ class CleanRoomError(Exception):
 
 
 def is_secret_name(name: str) -> bool:
-    """True for a variable the clean room never passes on."""
-    return name in STRIPPED_NAMES or name.startswith(STRIPPED_PREFIXES) or bool(_SECRET_NAME.search(name))
+    """True for a variable the clean room never passes on (the rule in the module docstring)."""
+    upper = name.upper()
+    return (
+        upper in STRIPPED_NAMES
+        or upper.startswith(STRIPPED_PREFIXES)
+        or bool(_SECRET_PART.search(upper))
+        or not _SECRET_WORDS.isdisjoint(re.split(r"[^A-Z0-9]+", upper))
+    )
+
+
+def is_secret(name: str, value: str) -> bool:
+    """A credential by its name, or a value that carries a password (a URL's ``user:pass@``)."""
+    return is_secret_name(name) or bool(_URL_WITH_PASSWORD.search(value))
 
 
 def clean_environment(parent: Mapping[str, str], home: Path) -> dict[str, str]:
     """``parent`` without credentials, with every home-like directory at ``home``."""
-    env = {name: value for name, value in parent.items() if not is_secret_name(name)}
+    env = {name: value for name, value in parent.items() if not is_secret(name, value)}
     for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_ASSETS_CACHE"):
         env.pop(name, None)
     env.update(

@@ -1,4 +1,5 @@
-"""Commit memory changes back to the wiki's git repository, through gitpython.
+"""Commit memory and lane changes back to the wiki's git repository, through git's own CLI
+(one short process per step: gitpython read the whole index in Python, 1 s on a 10,000-page wiki).
 
 :func:`commit_paths` commits exactly the named paths (``git commit --only``), so stray
 files of the work tree are never swept in (RELIABILITY row 36). It refuses, with one
@@ -31,28 +32,49 @@ def open_repo(root: Path):
         raise GitCommitError("not a git repository (wiki step commits memory through git)", root) from None
 
 
+def _git(root: Path, *args: str, env: dict | None = None) -> str:
+    """``git <args>`` in ``root``: its stdout, or GitCommitError with git's last line."""
+    import os
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **env} if env else None)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitCommitError(f"git {args[0]} failed: {exc}", root) from None
+    if done.returncode != 0:
+        detail = done.stderr.strip().splitlines()
+        raise GitCommitError(f"git {args[0]} failed: {detail[-1] if detail else done.returncode}", root)
+    return done.stdout
+
+
+def _git_dir(root: Path) -> Path:
+    try:
+        return Path(_git(root, "rev-parse", "--absolute-git-dir").strip())
+    except GitCommitError:
+        raise GitCommitError("not a git repository (wiki step commits memory through git)", root) from None
+
+
 def check_repository(root: Path) -> None:
     """Refuse a repository mid-merge or with a held ``index.lock`` (rows 35, 37)."""
-    repo = open_repo(root)
-    git_dir = Path(repo.git_dir)
+    git_dir = _git_dir(root)
     if (git_dir / "MERGE_HEAD").exists() or (git_dir / "REBASE_HEAD").exists() or (git_dir / "rebase-merge").exists():
         raise GitCommitError("a merge or rebase is in progress: resolve it before wiki step writes memory", root)
-    if repo.index.unmerged_blobs():
-        raise GitCommitError("the index has unresolved merge conflicts: resolve them first", root)
     lock = git_dir / "index.lock"
     if lock.exists():
         raise GitCommitError(f"{lock} exists: another git process is running, or one was killed; remove the file "
                              "only if no git process is running", root)
+    if _git(root, "ls-files", "--unmerged").strip():
+        raise GitCommitError("the index has unresolved merge conflicts: resolve them first", root)
 
 
 def dirty_paths(root: Path, paths: list[str]) -> list[str]:
     """Which of ``paths`` differ from HEAD (staged, modified or untracked)."""
-    repo = open_repo(root)
-    if not repo.head.is_valid():
-        return [p for p in paths if (Path(root) / p).exists()]
-    changed = {d.a_path for d in repo.index.diff(None)} | {d.a_path for d in repo.index.diff("HEAD")}
-    untracked = set(repo.untracked_files)
-    return [p for p in paths if p in changed or p in untracked]
+    if not paths:
+        return []
+    out = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", *paths)
+    changed = {entry[3:] for entry in out.split("\0") if len(entry) > 3}
+    return [p for p in paths if p in changed]
 
 
 def assert_no_secret(text: str, where: str) -> None:
@@ -69,10 +91,7 @@ def commit_paths(root: Path, paths: list[str], message: str) -> str | None:
 
     Returns None when none of the paths changed (an idempotent re-run commits nothing).
     """
-    import git
-
     check_repository(root)
-    repo = open_repo(root)
     changed = dirty_paths(root, paths)
     if not changed:
         return None
@@ -81,12 +100,15 @@ def commit_paths(root: Path, paths: list[str], message: str) -> str | None:
         if path.exists():
             assert_no_secret(path.read_text(encoding="utf-8", errors="replace"), rel)
     assert_no_secret(message, "commit message")
-    env = {} if repo.config_reader().has_option("user", "name") else IDENTITY
-    try:
-        repo.git.add("--", *changed)
-        with repo.git.custom_environment(**env):
-            repo.git.commit("--only", "--quiet", "-m", message, "--", *changed)
-    except git.exc.GitCommandError as exc:
-        detail = (exc.stderr or "").strip().splitlines()
-        raise GitCommitError(f"git commit failed: {detail[-1] if detail else exc.status}", root) from None
-    return repo.head.commit.hexsha
+    has_identity = bool(_git_config(root, "user.name"))
+    env = None if has_identity else IDENTITY
+    _git(root, "add", "--all", "--", *changed)
+    _git(root, "commit", "--only", "--quiet", "-m", message, "--", *changed, env=env)
+    return _git(root, "rev-parse", "HEAD").strip()
+
+
+def _git_config(root: Path, key: str) -> str:
+    import subprocess
+
+    done = subprocess.run(["git", "config", "--get", key], cwd=root, capture_output=True, text=True, timeout=60)
+    return done.stdout.strip() if done.returncode == 0 else ""

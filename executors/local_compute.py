@@ -33,9 +33,10 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-from executors.clean_room import is_secret_name
+from executors.clean_room import clean_environment, is_secret
 from executors.compute import (
     ComputeError,
     ComputeUnavailableError,
@@ -137,7 +138,7 @@ class LocalProcessCompute:
         (directory / "script.py").write_text(request.script_text, encoding="utf-8")
         _write_json(directory / "session.json", {"slug": request.slug, "version": 1, "submitted_at": _iso(submitted),
                                                  "timeout_s": request.session_timeout_s, "pid": None})
-        env = {k: v for k, v in os.environ.items() if not is_secret_name(k)}  # the session needs no credential
+        env = {k: v for k, v in os.environ.items() if not is_secret(k, v)}  # the session needs no credential
         env["PYTHONUNBUFFERED"] = "1"
         with open(directory / "output.log", "ab") as log:
             process = subprocess.Popen(
@@ -295,26 +296,33 @@ def supervise(directory: Path) -> int:
     timeout_s = info.get("timeout_s")
     _write_json(directory / "started.json", {"started_at": _iso(_now()), "pid": os.getpid()})
     sys.stdout.flush()
-    child = subprocess.Popen([sys.executable, str(directory / "script.py")], cwd=directory)
-    stopped: list[str] = []
+    # The session gets the clean room's environment, a fresh empty HOME (no token file,
+    # .netrc or kaggle.json in reach) and its own TMPDIR; both are removed when it ends.
+    with tempfile.TemporaryDirectory(prefix="session-scratch-") as scratch:
+        env = clean_environment(os.environ, Path(scratch) / "home")
+        env["TMPDIR"] = str(Path(scratch) / "tmp")
+        for place in (env["HOME"], env["TMPDIR"]):
+            os.makedirs(place)
+        child = subprocess.Popen([sys.executable, str(directory / "script.py")], cwd=directory, env=env)
+        stopped: list[str] = []
 
-    def stop(why: str) -> None:
-        if stopped:
-            return  # our own group signal coming back to us
-        stopped.append(why)
-        os.killpg(os.getpgrp(), signal.SIGTERM)  # the script and every process it started (this group)
+        def stop(why: str) -> None:
+            if stopped:
+                return  # our own group signal coming back to us
+            stopped.append(why)
+            os.killpg(os.getpgrp(), signal.SIGTERM)  # the script and every process it started (this group)
 
-    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop("cancelled through the backend (SIGTERM)"))
-    try:
-        code = child.wait(timeout=float(timeout_s) if timeout_s else None)
-    except subprocess.TimeoutExpired:
-        stop(f"session timeout: stopped after {timeout_s} s")
-        code = None
-    while code is None:
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: stop("cancelled through the backend (SIGTERM)"))
         try:
-            code = child.wait(timeout=STOP_GRACE_S)
+            code = child.wait(timeout=float(timeout_s) if timeout_s else None)
         except subprocess.TimeoutExpired:
-            child.kill()
+            stop(f"session timeout: stopped after {timeout_s} s")
+            code = None
+        while code is None:
+            try:
+                code = child.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                child.kill()
     failure = None
     if code != 0:
         log = (directory / "output.log").read_text(encoding="utf-8", errors="replace").splitlines()

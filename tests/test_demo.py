@@ -86,7 +86,7 @@ def test_the_demo_refuses_a_directory_that_is_not_empty(tmp_path):
 def test_wiki_demo_json_prints_one_object_with_every_wake(tmp_path):
     import json
 
-    done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", str(tmp_path / "demo"), "--json"],
+    done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", "relay", str(tmp_path / "demo"), "--json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)  # nothing else on stdout: no progress, no banner

@@ -179,7 +179,7 @@ def test_per_file_ignores_select_and_ignore(tmp_path, capsys):
         ('ignore = "LNK001"\n', "must be a list"),
         ("select = [\n", "cannot read configuration"),
         ('surprise = 1\n', "unknown configuration key"),
-        ('additive-marker = "("\n', "not a regular expression"),
+        ('additive-marker = "("\n', "not a usable regular expression"),
         ('[rules.ZZZ001]\nsince = "2026-01-01"\n', "no such rule"),
     ],
 )

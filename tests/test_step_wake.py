@@ -28,7 +28,8 @@ from training.checkpoint import build_manifest
 from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.relay import act
-from wikiengine.relay.step import lock_path, run_step
+from wikiengine.relay.step import run_step
+from wikiengine.step_engine import lock_path
 
 
 class Killed(BaseException):

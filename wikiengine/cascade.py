@@ -20,6 +20,7 @@ follows the same rule and is validated against the area's schema after resolutio
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -111,8 +112,13 @@ def fold(base: Layer, override: Layer) -> Layer:
 
 
 def layer_of(page: Page, level: str, additive_marker: str = DEFAULT_ADDITIVE_MARKER) -> Layer:
-    """One program file as a layer; duplicate titles are a :class:`CascadeError`."""
-    marker = re.compile(additive_marker)
+    """One program file as a layer; duplicate titles are a :class:`CascadeError`.
+
+    ``additive_marker`` is user-supplied: it is matched in linear time (:mod:`wikiengine.patterns`).
+    """
+    from wikiengine.patterns import user_regex
+
+    marker = user_regex(additive_marker, "additive-marker")
     seen: dict[str, Section] = {}
     sections = []
     path = page.path or Path("<text>")
@@ -191,7 +197,7 @@ def resolve(target: Target, *, additive_marker: str = DEFAULT_ADDITIVE_MARKER, v
     repeats a section title, or when the resolved config breaks its schema.
     """
     root_program = target.levels[0].program
-    if not root_program.is_file():
+    if not _present(root_program):
         raise CascadeError(
             f"no root program: {target.relative(root_program)} does not exist; "
             "write it first (every program in this area inherits from it)",
@@ -199,7 +205,7 @@ def resolve(target: Target, *, additive_marker: str = DEFAULT_ADDITIVE_MARKER, v
     layer = Layer()
     files = []
     for level in target.levels:
-        if not level.program.is_file():
+        if not _present(level.program):
             continue
         inside(target.root, level.program)  # a program.md symlinked out of the repository is refused
         page = load_page(level.program)
@@ -221,6 +227,12 @@ def resolve(target: Target, *, additive_marker: str = DEFAULT_ADDITIVE_MARKER, v
                 key_lines(text, first_line),
             )
     return program
+
+
+def _present(path: Path) -> bool:
+    """Is there anything at ``path``? (A FIFO or a dangling symlink is there, and refused
+    when read, rather than skipped as a missing level.)"""
+    return os.path.lexists(path)
 
 
 _FENCE_RE = re.compile(r"^(`{3,}|~{3,})[ \t]*(\w*)")

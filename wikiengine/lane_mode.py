@@ -360,8 +360,14 @@ def launch_spec(run: LaneRun, page: lw.LanePage, track: int):
     return spec, (frontier.rel if frontier else None)
 
 
-def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None) -> LaneWakeResult:
-    """One lane wake (see the module docstring)."""
+def locked_result() -> LaneWakeResult:
+    result = LaneWakeResult("?", "unknown", decision="locked")
+    result.actions.append("another wiki step holds the lock; nothing done")
+    return result
+
+
+def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None, **_unused) -> LaneWakeResult:
+    """One lane wake (see the module docstring); `wiki step` runs it under the engine's lock."""
     clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
     run = load_lane_run(root, backend)
     result = LaneWakeResult(run.state.lane, run.state.status)
@@ -402,21 +408,56 @@ def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None) -> Lane
             result.needs.append(need)
     if not dry_run:
         moment = clock()
-        state = run.state.replace(last_wake_at=utc_iso(moment), updated_at=utc_iso(moment),
-                                  next_check_at=utc_iso(moment + dt.timedelta(seconds=result.next_wake_s)))
-        with LaneLock(root, run.lane):
-            txn = LaneTxn(root, run.lane)
-            txn.write(STATE_REL, lane_state_text(state, state_body(state, result)))
-            sha = txn.commit(f"step(lane {run.lane.name}): " + ", ".join(
-                f"t{d['track']} {d['decision']}" for d in result.decisions), relint=False)
-            if sha:
-                result.commits.append(sha)
+        write_heartbeat(root, run.lane, moment)
+        summary_line = ", ".join(f"t{d['track']} {d['decision']} {d['vid'] or ''}".rstrip() for d in result.decisions)
+        if summary_line != _last_summary(root) or result.actions:
+            # STATE.md changes (and commits) when what the wake decided changed; the watcher
+            # reads every wake's time from the heartbeat, so an idle replay commits nothing
+            state = run.state.replace(last_wake_at=utc_iso(moment), updated_at=utc_iso(moment),
+                                      next_check_at=utc_iso(moment + dt.timedelta(seconds=result.next_wake_s)))
+            with LaneLock(root, run.lane):
+                txn = LaneTxn(root, run.lane)
+                txn.write(STATE_REL, lane_state_text(state, state_body(state, result, summary_line)))
+                sha = txn.commit(f"step(lane {run.lane.name}): {summary_line}", relint=False)
+                if sha:
+                    result.commits.append(sha)
     return result
 
 
-def state_body(state: LaneState, result: LaneWakeResult) -> str:
+def heartbeat_path(root: Path, lane: Lane) -> Path:
+    from wikiengine.lane_txn import git_dir
+
+    return git_dir(root) / "wiki-lane" / f"{lane.model_dir}__{lane.name}.wake"
+
+
+def write_heartbeat(root: Path, lane: Lane, moment: dt.datetime) -> None:
+    """This host's record of the last wake (inside .git: never a stray file, never a commit)."""
+    path = heartbeat_path(root, lane)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(utc_iso(moment) + "\n", encoding="utf-8")
+
+
+def last_wake(root: Path, state: LaneState) -> float | None:
+    """The time of the last wake: this host's heartbeat, else STATE.md's last material wake."""
+    path = heartbeat_path(root, state.lane_ref)
+    beat = parse_iso(path.read_text(encoding="utf-8").strip()) if path.is_file() else None
+    recorded = parse_iso(state.last_wake_at or state.started_at)
+    return max(t for t in (beat, recorded) if t is not None) if (beat or recorded) else None
+
+
+_SUMMARY_RE = re.compile(r"^Tracks: (?P<line>.*)$", re.M)
+
+
+def _last_summary(root: Path) -> str | None:
+    path = root / STATE_REL
+    match = _SUMMARY_RE.search(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return match.group("line") if match else None
+
+
+def state_body(state: LaneState, result: LaneWakeResult, summary_line: str) -> str:
     lines = ["", f"# {state.lane}: {state.status} (session {state.session}, {state.tracks} track(s), {state.backend})", ""]
-    lines += [f"- track {d['track']}: {d['decision']} {d['vid'] or ''}".rstrip() for d in result.decisions]
+    lines += [f"Tracks: {summary_line}", ""]
+    lines += [f"- track {d['track']}: {d['decision']} {d['vid'] or ''} — {d['reason']}".rstrip() for d in result.decisions]
     if result.needs:
         lines += ["", "Owed by the agent:"] + [f"- {n['kind']}: `{n['command']}`" for n in result.needs]
     lines += ["", f"Next check at {state.next_check_at}. `wiki step` reads this file first."]

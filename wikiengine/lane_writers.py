@@ -338,7 +338,7 @@ class RunOutcome:
 
 def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float], RunOutcome]:
     """Metrics from ``--metrics FILE`` (a JSON object: numbers are metrics, ``exit_code`` and
-    ``parity`` the outcome, other strings notes) and ``--metric NAME=VALUE``."""
+    ``parity`` the outcome, strings, lists and objects detail) and ``--metric NAME=VALUE``."""
     metrics: dict[str, float] = {}
     exit_code = parity = None
     if path is not None:
@@ -362,8 +362,8 @@ def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float],
         if not isinstance(values, dict):
             raise WikiError("'metrics' must be an object of name: number", path)
         for name, value in values.items():
-            if isinstance(value, str):
-                continue  # a note (an op digest, a status word): not a metric
+            if isinstance(value, (str, list, dict)) or value is None:
+                continue  # a note or detail (an op digest, per-round figures, the configs): not a metric
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
                 raise WikiError(f"metric {name!r} is {value!r}, not a finite number", path)
             metrics[str(name)] = float(value)
@@ -503,9 +503,7 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         entry = logbook.render_entry(date, "loop-iteration", f"{target.exp_id}-{slug} on {variant}: {filed} ({delta_text})")
         txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
         txn.write(lane.results, results_tsv.append_row(txn.read(lane.results), {
-            "exp_id": f"{target.exp_id}-{slug}", "date": date, "tps": metrics.get("tps"),
-            "mfu_percent": metrics.get("mfu", metrics.get("mfu_percent")), "step_time_ms": metrics.get("step_time_ms"),
-            "peak_hbm_gib": metrics.get("peak_hbm_gib"), "config": variant,
+            "exp_id": f"{target.exp_id}-{slug}", "date": date, **_results_figures(metrics, metric, value), "config": variant,
             "status": results_tsv.STATUS_OF_VERDICT[filed], "description": target.frontmatter.get("hypothesis", ""),
         }))
         _hypothesis_update(txn, root, target, slug, filed, delta_text, date)
@@ -518,6 +516,16 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
             return {**result, "dry_run": True, "would_write": txn.changed()}
         result["commit"] = txn.commit(f"exp({target.exp_id}): file {slug} — {filed}")
         return result
+
+
+def _results_figures(metrics: dict[str, float], metric: str, recorded: float | None) -> dict[str, str]:
+    """The RESULTS.tsv figures of a run (the target metric as recorded on the page)."""
+    figures = {"tps": metrics.get("tps"), "mfu_percent": metrics.get("mfu", metrics.get("mfu_percent")),
+               "step_time_ms": metrics.get("step_time_ms"), "peak_hbm_gib": metrics.get("peak_hbm_gib")}
+    column = {"mfu": "mfu_percent"}.get(metric, metric)
+    if column in figures and recorded is not None:
+        figures[column] = recorded
+    return {k: (f"{v:.6g}" if v is not None else None) for k, v in figures.items()}
 
 
 def _title(page, leading: str) -> str:

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from wikiengine.errors import WikiError
-from wikiengine.page import Page, parse_page, split_lines
+from wikiengine.errors import PageError, WikiError
+from wikiengine.page import Page, parse_page, read_text, split_lines
 
 MEMORY_DIR = "memory"
 STATE_FILE = "STATE.md"
@@ -102,12 +102,13 @@ def memory_path(root: Path, name: str) -> Path:
 
 
 def _read(path: Path) -> str:
+    """A memory file's text: a regular file only (a symlink to /dev/zero or a FIFO is refused)."""
+    if not path.exists() and not path.is_symlink():
+        raise MemoryFormatError("no such memory file (run `wiki demo` or scaffold memory/ first)", path)
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise MemoryFormatError("no such memory file (run `wiki demo` or scaffold memory/ first)", path) from None
-    except UnicodeDecodeError:
-        raise MemoryFormatError("not valid UTF-8", path) from None
+        return read_text(path)
+    except PageError as err:
+        raise MemoryFormatError(err.message, path, err.line) from None
 
 
 # ---------------------------------------------------------------- STATE.md

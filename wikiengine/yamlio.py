@@ -12,6 +12,7 @@ normalised to ISO strings so that a JSON Schema sees what the author wrote.
 from __future__ import annotations
 
 import datetime as _dt
+import sys
 from typing import Any
 
 import yaml
@@ -118,7 +119,16 @@ def safe_load(text: str, path=None, first_line: int = 1) -> Any:
         raise PageError(f"invalid YAML: {' '.join(str(exc).split())}", path, first_line) from None
     except RecursionError:
         raise PageError("invalid YAML: nesting too deep", path, first_line) from None
+    except ValueError as exc:  # int() past sys.get_int_max_str_digits(): a 5,000-digit number
+        raise PageError(f"invalid YAML: {_number_problem(exc)}", path, first_line) from None
     return data
+
+
+def _number_problem(exc: ValueError) -> str:
+    text = str(exc)
+    if "integer string conversion" in text:
+        return f"a number has more than {sys.get_int_max_str_digits()} digits"
+    return " ".join(text.split())
 
 
 def key_lines(text: str, first_line: int = 1) -> dict[tuple, int]:

@@ -1,4 +1,4 @@
-"""`wiki demo`: a whole relay run on this machine, wake after wake, until it is complete."""
+"""`wiki demo [autoresearch|relay]`: the embedded defaults, end to end, on this machine."""
 
 from __future__ import annotations
 
@@ -12,14 +12,24 @@ from pathlib import Path
 
 from wikiengine.scaffold import TINY_GRID
 
-HELP = "scaffold a tiny relay run in a fresh directory and run `wiki step` until it is complete"
+HELP = "run an autoresearch lane (default) or a tiny relay run end to end in a fresh directory"
 DESCRIPTION = """\
-Scaffold DIR (default: a new temporary directory) with a git repository, a wiki holding
-the `tiny` run's program, empty memory files, a local git checkpoint store and the
-pinned training sources; then run `wiki step` wake after wake until the run is complete,
-printing each decision (a progress bar while a session trains). Ends with the final
-STATE.md, the quota ledger and the git log. No account, no network.
+  wiki demo [autoresearch] [DIR]
+      scaffold a wiki with a model, a lane and a model page in the real format whose
+      target is real (the throughput of a small torch training step, timed interleaved
+      with the frontier, with a parity check and an op digest), start a session with
+      two tracks on the local backend, and wake until a scripted proposal queue (a win,
+      a loss, a change within noise, a crash, a numerics break, a silent no-op, a
+      second win) is used up. Ends with the variant matrix, the lane log, RESULTS.tsv,
+      wiki lint and the git log.
+  wiki demo relay [DIR]
+      scaffold the `tiny` relay run (wiki, memory, a local git checkpoint store, the
+      pinned training sources) and run `wiki step` until it is complete; ends with
+      STATE.md, the quota ledger and the git log.
+
+DIR defaults to a new temporary directory. No account, no network.
 """
+KINDS = ("autoresearch", "relay")
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 DEMO_NOTE = ("\n\nThe data is the corpus shipped with the package, the checkpoint store the git repository in\n"
              "`store/`, and every session a local process.")
@@ -32,10 +42,11 @@ DEMO_CONFIG = TINY_GRID
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("demo", help=HELP, description=DESCRIPTION,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kind", nargs="?", choices=KINDS, default="autoresearch", help="which demo (default autoresearch)")
     parser.add_argument("dir", nargs="?", type=Path, help="an empty or new directory (default: a new temp dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true",
-                        help='print only {"root", "state", "wakes", "seconds"} at the end (each wake as wiki step --json)')
+                        help='relay: print only {"root", "state", "wakes", "seconds"} at the end (each wake as wiki step --json)')
     parser.set_defaults(handler=run)
 
 
@@ -148,16 +159,40 @@ def watch_session(root: Path, progress: bool) -> None:
             bar.close()
 
 
-def run(args) -> int:
-    from wikiengine.commands.step import format_result
+def demo_dir(given: Path | None) -> Path:
     from wikiengine.errors import WikiError
-    from wikiengine.relay.step import run_step
 
-    root = args.dir or Path(tempfile.mkdtemp(prefix="wiki-demo-"))
-    root = root.resolve()
+    root = (given or Path(tempfile.mkdtemp(prefix="wiki-demo-"))).resolve()
     if root.exists() and any(root.iterdir()):
         raise WikiError("the demo directory must be empty or new", root)
     root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def run(args) -> int:
+    if args.json and args.kind != "relay":
+        from wikiengine.errors import WikiError
+
+        raise WikiError("--json is for `wiki demo relay`: the autoresearch demo's output is its walkthrough")
+    root = demo_dir(args.dir)
+    if args.kind == "autoresearch":
+        from wikiengine.demo_autoresearch import run_demo
+
+        print(f"wiki demo autoresearch: an mlp / cpu lane in {root}")
+        _git(root, "init", "--quiet")
+        _git(root, "config", "user.name", "wiki demo")
+        _git(root, "config", "user.email", "demo@wikiengine.invalid")
+        started = time.monotonic()
+        code = run_demo(root, lambda cwd, *a: _git(cwd, *a), progress=not args.no_progress)
+        print(f"demo {'complete' if code == 0 else 'FAILED'} in {time.monotonic() - started:.0f} s: {root}")
+        return code
+    return run_relay(root, args)
+
+
+def run_relay(root: Path, args) -> int:
+    from wikiengine.commands.step import format_result
+    from wikiengine.relay.step import run_step
+
     started = time.monotonic()
     say = (lambda text: None) if args.json else print
     say(f"wiki demo: scaffolding a tiny relay run in {root}")

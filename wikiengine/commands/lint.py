@@ -48,8 +48,20 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def _codes(text: str | None) -> list[str]:
-    return [c.strip() for c in (text or "").split(",") if c.strip()]
+def _codes(text: str | None, option: str) -> list[str]:
+    """The codes of ``--select``/``--ignore``, upper-cased; WikiError naming the option for
+    one that is not a code or names no rule."""
+    from wikiengine.errors import WikiError
+    from wikiengine.lint.config import check_selectors
+    from wikiengine.lint.options import selector
+    from wikiengine.rules import REGISTRY
+
+    try:
+        codes = [selector(c, option) for c in (text or "").split(",") if c.strip()]
+    except ValueError as exc:
+        raise WikiError(str(exc)) from None
+    check_selectors(codes, sorted(REGISTRY), option)
+    return codes
 
 
 LIST_RULES_LEGEND = (
@@ -161,10 +173,10 @@ def run(args) -> int:
         raise WikiError("--jobs must be at least 1")
     root = repository_root(args.root)
     config = load_config(root, args.config)
-    if args.select is not None:
-        config.select = _codes(args.select)
-    config.ignore = config.ignore + _codes(args.ignore)
     config.check_codes(sorted(REGISTRY))
+    if args.select is not None:
+        config.select = _codes(args.select, "--select")
+    config.ignore = config.ignore + _codes(args.ignore, "--ignore")
     paths = None
     if args.changed:
         if args.paths:
@@ -184,12 +196,12 @@ def run(args) -> int:
         written = apply_fixes(root, config, result.findings, discover(root))
         if written:
             before = len(result.findings)
-            result = lint(root, paths, config, use_baseline=not args.write_baseline, **options)
+            result = lint(root, paths, config, use_baseline=not (args.no_baseline or args.write_baseline), **options)
             result.fixed = max(0, before - len(result.findings))
     for notice in result.notices:
         print(f"notice: {notice}", file=sys.stderr)
     if args.write_baseline:
-        count = baseline_mod.write(root / baseline_mod.BASELINE_FILE, result.unfiltered)
+        count = baseline_mod.write(root / baseline_mod.BASELINE_FILE, result.unfiltered, result.unreadable)
         print(f"Wrote {baseline_mod.BASELINE_FILE}: {counted(count, 'entry', 'entries')} "
               f"({counted(len(result.unfiltered), 'finding')}).")
         return 0

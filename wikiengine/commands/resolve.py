@@ -87,12 +87,13 @@ def _listing(root) -> dict:
 def identity_of(program) -> dict:
     """USER_PREFIX, MODEL_NAME and LANE of an experiments target (None elsewhere)."""
     from wikiengine import identity
+    from wikiengine.page import read_text
 
     target = program.target
     if target.area.name != "experiments" or target.model_dir is None:
         return {"user_prefix": None, "user_prefix_source": None, "model_name": None, "lane": target.lane}
     model_program = target.levels[1].program
-    text = model_program.read_text(encoding="utf-8") if model_program.is_file() else None
+    text = read_text(model_program) if model_program.is_file() else None
     prefix = identity.resolve_user_prefix(text, cwd=target.root, program_path=target.relative(model_program))
     return {
         "user_prefix": prefix.value,

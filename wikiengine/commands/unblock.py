@@ -38,7 +38,7 @@ def run(args) -> int:
 
     from wikiengine import targets
     from wikiengine.errors import WikiError
-    from wikiengine.relay.step import lock_path
+    from wikiengine.step_engine import lock_path
 
     root = targets.repository_root(args.root)
     reason = " ".join(args.reason.split())

@@ -52,7 +52,7 @@ def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) 
 
     from wikiengine import lane_writers
     from wikiengine.lane_audit import run_audit, write_authorization, write_cursor
-    from wikiengine.lane_mode import lane_config, make_backend, parse_iso, session_tracks, wake
+    from wikiengine.lane_mode import lane_config, last_wake, make_backend, session_tracks
     from wikiengine.lane_session import read_lane_state, state_mode
 
     state = read_lane_state(root) if state_mode(root) == "lane" else None
@@ -76,9 +76,12 @@ def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) 
         doc["authorized"] = True
     revived = False
     if live and not closing:
-        last = parse_iso(state.last_wake_at or state.started_at)
+        last = last_wake(root, state)
         if last is not None and now.timestamp() - last > 2 * interval:
-            doc["revive"] = {"idle_s": int(now.timestamp() - last), "wake": wake(root, backend=backend).as_json()}
+            from wikiengine.step_engine import run_step
+
+            woken = run_step(root, mode="lane", backend=backend)  # under the wake lock, like `wiki step`
+            doc["revive"] = {"idle_s": int(now.timestamp() - last), "wake": woken.as_json()}
             revived = True
     code = 1 if audit.findings else (EXIT_REVIVED if revived else 0)
     return doc, code

@@ -41,31 +41,47 @@ def load(path: Path) -> dict[tuple[str, str, str], dict]:
         data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys)
         entries = data["entries"]
         out = {}
+        if not isinstance(entries, list):
+            raise ValueError("'entries' must be a list")
         for entry in entries:
-            count = int(entry["count"])
-            if count < 1:
-                raise ValueError("count must be at least 1")
-            out[(str(entry["path"]), str(entry["code"]), str(entry["hash"]))] = {
+            count = entry["count"]
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ValueError(f"count must be a whole number of at least 1, not {str(count)[:20]}")
+            if not all(isinstance(entry[k], str) for k in ("path", "code", "hash")):
+                raise ValueError("path, code and hash must be strings")
+            out[(entry["path"], entry["code"], entry["hash"])] = {
                 "count": count,
                 "message": str(entry.get("message", "")),
             }
         return out
+    except RecursionError:
+        raise WikiError("cannot read the lint baseline: nested too deep", path) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise WikiError(f"cannot read the lint baseline: {exc}", path) from None
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    keys = [key for key, _ in pairs]
-    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    duplicates = sorted(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
     if duplicates:
         raise ValueError(f"duplicate key {duplicates[0]!r}")
     return dict(pairs)
 
 
-def write(path: Path, findings: list[Finding]) -> int:
-    """Write every finding into the baseline; return the number of entries."""
+def write(path: Path, findings: list[Finding], unreadable: set[str] = frozenset()) -> int:
+    """Write every finding into the baseline; return the number of entries.
+
+    Entries of the old baseline on ``unreadable`` pages (whose findings are unknown this
+    run) are kept: a page that broke must not throw away what was accepted on it.
+    """
     counts = Counter(_key(f) for f in findings)
     messages = {_key(f): f.message for f in findings}
+    try:
+        previous = load(path) if unreadable else {}
+    except WikiError:  # a broken baseline is being rewritten: nothing to carry over
+        previous = {}
+    for key, entry in previous.items():
+        if key[0] in unreadable and key not in counts:
+            counts[key], messages[key] = entry["count"], entry["message"]
     entries = [
         {"path": p, "code": c, "hash": h, "count": n, "message": messages[(p, c, h)]}
         for (p, c, h), n in sorted(counts.items())
@@ -78,12 +94,16 @@ def write(path: Path, findings: list[Finding]) -> int:
 
 
 def apply(
-    findings: list[Finding], baseline: dict[tuple[str, str, str], dict], checked: set[str] | None
+    findings: list[Finding],
+    baseline: dict[tuple[str, str, str], dict],
+    checked: set[str] | None,
+    unreadable: set[str] = frozenset(),
 ) -> tuple[list[Finding], list[Finding], int]:
     """Drop baselined findings; return (kept, stale-entry findings, number silenced).
 
     ``checked``: the paths that were linted (None: the whole wiki), so that a partial run
-    does not call entries of files it did not look at stale.
+    does not call entries of files it did not look at stale; nor are entries of
+    ``unreadable`` pages stale (their rules could not run: the page is not fixed).
     """
     if not baseline:
         return findings, [], 0
@@ -99,7 +119,7 @@ def apply(
             kept.append(finding)
     stale = []
     for (path, code, _hash), left in sorted(remaining.items()):
-        if left <= 0 or (checked is not None and path not in checked):
+        if left <= 0 or (checked is not None and path not in checked) or path in unreadable:
             continue
         entry = baseline[(path, code, _hash)]
         matched = entry["count"] - left

@@ -12,9 +12,11 @@ configuration changes. It is one ``marshal`` file: plain dicts, lists and string
 about ten times faster than through pickle or JSON.
 
 A cache is signed with a key kept outside the repository (in the user's cache
-directory): ``marshal`` data and cached validator code must never come from a commit,
-so a ``.wiki_cache/`` that someone committed (or an agent was talked into writing) is
-ignored rather than loaded or executed.
+directory): ``marshal`` data must never come from a commit, so a ``.wiki_cache/`` that
+someone committed (or an agent was talked into writing) is ignored rather than loaded.
+A key inside the repository or any git work tree is never used (a commit could plant
+it with the cache), nor one that is not a private file of the user: then nothing is
+cached. The cache holds data only; no code is ever loaded from it.
 """
 
 from __future__ import annotations
@@ -28,47 +30,86 @@ import time
 from pathlib import Path
 from typing import Any
 
+from wikiengine.errors import PageError
+from wikiengine.page import MAX_PAGE_BYTES, read_regular
+
 CACHE_DIR = ".wiki_cache"
 CACHE_FILE = "lint.marshal"
 _RACY_NS = 2_000_000_000
 _FORMAT = 2
-_MAX_HASHED = 16 * 1024 * 1024  # as MAX_PAGE_BYTES: larger files are never pages
 
 
 _KEY: bytes | None = None
+KEY_BYTES = 32
 
 
-def _signing_key() -> bytes | None:
-    """The per-user key that signs caches (created on first use); None when unavailable."""
+def key_path() -> Path:
+    """Where the per-user signing key lives: ``$XDG_CACHE_HOME/wikiengine/cache.key``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wikiengine" / "cache.key"
+
+
+def untrusted_place(path: Path, root: Path | None = None) -> str | None:
+    """Why a key at ``path`` cannot be trusted, or None: inside the repository or any git
+    work tree (CI often points ``XDG_CACHE_HOME`` into the checkout, where a commit can
+    plant both a key and a cache signed with it)."""
+    resolved = Path(os.path.realpath(path))
+    if root is not None:
+        repo = Path(os.path.realpath(root))
+        if resolved == repo or repo in resolved.parents:
+            return f"{path} is inside the repository"
+    for parent in resolved.parents:
+        if os.path.lexists(parent / ".git"):
+            return f"{path} is inside the git work tree {parent}"
+    return None
+
+
+def _usable_key(path: Path) -> bytes | None:
+    """The key at ``path`` if it is a private regular file of ours holding a whole key."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            return None
+        data = handle.read(KEY_BYTES + 1)
+    return data if len(data) == KEY_BYTES else None
+
+
+def _signing_key(root: Path | None = None) -> bytes | None:
+    """The per-user key that signs caches (created on first use); None when unavailable
+    or in a place a commit could write (:func:`untrusted_place`)."""
     global _KEY
+    path = key_path()
+    if untrusted_place(path, root) is not None:
+        return None
     if _KEY is None:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wikiengine"
-        path = base / "cache.key"
-        try:
-            _KEY = path.read_bytes()
-        except OSError:
+        _KEY = _usable_key(path)
+        if _KEY is None and not os.path.lexists(path):
             try:
-                base.mkdir(parents=True, exist_ok=True)
+                path.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as handle:
-                    handle.write(os.urandom(32))
-                _KEY = path.read_bytes()
+                    handle.write(os.urandom(KEY_BYTES))
             except OSError:
-                _KEY = b""
+                pass
+            _KEY = _usable_key(path)
+        _KEY = _KEY or b""
     return _KEY or None
 
 
-def sign(data: bytes) -> bytes | None:
-    """``data`` prefixed with its keyed tag, or None when there is no key."""
-    key = _signing_key()
+def sign(data: bytes, root: Path | None = None) -> bytes | None:
+    """``data`` prefixed with its keyed tag, or None when there is no trusted key."""
+    key = _signing_key(root)
     if key is None:
         return None
     return hashlib.blake2b(data, key=key, digest_size=32).digest() + data
 
 
-def verified(blob: bytes) -> bytes | None:
-    """The data of a signed blob, or None when the tag does not match."""
-    key = _signing_key()
+def verified(blob: bytes, root: Path | None = None) -> bytes | None:
+    """The data of a signed blob, or None when the tag does not match (or no trusted key)."""
+    key = _signing_key(root)
     if key is None or len(blob) < 32:
         return None
     data = blob[32:]
@@ -111,7 +152,7 @@ class LintCache:
         if not persist:
             return cache
         try:
-            raw = verified((cache.directory / CACHE_FILE).read_bytes())
+            raw = verified((cache.directory / CACHE_FILE).read_bytes(), root)
             data = marshal.loads(raw) if raw is not None else None
         except (OSError, EOFError, ValueError, TypeError):
             return cache
@@ -130,18 +171,17 @@ class LintCache:
         if entry is not None:
             path = os.path.join(self._root_str, rel)
             try:
-                st = os.stat(path)
+                st = os.lstat(path)  # a page replaced by a symlink is never fresh: read again, and judged
             except OSError:
                 st = None
-            if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= _MAX_HASHED:
+            if st is not None and entry.get("key") and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_PAGE_BYTES:
                 key = stat_key(st)
                 if tuple(entry["key"]) == key and key[0] < self.written_ns - _RACY_NS:
                     result = entry
                 else:
                     try:
-                        with open(path, "rb") as handle:
-                            data = handle.read()
-                    except OSError:
+                        data = read_regular(path, rel, within=self._root_str)[0]
+                    except PageError:
                         data = None
                     if data is not None and content_hash(data) == entry["sha"]:
                         entry["key"] = key
@@ -229,7 +269,7 @@ class LintCache:
             ignore = self.directory / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# written by wiki lint\n*\n")
-            blob = sign(marshal.dumps(payload))
+            blob = sign(marshal.dumps(payload), self.root)
             if blob is None:
                 return
             tmp = self.directory / f"{CACHE_FILE}.{os.getpid()}.tmp"

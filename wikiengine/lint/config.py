@@ -21,15 +21,15 @@ Example (``wiki.toml`` uses the same keys at top level, tables without the ``too
 from __future__ import annotations
 
 import fnmatch
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from wikiengine.logbook import DEFAULT_OPS
 from wikiengine.cascade import DEFAULT_ADDITIVE_MARKER
 from wikiengine.errors import WikiError
+from wikiengine.lint.options import Option, check, selector, unknown_name
 
 DEFAULT_LOG_OPS = DEFAULT_OPS  # wikiengine.logbook: the vocabulary of each tier
 
@@ -68,28 +68,82 @@ class LintConfig:
         ))
 
     def check_codes(self, known: list[str]) -> None:
-        """Refuse a selector that names no rule (a typo would silently lint nothing)."""
+        """Refuse a selector that names no rule (a typo would silently lint nothing), a
+        ``[rules.CODE]`` table of no rule, and a per-rule option the rule does not take."""
+        from wikiengine.rules import rule_class
+
         where = self.source
         for key, selectors in (("select", self.select), ("ignore", self.ignore)):
-            for selector in selectors:
-                if not any(code.startswith(selector) for code in known):
-                    raise WikiError(f"'{key}' names no rule: {selector!r}", where)
+            check_selectors(selectors, known, f"'{key}'", where)
         for pattern, codes in self.per_file_ignores.items():
-            for selector in codes:
-                if not any(code.startswith(selector) for code in known):
-                    raise WikiError(f"per-file-ignores {pattern!r} names no rule: {selector!r}", where)
-        for code in self.rules:
+            check_selectors(codes, known, f"per-file-ignores {pattern!r}", where)
+        for code, options in self.rules.items():
             if code not in known:
                 raise WikiError(f"[rules.{code}]: no such rule", where)
+            declared = {**COMMON_RULE_OPTIONS, **rule_class(code).options}
+            for name, value in options.items():
+                if name not in declared:
+                    raise WikiError(f"[rules.{code}]: " + unknown_name(name, declared, "option"), where)
+                try:
+                    options[name] = check(declared[name], value, f"[rules.{code}] {name}")
+                except ValueError as exc:
+                    raise WikiError(str(exc), where) from None
 
 
-_KEYS = {"select", "ignore", "per-file-ignores", "log-ops", "additive-marker", "rules"}
+def check_selectors(selectors: list[str], known: list[str], what: str, where: Path | None = None) -> None:
+    """WikiError naming ``what`` (and ``where``) for a selector that matches no rule code."""
+    for selector in selectors:
+        if not any(code.startswith(selector) for code in known):
+            raise WikiError(f"{what} names no rule: {selector!r}", where)
+
+
+# Every rule takes ``since``; a rule declares its own options in ``Rule.options``.
+COMMON_RULE_OPTIONS = {"since": Option("date")}
+
+
+def _codes(value, name: str) -> list[str]:
+    return check(Option("codes"), value, name)
+
+
+def _per_file_ignores(value, name: str) -> dict[str, list[str]]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a table of glob = [codes]")
+    return {str(glob): _codes(codes, f"{name} {glob!r}") for glob, codes in value.items()}
+
+
+def _log_ops(value, name: str) -> dict[str, list[str]]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a table of tier = [ops]")
+    return {str(tier): check(Option("str-list"), ops, f"{name} {tier!r}") for tier, ops in value.items()}
+
+
+def _rules(value, name: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ValueError(f"{name} must be a table of per-rule option tables ([rules.CODE])")
+    return {selector(code, name): dict(options) for code, options in value.items()}
+
+
+def _regex(value, name: str) -> str:
+    return check(Option("regex"), value, name)
+
+
+# key -> (LintConfig attribute, parser). A parser returns the value the engine uses, or
+# raises ValueError with the line a user reads. New keys slot in here.
+KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
+    "select": ("select", _codes),
+    "ignore": ("ignore", _codes),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "log-ops": ("log_ops", _log_ops),
+    "additive-marker": ("additive_marker", _regex),
+    "rules": ("rules", _rules),
+}
 
 
 def load_config(root: Path, explicit: Path | None = None) -> LintConfig:
     """Read ``wiki.toml`` (or ``explicit``), else ``[tool.wiki]`` of ``pyproject.toml``; defaults otherwise.
 
-    An unreadable file or an unknown key is a :class:`WikiError` (exit 2).
+    An unreadable file, an unknown key or a value of the wrong type is a
+    :class:`WikiError` (exit 2) naming the file.
     """
     candidates = [explicit] if explicit else [root / "wiki.toml", root / "pyproject.toml"]
     for path in candidates:
@@ -99,9 +153,25 @@ def load_config(root: Path, explicit: Path | None = None) -> LintConfig:
             continue
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        except tomllib.TOMLDecodeError as exc:
             raise WikiError(f"cannot read configuration: {exc}", path) from None
-        table = data.get("tool", {}).get("wiki") if path.name == "pyproject.toml" else data
+        except OSError as exc:
+            raise WikiError(f"cannot read configuration: {exc.strerror or exc}", path) from None
+        except UnicodeDecodeError:
+            raise WikiError("cannot read configuration: not valid UTF-8", path) from None
+        except RecursionError:
+            raise WikiError("cannot read configuration: nested too deep", path) from None
+        except ValueError as exc:  # an integer past sys.get_int_max_str_digits()
+            raise WikiError(f"cannot read configuration: {exc}", path) from None
+        if path.name == "pyproject.toml":
+            tool = data.get("tool", {})
+            table = tool.get("wiki") if isinstance(tool, dict) else None
+            if table is not None and not isinstance(table, dict):
+                raise WikiError("[tool.wiki] must be a table", path)
+            if table is None and not isinstance(tool, dict):
+                raise WikiError("'tool' must be a table", path)
+        else:
+            table = data
         if table is None:
             continue
         return _from_table(table, path)
@@ -112,36 +182,16 @@ def _from_table(table: dict, path: Path) -> LintConfig:
     if path.name != "pyproject.toml" and isinstance(table.get("tool"), dict) and "wiki" in table["tool"]:
         raise WikiError("[tool.wiki] is pyproject.toml's form: in wiki.toml the keys sit at top level "
                         "(drop the 'tool.wiki.' prefix of every table)", path)
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise WikiError(f"unknown configuration key(s): {', '.join(unknown)}", path)
     config = LintConfig(source=path)
-    for key, attr in (("select", "select"), ("ignore", "ignore")):
-        value = table.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise WikiError(f"'{key}' must be a list of rule codes or prefixes", path)
-        setattr(config, attr, value)
-    pfi = table.get("per-file-ignores", {})
-    if not isinstance(pfi, dict):
-        raise WikiError("'per-file-ignores' must be a table of glob = [codes]", path)
-    if not all(isinstance(v, list) and all(isinstance(c, str) for c in v) for v in pfi.values()):
-        raise WikiError("'per-file-ignores' must be a table of glob = [codes]", path)
-    config.per_file_ignores = {str(k): list(v) for k, v in pfi.items()}
-    ops = table.get("log-ops")
-    if ops is not None:
-        if not isinstance(ops, dict) or not all(isinstance(v, list) for v in ops.values()):
-            raise WikiError("'log-ops' must be a table of tier = [ops]", path)
-        config.log_ops.update({k: [str(o) for o in v] for k, v in ops.items()})
-    if "additive-marker" in table:
-        config.additive_marker = str(table["additive-marker"])
+    for key, value in table.items():
+        if key not in KEYS:
+            raise WikiError(unknown_name(key, KEYS, "configuration key"), path)
+        attr, parse = KEYS[key]
         try:
-            re.compile(config.additive_marker)
-        except re.error as exc:
-            raise WikiError(f"'additive-marker' is not a regular expression: {exc}", path) from None
-    rules = table.get("rules", {})
-    if not isinstance(rules, dict):
-        raise WikiError("'rules' must be a table of per-rule option tables", path)
-    if not all(isinstance(v, dict) for v in rules.values()):
-        raise WikiError("'rules' must be a table of per-rule option tables", path)
-    config.rules = {str(k): dict(v) for k, v in rules.items()}
+            parsed = parse(value, f"'{key}'")
+        except ValueError as exc:
+            raise WikiError(str(exc), path) from None
+        if attr == "log_ops":  # tiers not named keep their defaults
+            parsed = {**config.log_ops, **parsed}
+        setattr(config, attr, parsed)
     return config

@@ -20,31 +20,22 @@ from typing import TYPE_CHECKING, Any, Callable
 from wikiengine.errors import PageError, WikiError
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.kinds import kind_of
-from wikiengine.page import Page, decode, parse_page
+from wikiengine.page import Page, decode, parse_page, read_regular
 
 if TYPE_CHECKING:
     from wikiengine.lint.cache import LintCache
     from wikiengine.lint.gitview import GitView
 
 LINTED_DIRS = ("wiki", "memory", ".env")
-MAX_PAGE_BYTES = 16 * 1024 * 1024
 
 
 def read_page_bytes(path: Path | str, rel: str) -> tuple[bytes, os.stat_result]:
-    """The bytes of a page and its stat; PageError for a non-regular file (a symlink to
-    ``/dev/zero`` would never end) or one too large to be a page."""
-    import stat as stat_mod
-
-    try:
-        with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if not stat_mod.S_ISREG(st.st_mode):
-                raise PageError("not a regular file", rel)
-            if st.st_size > MAX_PAGE_BYTES:
-                raise PageError(f"page too large ({st.st_size} bytes; the limit is {MAX_PAGE_BYTES})", rel)
-            return handle.read(MAX_PAGE_BYTES + 1), st
-    except OSError as exc:
-        raise PageError(f"cannot read: {exc.strerror or exc}", rel) from None
+    """The bytes of the page ``rel`` at ``path`` (``<root>/<rel>``) and its stat; PageError
+    for anything but a regular file of at most :data:`~wikiengine.page.MAX_PAGE_BYTES`
+    inside the root (:func:`wikiengine.page.read_regular`)."""
+    path = str(path)
+    root = path[: -len(rel) - 1] if path.endswith(rel) else os.path.dirname(path)
+    return read_regular(path, rel, within=root)
 
 
 class PageInfo:
@@ -276,18 +267,43 @@ class LintContext:
 
 
 def discover(root: Path) -> list[str]:
-    """Every ``.md`` file under the linted directories, as sorted posix paths."""
+    """Every ``.md`` file under the linted directories, as sorted posix paths.
+
+    A directory that cannot be listed or a name that is not valid UTF-8 is a
+    :class:`WikiError` (exit 2): silently linting part of the wiki would pass it.
+    """
     found = []
     root_str = str(root)
     cut = len(root_str) + 1
+
+    def unreadable(exc: OSError) -> None:
+        raise WikiError(f"cannot list directory: {exc.strerror or exc}", _shown(os.path.relpath(exc.filename, root_str)))
+
     for top in LINTED_DIRS:
         base = os.path.join(root_str, top)
         if not os.path.isdir(base):
             continue
-        for dirpath, dirnames, filenames in os.walk(base):
+        for dirpath, dirnames, filenames in os.walk(base, onerror=unreadable):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             prefix = dirpath[cut:].replace(os.sep, "/")
+            for name in filenames + dirnames:
+                if not _utf8(name):
+                    raise WikiError("file name is not valid UTF-8: rename it", _shown(f"{prefix}/{name}"))
             for name in filenames:
                 if name.endswith(".md"):
                     found.append(f"{prefix}/{name}")
     return sorted(found)
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.walk decoded a bad byte as a lone surrogate
+        return False
+    return True
+
+
+def _shown(path: str) -> str:
+    """``path`` printable on one line: bad bytes as ``\\xff``, control characters escaped."""
+    text = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text

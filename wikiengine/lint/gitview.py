@@ -28,7 +28,8 @@ def _git_all(root: Path, commands: list[list[str]]) -> list[tuple[int, str, str]
     try:
         for args in commands:
             procs.append(subprocess.Popen(
-                ["git", *args], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                ["git", *args], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                encoding="utf-8", errors="surrogateescape",  # a file name need not be UTF-8
             ))
         outputs = [proc.communicate(timeout=120) for proc in procs]
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -46,6 +47,14 @@ def _checked(args, result: tuple[int, str, str]) -> str:
         detail = stderr.strip().splitlines()[-1] if stderr.strip() else returncode
         raise WikiError(f"git {' '.join(args[:2])} failed: {detail}")
     return stdout
+
+
+def check_revision(rev: str) -> str:
+    """``rev`` if it can only be read as a revision; WikiError for one that git could take
+    as an option (``--output=/tmp/x`` writes a file) or that holds a NUL or a line break."""
+    if not rev or rev.startswith("-") or any(c in rev for c in "\0\n\r"):
+        raise WikiError(f"not a git revision: {rev!r}")
+    return rev
 
 
 def in_git_repo(root: Path) -> bool:
@@ -72,12 +81,12 @@ class GitView:
     @classmethod
     def open(cls, root: Path, base: str = "HEAD") -> GitView:
         """Compare the working tree (staged and unstaged) with ``base``; WikiError on a bad revision."""
-        commit = f"{base}^{{commit}}"
+        commit = f"{check_revision(base)}^{{commit}}"
         # -z: paths are NUL-separated and never quoted. Untracked files count as added.
         # --relative: paths relative to the wiki root, which may be a subdirectory of the repository.
         commands = [
-            ["rev-parse", "--verify", "-q", commit],
-            ["diff", "--name-status", "-z", "-M", "--relative", commit, "--", "."],
+            ["rev-parse", "--verify", "-q", "--end-of-options", commit],
+            ["diff", "--name-status", "-z", "-M", "--relative", "--end-of-options", commit, "--", "."],
             ["ls-files", "-z", "--others", "--exclude-standard"],
         ]
         parsed, diffed, listed = _git_all(root, commands)
@@ -147,7 +156,8 @@ class GitView:
         if self._times is None:
             self._times = {}
             out = _git(
-                self.root, "log", "--format=%x00%ct", "--name-only", "--no-renames", "--relative", self.base, "--", "."
+                self.root, "log", "--format=%x00%ct", "--name-only", "--no-renames", "--relative", "--end-of-options",
+                self.base, "--", ".",
             )
             for block in out.split("\0")[1:]:
                 lines = block.strip().splitlines()

@@ -15,6 +15,8 @@ and formats.
   through ``ctx.facts(code, rel)``; they are cached with the file, so a cross-file rule
   does not re-read unchanged pages. It runs on the pages of ``collect_kinds`` (empty:
   of ``kinds``, or every page when that is empty too);
+- ``options``: the rule's options and their kinds (:class:`~wikiengine.lint.options.Option`),
+  checked when the configuration is read; a misspelt one is refused;
 - ``since``: a ``YYYY-MM-DD`` date; pages dated before it are grandfathered (the
   ``since`` option in ``[tool.wiki.rules.<CODE>]`` overrides it). A finding about one
   entry of a log carries the entry's date (``finding(..., date=)``), which is compared
@@ -41,6 +43,7 @@ import inspect
 from typing import TYPE_CHECKING, ClassVar, Iterable
 
 from wikiengine.lint.finding import Finding
+from wikiengine.lint.options import Option
 
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
@@ -57,6 +60,8 @@ class Rule:
     fixable: ClassVar[bool] = False
     since: ClassVar[str | None] = None
     cache_wiki: ClassVar[bool] = True
+    # option name -> its kind, for [tool.wiki.rules.<CODE>]; documented under *Options*
+    options: ClassVar[dict[str, Option]] = {}
 
     def prepare(self, ctx: LintContext) -> None:
         """Once per run, in the main process, before any page is checked (compile, load)."""

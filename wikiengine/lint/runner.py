@@ -27,10 +27,10 @@ from pathlib import Path
 from wikiengine.errors import WikiError
 from wikiengine.lint import baseline as baseline_mod
 from wikiengine.lint import grandfather, suppress
-from wikiengine.lint.cache import LintCache, content_hash, engine_fingerprint, stat_key
+from wikiengine.lint.cache import LintCache, content_hash, engine_fingerprint, key_path, stat_key, untrusted_place
 from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
-from wikiengine.lint.finding import Finding
+from wikiengine.lint.finding import Finding, sorted_findings
 from wikiengine.lint.kinds import kind_of
 from wikiengine.page import decode, parse_page
 
@@ -49,6 +49,7 @@ class LintResult:
     grandfathered: int = 0  # dropped by a rule's ``since``
     fixed: int = 0  # findings removed by ``--fix``
     unfiltered: list[Finding] = field(default_factory=list)  # before the baseline (for --write-baseline)
+    unreadable: set[str] = field(default_factory=set)  # targets that could not be read or parsed
 
 
 def lint(
@@ -81,13 +82,15 @@ def lint(
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
     ctx._rules = {rule.code: rule for rule in rules}
     notices: list[str] = []
+    if use_cache and (problem := untrusted_place(key_path(), root)):
+        notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
     ran = _open_git(ctx, rules, base, notices)
     for rule in rules:
         rule.prepare(ctx)
 
     findings: list[Finding] = []
     directives: dict[str, list[tuple]] = {}
-    _per_file_pass(ctx, rules, findings, directives, jobs)
+    unreadable = _per_file_pass(ctx, rules, findings, directives, jobs)
 
     target_set = set(targets)
     # A deleted file is no target (it is not there to lint), but what a rule says about
@@ -106,18 +109,18 @@ def lint(
     findings, grandfathered = grandfather.apply(findings, ctx, grandfather.since_dates(ctx, rules))
     findings, unused, suppressed = suppress.apply(findings, directives, ran)
     if config.enabled(suppress.UNUSED_CODE):
-        findings.extend(
-            f for f in unused
-            if not config.ignored_for(f.path, f.code) and not _file_disables(directives, f.path, f.code)
-        )
-    unfiltered = sorted(set(findings))
+        silenced = _files_disabling(directives, suppress.UNUSED_CODE)
+        findings.extend(f for f in unused if f.path not in silenced and not config.ignored_for(f.path, f.code))
+    unfiltered = sorted_findings(findings)
     findings = unfiltered
     baselined = 0
     if use_baseline:
         accepted = baseline_mod.load(root / baseline_mod.BASELINE_FILE)
-        findings, stale, baselined = baseline_mod.apply(findings, accepted, None if paths is None else reported)
+        findings, stale, baselined = baseline_mod.apply(
+            findings, accepted, None if paths is None else reported, unreadable
+        )
         if config.enabled(baseline_mod.STALE_CODE):
-            findings = sorted(set(findings) | set(stale))
+            findings = sorted_findings(findings + stale)
     if paths is None or cache.stored > max(20, len(files) // 100) or not cache.written_ns:
         # A pre-commit run over a few pages skips rewriting the whole cache: those pages
         # cost little to analyse again, and they change again before the next commit.
@@ -130,6 +133,7 @@ def lint(
         baselined=baselined,
         grandfathered=grandfathered,
         unfiltered=unfiltered,
+        unreadable=unreadable,
     )
 
 
@@ -151,8 +155,12 @@ def _programs_fingerprint(root: Path, files: list[str]) -> str:
     return digest.hexdigest()
 
 
-def _file_disables(directives: dict[str, list[tuple]], path: str, code: str) -> bool:
-    return any(file_wide and code in codes for _line, _col, codes, file_wide in directives.get(path, ()))
+def _files_disabling(directives: dict[str, list[tuple]], code: str) -> set[str]:
+    """The pages with a ``disable-file`` directive naming ``code`` (each directive read once)."""
+    return {
+        path for path, entries in directives.items()
+        if any(file_wide and code in codes for _line, _col, codes, file_wide in entries)
+    }
 
 
 def _open_git(ctx: LintContext, rules, base: str | None, notices: list[str]) -> set[str]:
@@ -188,8 +196,10 @@ def _page_rules(rules):
     return page_rules, fact_rules
 
 
-def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives: dict, jobs: int | None) -> None:
+def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives: dict, jobs: int | None) -> set[str]:
+    """Run the page rules on every target; return the targets that could not be read or parsed."""
     page_rules, fact_rules = _page_rules(rules)
+    unreadable = set()
     todo = []
     for rel in ctx.targets:
         entry = ctx.cache.fresh(rel)
@@ -197,6 +207,8 @@ def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives:
             todo.append(rel)
         else:
             _collect_entry(rel, entry, findings, directives)
+            if entry.get("error"):
+                unreadable.add(rel)
     workers = WORKERS if jobs is None else max(1, jobs)
     if workers > 1 and len(todo) > POOL_THRESHOLD:
         results = _pooled(ctx, page_rules, fact_rules, todo, workers)
@@ -206,6 +218,9 @@ def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives:
     for rel, entry in results:
         ctx.cache.store(rel, entry)
         _collect_entry(rel, entry, findings, directives)
+        if entry.get("error"):
+            unreadable.add(rel)
+    return unreadable
 
 
 def _collect_entry(rel: str, entry: dict, findings: list[Finding], directives: dict) -> None:

@@ -15,6 +15,8 @@ from wikiengine.lint.finding import Finding
 
 MARK = "wiki-lint:"
 _DIRECTIVE_RE = re.compile(r"<!--\s*wiki-lint:\s*(disable-file|disable)\b\s*([^>]*?)\s*-->")
+_CLOSE = "-->"
+_OPEN = "<!--"
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 UNUSED_CODE = "WK100"
 
@@ -36,12 +38,36 @@ def parse_directives(text: str) -> list[tuple]:
             continue
         if MARK not in line:
             continue
-        for match in _DIRECTIVE_RE.finditer(line):
-            if line.count("`", 0, match.start()) % 2:
+        ticks, counted = 0, 0
+        for start, match in _directives(line):
+            ticks += line.count("`", counted, start)
+            counted = start
+            if ticks % 2:
                 continue  # inside an inline code span
-            codes = tuple(c for c in re.split(r"[\s,]+", match.group(2)) if c)
-            found.append((number, match.start() + 1, codes, match.group(1) == "disable-file"))
+            codes = tuple(dict.fromkeys(c for c in re.split(r"[\s,]+", match.group(2)) if c))
+            found.append((number, start + 1, codes, match.group(1) == "disable-file"))
     return found
+
+
+def _directives(line: str):
+    """``(start, match)`` of each directive on ``line``, in linear time.
+
+    Each comment is cut out between a ``<!--`` and the next ``-->`` before the regex
+    sees it: left to search the line, the regex restarted at each of 4,000 unclosed
+    ``<!-- wiki-lint: disable`` and rescanned the rest of the line every time.
+    """
+    position = 0
+    while True:
+        close = line.find(_CLOSE, position)
+        if close < 0:
+            return
+        end = close + len(_CLOSE)
+        start = line.rfind(_OPEN, position, close)
+        if start >= 0:
+            match = _DIRECTIVE_RE.fullmatch(line, start, end)
+            if match:
+                yield start, match
+        position = end
 
 
 def apply(
@@ -54,15 +80,14 @@ def apply(
     """
     if not directives:
         return findings, [], 0
+    indexes = {path: _Index(entries) for path, entries in directives.items()}
     used: set[tuple[str, int, str]] = set()
     kept = []
     suppressed = 0
     for finding in findings:
-        hit = None
-        for line, _col, codes, file_wide in directives.get(finding.path, ()):
-            if finding.code in codes and (file_wide or line in (finding.line, finding.line - 1)):
-                hit = (finding.path, line, finding.code)
-                break
+        index = indexes.get(finding.path)
+        line = index.silencer(finding.code, finding.line) if index is not None else None
+        hit = (finding.path, line, finding.code) if line is not None else None
         if hit is None:
             kept.append(finding)
         else:
@@ -81,6 +106,27 @@ def apply(
                 reason = f"unused suppression of {code}" if _is_known(code) else f"suppression of unknown rule {code}"
                 unused.append(Finding(path, line, col, UNUSED_CODE, reason, True))
     return kept, unused, suppressed
+
+
+class _Index:
+    """The directives of one page by code: what silences a finding is a dict lookup, not a
+    scan of every code of every directive (a ``disable-file`` naming 40,000 codes)."""
+
+    def __init__(self, entries: list[tuple]):
+        self.file_wide: dict[str, tuple[int, int]] = {}  # code -> (order, directive line)
+        self.by_line: dict[tuple[str, int], tuple[int, int]] = {}  # (code, silenced line) -> same
+        for order, (line, _col, codes, file_wide) in enumerate(entries):
+            for code in codes:
+                if file_wide:
+                    self.file_wide.setdefault(code, (order, line))
+                else:
+                    for silenced in (line, line + 1):
+                        self.by_line.setdefault((code, silenced), (order, line))
+
+    def silencer(self, code: str, line: int) -> int | None:
+        """The line of the first directive that silences ``code`` on ``line``, or None."""
+        hits = [hit for hit in (self.file_wide.get(code), self.by_line.get((code, line))) if hit is not None]
+        return min(hits)[1] if hits else None
 
 
 def _is_known(code: str) -> bool:
@@ -102,11 +148,12 @@ def remove_unused(text: str, findings: list[Finding]) -> str:
     for number, drop in by_line.items():
         line = lines[number - 1]
 
-        def rewrite(match: re.Match, drop=drop) -> str:
+        pieces, kept_to = [], 0
+        for start, match in _directives(line):
             codes = [c for c in re.split(r"[\s,]+", match.group(2)) if c and c not in drop]
-            return f"<!-- wiki-lint: {match.group(1)} {','.join(codes)} -->" if codes else ""
-
-        new = _DIRECTIVE_RE.sub(rewrite, line)
+            pieces += [line[kept_to:start], f"<!-- wiki-lint: {match.group(1)} {','.join(codes)} -->" if codes else ""]
+            kept_to = match.end()
+        new = "".join(pieces) + line[kept_to:]
         if not new.strip() and line.strip():
             new = ""
         lines[number - 1] = new

@@ -187,7 +187,12 @@ def evaluate(model_dir: Path, config: dict, out: Path) -> subprocess.CompletedPr
         config_path.write_text(trainer_config_json(config))
         argv = [sys.executable, "-m", "training.evaluate", "--model", str(model_dir), "--config", str(config_path),
                 "--tasks", ",".join(tasks), "--out-dir", str(out), "--smoke-limit", "5"]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=3600)
+        from executors.clean_room import clean_environment
+
+        home = Path(tmp) / "home"
+        home.mkdir()
+        env = clean_environment(os.environ, home)  # the eval needs no credential and gets none
+        return subprocess.run(argv, capture_output=True, text=True, timeout=3600, env=env)
 
 
 def results(out: Path, tasks: list[str]) -> dict[str, dict]:

@@ -1,6 +1,7 @@
-"""One wake of a relay run: lock -> check -> decide -> act -> write memory -> commit -> summary.
+"""The relay mode of `wiki step`: check -> decide -> act -> write memory -> commit -> summary.
 
-:func:`run_step` is the public entry point (``wiki step`` is a thin shell over it). The
+:func:`wake` is the mode's wake, run by :mod:`wikiengine.step_engine` under its lock;
+:func:`run_step` runs it through the engine (``wiki step`` is a thin shell over that). The
 decision's act is looked up in :data:`ACTS` (one method per decision); each act commits
 the memory it changed with a message that says what happened, and an act re-run after a
 crash at any point launches at most once (see :mod:`wikiengine.relay.act`).
@@ -22,7 +23,6 @@ from wikiengine.relay import act
 from wikiengine.relay.decide import Decision, Memory, Settings, decide
 from wikiengine.relay.observe import append_only_edits, new_digests, observe, slug_for
 
-LOCK_NAME = "wiki-step.lock"  # inside .git (or the .wiki/ state dir): never a stray file in the work tree
 MEMORY_PATHS = tuple(f"{memory.MEMORY_DIR}/{name}" for name in memory.MEMORY_FILES)
 EXIT_OK, EXIT_BAD_INPUT, EXIT_BLOCKED = 0, 2, 3
 
@@ -63,13 +63,15 @@ class Run:
 
 
 def load_run(root: Path, state: State, store=None, compute=None) -> Run:
-    """Resolve ``wiki/runs/<run>/program.md`` (validated) and build its store and compute backends."""
-    from wikiengine import cascade, targets
+    """Resolve ``wiki/runs/<run>/program.md`` (validated, its written directories confined to
+    the repository) and build its store and compute backends."""
+    from wikiengine import cascade, runconfig, targets
 
     program = cascade.resolve(targets.target_for_run(root, state.run))
     config = program.config
     if not config:
         raise WikiError(f"wiki/runs/{state.run}/program.md has no ## Config yaml block")
+    runconfig.check_confined(root, state.run, config, program.target.relative(program.config_origin.path))
     return Run(root, config, Settings.from_config(config), store or make_store(config, root),
                compute or make_compute(config, root))
 
@@ -79,9 +81,11 @@ def make_store(config: dict, root: Path):
     from executors import registry
     from executors.store import StoreUnavailableError
 
+    from executors.store import StoreUnavailableError
+
     try:
         return registry.make_store(config["store"], root=root)
-    except (registry.BackendConfigError, StoreUnavailableError) as exc:  # e.g. no store at store.path
+    except (registry.BackendConfigError, StoreUnavailableError) as exc:  # e.g. a local-git path that is no store
         raise WikiError(str(exc)) from None
 
 
@@ -104,19 +108,20 @@ def memory_of(state: State) -> Memory:
 
 def run_step(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.datetime] = utcnow, store=None,
              compute=None) -> StepResult:
-    """One wake (see the module docstring). Returns ``decision == "locked"`` when another wake holds the lock."""
-    from filelock import FileLock, Timeout
+    """One relay wake through the step engine (it holds the wake lock): see the module docstring."""
+    from wikiengine import step_engine
 
-    root = Path(root)
-    lock = FileLock(str(lock_path(root)))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        return StepResult("unknown", None, "locked", ["another wiki step holds the lock; nothing done"])
-    try:
-        return _locked_step(root, dry_run, clock, store, compute)
-    finally:
-        lock.release()
+    return step_engine.run_step(root, dry_run=dry_run, clock=clock, mode="relay", store=store, compute=compute)
+
+
+def locked_result() -> StepResult:
+    return StepResult("unknown", None, "locked", ["another wiki step holds the lock; nothing done"])
+
+
+def wake(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.datetime] = utcnow, store=None,
+         compute=None, **_unused) -> StepResult:
+    """The relay mode's wake, under the engine's lock."""
+    return _locked_step(Path(root), dry_run, clock, store, compute)
 
 
 def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult:
@@ -157,21 +162,6 @@ def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult
     journal.unlink()
     result.state = wake.state.status
     return result
-
-
-def lock_path(root: Path) -> Path:
-    """The one-wake-at-a-time lock of ``root``: in its git directory, else in the ``.wiki/`` state dir.
-
-    ``wiki step`` and ``wiki unblock`` take it; a second holder exits "locked".
-    """
-    import git
-
-    try:
-        return Path(git.Repo(root).git_dir) / LOCK_NAME
-    except (git.exc.InvalidGitRepositoryError, git.exc.NoSuchPathError):
-        state_dir = root / ".wiki"
-        state_dir.mkdir(exist_ok=True)
-        return state_dir / LOCK_NAME
 
 
 def journal_path(root: Path) -> Path:

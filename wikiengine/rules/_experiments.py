@@ -109,9 +109,13 @@ def lane_regexes(ctx: LintContext, lane_key: tuple[str, str]) -> tuple[re.Patter
         return regexes["file"], regexes["reader"]
     cache = lint_cache(ctx, "lane-id-regexes")
     if pattern not in cache:
+        from wikiengine.errors import WikiError
+        from wikiengine.patterns import check_backtracking
+
         try:
+            check_backtracking(pattern, "page_conventions.id_pattern")  # a program's pattern must not hang lint
             cache[pattern] = file_name_regexes(pattern)
-        except re.error:
+        except (re.error, WikiError):
             regexes = compiled(ctx)  # PRG002 reports a pattern that does not compile
             cache[pattern] = (regexes["file"], regexes["reader"])
     return cache[pattern]

@@ -30,6 +30,28 @@ def _chains(ctx):
             yield info, parents
 
 
+def _marker(ctx):
+    """The configured additive marker, compiled for linear-time matching."""
+    from wikiengine.patterns import user_regex
+
+    return user_regex(ctx.config.additive_marker, "additive-marker", ctx.config.source)
+
+
+class _SectionIndex:
+    """A parent program's sections by whole title key (with whether each is additive) and,
+    non-additive ones only, by leading-title key: one dict lookup per child section instead
+    of a scan of every parent section (5,000 sections each made 25 million searches)."""
+
+    def __init__(self, page, marker):
+        self.by_key: dict[str, list] = {}
+        self.by_lead: dict[str, list] = {}
+        for section in page.sections:
+            additive = bool(marker.search(section.title.strip()))
+            self.by_key.setdefault(section.key, []).append((section, additive))
+            if not additive:
+                self.by_lead.setdefault(section.leading_key, []).append(section)
+
+
 class AdditiveTitleCollision(Rule):
     """## What it does
     Reports an additive section (a title that matches the additive marker, by default
@@ -66,17 +88,15 @@ class AdditiveTitleCollision(Rule):
     summary = "an additive section collides with a parent's section title"
 
     def check_wiki(self, ctx):
-        from wikiengine.page import leading_title, title_key
-
-        marker = re.compile(ctx.config.additive_marker)
+        marker = _marker(ctx)
         for info, parents in _chains(ctx):
+            indexes = [(level, parent, _SectionIndex(parent.page, marker)) for level, parent in parents]
             for section in info.page.sections:
                 additive = bool(marker.search(section.title.strip()))
-                lead = title_key(leading_title(section.title))
-                for level, parent in parents:
-                    for theirs in parent.page.sections:
-                        their_additive = bool(marker.search(theirs.title.strip()))
-                        if theirs.key == section.key and additive != their_additive:
+                lead = section.leading_key
+                for level, parent, index in indexes:
+                    for theirs, their_additive in index.by_key.get(section.key, ()):
+                        if additive != their_additive:
                             which = "additive here but not" if additive else "not additive here but additive"
                             yield self.finding(
                                 info.rel,
@@ -84,14 +104,16 @@ class AdditiveTitleCollision(Rule):
                                 f"'## {section.title}' is {which} in the {level} program "
                                 f"({parent.rel}:{theirs.line}): the cascade replaces instead of adding",
                             )
-                        elif additive and not their_additive and lead != section.key and theirs.key == lead:
-                            yield self.finding(
-                                info.rel,
-                                section.line,
-                                f"additive section '## {section.title}' is led by the {level} program's "
-                                f"'## {theirs.title}' ({parent.rel}:{theirs.line}): it adds a second section "
-                                "instead of adding to that one",
-                            )
+                    if additive and lead != section.key:
+                        for theirs, their_additive in index.by_key.get(lead, ()):
+                            if not their_additive:
+                                yield self.finding(
+                                    info.rel,
+                                    section.line,
+                                    f"additive section '## {section.title}' is led by the {level} program's "
+                                    f"'## {theirs.title}' ({parent.rel}:{theirs.line}): it adds a second section "
+                                    "instead of adding to that one",
+                                )
 
 
 class LeadingTitleShadow(Rule):
@@ -129,31 +151,28 @@ class LeadingTitleShadow(Rule):
     summary = "a child section shares a parent section's leading title but not its suffix"
 
     def check_wiki(self, ctx):
-        from wikiengine.page import leading_title, title_key
-
-        marker = re.compile(ctx.config.additive_marker)
+        marker = _marker(ctx)
         for info, parents in _chains(ctx):
             own_keys = {s.key for s in info.page.sections}
+            indexes = [(level, parent, _SectionIndex(parent.page, marker)) for level, parent in parents]
             for section in info.page.sections:
                 if marker.search(section.title.strip()) or _says_it_inherits(section):
                     continue
-                lead = title_key(leading_title(section.title))
-                reported = False
-                for level, parent in parents:
-                    for theirs in parent.page.sections:
-                        if reported or theirs.key == section.key or theirs.key in own_keys:
-                            continue
-                        if marker.search(theirs.title.strip()):
-                            continue
-                        if title_key(leading_title(theirs.title)) == lead:
-                            reported = True
-                            yield self.finding(
-                                info.rel,
-                                section.line,
-                                f"'## {section.title}' shares its leading title with the {level} program's "
-                                f"'## {theirs.title}' ({parent.rel}:{theirs.line}) but does not replace it: "
-                                "the effective program gets both",
-                            )
+                for level, parent, index in indexes:
+                    theirs = next(
+                        (t for t in index.by_lead.get(section.leading_key, ())
+                         if t.key != section.key and t.key not in own_keys),
+                        None,
+                    )
+                    if theirs is not None:
+                        yield self.finding(
+                            info.rel,
+                            section.line,
+                            f"'## {section.title}' shares its leading title with the {level} program's "
+                            f"'## {theirs.title}' ({parent.rel}:{theirs.line}) but does not replace it: "
+                            "the effective program gets both",
+                        )
+                        break
 
 
 _INHERITS_RE = re.compile(r"(?i)\binherit(?:s|ed|ing)?\b")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.rules._experiments import experiment_facts, frontmatter_date, key_line, lane_id_pattern, lane_regexes
 
@@ -26,10 +27,13 @@ class ExperimentFileName(Rule):
 
     ## Options
     - `id-pattern` (regex, default `v\\d{3,}`): the experiment id scheme of every
-      experiment rule; `"v\\d{3,}|exp\\d+"` also accepts older `exp34` pages.
+      experiment rule; `"v\\d{3,}|exp\\d+"` also accepts older `exp34` pages. It must
+      compile in RE2 and may not repeat a repetition or an alternation (`(v+)+`), nor
+      hold more than two unbounded repeats: such shapes can make matching take forever.
     """
 
     code = "EXP001"
+    options = {"id-pattern": Option("regex", python_re=True)}  # the experiment rules splice it into an re
     name = "experiment-file-name"
     summary = "experiment file name is not YYYY-MM-DD-vNNN-slug.md, or its date or v-id disagrees with the frontmatter"
     kinds = ("experiment",)

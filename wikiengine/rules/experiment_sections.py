@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.page import parse_page, split_lines
 from wikiengine.experiment import LABELS, missing_labels  # noqa: F401 - --fix and tests use them here
@@ -72,6 +73,7 @@ class RequiredSections(Rule):
     """
 
     code = "EXP002"
+    options = {"sections": Option("str-list")}
     name = "experiment-required-sections"
     summary = "a required section is missing: Hypothesis under test, Setup, Results, Profile, HLO Dump, Verdict"
     kinds = ("experiment",)

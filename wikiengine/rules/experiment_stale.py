@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.experiment import is_open
 from wikiengine.rules._experiments import experiment_facts
@@ -30,12 +31,15 @@ class StaleStub(Rule):
     File the verdict (`invalid` with the reason if the run was lost).
 
     ## Options
-    - `max-age-hours` (number, default 24); `max-age-days` is read too, when set.
+    - `max-age-hours` (integer, default 24).
+    - `max-age-days` (integer): read instead of `max-age-hours` when set (older configurations).
 
     Needs git; uncommitted stubs are never stale.
     """
 
     code = "EXP011"
+    options = {"max-age-hours": Option("int", minimum=1, maximum=876_000),
+               "max-age-days": Option("int", minimum=1, maximum=36_500)}
     name = "stale-in-progress-stub"
     summary = "a stub still open (in_progress, running, pending) older than max-age-hours (24), from git commit time"
     needs_git = True

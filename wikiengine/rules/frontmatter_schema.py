@@ -41,22 +41,20 @@ class FrontmatterSchema(Rule):
     kinds = ALL_KINDS
 
     def __init__(self):
-        self._validators: dict = {}
+        self._schemas: set[str] = set()
 
     def prepare(self, ctx):
-        from wikiengine.lint.validators import compiled
         from wikiengine.schemas import schema_names
 
-        cache_dir = ctx.cache.directory if ctx.cache is not None and ctx.cache.persist else None
-        names = set(schema_names())
-        wanted = [name for name in (*ALL_KINDS, LANE_STATE_SCHEMA) if name in names]
-        self._validators = {name: compiled(name, cache_dir) for name in wanted}
+        self._schemas = set(schema_names())
 
     def check_page(self, info, ctx):
+        from wikiengine.lint.validators import compiled
+
         schema = schema_name(info)
-        validate = self._validators.get(schema)
-        if validate is None:
+        if schema not in self._schemas:
             return
+        validate = compiled(schema)  # compiled on the first page of its kind
         page = info.page
         try:
             validate(page.frontmatter)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.rules._logs import GLOBAL_LOG, log_entries, log_tier
 
@@ -102,6 +103,7 @@ class LoopIterationInGlobalLog(Rule):
     name = "loop-iteration-in-global-log"
     summary = "a loop-iteration entry in the global wiki/log.md (it belongs in the lane's log)"
     kinds = ("log",)
+    options = {"split-date": Option("date")}
 
     def check_page(self, info, ctx):
         if info.rel != GLOBAL_LOG:

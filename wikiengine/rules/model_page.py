@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.rules._experiments import model_page_lane, sections_led_by
 from wikiengine.rules._models import CURRENT_BEST, VARIANT_MATRIX, current_best, lane_experiments, matrix_of, metric_value
@@ -79,6 +80,7 @@ class CurrentBestIsBest(Rule):
     """
 
     code = "MOD002"
+    options = {"metric": Option("str"), "higher-is-better": Option("bool")}
     name = "current-best-is-best"
     summary = "a model page's Current best is not the best supported experiment of its lane"
 

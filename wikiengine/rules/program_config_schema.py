@@ -91,9 +91,8 @@ def _programs_to_check(ctx):
 def _valid(config: dict, schema: str, ctx) -> bool:
     from wikiengine.lint.validators import compiled
 
-    cache_dir = ctx.cache.directory if ctx.cache is not None and ctx.cache.persist else None
     try:
-        compiled(schema, cache_dir)(config)
+        compiled(schema)(config)
     except ValueError:
         return False
     return True

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
+from wikiengine.errors import PageError
 from wikiengine.identity import MAX_WORKLOAD_LEN, NAME_RE, check_workload_name, explicit_user_prefix
+from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.experiment import base_id
+from wikiengine.page import read_text
 from wikiengine.rules._experiments import experiment_facts, lint_cache
 
 # What is scanned, outside fenced code blocks too (launch commands live in fences):
@@ -30,8 +33,8 @@ def _user_prefix(ctx, model_dir: str) -> str | None:
     if model_dir not in cache:
         program = ctx.root / "wiki" / "experiments" / model_dir / "program.md"
         try:
-            cache[model_dir] = explicit_user_prefix(program.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
+            cache[model_dir] = explicit_user_prefix(read_text(program))
+        except PageError:  # a FIFO, /dev/zero or bad bytes: no prefix from it (WK001 reports the page)
             cache[model_dir] = None
     return cache[model_dir]
 
@@ -97,6 +100,7 @@ class WorkloadName(Rule):
     """
 
     code = "WKL001"
+    options = {"user-prefix": Option("str")}
     name = "workload-name"
     summary = "a workload name is 40 characters or more, breaks the name pattern, or is not <USER_PREFIX>-<MODEL_NAME>-<LANE>-v<NNN>-<slug>"
     kinds = ("experiment",)
