@@ -742,7 +742,7 @@ def test_row14_a_loss_jump_cleared_by_a_person_is_not_judged_again(wiki):
     assert step(wiki).decision == "blocked"
     assert memory.read_errors(root)[0].kind == "loss_discontinuity"
     assert memory.read_state(root).last_seen_step == 8
-    unblock.run(type("A", (), {"reason": "the jump is the warmup restart, expected", "root": root})())
+    unblock.run(type("A", (), {"reason": "the jump is the warmup restart, expected", "root": root, "json": False})())
     assert step(wiki).decision == "launch"
 
 
@@ -756,7 +756,7 @@ def test_row27_a_crash_loop_cleared_by_a_person_allows_one_new_launch(wiki):
                     failure="refused: disk full")
         clock.advance(minutes=5)
     assert step(wiki).decision == "blocked" and len(compute.launches) == 2
-    unblock.run(type("A", (), {"reason": "freed the disk", "root": root})())
+    unblock.run(type("A", (), {"reason": "freed the disk", "root": root, "json": False})())
     assert memory.read_state(root).unblocked_session == 2
     assert step(wiki).decision == "launch" and len(compute.launches) == 3
     compute.end("tiny-session3", SessionState.ERROR, at=clock.now + dt.timedelta(seconds=30),
