@@ -48,19 +48,25 @@ def _git(root: Path, *args: str, env: dict | None = None) -> str:
     return done.stdout
 
 
-def _git_dir(root: Path) -> Path:
-    try:
-        return Path(_git(root, "rev-parse", "--absolute-git-dir").strip())
-    except GitCommitError:
-        raise GitCommitError("not a git repository (wiki step commits memory through git)", root) from None
+def git_dir(root: Path) -> Path:
+    """The repository's git directory (a worktree's own), read from ``.git`` without starting git."""
+    dot_git = Path(root) / ".git"
+    if dot_git.is_file():
+        text = dot_git.read_text(encoding="utf-8").strip()
+        if text.startswith("gitdir:"):
+            path = Path(text[len("gitdir:") :].strip())
+            return path if path.is_absolute() else (Path(root) / path).resolve()
+    if dot_git.is_dir():
+        return dot_git
+    raise GitCommitError("not a git repository (wiki step commits memory through git)", root)
 
 
 def check_repository(root: Path) -> None:
     """Refuse a repository mid-merge or with a held ``index.lock`` (rows 35, 37)."""
-    git_dir = _git_dir(root)
-    if (git_dir / "MERGE_HEAD").exists() or (git_dir / "REBASE_HEAD").exists() or (git_dir / "rebase-merge").exists():
+    git_dir_path = git_dir(root)
+    if any((git_dir_path / name).exists() for name in ("MERGE_HEAD", "REBASE_HEAD", "rebase-merge")):
         raise GitCommitError("a merge or rebase is in progress: resolve it before wiki step writes memory", root)
-    lock = git_dir / "index.lock"
+    lock = git_dir_path / "index.lock"
     if lock.exists():
         raise GitCommitError(f"{lock} exists: another git process is running, or one was killed; remove the file "
                              "only if no git process is running", root)
@@ -100,15 +106,11 @@ def commit_paths(root: Path, paths: list[str], message: str) -> str | None:
         if path.exists():
             assert_no_secret(path.read_text(encoding="utf-8", errors="replace"), rel)
     assert_no_secret(message, "commit message")
-    has_identity = bool(_git_config(root, "user.name"))
-    env = None if has_identity else IDENTITY
     _git(root, "add", "--all", "--", *changed)
-    _git(root, "commit", "--only", "--quiet", "-m", message, "--", *changed, env=env)
+    try:
+        _git(root, "commit", "--only", "--quiet", "-m", message, "--", *changed)
+    except GitCommitError as exc:
+        if "tell me who you are" not in str(exc) and "identity" not in str(exc):
+            raise
+        _git(root, "commit", "--only", "--quiet", "-m", message, "--", *changed, env=IDENTITY)  # no user.name set
     return _git(root, "rev-parse", "HEAD").strip()
-
-
-def _git_config(root: Path, key: str) -> str:
-    import subprocess
-
-    done = subprocess.run(["git", "config", "--get", key], cwd=root, capture_output=True, text=True, timeout=60)
-    return done.stdout.strip() if done.returncode == 0 else ""

@@ -98,22 +98,22 @@ def clean(root: Path) -> bool:
 
 
 def test_new_writes_a_stub_claims_it_and_commits(wiki):
-    result = new(wiki, "splash-q")
+    result = new(wiki, "splash-qb")
     assert result["vid"] == "v048"  # the example lane's highest id is v047
-    assert result["workload_name"] == "demo-gemma4-tpu-v048-splash-q"
-    assert result["artifacts"]["xprof"].endswith("/gemma4-tpu-v048-splash-q/xprof")
+    assert result["workload_name"] == "demo-gemma4-tpu-v048-splash-qb"
+    assert result["artifacts"]["xprof"].endswith("/gemma4-tpu-v048-splash-qb/xprof")
     page = (wiki / result["page"]).read_text()
     assert "status: in_progress" in page and "**Falsification criterion**: MFU below 42.1%" in page
     titles = [ln for ln in page.splitlines() if ln.startswith("## ")]
     assert titles[:4] == ["## Hypothesis under test", "## Setup", "## Baseline comparison", "## Results"]
     journal = [json.loads(ln) for ln in (wiki / LANE_DIR / ".journal.jsonl").read_text().splitlines()]
     assert [(r["op"], r["vid"], r["track"]) for r in journal] == [("claim", "v048", 1)]
-    assert git(wiki, "log", "-1", "--format=%s").strip() == "exp(v048): stub splash-q"
+    assert git(wiki, "log", "-1", "--format=%s").strip() == "exp(v048): stub splash-qb"
     assert clean(wiki) and lint_codes(wiki) == []
 
 
 def test_an_id_is_never_reused_after_its_page_is_deleted(wiki):
-    first = new(wiki, "splash-q")
+    first = new(wiki, "splash-qb")
     git(wiki, "rm", "-q", first["page"])
     git(wiki, "commit", "-qm", "drop v048")
     (wiki / LANE_DIR / ".journal.jsonl").unlink()  # even with the journal gone, history keeps the id
@@ -128,7 +128,7 @@ def test_an_id_used_on_another_branch_is_not_handed_out(wiki):
     git(wiki, "add", "-A")
     git(wiki, "commit", "-qm", "v060 on a branch")
     git(wiki, "checkout", "-q", "-")
-    assert new(wiki, "splash-q")["vid"] == "v061"
+    assert new(wiki, "splash-qb")["vid"] == "v061"
 
 
 def test_concurrent_writers_get_distinct_ids(wiki):
@@ -147,7 +147,7 @@ def test_concurrent_writers_get_distinct_ids(wiki):
 
 
 def test_a_mechanism_in_flight_on_another_track_is_refused(wiki):
-    new(wiki, "splash-q", tag="same", track=1)
+    new(wiki, "splash-qb", tag="same", track=1)
     head = git(wiki, "rev-parse", "HEAD")
     refused = wiki_cmd(wiki, "exp", "new", "gemma4", "tpu", "--slug", "again", "--variant", "2B/v5p-16",
                        "--proposal", str(proposal(wiki, "same")), "--track", "2", check=False)
@@ -192,7 +192,7 @@ def test_unknown_lane_is_one_line(wiki):
 
 
 def test_malformed_metrics_file_names_its_line(wiki):
-    vid = new(wiki, "splash-q")["vid"]
+    vid = new(wiki, "splash-qb")["vid"]
     metrics = wiki.parent / "metrics.json"
     metrics.write_text('{\n  "mfu": 42.0,\n  "tps": oops\n}\n')
     head = git(wiki, "rev-parse", "HEAD")
@@ -215,20 +215,20 @@ def _file(wiki, vid, verdict="supported", mfu="42.6", hlo=HLO, profile="Splash 1
 
 
 def test_file_supported_moves_current_best_logs_and_appends_results(wiki):
-    vid = new(wiki, "splash-q")["vid"]
+    vid = new(wiki, "splash-qb")["vid"]
     result = _file(wiki, vid)
     assert result["verdict"] == "supported" and result["current_best_moved"] and result["capped"] == []
     matrix_row = next(ln for ln in (wiki / MODEL_PAGE).read_text().splitlines() if ln.startswith("| 2B |"))
-    assert "[v048-splash-q](../experiments/gemma4_autoresearch_optimization/tpu/experiments/" in matrix_row
-    assert matrix_row.rstrip().endswith("| v048-splash-q |")
+    assert "[v048-splash-qb](../experiments/gemma4_autoresearch_optimization/tpu/experiments/" in matrix_row
+    assert matrix_row.rstrip().endswith("| v048-splash-qb |")
     log = (wiki / LANE_DIR / "log.md").read_text()
-    assert "## [" in log and log.index("loop-iteration | v048-splash-q on 2B/v5p-16: supported") < log.index("v047")
+    assert "## [" in log and log.index("loop-iteration | v048-splash-qb on 2B/v5p-16: supported") < log.index("v047")
     rows = (wiki / LANE_DIR / "RESULTS.tsv").read_text().splitlines()
     assert rows[0].split("\t")[0] == "exp_id" and rows[1].split("\t")[7] == "keep"
     page = (wiki / result["page"]).read_text()
     assert "status: filed" in page and "verdict: supported" in page
     assert "| mfu | 38.9 | 42.6 | +3.7 |" in page
-    assert git(wiki, "log", "-1", "--format=%s").strip() == "exp(v048): file splash-q — supported"
+    assert git(wiki, "log", "-1", "--format=%s").strip() == "exp(v048): file splash-qb — supported"
     assert clean(wiki) and lint_codes(wiki) == []
 
 
@@ -242,7 +242,7 @@ def test_file_supported_moves_current_best_logs_and_appends_results(wiki):
     ],
 )
 def test_file_caps_a_supported_claim(wiki, case, kwargs, expected):
-    vid = new(wiki, "splash-q")["vid"]
+    vid = new(wiki, "splash-qb")["vid"]
     result = _file(wiki, vid, **kwargs)
     assert result["verdict"] == expected and result["capped"], result
     assert not result["current_best_moved"]
@@ -251,28 +251,28 @@ def test_file_caps_a_supported_claim(wiki, case, kwargs, expected):
 
 
 def test_a_crashed_run_is_invalid(wiki):
-    vid = new(wiki, "splash-q")["vid"]
+    vid = new(wiki, "splash-qb")["vid"]
     result = _file(wiki, vid, "supported", "42.6", HLO, "p\n", "--exit-code", "1")
     assert result["verdict"] == "invalid"
     assert (wiki / LANE_DIR / "RESULTS.tsv").read_text().splitlines()[1].split("\t")[7] == "crash"
 
 
 def test_a_filed_page_is_immutable(wiki):
-    vid = new(wiki, "splash-q")["vid"]
+    vid = new(wiki, "splash-qb")["vid"]
     _file(wiki, vid)
     again = wiki_cmd(wiki, "exp", "file", vid, "gemma4", "tpu", "--verdict", "refuted", check=False)
     assert again.returncode == 2 and f"wiki exp retry {vid}" in again.stderr and "immutable" in again.stderr
 
 
 def test_retry_takes_the_next_letter_and_the_same_mechanism(wiki):
-    vid = new(wiki, "splash-q")["vid"]
+    vid = new(wiki, "splash-qb")["vid"]
     _file(wiki, vid, "refuted", "38.0")
     first = json.loads(wiki_cmd(wiki, "exp", "retry", vid, "gemma4", "tpu", "--json").stdout)
     second = json.loads(wiki_cmd(wiki, "exp", "retry", vid, "gemma4", "tpu", "--json").stdout)
     assert (first["vid"], second["vid"]) == ("v048b", "v048c")
-    assert first["workload_name"] == "demo-gemma4-tpu-v048-splash-q-b"
+    assert first["workload_name"] == "demo-gemma4-tpu-v048-splash-qb-b"
     text = (wiki / first["page"]).read_text()
-    assert "**Mechanism**: set block_q=1024 in the splash config (splash-q)." in text
+    assert "**Mechanism**: set block_q=1024 in the splash config (splash-qb)." in text
     assert lint_codes(wiki) == []
 
 
@@ -417,7 +417,7 @@ def test_a_frontier_co_measured_in_the_run_is_the_reference(wiki):
     """Interleaved with the frontier in one process, the delta is against that measurement and
     the recorded figure is rescaled to the frontier's recorded one (v046: mfu 42.0), so
     figures recorded under different loads stay comparable."""
-    vid = new(wiki, "splash-q")["vid"]
+    vid = new(wiki, "splash-qb")["vid"]
     result = _file(wiki, vid, "supported", "40.0", HLO, "p\n", "--metric", "frontier_mfu=38.0",
                    "--metric", "noise_band=0.5")
     assert result["verdict"] == "supported" and result["current_best_moved"]
@@ -429,3 +429,12 @@ def test_a_frontier_co_measured_in_the_run_is_the_reference(wiki):
                    "--metric", "noise_band=0.5")
     assert capped["verdict"] == "inconclusive" and not capped["current_best_moved"]
     assert lint_codes(wiki) == []
+
+
+def test_a_slug_never_ends_in_what_reads_as_a_retry_letter(wiki):
+    refused = wiki_cmd(wiki, "exp", "new", "gemma4", "tpu", "--slug", "splash-q", "--variant", "2B/v5p-16",
+                       "--proposal", str(proposal(wiki, "q")), check=False)
+    assert refused.returncode == 2 and "reads as a retry letter" in refused.stderr
+    from wikiengine.identity import workload_name
+
+    assert workload_name("demo", "gemma4", "tpu", 48, "abcdefghijklmno-q-rest") == "demo-gemma4-tpu-v048-abcdefghijklmno"

@@ -17,7 +17,7 @@ from wikiengine.errors import WikiError
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: distinct from bad input (2) and findings (1)
 COMMANDS = ("init", "resolve", "lint", "step", "loop", "watch", "exp", "log", "backfill", "unblock", "demo", "clusters",
-            "mcp")
+            "kernel", "mcp")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -119,6 +119,9 @@ def workload_name(user_prefix: str, model: str, lane: str, vid: int, slug: str, 
         if "-" in cut and slug[room : room + 1] not in ("", "-"):
             cut = cut.rsplit("-", 1)[0]
         slug = cut.strip("-") or slug[:room]
+    # a last word of one letter would read back as a retry letter (v048-splash-q is v048q)
+    while re.search(r"-[a-z]$", slug):
+        slug = slug[:-2]
     name = head + slug + tail
     if not NAME_RE.fullmatch(name):
         raise WikiError(f"workload name {name!r} does not match [a-z]([-a-z0-9]*[a-z0-9])?")

@@ -322,7 +322,7 @@ def _frontier_page(run: LaneRun, variant: str) -> lw.LanePage | None:
     ref = cell_reference(row.cell(CURRENT_BEST), model_rel, re.compile(r"(?P<id>v\d{3,}[a-z]?)")) if row else None
     if ref is None or not ref.target or not (run.root / ref.target).is_file():
         return None
-    return lw.LanePage(ref.target, ref.exp_id or "", {}, (run.root / ref.target).read_text(encoding="utf-8"))
+    return lw.LanePage(run.root, ref.target, ref.exp_id)
 
 
 def launch_spec(run: LaneRun, page: lw.LanePage, track: int):

@@ -36,16 +36,10 @@ class LaneWriteRefused(WikiError):
 
 
 def git_dir(root: Path) -> Path:
-    """The repository's git directory (a worktree's own), without starting gitpython."""
-    dot_git = root / ".git"
-    if dot_git.is_file():
-        text = dot_git.read_text(encoding="utf-8").strip()
-        if text.startswith("gitdir:"):
-            path = Path(text[len("gitdir:") :].strip())
-            return path if path.is_absolute() else (root / path).resolve()
-    if dot_git.is_dir():
-        return dot_git
-    raise WikiError("not a git repository (the lane writers commit through git)", root)
+    """The repository's git directory (``executors.git_commit.git_dir``)."""
+    from executors.git_commit import git_dir as find
+
+    return find(root)
 
 
 def git_out(root: Path, *args: str, check: bool = False) -> str:
@@ -179,13 +173,13 @@ def new_findings(root: Path, paths: list[str], old: dict[str, str | None]) -> li
     def keys(result):
         return {(f.path, f.code, f.message): f for f in result.findings if f.path in paths}
 
-    after = keys(lint(root, paths, base=None, use_cache=False, use_baseline=True, jobs=1))
+    after = keys(lint(root, paths, base=None, use_baseline=True, jobs=1))
     if not after:
         return []
     new_texts = {p: (root / p).read_text(encoding="utf-8") for p in paths}
     _restore(root, {p: old.get(p) for p in paths})
     try:
-        before = keys(lint(root, [p for p in paths if old.get(p) is not None], base=None, use_cache=False, jobs=1))
+        before = keys(lint(root, [p for p in paths if old.get(p) is not None], base=None, jobs=1))
     finally:
         _apply(root, new_texts)
     return [f.render() for key, f in sorted(after.items()) if key not in before]

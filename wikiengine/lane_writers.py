@@ -9,6 +9,7 @@ returns a plain dict: the JSON the commands print.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import posixpath
 import re
@@ -76,7 +77,8 @@ def lane_settings(root: Path, lane: Lane) -> LaneSettings:
     from wikiengine import cascade, targets
     from wikiengine.identity import resolve_user_prefix
 
-    program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name))
+    # PRG002 validates the config against its schema; the writers only read it
+    program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name), validate=False)
     config = program.config or {}
     model_program = root / f"wiki/experiments/{lane.model_dir}/program.md"
     text = model_program.read_text(encoding="utf-8") if model_program.is_file() else None
@@ -100,30 +102,68 @@ def artifact_paths(settings: LaneSettings, lane: Lane, vid: str, slug: str, date
 # --- reading the lane -------------------------------------------------------------------------
 
 
-@dataclass
+_STATUS_LINE_RE = re.compile(r"^status:[ \t]*['\"]?([A-Za-z_-]+)", re.M)
+
+
 class LanePage:
-    rel: str
-    exp_id: str
-    frontmatter: dict
-    text: str
+    """An experiment page of the lane: its id from the file name, its text and frontmatter
+    read only when asked (a lane of hundreds of pages is mostly looked at by name)."""
+
+    def __init__(self, root: Path, rel: str, exp_id: str | None):
+        self.root, self.rel, self._exp_id = root, rel, exp_id
+
+    @functools.cached_property
+    def text(self) -> str:
+        from wikiengine.page import read_text
+
+        return read_text(self.root / self.rel, self.rel)
+
+    @functools.cached_property
+    def frontmatter(self) -> dict:
+        return frontmatter_of(self.text, self.rel)
+
+    @property
+    def is_open(self) -> bool:
+        """Is the page a stub still open? Its ``status:`` line is read first, so a filed page
+        costs no YAML parse (most pages of a lane are filed)."""
+        block = self.text[: self.text.find("\n---", 3) + 1] if self.text.startswith("---") else ""
+        match = _STATUS_LINE_RE.search(block)
+        if match is None or match.group(1).casefold() not in ex.OPEN_STATUS_WORDS:
+            return False
+        return ex.is_open(self.frontmatter)
+
+    @property
+    def exp_id(self) -> str | None:
+        if self._exp_id is None:
+            raw = self.frontmatter.get("id", self.frontmatter.get("vid"))
+            self._exp_id = ex.canonical_id(raw) if raw is not None else None
+        return self._exp_id
+
+
+def frontmatter_of(text: str, rel: str) -> dict:
+    """The frontmatter mapping of a page's text alone (no body parse); {} when unreadable."""
+    from wikiengine.yamlio import safe_load
+
+    if not text.startswith("---"):
+        return {}
+    end = re.search(r"\n(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", text[3:])
+    if end is None:
+        return {}
+    try:
+        data = safe_load(text[3 : 3 + end.start()], rel, 2)
+    except WikiError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def lane_pages(root: Path, lane: Lane) -> list[LanePage]:
-    pages = []
-    for rel in lane.page_rels(root):
-        exp_id = ex.parse_file_name(rel.rsplit("/", 1)[-1]).exp_id
-        text = (root / rel).read_text(encoding="utf-8", errors="replace")
-        try:
-            frontmatter = parse_page(text, rel).frontmatter
-        except WikiError:
-            frontmatter = {}
-        exp_id = exp_id or (ex.canonical_id(frontmatter["id"]) if "id" in frontmatter else None)
-        if exp_id:
-            pages.append(LanePage(rel, exp_id, frontmatter, text))
-    return pages
+    """The lane's experiment pages that have an id (from the name, else the frontmatter)."""
+    pages = [LanePage(root, rel, ex.parse_file_name(rel.rsplit("/", 1)[-1]).exp_id) for rel in lane.page_rels(root)]
+    return [p for p in pages if p.exp_id]
 
 
 def find_page(root: Path, lane: Lane, vid: str) -> LanePage:
+    """The one page of ``vid`` (exit 2 when there is none, or more than one)."""
     wanted = ex.canonical_id(vid)
     found = [p for p in lane_pages(root, lane) if p.exp_id == wanted]
     if not found:
@@ -246,6 +286,8 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
 
     if not _SLUG_RE.fullmatch(slug):
         raise WikiError(f"slug {slug!r} is not lower-case [a-z0-9-] (at most 60 characters)")
+    if re.search(r"-[a-z]$", slug):
+        raise WikiError(f"slug {slug!r} ends in a one-letter word, which reads as a retry letter: {slug[:-2]}, or a longer word")
     proposal = parse_proposal(proposal_path)
     date = date or today()
     settings = lane_settings(root, lane)
@@ -256,7 +298,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
     with LaneLock(root, lane) as lock:
         mechanism = _norm(proposal.paragraphs["Mechanism"])
         for page in lane_pages(root, lane):
-            if ex.is_open(page.frontmatter) and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
+            if page.is_open and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
                 raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
@@ -307,12 +349,18 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
         paths = artifact_paths(settings, lane, str(retry), slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, str(retry), slug)}"
         track = original.frontmatter.get("track")
+        mechanism = _norm(proposal.paragraphs["Mechanism"])
+        for page in lane_pages(root, lane):
+            if page.is_open and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
+                raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
         text = render_stub(lane, str(retry), slug, str(original.frontmatter.get("variant", "")), proposal,
                            track if isinstance(track, int) else None, workload, paths, date,
                            str(original.frontmatter.get("model", lane.model_name)))
         txn.write(rel, text)
         txn.write(lane.journal, append_record(journal, {"op": "retry", "vid": str(retry), "of": original.exp_id,
-                                                        "slug": slug, "workload": workload, "page": rel, "at": now_iso()}))
+                                                        "slug": slug, "track": track if isinstance(track, int) else None,
+                                                        "variant": original.frontmatter.get("variant"),
+                                                        "workload": workload, "page": rel, "at": now_iso()}))
         _index_update(txn, root, 1)
         result = {"vid": str(retry), "retry_of": original.exp_id, "page": rel, "workload_name": workload,
                   "artifacts": paths, "recovered": lock.recovered}

@@ -22,6 +22,10 @@ DESCRIPTION = """\
       a loss, a change within noise, a crash, a numerics break, a silent no-op, a
       second win) is used up. Ends with the variant matrix, the lane log, RESULTS.tsv,
       wiki lint and the git log.
+  wiki demo kernel [DIR]
+      a kernel family on the CPU (a reference torch op, a scripted author whose
+      candidates include a win, a parity failure, a silent no-op and a slower kernel),
+      verified, filed and closed (a close first refused, then earned).
   wiki demo relay [DIR]
       scaffold the `tiny` relay run (wiki, memory, a local git checkpoint store, the
       pinned training sources) and run `wiki step` until it is complete; ends with
@@ -29,7 +33,7 @@ DESCRIPTION = """\
 
 DIR defaults to a new temporary directory. No account, no network.
 """
-KINDS = ("autoresearch", "relay")
+KINDS = ("autoresearch", "relay", "kernel")
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 DEMO_NOTE = ("\n\nThe data is the corpus shipped with the package, the checkpoint store the git repository in\n"
              "`store/`, and every session a local process.")
@@ -42,8 +46,9 @@ DEMO_CONFIG = TINY_GRID
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("demo", help=HELP, description=DESCRIPTION,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("kind", nargs="?", choices=KINDS, default="autoresearch", help="which demo (default autoresearch)")
-    parser.add_argument("dir", nargs="?", type=Path, help="an empty or new directory (default: a new temp dir)")
+    parser.add_argument("target", nargs="*", metavar="[KIND] [DIR]",
+                        help=f"which demo ({', '.join(KINDS)}; default autoresearch), and an empty or new directory "
+                             "(default: a new temp dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true",
                         help='relay: print only {"root", "state", "wakes", "seconds"} at the end (each wake as wiki step --json)')
@@ -169,11 +174,26 @@ def demo_dir(given: Path | None) -> Path:
     return root
 
 
+def _kind_and_dir(target: list[str]) -> tuple[str, Path | None]:
+    from wikiengine.errors import WikiError
+
+    kind = target[0] if target and target[0] in KINDS else "autoresearch"
+    rest = target[1:] if target and target[0] in KINDS else target
+    if len(rest) > 1:
+        raise WikiError(f"wiki demo takes [KIND] [DIR] (KIND: {', '.join(KINDS)})")
+    return kind, Path(rest[0]) if rest else None
+
+
 def run(args) -> int:
+    args.kind, args.dir = _kind_and_dir(args.target)
     if args.json and args.kind != "relay":
         from wikiengine.errors import WikiError
 
-        raise WikiError("--json is for `wiki demo relay`: the autoresearch demo's output is its walkthrough")
+        raise WikiError("--json is for `wiki demo relay`: the other demos' output is their walkthrough")
+    if args.kind == "kernel":
+        from wikiengine.demo_kernel import run_command
+
+        return run_command(args.dir)
     root = demo_dir(args.dir)
     if args.kind == "autoresearch":
         from wikiengine.demo_autoresearch import run_demo

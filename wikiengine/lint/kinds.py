@@ -5,6 +5,9 @@
 kind               path (relative to the repository root)
 =================  ==================================================================
 experiment         ``wiki/experiments/<model>_autoresearch_optimization/<lane>/[experiments/]<page>.md``
+kernel-experiment  ``wiki/kernel_experiments/<family>/<lane>/<page>.md`` (an experiment page of a kernel family)
+kernel-retro       ``wiki/kernel_experiments/<family>/<lane>/<YYYY-MM-DD>-retrospective[-N].md``
+kernel-family      ``wiki/kernels/<family>.md`` (the family page: ``type: model``, ``lane: pallas``)
 program            any ``program.md`` under ``wiki/``
 log                any ``log.md`` under ``wiki/`` (``wiki/log.md`` is the global tier)
 model              ``wiki/models/<model>-<lane>.md``
@@ -22,6 +25,7 @@ from __future__ import annotations
 import re
 
 from wikiengine.identity import MODEL_DIR_SUFFIX
+from wikiengine.kernels import is_family_page_path, is_kernel_experiment_path, is_kernel_retrospective_path
 from wikiengine.lanes import is_experiment_path
 
 MEMORY_KINDS = {
@@ -56,6 +60,12 @@ def kind_of(rel: str) -> str:
         return "retrospective"
     if is_experiment_path(rel):
         return "experiment"
+    if is_kernel_experiment_path(rel):
+        return "kernel-experiment"
+    if is_kernel_retrospective_path(rel):
+        return "kernel-retro"
+    if is_family_page_path(rel):
+        return "kernel-family"
     if rel.startswith("wiki/models/") and rel.count("/") == 2:
         return "model"
     if rel.startswith("wiki/hypotheses/") and rel.count("/") == 2:

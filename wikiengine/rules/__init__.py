@@ -52,6 +52,13 @@ REGISTRY: dict[str, str] = {
     "LNK001": "wikiengine.rules.broken_link:BrokenLink",
     "LAY001": "wikiengine.rules.wiki_layout:ModelFolderName",
     "LAY002": "wikiengine.rules.wiki_layout:RootProgramMissing",
+    "KRN001": "wikiengine.rules.kernel_verdict:SupportedNeedsVerifier",
+    "KRN002": "wikiengine.rules.kernel_verdict:LedgerIsTable",
+    "KRN003": "wikiengine.rules.kernel_history:LedgerMatchesBranch",
+    "KRN004": "wikiengine.rules.kernel_history:StubBeforeVerdict",
+    "KRN005": "wikiengine.rules.kernel_receipt_valid:ReceiptValid",
+    "KRN006": "wikiengine.rules.kernel_family_page:FamilyCurrentBestSupported",
+    "KRN007": "wikiengine.rules.kernel_family_page:LeadsOnFamilyPage",
 }
 
 

@@ -6,7 +6,8 @@ from wikiengine.lint.rule import Rule
 
 ALL_KINDS = (
     "experiment", "program", "log", "model", "hypothesis", "retrospective", "cluster",
-    "memory-state", "memory-quota", "memory-assets", "memory-errors", "page",
+    "memory-state", "memory-quota", "memory-assets", "memory-errors", "kernel-experiment", "kernel-retro",
+    "kernel-family", "page",
 )
 
 
