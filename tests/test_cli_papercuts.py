@@ -64,7 +64,8 @@ def test_root_help_says_the_same_in_every_command():
 def test_a_bad_additive_marker_is_bad_input_not_a_bug(repo):
     done = wiki(repo, "resolve", "gemma4", "tpu", "--additive-marker", "(")
     assert done.returncode == 2
-    assert done.stderr.startswith("error: --additive-marker is not a regular expression: missing )")
+    assert done.stderr.startswith("error: additive-marker '(' is not a usable regular expression")
+    assert "internal error" not in done.stderr and done.stderr.count("\n") == 1
 
 
 def test_an_internal_error_names_a_module_level_exception_class():
