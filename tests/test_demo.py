@@ -83,6 +83,19 @@ def test_the_demo_refuses_a_directory_that_is_not_empty(tmp_path):
 
 
 @pytest.mark.slow
+def test_wiki_demo_json_prints_one_object_with_every_wake(tmp_path):
+    import json
+
+    done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", "relay", str(tmp_path / "demo"), "--json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)  # nothing else on stdout: no progress, no banner
+    assert result["root"] == str(tmp_path / "demo") and result["state"] == "complete"
+    assert [w["decision"] for w in result["wakes"]].count("launch") == 3
+    assert all(set(w) == {"state", "step", "decision", "reasons", "actions"} for w in result["wakes"])
+
+
+@pytest.mark.slow
 def test_wiki_demo_autoresearch_runs_the_queue_to_its_end_and_lints_clean(tmp_path):
     """The default demo: a real lane on two tracks until the scripted queue is used up."""
     import json

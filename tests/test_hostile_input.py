@@ -347,7 +347,7 @@ def test_row58_fix_with_no_baseline_ignores_the_baseline_and_counts_its_fixes(tm
     assert wiki_cli(root, "--no-cache", "--select", "EXP002,LNK", "--write-baseline").returncode == 0
     proc = wiki_cli(root, "--no-cache", "--select", "EXP002,LNK", "--fix", "--no-baseline")
     # The re-lint after the fixes applied the baseline: "Fixed 6", exit 0, the broken link hidden.
-    assert proc.returncode == 1 and "Fixed 5 finding(s)." in proc.stdout and "LNK001" in proc.stdout
+    assert proc.returncode == 1 and "Fixed 5 findings." in proc.stdout and "LNK001" in proc.stdout
     assert "## Setup" in (root / STUB).read_text()
 
 
@@ -451,7 +451,7 @@ def _step_wiki(tmp_path, **changes):
 
 def _snapshot(directory: Path) -> set[str]:
     """Every path under ``directory`` but the step lock (filelock leaves it, gitignored)."""
-    return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.name != ".wiki-step.lock"}
+    return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.name != "wiki-step.lock"}
 
 
 @pytest.mark.parametrize("changes, words", [

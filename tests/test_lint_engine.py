@@ -261,7 +261,7 @@ def test_exit_codes_and_text_output(tmp_path, capsys):
     lines = out.splitlines()
     assert status == 1
     assert lines[0] == f"{NOTE}:3:5: LNK001 link 'gone.md' points to wiki/notes/gone.md, which does not exist"
-    assert lines[1] == "Found 1 finding in 1 of 1 file(s)."
+    assert lines[1] == "Found 1 finding in 1 of 1 file."
 
 
 def test_json_sarif_and_statistics(tmp_path, capsys):
@@ -280,10 +280,15 @@ def test_json_sarif_and_statistics(tmp_path, capsys):
     assert region["startLine"] >= 1
     status, out, _ = cli(capsys, tmp_path, "--statistics")
     assert out.splitlines()[0].split()[:2] == ["2", "LNK001"]
+    write(tmp_path, {NOTE: "# n\n", "wiki/bad.md": "# fine now\n"})
+    status, out, _ = cli(capsys, tmp_path, "--statistics")
+    assert status == 0 and out == "No findings to count: all checks passed (2 files).\n"
 
 
 def test_list_rules_and_explain_every_rule(capsys):
-    assert main_out(capsys, "--list-rules").count("\n") == len(REGISTRY)
+    listing = main_out(capsys, "--list-rules").splitlines()
+    assert [line.split()[0] for line in listing[: len(REGISTRY)]] == sorted(REGISTRY)
+    assert listing[-2].startswith("[*]  fixable") and listing[-1].startswith("git  git-aware")
     for code in REGISTRY:
         text = main_out(capsys, "--explain", code)
         assert text.startswith(f"# {code} (")
@@ -389,7 +394,7 @@ def test_fix_applies_safe_fixes_but_never_on_a_verdict_page(tmp_path, monkeypatc
     status, out, _ = cli(capsys, tmp_path, "--select", "ZZZ001", "--fix", "--no-cache")
     assert status == 1
     assert out.splitlines()[0] == f"{verdict}:1:1: ZZZ001 no Notes section"
-    assert "Fixed 1 finding(s)." in out
+    assert "Fixed 1 finding." in out
     assert (tmp_path / stub).read_text().endswith("## Setup\n\nx\n## Notes\n\n")
     assert (tmp_path / verdict).read_bytes() == before
 
@@ -437,7 +442,7 @@ def test_changed_lints_only_pages_changed_since_the_base(tmp_path, capsys):
     status, out, _ = cli(capsys, tmp_path, "--select", "LNK", "--since", "HEAD", "--changed")
     assert status == 1
     assert "wiki/notes/new.md" in out and "old.md" not in out
-    assert "in 1 of 2 file(s)" in out
+    assert "in 1 of 2 files" in out
 
 
 def test_wiki_in_a_subdirectory_of_the_repository(tmp_path):

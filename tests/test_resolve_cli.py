@@ -158,7 +158,8 @@ def test_list(repo):
         "runs: ounce100m",
     ]
     data = json.loads(run(["--list", "--json"], repo).stdout)
-    assert data == {"models": {"gemma4": ["jax", "tpu"], "llama3_8B": ["tpu"]}, "kernel_families": ["flash_attention"], "runs": ["ounce100m"]}
+    assert data == {"models": {"gemma4": ["jax", "tpu"], "llama3_8B": ["tpu"]}, "kernel_families": ["flash_attention"],
+                    "runs": ["ounce100m"], "ignored_folders": []}
 
 
 # --- bad input: one line, exit 2 -------------------------------------------------------

@@ -29,6 +29,7 @@ from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.relay import act
 from wikiengine.relay.step import run_step
+from wikiengine.step_engine import lock_path
 
 
 class Killed(BaseException):
@@ -401,7 +402,7 @@ def test_unblock_records_the_reason_and_the_next_wake_rechecks(wiki, monkeypatch
     compute.end("tiny-session1")
     assert step(wiki).decision == "blocked"
     store.commit_pointer(8, parent=store.head())  # a person restored the pointer
-    args = type("A", (), {"reason": "pointer restored to 8 by hand", "root": root})()
+    args = type("A", (), {"reason": "pointer restored to 8 by hand", "root": root, "json": False})()
     assert unblock.run(args) == 0
     assert memory.read_state(root).status == "running"
     assert memory.read_errors(root)[0].kind == "unblocked"
@@ -409,12 +410,33 @@ def test_unblock_records_the_reason_and_the_next_wake_rechecks(wiki, monkeypatch
     assert step(wiki).decision == "launch"
 
 
+def test_unblock_json_says_what_was_cleared(wiki, capsys):
+    import json
+
+    from wikiengine.cli import main
+
+    root, store, compute, clock = wiki
+    for s in (4, 8):
+        save_checkpoint(store, s)
+    step(wiki)
+    store.commit_pointer(4, parent=store.head())
+    compute.end("tiny-session1")
+    assert step(wiki).decision == "blocked"
+    store.commit_pointer(8, parent=store.head())
+    blocker = memory.read_state(root).blocker
+    assert blocker
+    capsys.readouterr()
+    assert main(["unblock", "--reason", "pointer restored", "--json", "--root", str(root)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"run": "tiny", "status": "running", "was": blocker, "reason": "pointer restored"}
+
+
 def test_unblock_refuses_a_run_that_is_not_blocked(wiki):
     root, *_ = wiki
     from wikiengine.commands import unblock
 
     with pytest.raises(WikiError, match="not blocked"):
-        unblock.run(type("A", (), {"reason": "x", "root": root})())
+        unblock.run(type("A", (), {"reason": "x", "root": root, "json": False})())
 
 
 def test_dry_run_decides_and_acts_on_nothing(wiki):
@@ -431,7 +453,7 @@ def test_row20_a_held_lock_makes_the_second_wake_exit_locked(wiki):
     root, store, compute, clock = wiki
     holder = subprocess.Popen(
         ["python3", "-c", "import sys,time,fcntl; f=open(sys.argv[1],'a'); fcntl.flock(f, fcntl.LOCK_EX); "
-         "print('held', flush=True); time.sleep(30)", str(root / ".wiki-step.lock")], stdout=subprocess.PIPE,
+         "print('held', flush=True); time.sleep(30)", str(lock_path(root))], stdout=subprocess.PIPE,
         text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -442,6 +464,8 @@ def test_row20_a_held_lock_makes_the_second_wake_exit_locked(wiki):
         holder.kill()
         holder.wait()
     assert step(wiki).decision == "launch"
+    assert lock_path(root).parent == root / ".git"  # the lock never lands in the user's work tree
+    assert "wiki-step.lock" not in git(root, "status", "--porcelain", "--ignored")
 
 
 def test_row35_a_stale_index_lock_is_a_clear_error(wiki):
@@ -718,7 +742,7 @@ def test_row14_a_loss_jump_cleared_by_a_person_is_not_judged_again(wiki):
     assert step(wiki).decision == "blocked"
     assert memory.read_errors(root)[0].kind == "loss_discontinuity"
     assert memory.read_state(root).last_seen_step == 8
-    unblock.run(type("A", (), {"reason": "the jump is the warmup restart, expected", "root": root})())
+    unblock.run(type("A", (), {"reason": "the jump is the warmup restart, expected", "root": root, "json": False})())
     assert step(wiki).decision == "launch"
 
 
@@ -732,7 +756,7 @@ def test_row27_a_crash_loop_cleared_by_a_person_allows_one_new_launch(wiki):
                     failure="refused: disk full")
         clock.advance(minutes=5)
     assert step(wiki).decision == "blocked" and len(compute.launches) == 2
-    unblock.run(type("A", (), {"reason": "freed the disk", "root": root})())
+    unblock.run(type("A", (), {"reason": "freed the disk", "root": root, "json": False})())
     assert memory.read_state(root).unblocked_session == 2
     assert step(wiki).decision == "launch" and len(compute.launches) == 3
     compute.end("tiny-session3", SessionState.ERROR, at=clock.now + dt.timedelta(seconds=30),

@@ -95,3 +95,17 @@ def test_the_installed_schemas_are_used(installed, tmp_path):
         "topology: '2by2' does not match '^[0-9]+(x[0-9]+){1,2}$' [schema program-config]"
     )
     assert "Traceback" not in result.stderr
+
+
+def test_wiki_init_from_the_wheel_uses_the_packaged_templates_and_hook(installed, tmp_path):
+    from wikiengine import scaffold
+
+    root = tmp_path / "fresh"
+    out = json.loads(_run([str(installed["wiki"]), "init", str(root), "--model", "gemma4", "--lane", "tpu", "--json"],
+                          cwd=tmp_path, env=installed["env"]).stdout)
+    assert "wiki/models/gemma4-tpu.md" in out["created"] and ".pre-commit-config.yaml" in out["created"]
+    packaged = _run([str(installed["python"]), "-c", "import wikiengine.scaffold as s; print(s.published_hooks_path())"],
+                    cwd=tmp_path, env=installed["env"]).stdout.strip()
+    assert Path(packaged).name == "_pre-commit-hooks.yaml" and installed["venv"] in Path(packaged).parents
+    assert (root / ".pre-commit-config.yaml").read_text() == scaffold.pre_commit_text()
+    assert (root / "wiki/experiments/program.md").read_bytes() == (scaffold.INIT_TEMPLATE / "experiments-program.md").read_bytes()

@@ -16,7 +16,8 @@ from wikiengine import __version__
 from wikiengine.errors import WikiError
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: distinct from bad input (2) and findings (1)
-COMMANDS = ("resolve", "lint", "step", "loop", "watch", "exp", "log", "backfill", "unblock", "demo", "clusters", "kernel")
+COMMANDS = ("init", "resolve", "lint", "step", "loop", "watch", "exp", "log", "backfill", "unblock", "demo", "clusters",
+            "kernel", "mcp")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,5 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug, not bad input: one line; the traceback on request
         if os.environ.get("WIKI_TRACEBACK"):
             raise
-        print(f"error: internal error: {type(exc).__name__}: {exc} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
+        print(f"error: internal error: {exception_name(exc)}: {exc} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
         return INTERNAL_ERROR
+
+
+def exception_name(exc: BaseException) -> str:
+    """``KeyError``, or ``re.error`` for a class whose bare name says nothing."""
+    cls = type(exc)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"

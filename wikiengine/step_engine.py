@@ -23,7 +23,7 @@ from typing import Callable
 
 from wikiengine.errors import WikiError
 
-LOCK_NAME = ".wiki-step.lock"
+LOCK_NAME = "wiki-step.lock"  # inside .git (or the .wiki/ state dir): never a stray file in the work tree
 
 
 def utcnow() -> dt.datetime:
@@ -52,6 +52,21 @@ def _lane() -> Mode:
 MODES: dict[str, Callable[[], Mode]] = {"relay": _relay, "lane": _lane}
 
 
+def lock_path(root: Path) -> Path:
+    """The one-wake-at-a-time lock of ``root``: in its git directory, else in the ``.wiki/`` state dir.
+
+    ``wiki step`` and ``wiki unblock`` take it; a second holder exits "locked".
+    """
+    import git
+
+    try:
+        return Path(git.Repo(root).git_dir) / LOCK_NAME
+    except (git.exc.InvalidGitRepositoryError, git.exc.NoSuchPathError):
+        state_dir = root / ".wiki"
+        state_dir.mkdir(exist_ok=True)
+        return state_dir / LOCK_NAME
+
+
 def run_step(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.datetime] = utcnow, mode: str | None = None,
              **backends):
     """One wake of whatever memory names (see the module docstring)."""
@@ -64,7 +79,7 @@ def run_step(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.dateti
     if name is None:
         raise WikiError("memory/STATE.md does not exist: start a lane (wiki loop start) or a relay run (wiki init --memory)")
     chosen = MODES[name]()
-    lock = FileLock(str(root / LOCK_NAME))
+    lock = FileLock(str(lock_path(root)))
     try:
         lock.acquire(timeout=0)
     except Timeout:

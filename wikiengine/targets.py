@@ -105,6 +105,27 @@ def find_root(start: Path | None = None) -> Path:
     raise WikiError(f"no wiki/ directory at or above {here}; run inside a wiki repository or pass --root")
 
 
+ROOT_HELP = ("the wiki repository root, exactly: it must hold wiki/ (default: $WIKI_ROOT, else the nearest "
+             "directory at or above the current one that holds wiki/)")
+
+
+def repository_root(option: Path | None) -> Path:
+    """The root a command works on: ``--root`` exactly as given, else :func:`find_root` from the current directory.
+
+    An explicit root is never searched upward from: ``--root wiki/experiments`` is a
+    mistake to report, not a hint to guess from (the same for every command).
+    """
+    if option is None:
+        return find_root()
+    if not Path(option).is_dir():
+        raise WikiError("no such directory", option)
+    root = Path(option).resolve()
+    if not (root / "wiki").is_dir():
+        raise WikiError("--root must be the repository root itself (the directory holding wiki/); "
+                        "leave --root out to search upward from the current directory", root)
+    return root
+
+
 def safe_join(base: Path, *parts: str) -> Path:
     """``base/parts`` refusing NUL, absolute parts, ``..`` and symlinks that escape ``base``."""
     for part in parts:
@@ -211,7 +232,10 @@ def model_folder(root: Path, model: str) -> str:
     name = model if model.endswith(MODEL_DIR_SUFFIX) else model + MODEL_DIR_SUFFIX
     if not _is_child_dir(area_dir, name) or not safe_join(area_dir, name).is_dir():
         known = ", ".join(m.removesuffix(MODEL_DIR_SUFFIX) for m in list_models(root)) or "none"
-        raise WikiError(f"no model {model!r} under {area_dir.relative_to(root)} (models: {known})")
+        ignored = [n for n in ignored_model_folders(root) if suggested_model_folder(n) == name]
+        why = (f"; {area_dir.relative_to(root).as_posix()}/{ignored[0]} is ignored: a model folder is named "
+               f"<model>{MODEL_DIR_SUFFIX} (rename it {name})") if ignored else ""
+        raise WikiError(f"no model {model!r} under {area_dir.relative_to(root)} (models: {known}){why}")
     return name
 
 
@@ -254,9 +278,25 @@ def list_children(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+def is_model_folder(name: str) -> bool:
+    """Does a folder under ``wiki/experiments`` follow the ``<model>_autoresearch_optimization`` naming rule?"""
+    return name.endswith(MODEL_DIR_SUFFIX) and len(name) > len(MODEL_DIR_SUFFIX)
+
+
+def suggested_model_folder(name: str) -> str:
+    """The name a misnamed model folder most likely meant (``gemma4`` -> ``gemma4_autoresearch_optimization``)."""
+    model = re.split(r"_autoresearch", name, maxsplit=1)[0] or name
+    return model + MODEL_DIR_SUFFIX
+
+
 def list_models(root: Path) -> list[str]:
     """Model folders (``*_autoresearch_optimization``) under ``wiki/experiments``."""
-    return [n for n in list_children(root / area_named("experiments").path) if n.endswith(MODEL_DIR_SUFFIX)]
+    return [n for n in list_children(root / area_named("experiments").path) if is_model_folder(n)]
+
+
+def ignored_model_folders(root: Path) -> list[str]:
+    """Folders under ``wiki/experiments`` that resolve and lint ignore: not named by the naming rule."""
+    return [n for n in list_children(root / area_named("experiments").path) if not is_model_folder(n)]
 
 
 def list_lanes(root: Path, model_dir: str, *, with_program: bool = True) -> list[str]:

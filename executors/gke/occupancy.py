@@ -33,6 +33,7 @@ from pathlib import Path
 from executors.gke.clusters import ClusterFile
 from executors.gke.kube import DEFAULT_DEADLINE_S, Kube, KubeNotFound, KubeUnavailable
 from wikiengine.errors import WikiError
+from wikiengine.text import counted
 
 _CONVENTIONAL_RE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9][-a-z0-9]*-[a-z0-9]+-v\d{3,}-[a-z0-9][-a-z0-9]*")
 _BRANCH_RE = re.compile(
@@ -303,7 +304,7 @@ def format_pool(selection: Selection, title: str) -> str:
     """The seed's pool report: one line per candidate, then the decision."""
     rows = selection.candidates
     width = max((len(o.cluster.name) for o in rows), default=0) + 2
-    lines = [f"{title} cluster pool ({len(rows)} candidates, {len(selection.selected)} selected):"]
+    lines = [f"{title} cluster pool ({counted(len(rows), 'candidate')}, {len(selection.selected)} selected):"]
     for occ in rows:
         track = selection.track_of(occ)
         if track is not None:

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "file pages for finished workloads of a lane that have none (never supported or refuted)"
 DESCRIPTION = """\
   wiki backfill [MODEL LANE] [--backend local|gke] [--context CTX --namespace NS]
@@ -27,7 +29,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--namespace", default="default", help="namespace of the JobSets (gke)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--dry-run", action="store_true", help="say what would be filed; write nothing")
-    parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.set_defaults(handler=run)
 
 
@@ -46,9 +48,9 @@ def run(args) -> int:
     from executors.compute import ComputeError
     from wikiengine import lane_writers
     from wikiengine.errors import WikiError
-    from wikiengine.targets import find_root
+    from wikiengine.targets import repository_root
 
-    root = find_root(args.root)
+    root = repository_root(args.root)
     lane = lane_writers.lane_for(root, args.names)
     try:
         result = lane_writers.backfill(root, lane, backend_for(args, root, lane), dry_run=args.dry_run)

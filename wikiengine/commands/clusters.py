@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "discover GKE clusters in .env/, check their occupancy and select free ones (seed Steps 4-6)"
 DESCRIPTION = """\
 Read the cluster files in .env/ (Steps 4-5), list the JobSets on every candidate with
@@ -43,7 +45,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--timeout", type=float, default=20.0, metavar="S", help="deadline of each API call in seconds (default 20)"
     )
-    parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.add_argument("--list", action="store_true", help="only list the cluster files and their TPU shapes")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
@@ -54,7 +56,7 @@ def _root(args) -> Path | None:
     from wikiengine.errors import WikiError
 
     try:
-        return targets.find_root(args.root)
+        return targets.repository_root(args.root)
     except WikiError:
         if args.root:
             raise

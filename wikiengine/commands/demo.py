@@ -10,6 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from wikiengine.scaffold import TINY_GRID
+
 HELP = "run an autoresearch lane (default) or a tiny relay run end to end in a fresh directory"
 DESCRIPTION = """\
   wiki demo [autoresearch] [DIR]
@@ -32,13 +34,13 @@ DESCRIPTION = """\
 DIR defaults to a new temporary directory. No account, no network.
 """
 KINDS = ("autoresearch", "relay", "kernel")
-TEMPLATE = Path(__file__).resolve().parent.parent / "demo_template"
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+DEMO_NOTE = ("\n\nThe data is the corpus shipped with the package, the checkpoint store the git repository in\n"
+             "`store/`, and every session a local process.")
 MAX_WAKES = 30
 POLL_S = 0.5
 DEMO_RUN = "tiny"
-DEMO_CONFIG = {"max_steps": 24, "save_steps": 4, "session_steps": 8, "samples_per_step": 8, "seq_len": 64,
-               "micro_batch": 4, "seed": 1234}
+DEMO_CONFIG = TINY_GRID
 
 
 def add_parser(subparsers) -> None:
@@ -48,6 +50,8 @@ def add_parser(subparsers) -> None:
                         help=f"which demo ({', '.join(KINDS)}; default autoresearch), and an empty or new directory "
                              "(default: a new temp dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true",
+                        help='relay: print only {"root", "state", "wakes", "seconds"} at the end (each wake as wiki step --json)')
     parser.set_defaults(handler=run)
 
 
@@ -111,19 +115,17 @@ def scaffold(root: Path) -> None:
     """Create the demo wiki, memory, store and git repository in ``root``."""
     import datetime as dt
 
-    import yaml
-
     from executors.local_store import LocalGitStore
     from wikiengine import memory
+    from wikiengine.scaffold import DEMO_TEMPLATE, run_program_text
 
     config = demo_config(root)
-    shutil.copytree(TEMPLATE / "wiki", root / "wiki", ignore=shutil.ignore_patterns("*.tmpl"), dirs_exist_ok=True)
-    template = (TEMPLATE / "wiki" / "runs" / DEMO_RUN / "program.md.tmpl").read_text()
-    program = template.format(config_yaml=yaml.safe_dump(config, sort_keys=False, width=4096), **DEMO_CONFIG)
-    (root / "wiki" / "runs" / DEMO_RUN / "program.md").write_text(program)
+    shutil.copytree(DEMO_TEMPLATE / "wiki", root / "wiki", dirs_exist_ok=True)
+    (root / "wiki" / "runs" / DEMO_RUN).mkdir(parents=True, exist_ok=True)
+    (root / "wiki" / "runs" / DEMO_RUN / "program.md").write_text(run_program_text(DEMO_RUN, config, "wiki demo", DEMO_NOTE))
     LocalGitStore.create(root / "store", description="tiny demo checkpoint store")
     memory.scaffold(root, DEMO_RUN, dt.datetime.now(dt.timezone.utc))
-    (root / ".gitignore").write_text(".wiki/\nstore/\n.wiki-step.lock\n")
+    (root / ".gitignore").write_text(".wiki/\nstore/\n")
     _git(root, "init", "--quiet")
     _git(root, "add", ".gitignore", "wiki", "memory")
     _git(root, "commit", "--quiet", "-m", "demo: scaffold the tiny relay run (wiki, memory)")
@@ -184,6 +186,10 @@ def _kind_and_dir(target: list[str]) -> tuple[str, Path | None]:
 
 def run(args) -> int:
     args.kind, args.dir = _kind_and_dir(args.target)
+    if args.json and args.kind != "relay":
+        from wikiengine.errors import WikiError
+
+        raise WikiError("--json is for `wiki demo relay`: the other demos' output is their walkthrough")
     if args.kind == "kernel":
         from wikiengine.demo_kernel import run_command
 
@@ -208,13 +214,16 @@ def run_relay(root: Path, args) -> int:
     from wikiengine.relay.step import run_step
 
     started = time.monotonic()
-    print(f"wiki demo: scaffolding a tiny relay run in {root}")
+    say = (lambda text: None) if args.json else print
+    say(f"wiki demo: scaffolding a tiny relay run in {root}")
     scaffold(root)
+    wakes = []
     for wake in range(1, MAX_WAKES + 1):
         result = run_step(root)
-        print(f"\nwake {wake}: " + format_result(result))
+        wakes.append(result.as_json())
+        say(f"\nwake {wake}: " + format_result(result))
         if result.decision in ("launch", "running", "adopt"):
-            watch_session(root, not args.no_progress)
+            watch_session(root, not (args.no_progress or args.json))
         elif result.decision in ("wait", "locked"):
             time.sleep(POLL_S)
         if result.state == "complete":
@@ -225,6 +234,12 @@ def run_relay(root: Path, args) -> int:
     else:
         print(f"\nthe run did not complete in {MAX_WAKES} wakes", file=sys.stderr)
         return 1
+    if args.json:
+        import json
+
+        print(json.dumps({"root": str(root), "state": result.state, "wakes": wakes,
+                          "seconds": round(time.monotonic() - started, 1)}, indent=2))
+        return 0
     print("\n==== memory/STATE.md ====")
     print((root / "memory" / "STATE.md").read_text())
     print("==== memory/QUOTA.md (ledger) ====")

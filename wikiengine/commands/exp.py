@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "allocate, stub, file and retry experiments of a lane (seed 001 steps 2(a) and 2(c)(i.5))"
 DESCRIPTION = """\
 The lifecycle of an experiment page, so that ids, stubs, verdicts, the model page, the
@@ -37,7 +39,7 @@ def add_parser(subparsers) -> None:
     def common(sub):
         sub.add_argument("--json", action="store_true", help="print one JSON object")
         sub.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
-        sub.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+        sub.add_argument("--root", type=Path, help=ROOT_HELP)
 
     new = verbs.add_parser("new", help="allocate the next v-id and commit its stub")
     new.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
@@ -68,12 +70,12 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from wikiengine import lane_writers
-    from wikiengine.targets import find_root
+    from wikiengine.targets import repository_root
 
     if not args.verb:
         args.parser.print_help()
         return 2
-    root = find_root(args.root)
+    root = repository_root(args.root)
     lane = lane_writers.lane_for(root, args.names)
     if args.verb == "new":
         result = lane_writers.new_experiment(root, lane, slug=args.slug, variant=args.variant,

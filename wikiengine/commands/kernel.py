@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "run a kernel family: start, stub, candidates, verify, file, close (seed 003 Step 1, K0 to K9)"
 DESCRIPTION = """\
 A kernel family lives in wiki/kernel_experiments/<family>/pallas/ with its family page
@@ -54,7 +56,7 @@ def add_parser(subparsers) -> None:
     def common(sub):
         sub.add_argument("--json", action="store_true", help="print one JSON object")
         sub.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
-        sub.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+        sub.add_argument("--root", type=Path, help=ROOT_HELP)
 
     start = verbs.add_parser("start", help="start a session (bootstrapping a new family)")
     start.add_argument("named", metavar="PATH|FAMILY", help="a kernel or benchmark path, or a family slug")
@@ -173,12 +175,12 @@ def _watch(root: Path, family, args) -> int:
 def run(args) -> int:
     from wikiengine import kernel_close, kernel_writers
     from wikiengine.kernels import KernelFamily, derive_slug
-    from wikiengine.targets import find_root
+    from wikiengine.targets import repository_root
 
     if not args.verb:
         args.parser.print_help()
         return 2
-    root = find_root(args.root)
+    root = repository_root(args.root)
     if args.verb == "start":
         result = kernel_writers.start(
             root, args.named, chip=args.chip, pod=args.pod, accelerator=args.accelerator, topology=args.topology,

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "check the wiki's rules (pre-commit, CI, the watcher)"
 DESCRIPTION = """\
 Lint the whole wiki (wiki/, memory/, .env/), or only PATH... while cross-file rules still
@@ -26,12 +28,13 @@ def add_parser(subparsers) -> None:
         "lint", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to lint (default: the whole wiki)")
-    parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.add_argument("--config", type=Path, help="a wiki.toml or pyproject.toml to use instead of the root's")
     parser.add_argument("--since", metavar="REV", default="HEAD", help="base revision for git-aware rules (default HEAD)")
     parser.add_argument("--changed", action="store_true",
                         help="lint only the pages changed since the base (--since REV), e.g. the watcher's delta audit")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per rule")
     parser.add_argument("--select", metavar="CODES", help="comma-separated codes or prefixes to run (replaces the config's)")
     parser.add_argument("--ignore", metavar="CODES", help="comma-separated codes or prefixes to skip (adds to the config's)")
@@ -61,6 +64,12 @@ def _codes(text: str | None, option: str) -> list[str]:
     return codes
 
 
+LIST_RULES_LEGEND = (
+    "[*]  fixable: `wiki lint --fix` applies a safe mechanical fix",
+    "git  git-aware: compares with the base revision (HEAD, or --since REV)",
+)
+
+
 def list_rules() -> str:
     from wikiengine.rules import REGISTRY, rule_class
 
@@ -69,7 +78,7 @@ def list_rules() -> str:
         cls = rule_class(code)
         marks = ("[*]" if cls.fixable else "   ") + (" git" if cls.needs_git else "    ")
         lines.append(f"{code:<7} {marks} {cls.name:<34} {cls.summary}")
-    return "\n".join(lines)
+    return "\n".join(lines + ["", *LIST_RULES_LEGEND])
 
 
 def explain(code: str) -> str:
@@ -147,7 +156,8 @@ def run(args) -> int:
     from wikiengine.lint.config import load_config
     from wikiengine.lint.runner import lint
     from wikiengine.rules import REGISTRY, rule_class
-    from wikiengine.targets import find_root
+    from wikiengine.targets import repository_root
+    from wikiengine.text import counted
 
     if args.list_rules:
         print(list_rules())
@@ -155,11 +165,13 @@ def run(args) -> int:
     if args.explain:
         print(explain(args.explain), end="")
         return 0
+    if args.json:
+        if args.format not in ("text", "json"):
+            raise WikiError(f"--json and --format {args.format}: choose one")
+        args.format = "json"
     if args.jobs is not None and args.jobs < 1:
         raise WikiError("--jobs must be at least 1")
-    root = find_root(args.root) if args.root is None else args.root.resolve()
-    if not (root / "wiki").is_dir():
-        raise WikiError("no wiki/ directory here", root)
+    root = repository_root(args.root)
     config = load_config(root, args.config)
     config.check_codes(sorted(REGISTRY))
     if args.select is not None:
@@ -173,7 +185,8 @@ def run(args) -> int:
     elif args.paths:
         paths, skipped = _targets(root, args.paths)
         if skipped:
-            print(f"notice: {skipped} path(s) skipped: not markdown under wiki/, memory/ or .env/", file=sys.stderr)
+            print(f"notice: {counted(skipped, 'path')} skipped: not markdown under wiki/, memory/ or .env/",
+                  file=sys.stderr)
     options = dict(base=args.since, use_cache=not args.no_cache, jobs=args.jobs)
     result = lint(root, paths, config, use_baseline=not (args.no_baseline or args.write_baseline), **options)
     if args.fix:
@@ -189,13 +202,16 @@ def run(args) -> int:
         print(f"notice: {notice}", file=sys.stderr)
     if args.write_baseline:
         count = baseline_mod.write(root / baseline_mod.BASELINE_FILE, result.unfiltered, result.unreadable)
-        print(f"Wrote {baseline_mod.BASELINE_FILE}: {count} entr{'y' if count == 1 else 'ies'} ({len(result.unfiltered)} findings).")
+        print(f"Wrote {baseline_mod.BASELINE_FILE}: {counted(count, 'entry', 'entries')} "
+              f"({counted(len(result.unfiltered), 'finding')}).")
         return 0
     findings = result.findings
     if args.statistics:
         summaries = {code: rule_class(code).summary for code in {f.code for f in findings}}
         if findings:
             print(report.statistics(findings, summaries))
+        else:
+            print(f"No findings to count: all checks passed ({counted(result.files_checked, 'file')}).")
     elif args.format == "json":
         print(report.as_json(findings))
     elif args.format == "sarif":
@@ -203,7 +219,7 @@ def run(args) -> int:
     else:
         print(report.text(findings, result.files_checked))
         if result.fixed:
-            print(f"Fixed {result.fixed} finding(s).")
+            print(f"Fixed {counted(result.fixed, 'finding')}.")
         if result.baselined:
-            print(f"({result.baselined} finding(s) accepted by {baseline_mod.BASELINE_FILE}.)")
+            print(f"({counted(result.baselined, 'finding')} accepted by {baseline_mod.BASELINE_FILE}.)")
     return 1 if findings else 0

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "add a log entry in the right tier (global wiki/log.md, or a lane's log.md)"
 DESCRIPTION = """\
   wiki log add OP SUBJECT [MODEL LANE] [--field KEY=VALUE ...]
@@ -31,7 +33,7 @@ def add_parser(subparsers) -> None:
                      help="a body line **KEY**: VALUE (e.g. 'Pages created=...', 'Key result=...', 'Notes=...')")
     add.add_argument("--json", action="store_true", help="print one JSON object")
     add.add_argument("--dry-run", action="store_true", help="print the entry; write nothing")
-    add.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    add.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.set_defaults(handler=run, parser=parser)
 
 
@@ -43,7 +45,7 @@ def run(args) -> int:
     if not args.verb:
         args.parser.print_help()
         return 2
-    root = targets.find_root(args.root)
+    root = targets.repository_root(args.root)
     if args.names:
         lane = lane_writers.lane_for(root, args.names)
     else:

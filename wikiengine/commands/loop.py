@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "start a lane session (seed Steps 1-9b) or show it"
 DESCRIPTION = """\
   wiki loop start MODEL LANE [--parallelism N|all] [--backend local|gke]
@@ -50,7 +52,7 @@ def add_parser(subparsers) -> None:
     stop.add_argument("--dry-run", action="store_true", help="check the gate; write and kill nothing")
     for sub in (start, status, stop):
         sub.add_argument("--json", action="store_true", help="print one JSON object")
-        sub.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+        sub.add_argument("--root", type=Path, help=ROOT_HELP)
     start.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
     parser.set_defaults(handler=run, parser=parser)
 
@@ -58,12 +60,12 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     from wikiengine import lane_writers
     from wikiengine.errors import WikiError
-    from wikiengine.targets import find_root
+    from wikiengine.targets import repository_root
 
     if not args.verb:
         args.parser.print_help()
         return 2
-    root = find_root(args.root)
+    root = repository_root(args.root)
     if args.verb == "status":
         from wikiengine.lane_mode import wake
         from wikiengine.lane_session import state_mode

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "print the effective program of a target (program.md cascade) and its audit"
 DESCRIPTION = """\
 Resolve the program.md cascade of a target and print the effective program, then the
@@ -33,7 +35,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--list", action="store_true", help="list models, lanes with a program.md, kernel families and runs")
     parser.add_argument("--audit", action="store_true", help="print only the audit")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.add_argument("--additive-marker", metavar="REGEX", help="titles of sections that concatenate instead of replacing")
     parser.set_defaults(handler=run)
 
@@ -77,7 +79,8 @@ def _listing(root) -> dict:
     }
     kernels = targets.list_children(root / targets.area_named("kernels").path)
     runs = targets.list_children(root / targets.area_named("runs").path)
-    return {"models": models, "kernel_families": kernels, "runs": runs}
+    return {"models": models, "kernel_families": kernels, "runs": runs,
+            "ignored_folders": targets.ignored_model_folders(root)}
 
 
 def identity_of(program) -> dict:
@@ -101,8 +104,9 @@ def identity_of(program) -> dict:
 
 def run(args) -> int:
     from wikiengine import cascade, targets
+    from wikiengine.errors import WikiError
 
-    root = targets.find_root(args.root)
+    root = targets.repository_root(args.root)
     if args.list:
         listing = _listing(root)
         if args.json:
@@ -113,6 +117,9 @@ def run(args) -> int:
             print(f"  {model}: {', '.join(lanes) if lanes else '(no lane programs)'}")
         print("kernel families: " + (", ".join(listing["kernel_families"]) or "(none)"))
         print("runs: " + (", ".join(listing["runs"]) or "(none)"))
+        if listing["ignored_folders"]:
+            print(f"ignored under wiki/experiments (not named <model>{targets.MODEL_DIR_SUFFIX}): "
+                  + ", ".join(listing["ignored_folders"]))
         return 0
     target = _pick_target(args, root)
     marker = args.additive_marker or cascade.DEFAULT_ADDITIVE_MARKER

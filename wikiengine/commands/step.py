@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "one wake of what memory/STATE.md names: a relay run, or a lane session"
 DESCRIPTION = """\
 One turn of the loop for what memory/STATE.md names. A lane session (mode: lane,
@@ -29,7 +31,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--dry-run", action="store_true", help="check and decide; act on nothing")
     parser.add_argument("--json", action="store_true",
                         help='print {"state", "step", "decision", "reasons", "actions"}')
-    parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.set_defaults(handler=run)
 
 
@@ -37,7 +39,7 @@ def run(args) -> int:
     from wikiengine import targets
     from wikiengine.step_engine import run_step
 
-    root = targets.find_root(args.root)
+    root = targets.repository_root(args.root)
     result = run_step(root, dry_run=args.dry_run)
     if args.json:
         print(json.dumps(result.as_json(), indent=2))

@@ -6,6 +6,8 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "clear a blocked relay run (a person's decision, recorded with its reason)"
 
 
@@ -24,7 +26,8 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("unblock", help=HELP, description=DESCRIPTION,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reason", required=True, help="why the blocker no longer holds (recorded in ERRORS.md)")
-    parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
+    parser.add_argument("--json", action="store_true", help='print {"run", "status", "was", "reason"}')
     parser.set_defaults(handler=run)
 
 
@@ -35,25 +38,25 @@ def run(args) -> int:
 
     from wikiengine import targets
     from wikiengine.errors import WikiError
-    from wikiengine.step_engine import LOCK_NAME
+    from wikiengine.step_engine import lock_path
 
-    root = targets.find_root(args.root)
+    root = targets.repository_root(args.root)
     reason = " ".join(args.reason.split())
     if not reason:
         raise WikiError("--reason must say why the blocker no longer holds")
-    lock = FileLock(str(root / LOCK_NAME))
+    lock = FileLock(str(lock_path(root)))
     try:
         lock.acquire(timeout=0)
     except Timeout:
         print("locked: a wiki step is running; retry when it is done", file=sys.stderr)
         return 1
     try:
-        return _unblock(root, reason)
+        return _unblock(root, reason, as_json=args.json)
     finally:
         lock.release()
 
 
-def _unblock(root, reason: str) -> int:
+def _unblock(root, reason: str, *, as_json: bool = False) -> int:
     from executors.git_commit import check_repository, commit_paths, dirty_paths
     from wikiengine import memory
     from wikiengine.errors import WikiError
@@ -76,5 +79,10 @@ def _unblock(root, reason: str) -> int:
             f"(was: {state.blocker}). The next `wiki step` checks the store again.\n")
     memory.write_state(root, cleared, body)
     commit_paths(root, list(MEMORY_PATHS), f"unblock: {reason[:120]}")
-    print(f"unblocked {state.run}: {reason}")
+    if as_json:
+        import json
+
+        print(json.dumps({"run": state.run, "status": cleared.status, "was": state.blocker, "reason": reason}, indent=2))
+    else:
+        print(f"unblocked {state.run}: {reason}")
     return 0

@@ -7,6 +7,8 @@ import json
 import time
 from pathlib import Path
 
+from wikiengine.targets import ROOT_HELP
+
 HELP = "audit the lane since .audit-cursor; authorize a stop after a clean closing audit; revive an idle session"
 DESCRIPTION = """\
   wiki watch [--once] [--interval S] [--closing] [--json]
@@ -41,7 +43,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--interval", type=float, default=600.0, metavar="S", help="seconds between audits (default 600)")
     parser.add_argument("--closing", action="store_true", help="the closing audit; authorizes a stop when clean")
     parser.add_argument("--json", action="store_true", help="print one JSON object per audit")
-    parser.add_argument("--root", type=Path, help="the wiki repository root (default: nearest directory holding wiki/)")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.set_defaults(handler=run)
 
 
@@ -87,11 +89,11 @@ def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) 
 
 def run(args) -> int:
     from wikiengine.errors import WikiError
-    from wikiengine.targets import find_root
+    from wikiengine.targets import repository_root
 
     if args.interval <= 0:
         raise WikiError("--interval must be positive")
-    root = find_root(args.root)
+    root = repository_root(args.root)
     while True:
         doc, code = watch_once(root, args.names, closing=args.closing, interval=args.interval)
         if args.json:

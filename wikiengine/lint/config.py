@@ -1,6 +1,6 @@
 """Lint configuration from ``[tool.wiki]`` in ``pyproject.toml`` or from ``wiki.toml``.
 
-Example (``wiki.toml`` uses the same keys at top level)::
+Example (``wiki.toml`` uses the same keys at top level, tables without the ``tool.wiki.`` prefix)::
 
     [tool.wiki]
     select = ["EXP", "LOG", "WK"]           # code prefixes (default: all)
@@ -193,6 +193,9 @@ def load_config(root: Path, explicit: Path | None = None) -> LintConfig:
 
 
 def _from_table(table: dict, path: Path) -> LintConfig:
+    if path.name != "pyproject.toml" and isinstance(table.get("tool"), dict) and "wiki" in table["tool"]:
+        raise WikiError("[tool.wiki] is pyproject.toml's form: in wiki.toml the keys sit at top level "
+                        "(drop the 'tool.wiki.' prefix of every table)", path)
     config = LintConfig(source=path)
     for key, value in table.items():
         if key not in KEYS:

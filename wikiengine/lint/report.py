@@ -6,6 +6,7 @@ import json
 from collections import Counter
 
 from wikiengine.lint.finding import Finding
+from wikiengine.text import counted
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -15,13 +16,12 @@ def text(findings: list[Finding], files_checked: int, *, fixable_hint: bool = Tr
     lines = [f.render() for f in findings]
     if findings:
         files = len({f.path for f in findings})
-        noun = "finding" if len(findings) == 1 else "findings"
-        lines.append(f"Found {len(findings)} {noun} in {files} of {files_checked} file(s).")
+        lines.append(f"Found {counted(len(findings), 'finding')} in {files} of {counted(files_checked, 'file')}.")
         fixable = sum(1 for f in findings if f.fixable)
         if fixable and fixable_hint:
             lines.append(f"[*] {fixable} fixable with `wiki lint --fix`.")
     else:
-        lines.append(f"All checks passed ({files_checked} file(s)).")
+        lines.append(f"All checks passed ({counted(files_checked, 'file')}).")
     return "\n".join(lines)
 
 

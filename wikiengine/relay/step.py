@@ -79,6 +79,7 @@ def load_run(root: Path, state: State, store=None, compute=None) -> Run:
 def make_store(config: dict, root: Path):
     """The checkpoint store of the run's ``store`` block (``executors.registry``)."""
     from executors import registry
+    from executors.store import StoreUnavailableError
 
     from executors.store import StoreUnavailableError
 

@@ -58,6 +58,8 @@ REGISTRY: dict[str, str] = {
     "CON001": "wikiengine.rules.contradiction:UnresolvedContradiction",
     "IDX001": "wikiengine.rules.index_counts:IndexSectionCount",
     "CDB001": "wikiengine.rules.codebase_commit:CodebaseCommitPinned",
+    "LAY001": "wikiengine.rules.wiki_layout:ModelFolderName",
+    "LAY002": "wikiengine.rules.wiki_layout:RootProgramMissing",
     "KRN001": "wikiengine.rules.kernel_verdict:SupportedNeedsVerifier",
     "KRN002": "wikiengine.rules.kernel_verdict:LedgerIsTable",
     "KRN003": "wikiengine.rules.kernel_history:LedgerMatchesBranch",
