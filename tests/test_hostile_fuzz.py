@@ -256,8 +256,12 @@ def run_case(root: Path, argv: list[str], env: dict) -> tuple[int, str, float, f
     err_path = root.parent / "stderr.txt"
     with open(err_path, "wb") as err:
         started = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "wikiengine", *argv], cwd=root, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=err, env=env, preexec_fn=_limits)
+        # The limit is set by prlimit, not a preexec_fn: a forked child counts the resident
+        # pages of a large test process (a whole suite's) in its peak RSS until it execs.
+        limit = ["prlimit", f"--as={ADDRESS_SPACE}", "--"] if shutil.which("prlimit") else []
+        proc = subprocess.Popen([*limit, sys.executable, "-m", "wikiengine", *argv], cwd=root,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
+                                preexec_fn=None if limit else _limits)
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:

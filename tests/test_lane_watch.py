@@ -6,6 +6,7 @@ authorized stop writes the marker quoting the ALL-CLEAR and leaves nothing runni
 from __future__ import annotations
 
 import datetime as dt
+import re
 import json
 import subprocess
 import sys
@@ -27,6 +28,12 @@ def retrospective(root, name="2026-12-01-gemma4-tpu-retrospective.md"):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("---\ntitle: gemma4 tpu session retrospective\ntype: analysis\nmodel: gemma4\nlane: tpu\n"
                     "created: 2026-12-01\n---\n# Retrospective\n\nFrontier flat for 3 iterations.\n")
+    index = root / "wiki/index.md"  # the wiki's catalog lists it (IDX001 counts, IDX002 orphans)
+    text = index.read_text()
+    count = int(re.search(r"## Retrospectives \((\d+)\)", text).group(1))
+    text = text.replace(f"## Retrospectives ({count})\n\n", f"## Retrospectives ({count + 1})\n\n"
+                        f"- [gemma4 / tpu retrospective](analyses/{name})\n")
+    index.write_text(text)
     git(root, "add", "-A")
     git(root, "commit", "-qm", f"retrospective {name}")
 

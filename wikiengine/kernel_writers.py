@@ -204,6 +204,9 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
             hardware = device_token()
             txn.write(family.family_page, render_family_page(family, list(op_points), hardware, date))
             txn.write(family.results, results_tsv.HEADER)
+            from wikiengine.lane_writers import index_add
+
+            index_add(txn, root, [(f"{family.slug} kernel family", family.family_page)], "Kernels", create=True)
         records = journal_records(txn, family)
         last = next((r for r in reversed(records) if r.get("op") in ("start", "stop", "pause")), None)
         if last is not None and last["op"] == "start":

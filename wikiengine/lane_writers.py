@@ -29,7 +29,6 @@ from wikiengine.verdicts import Comparison, Evidence, cap_verdict, compare, is_b
 DEFAULT_METRIC = "mfu"
 DEFAULT_NOISE_BAND_PCT = 1.0
 _SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,59}")
-_INDEX_COUNT_RE = re.compile(r"(?m)^## (?P<title>Experiments) \((?P<n>\d+)\)[ \t]*$")
 
 
 def today() -> str:
@@ -271,12 +270,35 @@ def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposa
 # --- operations ------------------------------------------------------------------------------
 
 
-def _index_update(txn: LaneTxn, root: Path, delta: int) -> None:
-    """Keep ``wiki/index.md``'s ``## Experiments (N)`` count true when a page is added."""
-    if not (root / INDEX).is_file() or delta == 0:
+def _touch_model_page(txn: LaneTxn, model_rel: str | None, date: str) -> None:
+    """The lane filed a page: its model page is up to date as of ``date`` (MOD004)."""
+    if model_rel is None:
+        return
+    page = parse_page(txn.read(model_rel), model_rel)
+    if page.has_frontmatter and "updated" in page.frontmatter and str(page.frontmatter["updated"]) < date:
+        txn.write(model_rel, page.with_frontmatter({"updated": date}).to_text())
+
+
+def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: str = "Experiments",
+              create: bool = False) -> None:
+    """List new pages (``(label, rel)``) in ``wiki/index.md``'s ``## <section> (N)`` section,
+    keeping its count equal to what it lists (IDX001), when the wiki has an index; with
+    ``create`` a missing section is added at the end."""
+    if not pages or not (root / INDEX).is_file():
         return
     text = txn.read(INDEX)
-    txn.write(INDEX, _INDEX_COUNT_RE.sub(lambda m: f"## {m.group('title')} ({int(m.group('n')) + delta})", text, count=1))
+    match = re.search(r"(?m)^## " + re.escape(section) + r" \((?P<n>\d+)\)[ \t]*$", text)
+    items = "".join(f"- [{label}]({posixpath.relpath(rel, 'wiki')})\n" for label, rel in pages)
+    if match is None:
+        if create:
+            txn.write(INDEX, text.rstrip("\n") + f"\n\n## {section} ({len(pages)})\n\n{items}")
+        return
+    rest = text[match.end():]
+    stop = re.search(r"(?m)^#{1,2} ", rest)
+    body, after = (rest[: stop.start()], rest[stop.start():]) if stop else (rest, "")
+    listed = len(re.findall(r"(?m)^[-*] ", body)) + len(pages)
+    body = body.rstrip("\n") + "\n" + items + ("\n" if after else "")
+    txn.write(INDEX, text[: match.start()] + f"## {section} ({listed})" + body + after)
 
 
 def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_path: Path, track: int | None,
@@ -311,7 +333,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         txn.write(lane.journal, append_record(journal, {"op": "claim", "vid": vid, "slug": slug, "track": track,
                                                         "variant": variant, "workload": workload, "page": rel,
                                                         "at": now_iso()}))
-        _index_update(txn, root, 1)
+        index_add(txn, root, [(f"{vid} {slug}", rel)])
         result = {"vid": vid, "page": rel, "workload_name": workload, "artifacts": paths, "track": track,
                   "recovered": lock.recovered}
         if dry_run:
@@ -361,7 +383,7 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
                                                         "slug": slug, "track": track if isinstance(track, int) else None,
                                                         "variant": original.frontmatter.get("variant"),
                                                         "workload": workload, "page": rel, "at": now_iso()}))
-        _index_update(txn, root, 1)
+        index_add(txn, root, [(f"{retry} {slug}", rel)])
         result = {"vid": str(retry), "retry_of": original.exp_id, "page": rel, "workload_name": workload,
                   "artifacts": paths, "recovered": lock.recovered}
         if dry_run:
@@ -537,6 +559,8 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         page = page.with_frontmatter(updates)
         txn.write(target.rel, page.to_text())
         moved = filed == "supported" and value is not None and is_better(value, frontier, settings.higher_is_better)
+        if not moved:
+            _touch_model_page(txn, model_rel, date)
         if moved:
             link = _rel_link(model_rel, target.rel)
             new_text = set_cells(model_text, matrix, variant, {
@@ -737,7 +761,8 @@ def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: st
             filed.append({"vid": vid, "page": rel, "verdict": verdict, "workload": workload.name})
         if filed:
             txn.write(lane.journal, journal_text)
-            _index_update(txn, root, len(filed))
+            _touch_model_page(txn, model_rel, date)
+            index_add(txn, root, [(f"{b['vid']} (backfilled)", b['page']) for b in filed])
         result = {"lane": f"{lane.model_prefix}/{lane.name}", "finished_workloads": len(workloads), "backfilled": filed,
                   "recovered": lock.recovered}
         if dry_run:

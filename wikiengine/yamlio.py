@@ -196,6 +196,8 @@ def roundtrip_update(text: str, updates: dict[str, Any], path=None) -> str:
         raise PageError(f"invalid YAML: {problem}", path) from None
     except (ValueError, OverflowError) as exc:  # an impossible date such as 0000-00-00
         raise PageError(f"invalid YAML: {exc}", path) from None
+    except TypeError:  # a mapping as a key (`? : :`): not a frontmatter mapping
+        raise PageError("invalid YAML: a key that is not a scalar", path) from None
     except RecursionError:
         raise PageError("invalid YAML: nesting too deep", path) from None
     if data is None:
