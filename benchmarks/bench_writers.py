@@ -75,6 +75,7 @@ def convert_lane(corpus: Path) -> None:
     best: dict[str, tuple[float, str]] = {}
     baseline: dict[str, float] = {}
     open_count: dict[str, int] = {key: 0 for key in ROWS}
+    latest = ""
     for path in sorted((corpus / LANE_DIR / "experiments").glob("*.md")):
         text = path.read_text(encoding="utf-8")
         meta = frontmatter.loads(text).metadata
@@ -83,6 +84,7 @@ def convert_lane(corpus: Path) -> None:
         text = re.sub(r"(?m)^variant: .*$", f"variant: {size}/{hardware}", text, count=1)
         path.write_text(text, encoding="utf-8")
         baseline.setdefault(variant, float(meta["metrics"]["baseline_mfu"]))
+        latest = max(latest, str(meta.get("created", ""))[:10])
         open_count[variant] += meta["status"] == "in_progress"
         if meta["status"] == "supported" and (variant not in best or meta["mfu"] > best[variant][0]):
             best[variant] = (float(meta["mfu"]), path.name)
@@ -98,7 +100,7 @@ def convert_lane(corpus: Path) -> None:
                     f"{open_count[variant]} | {exp} |")
     page = corpus / MODEL_PAGE
     meta_block = page.read_text(encoding="utf-8").split("\n---\n", 1)[0] + "\n---\n"
-    meta_block = re.sub(r"(?m)^updated: .*$", "updated: 2099-12-31", meta_block)  # reviewed after every filing
+    meta_block = re.sub(r"(?m)^updated: .*$", f"updated: {latest}", meta_block)  # reviewed after the last filing
     rest = "".join(f"\n## {title}\n\nNone.\n" for title in (
         "How to run", "Cross-variant open hypotheses", "Variant-specific open hypotheses", "Retired hypotheses",
         "Knobs translation matrix", "Iteration ladder"))
