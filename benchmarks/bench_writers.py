@@ -84,7 +84,7 @@ def convert_lane(corpus: Path) -> None:
         text = re.sub(r"(?m)^variant: .*$", f"variant: {size}/{hardware}", text, count=1)
         path.write_text(text, encoding="utf-8")
         baseline.setdefault(variant, float(meta["metrics"]["baseline_mfu"]))
-        latest = max(latest, str(meta.get("created", ""))[:10])
+        latest = max(latest, str(meta.get("created", ""))[:10], str(meta.get("updated", ""))[:10], path.name[:10])
         open_count[variant] += meta["status"] == "in_progress"
         if meta["status"] == "supported" and (variant not in best or meta["mfu"] > best[variant][0]):
             best[variant] = (float(meta["mfu"]), path.name)
