@@ -59,6 +59,8 @@ class VerdictLogged(Rule):
                 ids = ctx.facts(self.code, log) if ctx.exists(log) else None
                 logged[log] = set(ids) if ids is not None else None
             mentioned = logged[log]
+            if mentioned is not None and facts.exp_id in mentioned:
+                continue
             if facts.exp_id in _before_split(ctx, facts):
                 continue  # logged in the global log, before the wiki split its logs
             if mentioned is None:

@@ -109,11 +109,8 @@ class LoopIterationInGlobalLog(Rule):
     def check_page(self, info, ctx):
         if info.rel != GLOBAL_LOG:
             return
-        split = log_split_date(ctx)
         for entry in log_entries(info, ctx):
-            if split is not None and entry.date is not None and entry.date < str(split):
-                continue  # written before the wiki split its logs: it stays where it is
-            if entry.has_op("loop-iteration"):
+            if entry.has_op("loop-iteration") and not _before_split(entry, ctx):
                 yield self.finding(
                     info.rel, entry.line, "loop-iteration entry in the global log: it belongs in the lane's log.md",
                     date=entry.finding_date,
@@ -159,15 +156,23 @@ class UnknownLogOp(Rule):
         if known is None:
             return
         folded = {op.casefold() for op in known}
-        split = log_split_date(ctx) if tier == "global" else None
-        older = folded | {op.casefold() for op in ctx.config.log_ops.get("lane", ())}
+        lane_ops = {op.casefold() for op in ctx.config.log_ops.get("lane", ())}
         for entry in log_entries(info, ctx):
             for op in entry.ops:
                 if tier == "global" and op.casefold() == "loop-iteration":
                     continue  # LOG003 says where it belongs
-                vocabulary = older if split is not None and entry.date is not None and entry.date < split else folded
-                if entry.problem is None and op.casefold() not in vocabulary:
-                    yield self.finding(
+                if entry.problem is not None or op.casefold() in folded:
+                    continue
+                if tier == "global" and op.casefold() in lane_ops and _before_split(entry, ctx):
+                    continue  # the global log was the only one then
+                yield self.finding(
                         info.rel, entry.line, f"op {op!r} is not a known {tier}-log op ({', '.join(known)})",
                         date=entry.finding_date,
                     )
+
+
+def _before_split(entry, ctx) -> bool:
+    """Is a global-log entry dated before the wiki split its logs? (The split is read only
+    when an entry needs it, and once per lint.)"""
+    split = log_split_date(ctx)
+    return split is not None and entry.date is not None and entry.date < str(split)
