@@ -247,35 +247,48 @@ def snapshot(sandbox: Path) -> dict[str, tuple]:
     return found
 
 
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-
-
 def run_case(root: Path, argv: list[str], env: dict) -> tuple[int, str, float, float]:
-    """(exit status, stderr, wall seconds, peak RSS MiB) of one ``wiki`` process, killed at the ceiling."""
-    err_path = root.parent / "stderr.txt"
-    with open(err_path, "wb") as err:
+    """(exit status, stderr, wall seconds, peak RSS MiB) of one ``wiki`` process, killed at the ceiling.
+
+    The peak RSS is GNU time's report on its own child (``%M``): a process spawned
+    straight from this one inherits this process's high-water mark (Linux carries
+    ``maxrss`` across vfork and exec), which in a whole-suite run is hundreds of MiB of
+    other tests' memory. ``prlimit`` sets the address-space ceiling and ``env -C`` the
+    directory; the case runs in its own session so a timeout kills all of it.
+    """
+    err_path, rss_path = root.parent / "stderr.txt", root.parent / "rss.txt"
+    err = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        gnu_time = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+        timer = [gnu_time, "-f", "%M", "-o", str(rss_path)] if gnu_time else []  # without it: wait4's figure
+        command = [*timer, shutil.which("prlimit"), f"--as={ADDRESS_SPACE}", "--", shutil.which("env"), "-C", str(root),
+                   sys.executable, "-m", "wikiengine", *argv]
         started = time.monotonic()
-        # The limit is set by prlimit, not a preexec_fn: a forked child counts the resident
-        # pages of a large test process (a whole suite's) in its peak RSS until it execs.
-        limit = ["prlimit", f"--as={ADDRESS_SPACE}", "--"] if shutil.which("prlimit") else []
-        proc = subprocess.Popen([*limit, sys.executable, "-m", "wikiengine", *argv], cwd=root,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
-                                preexec_fn=None if limit else _limits)
+        pid = os.posix_spawn(command[0], command, env, setsid=True, file_actions=[
+            (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, null, 1), (os.POSIX_SPAWN_DUP2, err, 2)])
         while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
+            done, status, usage = os.wait4(pid, os.WNOHANG)
+            if done:
                 break
             if time.monotonic() - started > CASE_SECONDS:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
+                os.killpg(pid, 9)
+                done, status, usage = os.wait4(pid, 0)
                 break
             time.sleep(0.01)
         wall = time.monotonic() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        os.close(err)
+        os.close(null)
     stderr = err_path.read_text(errors="replace")
     err_path.unlink()
-    return proc.returncode, stderr, wall, usage.ru_maxrss / 1024
+    report = rss_path.read_text().strip().splitlines() if rss_path.exists() else []
+    rss_path.unlink(missing_ok=True)
+    peak_kib = int(report[-1]) if report and report[-1].isdigit() else usage.ru_maxrss
+    code = os.waitstatus_to_exitcode(status)
+    # GNU time prefixes a killed or failed child's report with a line of its own
+    stderr = "\n".join(line for line in stderr.splitlines() if not line.startswith("Command "))
+    return code, stderr, wall, peak_kib / 1024
 
 
 @settings(max_examples=CASES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
