@@ -37,6 +37,7 @@ import tempfile
 from pathlib import Path
 
 from executors.clean_room import clean_environment, is_secret
+from executors.lane_runner import write_json
 from executors.compute import (
     ComputeError,
     ComputeUnavailableError,
@@ -60,15 +61,6 @@ def _now() -> dt.datetime:
 
 def _iso(moment: dt.datetime) -> str:
     return moment.astimezone(dt.timezone.utc).isoformat()
-
-
-def _write_json(path: Path, obj: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(obj, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def _read_json(path: Path) -> dict | None:
@@ -136,7 +128,7 @@ class LocalProcessCompute:
             # a launch killed before it wrote session.json never started anything: reuse the directory
         submitted = _now()
         (directory / "script.py").write_text(request.script_text, encoding="utf-8")
-        _write_json(directory / "session.json", {"slug": request.slug, "version": 1, "submitted_at": _iso(submitted),
+        write_json(directory / "session.json", {"slug": request.slug, "version": 1, "submitted_at": _iso(submitted),
                                                  "timeout_s": request.session_timeout_s, "pid": None})
         env = {k: v for k, v in os.environ.items() if not is_secret(k, v)}  # the session needs no credential
         env["PYTHONUNBUFFERED"] = "1"
@@ -147,7 +139,7 @@ class LocalProcessCompute:
                 start_new_session=True)
         record = _read_json(directory / "session.json") or {}
         record["pid"] = process.pid
-        _write_json(directory / "session.json", record)
+        write_json(directory / "session.json", record)
         return LaunchRecord(ref=request.slug, version=1, kernel_id=str(process.pid), submitted_at=submitted)
 
     # ---------------------------------------------------------------- status
@@ -294,7 +286,7 @@ def supervise(directory: Path) -> int:
     directory = Path(directory)
     info = _read_json(directory / "session.json") or {}
     timeout_s = info.get("timeout_s")
-    _write_json(directory / "started.json", {"started_at": _iso(_now()), "pid": os.getpid()})
+    write_json(directory / "started.json", {"started_at": _iso(_now()), "pid": os.getpid()})
     sys.stdout.flush()
     # The session gets the clean room's environment, a fresh empty HOME (no token file,
     # .netrc or kaggle.json in reach) and its own TMPDIR; both are removed when it ends.
@@ -330,7 +322,7 @@ def supervise(directory: Path) -> int:
     record = {"exit_code": code, "ended_at": _iso(_now()), "failure": failure}
     if stopped:
         record["stopped"] = stopped[0]
-    _write_json(directory / "exit.json", record)
+    write_json(directory / "exit.json", record)
     return code
 
 
