@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wikiengine.experiment import is_experiment_file_name
-from wikiengine.lanes import Lane
+from wikiengine.lanes import Lane, LaneFolder
 
 KERNEL_EXPERIMENTS_ROOT = "wiki/kernel_experiments"
 KERNELS_DIR = "wiki/kernels"
@@ -36,7 +36,7 @@ _SLUG_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,59}")
 
 
 @dataclass(frozen=True)
-class KernelFamily:
+class KernelFamily(LaneFolder):
     slug: str  # flash_attention, layernorm
     name: str = KERNEL_LANE
 
@@ -51,22 +51,6 @@ class KernelFamily:
     @property
     def model_prefix(self) -> str:
         return self.slug
-
-    @property
-    def log(self) -> str:
-        return f"{self.dir}/log.md"
-
-    @property
-    def results(self) -> str:
-        return f"{self.dir}/RESULTS.tsv"
-
-    @property
-    def program(self) -> str:
-        return f"{self.dir}/program.md"
-
-    @property
-    def journal(self) -> str:
-        return f"{self.dir}/.journal.jsonl"
 
     @property
     def receipts_dir(self) -> str:

@@ -25,22 +25,10 @@ _LANE_PATH_RE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Lane:
-    model_dir: str  # gemma4_autoresearch_optimization
-    name: str  # tpu
+class LaneFolder:
+    """The files every lane-like folder holds (a model lane, a kernel family's pallas lane)."""
 
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.model_dir, self.name)
-
-    @property
-    def dir(self) -> str:
-        return f"{EXPERIMENTS_ROOT}/{self.model_dir}/{self.name}"
-
-    @property
-    def experiments_dir(self) -> str:
-        return f"{self.dir}/experiments"
+    dir: str
 
     @property
     def log(self) -> str:
@@ -57,6 +45,24 @@ class Lane:
     @property
     def journal(self) -> str:
         return f"{self.dir}/.journal.jsonl"
+
+
+@dataclass(frozen=True)
+class Lane(LaneFolder):
+    model_dir: str  # gemma4_autoresearch_optimization
+    name: str  # tpu
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.model_dir, self.name)
+
+    @property
+    def dir(self) -> str:
+        return f"{EXPERIMENTS_ROOT}/{self.model_dir}/{self.name}"
+
+    @property
+    def experiments_dir(self) -> str:
+        return f"{self.dir}/experiments"
 
     @property
     def model_prefix(self) -> str:
