@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.rules_wiki import LANE, MODEL_PAGE, experiment_page, findings, write
+from tests.rules_wiki import LANE, MODEL_PAGE, TEMPLATE_SECTIONS, experiment_page, findings, write
 
 MODEL = "wiki/models/gemma4-tpu.md"
 V042 = f"{LANE}/2026-06-02-v042-splash.md"
@@ -34,35 +34,7 @@ lane: tpu
 ## Current best
 
 {best}
-
-## Target metrics
-
-MFU.
-
-## How to run
-
-`wiki resolve gemma4 tpu`.
-
-## Cross-variant open hypotheses
-
-None.
-
-## Variant-specific open hypotheses
-
-None.
-
-## Retired hypotheses
-
-None.
-
-## Knobs translation matrix
-
-None.
-
-## Iteration ladder
-
-Baseline first.
-"""
+""" + TEMPLATE_SECTIONS
 LINK_V043 = "[v043](../experiments/gemma4_autoresearch_optimization/tpu/experiments/2026-06-03-v043-blocks.md) at 42.0%"
 
 CASES = [
