@@ -399,9 +399,9 @@ def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None, **_unus
             result.actions.append(f"(dry run) track {decision.track}: {decision.kind}")
             continue
         ACTS.get(decision.kind, lambda *a: None)(run, decision, obs, result)
-    summary = reground(run, observe(run) if not dry_run else obs)
+    fresh = observe(run) if not dry_run else obs  # the world after this wake's acts, read once
+    summary = reground(run, fresh)
     result.reground = summary
-    fresh = observe(run) if not dry_run else obs
     for decision in decide(fresh.views, now, run.limits).tracks:
         need = owed(run, decision, fresh, summary)
         if need:
