@@ -49,7 +49,7 @@ def test_a_fresh_init_writes_the_conventions_layout(fresh):
     assert set(out["created"]) == {
         "wiki/log.md", "wiki/index.md", "wiki/experiments/program.md", f"{MODEL_DIR}/program.md", *lanes,
         "wiki/models/gemma4-tpu.md", "wiki/models/gemma4-jax.md", "wiki/kernel_experiments/program.md", *kernel,
-        "wiki/kernels/flash_attention.md", "wiki.toml", ".pre-commit-config.yaml", ".gitignore",
+        "wiki/kernels/flash_attention.md", "wiki.toml", ".pre-commit-config.yaml", ".gitignore", ".env/README.md",
     }
     assert all((root / rel).is_file() for rel in out["created"])
 
@@ -325,3 +325,56 @@ def test_row44_a_memory_folder_symlinked_out_is_refused_before_anything_is_writt
     done = wiki(tmp_path, "init", str(root), "--memory", "r1")
     assert done.returncode == 2 and "resolves outside" in done.stderr
     assert list(outside.iterdir()) == [] and sorted(p.name for p in root.iterdir()) == ["memory"]
+
+
+def test_the_env_readme_documents_cluster_files_and_is_not_one(fresh):
+    from wikiengine.executors.gke.clusters import discover_clusters, parse_cluster_file
+
+    root, _ = fresh
+    readme = root / ".env" / "README.md"
+    assert "gke-<tpu>-<topology>-<owner>.md" in readme.read_text()
+    assert discover_clusters(root / ".env") == []
+    example = "\n".join(line[4:] for line in readme.read_text().splitlines() if line.startswith("    "))
+    (root / "example.md").write_text(example[example.index("## Topology"):])
+    parsed = parse_cluster_file(root / "example.md")  # the README's example is a valid cluster file
+    assert (parsed.name, parsed.tpu.xpk_type, parsed.zone) == ("alice-v5p-16", "v5p-16", "europe-west4-b")
+    assert parsed.context == "gke_example-tpu-project_europe-west4-b_alice-v5p-16" and not parsed.context_derived
+
+
+def test_a_cluster_file_from_flags_is_read_back_by_wiki_clusters(tmp_path):
+    from wikiengine.executors.gke.clusters import discover_clusters
+
+    def init_cluster(name, project):
+        return subprocess.run([sys.executable, "-m", "wikiengine", "init", "--json", "--cluster", name, "--tpu",
+                               "v6e-2x4", "--location", "us-east5", "--project", project], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300,
+                              env={"PATH": "/usr/bin:/bin", "USER": "bob", "HOME": str(tmp_path)})
+
+    done = init_cluster("bob-v6e-8", "p-1")
+    assert done.returncode == 0, done.stderr
+    assert ".env/gke-v6e-2x4-bob.md" in json.loads(done.stdout)["created"]
+    [cluster] = discover_clusters(tmp_path / ".env", "v6e", "2x4")
+    assert (cluster.name, cluster.tpu.chips, cluster.tpu.xpk_type, cluster.region, cluster.zone) == (
+        "bob-v6e-8", 8, "v6e-8", "us-east5", None)
+    assert cluster.context == "gke_p-1_us-east5_bob-v6e-8"
+    before = (tmp_path / ".env/gke-v6e-2x4-bob.md").read_bytes()
+    again = init_cluster("bob-v6e-8-b", "p-2")  # same file name: an existing cluster file is never overwritten
+    assert again.returncode == 0 and ".env/gke-v6e-2x4-bob.md" in json.loads(again.stdout)["skipped"]
+    assert (tmp_path / ".env/gke-v6e-2x4-bob.md").read_bytes() == before
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--cluster", "c1", "--tpu", "v5p-2x2x2"], "missing --location, --project"),
+    (["--cluster", "Bad_Name", "--tpu", "v5p-2x2x2", "--location", "europe-west4-b", "--project", "p"],
+     "--cluster: cluster name 'Bad_Name' is not a valid GKE cluster name"),
+    (["--cluster", "c1", "--tpu", "v9-2x2", "--location", "europe-west4-b", "--project", "p"],
+     "--tpu: unknown TPU generation 'v9'"),
+    (["--cluster", "c1", "--tpu", "v5p-2x2", "--location", "europe-west4-b", "--project", "p"],
+     "--tpu: v5p topology must be AxBxC, not 2x2"),
+    (["--cluster", "c1", "--tpu", "v5p-2x2x2", "--location", "mars", "--project", "p"],
+     "--cluster: no region or zone"),
+])
+def test_bad_cluster_flags_are_one_line_exit_2_and_write_nothing(tmp_path, argv, message):
+    done = wiki(tmp_path, "init", *argv)
+    assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / ".env").exists() and not (tmp_path / "wiki").exists()

@@ -59,6 +59,32 @@ class File:
 
 
 @dataclass(frozen=True)
+class Cluster:
+    """One ``.env/`` cluster file to write: the GKE cluster, its slice (``v5p-2x2x2``), location and project."""
+
+    name: str
+    generation: str
+    topology: str
+    location: str  # a zone (europe-west4-b) or a region (europe-west4), as gcloud's --location takes
+    project: str
+    owner: str  # the file name's last part: gke-<tpu>-<topology>-<owner>.md
+
+    @property
+    def rel(self) -> str:
+        return f".env/gke-{self.generation}-{self.topology}-{self.owner}.md"
+
+    def text(self) -> str:
+        import math
+
+        from wikiengine.executors.gke.clusters import is_zone
+
+        chips = math.prod(int(d) for d in self.topology.split("x"))
+        return _template("env-cluster.md", cluster=self.name, generation=self.generation, topology=self.topology,
+                         chips=str(chips), location=self.location, project=self.project,
+                         location_key="Zone" if is_zone(self.location) else "Region")
+
+
+@dataclass(frozen=True)
 class Request:
     """What to scaffold: model folders and lanes (every lane under every model), kernel families, a relay run."""
 
@@ -67,6 +93,7 @@ class Request:
     variants: tuple[tuple[str, str], ...] = ()  # (size, hardware): a Variant matrix row of every model page
     kernels: tuple[str, ...] = ()
     run: str | None = None
+    cluster: Cluster | None = None
 
 
 @dataclass
@@ -226,6 +253,9 @@ def plan(request: Request, today: dt.date, existing: set[str], *, configured: bo
     if not configured:
         files.append(File("wiki.toml", wiki_toml_text()))
     files.append(File(".pre-commit-config.yaml", pre_commit_text()))
+    files.append(File(".env/README.md", _template("env-readme.md")))
+    if request.cluster is not None:
+        files.append(File(request.cluster.rel, request.cluster.text()))
     ignore = GITIGNORE + (RELAY_GITIGNORE if request.run is not None else ())
     files.append(File(".gitignore", "\n".join(ignore) + "\n", lines=True))
     unique: dict[str, File] = {}
@@ -278,7 +308,7 @@ def check_inside(root: Path, rels: list[str]) -> list[Path]:
 def scaffold_relay(root: Path, run: str, now: dt.datetime) -> Outcome:
     """The relay's memory files (:func:`wikiengine.memory.scaffold`, which keeps existing ones) and,
     when missing, the local git checkpoint store that :func:`relay_config` names."""
-    from executors.local_store import LocalGitStore
+    from wikiengine.executors.local_store import LocalGitStore
     from wikiengine import memory
 
     *rels, store = relay_rels(run)

@@ -322,6 +322,11 @@ def parse_cluster_file(path: str | Path) -> ClusterFile:
     return ClusterFile(path, name, tpu, project_fact.value, region, zone, context, derived, namespace)
 
 
+def is_zone(location: str) -> bool:
+    """``europe-west4-b`` is a zone, ``europe-west4`` a region."""
+    return bool(_ZONE_RE.match(location))
+
+
 def is_cluster_file(path: Path) -> bool:
     """A ``.env`` markdown file is a cluster file when named ``gke-*`` or it has a Topology section."""
     if path.name.startswith("gke-"):

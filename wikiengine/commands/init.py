@@ -13,13 +13,16 @@ the root program of wiki/experiments, a model program per --model, a lane progra
 log and RESULTS.tsv per --lane (every lane under every model), a model page
 wiki/models/<model>-<lane>.md with the variant matrix, wiki/index.md, wiki/log.md, a
 wiki.toml with the lint defaults spelled out, a .pre-commit-config.yaml running the
-published wiki-lint hook, and .gitignore entries for artifacts and caches.
+published wiki-lint hook, .gitignore entries for artifacts and caches, and .env/README.md: the format of the cluster
+files (one per GKE TPU cluster) with a filled example.
 
   wiki init                                   an empty wiki
   wiki init DIR --model gemma4 --lane tpu --lane jax
   wiki init --model qwen3 --lane jax --variant 8B/v6e-8 --variant 3B/v6e-8
   wiki init --kernel flash_attention          a kernel family (kernel_experiments/<K>/pallas)
   wiki init --memory RUN                      a relay run: memory/ files, wiki/runs/<RUN>/program.md, store/
+  wiki init --cluster alice-v5p-16 --tpu v5p-2x2x2 --location europe-west4-b --project P
+                                              a .env/ cluster file that wiki loop start and wiki clusters read
 
 Idempotent: in an existing wiki it adds only what is missing and never overwrites a file
 (.gitignore only gains the lines it lacks); it prints what it created and skipped. Run it
@@ -41,6 +44,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--kernel", action="append", default=[], metavar="K",
                         help="a kernel family wiki/kernel_experiments/<K>/pallas (repeatable)")
     parser.add_argument("--memory", metavar="RUN", help="scaffold memory/ and wiki/runs/<RUN>/program.md for a relay run")
+    cluster = parser.add_argument_group("a .env/ cluster file (all four together)")
+    cluster.add_argument("--cluster", metavar="NAME", help="the GKE cluster's name, e.g. alice-v5p-16")
+    cluster.add_argument("--tpu", metavar="GEN-TOPOLOGY", help="its slice: v5p-2x2x2, v6e-2x4")
+    cluster.add_argument("--location", metavar="ZONE|REGION", help="as gcloud's --location: europe-west4-b")
+    cluster.add_argument("--project", metavar="PROJECT", help="the Google Cloud project")
     parser.add_argument("--json", action="store_true", help='print {"root", "created", "updated", "skipped", "notes"}')
     parser.set_defaults(handler=run)
 
@@ -72,7 +80,36 @@ def _request(args):
         raise WikiError("--variant needs a --lane: variants are rows of a lane's model page")
     kernels = tuple(dict.fromkeys(check_name(k, "kernel family") for k in args.kernel))
     run_name = check_name(args.memory, "run") if args.memory is not None else None
-    return Request(models=models, lanes=lanes, variants=tuple(variants), kernels=kernels, run=run_name)
+    return Request(models=models, lanes=lanes, variants=tuple(variants), kernels=kernels, run=run_name,
+                   cluster=_cluster(args))
+
+
+def _cluster(args):
+    """The ``.env/`` cluster file the four flags describe, checked by reading it back as a cluster file."""
+    import tempfile
+
+    from wikiengine.errors import WikiError
+    from wikiengine.executors.gke.clusters import parse_cluster_file, parse_tpu
+    from wikiengine.identity import resolve_user_prefix
+    from wikiengine.scaffold import Cluster
+
+    given = {flag: getattr(args, flag) for flag in ("cluster", "tpu", "location", "project")}
+    if not any(given.values()):
+        return None
+    missing = [f"--{flag}" for flag, value in given.items() if not value]
+    if missing:
+        raise WikiError(f"a cluster file needs --cluster, --tpu, --location and --project (missing {', '.join(missing)})")
+    tpu = parse_tpu(args.tpu, Path("--tpu"), None)
+    owner = resolve_user_prefix(None, cwd=args.directory).value
+    cluster = Cluster(args.cluster, tpu.generation, tpu.topology, args.location, args.project, owner)
+    with tempfile.TemporaryDirectory() as scratch:
+        probe = Path(scratch) / Path(cluster.rel).name
+        probe.write_text(cluster.text(), encoding="utf-8")
+        try:
+            parse_cluster_file(probe)
+        except WikiError as error:  # the flags' values, not the scratch file, are what is wrong
+            raise WikiError(f"--cluster: {error.message}") from None
+    return cluster
 
 
 def _has_tool_wiki(root: Path) -> bool:
