@@ -1,6 +1,6 @@
 """Where each entry of the scripted autoresearch queue lands on this machine.
 
-Runs ``python -m training.autoresearch_target`` (a fresh process each time, as the lane
+Runs ``python -m wikiengine.training.autoresearch_target`` (a fresh process each time, as the lane
 runs it) for the frontier against itself (an A/A run) and for every queue entry, each
 ``--runs`` times, against the baseline and against the baseline with the queue's first
 win applied (the frontier most entries meet once that win is filed). Prints one markdown
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.autoresearch_queue import QUEUE, Proposal, baseline_config  # noqa: E402
+from wikiengine.training.autoresearch_queue import QUEUE, Proposal, baseline_config  # noqa: E402
 
 
 def landing(metrics: dict) -> str:
@@ -44,7 +44,7 @@ def run_once(candidate: dict, frontier: dict, work: Path, rounds: int, seconds: 
     work.mkdir(parents=True)
     (work / "cand.json").write_text(json.dumps(candidate))
     (work / "front.json").write_text(json.dumps(frontier))
-    subprocess.run([sys.executable, "-m", "training.autoresearch_target", "--config", str(work / "cand.json"),
+    subprocess.run([sys.executable, "-m", "wikiengine.training.autoresearch_target", "--config", str(work / "cand.json"),
                     "--frontier", str(work / "front.json"), "--out", str(work / "out"), "--rounds", str(rounds),
                     "--seconds", str(seconds)], capture_output=True, check=False)
     return json.loads((work / "out" / "metrics.json").read_text())

@@ -33,12 +33,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from executors.local_store import LocalGitStore  # noqa: E402
-from training.checkpoint import read_verified_from_store, write_checkpoint  # noqa: E402
-from training.config import tiny_demo_config  # noqa: E402
-from training.data import open_corpus  # noqa: E402
-from training.model import build_model  # noqa: E402
-from training.trainer import Trainer, lr_at  # noqa: E402
+from wikiengine.executors.local_store import LocalGitStore  # noqa: E402
+from wikiengine.training.checkpoint import read_verified_from_store, write_checkpoint  # noqa: E402
+from wikiengine.training.config import tiny_demo_config  # noqa: E402
+from wikiengine.training.data import open_corpus  # noqa: E402
+from wikiengine.training.model import build_model  # noqa: E402
+from wikiengine.training.trainer import Trainer, lr_at  # noqa: E402
 
 
 class BareLoop:

@@ -86,7 +86,7 @@ def dirty_paths(root: Path, paths: list[str]) -> list[str]:
 def assert_no_secret(text: str, where: str) -> None:
     """GitCommitError when ``text`` holds a secret value this process can see: plain, URL-encoded
     or base64 (:func:`executors.http_policy.secret_values`; row 46)."""
-    from executors.http_policy import secret_values
+    from wikiengine.executors.http_policy import secret_values
 
     if any(form in text for form in secret_values()):
         raise GitCommitError("refusing to commit: a secret value would land in the commit", where)

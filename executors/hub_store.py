@@ -17,7 +17,7 @@ Hub repository (a dataset repo by default):
   list is read again before any retry: a commit that landed but whose answer was lost is
   recognised by its parent, title and claim id and is not made twice;
 - every call has a deadline and backs off on 408/429/5xx honouring ``Retry-After``
-  (:mod:`executors.http_policy`); an exhausted call raises
+  (:mod:`wikiengine.executors.http_policy`); an exhausted call raises
   :class:`StoreUnavailableError`: unknown, never "gone".
 
 The token is never configured here: ``huggingface_hub`` reads it from ``HF_TOKEN`` or
@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from executors.http_policy import (
+from wikiengine.executors.http_policy import (
     RETRY_STATUSES,
     DeadlineExceeded,
     RetriesExhausted,
@@ -45,7 +45,7 @@ from executors.http_policy import (
     retry_after_seconds,
     safe_message,
 )
-from executors.store import (
+from wikiengine.executors.store import (
     FINAL_PATH,
     POINTER_PATH,
     FileMissingError,

@@ -18,7 +18,7 @@
   :class:`CapacityError` once, never retried here; a message-less API error becomes a
   message naming the request;
 - reads (status, log, quota, listing) retry with backoff under a deadline
-  (:mod:`executors.http_policy`); the push never retries (a lost answer may have
+  (:mod:`wikiengine.executors.http_policy`); the push never retries (a lost answer may have
   launched: the claim decides on the next wake).
 
 Credentials are the client's usual ones (``KAGGLE_USERNAME``/``KAGGLE_KEY``, a
@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
-from executors.compute import (
+from wikiengine.executors.compute import (
     CapacityError,
     ComputeError,
     ComputeUnavailableError,
@@ -48,7 +48,7 @@ from executors.compute import (
     SessionState,
     SessionStatus,
 )
-from executors.http_policy import (
+from wikiengine.executors.http_policy import (
     RETRY_STATUSES,
     DeadlineExceeded,
     RetriesExhausted,

@@ -9,7 +9,7 @@ drives all of it. Two implementations:
 - :class:`executors.lane_local.LocalLaneBackend`: local processes, one folder per workload
   under ``.wiki/lane-runs/<model folder>/<lane>/``;
 - :class:`executors.lane_gke.GkeLaneBackend`: JobSets on one GKE cluster, dispatched
-  through :mod:`executors.gke.dispatch`.
+  through :mod:`wikiengine.executors.gke.dispatch`.
 
 The contract every backend keeps (``tests/test_lane_backend_contract.py`` runs it on both):
 
@@ -22,7 +22,7 @@ The contract every backend keeps (``tests/test_lane_backend_contract.py`` runs i
   :class:`LaunchConflict` (use the next retry suffix). The lane mode journals the launch
   first and calls launch again after a crash.
 - **One run per track** (a local slot, a GKE cluster): a launch while another run holds
-  it is a :class:`~executors.compute.CapacityError` and starts nothing.
+  it is a :class:`~wikiengine.executors.compute.CapacityError` and starts nothing.
 - **Delete is idempotent** and leaves nothing of the workload running. Whether the
   record stays is the backend's: locally the folder stays (the log and artifacts feed
   the page and backfill) and the run reads ``failed`` with a reason; on GKE the JobSet
@@ -43,8 +43,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from executors.clean_room import is_secret_name
-from executors.compute import ComputeError, ComputeUnavailableError
+from wikiengine.executors.clean_room import is_secret_name
+from wikiengine.executors.compute import ComputeError, ComputeUnavailableError
 
 IN_FLIGHT = ("queued", "running")
 FINISHED = ("succeeded", "failed")

@@ -1,6 +1,6 @@
 """The GKE lane backend: a lane's workloads as JobSets on one cluster.
 
-Launch goes through :mod:`executors.gke.dispatch` (the xpk-style manifest, the
+Launch goes through :mod:`wikiengine.executors.gke.dispatch` (the xpk-style manifest, the
 occupancy re-check right before the submit, a lost or refused create settled by
 re-reading). A name that is already on the cluster is adopted, never resubmitted.
 ``argv`` runs as given: it becomes ``bash -c <shlex-joined argv>``, so a command that
@@ -25,9 +25,9 @@ import re
 import shlex
 from pathlib import Path
 
-from executors.compute import ComputeError, SessionState
-from executors.gke.clusters import ClusterFile
-from executors.gke.dispatch import (
+from wikiengine.executors.compute import ComputeError, SessionState
+from wikiengine.executors.gke.clusters import ClusterFile
+from wikiengine.executors.gke.dispatch import (
     DEFAULT_QUEUE,
     JOBSET_NAME_LABEL,
     DispatchConflict,
@@ -43,9 +43,9 @@ from executors.gke.dispatch import (
     storage_paths,
     submit_jobset,
 )
-from executors.gke.kube import DEFAULT_DEADLINE_S, KubeNotFound, KubeUnavailable
-from executors.gke.occupancy import Me
-from executors.lane_backend import (
+from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, KubeNotFound, KubeUnavailable
+from wikiengine.executors.gke.occupancy import Me
+from wikiengine.executors.lane_backend import (
     ARTIFACT_ENV,
     FINISHED,
     LaneWorkload,

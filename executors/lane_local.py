@@ -3,8 +3,8 @@
 One workload is one folder ``.wiki/lane-runs/<model folder>/<lane>/<workload name>/``:
 
 - ``spec.json``: what to run (argv, env, cwd, timeout), written before anything starts;
-- ``runner.json``: the pid of its runner (:mod:`executors.lane_runner`), which launch
-  starts detached in the clean-room environment (:mod:`executors.clean_room`: no
+- ``runner.json``: the pid of its runner (:mod:`wikiengine.executors.lane_runner`), which launch
+  starts detached in the clean-room environment (:mod:`wikiengine.executors.clean_room`: no
   credential variable, ``HOME`` at the folder's own empty ``home/``);
 - ``status.json``: ``state`` (``running | succeeded | failed``), ``exit_code``,
   ``started``, ``finished``, ``pid`` of the run, ``runner_pid`` and ``pgid`` (the
@@ -15,7 +15,7 @@ One workload is one folder ``.wiki/lane-runs/<model folder>/<lane>/<workload nam
   ``$ARTIFACT_DIR``, with ``$METRICS_PATH`` (metrics.json), ``$XPROF_PATH``, ``$HLO_PATH``.
 
 A track has one slot: launching while another run of the same track is in flight is a
-:class:`~executors.compute.CapacityError`. Launch and delete hold the lane's file lock,
+:class:`~wikiengine.executors.compute.CapacityError`. Launch and delete hold the lane's file lock,
 so two launches of one name (or one track) start one run. Delete
 writes ``deleted.json`` (the runner kills the process group and records why), kills the
 group itself when the runner is gone, and keeps the folder: the log and artifacts of
@@ -40,9 +40,9 @@ import sys
 import time
 from pathlib import Path
 
-from executors.clean_room import clean_environment
-from executors.compute import CapacityError, ComputeError, ComputeUnavailableError
-from executors.lane_backend import (
+from wikiengine.executors.clean_room import clean_environment
+from wikiengine.executors.compute import CapacityError, ComputeError, ComputeUnavailableError
+from wikiengine.executors.lane_backend import (
     ARTIFACT_ENV,
     LaneWorkload,
     LaunchConflict,
@@ -52,7 +52,7 @@ from executors.lane_backend import (
     parse_workload_name,
     split_workload_name,
 )
-from executors.lane_runner import group_members, now_iso, signal_group, write_json
+from wikiengine.executors.lane_runner import group_members, now_iso, signal_group, write_json
 from wikiengine.identity import MAX_WORKLOAD_LEN, NAME_RE
 
 LOCK_TIMEOUT_S = 30.0
@@ -317,7 +317,7 @@ class LocalLaneBackend:
         env = clean_environment(os.environ, home)
         env["PYTHONUNBUFFERED"] = "1"
         with open(folder / "log.txt", "ab") as log:
-            runner = subprocess.Popen([self.python, "-m", "executors.lane_runner", str(folder)],
+            runner = subprocess.Popen([self.python, "-m", "wikiengine.executors.lane_runner", str(folder)],
                                       stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                       cwd=self.root, start_new_session=True)
         write_json(folder / "runner.json", {"pid": runner.pid, "launched": now_iso()})

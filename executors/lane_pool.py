@@ -8,8 +8,8 @@ calls go to the track whose backend holds the workload.
 
 from __future__ import annotations
 
-from executors.compute import ComputeUnavailableError
-from executors.lane_backend import LaneWorkload, LaunchSpec, WorkloadNotFound
+from wikiengine.executors.compute import ComputeUnavailableError
+from wikiengine.executors.lane_backend import LaneWorkload, LaunchSpec, WorkloadNotFound
 
 
 class TrackPool:

@@ -1,4 +1,4 @@
-"""The supervisor of one local lane run: ``python -m executors.lane_runner FOLDER``.
+"""The supervisor of one local lane run: ``python -m wikiengine.executors.lane_runner FOLDER``.
 
 :class:`executors.lane_local.LocalLaneBackend` starts it detached (its own session) in
 the clean-room environment. It reads ``FOLDER/spec.json`` and
@@ -139,6 +139,6 @@ def supervise(folder: Path) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        print("usage: python -m executors.lane_runner FOLDER", file=sys.stderr)
+        print("usage: python -m wikiengine.executors.lane_runner FOLDER", file=sys.stderr)
         raise SystemExit(2)
     raise SystemExit(supervise(Path(sys.argv[1])))

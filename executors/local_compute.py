@@ -36,9 +36,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from executors.clean_room import clean_environment, is_secret
-from executors.lane_runner import write_json
-from executors.compute import (
+from wikiengine.executors.clean_room import clean_environment, is_secret
+from wikiengine.executors.lane_runner import write_json
+from wikiengine.executors.compute import (
     ComputeError,
     ComputeUnavailableError,
     LaunchRecord,
@@ -134,7 +134,7 @@ class LocalProcessCompute:
         env["PYTHONUNBUFFERED"] = "1"
         with open(directory / "output.log", "ab") as log:
             process = subprocess.Popen(
-                [self.python, "-m", "executors.local_compute", "supervise", str(directory)],
+                [self.python, "-m", "wikiengine.executors.local_compute", "supervise", str(directory)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=directory,
                 start_new_session=True)
         record = _read_json(directory / "session.json") or {}
@@ -329,5 +329,5 @@ def supervise(directory: Path) -> int:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "supervise":
         raise SystemExit(supervise(Path(sys.argv[2])))
-    print("usage: python -m executors.local_compute supervise DIR", file=sys.stderr)
+    print("usage: python -m wikiengine.executors.local_compute supervise DIR", file=sys.stderr)
     raise SystemExit(2)

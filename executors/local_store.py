@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from executors.store import (
+from wikiengine.executors.store import (
     POINTER_PATH,
     FileMissingError,
     Pointer,

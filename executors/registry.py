@@ -13,18 +13,18 @@ import importlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from executors.compute import ComputeBackend
-from executors.store import CheckpointStore
+from wikiengine.executors.compute import ComputeBackend
+from wikiengine.executors.store import CheckpointStore
 
 # kind -> (module, class, extra that installs its client library or None)
 STORE_KINDS: dict[str, tuple[str, str, str | None]] = {
-    "local-git": ("executors.local_store", "LocalGitStore", None),
-    "hub": ("executors.hub_store", "HubStore", "hub"),
+    "local-git": ("wikiengine.executors.local_store", "LocalGitStore", None),
+    "hub": ("wikiengine.executors.hub_store", "HubStore", "hub"),
 }
 COMPUTE_KINDS: dict[str, tuple[str, str, str | None]] = {
-    "local-process": ("executors.local_compute", "LocalProcessCompute", None),
-    "kaggle": ("executors.kaggle_compute", "KaggleCompute", "kaggle"),
-    "gke": ("executors.gke.compute", "GkeCompute", "gke"),
+    "local-process": ("wikiengine.executors.local_compute", "LocalProcessCompute", None),
+    "kaggle": ("wikiengine.executors.kaggle_compute", "KaggleCompute", "kaggle"),
+    "gke": ("wikiengine.executors.gke.compute", "GkeCompute", "gke"),
 }
 _CLIENT_MODULES = {"hub": "huggingface_hub", "kaggle": "kagglesdk", "gke": "kubernetes"}
 
@@ -48,8 +48,8 @@ def _build(table: dict[str, tuple[str, str, str | None]], what: str, config: Map
             ) from None
     cls = getattr(importlib.import_module(module_name), class_name)
     settings = {key: value for key, value in config.items() if key != "kind"}
-    from executors.compute import ComputeError
-    from executors.store import StoreError
+    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.store import StoreError
 
     try:
         if kind == "local-git":

@@ -21,15 +21,15 @@ import time
 from pathlib import Path
 
 from test_relay_support import CONFIG, git, make_wiki
-from training.launch import launcher_sha
+from wikiengine.training.launch import launcher_sha
 
 TESTS = Path(__file__).resolve().parent
 
 LAUNCHER = r'''
 import hashlib, json, os, sys, time
 from pathlib import Path
-from executors.local_store import LocalGitStore
-from training.checkpoint import CheckpointError, read_verified_from_store
+from wikiengine.executors.local_store import LocalGitStore
+from wikiengine.training.checkpoint import CheckpointError, read_verified_from_store
 from test_relay_support import checkpoint_files, final_files, CONFIG
 
 store_path, spec_path, config_json = BOOTSTRAP["session_args"]
@@ -150,7 +150,7 @@ def session_ended(root: Path, number: int) -> bool:
 
 
 def pointer_step(root: Path) -> int:
-    from executors.local_store import LocalGitStore
+    from wikiengine.executors.local_store import LocalGitStore
 
     store = LocalGitStore(root / "store")
     pointer = store.read_pointer(store.head())
@@ -159,7 +159,7 @@ def pointer_step(root: Path) -> int:
 
 def stop_all(root: Path) -> None:
     """Stop every session still running (a test's cleanup)."""
-    from executors.local_compute import LocalProcessCompute
+    from wikiengine.executors.local_compute import LocalProcessCompute
 
     compute = LocalProcessCompute(root / ".wiki" / "compute")
     try:

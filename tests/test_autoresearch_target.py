@@ -2,7 +2,7 @@
 
 No timed assertions: the figures that say which queue entry wins, loses or stays within
 noise on a given machine are measured by running the CLI (see the module docstring of
-:mod:`training.autoresearch_target`), never asserted here. What is asserted is what
+:mod:`wikiengine.training.autoresearch_target`), never asserted here. What is asserted is what
 cannot depend on load: the parity check, the op digest, the crash path, the files and
 keys the lane reads, and that every queue entry demonstrates what it claims to.
 """
@@ -21,9 +21,9 @@ import pytest
 import torch
 
 from torch_threads import one_torch_thread  # noqa: F401  (autouse: one torch thread)
-from training import autoresearch_target as target
-from training.autoresearch_queue import BASELINE_CONFIG, OUTCOMES, QUEUE, VERDICTS, baseline_config
-from training.autoresearch_target import (
+from wikiengine.training import autoresearch_target as target
+from wikiengine.training.autoresearch_queue import BASELINE_CONFIG, OUTCOMES, QUEUE, VERDICTS, baseline_config
+from wikiengine.training.autoresearch_target import (
     AUDIT_CONFIRMED,
     AUDIT_SILENT_NO_OP,
     PARITY_TOLERANCE,
@@ -111,7 +111,7 @@ def test_reference_is_the_definition_not_the_implementation():
 def test_op_digest_is_stable_across_traces_and_processes():
     here = op_digest(op_trace(_config()))
     assert here == op_digest(op_trace(_config()))
-    code = ("from training.autoresearch_target import *; import torch; torch.set_num_threads(1); "
+    code = ("from wikiengine.training.autoresearch_target import *; import torch; torch.set_num_threads(1); "
             "print(op_digest(op_trace(TargetConfig())))")
     elsewhere = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                cwd=PROJECT).stdout.strip()
@@ -260,7 +260,7 @@ def test_cli_crash_exits_non_zero_with_the_error_and_metrics(tmp_path):
     """A real process: the crash is an exit status, one line on stderr, and metrics.json says so."""
     cand, front = _write(tmp_path / "cand.json", {"micro_batch": 48}), _write(tmp_path / "front.json", {})
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "training.autoresearch_target", "--config", str(cand),
+    done = subprocess.run([sys.executable, "-m", "wikiengine.training.autoresearch_target", "--config", str(cand),
                            "--frontier", str(front), "--out", str(out), *QUICK],
                           capture_output=True, text=True, cwd=PROJECT)
     assert done.returncode == 1
@@ -273,7 +273,7 @@ def test_cli_crash_exits_non_zero_with_the_error_and_metrics(tmp_path):
 
 
 def test_cli_help():
-    done = subprocess.run([sys.executable, "-m", "training.autoresearch_target", "--help"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "wikiengine.training.autoresearch_target", "--help"], capture_output=True,
                           text=True, cwd=PROJECT)
     assert done.returncode == 0 and "--frontier" in done.stdout and "--seconds" in done.stdout
 

@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from executors.hub_store import HubStore
-from executors.kaggle_compute import KaggleCompute
-from executors.registry import BackendConfigError, make_compute, make_store
+from wikiengine.executors.hub_store import HubStore
+from wikiengine.executors.kaggle_compute import KaggleCompute
+from wikiengine.executors.registry import BackendConfigError, make_compute, make_store
 from tests.fakes.fixtures import hub_env, kaggle_env, loopback_only  # noqa: F401 - pytest fixtures
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
@@ -47,8 +47,8 @@ def test_default_kinds_load_no_client_library(tmp_path):
         f"""
         import sys
         from pathlib import Path
-        from executors.local_store import LocalGitStore
-        from executors.registry import make_compute, make_store
+        from wikiengine.executors.local_store import LocalGitStore
+        from wikiengine.executors.registry import make_compute, make_store
         root = Path({str(tmp_path)!r})
         LocalGitStore.create(root / "store")
         store = make_store({{"kind": "local-git"}}, root=root)

@@ -79,8 +79,8 @@ def test_counts_are_pluralised():
 
 
 def test_the_pool_report_says_1_candidate(tmp_path):
-    from executors.gke.clusters import ClusterFile
-    from executors.gke.occupancy import ClusterState, Occupancy, Selection, format_pool
+    from wikiengine.executors.gke.clusters import ClusterFile
+    from wikiengine.executors.gke.occupancy import ClusterState, Occupancy, Selection, format_pool
 
     cluster = ClusterFile(tmp_path / "c.md", "c1", None, "p", "us-east5", None, "ctx", False)
     free = Occupancy(cluster, ClusterState.FREE)

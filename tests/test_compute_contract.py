@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from executors.compute import ComputeBackend, ComputeUnavailableError, SessionState
-from executors.kaggle_compute import KaggleCompute
-from executors.local_compute import LocalProcessCompute
+from wikiengine.executors.compute import ComputeBackend, ComputeUnavailableError, SessionState
+from wikiengine.executors.kaggle_compute import KaggleCompute
+from wikiengine.executors.local_compute import LocalProcessCompute
 from tests.fakes.fake_kaggle import Run, status_fault
 from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
     KAGGLE_TEST_USER,

@@ -18,11 +18,11 @@ import pytest
 
 pytest.importorskip("kubernetes")
 
-from executors.compute import CapacityError, ComputeError, ComputeUnavailableError, LaunchRequest, SessionState  # noqa: E402
-from executors.gke import kube as kube_module  # noqa: E402
-from executors.gke.clusters import discover_clusters, parse_cluster_file, parse_tpu  # noqa: E402
-from executors.gke.compute import GkeCompute  # noqa: E402
-from executors.gke.dispatch import (  # noqa: E402
+from wikiengine.executors.compute import CapacityError, ComputeError, ComputeUnavailableError, LaunchRequest, SessionState  # noqa: E402
+from wikiengine.executors.gke import kube as kube_module  # noqa: E402
+from wikiengine.executors.gke.clusters import discover_clusters, parse_cluster_file, parse_tpu  # noqa: E402
+from wikiengine.executors.gke.compute import GkeCompute  # noqa: E402
+from wikiengine.executors.gke.dispatch import (  # noqa: E402
     ClusterBusy,
     DispatchConflict,
     Experiment,
@@ -33,8 +33,8 @@ from executors.gke.dispatch import (  # noqa: E402
     status,
     storage_paths,
 )
-from executors.gke.kube import KubeNotFound, KubeUnavailable  # noqa: E402
-from executors.gke.occupancy import (  # noqa: E402
+from wikiengine.executors.gke.kube import KubeNotFound, KubeUnavailable  # noqa: E402
+from wikiengine.executors.gke.occupancy import (  # noqa: E402
     Attribution,
     ClusterState,
     Me,
@@ -717,8 +717,8 @@ def test_gke_compute_refuses_a_busy_or_unknown_cluster(fleet, tmp_path):
 
 
 def test_gke_compute_is_built_by_the_registry(tmp_path):
-    from executors.compute import ComputeBackend
-    from executors.registry import make_compute
+    from wikiengine.executors.compute import ComputeBackend
+    from wikiengine.executors.registry import make_compute
 
     shutil.copy(ENV_DIR / "gke-v6e-2x4-erin.md", tmp_path / "cluster.md")
     compute = make_compute({"kind": "gke", "cluster_file": "cluster.md", "image": "registry.example/t:1"}, root=tmp_path)

@@ -215,7 +215,7 @@ def scaffold_run(root: Path, changes: dict) -> None:
 
     import yaml
 
-    from executors.local_store import LocalGitStore
+    from wikiengine.executors.local_store import LocalGitStore
     from wikiengine import memory
 
     config = json.loads(json.dumps(RUN_CONFIG))

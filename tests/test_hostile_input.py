@@ -527,13 +527,13 @@ CREDENTIAL_NAMES = [
 
 @pytest.mark.parametrize("name, secret", CREDENTIAL_NAMES)
 def test_row63_the_credential_name_rule(name, secret):
-    from executors.clean_room import is_secret_name
+    from wikiengine.executors.clean_room import is_secret_name
 
     assert is_secret_name(name) is secret
 
 
 def test_row63_a_value_that_carries_a_password_is_a_credential():
-    from executors.clean_room import clean_environment
+    from wikiengine.executors.clean_room import clean_environment
 
     env = clean_environment({"DATABASE_URL": "postgres://u:hunter2@db/x", "HTTPS_PROXY": "http://proxy:3128",
                              "PATH": "/bin"}, Path("/nonexistent/home"))
@@ -563,8 +563,8 @@ def test_row63_the_eval_child_at_finish_gets_the_clean_room(tmp_path, monkeypatc
 
 
 def test_row63_a_session_gets_a_fresh_home_and_leaves_no_temporary_tree(tmp_path, monkeypatch):
-    from executors.compute import LaunchRequest
-    from executors.local_compute import LocalProcessCompute
+    from wikiengine.executors.compute import LaunchRequest
+    from wikiengine.executors.local_compute import LocalProcessCompute
     from test_local_compute import wait_until_ended
 
     for name, value in CANARIES.items():

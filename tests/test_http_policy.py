@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from executors.http_policy import (
+from wikiengine.executors.http_policy import (
     DeadlineExceeded,
     RetriesExhausted,
     RetryPolicy,

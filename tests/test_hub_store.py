@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from executors.hub_store import HubStore
-from executors.store import (
+from wikiengine.executors.hub_store import HubStore
+from wikiengine.executors.store import (
     FileMissingError,
     Pointer,
     StaleParentError,
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.usefixtures("loopback_only")
 
 def write_checkpoint_dir(tmp_path, step: int) -> object:
     """A checkpoint directory written by the trainer's own writer (manifest included)."""
-    from training.checkpoint import write_checkpoint
+    from wikiengine.training.checkpoint import write_checkpoint
 
     files = {
         "model.safetensors": bytes(range(256)) * 8 + step.to_bytes(4, "little"),
@@ -60,7 +60,7 @@ def titles(fake_hub) -> list[str]:
 
 
 def test_save_then_pinned_check_reads_back_through_the_real_client(hub_store, fake_hub, tmp_path):
-    from training.checkpoint import read_verified_from_store
+    from wikiengine.training.checkpoint import read_verified_from_store
 
     ckpt, pointer = save(hub_store, tmp_path, 127)
     head = hub_store.head()
@@ -293,8 +293,8 @@ def test_config_never_holds_a_token(tmp_path, hub_env):
 def test_trainer_saves_and_relay_check_run_end_to_end_through_the_hub(hub_store, fake_hub, tmp_path):
     """The trainer's session saves to the Hub (with a lost commit answer and a 429 on the way)
     and the relay's section 1 check, pinned to one head, finds nothing wrong."""
-    from training import session
-    from training.demo import create_demo_run
+    from wikiengine.training import session
+    from wikiengine.training.demo import create_demo_run
     from wikiengine.relay.decide import Settings
     from wikiengine.relay.observe import read_snapshot, run_checks
 
@@ -309,7 +309,7 @@ def test_trainer_saves_and_relay_check_run_end_to_end_through_the_hub(hub_store,
     assert sorted(p.split("/", 1)[1] for p in hub_store.list_files("final", head)) == [
         "cursor.json", "manifest.json", "model.safetensors", "trainer_state.json"]
     assert not fake_hub.faults["commit"] and not fake_hub.faults["preupload"]  # every fault was met
-    from training.config import tiny_demo_config
+    from wikiengine.training.config import tiny_demo_config
 
     config = json.loads(run.config_path.read_text())
     demo = tiny_demo_config(max_steps=8, session_steps=8)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from executors.compute import (
+from wikiengine.executors.compute import (
     CapacityError,
     ComputeError,
     ComputeUnavailableError,
@@ -16,7 +16,7 @@ from executors.compute import (
     SessionState,
     SessionStatus,
 )
-from executors.kaggle_compute import KaggleCompute, LaunchBlockedError, classify_exit, split_ref
+from wikiengine.executors.kaggle_compute import KaggleCompute, LaunchBlockedError, classify_exit, split_ref
 from tests.fakes.fake_kaggle import Fault, Run, status_fault
 from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
     loopback_only,

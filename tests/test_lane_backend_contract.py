@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from executors.compute import CapacityError, ComputeError, ComputeUnavailableError
-from executors.lane_backend import ARTIFACT_KEYS, LaneBackend, LaunchConflict, LaunchSpec, WorkloadNotFound
-from executors.lane_local import LocalLaneBackend
-from executors.lane_runner import group_members
+from wikiengine.executors.compute import CapacityError, ComputeError, ComputeUnavailableError
+from wikiengine.executors.lane_backend import ARTIFACT_KEYS, LaneBackend, LaunchConflict, LaunchSpec, WorkloadNotFound
+from wikiengine.executors.lane_local import LocalLaneBackend
+from wikiengine.executors.lane_runner import group_members
 from wikiengine.identity import workload_name
 
 ENV_DIR = Path(__file__).parent / "data" / "env"
@@ -115,8 +115,8 @@ class GkeHarness(Harness):
     python = "python3"
 
     def __init__(self, api, kube, cluster):
-        from executors.gke.occupancy import Me
-        from executors.lane_gke import GkeLaneBackend
+        from wikiengine.executors.gke.occupancy import Me
+        from wikiengine.executors.lane_gke import GkeLaneBackend
 
         self.api, self.kube = api, kube
         self.backend = GkeLaneBackend(kube, cluster.namespace, cluster=cluster, me=Me(USER, MODEL, LANE),
@@ -173,7 +173,7 @@ def _closed_port() -> int:
 def _kube(url: str, cluster: str, deadline_s: float = 2.0):
     from kubernetes import client
 
-    from executors.gke.kube import Kube
+    from wikiengine.executors.gke.kube import Kube
 
     return Kube.from_configuration(client.Configuration(host=url), cluster=cluster, deadline_s=deadline_s)
 
@@ -184,7 +184,7 @@ def harness(request, tmp_path, monkeypatch):
         yield LocalHarness(tmp_path)
         return
     pytest.importorskip("kubernetes")
-    from executors.gke.clusters import parse_cluster_file
+    from wikiengine.executors.gke.clusters import parse_cluster_file
     from tests.fakes.fake_k8s import FakeKubeApi
 
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
@@ -540,9 +540,9 @@ def test_gke_a_jobset_failed_before_any_pod_ran_has_no_exit_code_but_a_reason(gk
 
 @pytest.mark.parametrize("harness", ["gke"], indirect=True)
 def test_gke_connect_reaches_the_cluster_through_its_kubeconfig_context(gke, tmp_path):
-    from executors.gke.clusters import parse_cluster_file
-    from executors.gke.occupancy import Me
-    from executors.lane_gke import GkeLaneBackend
+    from wikiengine.executors.gke.clusters import parse_cluster_file
+    from wikiengine.executors.gke.occupancy import Me
+    from wikiengine.executors.lane_gke import GkeLaneBackend
 
     cluster = parse_cluster_file(ENV_DIR / "gke-v5p-2x2x2-dave.md")
     kubeconfig = gke.api.write_kubeconfig(tmp_path / "kubeconfig", [cluster.context])

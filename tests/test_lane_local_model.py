@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
-from executors.compute import CapacityError
-from executors.lane_backend import LaunchConflict, LaunchSpec
-from executors.lane_local import LocalLaneBackend, _group_alive, _runner_alive
+from wikiengine.executors.compute import CapacityError
+from wikiengine.executors.lane_backend import LaunchConflict, LaunchSpec
+from wikiengine.executors.lane_local import LocalLaneBackend, _group_alive, _runner_alive
 from tests.test_lane_backend_contract import MODEL_DIR, _alive, wait_for
 from wikiengine.identity import workload_name
 

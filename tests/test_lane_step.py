@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from executors.compute import ComputeUnavailableError
-from executors.lane_backend import LaneWorkload
+from wikiengine.executors.compute import ComputeUnavailableError
+from wikiengine.executors.lane_backend import LaneWorkload
 from tests.test_lane_writers import HLO, git, proposal, wiki  # noqa: F401 - the fixture
 from wikiengine import lane_writers as lw
 from wikiengine.lane_decide import LaneLimits, TrackView, decide_track, next_wake_s

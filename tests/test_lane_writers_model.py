@@ -530,7 +530,7 @@ class LaneWritersModel(RuleBasedStateMachine):
 
     @rule(kill=st.sampled_from(KILL_POINTS))
     def backfill(self, kill):
-        from executors.lane_local import LocalLaneBackend
+        from wikiengine.executors.lane_local import LocalLaneBackend
 
         due = {}
         for name, vid in self.workloads.items():

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from executors.compute import ComputeError, LaunchRequest, SessionState
-from executors.local_compute import LocalProcessCompute, dir_name
+from wikiengine.executors.compute import ComputeError, LaunchRequest, SessionState
+from wikiengine.executors.local_compute import LocalProcessCompute, dir_name
 from test_relay_support import CONFIG, git, make_wiki
-from training.launch import bootstrap_template, launcher_sha, pin_bootstrap, render_bootstrap
+from wikiengine.training.launch import bootstrap_template, launcher_sha, pin_bootstrap, render_bootstrap
 
 LAUNCHER = """\
 import os, sys, time

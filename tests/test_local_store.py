@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from executors.local_store import LocalGitStore
-from executors.store import (
+from wikiengine.executors.local_store import LocalGitStore
+from wikiengine.executors.store import (
     CheckpointStore,
     FileMissingError,
     Pointer,

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from executors.local_store import LocalGitStore
+from wikiengine.executors.local_store import LocalGitStore
 from test_relay_support import CONFIG, checkpoint_files, save_checkpoint
 from wikiengine.relay.decide import Settings
 from wikiengine.relay.observe import read_snapshot, run_checks

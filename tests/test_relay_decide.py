@@ -8,7 +8,7 @@ import datetime as dt
 
 import pytest
 
-from executors.compute import Quota, SessionState
+from wikiengine.executors.compute import Quota, SessionState
 from wikiengine.relay.decide import (
     EMERGENCIES,
     Finding,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from executors.local_store import LocalGitStore
+from wikiengine.executors.local_store import LocalGitStore
 from test_relay_support import checkpoint_files, final_files, save_checkpoint, save_final
-from training.checkpoint import CheckpointError, build_manifest
+from wikiengine.training.checkpoint import CheckpointError, build_manifest
 from wikiengine.relay import finish
 
 
@@ -105,7 +105,7 @@ def test_row47_the_check_fails_when_a_token_is_present(published, monkeypatch):
 
 
 def test_the_clean_room_check_re_verifies_the_published_bytes(published, monkeypatch):
-    from executors.clean_room import is_secret_name
+    from wikiengine.executors.clean_room import is_secret_name
 
     for name in list(__import__("os").environ):
         if is_secret_name(name):
@@ -141,7 +141,7 @@ def test_trainer_config_keeps_only_trainer_keys():
 
 
 def test_evaluate_heldout_positions_refuse_trained_samples():
-    from training.evaluate import heldout_positions
+    from wikiengine.training.evaluate import heldout_positions
 
     assert heldout_positions(1000, 192, 64) == range(936, 1000)
     with pytest.raises(ValueError, match="not held out"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from executors.compute import (
+from wikiengine.executors.compute import (
     CapacityError,
     ComputeUnavailableError,
     LaunchRecord,
@@ -19,8 +19,8 @@ from executors.compute import (
     SessionState,
     SessionStatus,
 )
-from executors.local_store import LocalGitStore
-from training.checkpoint import build_manifest
+from wikiengine.executors.local_store import LocalGitStore
+from wikiengine.training.checkpoint import build_manifest
 from wikiengine import memory
 
 T0 = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.timezone.utc)
@@ -83,7 +83,7 @@ def save_checkpoint(store: LocalGitStore, step: int, files: dict[str, bytes] | N
 
 def final_files(step: int, config: dict = CONFIG) -> dict[str, bytes]:
     """``final/`` as the last session writes it: the weights, cursor and trainer state of ``step``."""
-    from training.checkpoint import FINAL_FILES
+    from wikiengine.training.checkpoint import FINAL_FILES
 
     files = {k: v for k, v in checkpoint_files(step, config).items() if k in FINAL_FILES}
     files["manifest.json"] = build_manifest(files, step)

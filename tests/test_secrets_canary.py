@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from executors.clean_room import CleanRoomError, clean_environment, run_clean
-from executors.compute import ComputeError, LaunchRequest
-from executors.hub_store import HubStore
-from executors.kaggle_compute import KaggleCompute
-from executors.store import StoreError
+from wikiengine.executors.clean_room import CleanRoomError, clean_environment, run_clean
+from wikiengine.executors.compute import ComputeError, LaunchRequest
+from wikiengine.executors.hub_store import HubStore
+from wikiengine.executors.kaggle_compute import KaggleCompute
+from wikiengine.executors.store import StoreError
 from tests.fakes import fake_hub as fake_hub_module
 from tests.fakes import fake_kaggle as fake_kaggle_module
 from tests.fakes.fixtures import REPO_ID, RecordingSleep, fast_policy, loopback_only  # noqa: F401

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from executors.hub_store import HubStore
+from wikiengine.executors.hub_store import HubStore
 from tests.fakes.fake_hub import Fault as HubFault
 from tests.fakes.fake_kaggle import Fault as KaggleFault
 from tests.fakes.fake_kaggle import Run

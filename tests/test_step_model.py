@@ -22,7 +22,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from executors.compute import SessionState
+from wikiengine.executors.compute import SessionState
 from test_relay_support import CONFIG, Clock, FakeCompute, git, make_wiki, save_checkpoint
 from wikiengine import memory
 from wikiengine.relay import act

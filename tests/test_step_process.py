@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from executors.local_store import LocalGitStore
+from wikiengine.executors.local_store import LocalGitStore
 from relay_process import (
     pointer_step,
     process_wiki,
@@ -24,7 +24,7 @@ from relay_process import (
     wiki_step,
 )
 from test_relay_support import checkpoint_files, save_checkpoint
-from training.checkpoint import build_manifest
+from wikiengine.training.checkpoint import build_manifest
 from wikiengine import memory
 
 
@@ -202,7 +202,7 @@ def test_row28_item7_a_park_on_the_default_ends_when_the_local_quota_window_turn
                         compute={"quota_hours": 0.0005, "quota_window_hours": 0.003},  # 1.8 s per 10.8 s
                         quota={"session_hours": 0.0004, "reserve_hours": 0.0})  # a session needs 1.44 s
     cleanup(root)
-    from executors.local_compute import LocalProcessCompute
+    from wikiengine.executors.local_compute import LocalProcessCompute
 
     window = LocalProcessCompute(root / ".wiki" / "compute", quota_window_hours=0.003)
     start, end = window.window(memory.parse_iso(memory.utc_iso(_now())))

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from executors.compute import SessionState
+from wikiengine.executors.compute import SessionState
 from test_relay_support import (
     CONFIG,
     Clock,
@@ -24,7 +24,7 @@ from test_relay_support import (
     save_checkpoint,
     save_final,
 )
-from training.checkpoint import build_manifest
+from wikiengine.training.checkpoint import build_manifest
 from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.relay import act
@@ -156,7 +156,7 @@ def test_row22_killed_after_launch_before_recording_adopts_instead_of_relaunchin
 
 def test_row22_killed_before_the_booking_commit_recovers_and_launches_once(wiki, monkeypatch):
     root, store, compute, clock = wiki
-    import executors.git_commit as git_commit
+    import wikiengine.executors.git_commit as git_commit
 
     real = git_commit.commit_paths
 
@@ -182,7 +182,7 @@ def test_row39_all_memory_of_a_wake_is_committed_or_none(wiki):
 
 
 def test_row22_a_lost_launch_answer_keeps_the_claim_and_the_next_wake_adopts(wiki):
-    from executors.compute import ComputeUnavailableError
+    from wikiengine.executors.compute import ComputeUnavailableError
 
     root, store, compute, clock = wiki
     real_launch = compute.launch
@@ -246,7 +246,7 @@ def test_row29_quota_unreadable_books_nothing(wiki):
 
 @pytest.mark.parametrize("fault", ["enospc", "commit_rejected"])
 def test_row30_a_failed_booking_starts_no_job(wiki, monkeypatch, fault):
-    import executors.git_commit as git_commit
+    import wikiengine.executors.git_commit as git_commit
 
     root, store, compute, clock = wiki
 
@@ -286,7 +286,7 @@ def test_row31_a_session_killed_short_of_its_boundary_resumes_from_the_pointer(w
 def test_fault_a_session_killed_mid_save_loses_nothing(wiki):
     """Killed between the checkpoint commit and the pointer commit: the last good checkpoint,
     the ledger and memory are intact; the next session resumes from the pointer (row 1)."""
-    from training.checkpoint import read_verified_from_store
+    from wikiengine.training.checkpoint import read_verified_from_store
 
     root, store, compute, clock = wiki
     step(wiki)
@@ -579,7 +579,7 @@ def test_row46_a_secret_in_a_crash_loop_reason_is_redacted_from_errors(wiki, mon
 
 
 def test_row46_a_secret_in_memory_refuses_the_commit(wiki, monkeypatch):
-    from executors.git_commit import GitCommitError, commit_paths
+    from wikiengine.executors.git_commit import GitCommitError, commit_paths
 
     root, *_ = wiki
     monkeypatch.setenv("KAGGLE_KEY", CANARIES["KAGGLE_KEY"])

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from training.demo import create_demo_run
-from training.launch import (
+from wikiengine.training.demo import create_demo_run
+from wikiengine.training.launch import (
     QUOTA_LINE_NUMBER,
     BootstrapError,
     bootstrap_template,
@@ -223,7 +223,7 @@ def test_row63_the_launcher_removes_the_session_tree_it_exported(tmp_path, monke
     it when the session ends (on Kaggle too), so nothing of a session is left behind."""
     import subprocess as sp
 
-    from training import launcher
+    from wikiengine.training import launcher
 
     repo = tmp_path / "pinned"
     (repo / "training").mkdir(parents=True)

@@ -19,10 +19,10 @@ import time
 
 import pytest
 
-from executors.local_store import LocalGitStore
-from executors.store import StoreFormatError
-from training import session
-from training.checkpoint import (
+from wikiengine.executors.local_store import LocalGitStore
+from wikiengine.executors.store import StoreFormatError
+from wikiengine.training import session
+from wikiengine.training.checkpoint import (
     MANIFEST_NAME,
     CheckpointError,
     atomic_write_bytes,
@@ -37,7 +37,7 @@ from training.checkpoint import (
     verify_files,
     write_checkpoint,
 )
-from training.demo import create_demo_run
+from wikiengine.training.demo import create_demo_run
 
 
 from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
@@ -300,7 +300,7 @@ def test_row19_session_reports_and_keeps_a_partial_local_checkpoint(tmp_path):
     partial = run.out_dir / "checkpoint-0"
     partial.mkdir(parents=True)
     (partial / "model.safetensors").write_bytes(b"precious")
-    result = subprocess.run([sys.executable, "-m", "training.session", *run.session_argv()], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "wikiengine.training.session", *run.session_argv()], capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
@@ -320,7 +320,7 @@ def test_local_checkpoint_round_trip(tmp_path, saved_run):
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from training.checkpoint import atomic_write_bytes
+    from wikiengine.training.checkpoint import atomic_write_bytes
     path = Path(sys.argv[1])
     old, new = b"A" * 4_000_000, b"B" * 3_000_000
     print("ready", flush=True)
@@ -352,7 +352,7 @@ def test_row39_killed_checkpoint_write_leaves_no_checkpoint_dir(tmp_path, saved_
     script = textwrap.dedent("""
         import os, sys, signal, pickle
         from pathlib import Path
-        import training.checkpoint as ck
+        import wikiengine.training.checkpoint as ck
         files = pickle.loads(Path(sys.argv[2]).read_bytes())
         real = ck.atomic_write_bytes
         def die(path, data):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from training.checkpoint import read_verified_local, write_checkpoint
-from training.config import ConfigError, RunConfig, config_from_dict, load_config, tiny_demo_config
-from training.data import (
+from wikiengine.training.checkpoint import read_verified_local, write_checkpoint
+from wikiengine.training.config import ConfigError, RunConfig, config_from_dict, load_config, tiny_demo_config
+from wikiengine.training.data import (
     CORPUS_DIR,
     dataset_files_sha,
     epoch_permutation,
@@ -20,9 +20,9 @@ from training.data import (
     rank_slice,
     shuffle_perm_sha,
 )
-from training.make_corpus import generate
-from training.model import PRESETS, build_model, count_parameters
-from training.trainer import Trainer, lr_at, resolve_precision
+from wikiengine.training.make_corpus import generate
+from wikiengine.training.model import PRESETS, build_model, count_parameters
+from wikiengine.training.trainer import Trainer, lr_at, resolve_precision
 
 
 from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
@@ -177,7 +177,7 @@ def test_config_validation(data, message):
 
 def test_non_finite_loss_and_grad_norm_log_as_null():
     """An fp16 step with inf gradients (skipped by the scaler) must not make trainer_state.json invalid."""
-    from training.checkpoint import read_trainer_state
+    from wikiengine.training.checkpoint import read_trainer_state
 
     trainer = Trainer(tiny_demo_config(max_steps=4))
     trainer.train_step()

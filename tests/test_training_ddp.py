@@ -19,9 +19,9 @@ import pytest
 import torch
 from safetensors.torch import load
 
-from training import session
-from training.checkpoint import read_cursor, read_trainer_state, read_verified_from_store
-from training.demo import create_demo_run
+from wikiengine.training import session
+from wikiengine.training.checkpoint import read_cursor, read_trainer_state, read_verified_from_store
+from wikiengine.training.demo import create_demo_run
 
 CONFIG = {"max_steps": 4, "save_steps": 2, "session_steps": 2, "samples_per_step": 8, "micro_batch": 4, "dropout": 0.0}
 
@@ -30,7 +30,7 @@ def _torchrun(run):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         "-m", "training.session", *run.session_argv()],
+         "-m", "wikiengine.training.session", *run.session_argv()],
         capture_output=True, text=True, timeout=600, env=env)
 
 

@@ -11,9 +11,9 @@ import json
 import pytest
 
 from tests.fakes.fixtures import REPO_ID, fake_hub, hub_env, hub_store, loopback_only, sleeps  # noqa: F401
-from training import session
-from training.checkpoint import read_cursor, read_verified_from_store
-from training.demo import create_demo_run
+from wikiengine.training import session
+from wikiengine.training.checkpoint import read_cursor, read_verified_from_store
+from wikiengine.training.demo import create_demo_run
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from training.plan import (
+from wikiengine.training.plan import (
     PlanError,
     SessionPlan,
     cross_check,

@@ -13,10 +13,10 @@ import textwrap
 import pytest
 import torch
 
-from executors.local_store import LocalGitStore
-from training import session
-from training.checkpoint import read_cursor, read_trainer_state, read_verified_from_store
-from training.demo import create_demo_run
+from wikiengine.executors.local_store import LocalGitStore
+from wikiengine.training import session
+from wikiengine.training.checkpoint import read_cursor, read_trainer_state, read_verified_from_store
+from wikiengine.training.demo import create_demo_run
 
 
 from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
@@ -114,8 +114,8 @@ def test_log_entries_average_their_interval_like_the_hf_trainer(tmp_path):
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    from executors.local_store import LocalGitStore
-    from training import session
+    from wikiengine.executors.local_store import LocalGitStore
+    from wikiengine.training import session
     real = LocalGitStore.commit_pointer
     def commit_pointer(self, step, parent):
         if step == int(sys.argv[1]):
@@ -201,7 +201,7 @@ class LostResponseStore(MovingStore):
     def commit_pointer(self, step, parent):
         commit = self.inner.commit_pointer(step, parent)
         if step == 8:
-            from executors.store import StoreUnavailableError
+            from wikiengine.executors.store import StoreUnavailableError
 
             raise StoreUnavailableError("hub: 500 Internal Server Error")
         return commit
@@ -236,7 +236,7 @@ def test_pinned_data_sha_mismatch_refuses_to_start(tmp_path, capsys):
 
 
 def test_pinned_shas_that_match_are_accepted(tmp_path):
-    from training.data import open_corpus
+    from wikiengine.training.data import open_corpus
 
     corpus = open_corpus(None, 64, 1234)
     run = create_demo_run(tmp_path / "run", max_steps=4, session_steps=4, dataset_files_sha=corpus.files_sha,
@@ -255,7 +255,7 @@ def test_resume_with_another_seed_is_refused(tmp_path, capsys):
 
 def test_time_budget_stops_at_the_last_save_that_fits(tmp_path, capsys, monkeypatch):
     """The session asks the planner after every step whether the next save still fits."""
-    from training import plan
+    from wikiengine.training import plan
 
     asked = []
 
@@ -281,7 +281,7 @@ def test_a_first_interval_longer_than_the_budget_stops_before_any_save(tmp_path,
 
 
 def test_no_budget_never_asks(tmp_path, capsys, monkeypatch):
-    from training import plan
+    from wikiengine.training import plan
 
     monkeypatch.setattr(plan, "next_save_fits", lambda *args: pytest.fail("asked without a budget"))
     monkeypatch.delenv("QUOTA_LEFT_HOURS", raising=False)
@@ -302,7 +302,7 @@ def test_checkpoint_of_another_world_size_resumes_with_a_warning(tmp_path, capsy
     files = read_verified_from_store(store, 4, head)
     files["rng_state_0.pth"] = files["rng_state_1.pth"] = files.pop("rng_state.pth")
     del files["manifest.json"]
-    from training.checkpoint import build_manifest
+    from wikiengine.training.checkpoint import build_manifest
 
     for name, data in files.items():
         (folder / name).write_bytes(data)
@@ -348,7 +348,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv_extra, config_t
 def test_bad_input_at_the_command_line_has_no_traceback(tmp_path):
     run = create_demo_run(tmp_path / "run")
     run.config_path.write_text('{"preset": "tiny", "max_steps": 24.0}')
-    result = subprocess.run([sys.executable, "-m", "training.session", *run.session_argv()], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "wikiengine.training.session", *run.session_argv()], capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 2
     assert result.stderr == f"error: {run.config_path}: max_steps must be an integer, got 24.0\n"
@@ -359,7 +359,7 @@ def test_bad_input_at_the_command_line_has_no_traceback(tmp_path):
 
 def test_missing_store_is_a_refusal_not_a_traceback(tmp_path):
     run = create_demo_run(tmp_path / "run")
-    result = subprocess.run([sys.executable, "-m", "training.session", "--store", str(tmp_path / "nowhere"),
+    result = subprocess.run([sys.executable, "-m", "wikiengine.training.session", "--store", str(tmp_path / "nowhere"),
                              "--config", str(run.config_path), "--no-progress"], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 3 and "Traceback" not in result.stderr
@@ -373,7 +373,7 @@ class NoFinalStore(MovingStore):
         return self.inner.head()
 
     def commit_final(self, step, local_dir, parent):
-        from executors.store import StoreUnavailableError
+        from wikiengine.executors.store import StoreUnavailableError
 
         raise StoreUnavailableError("hub: 503 Service Unavailable")
 

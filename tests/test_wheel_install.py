@@ -109,3 +109,25 @@ def test_wiki_init_from_the_wheel_uses_the_packaged_templates_and_hook(installed
     assert Path(packaged).name == "_pre-commit-hooks.yaml" and installed["venv"] in Path(packaged).parents
     assert (root / ".pre-commit-config.yaml").read_text() == scaffold.pre_commit_text()
     assert (root / "wiki/experiments/program.md").read_bytes() == (scaffold.INIT_TEMPLATE / "experiments-program.md").read_bytes()
+
+
+def test_the_wheel_installs_one_top_level_import_name(installed):
+    """training/ and executors/ are wikiengine.training and wikiengine.executors in the wheel,
+    so they never collide with a user's own ``training`` package (issue 15)."""
+    import zipfile
+
+    names = zipfile.ZipFile(installed["wheel"]).namelist()
+    top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert top == {"wikiengine"}, top
+    assert "wikiengine/training/session.py" in names and "wikiengine/executors/gke/compute.py" in names
+    user = installed["work"] / "user"
+    (user / "training").mkdir(parents=True)
+    (user / "training" / "__init__.py").write_text("MINE = True\n")
+    code = ("import training, wikiengine.training.checkpoint as c, wikiengine.executors.registry as r; "
+            "print(training.MINE, c.__file__, r.__file__)")
+    out = _run([str(installed["python"]), "-c", code], cwd=user, env=installed["env"]).stdout.split()
+    assert out[0] == "True"
+    assert all(installed["venv"] in Path(p).parents for p in out[1:])
+    help_out = _run([str(installed["python"]), "-m", "wikiengine.training.session", "--help"], cwd=user,
+                    env=installed["env"]).stdout
+    assert "usage: python -m wikiengine.training.session" in help_out

@@ -1,8 +1,8 @@
 """The knobs of the autoresearch target's training step: one frozen dataclass, read strictly.
 
-Torch-free, so that the scripted queue (:mod:`training.autoresearch_queue`) and whatever
+Torch-free, so that the scripted queue (:mod:`wikiengine.training.autoresearch_queue`) and whatever
 scaffolds a lane can build and check configs without importing torch; what each knob
-does is :mod:`training.autoresearch_target`'s business (its docstring has the table).
+does is :mod:`wikiengine.training.autoresearch_target`'s business (its docstring has the table).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from executors.store import StoreFormatError, strict_json
+from wikiengine.executors.store import StoreFormatError, strict_json
 
 CHOICES = {
     "dtype": ("float32", "bfloat16"),

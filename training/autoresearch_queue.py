@@ -1,7 +1,7 @@
 """The scripted proposal queue of ``wiki demo autoresearch``: the agent's hypotheses, as data.
 
 Each :class:`Proposal` is what ``/formulate-hypothesis`` would return for the target of
-:mod:`training.autoresearch_target`: a slug, the four labelled paragraphs of the page's
+:mod:`wikiengine.training.autoresearch_target`: a slug, the four labelled paragraphs of the page's
 ``## Hypothesis under test``, the knobs it changes (merged onto the current frontier's
 config: :meth:`Proposal.config`), the verdict the scripted agent asks for, and the verdict
 the lane must file once its caps apply (a crash or a parity failure is ``invalid``, a
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from training.autoresearch_knobs import TargetConfig
+from wikiengine.training.autoresearch_knobs import TargetConfig
 
 VERDICTS = ("supported", "refuted", "inconclusive", "invalid")
 OUTCOMES = ("win", "loss", "within-noise", "crash", "numerics-break", "silent-no-op")

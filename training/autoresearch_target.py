@@ -49,7 +49,7 @@ Three measurements judge a candidate against the current frontier, in one proces
   recorded with a ``TorchDispatchMode``, hashed: a knob whose digest equals the
   frontier's changed nothing that ran.
 
-``python -m training.autoresearch_target --config CAND.json --frontier FRONT.json --out DIR``
+``python -m wikiengine.training.autoresearch_target --config CAND.json --frontier FRONT.json --out DIR``
 writes ``DIR/metrics.json``, ``DIR/profile.md`` (top ops by self time, torch.profiler)
 and ``DIR/hlo.md`` (the op comparison and the hypothesis-firing audit line), and prints
 one progress line per round (``--json`` also prints the metrics). ``--seconds`` is the
@@ -83,7 +83,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from training.autoresearch_knobs import TargetConfig, TargetConfigError, load_target_config
+from wikiengine.training.autoresearch_knobs import TargetConfig, TargetConfigError, load_target_config
 
 D_IN, HIDDEN, CLASSES = 256, 1024, 64
 LEARNING_RATE = 1e-3
@@ -491,7 +491,7 @@ def _write_metrics(out: Path, metrics: dict) -> None:
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m training.autoresearch_target",
+        prog="python -m wikiengine.training.autoresearch_target",
         description="Measure a training-step config against the frontier: interleaved throughput, "
                     "float64 parity and op digest.")
     parser.add_argument("--config", required=True, help="the candidate's knobs (JSON object)")

@@ -24,7 +24,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from executors.store import (
+from wikiengine.executors.store import (
     CheckpointStore,
     FileMissingError,
     StoreFormatError,

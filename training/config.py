@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from executors.store import StoreFormatError, strict_json
+from wikiengine.executors.store import StoreFormatError, strict_json
 
 SHA16 = re.compile(r"^[0-9a-f]{16}$")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -88,7 +88,7 @@ class RunConfig:
             raise ConfigError(f"dropout must be in [0, 1) or null, got {self.dropout!r}")
         if type(self.compile) is not bool:
             raise ConfigError(f"compile must be true or false, got {self.compile!r}")
-        from training.model import PRESETS
+        from wikiengine.training.model import PRESETS
 
         if self.preset not in PRESETS:
             raise ConfigError(f"preset must be one of {', '.join(sorted(PRESETS))}, got {self.preset!r}")

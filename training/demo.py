@@ -1,7 +1,7 @@
 """A ready-made tiny relay run: a fresh local store and a run config, for ``wiki demo`` and tests.
 
 >>> run = create_demo_run(Path("/tmp/demo"))            # doctest: +SKIP
->>> subprocess.run([sys.executable, "-m", "training.session", *run.session_argv()])  # doctest: +SKIP
+>>> subprocess.run([sys.executable, "-m", "wikiengine.training.session", *run.session_argv()])  # doctest: +SKIP
 
 Each session trains 8 steps of the ``tiny`` preset (24 in all, a save every 4) in a few
 seconds on two CPU cores.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from executors.local_store import LocalGitStore
-from training.config import tiny_demo_config
+from wikiengine.executors.local_store import LocalGitStore
+from wikiengine.training.config import tiny_demo_config
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class DemoRun:
     out_dir: Path
 
     def session_argv(self, *extra: str) -> list[str]:
-        """Arguments of ``python -m training.session`` for this run."""
+        """Arguments of ``python -m wikiengine.training.session`` for this run."""
         return ["--store", str(self.store_path), "--config", str(self.config_path), "--out", str(self.out_dir),
                 "--no-progress", *extra]
 

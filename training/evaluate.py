@@ -10,7 +10,7 @@ otherwise). Tasks:
 
 Command line (what ``wiki step`` runs at the end of a run, in plan order)::
 
-    python -m training.evaluate --model DIR --config RUN.json --tasks a,b --out-dir D
+    python -m wikiengine.training.evaluate --model DIR --config RUN.json --tasks a,b --out-dir D
         [--smoke-limit 5] [--limit N]
 
 It first runs every task on ``--smoke-limit`` samples (results ``<task>.smoke.json``),
@@ -44,8 +44,8 @@ def measure(model_dir: Path, config, limit: int | None) -> dict:
     import torch
     from safetensors.torch import load_file
 
-    from training.data import open_corpus
-    from training.model import build_model
+    from wikiengine.training.data import open_corpus
+    from wikiengine.training.model import build_model
 
     corpus = open_corpus(config.corpus, config.seq_len, config.seed)
     consumed = config.max_steps * config.samples_per_step
@@ -78,15 +78,15 @@ def result_of(task: str, measured: dict, limit: int | None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m wikiengine.training.evaluate", description=__doc__.split("\n")[0])
     parser.add_argument("--model", required=True, type=Path)
     parser.add_argument("--config", required=True, type=Path)
     parser.add_argument("--tasks", required=True)
     parser.add_argument("--out-dir", required=True, type=Path)
     parser.add_argument("--smoke-limit", type=int, default=5)
     args = parser.parse_args(argv)
-    from training.checkpoint import atomic_write_bytes
-    from training.config import ConfigError, load_config
+    from wikiengine.training.checkpoint import atomic_write_bytes
+    from wikiengine.training.config import ConfigError, load_config
 
     tasks = [t for t in args.tasks.split(",") if t]
     unknown = [t for t in tasks if t not in TASKS]

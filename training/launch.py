@@ -1,6 +1,6 @@
 """Render the pinned bootstrap for one launch, and check a rendered one.
 
-The bootstrap (:mod:`training.bootstrap`) is a template with four pins (``REPO``,
+The bootstrap (:mod:`wikiengine.training.bootstrap`) is a template with four pins (``REPO``,
 ``REV``, ``LAUNCHER_SHA``, ``SESSION_ARGS``) and one line that changes per launch, line
 13: ``os.environ["QUOTA_LEFT_HOURS"] = "<hours>"``.
 

@@ -1,9 +1,9 @@
 """The session launcher: what a bootstrap fetches at its pinned revision and executes.
 
-It runs only from :mod:`training.bootstrap` (which hashes these bytes first and passes
+It runs only from :mod:`wikiengine.training.bootstrap` (which hashes these bytes first and passes
 ``BOOTSTRAP = {"repo", "rev", "session_args"}``). It exports the repository tree at
 that same revision into a temporary directory, so that every module the session
-imports is the pinned one, and runs ``python -m training.session`` from it (through
+imports is the pinned one, and runs ``python -m wikiengine.training.session`` from it (through
 ``torch.distributed.run`` with one process per GPU when there are several). In
 ``session_args`` the token ``{tree}`` stands for the exported tree (a config file pinned
 in the repository: ``{tree}/training/runs/demo.json``). The exit code is the session's.
@@ -53,8 +53,8 @@ def session_command(tree, session_args):
         pass
     if gpus > 1:
         return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={gpus}",
-                "-m", "training.session", *args]
-    return [sys.executable, "-m", "training.session", *args]
+                "-m", "wikiengine.training.session", *args]
+    return [sys.executable, "-m", "wikiengine.training.session", *args]
 
 
 def launch(pinned):

@@ -5,7 +5,7 @@ something learnable: word spelling, agreement, simple sums), tokenized as bytes
 (vocab 256) into uint16 shards. Re-running this script reproduces the shipped files
 byte for byte::
 
-    python -m training.make_corpus [--out training/corpus]
+    python -m wikiengine.training.make_corpus [--out training/corpus]
 """
 
 from __future__ import annotations

@@ -2,17 +2,17 @@
 
 Command line (what a compute backend or a rendered bootstrap runs)::
 
-    python -m training.session --store STORE --config RUN.json
+    python -m wikiengine.training.session --store STORE --config RUN.json
         [--out DIR] [--quota-left-hours H] [--timeout-seconds S] [--device cpu|cuda]
         [--threads N] [--no-progress]
 
-    torchrun --nproc-per-node N -m training.session ...   # data parallel, same arithmetic
+    torchrun --nproc-per-node N -m wikiengine.training.session ...   # data parallel, same arithmetic
 
 - ``--store``: the checkpoint store: a local git store directory
   (:class:`executors.local_store.LocalGitStore`), ``hf://owner/name`` (a Hub dataset
   repository), or a JSON store mapping for :func:`executors.registry.make_store`; env
   ``WIKI_STORE``. See :func:`open_store`.
-- ``--config``: a run config JSON (:mod:`training.config`); env ``WIKI_RUN_CONFIG``.
+- ``--config``: a run config JSON (:mod:`wikiengine.training.config`); env ``WIKI_RUN_CONFIG``.
 - ``--out``: the local output directory (checkpoints before upload); env
   ``WIKI_SESSION_OUT``, default ``./session-out``.
 - ``--quota-left-hours``: the accelerator quota left; env ``QUOTA_LEFT_HOURS`` (the one
@@ -78,7 +78,7 @@ class SessionArgs:
 
 def parse_args(argv: list[str] | None) -> SessionArgs:
     """Read the command line, falling back to the environment; SessionExit(2) on bad input."""
-    parser = _Parser(prog="python -m training.session", description="Run one training session of a relay run.")
+    parser = _Parser(prog="python -m wikiengine.training.session", description="Run one training session of a relay run.")
     parser.add_argument("--store", default=os.environ.get("WIKI_STORE"))
     parser.add_argument("--config", default=os.environ.get("WIKI_RUN_CONFIG"))
     parser.add_argument("--out", default=os.environ.get("WIKI_SESSION_OUT", "session-out"))
@@ -179,11 +179,11 @@ def open_store(spec: str):
 
     A token is never part of the spec: the Hub client reads ``HF_TOKEN`` itself.
     """
-    from executors.store import StoreError, StoreFormatError, strict_json
+    from wikiengine.executors.store import StoreError, StoreFormatError, strict_json
 
     try:
         if spec.lstrip().startswith("{") or spec.startswith("hf://"):
-            from executors.registry import BackendConfigError, make_store
+            from wikiengine.executors.registry import BackendConfigError, make_store
 
             if spec.startswith("hf://"):
                 mapping = {"kind": "hub", "repo_id": spec[len("hf://"):]}
@@ -195,7 +195,7 @@ def open_store(spec: str):
                 return make_store(mapping, root=Path.cwd())
             except BackendConfigError as exc:
                 raise SessionExit(EXIT_BAD_INPUT, "bad_input", str(exc)) from None
-        from executors.local_store import LocalGitStore
+        from wikiengine.executors.local_store import LocalGitStore
 
         return LocalGitStore(spec)
     except StoreFormatError as exc:
@@ -218,7 +218,7 @@ def run_session(args: SessionArgs, store=None, status: dict | None = None) -> di
     whose pointer commit landed) as the session goes, for the report of a stopped session.
     """
     status = {} if status is None else status
-    from training.config import ConfigError, load_config
+    from wikiengine.training.config import ConfigError, load_config
 
     started = time.monotonic()
     if args.threads:
@@ -246,8 +246,8 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
     """The body of :func:`run_session` once the process group (if any) is up."""
     import torch
 
-    from executors.store import StaleParentError, StoreError, checkpoint_path
-    from training.checkpoint import (
+    from wikiengine.executors.store import StaleParentError, StoreError, checkpoint_path
+    from wikiengine.training.checkpoint import (
         CURSOR_NAME,
         MANIFEST_NAME,
         TRAINER_STATE_NAME,
@@ -259,10 +259,10 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
         rotate_local,
         write_checkpoint,
     )
-    from training.data import DataError, open_corpus
-    from training import plan as planner
-    from training.plan import PlanError, cross_check, plan_session
-    from training.trainer import Trainer
+    from wikiengine.training.data import DataError, open_corpus
+    from wikiengine.training import plan as planner
+    from wikiengine.training.plan import PlanError, cross_check, plan_session
+    from wikiengine.training.trainer import Trainer
 
     next_save_fits = planner.next_save_fits
     device = f"cuda:{world.local_rank}" if args.device == "cuda" else args.device
@@ -431,7 +431,7 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
 def _save_and_commit(store, step, files, out_dir, last_commit, write_checkpoint, rotate_local, StaleParentError,
                      StoreError, entry):
     """Rank 0: write checkpoint-N locally, then the two commits, guarded. Returns a verdict tuple."""
-    from executors.store import checkpoint_path
+    from wikiengine.executors.store import checkpoint_path
 
     local = write_checkpoint(out_dir, step, files)
     try:
@@ -458,7 +458,7 @@ def _save_and_commit(store, step, files, out_dir, last_commit, write_checkpoint,
 
 
 def _manifest_sha(directory: Path) -> str:
-    from training.checkpoint import MANIFEST_NAME, sha256_hex
+    from wikiengine.training.checkpoint import MANIFEST_NAME, sha256_hex
 
     return sha256_hex((Path(directory) / MANIFEST_NAME).read_bytes())
 
@@ -466,7 +466,7 @@ def _manifest_sha(directory: Path) -> str:
 def _commit_final(store, step, out_dir, last_commit, write_checkpoint, StaleParentError, StoreError) -> str:
     """Rank 0, after ``latest -> max_steps``: commit ``final/`` (the final weights, cursor and
     trainer state with their manifest, from the verified local checkpoint); emit ``final``."""
-    from training.checkpoint import FINAL_FILES, read_verified_local
+    from wikiengine.training.checkpoint import FINAL_FILES, read_verified_local
 
     files = read_verified_local(Path(out_dir) / f"checkpoint-{step}", step)
     local = write_checkpoint(Path(out_dir) / "final", step, {k: files[k] for k in FINAL_FILES})
@@ -513,7 +513,7 @@ def _report_unnamed(store, revision: str, pointer_step: int) -> None:
     never loaded; a later save of the same step replaces the folder (the old bytes stay in
     the store's history).
     """
-    from executors.store import CHECKPOINT_PREFIX, checkpoint_message
+    from wikiengine.executors.store import CHECKPOINT_PREFIX, checkpoint_message
 
     steps = set()
     for path in store.list_files("ckpt", revision):
@@ -533,7 +533,7 @@ def _report_unnamed(store, revision: str, pointer_step: int) -> None:
 
 def _free_space_problem(out_dir: Path, preset: str) -> tuple[str, str] | None:
     """``("refuse", why)`` when the output disk cannot hold two checkpoints and a temp copy."""
-    from training.model import build_model, count_parameters
+    from wikiengine.training.model import build_model, count_parameters
 
     parameters = count_parameters(build_model(preset, "meta"))
     needed = parameters * 4 * 3 * 3  # weights + two Adam moments, fp32; three copies at the peak

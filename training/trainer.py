@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from training.checkpoint import (
+from wikiengine.training.checkpoint import (
     CURSOR_NAME,
     MODEL_NAME,
     TRAINER_STATE_NAME,
@@ -32,9 +32,9 @@ from training.checkpoint import (
     torch_bytes,
     trainer_state,
 )
-from training.config import RunConfig
-from training.data import Corpus, open_corpus, rank_slice
-from training.model import GPT, build_model
+from wikiengine.training.config import RunConfig
+from wikiengine.training.data import Corpus, open_corpus, rank_slice
+from wikiengine.training.model import GPT, build_model
 
 
 def resolve_precision(requested: str, device: torch.device) -> str:

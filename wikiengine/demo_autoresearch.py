@@ -2,9 +2,9 @@
 
 Scaffolds a wiki (root, model and lane programs, a model page in the real format, the
 lane log), measures the baseline, starts a session with two tracks on the local backend,
-and wakes until the scripted proposal queue (:mod:`training.autoresearch_queue`, which
+and wakes until the scripted proposal queue (:mod:`wikiengine.training.autoresearch_queue`, which
 stands in for the agent's judgement) is used up. The target is real: the throughput of a
-small torch training step (:mod:`training.autoresearch_target`), timed interleaved with
+small torch training step (:mod:`wikiengine.training.autoresearch_target`), timed interleaved with
 the current frontier in one process, with a parity check and an op digest. Every write
 goes through the lane writers and `wiki step`'s lane mode, exactly as an agent's would;
 the demo only supplies what the agent owes (a proposal for an idle track, a verdict for a
@@ -135,10 +135,10 @@ def say(text: str) -> None:
 
 
 def _lane_config() -> dict:
-    from training.autoresearch_queue import baseline_config
+    from wikiengine.training.autoresearch_queue import baseline_config
 
     return {
-        "launch_cmd": (f"{{python}} -m training.autoresearch_target --config {{config}} --frontier {{frontier}} "
+        "launch_cmd": (f"{{python}} -m wikiengine.training.autoresearch_target --config {{config}} --frontier {{frontier}} "
                        f"--out {{artifacts}} --rounds {ROUNDS} --seconds {SECONDS}"),
         "target_metric": "tps", "higher_is_better": True, "wake_interval_s": 120,
         "hung_after_s": 300, "ceiling_s": 900, "baseline_config": baseline_config(),
@@ -149,12 +149,12 @@ def measure_baseline(folder: Path) -> float:
     """The baseline's throughput, measured once (the baseline against itself)."""
     import subprocess
 
-    from training.autoresearch_queue import baseline_config
+    from wikiengine.training.autoresearch_queue import baseline_config
 
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "baseline.json"
     config.write_text(json.dumps(baseline_config()))
-    done = subprocess.run([sys.executable, "-m", "training.autoresearch_target", "--config", str(config), "--frontier",
+    done = subprocess.run([sys.executable, "-m", "wikiengine.training.autoresearch_target", "--config", str(config), "--frontier",
                            str(config), "--out", str(folder), "--rounds", str(ROUNDS), "--seconds", str(SECONDS)],
                           capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
@@ -168,7 +168,7 @@ def scaffold(root: Path, git) -> None:
     """The wiki of the demo lane, committed."""
     import datetime as dt
 
-    from training.autoresearch_queue import QUEUE
+    from wikiengine.training.autoresearch_queue import QUEUE
 
     today = dt.datetime.now(dt.timezone.utc).date().isoformat()
     say("measuring the baseline (its own frontier, interleaved) ...")
@@ -194,7 +194,7 @@ def scaffold(root: Path, git) -> None:
 
 def _frontier_config(root: Path) -> dict:
     """The knobs of the row's Current best (its Setup's yaml block), else the baseline's."""
-    from training.autoresearch_queue import baseline_config
+    from wikiengine.training.autoresearch_queue import baseline_config
     from wikiengine.lane_mode import _setup_config
     from wikiengine.page import parse_page
     from wikiengine.variant_matrix import CURRENT_BEST, cell_reference, parse_matrix
@@ -223,7 +223,7 @@ class ScriptedAgent:
     """What the agent would do with a wake's ``needs``: propose from the queue, file verdicts."""
 
     def __init__(self, root: Path):
-        from training.autoresearch_queue import QUEUE
+        from wikiengine.training.autoresearch_queue import QUEUE
 
         self.root = root
         self.queue = list(QUEUE)

@@ -430,7 +430,7 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
                    else f"not measured ({'; '.join(measured.get('reasons', []))[:120]})")
         (tree / binding["candidate"]).parent.mkdir(parents=True, exist_ok=True)
         (tree / binding["candidate"]).write_text(code, encoding="utf-8")
-        from executors.git_commit import commit_paths
+        from wikiengine.executors.git_commit import commit_paths
 
         subject = f"cand{number}({family.slug} {page_ref.exp_id}): {' '.join(note.split())} — {summary}"
         sha = commit_paths(tree, [binding["candidate"]], subject)

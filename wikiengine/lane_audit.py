@@ -252,7 +252,7 @@ def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None,
 def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, config: dict | None = None,
               now: float | None = None) -> Audit:
     """The audit of ``lane`` since its cursor (see the module docstring)."""
-    from executors.compute import ComputeError
+    from wikiengine.executors.compute import ComputeError
     from wikiengine import lane_writers as lw
 
     config = config or {}

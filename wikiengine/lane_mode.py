@@ -116,14 +116,14 @@ def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[d
     """The lane backend named by the session: ``local`` (one slot per track, here), or
     ``gke`` (each track's cluster of the session's pool, through its kubeconfig context)."""
     if kind == "local":
-        from executors.lane_local import LocalLaneBackend
+        from wikiengine.executors.lane_local import LocalLaneBackend
 
         return LocalLaneBackend(root, lane.model_dir, lane.name)
     if kind == "gke":
-        from executors.gke.clusters import discover_clusters
-        from executors.gke.occupancy import Me
-        from executors.lane_gke import GkeLaneBackend
-        from executors.lane_pool import TrackPool
+        from wikiengine.executors.gke.clusters import discover_clusters
+        from wikiengine.executors.gke.occupancy import Me
+        from wikiengine.executors.lane_gke import GkeLaneBackend
+        from wikiengine.executors.lane_pool import TrackPool
 
         image, storage = config.get("image"), config.get("storage_root")
         if not image or not storage:
@@ -176,7 +176,7 @@ class Observed:
 
 
 def observe(run: LaneRun) -> Observed:
-    from executors.compute import ComputeError
+    from wikiengine.executors.compute import ComputeError
 
     journal_text = (run.root / run.lane.journal).read_text(encoding="utf-8") if (run.root / run.lane.journal).is_file() else ""
     records = parse_journal(journal_text, run.lane.journal)
@@ -335,7 +335,7 @@ def launch_spec(run: LaneRun, page: lw.LanePage, track: int):
     """
     import sys
 
-    from executors.lane_backend import LaunchSpec
+    from wikiengine.executors.lane_backend import LaunchSpec
 
     template = run.config.get("launch_cmd")
     if not template:
@@ -376,7 +376,7 @@ def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None, **_unus
         result.next_wake_s = None
         return result
     if not dry_run:
-        from executors.compute import ComputeError
+        from wikiengine.executors.compute import ComputeError
 
         try:
             done = lw.backfill(root, run.lane, run.backend)
@@ -465,7 +465,7 @@ def state_body(state: LaneState, result: LaneWakeResult, summary_line: str) -> s
 
 
 def act_dispatch(run: LaneRun, decision: TrackDecision, obs: Observed, result: LaneWakeResult) -> None:
-    from executors.compute import ComputeError
+    from wikiengine.executors.compute import ComputeError
 
     page = obs.pages[decision.vid]
     spec, frontier = launch_spec(run, page, decision.track)

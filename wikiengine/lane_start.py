@@ -63,7 +63,7 @@ def gke_pool(root: Path, lane: Lane, parallelism, tpu: str | None, topology: str
     """Free clusters, by the seed's occupancy rules (``wiki clusters``); none: NoFreeClusters."""
     import argparse
 
-    from executors.gke.occupancy import check_all, format_pool, select_clusters
+    from wikiengine.executors.gke.occupancy import check_all, format_pool, select_clusters
     from wikiengine.commands.clusters import _candidates, _me
 
     args = argparse.Namespace(model=lane.model_dir, lane=lane.name, user_prefix=None, tpu=tpu, topology=topology)

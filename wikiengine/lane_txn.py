@@ -37,7 +37,7 @@ class LaneWriteRefused(WikiError):
 
 def git_dir(root: Path) -> Path:
     """The repository's git directory (``executors.git_commit.git_dir``)."""
-    from executors.git_commit import git_dir as find
+    from wikiengine.executors.git_commit import git_dir as find
 
     return find(root)
 
@@ -143,7 +143,7 @@ def _restore(root: Path, texts: dict[str, str | None]) -> None:
 
 
 def _commit(root: Path, paths: list[str], message: str) -> str | None:
-    from executors.git_commit import commit_paths
+    from wikiengine.executors.git_commit import commit_paths
 
     return commit_paths(root, paths, message)
 

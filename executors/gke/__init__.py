@@ -1,12 +1,12 @@
 """GKE compute (the ``gke`` extra): cluster files, occupancy, selection and JobSet dispatch.
 
-- :mod:`executors.gke.clusters`: read ``.env/*.md`` cluster files (seed Steps 4-5);
-- :mod:`executors.gke.kube`: one place where Kubernetes calls are made, each with a deadline;
-- :mod:`executors.gke.occupancy`: attribute each cluster's active JobSets and select free
+- :mod:`wikiengine.executors.gke.clusters`: read ``.env/*.md`` cluster files (seed Steps 4-5);
+- :mod:`wikiengine.executors.gke.kube`: one place where Kubernetes calls are made, each with a deadline;
+- :mod:`wikiengine.executors.gke.occupancy`: attribute each cluster's active JobSets and select free
   clusters (seed Step 6);
-- :mod:`executors.gke.dispatch`: workload names, GCS paths, the JobSet manifest, submit,
+- :mod:`wikiengine.executors.gke.dispatch`: workload names, GCS paths, the JobSet manifest, submit,
   status and log tail (seed Step 2(c)(iv)-(vi) and the backfill step);
-- :mod:`executors.gke.compute`: :class:`~executors.compute.ComputeBackend` over JobSets.
+- :mod:`wikiengine.executors.gke.compute`: :class:`~wikiengine.executors.compute.ComputeBackend` over JobSets.
 
 The ``kubernetes`` client is imported lazily, so cluster files can be read without it.
 """

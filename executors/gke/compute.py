@@ -18,7 +18,7 @@ import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
 
-from executors.compute import (
+from wikiengine.executors.compute import (
     CapacityError,
     ComputeError,
     ComputeUnavailableError,
@@ -28,10 +28,10 @@ from executors.compute import (
     SessionState,
     SessionStatus,
 )
-from executors.gke import dispatch as gke_dispatch
-from executors.gke.clusters import ClusterFile, parse_cluster_file
-from executors.gke.kube import DEFAULT_DEADLINE_S, KubeNotFound
-from executors.gke.occupancy import is_active
+from wikiengine.executors.gke import dispatch as gke_dispatch
+from wikiengine.executors.gke.clusters import ClusterFile, parse_cluster_file
+from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, KubeNotFound
+from wikiengine.executors.gke.occupancy import is_active
 from wikiengine.identity import MAX_WORKLOAD_LEN, NAME_RE
 
 SESSION_LABEL = "wikiengine.dev/relay-session"

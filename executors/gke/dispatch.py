@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from executors.compute import CapacityError, ComputeError, SessionState, SessionStatus
-from executors.gke.clusters import ClusterFile
-from executors.gke.kube import (
+from wikiengine.executors.compute import CapacityError, ComputeError, SessionState, SessionStatus
+from wikiengine.executors.gke.clusters import ClusterFile
+from wikiengine.executors.gke.kube import (
     DEFAULT_DEADLINE_S,
     JOBSET_GROUP,
     JOBSET_VERSION,
@@ -33,7 +33,7 @@ from executors.gke.kube import (
     KubeNotFound,
     KubeUnavailable,
 )
-from executors.gke.occupancy import TERMINAL_STATES, Me, active_workloads
+from wikiengine.executors.gke.occupancy import TERMINAL_STATES, Me, active_workloads
 from wikiengine.errors import WikiError
 from wikiengine.identity import check_workload_name, workload_name
 

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from executors.compute import ComputeError, ComputeUnavailableError
+from wikiengine.executors.compute import ComputeError, ComputeUnavailableError
 
 JOBSET_GROUP = "jobset.x-k8s.io"
 JOBSET_VERSION = "v1alpha2"

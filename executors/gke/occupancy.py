@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from executors.gke.clusters import ClusterFile
-from executors.gke.kube import DEFAULT_DEADLINE_S, Kube, KubeNotFound, KubeUnavailable
+from wikiengine.executors.gke.clusters import ClusterFile
+from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, Kube, KubeNotFound, KubeUnavailable
 from wikiengine.errors import WikiError
 from wikiengine.text import counted
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from executors.http_policy import RetryPolicy
+from wikiengine.executors.http_policy import RetryPolicy
 from tests.fakes.fake_hub import FakeHub
 
 HF_TEST_TOKEN = "hf_loopbackTestToken0123456789"
@@ -116,7 +116,7 @@ def sleeps():
 
 @pytest.fixture
 def hub_store(fake_hub, tmp_path, sleeps):
-    from executors.hub_store import HubStore
+    from wikiengine.executors.hub_store import HubStore
 
     return HubStore(
         REPO_ID, endpoint=fake_hub.url, cache_dir=tmp_path / "hub-cache", policy=fast_policy(sleeps)

@@ -34,18 +34,18 @@ def add_parser(subparsers) -> None:
 
 
 def backend_for(args, root, lane):
-    from executors.lane_gke import GkeLaneBackend
-    from executors.lane_local import LocalLaneBackend
+    from wikiengine.executors.lane_gke import GkeLaneBackend
+    from wikiengine.executors.lane_local import LocalLaneBackend
 
     if args.backend == "local":
         return LocalLaneBackend(root, lane.model_dir, lane.name)
-    from executors.gke.kube import Kube
+    from wikiengine.executors.gke.kube import Kube
 
     return GkeLaneBackend(Kube.from_context(args.context, cluster=args.context or "default"), args.namespace)
 
 
 def run(args) -> int:
-    from executors.compute import ComputeError
+    from wikiengine.executors.compute import ComputeError
     from wikiengine import lane_writers
     from wikiengine.errors import WikiError
     from wikiengine.targets import repository_root

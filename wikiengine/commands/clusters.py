@@ -64,7 +64,7 @@ def _root(args) -> Path | None:
 
 
 def _me(args, root: Path | None):
-    from executors.gke.occupancy import Me
+    from wikiengine.executors.gke.occupancy import Me
     from wikiengine import identity, targets
     from wikiengine.errors import WikiError
 
@@ -90,7 +90,7 @@ def _me(args, root: Path | None):
 
 
 def _candidates(args, env_dir: Path):
-    from executors.gke.clusters import discover_clusters, shapes
+    from wikiengine.executors.gke.clusters import discover_clusters, shapes
     from wikiengine.errors import WikiError
 
     everything = discover_clusters(env_dir)
@@ -109,7 +109,7 @@ def _candidates(args, env_dir: Path):
 
 
 def _list(env_dir: Path, as_json: bool) -> int:
-    from executors.gke.clusters import discover_clusters, shapes
+    from wikiengine.executors.gke.clusters import discover_clusters, shapes
 
     clusters = discover_clusters(env_dir)
     if as_json:
@@ -146,9 +146,9 @@ def _cluster_dict(c) -> dict:
 
 
 def run(args) -> int:
-    from executors.compute import ComputeUnavailableError
-    from executors.gke.kube import require_client
-    from executors.gke.occupancy import check_all, format_pool, parse_parallelism, select_clusters
+    from wikiengine.executors.compute import ComputeUnavailableError
+    from wikiengine.executors.gke.kube import require_client
+    from wikiengine.executors.gke.occupancy import check_all, format_pool, parse_parallelism, select_clusters
     from wikiengine.errors import WikiError
 
     if args.timeout <= 0:

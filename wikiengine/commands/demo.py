@@ -71,7 +71,7 @@ def pin_sources(target: Path, trainer_json: str) -> tuple[str, str]:
     The bootstrap pins this repository's commit and the launcher's sha256, so every
     session runs exactly these bytes. Returns ``(rev, launcher_sha256)``.
     """
-    from training.launch import launcher_sha
+    from wikiengine.training.launch import launcher_sha
 
     target.mkdir(parents=True)
     for package in ("training", "executors"):
@@ -87,8 +87,8 @@ def pin_sources(target: Path, trainer_json: str) -> tuple[str, str]:
 
 def demo_config(root: Path) -> dict:
     """The tiny run's program config, with the data pins computed from the shipped corpus."""
-    from training.config import RunConfig
-    from training.data import open_corpus
+    from wikiengine.training.config import RunConfig
+    from wikiengine.training.data import open_corpus
 
     trainer = RunConfig(**DEMO_CONFIG).validate()
     corpus = open_corpus("", trainer.seq_len, trainer.seed)
@@ -115,7 +115,7 @@ def scaffold(root: Path) -> None:
     """Create the demo wiki, memory, store and git repository in ``root``."""
     import datetime as dt
 
-    from executors.local_store import LocalGitStore
+    from wikiengine.executors.local_store import LocalGitStore
     from wikiengine import memory
     from wikiengine.scaffold import DEMO_TEMPLATE, run_program_text
 

@@ -57,7 +57,7 @@ def run(args) -> int:
 
 
 def _unblock(root, reason: str, *, as_json: bool = False) -> int:
-    from executors.git_commit import check_repository, commit_paths, dirty_paths
+    from wikiengine.executors.git_commit import check_repository, commit_paths, dirty_paths
     from wikiengine import memory
     from wikiengine.errors import WikiError
     from wikiengine.relay.step import MEMORY_PATHS

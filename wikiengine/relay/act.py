@@ -20,7 +20,7 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
-from executors.compute import CapacityError, ComputeBackend, LaunchRecord, LaunchRequest, Quota, SessionState
+from wikiengine.executors.compute import CapacityError, ComputeBackend, LaunchRecord, LaunchRequest, Quota, SessionState
 from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.memory import Claim, State, utc_iso
@@ -54,7 +54,7 @@ def release(root: Path, state: State, quota: Quota | None, now: dt.datetime, why
 
 def bootstrap_text(config: dict, quota_left_hours: float) -> str:
     """The bootstrap of one launch: the run's pins, line 13 set to the live hours, checked."""
-    from training.launch import bootstrap_template, check_rendered, pin_bootstrap, render_bootstrap
+    from wikiengine.training.launch import bootstrap_template, check_rendered, pin_bootstrap, render_bootstrap
 
     pins = config.get("bootstrap")
     if not pins:
@@ -132,7 +132,7 @@ def record_exit(root: Path, view: SessionView) -> bool:
 
 def record_emergencies(root: Path, state: State, decision: Decision, now: dt.datetime) -> State:
     """Write each emergency to ERRORS.md with its evidence and block the run in STATE.md."""
-    from executors.http_policy import redact
+    from wikiengine.executors.http_policy import redact
 
     for emergency in reversed(decision.emergencies):  # newest first: the first emergency ends on top
         memory.prepend_error(root, now.strftime("%Y-%m-%d"), emergency.kind, redact(emergency.summary), state.run,

@@ -24,7 +24,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Callable
 
-from executors.compute import Quota, SessionState
+from wikiengine.executors.compute import Quota, SessionState
 from wikiengine.errors import WikiError
 from wikiengine.relay.records import CORRUPT_REASON, SessionRecord
 

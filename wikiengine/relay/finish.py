@@ -33,7 +33,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from executors.store import FINAL_PATH, checkpoint_path
+from wikiengine.executors.store import FINAL_PATH, checkpoint_path
 from wikiengine.relay.decide import Emergency
 from wikiengine.relay.records import FINAL_KEY
 
@@ -67,7 +67,7 @@ def verify_all(store, revision: str, max_steps: int, recorded: dict[str, str]) -
     recorded digest, and every recorded checkpoint must still be in the store. Raises
     :class:`training.checkpoint.CheckpointError` naming the checkpoint and the file that differs.
     """
-    from training.checkpoint import FINAL_FILES, MANIFEST_NAME, CheckpointError, read_verified_from_store, verify_files
+    from wikiengine.training.checkpoint import FINAL_FILES, MANIFEST_NAME, CheckpointError, read_verified_from_store, verify_files
 
     steps = sorted({int(p.split("/")[1].split("-")[1]) for p in store.list_files("ckpt", revision)
                     if p.count("/") >= 2 and p.split("/")[1].startswith("checkpoint-")
@@ -108,7 +108,7 @@ def verify_all(store, revision: str, max_steps: int, recorded: dict[str, str]) -
 
 
 def _check_digest(name: str, manifest: bytes, recorded: str | None) -> None:
-    from training.checkpoint import CheckpointError, sha256_hex
+    from wikiengine.training.checkpoint import CheckpointError, sha256_hex
 
     if recorded is not None and sha256_hex(manifest) != recorded:
         raise CheckpointError(f"{name}: manifest.json has sha256 {sha256_hex(manifest)[:16]}..., the run recorded "
@@ -120,14 +120,14 @@ def _check_digest(name: str, manifest: bytes, recorded: str | None) -> None:
 
 def run_in_clean_room(argv: list[str]) -> subprocess.CompletedProcess:
     """Run ``argv`` through :func:`executors.clean_room.run_clean`: no credential reachable (row 47)."""
-    from executors.clean_room import run_clean
+    from wikiengine.executors.clean_room import run_clean
 
     return run_clean(argv, timeout_s=600)
 
 
 def publish(final_files: dict[str, bytes], target: Path, run: str) -> Path:
     """Write the final weights and their manifest to ``target`` (atomically, file by file)."""
-    from training.checkpoint import atomic_write_bytes
+    from wikiengine.training.checkpoint import atomic_write_bytes
 
     target.mkdir(parents=True, exist_ok=True)
     model = final_files["model.safetensors"]
@@ -140,7 +140,7 @@ def publish(final_files: dict[str, bytes], target: Path, run: str) -> Path:
 
 def clean_room_check(directory: Path) -> dict:
     """In the clean room: no token reachable, and the published bytes match their manifest."""
-    from executors.clean_room import is_secret_name
+    from wikiengine.executors.clean_room import is_secret_name
 
     leaked = sorted(k for k in os.environ if is_secret_name(k))
     if leaked:
@@ -173,7 +173,7 @@ def trainer_config_json(config: dict) -> str:
     """The trainer's run-config JSON from a program config (only the keys the trainer knows)."""
     import dataclasses as dc
 
-    from training.config import RunConfig
+    from wikiengine.training.config import RunConfig
 
     known = {f.name for f in dc.fields(RunConfig)} - {"extra"}
     return json.dumps({k: v for k, v in config.items() if k in known}, indent=2, sort_keys=True) + "\n"
@@ -185,9 +185,9 @@ def evaluate(model_dir: Path, config: dict, out: Path) -> subprocess.CompletedPr
     with tempfile.TemporaryDirectory(prefix="eval-config-") as tmp:
         config_path = Path(tmp) / "run.json"
         config_path.write_text(trainer_config_json(config))
-        argv = [sys.executable, "-m", "training.evaluate", "--model", str(model_dir), "--config", str(config_path),
+        argv = [sys.executable, "-m", "wikiengine.training.evaluate", "--model", str(model_dir), "--config", str(config_path),
                 "--tasks", ",".join(tasks), "--out-dir", str(out), "--smoke-limit", "5"]
-        from executors.clean_room import clean_environment
+        from wikiengine.executors.clean_room import clean_environment
 
         home = Path(tmp) / "home"
         home.mkdir()
@@ -272,8 +272,8 @@ def report_path(root: Path, run: str, config: dict) -> tuple[Path, bool]:
 
 def finish_run(run, state, clock) -> FinishResult:
     """Every stage of seed section 4 that has not already left its result."""
-    from executors.store import StoreError
-    from training.checkpoint import CheckpointError
+    from wikiengine.executors.store import StoreError
+    from wikiengine.training.checkpoint import CheckpointError
 
     from wikiengine.memory import atomic_write_text
 
@@ -293,7 +293,7 @@ def finish_run(run, state, clock) -> FinishResult:
     result.actions.append(f"verified checkpoints {', '.join(map(str, steps))} and final/ against their manifests and "
                           "the digests the run recorded")
     target = publish(final_files, publish_dir(root, state.run, config), state.run)
-    from executors.clean_room import CleanRoomError
+    from wikiengine.executors.clean_room import CleanRoomError
 
     try:
         check = run_in_clean_room([sys.executable, "-m", "wikiengine.relay.finish", "clean-room-check", str(target)])

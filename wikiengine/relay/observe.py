@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from executors.compute import ComputeBackend, ComputeError, SessionState
-from executors.http_policy import redact
-from executors.store import (
+from wikiengine.executors.compute import ComputeBackend, ComputeError, SessionState
+from wikiengine.executors.http_policy import redact
+from wikiengine.executors.store import (
     CheckpointStore,
     Pointer,
     StoreCommit,
@@ -398,7 +398,7 @@ def session_view(compute: ComputeBackend, job: str, ref: str, submitted_at: str 
 def claimed_view(compute: ComputeBackend, job: str, slug: str) -> SessionView:
     """Find a claimed launch at the backend by its slug: GONE only when the backend positively has none.
 
-    The compute protocol's "unknown" (:mod:`executors.compute`): a listing that cannot be
+    The compute protocol's "unknown" (:mod:`wikiengine.executors.compute`): a listing that cannot be
     read raises, and a listed session whose state is UNKNOWN could be ours; both make the
     claim UNKNOWN, never GONE (seed: unknown is not gone).
     """
@@ -551,7 +551,7 @@ def observe(now: dt.datetime, state: State, settings: Settings, config: dict, st
 
 def _plan(pointer_step: int, settings: Settings) -> tuple[int | None, tuple[str, ...]]:
     """The trainer's planner from the pointer and its own cross-check (seed: 'if the planner disagrees')."""
-    from training.plan import PlanError, cross_check, plan_session
+    from wikiengine.training.plan import PlanError, cross_check, plan_session
 
     try:
         plan = plan_session(pointer_step, settings.max_steps, settings.save_steps, settings.session_steps)

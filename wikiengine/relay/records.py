@@ -20,7 +20,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from executors.http_policy import REDACTED  # what redact() puts in place of a secret
+from wikiengine.executors.http_policy import REDACTED  # what redact() puts in place of a secret
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 FINAL_KEY = "final"  # the digest key of final/ (checkpoints are keyed by their step, as text)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from executors.compute import ComputeError
+from wikiengine.executors.compute import ComputeError
 from wikiengine import memory
 from wikiengine.errors import WikiError
 from wikiengine.memory import State, utc_iso
@@ -78,10 +78,10 @@ def load_run(root: Path, state: State, store=None, compute=None) -> Run:
 
 def make_store(config: dict, root: Path):
     """The checkpoint store of the run's ``store`` block (``executors.registry``)."""
-    from executors import registry
-    from executors.store import StoreUnavailableError
+    from wikiengine.executors import registry
+    from wikiengine.executors.store import StoreUnavailableError
 
-    from executors.store import StoreUnavailableError
+    from wikiengine.executors.store import StoreUnavailableError
 
     try:
         return registry.make_store(config["store"], root=root)
@@ -91,7 +91,7 @@ def make_store(config: dict, root: Path):
 
 def make_compute(config: dict, root: Path):
     """The compute backend of the run's ``compute`` block (``executors.registry``)."""
-    from executors import registry
+    from wikiengine.executors import registry
 
     try:
         return registry.make_compute(config["compute"], root=root)
@@ -125,7 +125,7 @@ def wake(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.datetime] 
 
 
 def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult:
-    from executors import git_commit
+    from wikiengine.executors import git_commit
     from wikiengine.relay.observe import immutable_edits_since
 
     recovered = [] if dry_run else recover_crashed_wake(root)
@@ -166,13 +166,13 @@ def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult
 
 def journal_path(root: Path) -> Path:
     """The marker of a wake writing memory (inside .git, so it is never a stray file)."""
-    from executors.git_commit import open_repo
+    from wikiengine.executors.git_commit import open_repo
 
     return Path(open_repo(root).git_dir) / "wiki-step-journal"
 
 
 def _own_commit_path(root: Path) -> Path:
-    from executors.git_commit import open_repo
+    from wikiengine.executors.git_commit import open_repo
 
     return Path(open_repo(root).git_dir) / "wiki-step-last-commit"
 
@@ -211,7 +211,7 @@ def recover_crashed_wake(root: Path) -> list[str]:
     journal = journal_path(root)
     if not journal.exists():
         return []
-    from executors.git_commit import open_repo
+    from wikiengine.executors.git_commit import open_repo
 
     repo = open_repo(root)
     tracked = [p for p in MEMORY_PATHS if repo.head.is_valid() and _tracked(repo, p)]
@@ -281,7 +281,7 @@ class Wake:
         memory.write_state(self.run.root, self.state, summary_body(self.state, self.decision))
 
     def commit(self, message: str) -> None:
-        from executors.git_commit import commit_paths
+        from wikiengine.executors.git_commit import commit_paths
 
         self.save_state()
         sha = commit_paths(self.run.root, list(MEMORY_PATHS), message)
@@ -348,7 +348,7 @@ class Wake:
         try:
             cancel(view.ref)
         except ComputeError as exc:
-            from executors.http_policy import redact
+            from wikiengine.executors.http_policy import redact
 
             self.result.actions.append(f"could not cancel {view.job} ({view.ref}): {redact(str(exc))[:200]}; "
                                        "the next wake tries again")
@@ -423,7 +423,7 @@ class Wake:
         except ComputeError as exc:
             # The push may have landed with its answer lost: the committed claim stays, and the
             # next wake looks the job up at the backend (adopt) instead of launching again.
-            from executors.http_policy import redact
+            from wikiengine.executors.http_policy import redact
 
             self.result.actions.append(f"{job}: launch outcome unknown ({redact(str(exc))[:200]}); the claim "
                                        "stays for the next wake")
@@ -455,7 +455,7 @@ class Wake:
 
     def commit_extra(self, paths: list[str]) -> None:
         """Commit files outside memory/ that an act wrote (eval results, the report) with the memory."""
-        from executors.git_commit import commit_paths
+        from wikiengine.executors.git_commit import commit_paths
 
         self.save_state()
         sha = commit_paths(self.run.root, list(MEMORY_PATHS) + paths, self.message)
