@@ -56,7 +56,7 @@ def kind_of(rel: str) -> str:
         return "program"
     if name == "log.md":
         return "log"
-    if _RETRO_RE.fullmatch(rel):
+    if "retrospective" in rel and _RETRO_RE.fullmatch(rel):  # the substring first: most paths are not one
         return "retrospective"
     if is_experiment_path(rel):
         return "experiment"
