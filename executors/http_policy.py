@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import contextvars
-import email.utils
 import json
 import os
 import re
@@ -159,6 +158,8 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         return None
     if value.isdigit():
         return float(value)
+    import email.utils  # here, not at the top: every commit imports this module for secret_values (15 ms)
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -13,8 +13,10 @@ new content of each file it changes in memory, then :meth:`LaneTxn.commit`:
 
 A writer killed anywhere leaves either no redo record (nothing happened, or the commit
 is done) or one that the next writer of the lane replays first: the texts are whole, so
-replaying twice writes the same bytes and commits once. The lock is a ``filelock`` in
-the git directory, so concurrent writers of one lane (one per track) take turns.
+replaying twice writes the same bytes and commits once. The lock is an ``flock`` of a
+file in the git directory, so concurrent writers of one lane (one per track) take turns.
+It is taken with ``fcntl`` directly, as ``filelock`` does on POSIX: importing
+``filelock`` 4.3 costs 17-40 ms (logging, secrets, decimal), a tenth of a writer's run.
 """
 
 from __future__ import annotations
@@ -189,23 +191,37 @@ class LaneLock:
     """The lane's write lock, held for a whole write (``with LaneLock(root, lane):``);
     on entry it replays a killed writer's redo record."""
 
-    def __init__(self, root: Path, lane: Lane, timeout: float = LOCK_TIMEOUT_S):
-        from filelock import FileLock
+    POLL_S = 0.01
 
-        path = lock_path(root, lane)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.root, self.lane, self.recovered = root, lane, None
-        self._lock = FileLock(os.fspath(path), timeout=timeout)
+    def __init__(self, root: Path, lane: Lane, timeout: float = LOCK_TIMEOUT_S):
+        self.path = lock_path(root, lane)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.root, self.lane, self.recovered, self.timeout = root, lane, None, timeout
+        self._fd: int | None = None
 
     def __enter__(self) -> LaneLock:
-        from filelock import Timeout
+        import fcntl
+        import time
 
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise WikiError(f"lane {self.lane.model_dir}/{self.lane.name} is locked by another writer") from None
+                time.sleep(self.POLL_S)
+        self._fd = fd
         try:
-            self._lock.acquire()
-        except Timeout:
-            raise WikiError(f"lane {self.lane.model_dir}/{self.lane.name} is locked by another writer") from None
-        self.recovered = recover(self.root, self.lane)
+            self.recovered = recover(self.root, self.lane)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
-        self._lock.release()
+        os.close(self._fd)  # closing the descriptor releases the flock
+        self._fd = None
