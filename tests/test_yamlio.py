@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import signal
 from contextlib import contextmanager
 
@@ -179,3 +180,40 @@ def test_row49_fuzz_roundtrip_update_raises_only_page_errors(text):
 def test_roundtrip_update_on_an_impossible_date_is_a_page_error():
     with pytest.raises(PageError, match="out of range"):
         roundtrip_update("created: 0000-00-00\n", {"a": 1}, "p.md")
+
+
+def test_a_writers_scalar_edit_rewrites_only_its_lines():
+    text = "id: v042\nstatus: in_progress\ncreated: 2026-06-01\nmetrics:\n  mfu: 41.3\nnote: 'kept: quoted'\n"
+    out = roundtrip_update(text, {"status": "filed", "verdict": "supported", "verified_at": dt.date(2026, 6, 2)})
+    assert out == ("id: v042\nstatus: filed\ncreated: 2026-06-01\nmetrics:\n  mfu: 41.3\nnote: 'kept: quoted'\n"
+                   "verdict: supported\nverified_at: 2026-06-02\n")
+
+
+@pytest.mark.parametrize("text, updates", [
+    ("status: in_progress  # set by the stub\n", {"status": "filed"}),  # a comment: ruamel keeps it
+    ("status: >\n  in progress\n", {"status": "filed"}),  # a block scalar spans lines
+    ("tags:\n- a\n", {"tags": ["a", "b"]}),  # not a scalar value
+    ('"status": x\n', {"status": "filed"}),  # a quoted key: the line edit would duplicate it
+])
+def test_edits_the_line_path_cannot_prove_go_through_ruamel(text, updates):
+    out = roundtrip_update(text, updates)
+    assert safe_load(out) == {**safe_load(text), **updates}
+    if "#" in text:
+        assert "# set by the stub" in out
+
+
+# Values as writers write them: no control characters (ruamel.yaml itself turns a NEL into a space).
+_values = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=12)
+
+
+@given(st.dictionaries(st.sampled_from(["id", "status", "created", "note", "mfu"]),
+                       st.one_of(_values, st.integers(), st.floats(allow_nan=False), st.booleans()), max_size=4),
+       st.dictionaries(st.sampled_from(["status", "verdict", "note", "mfu"]),
+                       st.one_of(st.none(), _values, st.integers(), st.booleans()), max_size=3))
+@settings(max_examples=200, deadline=None)
+def test_property_an_update_yields_exactly_the_updated_mapping(start, updates):
+    import yaml
+
+    text = yaml.safe_dump(start, allow_unicode=True) if start else ""
+    expected = {k: v for k, v in {**start, **updates}.items() if v is not None}
+    assert (safe_load(roundtrip_update(text, updates)) or {}) == expected
