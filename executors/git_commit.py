@@ -32,20 +32,83 @@ def open_repo(root: Path):
         raise GitCommitError("not a git repository (wiki step commits memory through git)", root) from None
 
 
-def _git(root: Path, *args: str, env: dict | None = None) -> str:
-    """``git <args>`` in ``root``: its stdout, or GitCommitError with git's last line."""
+def _start(root: Path, *args: str, env: dict | None = None):
+    """``git <args>`` started in ``root``; :func:`_finish` reads it."""
     import os
     import subprocess
 
     try:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=120,
-                              env={**os.environ, **env} if env else None)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.Popen(["git", *args], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **env} if env else None)
+    except OSError as exc:
         raise GitCommitError(f"git {args[0]} failed: {exc}", root) from None
-    if done.returncode != 0:
-        detail = done.stderr.strip().splitlines()
-        raise GitCommitError(f"git {args[0]} failed: {detail[-1] if detail else done.returncode}", root)
-    return done.stdout
+
+
+def _finish(root: Path, proc, what: str) -> str:
+    """The stdout of a started git, or GitCommitError with git's last line."""
+    import subprocess
+
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        proc.kill()
+        proc.communicate()
+        raise GitCommitError(f"git {what} failed: {exc}", root) from None
+    if proc.returncode != 0:
+        detail = err.strip().splitlines()
+        raise GitCommitError(f"git {what} failed: {detail[-1] if detail else proc.returncode}", root)
+    return out
+
+
+def _git(root: Path, *args: str, env: dict | None = None) -> str:
+    """``git <args>`` in ``root``: its stdout, or GitCommitError with git's last line."""
+    return _finish(root, _start(root, *args, env=env), next(a for a in args if not a.startswith("-")))
+
+
+STAGED = ("--no-optional-locks", "diff", "--cached", "--name-status", "--no-renames", "-z")
+STATUS = ("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--")
+
+
+def _staged(root: Path, out: str) -> set[str]:
+    """The paths of ``git diff --cached --name-status -z``; GitCommitError on an unmerged entry (row 37)."""
+    fields = out.split("\0")
+    entries = dict(zip(fields[1::2], fields[0::2]))
+    if any(status.startswith("U") for status in entries.values()):
+        raise GitCommitError("the index has unresolved merge conflicts: resolve them first", root)
+    return set(entries)
+
+
+def _changed(out: str, paths: list[str]) -> list[str]:
+    """Which of ``paths`` a ``git status --porcelain -z`` lists."""
+    listed = {entry[3:] for entry in out.split("\0") if len(entry) > 3}
+    return [p for p in paths if p in listed]
+
+
+class CommitProbe:
+    """The two read-only questions a commit asks git, started at once so that they run
+    beside the caller's own work (a writer starts them before it re-lints): what the
+    index holds that HEAD does not, and which of ``paths`` differ from HEAD. Neither
+    takes git's index lock (``--no-optional-locks``), so they never block a writer."""
+
+    def __init__(self, root: Path, paths: list[str]):
+        self.root, self.paths = root, list(paths)
+        self._staged = _start(root, *STAGED)
+        self._status = _start(root, *STATUS, *self.paths)
+
+    def staged(self) -> set[str]:
+        return _staged(self.root, _finish(self.root, self._staged, "diff"))
+
+    def changed(self) -> list[str]:
+        return _changed(_finish(self.root, self._status, "status"), self.paths)
+
+    def close(self) -> None:
+        """Reap both processes, whose answers are not wanted (the write was refused or failed)."""
+        for proc in (self._staged, self._status):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            for pipe in (proc.stdout, proc.stderr):
+                pipe.close()
 
 
 def git_dir(root: Path) -> Path:
@@ -61,9 +124,8 @@ def git_dir(root: Path) -> Path:
     raise GitCommitError("not a git repository (wiki step commits memory through git)", root)
 
 
-def check_repository(root: Path) -> set[str]:
-    """Refuse a repository mid-merge, with a held ``index.lock`` or an unmerged entry (rows 35,
-    37); return what the index holds that HEAD does not."""
+def check_markers(root: Path) -> None:
+    """Refuse a repository mid-merge or with a held ``index.lock``, from git's files (rows 35, 37)."""
     git_dir_path = git_dir(root)
     if any((git_dir_path / name).exists() for name in ("MERGE_HEAD", "REBASE_HEAD", "rebase-merge", "rebase-apply",
                                                        "CHERRY_PICK_HEAD", "REVERT_HEAD")):
@@ -72,20 +134,17 @@ def check_repository(root: Path) -> set[str]:
     if lock.exists():
         raise GitCommitError(f"{lock} exists: another git process is running, or one was killed; remove the file "
                              "only if no git process is running", root)
-    out = _git(root, "diff", "--cached", "--name-status", "--no-renames", "-z").split("\0")
-    entries = dict(zip(out[1::2], out[0::2]))
-    if any(status.startswith("U") for status in entries.values()):
-        raise GitCommitError("the index has unresolved merge conflicts: resolve them first", root)
-    return set(entries)
+
+
+def check_repository(root: Path) -> None:
+    """Refuse a repository mid-merge, with a held ``index.lock`` or an unmerged entry (rows 35, 37)."""
+    check_markers(root)
+    _staged(root, _git(root, *STAGED))
 
 
 def dirty_paths(root: Path, paths: list[str]) -> list[str]:
     """Which of ``paths`` differ from HEAD (staged, modified or untracked)."""
-    if not paths:
-        return []
-    out = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", *paths)
-    changed = {entry[3:] for entry in out.split("\0") if len(entry) > 3}
-    return [p for p in paths if p in changed]
+    return _changed(_git(root, *STATUS, *paths), paths) if paths else []
 
 
 def assert_no_secret(text: str, where: str) -> None:
@@ -97,15 +156,21 @@ def assert_no_secret(text: str, where: str) -> None:
         raise GitCommitError("refusing to commit: a secret value would land in the commit", where)
 
 
-def commit_paths(root: Path, paths: list[str], message: str) -> str | None:
+def commit_paths(root: Path, paths: list[str], message: str, probe: CommitProbe | None = None) -> str | None:
     """Commit exactly ``paths`` (relative to ``root``) with ``message``; return the new sha.
 
     Returns None when none of the paths changed (an idempotent re-run commits nothing).
-    The new sha is read from the branch's ref file (``git rev-parse`` only when the ref is
-    packed or HEAD detached): a writer's whole run is a few short git processes.
+    ``probe``: the :class:`CommitProbe` of ``paths``, started by the caller once the files
+    were written. The new sha is read from the branch's ref file (``git rev-parse`` only
+    when the ref is packed or HEAD detached).
     """
-    staged_before = check_repository(root)
-    changed = dirty_paths(root, paths)
+    asked = probe or CommitProbe(root, paths)
+    try:
+        staged_before, changed = asked.staged(), asked.changed()
+    finally:
+        if probe is None:
+            asked.close()
+    check_markers(root)
     if not changed:
         return None
     for rel in changed:

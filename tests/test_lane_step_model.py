@@ -106,11 +106,11 @@ class LaneWakes(RuleBasedStateMachine):
         real = lane_txn._commit
         calls = []
 
-        def dying(root, paths, message):
+        def dying(root, paths, message, probe=None):
             calls.append(message)
             if len(calls) == nth:
                 raise Killed(message)
-            return real(root, paths, message)
+            return real(root, paths, message, probe)
 
         lane_txn._commit = dying
         try:

@@ -339,10 +339,10 @@ KILLER = textwrap.dedent("""
             real_apply(root, first)
             die()
         real_apply(root, texts)
-    def commit(root, paths, message):
+    def commit(root, paths, message, probe=None):
         if point == "before-commit":
             die()
-        sha = real_commit(root, paths, message)
+        sha = real_commit(root, paths, message, probe)
         if point == "after-commit":
             die()
         return sha

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wikiengine.errors import WikiError
+from wikiengine.executors.git_commit import CommitProbe
 from wikiengine.lanes import Lane
 from wikiengine.memory import atomic_write_text
 
@@ -108,15 +109,29 @@ class LaneTxn:
         record.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(record, json.dumps({"message": message, "files": {p: self.texts[p] for p in paths}}))
         _apply(self.root, {p: self.texts[p] for p in paths})
+        probe = CommitProbe(self.root, paths)  # git answers what the commit asks while the re-lint runs
         if relint:
-            problems = new_findings(self.root, paths, self.old)
+            try:
+                after = findings_on(self.root, paths, use_baseline=True)
+            except BaseException:
+                probe.close()
+                raise
+            problems = []
+            if after:  # were they there before? Linting the old texts swaps files under the probe
+                probe.close()
+                probe = None
+                problems = introduced(self.root, paths, self.old, after)
             if problems:
                 _restore(self.root, {p: self.old.get(p) for p in paths})
                 record.unlink(missing_ok=True)
                 raise LaneWriteRefused(
                     "refused: the write would leave lint findings (nothing committed): " + "; ".join(problems[:5])
                 )
-        sha = _commit(self.root, paths, message)
+        try:
+            sha = _commit(self.root, paths, message, probe)
+        finally:
+            if probe is not None:
+                probe.close()
         record.unlink(missing_ok=True)
         return sha
 
@@ -144,10 +159,10 @@ def _restore(root: Path, texts: dict[str, str | None]) -> None:
             atomic_write_text(root / rel, text)
 
 
-def _commit(root: Path, paths: list[str], message: str) -> str | None:
+def _commit(root: Path, paths: list[str], message: str, probe=None) -> str | None:
     from wikiengine.executors.git_commit import commit_paths
 
-    return commit_paths(root, paths, message)
+    return commit_paths(root, paths, message, probe)
 
 
 def recover(root: Path, lane: Lane) -> str | None:
@@ -167,21 +182,22 @@ def recover(root: Path, lane: Lane) -> str | None:
     return sha
 
 
-def new_findings(root: Path, paths: list[str], old: dict[str, str | None]) -> list[str]:
-    """Findings on ``paths`` that the write introduced (a finding the old text had too is
-    not the writer's: pre-existing problems are ``wiki lint``'s to report)."""
+def findings_on(root: Path, paths: list[str], *, use_baseline: bool) -> dict:
+    """The lint findings on ``paths`` (cross-file rules see the whole wiki), keyed by what they say."""
     from wikiengine.lint.runner import lint
 
-    def keys(result):
-        return {(f.path, f.code, f.message): f for f in result.findings if f.path in paths}
+    result = lint(root, paths, base=None, use_baseline=use_baseline, jobs=1)
+    return {(f.path, f.code, f.message): f for f in result.findings if f.path in paths}
 
-    after = keys(lint(root, paths, base=None, use_baseline=True, jobs=1))
-    if not after:
-        return []
+
+def introduced(root: Path, paths: list[str], old: dict[str, str | None], after: dict) -> list[str]:
+    """Which of the findings ``after`` the write introduced (one the old texts had too is not
+    the writer's: pre-existing problems are ``wiki lint``'s to report). Lints the old texts
+    in place, then puts the new ones back."""
     new_texts = {p: (root / p).read_text(encoding="utf-8") for p in paths}
     _restore(root, {p: old.get(p) for p in paths})
     try:
-        before = keys(lint(root, [p for p in paths if old.get(p) is not None], base=None, jobs=1))
+        before = findings_on(root, [p for p in paths if old.get(p) is not None], use_baseline=True)
     finally:
         _apply(root, new_texts)
     return [f.render() for key, f in sorted(after.items()) if key not in before]
