@@ -61,19 +61,57 @@ def _journal_ids(records: list[dict]) -> set[VId]:
     return {vid for vid in (parse_vid(r.get("vid", "")) for r in records) if vid is not None}
 
 
-def used_ids(root: Path, lane: Lane, journal_text: str) -> set[VId]:
-    """Every id this lane has used: on disk, in its journal, and on any branch's history."""
+class BranchIds:
+    """The ids a lane used on any local or remote-tracking branch: the page paths ever added
+    under the lane (``git log --all``) and the branches' journals. The two git processes
+    start when this is made, so that they run beside the writer's other reading; what
+    they answer is read (under the lane lock) by :meth:`ids`. History only changes by a
+    person's hand: a concurrent writer's id is on disk and in the journal the lock guards."""
+
+    def __init__(self, root: Path, lane: Lane):
+        self.root, self.lane = root, lane
+        self._history = self._start("log", "--all", "--format=", "--name-only", "--diff-filter=A", "--", lane.dir + "/")
+        self._refs = self._start("for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes")
+
+    def _start(self, *args: str) -> subprocess.Popen:
+        try:
+            return subprocess.Popen(["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    text=True)
+        except OSError as exc:
+            raise WikiError(f"git {args[0]} failed: {exc}", self.root) from None
+
+    @staticmethod
+    def _out(proc: subprocess.Popen) -> str:
+        out, _ = proc.communicate(timeout=60)
+        return out if proc.returncode == 0 else ""  # not a repository yet, or no commit: no history
+
+    def __enter__(self) -> BranchIds:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for proc in (self._history, self._refs):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stdout.close()
+
+    def ids(self) -> set[VId]:
+        history = self._out(self._history)
+        used = _ids_in_names(line for line in history.splitlines() if line.endswith(".md"))
+        refs = self._out(self._refs).split()
+        if refs:
+            batch = "".join(f"{ref}:{self.lane.journal}\n" for ref in refs)
+            out = subprocess.run(["git", "cat-file", "--batch"], cwd=self.root, input=batch, capture_output=True,
+                                 text=True, timeout=60, check=False).stdout
+            used |= _journal_ids(_records_in_batch(out))
+        return used
+
+
+def used_ids(root: Path, lane: Lane, journal_text: str, branches: BranchIds | None = None) -> set[VId]:
+    """Every id this lane has used: on disk, in its journal, and on any branch's history
+    (``branches``: a :class:`BranchIds` the caller started early)."""
     used = _ids_in_names(lane.page_rels(root)) | _journal_ids(parse_journal(journal_text, lane.journal))
-    history = git_out(root, "log", "--all", "--format=", "--name-only", "--diff-filter=A", "--", lane.dir + "/")
-    used |= _ids_in_names(line for line in history.splitlines() if line.endswith(".md"))
-    refs = git_out(root, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes").split()
-    if refs:
-        batch = "".join(f"{ref}:{lane.journal}\n" for ref in refs)
-        out = subprocess.run(
-            ["git", "cat-file", "--batch"], cwd=root, input=batch, capture_output=True, text=True, timeout=60, check=False
-        ).stdout
-        used |= _journal_ids(_records_in_batch(out))
-    return used
+    return used | (branches or BranchIds(root, lane)).ids()
 
 
 def _records_in_batch(out: str) -> list[dict]:

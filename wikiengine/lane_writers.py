@@ -19,7 +19,7 @@ from pathlib import Path
 from wikiengine import experiment as ex
 from wikiengine import logbook, results_tsv
 from wikiengine.errors import WikiError
-from wikiengine.lane_journal import append_record, next_id, next_retry, parse_journal, used_ids
+from wikiengine.lane_journal import BranchIds, append_record, next_id, next_retry, parse_journal, used_ids
 from wikiengine.lane_txn import LaneLock, LaneTxn
 from wikiengine.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.page import parse_page
@@ -317,14 +317,15 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
     if matrix.row(variant) is None:
         raise WikiError(f"variant {variant!r} is not a row of the variant matrix (rows: {', '.join(matrix.keys()) or 'none'})",
                         model_rel, matrix.header_line)
-    with LaneLock(root, lane) as lock:
+    # git reads the branches' ids while the lock is taken and the lane's pages are read
+    with BranchIds(root, lane) as branches, LaneLock(root, lane) as lock:
         mechanism = _norm(proposal.paragraphs["Mechanism"])
         for page in lane_pages(root, lane):
             if page.is_open and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
                 raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
-        vid = str(next_id(used_ids(root, lane, journal)))
+        vid = str(next_id(used_ids(root, lane, journal, branches)))
         workload = workload_name(settings.user_prefix, lane.model_name, lane.name, int(vid[1:]), slug)
         paths = artifact_paths(settings, lane, vid, slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, slug)}"
