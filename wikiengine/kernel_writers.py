@@ -175,7 +175,9 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
           reference: Path | None = None, op_points: list[str] | None = None, class_page: str | None = None,
           bar: float = DEFAULT_BAR, first_pick: str | None = None, dry_run: bool = False, date: str | None = None) -> dict:
     """`wiki kernel start`: derive the slug, bootstrap a new family, record the run target,
-    clear a leftover ``.stop-authorized``, write the start marker: one commit."""
+    clear a leftover ``.stop-authorized``, write the start marker, point ``memory/STATE.md``
+    at the session (:mod:`wikiengine.kernel_session`): one commit."""
+    from wikiengine.kernel_session import stage_start
     from wikiengine.kernel_verify import device_token
 
     date = date or today()
@@ -223,8 +225,10 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
         txn.write(family.log, logbook.insert_entry(txn.read(family.log) or f"# {family.slug} kernel log\n\n", entry))
         txn.write(family.journal, append_record(txn.read(family.journal), {
             "op": "start", "session": session, "target": target, "at": now_iso()}))
+        left_alone = stage_start(txn, family, session=session, run_target=target_line, at=now_iso())
         result = {"family": family.slug, "session": session, "bootstrapped": bootstrapped, "run_target": target_line,
-                  "target": target, "stale_stop_authorized": stale.exists(), "recovered": lock.recovered}
+                  "target": target, "stale_stop_authorized": stale.exists(), "recovered": lock.recovered,
+                  "memory_state": left_alone or "memory/STATE.md points at this session: `wiki step` drives it"}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}
         stale.unlink(missing_ok=True)
