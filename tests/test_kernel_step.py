@@ -144,8 +144,10 @@ def test_pause_and_close_end_the_session_in_state_md(family, capsys):
     status, paused = kernel(root, capsys, "close", FAMILY, "--pause")
     assert status == 0
     assert read_kernel_state(root).status == "paused" and read_kernel_state(root).next_check_at is None
+    head = git(root, "rev-parse", "HEAD")
     wake = step(root, capsys)
     assert wake["state"] == "paused" and wake["next_wake_s"] is None
+    assert wake["commits"] == [] and git(root, "rev-parse", "HEAD") == head  # nothing is driven: nothing committed
     assert wake["needs"] == [{"kind": "resume", "vid": None, "inputs": {"resume_action": paused["resume_action"]},
                               "command": f"wiki kernel start {FAMILY}"}]
     assert kernel(root, capsys, "start", FAMILY, "--chip", "0")[0] == 0
@@ -213,6 +215,23 @@ def test_a_kernel_session_driven_by_wiki_step_from_stub_to_k9(family, capsys):
     assert cap["verdict"] == "inconclusive" and "the receipt says FAIL" in cap["reasons"][0]
     assert lint(root, base=None, jobs=1, use_cache=False).findings == []
     assert git(root, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_a_verify_the_wake_cannot_run_is_owed_with_its_error(family, capsys):
+    root, authoring, _stub = family
+    assert kernel(root, capsys, "cand", FAMILY, "1", "--note", "native fused pass", "--source",
+                  str(authoring / "fused.py"))[0] == 0
+    program = root / FAM.program
+    text = program.read_text()
+    pinned = next(ln.split(": ")[1] for ln in text.splitlines() if ln.startswith("reference_sha256: "))
+    program.write_text(text.replace(pinned, "ab" * 32))
+    git(root, "commit", "-qam", "the binding pins another reference")
+    wake = step(root, capsys)
+    assert wake["actions"][0].startswith("verify of v001 cand1 failed: the reference kernels/layernorm/reference.py")
+    assert [n["kind"] for n in wake["needs"]] == ["verify-failed"]
+    assert wake["needs"][0]["command"] == f"wiki kernel verify {FAMILY} --cand cand1"
+    assert "is not the pinned one" in wake["needs"][0]["inputs"]["error"]
+    assert not (root / FAM.receipts_dir).exists()
 
 
 def test_row_33_a_replayed_kernel_wake_commits_nothing(family, capsys):

@@ -275,12 +275,12 @@ def wake(root: Path, *, dry_run: bool = False, clock=None, **_unused) -> KernelW
     need = owed(family, decision, obs)
     if need and not any(n["kind"] == "verify-failed" for n in result.needs):
         result.needs.append(need)
-    if dry_run:
-        return result
+    status = obs.view.session or state.status
+    if dry_run or (decision.kind in ("idle", "paused") and status == state.status):
+        return result  # nothing is driven: no heartbeat, no commit (as a lane wake of a session that is not running)
     moment = clock()
     write_heartbeat(root, family.txn_lane, moment)
     wake_line = " ".join(x for x in (decision.kind, decision.vid, decision.cand, decision.owed) if x)
-    status = obs.view.session or state.status
     stall_after, stall_wakes = (decision.stall_after, decision.stall_wakes) if decision.kind == "stall" else (None, 0)
     if wake_line != _last_wake_line(root) or result.actions or stall_wakes or status != state.status:
         new = state.replace(status=status, last_wake_at=utc_iso(moment), updated_at=utc_iso(moment),
