@@ -98,6 +98,16 @@ def test_kernel_wake_decision_table(view, kind, extra):
     assert ("persists" in decision.reason) == (decision.stall_wakes > 1)
 
 
+@pytest.mark.parametrize("ops,expected", [
+    ([], None), (["start"], "running"), (["start", "claim", "file", "pause"], "paused"),
+    (["start", "pause", "start", "claim"], "running"), (["start", "stop", "rule-out"], "stopped"),
+])
+def test_the_journal_says_the_session_status(ops, expected):
+    from wikiengine.kernel_decide import session_status
+
+    assert session_status([{"op": op} for op in ops]) == expected
+
+
 def test_next_kernel_wake_is_clamped_and_none_when_nothing_is_driven():
     assert next_wake_s(decide(KernelView(None))) is None
     assert next_wake_s(decide(KernelView("paused"))) is None

@@ -98,20 +98,12 @@ def locked_result() -> KernelWakeResult:
 
 @dataclass
 class Observed:
-    records: list[dict]
     view: KernelView
     open_page: object | None  # kernel_writers.KernelPageRef
-    binding: dict
-    stop_reasons: list[str]
+    binding: dict  # the family binding ({} when the family has no session)
 
 
-def session_status(records: list[dict]) -> str | None:
-    """The journal's word on the session: the last of its start, pause and stop records."""
-    last = next((r.get("op") for r in reversed(records) if r.get("op") in ("start", "pause", "stop")), None)
-    return {"start": "running", "pause": "paused", "stop": "stopped"}.get(last)
-
-
-def _rank1(root: Path, family: KernelFamily, facts) -> Lead | None:
+def _rank1(root: Path, family: KernelFamily, binding: dict, facts) -> Lead | None:
     """The first open lead of the family page, else the first lever of the class page not yet covered."""
     page = parse_page((root / family.family_page).read_text(encoding="utf-8"), family.family_page)
     leads = kp.lead_texts(page, kp.OPEN_LEADS)
@@ -121,18 +113,15 @@ def _rank1(root: Path, family: KernelFamily, facts) -> Lead | None:
     untried = [f.lever for f in facts.levers if not f.covered]
     if not untried:
         return None
-    texts: dict[str, str] = {}
-    from wikiengine.kernel_writers import read_binding
-
-    class_rel = read_binding(root, family).get("class_page")
-    if class_rel and (root / class_rel).is_file():
-        texts = kp.lead_texts(parse_page((root / class_rel).read_text(encoding="utf-8"), class_rel), (kp.LEVERS_VERIFIED,))
+    class_rel = binding.get("class_page")
+    texts = (kp.lead_texts(parse_page((root / class_rel).read_text(encoding="utf-8"), class_rel), (kp.LEVERS_VERIFIED,))
+             if class_rel and (root / class_rel).is_file() else {})
     return Lead(untried[0], texts.get(untried[0], ""), "class page lever")
 
 
 def observe(root: Path, family: KernelFamily, state: KernelState) -> Observed:
     from wikiengine.kernel_close import gather_facts
-    from wikiengine.kernel_decide import k9_state, stop_rule
+    from wikiengine.kernel_decide import k9_state, session_status, stop_rule
     from wikiengine.kernel_writers import family_pages, read_binding, verdict_evidence
 
     journal = root / family.journal
@@ -143,7 +132,6 @@ def observe(root: Path, family: KernelFamily, state: KernelState) -> Observed:
     open_page = open_pages[-1] if open_pages else None
     view = {"session": status, "k9": k9_state(records), "stall_after": state.stall_after,
             "stall_wakes": state.stall_wakes}
-    reasons: list[str] = []
     if open_page is not None:
         ledger = kp.ledger(parse_page(open_page.text, open_page.rel))
         evidence, _rel = verdict_evidence(root, family, records, open_page, "supported")
@@ -153,12 +141,11 @@ def observe(root: Path, family: KernelFamily, state: KernelState) -> Observed:
                     branch_commits=evidence.branch_commits, receipts=receipts, evidence=evidence)
     elif status == "running":
         facts, _extra = gather_facts(root, family, records)
-        reasons = stop_rule(facts)
-        view.update(stop_reasons=tuple(reasons), rank1=_rank1(root, family, facts))
+        view.update(stop_reasons=tuple(stop_rule(facts)), rank1=_rank1(root, family, binding, facts))
     elif status == "paused":
         pause = next(r for r in reversed(records) if r.get("op") == "pause")
         view["resume_action"] = pause.get("resume")
-    return Observed(records, KernelView(**view), open_page, binding, reasons)
+    return Observed(KernelView(**view), open_page, binding)
 
 
 # --- what the agent owes ------------------------------------------------------------------------
