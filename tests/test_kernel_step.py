@@ -135,6 +135,22 @@ def test_kernel_start_points_state_md_at_the_session_and_lint_checks_it(family):
     assert found and all("status" in f.message for f in found)
 
 
+def test_the_first_wake_after_a_start_owes_the_first_stub(tmp_path, capsys):
+    from wikiengine.demo_kernel import CLASS_PAGE, scaffold
+
+    authoring = scaffold(tmp_path)
+    capsys.readouterr()
+    assert main(["kernel", "start", "bench_layernorm.py", "--reference", str(authoring / "reference.py"), "--op-point",
+                 OP_POINT, "--class-page", CLASS_PAGE, "--root", str(tmp_path)]) == 0
+    assert "memory/STATE.md points at this session: `wiki step` drives it" in capsys.readouterr().out
+    wake = step(tmp_path, capsys)
+    assert [d["decision"] for d in wake["decisions"]] == ["need_stub"] and wake["k9"] == {"state": "no-verdict-yet"}
+    need = wake["needs"][0]
+    assert need["inputs"]["lead"] == "single-pass-fusion" and need["inputs"]["source"] == "class page lever"
+    assert need["inputs"]["lead_text"]  # the class page's words for the lever
+    assert "--lever single-pass-fusion" in need["command"]
+
+
 def test_kernel_start_never_overwrites_a_live_relay_or_lane_state(tmp_path, capsys):
     from wikiengine.demo_kernel import CLASS_PAGE, scaffold
 

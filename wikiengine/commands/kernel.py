@@ -190,7 +190,7 @@ def run(args) -> int:
             chips=args.chips, hours=args.hours, artifacts=args.artifacts, reference=args.reference,
             op_points=args.op_point, class_page=args.class_page, bar=args.bar, first_pick=args.first_pick,
             dry_run=args.dry_run)
-        text = f"{result['family']}: session {result['session']} on {result['run_target']}\n"
+        text = f"{result['family']}: session {result['session']} on {result['run_target']}\n  {result['memory_state']}\n"
     else:
         family = KernelFamily(derive_slug(root, args.family))
         if args.verb == "stub":
