@@ -260,6 +260,17 @@ def test_a_verify_the_wake_cannot_run_is_owed_with_its_error(family, capsys):
     assert not (root / FAM.receipts_dir).exists()
 
 
+def test_a_bad_wake_interval_in_the_binding_is_exit_2(family, capsys):
+    root, _authoring, _stub = family
+    program = root / FAM.program
+    program.write_text(program.read_text().replace("speedup_bar: 1.05", "speedup_bar: 1.05\nwake_interval_s: soon"))
+    capsys.readouterr()
+    assert main(["step", "--root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert f"{FAM.program}: wake_interval_s 'soon' in the family binding is not a positive number" in err
+    assert "Traceback" not in err
+
+
 def test_row_33_a_replayed_kernel_wake_commits_nothing(family, capsys):
     root, _authoring, _stub = family
     first = step(root, capsys)

@@ -29,6 +29,7 @@ from wikiengine import kernel_page as kp
 from wikiengine.errors import WikiError
 from wikiengine.kernel_session import STATE_REL, KernelState, kernel_state_text, read_kernel_state, state_body
 from wikiengine.kernel_step_decide import KernelDecision, KernelView, Lead, decide, next_wake_s
+from wikiengine.lane_decide import MAX_WAKE_S
 from wikiengine.kernels import KernelFamily
 from wikiengine.lane_journal import parse_journal
 from wikiengine.lane_mode import utc_iso, write_heartbeat
@@ -224,6 +225,15 @@ def act_verify(root: Path, family: KernelFamily, decision: KernelDecision, resul
         result.commits.append(done["commit"])
 
 
+def wake_interval(family: KernelFamily, binding: dict) -> int:
+    """The family binding's ``wake_interval_s`` (default 600; clamped by the decide)."""
+    value = binding.get("wake_interval_s", MAX_WAKE_S)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise WikiError(f"wake_interval_s {value!r} in the family binding is not a positive number of seconds",
+                        family.program)
+    return value
+
+
 def wake(root: Path, *, dry_run: bool = False, clock=None, **_unused) -> KernelWakeResult:
     """One kernel wake (see the module docstring); `wiki step` runs it under the engine's lock."""
     from wikiengine.lane_txn import LaneLock, LaneTxn
@@ -253,7 +263,7 @@ def wake(root: Path, *, dry_run: bool = False, clock=None, **_unused) -> KernelW
             act_verify(root, family, first, result)
             obs = observe(root, family, state)  # the world after the act, read once
     decision = decide(obs.view) if not dry_run else first
-    interval = int(obs.binding.get("wake_interval_s", 600)) if obs.binding else 600
+    interval = wake_interval(family, obs.binding)
     result.decisions = ([first.as_json()] if first != decision else []) + [decision.as_json()]
     result.k9 = obs.view.k9
     result.next_wake_s = next_wake_s(first if first.kind == "verify" else decision, interval)
