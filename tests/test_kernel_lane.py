@@ -276,6 +276,10 @@ def test_wiki_demo_kernel_runs_the_whole_fast_path_and_lints_clean(tmp_path):
     assert "supported capped at inconclusive: the receipt says FAIL: firing audit" in out
     assert "supported capped at refuted: the speedup" in out
     assert "levers of the class page neither tried with a receipt nor ruled out on mechanism: row-chunking" in out
+    assert "step     verified v001 cand2: PASS" in out and "step     verified v002 cand1: FAIL" in out
+    assert "step     owed: verdict (strongest allowed: refuted)" in out
+    assert "v001 was filed supported and neither the next stub nor the stop chain followed" in out
+    assert "status: stopped" in (root / "memory/STATE.md").read_text()
     verdicts = {}
     for page in sorted((root / FAM.dir).glob("*-v*.md")):
         text = page.read_text()

@@ -4,8 +4,10 @@ The family is a layer norm whose pinned reference is the textbook composition of
 ops (mean, centred square, mean, rsqrt, scale, shift: several passes over memory). The
 class page lists three verified levers. The scripted author, through `wiki kernel`:
 
-1. starts the family on local chip 0 (bootstrap: binding, family page, integration branch)
-   and arms the watcher (`wiki kernel watch --once` after each verdict, as a timer would);
+1. starts the family on local chip 0 (bootstrap: binding, family page, integration branch;
+   ``memory/STATE.md`` points at the session) and arms the watcher (`wiki kernel watch
+   --once` after each verdict, as a timer would); `wiki step` verifies each experiment's
+   newest candidate and, after each verdict, reports K9 (the stall until the next stub);
 2. v001 ``single-pass-fusion``: cand1 uses the unbiased variance (a parity failure,
    caught by the quick measurement), cand2 the fused native pass (a real win); the full
    receipt says PASS above the bar: filed supported, Current best moves;
@@ -170,8 +172,8 @@ def scaffold(root: Path) -> Path:
     return authoring
 
 
-def _kernel(root: Path, say, *args: str, expect: int = 0) -> dict | str:
-    """One `wiki kernel` call in this process (``--json``): its result, or its refusal."""
+def _wiki(root: Path, *args: str, expect: int = 0) -> dict | str:
+    """One `wiki` call in this process (``--json``): its result, or its refusal."""
     import contextlib
     import io
     import json
@@ -181,14 +183,33 @@ def _kernel(root: Path, say, *args: str, expect: int = 0) -> dict | str:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            status = main(["kernel", *args, "--root", str(root), "--json"])
+            status = main([*args, "--root", str(root), "--json"])
         except SystemExit as exc:  # argparse: a bad command line in the script itself
             status = exc.code
     if status != expect:
         from wikiengine.errors import WikiError
 
-        raise WikiError(f"wiki kernel {' '.join(args[:2])} exited {status}, expected {expect}: {err.getvalue().strip()}")
+        raise WikiError(f"wiki {' '.join(args[:3])} exited {status}, expected {expect}: {err.getvalue().strip()}")
     return json.loads(out.getvalue()) if out.getvalue().strip() else err.getvalue().strip()
+
+
+def _kernel(root: Path, say, *args: str, expect: int = 0) -> dict | str:
+    """One `wiki kernel` call (``--json``): its result, or its refusal."""
+    return _wiki(root, "kernel", *args, expect=expect)
+
+
+def _step(root: Path, say) -> dict:
+    """One `wiki step` wake of the kernel session memory/STATE.md names: what it did and what is owed."""
+    wake = _wiki(root, "step")
+    for line in wake["actions"]:
+        say(f"step     {line}")
+    for need in wake["needs"]:
+        cap = need["inputs"].get("cap")
+        say(f"step     owed: {need['kind']}" + (f" (strongest allowed: {cap['verdict']})" if cap else "")
+            + f": {need['command']}")
+    for finding in wake["findings"]:
+        say(f"step     ! {finding}")
+    return wake
 
 
 def _stub(root, say, lever, slug, plan):
@@ -215,13 +236,17 @@ def _watch(root, say, expect: int = 0) -> None:
 
 
 def _verify_and_file(root, say, verdict, *leads):
-    receipt = _kernel(root, say, "verify", FAMILY)
-    say(f"verify   {receipt['vid']} {receipt['cand']}: {receipt['verdict']} "
-        f"(speedup {receipt['speedup'] or 0:.3g}x){' — ' + '; '.join(receipt['reasons']) if receipt['reasons'] else ''}")
+    """K6 by `wiki step` (the wake runs the verifier), K7/K8 by the author, then the wake that checks K9."""
+    wake = _step(root, say)
+    if not any(d["decision"] == "verify" for d in wake["decisions"]):
+        from wikiengine.errors import WikiError
+
+        raise WikiError(f"wiki step did not verify: {wake['decisions']}")
     filed = _kernel(root, say, "file", FAMILY, "--verdict", verdict, *[a for lead in leads for a in ("--lead", lead)])
     say(f"file     {filed['vid']}: asked {verdict}, filed {filed['verdict']}"
         + "".join(f"\n           {c}" for c in filed["capped"]))
     _watch(root, say)
+    _step(root, say)
 
 
 def run_demo(root: Path, say=print) -> dict:

@@ -13,7 +13,8 @@ against the levers the family tried), runs the closing audit (``wiki lint`` on t
 family), writes ``.stop-authorized`` as the closing audit's record, the stop marker
 quoting its ALL-CLEAR line, and removes the family's worktrees (branches are kept).
 ``--pause`` files a pause retrospective that records the rank-1 resume action and makes
-no ceiling claim.
+no ceiling claim. Both ends mark the session in ``memory/STATE.md`` (paused, stopped)
+when it points at this family, so `wiki step` stops driving it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from wikiengine import kernel_git, logbook
 from wikiengine import kernel_page as kp
 from wikiengine.errors import WikiError
 from wikiengine.kernel_decide import LeverFact, StopFacts, evidence_table, k9_state, lever_table, stop_rule
+from wikiengine.kernel_session import stage_end
 from wikiengine.kernel_writers import family_pages, journal_records, read_binding, resolve_receipt
 from wikiengine.kernels import KernelFamily
 from wikiengine.lane_journal import append_record
@@ -199,6 +201,7 @@ def close(root: Path, family: KernelFamily, *, pause: bool = False, dry_run: boo
             txn.write(family.log, logbook.insert_entry(txn.read(family.log), entry))
             txn.write(family.journal, append_record(journal, {"op": "pause", "session": session, "resume": action,
                                                               "at": now_iso()}))
+            stage_end(txn, family, status="paused", at=now_iso(), lines=[f"Rank-1 resume action: {action}."])
             result.update({"paused": True, "resume_action": action})
             if dry_run:
                 return {**result, "dry_run": True, "would_write": txn.changed()}
@@ -219,6 +222,7 @@ def close(root: Path, family: KernelFamily, *, pause: bool = False, dry_run: boo
         txn.write(family.log, logbook.insert_entry(txn.read(family.log), entry))
         txn.write(family.journal, append_record(txn.read(family.journal), {
             "op": "stop", "session": session, "final_audit": audit.all_clear, "at": now_iso()}))
+        stage_end(txn, family, status="stopped", at=now_iso(), lines=[f"Closed: {audit.all_clear}."])
         result["commit"] = txn.commit(f"kernel({family.slug}): stop session {session} ({audit.all_clear})")
     removed = []
     for record in records:

@@ -147,6 +147,13 @@ def lever_table(facts: StopFacts) -> str:
     return "\n".join(out) + "\n"
 
 
+def session_status(records: list[dict]) -> str | None:
+    """The journal's word on the session: running, paused or stopped by the last of its
+    start, pause and stop records (None: never started)."""
+    last = next((r.get("op") for r in reversed(records) if r.get("op") in ("start", "pause", "stop")), None)
+    return {"start": "running", "pause": "paused", "stop": "stopped"}.get(last)
+
+
 def k9_state(records: list[dict]) -> dict:
     """K9 from the family journal: after a filed verdict the family is in exactly one of two
     states, the next stub committed or the stop chain satisfied (a paused session is a

@@ -102,6 +102,16 @@ def leads_in(page: Page, titles: tuple[str, ...]) -> dict[str, int]:
     return found
 
 
+def lead_texts(page: Page, titles: tuple[str, ...]) -> dict[str, str]:
+    """Lead slugs named under the sections ``titles`` -> what each says, in page order."""
+    found: dict[str, str] = {}
+    for title in titles:
+        section = _section(page, title)
+        for match in _LEAD_RE.finditer(section.body if section else ""):
+            found.setdefault(match.group("slug"), match.group("why").strip())
+    return found
+
+
 def experiment_leads(page: Page) -> dict[str, int]:
     return leads_in(page, (NEXT_HYPOTHESES,))
 

@@ -175,7 +175,9 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
           reference: Path | None = None, op_points: list[str] | None = None, class_page: str | None = None,
           bar: float = DEFAULT_BAR, first_pick: str | None = None, dry_run: bool = False, date: str | None = None) -> dict:
     """`wiki kernel start`: derive the slug, bootstrap a new family, record the run target,
-    clear a leftover ``.stop-authorized``, write the start marker: one commit."""
+    clear a leftover ``.stop-authorized``, write the start marker, point ``memory/STATE.md``
+    at the session (:mod:`wikiengine.kernel_session`): one commit."""
+    from wikiengine.kernel_session import stage_start
     from wikiengine.kernel_verify import device_token
 
     date = date or today()
@@ -223,8 +225,10 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
         txn.write(family.log, logbook.insert_entry(txn.read(family.log) or f"# {family.slug} kernel log\n\n", entry))
         txn.write(family.journal, append_record(txn.read(family.journal), {
             "op": "start", "session": session, "target": target, "at": now_iso()}))
+        left_alone = stage_start(txn, family, session=session, run_target=target_line, at=now_iso())
         result = {"family": family.slug, "session": session, "bootstrapped": bootstrapped, "run_target": target_line,
-                  "target": target, "stale_stop_authorized": stale.exists(), "recovered": lock.recovered}
+                  "target": target, "stale_stop_authorized": stale.exists(), "recovered": lock.recovered,
+                  "memory_state": left_alone or "memory/STATE.md points at this session: `wiki step` drives it"}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}
         stale.unlink(missing_ok=True)
@@ -523,6 +527,22 @@ def resolve_receipt(root: Path, page_rel: str, cited) -> tuple[str | None, dict 
     return rel, data, (f"the receipt {cited} does not validate: {problem}" if problem else None)
 
 
+def verdict_evidence(root: Path, family: KernelFamily, records: list[dict], page_ref: KernelPageRef,
+                     requested: str) -> tuple[KernelEvidence, str | None]:
+    """K7's evidence for filing ``page_ref`` as ``requested`` (the page's cited receipt, its
+    bar, its ledger against the branch's candidate commits), and the receipt's repo path."""
+    receipt_rel, receipt, problem = resolve_receipt(root, page_ref.rel, page_ref.frontmatter.get("verification_receipt"))
+    if receipt is not None and (receipt.get("vid") != page_ref.exp_id or receipt.get("family") != family.slug):
+        receipt, problem = None, f"the receipt is of {receipt.get('family')} {receipt.get('vid')}, not this page"
+    ledger = kp.ledger(parse_page(page_ref.text, page_ref.rel))
+    branch = page_branch(records, page_ref.exp_id)
+    commits = (len(kernel_git.candidate_commits(root, branch, family.slug, page_ref.exp_id))
+               if branch and kernel_git.branch_exists(root, branch) else None)
+    return KernelEvidence(requested=requested, receipt=receipt, receipt_problem=problem,
+                          bar=kp.speedup_bar(page_ref.frontmatter), ledger_rows=len(ledger.rows) if ledger else 0,
+                          branch_commits=commits), receipt_rel
+
+
 def _results_table(receipt: dict | None) -> str:
     timing = (receipt or {}).get("timing", {})
     ref, cand, ratio = timing.get("reference_p50_ms"), timing.get("candidate_p50_ms"), timing.get("speedup")
@@ -568,16 +588,9 @@ def file_verdict(root: Path, family: KernelFamily, *, verdict: str, reason: str 
         if ex.is_filed(page_ref.frontmatter):
             raise WikiError(f"{page_ref.exp_id} is filed and immutable; a rerun is a new stub", page_ref.rel)
         page = parse_page(page_ref.text, page_ref.rel)
-        ledger = kp.ledger(page)
-        receipt_rel, receipt, problem = resolve_receipt(root, page_ref.rel, page_ref.frontmatter.get("verification_receipt"))
-        if receipt is not None and (receipt.get("vid") != page_ref.exp_id or receipt.get("family") != family.slug):
-            receipt, problem = None, f"the receipt is of {receipt.get('family')} {receipt.get('vid')}, not this page"
-        branch = page_branch(records, page_ref.exp_id)
-        commits = (len(kernel_git.candidate_commits(root, branch, family.slug, page_ref.exp_id))
-                   if branch and kernel_git.branch_exists(root, branch) else None)
-        filed, caps = cap_kernel_verdict(KernelEvidence(
-            requested=verdict, receipt=receipt, receipt_problem=problem, bar=kp.speedup_bar(page_ref.frontmatter),
-            ledger_rows=len(ledger.rows) if ledger else 0, branch_commits=commits))
+        evidence, receipt_rel = verdict_evidence(root, family, records, page_ref, verdict)
+        receipt, problem = evidence.receipt, evidence.receipt_problem
+        filed, caps = cap_kernel_verdict(evidence)
         ratio = kernel_receipt.speedup(receipt) if receipt else None
         firing = (receipt or {}).get("firing", {})
         page = page.with_section_body("Results", "\n" + _results_table(receipt) + "\n")

@@ -49,13 +49,16 @@ class LaneState:
         return dataclasses.replace(self, **changes)
 
 
+SESSION_MODES = ("lane", "kernel")  # the ``mode`` values of a session's STATE.md; without one it is a relay run's
+
+
 def state_mode(root: Path) -> str | None:
-    """``lane`` or ``relay`` for ``memory/STATE.md`` (None when there is no STATE.md)."""
+    """``lane``, ``kernel`` or ``relay`` for ``memory/STATE.md`` (None when there is no STATE.md)."""
     path = memory_path(root, STATE_FILE)
     if not path.is_file():
         return None
-    page = parse_page(path.read_text(encoding="utf-8"), path)
-    return "lane" if page.frontmatter.get("mode") == "lane" else "relay"
+    mode = parse_page(path.read_text(encoding="utf-8"), path).frontmatter.get("mode")
+    return mode if mode in SESSION_MODES else "relay"
 
 
 def lane_state_from(data: dict, path=None, lines=None) -> LaneState:

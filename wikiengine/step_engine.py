@@ -1,7 +1,8 @@
-"""`wiki step`: one engine, two modes.
+"""`wiki step`: one engine, three modes.
 
-The engine reads which mode ``memory/STATE.md`` names (a relay run, seed 000, or a lane
-session, seeds 001/003: ``mode: lane``), holds the one wake lock (a second wake exits 0
+The engine reads which mode ``memory/STATE.md`` names (a relay run, seed 000; a lane
+session, seeds 001/003: ``mode: lane``; a kernel session, seed 003 Step 1: ``mode:
+kernel``), holds the one wake lock (a second wake exits 0
 "locked" and does nothing), and runs that mode's wake. A mode supplies its wake (observe,
 a pure decide, act, write memory, commit) and its "locked" answer; both results print the
 same way (``as_json``, ``exit_code``).
@@ -11,6 +12,7 @@ mode      wake                                        decide (pure)
 ========  ==========================================  =====================================
 relay     :func:`wikiengine.relay.step.wake`          :func:`wikiengine.relay.decide.decide`
 lane      :func:`wikiengine.lane_mode.wake`           :func:`wikiengine.lane_decide.decide`
+kernel    :func:`wikiengine.kernel_mode.wake`         :func:`wikiengine.kernel_step_decide.decide`
 ========  ==========================================  =====================================
 """
 
@@ -49,7 +51,13 @@ def _lane() -> Mode:
     return Mode("lane", lane_mode.wake, lane_mode.locked_result)
 
 
-MODES: dict[str, Callable[[], Mode]] = {"relay": _relay, "lane": _lane}
+def _kernel() -> Mode:
+    from wikiengine import kernel_mode
+
+    return Mode("kernel", kernel_mode.wake, kernel_mode.locked_result)
+
+
+MODES: dict[str, Callable[[], Mode]] = {"relay": _relay, "lane": _lane, "kernel": _kernel}
 
 
 def lock_path(root: Path) -> Path:
@@ -77,7 +85,8 @@ def run_step(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.dateti
     root = Path(root)
     name = mode or state_mode(root)
     if name is None:
-        raise WikiError("memory/STATE.md does not exist: start a lane (wiki loop start) or a relay run (wiki init --memory)")
+        raise WikiError("memory/STATE.md does not exist: start a lane (wiki loop start), a kernel session (wiki kernel start) "
+                        "or a relay run (wiki init --memory)")
     chosen = MODES[name]()
     lock = FileLock(str(lock_path(root)))
     try:

@@ -16,7 +16,9 @@ commits; candidates are committed on the experiment's branch kernel/<family>-v<N
 
   wiki kernel start PATH|FAMILY [--chip N | --pod NAME ...] [--reference FILE --op-point P]
       derive the family slug, bootstrap a new family, record the run target once,
-      delete a leftover .stop-authorized, write the start marker.
+      delete a leftover .stop-authorized, write the start marker, and point
+      memory/STATE.md at the session (mode: kernel), so that `wiki step` drives it:
+      each wake verifies a candidate that has no receipt and says what is owed (K9).
   wiki kernel stub FAMILY --slug S --proposal FILE --op-point P --lever L --plan TEXT ...
       K3: one page per mechanism, committed before any candidate; the variant's
       hardware token comes from a device query.
@@ -36,7 +38,8 @@ commits; candidates are committed on the experiment's branch kernel/<family>-v<N
       K9: the open stub, the state after the last verdict (the next stub, the stop
       chain, a pause, or the stop-at-first-win stall) and the stop rule's reasons.
   wiki kernel close FAMILY [--pause]
-      the stop rule from facts (exit 3 when refused); --pause records the resume action.
+      the stop rule from facts (exit 3 when refused); --pause records the resume action;
+      both mark the session in memory/STATE.md (stopped, paused).
 
 The embedded verifier runs on the CPU (parity against a float64 oracle, a firing audit
 from a dispatch trace, interleaved p50s). kgate (the TPU verifier) is not installed
@@ -187,7 +190,7 @@ def run(args) -> int:
             chips=args.chips, hours=args.hours, artifacts=args.artifacts, reference=args.reference,
             op_points=args.op_point, class_page=args.class_page, bar=args.bar, first_pick=args.first_pick,
             dry_run=args.dry_run)
-        text = f"{result['family']}: session {result['session']} on {result['run_target']}\n"
+        text = f"{result['family']}: session {result['session']} on {result['run_target']}\n  {result['memory_state']}\n"
     else:
         family = KernelFamily(derive_slug(root, args.family))
         if args.verb == "stub":

@@ -74,12 +74,13 @@ class FrontmatterSchema(Rule):
             yield self.finding(info.rel, issue.line or 1, f"frontmatter {issue.where()}: {issue.message} [schema {schema}]")
 
 
-LANE_STATE_SCHEMA = "memory-lane-state"
+SESSION_STATE_SCHEMAS = {"lane": "memory-lane-state", "kernel": "memory-kernel-state"}
 
 
 def schema_name(info) -> str:
-    """The schema of a page: its kind's, except that a STATE.md pointing at a lane session
-    (``mode: lane``) has the lane state's."""
-    if info.kind == "memory-state" and info.page is not None and info.page.frontmatter.get("mode") == "lane":
-        return LANE_STATE_SCHEMA
+    """The schema of a page: its kind's, except that a STATE.md pointing at a session
+    (``mode: lane`` or ``mode: kernel``) has that session's state schema."""
+    mode = info.page.frontmatter.get("mode") if info.kind == "memory-state" and info.page is not None else None
+    if isinstance(mode, str) and mode in SESSION_STATE_SCHEMAS:
+        return SESSION_STATE_SCHEMAS[mode]
     return info.kind

@@ -15,7 +15,9 @@ class StateValid(Rule):
     `schema/memory-state.schema.json` (run, status, steps, next check, blocker, and the
     park fields when parked), and `run` names a run that exists, `wiki/runs/<run>/`.
     A lane session's state (`mode: lane`, written by `wiki loop start`) validates against
-    `schema/memory-lane-state.schema.json` instead, and its `lane` must exist.
+    `schema/memory-lane-state.schema.json` instead, and its `lane` must exist; a kernel
+    session's (`mode: kernel`, written by `wiki kernel start`) against
+    `schema/memory-kernel-state.schema.json`, and its `family` must exist.
 
     ## Why is this bad?
     `wiki step` reads STATE.md first at every wake, and it overrides the programs. A
@@ -43,8 +45,12 @@ class StateValid(Rule):
         text = memory_text(ctx, STATE)
         if text is None:
             return
-        if _is_lane_state(text):
+        mode = _session_mode(text)
+        if mode == "lane":
             yield from self._check_lane(ctx, text)
+            return
+        if mode == "kernel":
+            yield from self._check_kernel(ctx, text)
             return
         try:
             state, _ = memory.parse_state(text, STATE)
@@ -70,9 +76,26 @@ class StateValid(Rule):
                                f"lane {state.lane!r} does not exist: no {state.lane_ref.dir}/")
 
 
-def _is_lane_state(text: str) -> bool:
-    """Does STATE.md point at a lane session (``mode: lane``) rather than a relay run?"""
+    def _check_kernel(self, ctx, text):
+        from wikiengine.kernel_session import kernel_state_from
+        from wikiengine.page import parse_page
+        from wikiengine.yamlio import key_lines
+
+        try:
+            page = parse_page(text, STATE)
+            state = kernel_state_from(page.frontmatter, STATE, key_lines(page.frontmatter_text, 2))
+        except WikiError as err:
+            yield self.finding(STATE, err.line or 1, err.message)
+            return
+        if not (ctx.root / state.family_ref.dir).is_dir():
+            yield self.finding(STATE, key_line(ctx.info(STATE), "family"),
+                               f"kernel family {state.family!r} does not exist: no {state.family_ref.dir}/")
+
+
+def _session_mode(text: str) -> str | None:
+    """``lane`` or ``kernel`` when STATE.md points at a session (``mode: ...``), None for a relay run."""
     import re
 
     head = text.split("\n---", 1)[0]
-    return re.search(r"(?m)^mode:\s*['\"]?lane['\"]?\s*$", head) is not None
+    match = re.search(r"(?m)^mode:\s*['\"]?(lane|kernel)['\"]?\s*$", head)
+    return match.group(1) if match else None
