@@ -351,10 +351,10 @@ from wikiengine import lane_txn
 from wikiengine.step_engine import run_step
 
 real = lane_txn._commit
-def killed(root, paths, message):
+def killed(root, paths, message, probe=None):
     if "receipt" in message:
         os.kill(os.getpid(), signal.SIGKILL)  # files written, the redo record on disk, no commit
-    return real(root, paths, message)
+    return real(root, paths, message, probe)
 lane_txn._commit = killed
 run_step(Path(sys.argv[1]))
 """
