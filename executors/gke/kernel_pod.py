@@ -25,6 +25,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import os
 import re
 import time
 from dataclasses import asdict, dataclass
@@ -185,6 +186,11 @@ def kube_errors():
         raise WikiError(str(exc)) from None
 
 
+def kubeconfig_path(kubeconfig: str | Path | None = None) -> str | None:
+    """``kubeconfig``, else ``$KUBECONFIG`` read now (the client reads it once, at its import)."""
+    return str(kubeconfig) if kubeconfig else os.environ.get("KUBECONFIG") or None
+
+
 def resolve_context(context: str | None, kubeconfig: str | Path | None = None) -> str:
     """The kubeconfig context to record: the one named, else the current one."""
     from wikiengine.executors.gke.kube import require_client
@@ -194,7 +200,7 @@ def resolve_context(context: str | None, kubeconfig: str | Path | None = None) -
     from kubernetes import config
 
     try:
-        contexts, active = config.list_kube_config_contexts(config_file=str(kubeconfig) if kubeconfig else None)
+        contexts, active = config.list_kube_config_contexts(config_file=kubeconfig_path(kubeconfig))
     except (config.ConfigException, OSError, ValueError, TypeError) as exc:
         raise WikiError(f"cannot read the kubeconfig ({type(exc).__name__}); fetch it with "
                         "gcloud container clusters get-credentials") from None
@@ -210,7 +216,7 @@ def resolve_context(context: str | None, kubeconfig: str | Path | None = None) -
 
 def open_kube(context: str, kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S) -> Kube:
     with kube_errors():
-        return Kube.from_context(context, cluster=context, kubeconfig=kubeconfig, deadline_s=deadline_s)
+        return Kube.from_context(context, cluster=context, kubeconfig=kubeconfig_path(kubeconfig), deadline_s=deadline_s)
 
 
 def discover(context: str, kubeconfig: str | Path | None = None) -> list[NodePool]:
@@ -237,7 +243,7 @@ class ClusterPod:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def up(self, family: str, session: int, *, wait_s: float = UP_WAIT_S, poll_s: float = 0.5) -> dict:
+    def up(self, family: str, session: int, *, wait_s: float | None = None, poll_s: float = 0.5) -> dict:
         """Create the session's pod (or attach to it) and wait until it runs.
 
         A pod of that name that is not this session's is refused; one still Pending at the
@@ -245,6 +251,7 @@ class ClusterPod:
         (evicted, past its TTL, image not pullable) is an error naming why.
         """
         manifest = pod_manifest(self.target, family, session)
+        wait_s = UP_WAIT_S if wait_s is None else wait_s
         with kube_errors():
             try:
                 pod = self.kube.create_pod(self.namespace, manifest)
