@@ -245,9 +245,9 @@ def test_the_stop_rule_names_every_unmet_condition():
 
 
 def test_every_verb_has_help_json_and_dry_run(capsys):
-    for verb in ("start", "stub", "cand", "verify", "file", "rule-out", "watch", "status", "close"):
+    for verb in ("start", "stub", "cand", "verify", "file", "rule-out", "watch", "status", "close", "pod down"):
         with pytest.raises(SystemExit) as done:
-            main(["kernel", verb, "--help"])
+            main(["kernel", *verb.split(), "--help"])
         assert done.value.code == 0
         out = capsys.readouterr().out
         assert "--json" in out and "--dry-run" in out

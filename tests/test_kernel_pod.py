@@ -296,6 +296,9 @@ def test_pause_deletes_the_pod_and_down_finds_it_gone(pod_family, cluster, capsy
     assert not cluster.pods
     status, down = kernel(root, capsys, "pod", "down", FAMILY)
     assert status == 0 and down == {"family": FAMILY, "session": 1, "pod": POD, "deleted": False}
+    deletes = len(requests_to(cluster, "DELETE", f"/pods/{POD}"))
+    status, down = kernel(root, capsys, "pod", "down", FAMILY, "--dry-run")
+    assert status == 0 and down["dry_run"] and len(requests_to(cluster, "DELETE", f"/pods/{POD}")) == deletes
 
 
 def test_a_refused_close_keeps_the_pod_and_an_earned_close_deletes_it(pod_family, cluster, capsys, monkeypatch):

@@ -168,7 +168,7 @@ def session_teardown(target: dict) -> dict:
         return {"pod_teardown": {"pod": target["pod"], "deleted": False, "error": str(err)}}
 
 
-def pod_down(root: Path, family) -> dict:
+def pod_down(root: Path, family, *, dry_run: bool = False) -> dict:
     """`wiki kernel pod down`: delete the pod of the family's latest pod session."""
     from wikiengine.lane_journal import parse_journal
 
@@ -177,4 +177,7 @@ def pod_down(root: Path, family) -> dict:
     starts = [r for r in records if r.get("op") == "start" and is_pod(r.get("target") or {})]
     if not starts:
         raise WikiError(f"kernel family {family.slug} has no session on a cluster pod")
-    return {"family": family.slug, "session": starts[-1].get("session"), **teardown(starts[-1]["target"])}
+    found = {"family": family.slug, "session": starts[-1].get("session")}
+    if dry_run:
+        return {**found, "pod": starts[-1]["target"]["pod"], "dry_run": True}
+    return {**found, **teardown(starts[-1]["target"])}

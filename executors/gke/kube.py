@@ -336,7 +336,8 @@ class Kube:
             ws.sock.settimeout(deadline_s)
             if stdin:
                 ws.write_stdin(stdin)
-                ws.close_channel(0)  # end of input where the server speaks v5; a no-op on v4
+                if hasattr(ws, "close_channel"):  # clients before v5 support have none
+                    ws.close_channel(0)  # end of input where the server speaks v5; a no-op on v4
             ws.run_forever(timeout=deadline_s)
             if ws.is_open():
                 raise KubeUnavailable(f"{self.cluster}: {what}: the command ran past its {deadline_s:g}s deadline")

@@ -149,9 +149,7 @@ def add_parser(subparsers) -> None:
                                                      "machine type, chips")
     discover.add_argument("--context", help="the kubeconfig context (default: the current one)")
     discover.add_argument("--json", action="store_true", help="print one JSON object")
-    down = family(pod_verbs.add_parser("down", help="delete the family session's pod"))
-    down.add_argument("--json", action="store_true", help="print one JSON object")
-    down.add_argument("--root", type=Path, help=ROOT_HELP)
+    common(family(pod_verbs.add_parser("down", help="delete the family session's pod")))
     pod.set_defaults(pod_parser=pod)
 
     close = family(verbs.add_parser("close", help="the gated close (the stop rule from facts), or --pause"))
@@ -217,8 +215,9 @@ def _pod(args) -> int:
             f"{p['nodes']} node(s) x {p['chips_per_node']} chips\n" for p in pools)
     elif args.pod_verb == "down":
         root = repository_root(args.root)
-        result = kernel_run.pod_down(root, KernelFamily(derive_slug(root, args.family)))
-        text = f"pod {result['pod']}: {'deleted' if result['deleted'] else 'already gone'}\n"
+        result = kernel_run.pod_down(root, KernelFamily(derive_slug(root, args.family)), dry_run=args.dry_run)
+        text = (f"dry run: would delete pod {result['pod']}\n" if args.dry_run
+                else f"pod {result['pod']}: {'deleted' if result['deleted'] else 'already gone'}\n")
     else:
         args.pod_parser.print_help()
         return 2
