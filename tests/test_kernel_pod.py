@@ -286,6 +286,44 @@ def test_the_ttl_is_enforced_by_the_cluster_as_active_deadline_seconds(tmp_path,
     assert status == 2 and f"pod {POD} is not running: Failed (DeadlineExceeded" in err
 
 
+def _pod(tmp_path, cluster, **kwargs) -> kernel_pod.ClusterPod:
+    from wikiengine.kernel_run import resolve_pod_target
+
+    target = resolve_pod_target({"kind": "pod", "pod": "kernel-probe-s1", "context": None, "namespace": "default",
+                                 "accelerator": "tpu-v6e-slice", "topology": "2x2", "chips": None, "hours": 1,
+                                 "activeDeadlineSeconds": 3600, "artifacts": "gs://b/k", "image": IMAGE})
+    pod = kernel_pod.ClusterPod(target, **kwargs)
+    assert pod.up("probe", 1)["created"]
+    return pod
+
+
+@pytest.mark.parametrize("protocols", [("v5.channel.k8s.io", "v4.channel.k8s.io"), ("v4.channel.k8s.io",)])
+def test_sync_and_run_work_over_exec_v5_and_v4(tmp_path, cluster, protocols):
+    """v4 cannot close stdin: the sync bundle is length-prefixed, so it needs no end of input."""
+    import hashlib
+
+    from wikiengine.kernel_run import verifier_bytes
+
+    cluster.exec_protocols = protocols
+    with _pod(tmp_path, cluster) as pod:
+        paths = pod.sync([b"print('hi')\n", verifier_bytes()])
+        assert sorted(paths) == sorted(hashlib.sha256(b).hexdigest() for b in (b"print('hi')\n", verifier_bytes()))
+        answer = pod.run_verifier(hashlib.sha256(verifier_bytes()).hexdigest(), ["--device-token"], paths)
+    assert answer["hardware"].startswith("cpu-")
+
+
+def test_row_17_exec_has_a_deadline_for_its_handshake_and_its_command(tmp_path, cluster):
+    from wikiengine.errors import WikiError
+
+    with _pod(tmp_path, cluster, deadline_s=1.0) as pod:
+        cluster.fail("GET", r"/exec$", "stall")
+        with pytest.raises(WikiError, match=r"^tpu-cluster: exec in pod default/kernel-probe-s1: no answer within the "
+                                            r"1s deadline$"):
+            pod.sync([b"x"])
+        with pytest.raises(WikiError, match=r"the command ran past its 1s deadline$"):
+            pod._exec(["python3", "-c", "import time; time.sleep(4)"], deadline_s=1.0)
+
+
 # --- down ------------------------------------------------------------------------------------
 
 

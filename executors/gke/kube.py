@@ -314,24 +314,21 @@ class Kube:
         """
         import websocket
         from kubernetes.client.exceptions import ApiException
-        from kubernetes.stream import stream
 
         what = f"exec in pod {namespace}/{pod}"
-        previous = websocket.getdefaulttimeout()
-        websocket.setdefaulttimeout(self.deadline_s)  # the client's handshake takes no timeout of its own
         try:
-            ws = stream(self._core().connect_get_namespaced_pod_exec, pod, namespace, command=command,
-                        stdin=bool(stdin), stdout=True, stderr=True, tty=False, binary=True,
-                        _preload_content=False)
+            ws = self._exec_connect(namespace, pod, command, bool(stdin))
         except ApiException as exc:
-            found = _HANDSHAKE_RE.search(str(exc.reason or ""))
+            reason = str(exc.reason or "")  # never echoed: it may carry the response headers
+            found = _HANDSHAKE_RE.search(reason)
             status = int(found.group(1)) if found else exc.status
             if status == 404:
                 raise KubeNotFound(f"{self.cluster}: {what}: not found") from None
-            detail = f"HTTP {status}" if status else _describe_transport(exc, self.deadline_s)
+            detail = (f"HTTP {status}" + (" (check the cluster credentials)" if status in (401, 403) else "")
+                      if status else "connection refused or dropped")
             raise KubeUnavailable(f"{self.cluster}: {what}: {detail}") from None
-        finally:
-            websocket.setdefaulttimeout(previous)
+        except TimeoutError:
+            raise KubeUnavailable(f"{self.cluster}: {what}: no answer within the {self.deadline_s:g}s deadline") from None
         try:
             ws.sock.settimeout(deadline_s)
             if stdin:
@@ -350,6 +347,41 @@ class Kube:
         if returncode is None:
             raise KubeUnavailable(f"{self.cluster}: {what}: the connection ended without an exit status")
         return ExecResult(returncode, stdout or b"", stderr or b"")
+
+    def _exec_connect(self, namespace: str, pod: str, command: list[str], stdin: bool):
+        """The exec websocket, or TimeoutError past this client's deadline.
+
+        ``kubernetes.stream`` gives its websocket no connect or handshake timeout, so the
+        handshake runs in a thread; one that answers after the deadline is closed at once.
+        """
+        import threading
+
+        from kubernetes.stream import stream
+
+        box: dict = {}
+        done, abandoned = threading.Event(), threading.Event()
+
+        def connect() -> None:
+            try:
+                box["ws"] = stream(self._core().connect_get_namespaced_pod_exec, pod, namespace, command=command,
+                                   stdin=stdin, stdout=True, stderr=True, tty=False, binary=True,
+                                   _preload_content=False)
+            except Exception as exc:  # noqa: BLE001 - handed to the caller's thread
+                box["error"] = exc
+            finally:
+                done.set()
+                if abandoned.is_set() and "ws" in box:
+                    box["ws"].close()
+
+        threading.Thread(target=connect, name=f"exec-{pod}", daemon=True).start()
+        if not done.wait(self.deadline_s):
+            abandoned.set()
+            if done.is_set() and "ws" in box:
+                box["ws"].close()
+            raise TimeoutError
+        if "error" in box:
+            raise box["error"]
+        return box["ws"]
 
 
 def _exec_returncode(status_frame: bytes) -> int | None:

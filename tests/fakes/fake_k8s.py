@@ -110,6 +110,7 @@ class FakeKubeApi:
         self.nodes: dict[str, dict] = {}
         self.scheduling = True  # False: every new pod stays Pending (no capacity comes free)
         self.exec_stdin: list[bytes] = []  # what each exec received on stdin, for assertions
+        self.exec_protocols = EXEC_PROTOCOLS  # ("v4.channel.k8s.io",): a server before websocket v5
         self._scratch = tempfile.mkdtemp(prefix="fake-k8s-pods-")
         self._release = threading.Event()
         self._lock = threading.Lock()
@@ -405,7 +406,7 @@ class FakeKubeApi:
             def upgrade_exec(self, pod: dict, commands: list[str]) -> None:
                 """Accept the websocket and run the command as the pod would."""
                 offered = [p.strip() for p in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
-                protocol = next((p for p in EXEC_PROTOCOLS if p in offered), None)
+                protocol = next((p for p in api.exec_protocols if p in offered), None)
                 key = self.headers.get("Sec-WebSocket-Key", "")
                 if protocol is None or not key:
                     return self._send(400, _status(400, "BadRequest", "not a websocket exec request"))
