@@ -274,16 +274,19 @@ def test_the_ttl_is_enforced_by_the_cluster_as_active_deadline_seconds(tmp_path,
     root = tmp_path / "repo"
     root.mkdir()
     authoring = scaffold(root)
+    assert kernel(root, capsys, "start", FAMILY, "--chip", "0", "--reference", str(authoring / "reference.py"),
+                  "--op-point", OP_POINT)[0] == 0  # bootstrapped locally: the pod start below queries no device
+    assert kernel(root, capsys, "close", FAMILY, "--pause")[0] == 0
     args = [a if a != "2" else "0.0003" for a in POD_ARGS]  # a TTL of one second
-    status, started = kernel(root, capsys, "start", FAMILY, *args, "--reference", str(authoring / "reference.py"),
-                             "--op-point", OP_POINT)
-    assert status == 0 and started["target"]["activeDeadlineSeconds"] == 1
+    status, started = kernel(root, capsys, "start", FAMILY, *args)
+    assert status == 0 and started["target"]["activeDeadlineSeconds"] == 1, started
+    pod = started["target"]["pod"]
     time.sleep(2.1)
     status, err = kernel(root, capsys, "stub", FAMILY, "--slug", "fused-layernorm", "--proposal",
                          str(authoring / "single-pass-fusion.md"), "--op-point", OP_POINT, "--lever",
                          "single-pass-fusion", "--intervention-class", "fusion", "--category", "memory-bound",
                          "--plan", "x")
-    assert status == 2 and f"pod {POD} is not running: Failed (DeadlineExceeded" in err
+    assert status == 2 and f"pod {pod} is not running: Failed (DeadlineExceeded" in err
 
 
 def _pod(tmp_path, cluster, **kwargs) -> kernel_pod.ClusterPod:
@@ -392,3 +395,12 @@ def test_row_46_no_credential_reaches_the_pod_or_the_wiki(pod_family, cluster, c
     for canary in (CANARY_TOKEN, CANARY_HF):
         assert not any(canary in text for text in sent) and canary not in history
         assert not any(canary in p.read_text(errors="replace") for p in (root / "wiki").rglob("*") if p.is_file())
+
+
+def test_a_pod_target_recorded_before_pods_were_brought_up_is_a_clear_error():
+    from wikiengine.errors import WikiError
+
+    old = {"kind": "pod", "pod": "kx-1", "accelerator": "tpu-v6e-slice", "topology": "2x2", "chips": 4, "hours": 2,
+           "activeDeadlineSeconds": 7200, "artifacts": "gs://b/k"}  # what `start --pod` recorded before issue 16's pod
+    with pytest.raises(WikiError, match=r"records no context, image \(written before"):
+        kernel_pod.ClusterPod(old)

@@ -62,7 +62,7 @@ def device_token(root: Path, target: dict) -> str:
         return local_token()
     from wikiengine.executors.gke.kernel_pod import ClusterPod
 
-    with pod_lock(root, target["context"], target.get("namespace", "default"), target["pod"]), \
+    with pod_lock(root, target.get("context") or "", target.get("namespace", "default"), target["pod"]), \
             ClusterPod(target) as pod:
         pod.require_running()
         verifier = verifier_bytes()
@@ -103,7 +103,7 @@ def _measure_on_pod(root: Path, target: dict, reference: str, candidate: str, op
 
     files = [reference.encode(), candidate.encode(), verifier_bytes()]
     ref_sha, cand_sha = _sha256(files[0]), _sha256(files[1])
-    with pod_lock(root, target["context"], target.get("namespace", "default"), target["pod"]), \
+    with pod_lock(root, target.get("context") or "", target.get("namespace", "default"), target["pod"]), \
             compile_slot(root), ClusterPod(target) as pod:
         pod.require_running()
         paths = pod.sync(files)

@@ -229,6 +229,11 @@ class ClusterPod:
     """The pod of one kernel session, as recorded in its run target."""
 
     def __init__(self, target: dict, *, kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S):
+        missing = sorted({"pod", "context", "image", "accelerator", "topology", "chips", "activeDeadlineSeconds",
+                          "artifacts"} - {k for k, v in target.items() if v not in (None, "")})
+        if missing:
+            raise WikiError(f"the session's pod target records no {', '.join(missing)} (written before `wiki kernel "
+                            "start` brought pods up): pause the session and start it again")
         self.target = target
         self.name = target["pod"]
         self.namespace = target.get("namespace", "default")

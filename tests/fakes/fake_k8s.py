@@ -301,7 +301,7 @@ class FakeKubeApi:
             started = dt.datetime.strptime(start, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
             if (dt.datetime.now(dt.timezone.utc) - started).total_seconds() > int(deadline):
                 pod["status"].update({"phase": "Failed", "reason": "DeadlineExceeded",
-                                      "message": f"Pod was active on the node longer than the specified deadline"})
+                                      "message": "Pod was active on the node longer than the specified deadline"})
         return pod
 
     def write_kubeconfig(self, path: Path, contexts: list[str], *, others: dict[str, str] | None = None) -> Path:
