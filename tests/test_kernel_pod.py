@@ -4,7 +4,8 @@ websocket exec runs each command as a local subprocess in the pod's own scratch 
 
 RELIABILITY rows 17 (every call has a deadline; an unknown answer is an error, not a
 receipt), 22 (a start re-run after a crash attaches to the pod it created, never a second
-pod) and 46 (no credential reaches the pod spec, the exec stream or the wiki).
+pod), 26 (a pod of that name that is not this session's is left alone) and 46 (no
+credential reaches the pod spec, the exec stream or the wiki).
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ def test_a_pod_that_never_schedules_is_deleted_and_nothing_is_recorded(tmp_path,
     assert not (root / FAM.journal).exists()
 
 
-def test_a_pod_name_held_by_something_else_is_refused(tmp_path, cluster, capsys):
+def test_row_26_a_pod_name_held_by_something_else_is_refused(tmp_path, cluster, capsys):
     root = tmp_path / "repo"
     root.mkdir()
     authoring = scaffold(root)
