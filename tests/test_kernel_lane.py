@@ -87,26 +87,19 @@ def test_start_deletes_a_leftover_stop_authorized(family, capsys):
     assert result["session"] == 2 and result["run_target"] == "local chip 1"
 
 
-def test_a_pod_target_needs_gs_artifacts_and_carries_its_ttl(family, capsys):
+def test_a_pod_target_needs_gs_artifacts_before_any_cluster_call(family, capsys):
+    """Refused from the arguments alone (no kubeconfig here); the pod itself: tests/test_kernel_pod.py."""
     root, _authoring, _stub = family
     assert kernel(root, capsys, "close", FAMILY, "--pause")[0] == 0
     status, err = kernel(root, capsys, "start", FAMILY, "--pod", "kx-1", "--accelerator", "tpu-v6e-slice",
-                         "--topology", "2x2", "--artifacts", "/tmp/out")
+                         "--topology", "2x2", "--image", "img", "--artifacts", "/tmp/out")
     assert status == 2 and "gs://" in err
-    status, result = kernel(root, capsys, "start", FAMILY, "--pod", "kx-1", "--accelerator", "tpu-v6e-slice",
-                            "--topology", "2x2", "--chips", "4", "--hours", "2", "--artifacts", "gs://b/k")
-    assert status == 0 and result["target"]["activeDeadlineSeconds"] == 7200
-    assert result["run_target"] == "cluster pod kx-1 — tpu-v6e-slice/2x2, 4 chips, TTL 2h"
-    status, err = kernel(root, capsys, "cand", FAMILY, "1", "--note", "x", "--source", "/dev/null")
-    assert status == 2 and "needs kexec" in err
-
-
-def test_bootstrapping_on_a_pod_is_refused(tmp_path, capsys):
-    authoring = scaffold(tmp_path)
-    status, err = kernel(tmp_path, capsys, "start", "softmax", "--pod", "kx-1", "--accelerator", "tpu-v6e-slice",
-                         "--topology", "2x2", "--artifacts", "gs://b/k", "--reference", str(authoring / "reference.py"),
-                         "--op-point", OP_POINT)
-    assert status == 2 and "device query" in err and not (tmp_path / "wiki/kernels/softmax.md").exists()
+    status, err = kernel(root, capsys, "start", FAMILY, "--pod", "--accelerator", "tpu-v6e-slice",
+                         "--topology", "2x2", "--artifacts", "gs://b/k")
+    assert status == 2 and "--image" in err
+    status, err = kernel(root, capsys, "start", FAMILY, "--pod", "Bad_Name", "--accelerator", "tpu-v6e-slice",
+                         "--topology", "2x2", "--image", "img", "--artifacts", "gs://b/k", "--hours", "0")
+    assert status == 2 and "--hours" in err
 
 
 # --- stub ------------------------------------------------------------------------------------
@@ -252,9 +245,9 @@ def test_the_stop_rule_names_every_unmet_condition():
 
 
 def test_every_verb_has_help_json_and_dry_run(capsys):
-    for verb in ("start", "stub", "cand", "verify", "file", "rule-out", "watch", "status", "close"):
+    for verb in ("start", "stub", "cand", "verify", "file", "rule-out", "watch", "status", "close", "pod down"):
         with pytest.raises(SystemExit) as done:
-            main(["kernel", verb, "--help"])
+            main(["kernel", *verb.split(), "--help"])
         assert done.value.code == 0
         out = capsys.readouterr().out
         assert "--json" in out and "--dry-run" in out

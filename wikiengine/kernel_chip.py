@@ -1,7 +1,7 @@
-"""Chip discipline (seed 003): one lock per local chip, and a bound on concurrent compiles.
+"""Chip discipline (seed 003): one lock per local chip or cluster pod, and a bound on concurrent compiles.
 
-A measurement holds its chip's lock for its whole length, so two families (or two
-sessions) never time on one chip at once; compiles take one of ``MAX_COMPILES`` slots.
+A measurement holds its chip's (or its pod's) lock for its whole length, so two families
+(or two sessions) never time on one chip at once; compiles take one of ``MAX_COMPILES`` slots.
 Both are ``filelock`` files in the repository's git directory, so every worktree of the
 repository shares them and a killed holder releases them with its process.
 """
@@ -9,6 +9,7 @@ repository shares them and a killed holder releases them with its process.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from pathlib import Path
 
@@ -30,19 +31,29 @@ def _lock_dir(root: Path) -> Path:
 
 
 @contextlib.contextmanager
-def chip_lock(root: Path, chip: int, timeout: float = CHIP_WAIT_S):
-    """Hold local chip ``chip`` (WikiError when another measurement keeps it past ``timeout``)."""
+def _held(root: Path, file_name: str, what: str, timeout: float):
     from filelock import FileLock, Timeout
 
-    lock = FileLock(os.fspath(_lock_dir(root) / f"chip-{chip}.lock"), timeout=timeout)
+    lock = FileLock(os.fspath(_lock_dir(root) / file_name), timeout=timeout)
     try:
         lock.acquire()
     except Timeout:
-        raise WikiError(f"local chip {chip} is held by another measurement") from None
+        raise WikiError(f"{what} is held by another measurement") from None
     try:
         yield
     finally:
         lock.release()
+
+
+def chip_lock(root: Path, chip: int, timeout: float = CHIP_WAIT_S):
+    """Hold local chip ``chip`` (WikiError when another measurement keeps it past ``timeout``)."""
+    return _held(root, f"chip-{chip}.lock", f"local chip {chip}", timeout)
+
+
+def pod_lock(root: Path, context: str, namespace: str, pod: str, timeout: float = CHIP_WAIT_S):
+    """Hold cluster pod ``pod`` (its chips), as :func:`chip_lock` holds a local chip."""
+    key = hashlib.sha256(f"{context}/{namespace}/{pod}".encode()).hexdigest()[:16]
+    return _held(root, f"pod-{key}.lock", f"pod {pod}", timeout)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,8 @@ family), writes ``.stop-authorized`` as the closing audit's record, the stop mar
 quoting its ALL-CLEAR line, and removes the family's worktrees (branches are kept).
 ``--pause`` files a pause retrospective that records the rank-1 resume action and makes
 no ceiling claim. Both ends mark the session in ``memory/STATE.md`` (paused, stopped)
-when it points at this family, so `wiki step` stops driving it.
+when it points at this family, so `wiki step` stops driving it, and end a pod session by
+deleting its pod (teardown is mandatory).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import datetime as dt
 from pathlib import Path
 
 from wikiengine import experiment as ex
-from wikiengine import kernel_git, logbook
+from wikiengine import kernel_git, kernel_run, logbook
 from wikiengine import kernel_page as kp
 from wikiengine.errors import WikiError
 from wikiengine.kernel_decide import LeverFact, StopFacts, evidence_table, k9_state, lever_table, stop_rule
@@ -206,7 +207,7 @@ def close(root: Path, family: KernelFamily, *, pause: bool = False, dry_run: boo
             if dry_run:
                 return {**result, "dry_run": True, "would_write": txn.changed()}
             result["commit"] = txn.commit(f"kernel({family.slug}): pause session {session} — resume: {action}")
-            return result
+            return {**result, **kernel_run.session_teardown(last["target"])}
         if dry_run:
             return {**result, "stopped": False, "dry_run": True, "would_write": txn.changed()}
         txn.write(family.journal, journal)
@@ -230,4 +231,5 @@ def close(root: Path, family: KernelFamily, *, pause: bool = False, dry_run: boo
             if kernel_git.remove_worktree(root, family.worktree(root, record["branch"])):
                 removed.append(record["branch"])
     git_out(root, "worktree", "prune")
-    return {**result, "stopped": True, "final_audit": audit.all_clear, "worktrees_removed": removed}
+    return {**result, "stopped": True, "final_audit": audit.all_clear, "worktrees_removed": removed,
+            **kernel_run.session_teardown(last["target"])}

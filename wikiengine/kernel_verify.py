@@ -14,7 +14,10 @@ the family's pinned reference and one candidate and checks, in this order:
 4. timing: reference and candidate co-measured in this process, interleaved (the order
    alternates every repetition), one thread; the p50 of each and their ratio.
 
-The receipt (:mod:`wikiengine.kernel_receipt`) says PASS when the probe, parity and the
+The measured part names the sha256 of the three files it loaded (``sources``: reference,
+candidate and this verifier), so a run on a cluster pod proves which bytes it measured.
+``--device-token`` prints only the hardware token (the device query of ``wiki kernel
+start`` and ``stub``). The receipt (:mod:`wikiengine.kernel_receipt`) says PASS when the probe, parity and the
 firing audit pass; the speedup is measured, and judged by ``wiki kernel file`` against
 the page's pre-registered bar. Headroom leads: the non-trivial aten ops a firing
 candidate still dispatches outside its own op.
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import importlib.util
 import json
 import statistics
@@ -55,6 +59,20 @@ def device_token() -> str:
         import torch
 
         return "cpu-" + torch.backends.cpu.get_cpu_capability().lower()
+
+
+def verifier_args(reference: str, candidate: str, op_point: str, mode: str, atol: float, rtol: float) -> list[str]:
+    """This module's command-line arguments for one measurement (locally and on a pod)."""
+    return ["--reference", reference, "--candidate", candidate, "--op-point", op_point, "--mode", mode,
+            "--atol", str(atol), "--rtol", str(rtol)]
+
+
+def sources(reference_path: Path, candidate_path: Path) -> dict:
+    """The sha256 of the bytes measured: reference, candidate and this verifier."""
+    def digest(path: Path) -> str:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+    return {"reference": digest(reference_path), "candidate": digest(candidate_path), "verifier": digest(Path(__file__))}
 
 
 def _load(path: Path, name: str):
@@ -160,24 +178,32 @@ def verify(reference_path: Path, candidate_path: Path, op_point: str, *, mode: s
              ] if firing["pass"] else []
     return {"verdict": "PASS" if not reasons else "FAIL", "reasons": reasons, "probe": probe, "parity": parity,
             "firing": firing, "timing": timing, "leads": leads, "hardware": device_token(), "mode": mode,
-            "verifier": VERIFIER, "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            "verifier": VERIFIER, "sources": sources(reference_path, candidate_path),
+            "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wikiengine.kernel_verify", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reference", type=Path, required=True)
-    parser.add_argument("--candidate", type=Path, required=True)
-    parser.add_argument("--op-point", required=True)
+    parser.add_argument("--device-token", action="store_true", help="print only this chip's hardware token")
+    parser.add_argument("--reference", type=Path)
+    parser.add_argument("--candidate", type=Path)
+    parser.add_argument("--op-point")
     parser.add_argument("--mode", choices=sorted(REPS), default="full")
     parser.add_argument("--atol", type=float, default=1e-4)
     parser.add_argument("--rtol", type=float, default=1e-4)
     args = parser.parse_args(argv)
+    if args.device_token:
+        json.dump({"hardware": device_token()}, sys.stdout)
+        return 0
+    if not (args.reference and args.candidate and args.op_point):
+        parser.error("--reference, --candidate and --op-point are required")
     try:
         result = verify(args.reference, args.candidate, args.op_point, mode=args.mode, atol=args.atol, rtol=args.rtol)
     except Exception as exc:  # noqa: BLE001 - the candidate's own failure is a FAIL, reported as data
         result = {"verdict": "FAIL", "reasons": [f"the candidate or reference raised {type(exc).__name__}: {exc}"[:300]],
                   "probe": {}, "parity": {"pass": False}, "firing": {"pass": False}, "timing": {}, "leads": [],
                   "hardware": device_token(), "mode": args.mode, "verifier": VERIFIER,
+                  "sources": sources(args.reference, args.candidate),
                   "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     json.dump(result, sys.stdout)
     return 0

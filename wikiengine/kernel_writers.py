@@ -11,20 +11,17 @@ Everything returns a plain dict: the JSON the command prints. The close is
 from __future__ import annotations
 
 import hashlib
-import json
 import posixpath
 import re
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from wikiengine import experiment as ex
-from wikiengine import kernel_git, kernel_receipt, logbook, results_tsv
+from wikiengine import kernel_git, kernel_receipt, kernel_run, logbook, results_tsv
 from wikiengine import kernel_page as kp
 from wikiengine.errors import WikiError
-from wikiengine.kernel_chip import chip_lock, compile_slot
 from wikiengine.kernel_decide import KernelEvidence, cap_kernel_verdict
 from wikiengine.kernels import KernelFamily, derive_slug
 from wikiengine.lane_journal import append_record, next_id, parse_journal, used_ids
@@ -154,41 +151,80 @@ def render_family_page(family: KernelFamily, op_points: list[str], hardware: str
 
 
 def run_target(chip: int | None, pod: str | None, accelerator: str | None, topology: str | None,
-               chips: int | None, hours: float, artifacts: str | None) -> tuple[dict, str]:
-    """The run target record and its **Run target** line (seed 003 Step 9·K)."""
+               chips: int | None, hours: float, artifacts: str | None, *, image: str | None = None,
+               context: str | None = None, namespace: str = "default") -> dict:
+    """The run target record (seed 003 Step 9·K); a pod named ``""`` is named at start."""
     if pod is None:
-        chip = 0 if chip is None else chip
-        return {"kind": "local", "chip": chip}, f"local chip {chip}"
+        return {"kind": "local", "chip": 0 if chip is None else chip}
     if not (accelerator and topology):
-        raise WikiError("a cluster pod needs --accelerator and --topology (from `kexec.sh discover`)")
+        raise WikiError("a cluster pod needs --accelerator and --topology (from `wiki kernel pod discover`)")
     if not (artifacts or "").startswith("gs://"):
         raise WikiError("a cluster pod writes its artifacts to gs:// only: pass --artifacts gs://BUCKET/PATH")
     if hours <= 0:
         raise WikiError("--hours must be positive: it is the pod's hard TTL")
-    record = {"kind": "pod", "pod": pod, "accelerator": accelerator, "topology": topology, "chips": chips,
-              "hours": hours, "activeDeadlineSeconds": int(hours * 3600), "artifacts": artifacts}
-    return record, f"cluster pod {pod} — {accelerator}/{topology}, {chips or 'all'} chips, TTL {hours:g}h"
+    if not image:
+        raise WikiError("a cluster pod needs --image (with the TPU stack and the verifier's Python)")
+    if pod:
+        from wikiengine.executors.gke.kernel_pod import check_pod_name
+
+        check_pod_name(pod)
+    return {"kind": "pod", "pod": pod, "context": context, "namespace": namespace, "accelerator": accelerator,
+            "topology": topology, "chips": chips, "hours": hours, "activeDeadlineSeconds": int(hours * 3600),
+            "artifacts": artifacts, "image": image}
+
+
+def target_line(target: dict) -> str:
+    """The start marker's **Run target** line."""
+    if target["kind"] == "local":
+        return f"local chip {target['chip']}"
+    return (f"cluster pod {target['pod']} — {target['accelerator']}/{target['topology']}, "
+            f"{target.get('chips') or 'all'} chips, TTL {target['hours']:g}h")
 
 
 def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = None, accelerator: str | None = None,
           topology: str | None = None, chips: int | None = None, hours: float = 8.0, artifacts: str | None = None,
+          image: str | None = None, context: str | None = None, namespace: str = "default",
           reference: Path | None = None, op_points: list[str] | None = None, class_page: str | None = None,
           bar: float = DEFAULT_BAR, first_pick: str | None = None, dry_run: bool = False, date: str | None = None) -> dict:
     """`wiki kernel start`: derive the slug, bootstrap a new family, record the run target,
     clear a leftover ``.stop-authorized``, write the start marker, point ``memory/STATE.md``
-    at the session (:mod:`wikiengine.kernel_session`): one commit."""
+    at the session (:mod:`wikiengine.kernel_session`): one commit. On a pod the session's
+    pod is brought up first (or attached to: a second start is idempotent)."""
     from wikiengine.kernel_session import stage_start
-    from wikiengine.kernel_verify import device_token
 
     date = date or today()
     family = KernelFamily(derive_slug(root, named))
-    target, target_line = run_target(chip, pod, accelerator, topology, chips, hours, artifacts)
+    target = run_target(chip, pod, accelerator, topology, chips, hours, artifacts, image=image, context=context,
+                        namespace=namespace)
+    if not (root / family.program).is_file() and (reference is None or not op_points):
+        raise WikiError(f"kernel family {family.slug} is new: bootstrap it with --reference FILE and --op-point NAME")
+    if kernel_run.is_pod(target):
+        target = kernel_run.resolve_pod_target(target)
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
+        records = journal_records(txn, family)
+        last = next((r for r in reversed(records) if r.get("op") in ("start", "stop", "pause")), None)
+        open_start = last if last is not None and last["op"] == "start" else None
+        session = sum(1 for r in records if r.get("op") == "start") + (0 if open_start else 1)
+        if open_start and kernel_run.is_pod(target) and kernel_run.is_pod(open_start["target"]) \
+                and target["pod"] in ("", open_start["target"]["pod"]):
+            recorded = open_start["target"]  # the session's pod, as recorded: attach (idempotent by name)
+            result = {"family": family.slug, "session": session, "attached": True, "target": recorded,
+                      "run_target": target_line(recorded), "recovered": lock.recovered}
+            if dry_run:
+                return {**result, "dry_run": True, "would_write": []}
+            return {**result, "pod": kernel_run.bring_up(recorded, family.slug, session)}
+        if open_start:
+            raise WikiError(f"session {open_start.get('session')} of {family.slug} is open on "
+                            f"{target_line(open_start['target'])}: the run target is fixed for the whole run (pause or "
+                            "close it before starting another)")
+        pod_up = None
+        if kernel_run.is_pod(target):
+            target["pod"] = target["pod"] or kernel_run.session_pod_name(family.slug, session)
+            if not dry_run:
+                pod_up = kernel_run.bring_up(target, family.slug, session)
         bootstrapped = not (root / family.program).is_file()
         if bootstrapped:
-            if reference is None or not op_points:
-                raise WikiError(f"kernel family {family.slug} is new: bootstrap it with --reference FILE and --op-point NAME")
             try:
                 reference_text = reference.read_text(encoding="utf-8")
             except OSError as exc:
@@ -200,39 +236,32 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
                        "atol": 1e-4, "rtol": 1e-4, "class_page": class_page}
             txn.write(binding["reference"], reference_text)
             txn.write(family.program, render_program(family, {k: v for k, v in binding.items() if v is not None}))
-            if target["kind"] != "local":
-                raise WikiError("bootstrapping a family on a pod needs the pod's device query through kexec, which is "
-                                "not available here: bootstrap on a local chip, then start on the pod")
-            hardware = device_token()
+            hardware = "unmeasured (dry run)" if dry_run and kernel_run.is_pod(target) else \
+                kernel_run.device_token(root, target)
             txn.write(family.family_page, render_family_page(family, list(op_points), hardware, date))
             txn.write(family.results, results_tsv.HEADER)
             from wikiengine.lane_writers import index_add
 
             index_add(txn, root, [(f"{family.slug} kernel family", family.family_page)], "Kernels", create=True)
-        records = journal_records(txn, family)
-        last = next((r for r in reversed(records) if r.get("op") in ("start", "stop", "pause")), None)
-        if last is not None and last["op"] == "start":
-            raise WikiError(f"session {last.get('session')} of {family.slug} is open on {last.get('target')}: the run "
-                            "target is fixed for the whole run (pause or close it before starting another)")
-        session = sum(1 for r in records if r.get("op") == "start") + 1
         stale = root / family.dir / ".stop-authorized"
         pick = first_pick or _first_pick(root, family)
         entry = logbook.render_entry(date, "start", f"/start-experiment session {session} of kernel family {family.slug}", {
             "Cluster pool": f"chip {target['chip']}" if target["kind"] == "local" else target["pod"],
-            "Parallelism": "1", "First-pick hypothesis": pick, "Run target": target_line,
+            "Parallelism": "1", "First-pick hypothesis": pick, "Run target": target_line(target),
             "Notes": "session opened via wiki kernel start" + ("; family bootstrapped" if bootstrapped else "")
                      + ("; a leftover .stop-authorized was deleted" if stale.exists() else "")})
         txn.write(family.log, logbook.insert_entry(txn.read(family.log) or f"# {family.slug} kernel log\n\n", entry))
         txn.write(family.journal, append_record(txn.read(family.journal), {
             "op": "start", "session": session, "target": target, "at": now_iso()}))
-        left_alone = stage_start(txn, family, session=session, run_target=target_line, at=now_iso())
-        result = {"family": family.slug, "session": session, "bootstrapped": bootstrapped, "run_target": target_line,
-                  "target": target, "stale_stop_authorized": stale.exists(), "recovered": lock.recovered,
+        left_alone = stage_start(txn, family, session=session, run_target=target_line(target), at=now_iso())
+        result = {"family": family.slug, "session": session, "bootstrapped": bootstrapped,
+                  "run_target": target_line(target), "target": target, "stale_stop_authorized": stale.exists(),
+                  "recovered": lock.recovered, **({"pod": pod_up} if pod_up else {}),
                   "memory_state": left_alone or "memory/STATE.md points at this session: `wiki step` drives it"}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}
         stale.unlink(missing_ok=True)
-        result["commit"] = txn.commit(f"kernel({family.slug}): start session {session} on {target_line}")
+        result["commit"] = txn.commit(f"kernel({family.slug}): start session {session} on {target_line(target)}")
         if bootstrapped:
             kernel_git.create_branch(root, family.integration_branch, result["commit"])
         return result
@@ -273,8 +302,6 @@ def stub(root: Path, family: KernelFamily, *, slug: str, proposal_path: Path, op
          activity: str = "capability-eval", profile: str | None = None, bar: float | None = None,
          dry_run: bool = False, date: str | None = None) -> dict:
     """`wiki kernel stub` (K3): the page of one mechanism, committed before any candidate."""
-    from wikiengine.kernel_verify import device_token
-
     if not _SLUG_RE.fullmatch(slug) or not _SLUG_RE.fullmatch(lever):
         raise WikiError("the slug and the lever are lower-case words joined by '-'")
     if activity not in kp.ACTIVITIES:
@@ -292,11 +319,9 @@ def stub(root: Path, family: KernelFamily, *, slug: str, proposal_path: Path, op
         txn = LaneTxn(root, family.txn_lane)
         records = journal_records(txn, family)
         target = session_target(records)
-        if target["kind"] != "local":
-            raise WikiError("the pod target's device query runs through kexec on the pod, which is not available here")
         if op_point not in binding["op_points"]:
             raise WikiError(f"op-point {op_point!r} is not in the family binding ({', '.join(binding['op_points'])})")
-        variant = f"{op_point}/{device_token()}"
+        variant = f"{op_point}/{kernel_run.device_token(root, target)}"
         family_text = txn.read(family.family_page)
         matrix = parse_matrix(parse_page(family_text, family.family_page))
         if matrix is None or matrix.row(variant) is None:
@@ -331,42 +356,6 @@ def stub(root: Path, family: KernelFamily, *, slug: str, proposal_path: Path, op
 # --- cand (K4) -------------------------------------------------------------------------------
 
 
-def local_chip(target: dict) -> int:
-    """The session's local chip; a pod session measures through kexec, which is not available here."""
-    if target.get("kind") != "local":
-        raise WikiError(f"the session runs on pod {target.get('pod')}: measuring there needs kexec (`kexec.sh run`), "
-                        "which is not available here")
-    return int(target.get("chip", 0))
-
-
-def _run_verifier(root: Path, binding: dict, reference: str, candidate: str, op_point: str, mode: str,
-                  chip: int) -> dict:
-    """The verifier in a fresh process, on the pinned chip, in a compile slot."""
-    with tempfile.TemporaryDirectory(prefix="wiki-kernel-") as tmp:
-        ref_path, cand_path = Path(tmp, "reference.py"), Path(tmp, "candidate.py")
-        ref_path.write_text(reference, encoding="utf-8")
-        cand_path.write_text(candidate, encoding="utf-8")
-        command = [sys.executable, "-m", "wikiengine.kernel_verify", "--reference", str(ref_path), "--candidate",
-                   str(cand_path), "--op-point", op_point, "--mode", mode, "--atol", str(binding.get("atol", 1e-4)),
-                   "--rtol", str(binding.get("rtol", 1e-4))]
-        with chip_lock(root, chip), compile_slot(root):
-            done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False,
-                                  env=_child_env())
-    if done.returncode != 0:
-        raise WikiError("the verifier failed: " + ((done.stderr.strip().splitlines() or ["no output"])[-1])[:300])
-    return json.loads(done.stdout)
-
-
-def _child_env() -> dict:
-    """The verifier's environment: what Python and torch need, no credentials."""
-    import os
-
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-    return env
-
-
 def _check_reference(binding: dict, text: str) -> None:
     pinned = binding.get("reference_sha256")
     if pinned and _sha256(text) != pinned:
@@ -386,7 +375,6 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
         txn = LaneTxn(root, family.txn_lane)
         records = journal_records(txn, family)
         target = session_target(records)
-        local_chip(target)
         page_ref = find_kernel_page(root, family, vid)
         if ex.is_filed(page_ref.frontmatter):
             raise WikiError(f"{page_ref.exp_id} is filed and immutable", page_ref.rel)
@@ -426,7 +414,7 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
         tree = kernel_git.ensure_worktree(root, branch, family.worktree(root, branch))
         reference_text = (tree / binding["reference"]).read_text(encoding="utf-8")
         _check_reference(binding, reference_text)
-        measured = _run_verifier(root, binding, reference_text, code, op_point, "quick", local_chip(target))
+        measured = kernel_run.measure(root, target, binding, reference_text, code, op_point, "quick")
         p50 = measured.get("timing", {}).get("candidate_p50_ms")
         ratio = measured.get("timing", {}).get("speedup")
         parity = "pass" if measured.get("parity", {}).get("pass") else "fail"
@@ -493,13 +481,13 @@ def verify(root: Path, family: KernelFamily, *, vid: str | None = None, cand_nam
             return {"family": family.slug, "vid": page_ref.exp_id, "cand": row.cand, "commit": full, "mode": mode,
                     "dry_run": True, "recovered": lock.recovered}
         variant = str(page_ref.frontmatter.get("variant", ""))
-        measured = _run_verifier(root, binding, reference_text, candidate_text, variant.split("/", 1)[0], mode,
-                                 local_chip(target))
+        measured = kernel_run.measure(root, target, binding, reference_text, candidate_text, variant.split("/", 1)[0],
+                                      mode)
         reasons = list(measured.get("reasons", []))
         if measured.get("hardware") != variant.split("/", 1)[-1]:
             reasons.append(f"the chip reports {measured.get('hardware')!r}, not the page's {variant.split('/', 1)[-1]!r}")
         data = {**measured, "family": family.slug, "vid": page_ref.exp_id, "candidate": row.cand, "commit": full,
-                "variant": variant, "reasons": reasons, "verdict": "PASS" if not reasons else "FAIL"}
+                "variant": variant, "run_target": {k: v for k, v in target.items() if v is not None}, "reasons": reasons, "verdict": "PASS" if not reasons else "FAIL"}
         text = kernel_receipt.seal(data)
         receipt_rel = f"{family.receipts_dir}/{page_ref.exp_id}-{row.cand}-{mode}.json"
         txn.write(receipt_rel, text)

@@ -8,11 +8,17 @@ name the cluster and the call, never a header, token or response body (row 46):
 - :class:`KubeNotFound` (404) and :class:`KubeConflict` (409) are real answers;
 - :class:`KubeUnavailable` (5xx, 401/403, timeout, refused connection, malformed JSON,
   an unloadable kubeconfig context) means the state is unknown.
+
+Nodes and bare pods serve the kernel lane's cluster pod; :meth:`Kube.exec_pod` runs a
+command in a pod through the client's websocket exec (``kubernetes.stream``, the
+``v5``/``v4.channel.k8s.io`` subprotocols), bounded by its own deadline.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +41,18 @@ class KubeConflict(ComputeError):
 
 class KubeUnavailable(ComputeUnavailableError):
     """The server could not be asked or did not answer clearly: the state is unknown."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a command run in a pod left: its exit code and its two streams."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+_HANDSHAKE_RE = re.compile(r"Handshake status (\d{3})")
 
 
 def _describe_transport(exc: Exception, deadline_s: float) -> str:
@@ -259,3 +277,124 @@ class Kube:
             tail_lines=tail_lines,
         )
         return text if isinstance(text, str) else str(text)
+
+    # -- nodes and bare pods (the kernel lane's cluster pod) ------------------------------
+
+    def list_nodes(self, label_selector: str | None = None) -> list[dict]:
+        """The nodes matching a label selector as the API spells them (``kubectl get nodes -o json``)."""
+        kwargs = {"label_selector": label_selector} if label_selector else {}
+        nodes = self._call(f"list nodes {label_selector or ''}".rstrip(), self._core().list_node, **kwargs)
+        items = [self.api_client.sanitize_for_serialization(n) for n in nodes.items]
+        return sorted(items, key=lambda node: node["metadata"]["name"])
+
+    def get_pod(self, namespace: str, name: str) -> dict:
+        pod = self._call(f"get pod {namespace}/{name}", self._core().read_namespaced_pod, name, namespace)
+        return self.api_client.sanitize_for_serialization(pod)
+
+    def create_pod(self, namespace: str, manifest: dict) -> dict:
+        """Create a pod; :class:`KubeConflict` when one of that name exists."""
+        what = f"create pod {namespace}/{manifest['metadata']['name']}"
+        pod = self._call(what, self._core().create_namespaced_pod, namespace, manifest)
+        return self.api_client.sanitize_for_serialization(pod)
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """Delete a pod; :class:`KubeNotFound` when there is none (the caller decides if that is fine)."""
+        from kubernetes import client
+
+        self._call(f"delete pod {namespace}/{name}", self._core().delete_namespaced_pod, name, namespace,
+                   body=client.V1DeleteOptions(grace_period_seconds=0))
+
+    def exec_pod(self, namespace: str, pod: str, command: list[str], *, stdin: bytes = b"",
+                 deadline_s: float) -> ExecResult:
+        """Run ``command`` in the pod's first container (``kubectl exec -i``), feeding it ``stdin``.
+
+        The websocket handshake has this client's deadline; the command, ``deadline_s``.
+        A refused handshake is mapped like any answer (404: no such pod); a command still
+        running at its deadline is :class:`KubeUnavailable` (the connection is closed).
+        """
+        import websocket
+        from kubernetes.client.exceptions import ApiException
+
+        what = f"exec in pod {namespace}/{pod}"
+        try:
+            ws = self._exec_connect(namespace, pod, command, bool(stdin))
+        except ApiException as exc:
+            reason = str(exc.reason or "")  # never echoed: it may carry the response headers
+            found = _HANDSHAKE_RE.search(reason)
+            status = int(found.group(1)) if found else exc.status
+            if status == 404:
+                raise KubeNotFound(f"{self.cluster}: {what}: not found") from None
+            detail = (f"HTTP {status}" + (" (check the cluster credentials)" if status in (401, 403) else "")
+                      if status else "connection refused or dropped")
+            raise KubeUnavailable(f"{self.cluster}: {what}: {detail}") from None
+        except TimeoutError:
+            raise KubeUnavailable(f"{self.cluster}: {what}: no answer within the {self.deadline_s:g}s deadline") from None
+        try:
+            ws.sock.settimeout(deadline_s)
+            if stdin:
+                ws.write_stdin(stdin)
+                if hasattr(ws, "close_channel"):  # clients before v5 support have none
+                    ws.close_channel(0)  # end of input where the server speaks v5; a no-op on v4
+            ws.run_forever(timeout=deadline_s)
+            if ws.is_open():
+                raise KubeUnavailable(f"{self.cluster}: {what}: the command ran past its {deadline_s:g}s deadline")
+            stdout, stderr = ws.read_channel(1), ws.read_channel(2)
+            returncode = _exec_returncode(ws.read_channel(3))
+        except (OSError, websocket.WebSocketException) as exc:
+            raise KubeUnavailable(f"{self.cluster}: {what}: {_describe_transport(exc, deadline_s)}") from None
+        finally:
+            ws.close()
+        if returncode is None:
+            raise KubeUnavailable(f"{self.cluster}: {what}: the connection ended without an exit status")
+        return ExecResult(returncode, stdout or b"", stderr or b"")
+
+    def _exec_connect(self, namespace: str, pod: str, command: list[str], stdin: bool):
+        """The exec websocket, or TimeoutError past this client's deadline.
+
+        ``kubernetes.stream`` gives its websocket no connect or handshake timeout, so the
+        handshake runs in a thread; one that answers after the deadline is closed at once.
+        """
+        import threading
+
+        from kubernetes.stream import stream
+
+        box: dict = {}
+        done, abandoned = threading.Event(), threading.Event()
+
+        def connect() -> None:
+            try:
+                box["ws"] = stream(self._core().connect_get_namespaced_pod_exec, pod, namespace, command=command,
+                                   stdin=stdin, stdout=True, stderr=True, tty=False, binary=True,
+                                   _preload_content=False)
+            except Exception as exc:  # noqa: BLE001 - handed to the caller's thread
+                box["error"] = exc
+            finally:
+                done.set()
+                if abandoned.is_set() and "ws" in box:
+                    box["ws"].close()
+
+        threading.Thread(target=connect, name=f"exec-{pod}", daemon=True).start()
+        if not done.wait(self.deadline_s):
+            abandoned.set()
+            if done.is_set() and "ws" in box:
+                box["ws"].close()
+            raise TimeoutError
+        if "error" in box:
+            raise box["error"]
+        return box["ws"]
+
+
+def _exec_returncode(status_frame: bytes) -> int | None:
+    """The exit code in the exec error channel's ``Status`` (None when there is none)."""
+    try:
+        status = json.loads(status_frame or b"null")
+    except ValueError:
+        return None
+    if not isinstance(status, dict):
+        return None
+    if status.get("status") == "Success":
+        return 0
+    for cause in (status.get("details") or {}).get("causes") or []:
+        if cause.get("reason") == "ExitCode" and str(cause.get("message", "")).isdigit():
+            return int(cause["message"])
+    return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from wikiengine.targets import ROOT_HELP
@@ -14,11 +15,17 @@ A kernel family lives in wiki/kernel_experiments/<family>/pallas/ with its famil
 wiki/kernels/<family>.md. Every write takes the family's lock, re-lints what it wrote and
 commits; candidates are committed on the experiment's branch kernel/<family>-v<NNN>.
 
-  wiki kernel start PATH|FAMILY [--chip N | --pod NAME ...] [--reference FILE --op-point P]
+  wiki kernel start PATH|FAMILY [--chip N | --pod [NAME] ...] [--reference FILE --op-point P]
       derive the family slug, bootstrap a new family, record the run target once,
       delete a leftover .stop-authorized, write the start marker, and point
       memory/STATE.md at the session (mode: kernel), so that `wiki step` drives it:
       each wake verifies a candidate that has no receipt and says what is owed (K9).
+      With --pod the session's pod is brought up first (or attached to, idempotent by name).
+  wiki kernel pod discover [--context C]
+      the TPU capacity the cluster reports: nodepool, accelerator, topology,
+      machine type, chips (never assumed).
+  wiki kernel pod down FAMILY
+      delete the pod of the family's latest pod session (close and --pause do it too).
   wiki kernel stub FAMILY --slug S --proposal FILE --op-point P --lever L --plan TEXT ...
       K3: one page per mechanism, committed before any candidate; the variant's
       hardware token comes from a device query.
@@ -43,7 +50,11 @@ commits; candidates are committed on the experiment's branch kernel/<family>-v<N
 
 The embedded verifier runs on the CPU (parity against a float64 oracle, a firing audit
 from a dispatch trace, interleaved p50s). kgate (the TPU verifier) is not installed
-here. Exit 2 on bad input, 3 on a refused close.
+here. On a pod session (the `gke` extra; the cluster from $KUBECONFIG) stub's device
+query, cand's quick measurement and verify run the same verifier on the pod through
+the Kubernetes exec API, after sending it the hashed reference, candidate and verifier
+bytes; the receipt is sealed here. Exit 2 on bad input or a pod failure (pending past
+its deadline, evicted, past its TTL, API errors), 3 on a refused close.
 """
 
 
@@ -64,12 +75,16 @@ def add_parser(subparsers) -> None:
     start = verbs.add_parser("start", help="start a session (bootstrapping a new family)")
     start.add_argument("named", metavar="PATH|FAMILY", help="a kernel or benchmark path, or a family slug")
     start.add_argument("--chip", type=int, help="the local chip (default 0)")
-    start.add_argument("--pod", help="run on this cluster pod instead of a local chip")
-    start.add_argument("--accelerator", help="the pod's accelerator label (from kexec.sh discover)")
-    start.add_argument("--topology", help="the pod's topology")
-    start.add_argument("--chips", type=int, help="the pod's chips (default: all allocatable)")
-    start.add_argument("--hours", type=float, default=8.0, help="the pod's hard TTL (activeDeadlineSeconds)")
-    start.add_argument("--artifacts", help="gs:// prefix for a pod's artifacts")
+    start.add_argument("--pod", nargs="?", const="", metavar="NAME",
+                       help="run on a cluster pod instead of a local chip (default name kernel-<family>-s<N>)")
+    start.add_argument("--accelerator", help="the pod's accelerator label (from `wiki kernel pod discover`)")
+    start.add_argument("--topology", help="the pod's topology label (from `wiki kernel pod discover`)")
+    start.add_argument("--chips", type=int, help="the pod's google.com/tpu limit (default: a node's allocatable)")
+    start.add_argument("--hours", type=float, default=8.0, help="the pod's hard TTL (activeDeadlineSeconds, default 8)")
+    start.add_argument("--artifacts", help="gs:// prefix for a pod's artifacts (anything else is refused)")
+    start.add_argument("--image", help="the pod's image (the TPU stack and a python3 for the verifier)")
+    start.add_argument("--context", help="the kubeconfig context of the cluster (default: the current one)")
+    start.add_argument("--namespace", default="default", help="the pod's namespace (default: default)")
     start.add_argument("--reference", type=Path, help="bootstrap: the reference module to pin")
     start.add_argument("--op-point", action="append", default=[], help="bootstrap: an op-point of the reference")
     start.add_argument("--class-page", help="bootstrap: the class page listing '## Levers (verified)'")
@@ -128,6 +143,18 @@ def add_parser(subparsers) -> None:
     status = family(verbs.add_parser("status", help="K9: the family's state, its stall if any, and the stop rule"))
     common(status)
 
+    pod = verbs.add_parser("pod", help="the session's cluster pod: discover capacity, tear it down",
+                           description="discover: the TPU nodepools the cluster reports (from $KUBECONFIG). "
+                                       "down: delete the pod of the family's latest pod session (a pod already "
+                                       "gone is fine).")
+    pod_verbs = pod.add_subparsers(dest="pod_verb", metavar="VERB")
+    discover = pod_verbs.add_parser("discover", help="the TPU capacity present: nodepool, accelerator, topology, "
+                                                     "machine type, chips")
+    discover.add_argument("--context", help="the kubeconfig context (default: the current one)")
+    discover.add_argument("--json", action="store_true", help="print one JSON object")
+    common(family(pod_verbs.add_parser("down", help="delete the family session's pod")))
+    pod.set_defaults(pod_parser=pod)
+
     close = family(verbs.add_parser("close", help="the gated close (the stop rule from facts), or --pause"))
     close.add_argument("--pause", action="store_true", help="pause: a retrospective with the rank-1 resume action")
     common(close)
@@ -175,6 +202,32 @@ def _watch(root: Path, family, args) -> int:
         time.sleep(args.interval)
 
 
+def _pod(args) -> int:
+    from wikiengine import kernel_run
+    from wikiengine.kernels import KernelFamily, derive_slug
+    from wikiengine.targets import repository_root
+
+    if args.pod_verb == "discover":
+        from wikiengine.executors.gke.kernel_pod import discover, resolve_context
+
+        context = resolve_context(args.context)
+        pools = [p.as_json() for p in discover(context)]
+        result = {"context": context, "nodepools": pools}
+        text = f"{context}: " + (f"{len(pools)} TPU nodepool(s)\n" if pools else "no TPU nodes\n") + "".join(
+            f"  {p['nodepool']}  {p['accelerator']}  {p['topology']}  {p['machine_type']}  "
+            f"{p['nodes']} node(s) x {p['chips_per_node']} chips\n" for p in pools)
+    elif args.pod_verb == "down":
+        root = repository_root(args.root)
+        result = kernel_run.pod_down(root, KernelFamily(derive_slug(root, args.family)), dry_run=args.dry_run)
+        text = (f"dry run: would delete pod {result['pod']}\n" if args.dry_run
+                else f"pod {result['pod']}: {'deleted' if result['deleted'] else 'already gone'}\n")
+    else:
+        args.pod_parser.print_help()
+        return 2
+    print(json.dumps(result, indent=2, sort_keys=True) if args.json else text, end="\n" if args.json else "")
+    return 0
+
+
 def run(args) -> int:
     from wikiengine import kernel_close, kernel_writers
     from wikiengine.kernels import KernelFamily, derive_slug
@@ -183,14 +236,19 @@ def run(args) -> int:
     if not args.verb:
         args.parser.print_help()
         return 2
+    if args.verb == "pod":
+        return _pod(args)
     root = repository_root(args.root)
     if args.verb == "start":
         result = kernel_writers.start(
             root, args.named, chip=args.chip, pod=args.pod, accelerator=args.accelerator, topology=args.topology,
-            chips=args.chips, hours=args.hours, artifacts=args.artifacts, reference=args.reference,
+            chips=args.chips, hours=args.hours, artifacts=args.artifacts, image=args.image, context=args.context,
+            namespace=args.namespace, reference=args.reference,
             op_points=args.op_point, class_page=args.class_page, bar=args.bar, first_pick=args.first_pick,
             dry_run=args.dry_run)
-        text = f"{result['family']}: session {result['session']} on {result['run_target']}\n  {result['memory_state']}\n"
+        text = (f"{result['family']}: session {result['session']} on {result['run_target']}"
+                + (" (attached to its pod)" if result.get("attached") else "") + "\n"
+                + (f"  {result['memory_state']}\n" if result.get("memory_state") else ""))
     else:
         family = KernelFamily(derive_slug(root, args.family))
         if args.verb == "stub":
@@ -231,4 +289,9 @@ def run(args) -> int:
     if args.dry_run:
         text = "dry run, nothing written:\n" + text + "".join(f"  would write {p}\n" for p in result.get("would_write", []))
     print(json.dumps(result, indent=2, sort_keys=True) if args.json else text, end="\n" if args.json else "")
+    teardown = result.get("pod_teardown") or {}
+    if teardown.get("error"):  # the close or pause is committed; the pod is not gone: say so, loudly
+        print(f"error: {teardown['error']}; the pod still runs until its TTL: `wiki kernel pod down "
+              f"{result['family']}`", file=sys.stderr)
+        return 2
     return 0
