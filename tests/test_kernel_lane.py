@@ -404,3 +404,28 @@ def test_the_family_watcher_audits_since_its_cursor_and_names_the_stall(family, 
     assert main(["kernel", "watch", FAMILY, "--once", "--root", str(root), "--json", "--stall-minutes", "0"]) == 1
     found = json.loads(capsys.readouterr().out)["findings"]
     assert [f["check"] for f in found] == ["stall"] and "stop-at-first-win stall" in found[0]["message"]
+
+
+def test_a_candidate_measured_from_a_directory_of_stray_modules_is_not_shadowed(family, capsys, monkeypatch):
+    """The verifier child does not put the caller's working directory on sys.path (-P): a
+    ``statistics.py`` there would otherwise replace the module it times with."""
+    root, authoring, _stub = family
+    stray = root.parent / "stray"
+    stray.mkdir()
+    (stray / "statistics.py").write_text("raise ImportError('a stray statistics.py was imported')\n")
+    monkeypatch.chdir(stray)
+    status, out = kernel(root, capsys, "cand", FAMILY, "1", "--note", "fused pass", "--source",
+                         str(authoring / "fused.py"))
+    assert status == 0, out
+    assert "stray" not in json.dumps(out)
+
+
+def test_an_unpinned_reference_hash_is_refused_not_skipped(family, capsys):
+    root, authoring, _stub = family
+    program = root / FAM.program
+    text = program.read_text()
+    pinned = next(line for line in text.splitlines() if line.strip().startswith("reference_sha256:"))
+    program.write_text(text.replace(pinned, "reference_sha256: 0"))  # a hand edit; YAML reads it as the integer 0
+    git(root, "commit", "-qam", "hand edit of the binding")
+    status, err = kernel(root, capsys, "cand", FAMILY, "1", "--note", "x", "--source", str(authoring / "fused.py"))
+    assert status == 2 and "reference_sha256 0 is not a sha256" in err

@@ -86,7 +86,9 @@ def _measure_locally(root: Path, chip: int, reference: str, candidate: str, op_p
         ref_path, cand_path = Path(tmp, "reference.py"), Path(tmp, "candidate.py")
         ref_path.write_text(reference, encoding="utf-8")
         cand_path.write_text(candidate, encoding="utf-8")
-        command = [sys.executable, "-m", "wikiengine.kernel_verify",
+        # -P: the caller's working directory is not on the child's sys.path, so a stray
+        # ``statistics.py`` there cannot shadow what the verifier imports
+        command = [sys.executable, "-P", "-m", "wikiengine.kernel_verify",
                    *verifier_args(str(ref_path), str(cand_path), op_point, mode, atol, rtol)]
         with chip_lock(root, chip), compile_slot(root):
             done = subprocess.run(command, capture_output=True, text=True, timeout=VERIFY_TIMEOUT_S, check=False,

@@ -358,7 +358,10 @@ def stub(root: Path, family: KernelFamily, *, slug: str, proposal_path: Path, op
 
 def _check_reference(binding: dict, text: str) -> None:
     pinned = binding.get("reference_sha256")
-    if pinned and _sha256(text) != pinned:
+    if not (isinstance(pinned, str) and re.fullmatch(r"[0-9a-f]{64}", pinned)):
+        raise WikiError(f"the family binding's reference_sha256 {pinned!r} is not a sha256: the reference is not "
+                        "pinned (restore the value `wiki kernel start` wrote)")
+    if _sha256(text) != pinned:
         raise WikiError(f"the reference {binding['reference']} on the candidate branch is not the pinned one "
                         f"(sha256 {_sha256(text)[:12]} != {pinned[:12]})")
 
