@@ -175,34 +175,38 @@ def line_of(lines: dict[tuple, int], key_path) -> int | None:
     return lines.get(())
 
 
-_SCALARS = (str, int, float, bool, _dt.date)
+def _extent(lines: list[str], index: int) -> int:
+    """The end of the top-level entry whose key is on ``lines[index]``: its indented
+    continuation lines (and a zero-indented ``- item`` sequence)."""
+    end = index + 1
+    while end < len(lines) and lines[end][:1] in (" ", "\t") or end < len(lines) and lines[end].startswith("- "):
+        end += 1
+    return end
 
 
 def _line_update(text: str, updates: dict[str, Any]) -> str | None:
-    """``updates`` as edits of whole lines, when every key it touches is absent or a one-line
-    top-level ``key: value`` without a comment, and every new value is a scalar that dumps
-    to one line; None otherwise. Checked by loading the result: what it holds must be
-    exactly the old mapping with the updates applied, or None."""
+    """``updates`` as edits of whole entries, when every key it touches is absent or a
+    top-level entry without a comment; None otherwise. The new entries are PyYAML's block
+    dump of each value. Checked by loading the result: it must hold exactly the old mapping
+    with the updates applied, or this returns None."""
     lines = text.splitlines(keepends=True)
     if text and not text.endswith("\n"):
         return None
-    at: dict[str, int] = {}
+    spans: dict[str, tuple[int, int]] = {}
     for index, line in enumerate(lines):
         key, colon, _rest = line.partition(":")
         if colon and key in updates:
-            next_line = lines[index + 1] if index + 1 < len(lines) else ""
-            if key in at or "#" in line or next_line[:1] in (" ", "\t", "-"):
+            end = _extent(lines, index)
+            if key in spans or any("#" in part for part in lines[index:end]):
                 return None
-            at[key] = index
+            spans[key] = (index, end)
     added = []
     for key, value in updates.items():
-        if value is not None and not isinstance(value, _SCALARS):
-            return None
-        rendered = "" if value is None else yaml.safe_dump({key: value}, width=4096, allow_unicode=True)
-        if rendered.count("\n") > 1:
-            return None
-        if key in at:
-            lines[at[key]] = rendered
+        rendered = "" if value is None else yaml.safe_dump({key: value}, width=4096, allow_unicode=True,
+                                                             default_flow_style=False, sort_keys=False)
+        if key in spans:
+            start, end = spans[key]
+            lines[start:end] = [rendered] + [""] * (end - start - 1)  # keeps the other spans' indexes
         elif rendered:
             added.append(rendered)
     new_text = "".join(lines) + "".join(added)
@@ -212,7 +216,7 @@ def _line_update(text: str, updates: dict[str, Any]) -> str | None:
             return None
         expected = {**old, **{k: _normalise(v) for k, v in updates.items()}}
         ok = safe_load(new_text) == {k: v for k, v in expected.items() if v is not None}
-    except PageError:
+    except (PageError, yaml.YAMLError):
         return None
     return new_text if ok else None
 
@@ -221,8 +225,8 @@ def roundtrip_update(text: str, updates: dict[str, Any], path=None) -> str:
     """Return ``text`` (a YAML mapping) with top-level ``updates`` applied.
 
     Comments, key order and quoting of untouched keys survive. A writer's usual edit
-    (``status: filed``, a receipt path) rewrites just those lines (:func:`_line_update`,
-    checked by loading the result); anything else goes through ruamel.yaml round-trip
+    (``status: filed``, ``metrics``, a receipt path) rewrites just those entries
+    (:func:`_line_update`, checked by loading the result); anything else goes through ruamel.yaml round-trip
     mode, whose import and parse cost a writer 20-35 ms. A value of ``None`` removes the key.
     """
     fast = _line_update(text, updates)
