@@ -19,8 +19,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from wikiengine.kernels import KernelFamily
-from wikiengine.lane_session import STATE_FILE, render_lane_state
-from wikiengine.memory import memory_path
+from wikiengine.lane_session import STATE_FILE, render_lane_state, state_frontmatter
 from wikiengine.page import parse_page
 
 SCHEMA = "memory-kernel-state"
@@ -62,14 +61,7 @@ def kernel_state_from(data: dict, path=None, lines=None) -> KernelState:
 
 
 def read_kernel_state(root: Path) -> KernelState:
-    from wikiengine.memory import MemoryFormatError
-    from wikiengine.yamlio import key_lines
-
-    path = memory_path(root, STATE_FILE)
-    page = parse_page(path.read_text(encoding="utf-8"), path)
-    if not page.has_frontmatter:
-        raise MemoryFormatError("STATE.md has no frontmatter", path, 1)
-    return kernel_state_from(page.frontmatter, path, key_lines(page.frontmatter_text, 2))
+    return kernel_state_from(*state_frontmatter(root))
 
 
 def kernel_state_text(state: KernelState, body: str | None = None) -> str:

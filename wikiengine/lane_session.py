@@ -68,14 +68,19 @@ def lane_state_from(data: dict, path=None, lines=None) -> LaneState:
     return LaneState(**{k: v for k, v in data.items()})
 
 
-def read_lane_state(root: Path) -> LaneState:
+def state_frontmatter(root: Path) -> tuple[dict, Path, dict]:
+    """``memory/STATE.md``'s frontmatter, its path and its keys' lines (for a schema error's line)."""
     from wikiengine.yamlio import key_lines
 
     path = memory_path(root, STATE_FILE)
     page = parse_page(path.read_text(encoding="utf-8"), path)
     if not page.has_frontmatter:
         raise MemoryFormatError("STATE.md has no frontmatter", path, 1)
-    return lane_state_from(page.frontmatter, path, key_lines(page.frontmatter_text, 2))
+    return page.frontmatter, path, key_lines(page.frontmatter_text, 2)
+
+
+def read_lane_state(root: Path) -> LaneState:
+    return lane_state_from(*state_frontmatter(root))
 
 
 def render_lane_state(state: LaneState, body: str) -> str:
