@@ -279,3 +279,28 @@ def test_the_server_introduces_itself_with_its_instructions(tmp_path):
     result = anyio.run(session)
     assert result.server_info.name == "wiki"
     assert result.instructions == mcp_command.INSTRUCTIONS
+
+
+def test_kernel_tools_over_stdio_cand_and_status_as_the_cli_reports_them(tmp_path):
+    """The kernel lane's writers are tools too: a candidate committed through `kernel_cand`
+    shows in `kernel_status` exactly as `wiki kernel status --json` shows it."""
+    from wikiengine.demo_kernel import CLASS_PAGE, FAMILY, OP_POINT, scaffold
+
+    authoring = scaffold(tmp_path)
+    for argv in (["start", "bench_layernorm.py", "--reference", str(authoring / "reference.py"), "--op-point",
+                  OP_POINT, "--class-page", CLASS_PAGE, "--yes"],
+                 ["stub", FAMILY, "--slug", "fused-layernorm", "--proposal", str(authoring / "single-pass-fusion.md"),
+                  "--op-point", OP_POINT, "--lever", "single-pass-fusion", "--intervention-class", "fusion",
+                  "--category", "memory-bound", "--plan", "the native fused pass"]):
+        done = subprocess.run([*WIKI, "kernel", *argv, "--json"], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    tools, (cand, status, bad) = run_client(tmp_path, [
+        ("kernel_cand", {"family": FAMILY, "number": 1, "note": "fused pass", "source": str(authoring / "fused.py")}),
+        ("kernel_status", {"family": FAMILY}),
+        ("kernel_file", {"family": FAMILY, "verdict": "supported-ish"}),
+    ])
+    assert {"kernel_cand", "kernel_status", "kernel_file"} <= {t.name for t in tools.tools}
+    assert not cand.is_error, cand.content
+    assert cand.structured_content["cand"] == "cand1"
+    assert not status.is_error and status.structured_content == cli_json(tmp_path, "kernel", "status", FAMILY, "--json")[1]
+    assert bad.is_error and "is not one of supported" in bad.content[0].text

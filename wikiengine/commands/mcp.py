@@ -37,8 +37,8 @@ class Tool:
     fixed: tuple[str, ...] = ()  # options every call passes (a tool call must return)
 
 
-# One line per tool: a command becomes a tool by adding its line. `loop start` and `loop stop`
-# ask a person first, so they are no tools.
+# One line per tool: a command becomes a tool by adding its line. `loop start`, `loop stop`,
+# `kernel start` and `kernel close` ask a person first (or hold a pod), so they are no tools.
 TOOLS = (
     Tool("resolve", ("resolve",), omit=("audit",)),
     Tool("lint", ("lint",), omit=("format", "statistics", "list_rules", "explain", "write_baseline"), ok_exits=(0, 1)),
@@ -50,6 +50,12 @@ TOOLS = (
     Tool("backfill", ("backfill",)),
     Tool("loop_status", ("loop", "status")),
     Tool("watch", ("watch",), omit=("once", "interval"), ok_exits=(0, 1, 4), fixed=("--once",)),
+    Tool("kernel_status", ("kernel", "status")),
+    Tool("kernel_stub", ("kernel", "stub")),
+    Tool("kernel_cand", ("kernel", "cand")),
+    Tool("kernel_verify", ("kernel", "verify")),
+    Tool("kernel_file", ("kernel", "file")),
+    Tool("kernel_rule_out", ("kernel", "rule-out")),
 )
 INSTRUCTIONS = (
     "Each tool runs one `wiki` command with --json in this server's working directory (or in `root`) and "
