@@ -39,6 +39,16 @@ def test_lay001_names_a_misnamed_model_folder_once_on_its_program(tmp_path):
     assert "rename it llama_autoresearch_optimization/" in result.findings[1].message
 
 
+def test_lay001_in_a_path_run_looks_only_at_the_folders_of_its_targets(tmp_path):
+    bad = "wiki/experiments/gemma4/program.md"
+    write(tmp_path, {PROGRAM_ROOT: "# r\n", bad: "# m\n", "wiki/experiments/gemma4/tpu/2026-06-01-v001-remat.md": PAGE,
+                     PROGRAM_MODEL: "# m\n", PROGRAM_LANE: "# l\n"})
+    assert found(run(tmp_path, ["LAY001"], [bad])) == [(bad, 1, "LAY001")]
+    # the folder's reported page is its program, also when a target is another page of the folder
+    assert found(run(tmp_path, ["LAY001"], ["wiki/experiments/gemma4/tpu/2026-06-01-v001-remat.md"])) == []
+    assert found(run(tmp_path, ["LAY001"], [PROGRAM_LANE])) == []
+
+
 def test_lay001_passes_the_naming_rule_and_files_at_the_area_root(tmp_path):
     write(tmp_path, {PROGRAM_ROOT: "# r\n", PROGRAM_MODEL: "# m\n", PROGRAM_LANE: "# l\n",
                      "wiki/experiments/README.md": "# about\n"})

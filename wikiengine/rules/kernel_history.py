@@ -45,9 +45,10 @@ class LedgerMatchesBranch(Rule):
     cache_wiki = False  # reads git branches, which are not pages
 
     def check_wiki(self, ctx):
-        if not in_git(ctx):
+        pages = ctx.target_pages("kernel-experiment")
+        if not pages or not in_git(ctx):  # no git process for a lint with no kernel page in it
             return
-        for info in ctx.target_pages("kernel-experiment"):
+        for info in pages:
             facts = kernel_facts(info, ctx)
             if facts is None or info.page is None or facts.exp_id is None:
                 continue
@@ -88,9 +89,10 @@ class StubBeforeVerdict(Rule):
     cache_wiki = False  # reads git history, which is not a page
 
     def check_wiki(self, ctx):
-        if not in_git(ctx):
+        pages = ctx.target_pages("kernel-experiment")
+        if not pages or not in_git(ctx):  # no git process for a lint with no kernel page in it
             return
-        for info in ctx.target_pages("kernel-experiment"):
+        for info in pages:
             facts = kernel_facts(info, ctx)
             if facts is None or facts.verdict is None:
                 continue

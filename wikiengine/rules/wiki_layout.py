@@ -43,7 +43,12 @@ class ModelFolderName(Rule):
 
     def check_wiki(self, ctx):
         by_folder: dict[str, list[str]] = {}
-        for rel in ctx.files_under(EXPERIMENTS + "/"):
+        files = ctx.files_under(EXPERIMENTS + "/")
+        if ctx.targets is not ctx.files:  # a PATH run: only the folders its targets lie in can be reported
+            folders = {"/".join(rel.split("/")[:3]) + "/" for rel in ctx.targets
+                       if rel.startswith(EXPERIMENTS + "/") and rel.count("/") > 2}
+            files = [rel for folder in sorted(folders) for rel in ctx.files_under(folder)]
+        for rel in files:
             parts = rel.split("/")
             if len(parts) > 3 and not parts[2].startswith(".") and not is_model_folder(parts[2]):
                 by_folder.setdefault("/".join(parts[:3]), []).append(rel)
