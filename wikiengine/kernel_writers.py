@@ -26,7 +26,7 @@ from wikiengine.kernel_decide import KernelEvidence, cap_kernel_verdict
 from wikiengine.kernels import KernelFamily, derive_slug
 from wikiengine.lane_journal import append_record, next_id, parse_journal, used_ids
 from wikiengine.lane_txn import LaneLock, LaneTxn, git_out
-from wikiengine.lane_writers import _norm, frontmatter_yaml, mechanism_of, now_iso, parse_proposal, today
+from wikiengine.lane_writers import _norm, frontmatter_yaml, mechanism_of, now_iso, parse_proposal, stub_head, today
 from wikiengine.lanes import is_experiment_path
 from wikiengine.page import parse_page
 from wikiengine.variant_matrix import CURRENT_BEST, FRONTIER_EXP, parse_matrix, render_matrix, set_cells
@@ -94,6 +94,14 @@ def find_kernel_page(root: Path, family: KernelFamily, vid: str | None) -> Kerne
     if not open_pages:
         raise WikiError(f"kernel family {family.slug} has no open stub: `wiki kernel stub` first")
     return open_pages[-1]
+
+
+def open_experiment(root: Path, family: KernelFamily, txn: LaneTxn, vid: str | None) -> tuple[list[dict], KernelPageRef]:
+    """The family's journal and the experiment ``vid`` (the open stub when None), which must not be filed yet."""
+    page_ref = find_kernel_page(root, family, vid)
+    if ex.is_filed(page_ref.frontmatter):
+        raise WikiError(f"{page_ref.exp_id} is filed and immutable; a rerun is a new stub", page_ref.rel)
+    return journal_records(txn, family), page_ref
 
 
 def journal_records(txn: LaneTxn, family: KernelFamily) -> list[dict]:
@@ -281,10 +289,7 @@ def _first_pick(root: Path, family: KernelFamily) -> str:
 
 def render_kernel_stub(family: KernelFamily, vid: str, slug: str, variant: str, proposal, front: dict,
                        levers: list[str], plan_items: list[str], bar: float, date: str) -> str:
-    lines = ["---", frontmatter_yaml(front).rstrip("\n"), "---"]
-    body = [f"# {vid}: {slug}", "", f"## {ex.HYPOTHESIS_SECTION}", ""]
-    for label in ex.LABELS:
-        body += [f"**{label}**: {' '.join(proposal.paragraphs[label].split())}", ""]
+    lines, body = stub_head(front, vid, slug, proposal)
     body += ["## Setup", "", proposal.setup or "Planned setup: the family binding's reference and op-point.", "",
              f"**Lever queue**: {', '.join(levers)}", "",
              f"**Pre-registered bar**: speedup above {bar:g}x at p50 over the pinned reference on `{variant}`", "",
@@ -376,11 +381,8 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
         raise WikiError(f"cannot read the candidate: {exc}", source) from None
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
-        records = journal_records(txn, family)
+        records, page_ref = open_experiment(root, family, txn, vid)
         target = session_target(records)
-        page_ref = find_kernel_page(root, family, vid)
-        if ex.is_filed(page_ref.frontmatter):
-            raise WikiError(f"{page_ref.exp_id} is filed and immutable", page_ref.rel)
         if subprocess.run(["git", "cat-file", "-e", f"HEAD:{page_ref.rel}"], cwd=root, capture_output=True,
                           timeout=60, check=False).returncode != 0:
             raise WikiError("the stub is not committed: a candidate is authored only after its stub", page_ref.rel)
@@ -460,11 +462,8 @@ def verify(root: Path, family: KernelFamily, *, vid: str | None = None, cand_nam
     binding = read_binding(root, family)
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
-        records = journal_records(txn, family)
+        records, page_ref = open_experiment(root, family, txn, vid)
         target = session_target(records)
-        page_ref = find_kernel_page(root, family, vid)
-        if ex.is_filed(page_ref.frontmatter):
-            raise WikiError(f"{page_ref.exp_id} is filed and immutable", page_ref.rel)
         page = parse_page(page_ref.text, page_ref.rel)
         ledger = kp.ledger(page)
         rows = list(ledger.rows) if ledger else []
@@ -574,10 +573,7 @@ def file_verdict(root: Path, family: KernelFamily, *, verdict: str, reason: str 
     date = date or today()
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
-        records = journal_records(txn, family)
-        page_ref = find_kernel_page(root, family, vid)
-        if ex.is_filed(page_ref.frontmatter):
-            raise WikiError(f"{page_ref.exp_id} is filed and immutable; a rerun is a new stub", page_ref.rel)
+        records, page_ref = open_experiment(root, family, txn, vid)
         page = parse_page(page_ref.text, page_ref.rel)
         evidence, receipt_rel = verdict_evidence(root, family, records, page_ref, verdict)
         receipt, problem = evidence.receipt, evidence.receipt_problem

@@ -240,6 +240,16 @@ def frontmatter_yaml(values: dict) -> str:
                           default_flow_style=False, width=1000)
 
 
+def stub_head(front: dict, vid: str, slug: str, proposal) -> tuple[list[str], list[str]]:
+    """A stub's frontmatter lines and the start of its body: the title and the four labelled
+    paragraphs under the hypothesis section (lane and kernel stubs alike)."""
+    lines = ["---", frontmatter_yaml(front).rstrip("\n"), "---"]
+    body = [f"# {vid}: {slug}", "", f"## {ex.HYPOTHESIS_SECTION}", ""]
+    for label in ex.LABELS:
+        body += [f"**{label}**: {' '.join(proposal.paragraphs[label].split())}", ""]
+    return lines, body
+
+
 def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposal, track: int | None,
                 workload: str, paths: dict[str, str], date: str, model_page_stem: str) -> str:
     front = {
@@ -255,10 +265,7 @@ def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposa
         "workload_name": workload,
         "artifacts": paths,
     }
-    lines = ["---", frontmatter_yaml(front).rstrip("\n"), "---"]
-    body = [f"# {vid}: {slug}", "", f"## {ex.HYPOTHESIS_SECTION}", ""]
-    for label in ex.LABELS:
-        body += [f"**{label}**: {' '.join(proposal.paragraphs[label].split())}", ""]
+    lines, body = stub_head(front, vid, slug, proposal)
     body += ["## Setup", "", proposal.setup or "Planned setup: see the lane program (`wiki resolve`).", "",
              f"**Workload**: `{workload}`", "",
              f"**Artifacts**: profile `{paths['xprof']}`, HLO `{paths['hlo']}`, metrics `{paths['metrics']}`", ""]

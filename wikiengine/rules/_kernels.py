@@ -47,7 +47,14 @@ def kernel_facts(info: PageInfo, ctx: LintContext) -> KernelFacts | None:
     return cache[info.rel]
 
 
-def in_git(ctx: LintContext) -> bool:
+def kernel_pages_in_git(ctx: LintContext) -> list:
+    """The kernel experiment pages reported on, or none outside a git work tree (git is
+    asked only when there is such a page: a lint of other pages starts no process here)."""
+    pages = ctx.target_pages("kernel-experiment")
+    return pages if pages and _in_git(ctx) else []
+
+
+def _in_git(ctx: LintContext) -> bool:
     cache = lint_cache(ctx, "kernel-git")
     if "in" not in cache:
         done = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ctx.root, capture_output=True,

@@ -7,7 +7,7 @@ from wikiengine.kernel_git import candidate_commits
 from wikiengine.kernel_page import ledger
 from wikiengine.lint.rule import Rule
 from wikiengine.page import parse_page
-from wikiengine.rules._kernels import frontmatter_line, git, in_git, kernel_facts
+from wikiengine.rules._kernels import frontmatter_line, git, kernel_facts, kernel_pages_in_git
 
 
 def _branch_exists(ctx, branch: str) -> bool:
@@ -45,10 +45,7 @@ class LedgerMatchesBranch(Rule):
     cache_wiki = False  # reads git branches, which are not pages
 
     def check_wiki(self, ctx):
-        pages = ctx.target_pages("kernel-experiment")
-        if not pages or not in_git(ctx):  # no git process for a lint with no kernel page in it
-            return
-        for info in pages:
+        for info in kernel_pages_in_git(ctx):
             facts = kernel_facts(info, ctx)
             if facts is None or info.page is None or facts.exp_id is None:
                 continue
@@ -89,10 +86,7 @@ class StubBeforeVerdict(Rule):
     cache_wiki = False  # reads git history, which is not a page
 
     def check_wiki(self, ctx):
-        pages = ctx.target_pages("kernel-experiment")
-        if not pages or not in_git(ctx):  # no git process for a lint with no kernel page in it
-            return
-        for info in pages:
+        for info in kernel_pages_in_git(ctx):
             facts = kernel_facts(info, ctx)
             if facts is None or facts.verdict is None:
                 continue
