@@ -179,7 +179,7 @@ def _extent(lines: list[str], index: int) -> int:
     """The end of the top-level entry whose key is on ``lines[index]``: its indented
     continuation lines (and a zero-indented ``- item`` sequence)."""
     end = index + 1
-    while end < len(lines) and lines[end][:1] in (" ", "\t") or end < len(lines) and lines[end].startswith("- "):
+    while end < len(lines) and (lines[end][:1] in (" ", "\t") or lines[end].startswith("- ")):
         end += 1
     return end
 
