@@ -8,7 +8,7 @@ interleaved round-robin (stage A, B, C, ..., then A, B, C again) and the median 
 
 - read floor: ``Path.read_bytes()``;
 - parse without YAML: read, decode, ``parse_page(parse_yaml=False)`` (frontmatter split, H2 sections);
-- parse with YAML: the same with the frontmatter loaded by ``wikiengine.yamlio.safe_load``;
+- parse with YAML: the same with the frontmatter loaded by ``wikiengine.core.yamlio.safe_load``;
 - parse + validation: the same plus the frontmatter validated by a compiled fastjsonschema
   validator (and, for comparison, by jsonschema's Draft 7 validator);
 - markdown-it-py: a full ``MarkdownIt("commonmark").parse`` of each body, for comparison.
@@ -71,8 +71,8 @@ def make_stages(paths: list[Path], schema: dict, markdown_it_pages: int):
     import jsonschema
     from markdown_it import MarkdownIt
 
-    from wikiengine.errors import PageError
-    from wikiengine.page import decode, parse_page
+    from wikiengine.core.errors import PageError
+    from wikiengine.core.page import decode, parse_page
 
     fast_validate = fastjsonschema.compile(schema)
     slow_validator = jsonschema.Draft7Validator(schema)
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown-it-pages", type=int, default=None, help="pages for the markdown-it stage (default: all)")
     args = parser.parse_args(argv)
 
-    from wikiengine.page import _scan_h2, decode, parse_page, split_lines
+    from wikiengine.core.page import _scan_h2, decode, parse_page, split_lines
 
     paths = sorted(args.wiki.glob("wiki/experiments/*/*/experiments/*.md"))
     if not paths:

@@ -91,7 +91,7 @@ def _paragraph(rng: random.Random, sentences: int) -> str:
 
 
 def _workload(model: str, lane: str, vid: int, slug: str) -> str:
-    from wikiengine.identity import model_name, workload_name
+    from wikiengine.core.identity import model_name, workload_name
 
     return workload_name(USER_PREFIX, model_name(model), lane, vid, slug)
 
@@ -587,7 +587,7 @@ HEAVY_LANE = ("qwen3", "jax")  # where most planted experiment defects live
 
 
 def _lane(w: _Real, model: str, lane: str, count: int, subdir: bool, sizes, hws) -> None:
-    from wikiengine.identity import workload_name
+    from wikiengine.core.identity import workload_name
 
     rng = w.rng
     folder = f"wiki/experiments/{model}_autoresearch_optimization"

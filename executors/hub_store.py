@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
+from wikiengine.core.secrets import safe_message
 from wikiengine.executors.http_policy import (
     RETRY_STATUSES,
     DeadlineExceeded,
@@ -43,7 +44,6 @@ from wikiengine.executors.http_policy import (
     current_deadline,
     remaining_time,
     retry_after_seconds,
-    safe_message,
 )
 from wikiengine.executors.store import (
     FINAL_PATH,

@@ -48,6 +48,7 @@ from wikiengine.executors.compute import (
     SessionState,
     SessionStatus,
 )
+from wikiengine.core.secrets import redact, safe_message
 from wikiengine.executors.http_policy import (
     RETRY_STATUSES,
     DeadlineExceeded,
@@ -55,10 +56,8 @@ from wikiengine.executors.http_policy import (
     RetryPolicy,
     Transient,
     call_with_retries,
-    redact,
     remaining_time,
     retry_after_seconds,
-    safe_message,
 )
 
 T = TypeVar("T")

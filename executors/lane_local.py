@@ -53,7 +53,7 @@ from wikiengine.executors.lane_backend import (
     split_workload_name,
 )
 from wikiengine.executors.lane_runner import group_members, now_iso, signal_group, write_json
-from wikiengine.identity import MAX_WORKLOAD_LEN, NAME_RE
+from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
 
 LOCK_TIMEOUT_S = 30.0
 TAIL_BYTES = 256 * 1024

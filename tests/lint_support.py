@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from wikiengine.cli import main
+from wikiengine._cli.main import main
 
 PROGRAM_ROOT = "wiki/experiments/program.md"
 PROGRAM_MODEL = "wiki/experiments/gemma4_autoresearch_optimization/program.md"

@@ -1,7 +1,7 @@
 """Row 43 (and row 42's "linter and runtime agree"): the shipped schemas judge documents
 as JSON Schema draft 7 says, and the two validators the engine uses agree.
 
-``wikiengine.schemas`` (jsonschema, detailed messages) serves `wiki resolve`; the lint hot
+``wikiengine.core.schemas`` (jsonschema, detailed messages) serves `wiki resolve`; the lint hot
 path uses compiled fastjsonschema validators. A document one accepts and the other refuses
 would make lint and runtime disagree about the same config or frontmatter.
 """
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wikiengine import schemas
-from wikiengine.errors import SchemaError
+from wikiengine.core import schemas
+from wikiengine.core.errors import SchemaError
 
 
 def fast_validator(name: str):

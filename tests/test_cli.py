@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from wikiengine import cli
-from wikiengine.errors import WikiError
+from wikiengine._cli import main as cli
+from wikiengine.core.errors import WikiError
 
 
 def run_wiki(*args, **env):
@@ -44,7 +44,7 @@ def test_no_command_prints_help_and_exits_2():
 
 
 def _resolve_runs(monkeypatch, handler):
-    from wikiengine.commands import resolve
+    from wikiengine._cli import resolve
 
     monkeypatch.setattr(resolve, "run", handler)
 
@@ -79,7 +79,7 @@ def test_lint_imports_no_heavy_client_library():
 
     code = (
         "import sys\n"
-        "from wikiengine.cli import main\n"
+        "from wikiengine._cli.main import main\n"
         "status = main(['lint', '--no-cache'])\n"
         "heavy = {'torch', 'huggingface_hub', 'kaggle', 'kagglesdk', 'kubernetes', 'git', 'safetensors', 'numpy'}\n"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}), file=sys.stderr)\n"

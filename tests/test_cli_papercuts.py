@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from wikiengine import cli
-from wikiengine.text import counted
+from wikiengine._cli import main as cli
+from wikiengine.core.text import counted
 
 REPO = Path(__file__).resolve().parents[1]
 

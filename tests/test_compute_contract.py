@@ -23,7 +23,7 @@ from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
     loopback_only,
     sleeps,
 )
-from wikiengine.relay.observe import claimed_view
+from wikiengine.step.relay.observe import claimed_view
 
 pytest.importorskip("kubernetes")
 from test_gke import fleet, gke_compute  # noqa: E402,F401 - the GKE loopback fleet fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wikiengine import memory
+from wikiengine.model import memory
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -59,10 +59,11 @@ def test_wiki_demo_from_a_fresh_clone_ends_complete(tmp_path):
 
 def test_the_scaffolded_tiny_program_resolves_and_validates(tmp_path):
     """The demo's program passes the run-config schema and pins a bootstrap that renders."""
-    from wikiengine import cascade, targets
-    from wikiengine.commands.demo import scaffold
-    from wikiengine.relay.act import bootstrap_text
-    from wikiengine.relay.decide import Settings, session_boundaries
+    from wikiengine.model import cascade
+    from wikiengine.model import targets
+    from wikiengine._cli.demo import scaffold
+    from wikiengine.step.relay.act import bootstrap_text
+    from wikiengine.step.relay.decide import Settings, session_boundaries
 
     scaffold(tmp_path)
     config = cascade.resolve(targets.target_for_run(tmp_path, "tiny")).config

@@ -13,7 +13,7 @@ from tests.rules_wiki import codes
 from wikiengine.lint import lint
 from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, discover
-from wikiengine.rules._experiments import experiment_facts
+from wikiengine.lint.rules._experiments import experiment_facts
 
 REPO = Path(__file__).resolve().parent.parent
 GEMMA_TPU = "wiki/experiments/gemma4_autoresearch_optimization/tpu"

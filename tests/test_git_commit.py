@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wikiengine.executors.git_commit import GitCommitError, commit_paths, head_sha
+from wikiengine.core.git import GitCommitError, commit_paths, head_sha
 
 
 def git(root: Path, *args: str) -> str:

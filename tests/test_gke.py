@@ -46,9 +46,9 @@ from wikiengine.executors.gke.occupancy import (  # noqa: E402
     select_clusters,
 )
 from tests.fakes.fake_k8s import FakeKubeApi  # noqa: E402
-from wikiengine import cli  # noqa: E402
-from wikiengine.errors import WikiError  # noqa: E402
-from wikiengine.identity import NAME_RE  # noqa: E402
+from wikiengine._cli import main as cli  # noqa: E402
+from wikiengine.core.errors import WikiError  # noqa: E402
+from wikiengine.core.identity import NAME_RE  # noqa: E402
 
 ENV_DIR = Path(__file__).parent / "data" / "env"
 ME = Me("alice", "gemma4", "tpu")

@@ -216,7 +216,7 @@ def scaffold_run(root: Path, changes: dict) -> None:
     import yaml
 
     from wikiengine.executors.local_store import LocalGitStore
-    from wikiengine import memory
+    from wikiengine.model import memory
 
     config = json.loads(json.dumps(RUN_CONFIG))
     for dotted, value in changes.items():

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.lint_support import PROGRAM_LANE, PROGRAM_MODEL, PROGRAM_ROOT, cli_process, git, write
-from wikiengine.errors import WikiError
+from wikiengine.core.errors import WikiError
 from wikiengine.lint import lint
 from wikiengine.lint.baseline import BASELINE_FILE
 from wikiengine.lint.cache import CACHE_DIR, CACHE_FILE
@@ -104,7 +104,7 @@ def test_row51_a_program_symlinked_to_dev_zero_is_never_read(tmp_path):
 
 def test_row51_state_md_symlinked_to_dev_zero_stops_wiki_step_with_exit_2(tmp_path):
     from test_relay_support import Clock, FakeCompute, make_wiki
-    from wikiengine.relay.step import run_step
+    from wikiengine.step.relay.wake import run_step
 
     root = tmp_path / "run"
     root.mkdir()
@@ -313,7 +313,7 @@ def test_row57_selectors_on_the_command_line_are_blamed_on_it_and_case_blind(tmp
 def test_row57_every_documented_option_is_declared_with_its_kind_and_back():
     import re
 
-    from wikiengine.rules import REGISTRY, rule_class
+    from wikiengine.lint.registry import REGISTRY, rule_class
 
     for code in REGISTRY:
         cls = rule_class(code)
@@ -464,7 +464,7 @@ def _snapshot(directory: Path) -> set[str]:
 ])
 def test_row61_a_run_config_path_that_leaves_the_repository_is_exit_2(tmp_path, changes, words):
     from test_relay_support import Clock, FakeCompute
-    from wikiengine.relay.step import run_step
+    from wikiengine.step.relay.wake import run_step
 
     root, store = _step_wiki(tmp_path, **changes)
     before, quota = _snapshot(tmp_path), (root / "memory" / "QUOTA.md").read_bytes()
@@ -476,7 +476,7 @@ def test_row61_a_run_config_path_that_leaves_the_repository_is_exit_2(tmp_path, 
 
 def test_row61_a_committed_symlink_for_the_eval_directory_is_exit_2(tmp_path):
     from test_relay_support import Clock, FakeCompute
-    from wikiengine.relay.step import run_step
+    from wikiengine.step.relay.wake import run_step
 
     root, store = _step_wiki(tmp_path)
     (tmp_path / "elsewhere").mkdir()
@@ -545,7 +545,7 @@ CANARIES = {"HF_TOKEN": "hf_canary63abcdef", "KAGGLE_KEY": "kagglecanary63", "AW
 
 
 def test_row63_the_eval_child_at_finish_gets_the_clean_room(tmp_path, monkeypatch):
-    from wikiengine.relay import finish
+    from wikiengine.step.relay import finish
 
     for name, value in CANARIES.items():
         monkeypatch.setenv(name, value)

@@ -13,10 +13,9 @@ from wikiengine.executors.http_policy import (
     RetryPolicy,
     Transient,
     call_with_retries,
-    redact,
     retry_after_seconds,
-    safe_message,
 )
+from wikiengine.core.secrets import redact, safe_message
 
 
 class Flaky(Exception):

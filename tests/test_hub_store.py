@@ -295,8 +295,8 @@ def test_trainer_saves_and_relay_check_run_end_to_end_through_the_hub(hub_store,
     and the relay's section 1 check, pinned to one head, finds nothing wrong."""
     from wikiengine.training import session
     from wikiengine.training.demo import create_demo_run
-    from wikiengine.relay.decide import Settings
-    from wikiengine.relay.observe import read_snapshot, run_checks
+    from wikiengine.step.relay.decide import Settings
+    from wikiengine.step.relay.observe import read_snapshot, run_checks
 
     run = create_demo_run(tmp_path / "demo", max_steps=8, session_steps=8)
     fake_hub.inject("commit", Fault("call", action=lambda: None), Fault("land_then_status", status=502))

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from wikiengine.errors import WikiError
-from wikiengine.identity import (
+from wikiengine.core.errors import WikiError
+from wikiengine.core.identity import (
     MAX_WORKLOAD_LEN,
     NAME_RE,
     check_workload_name,

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from wikiengine.lint.config import LintConfig, load_config
-from wikiengine.page import parse_page
+from wikiengine.core.page import parse_page
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL_DIR = "wiki/experiments/gemma4_autoresearch_optimization"
@@ -202,8 +202,8 @@ def test_dir_that_is_a_file_is_bad_input(tmp_path):
 
 
 def test_memory_scaffolds_a_relay_that_wiki_step_can_wake_on(tmp_path):
-    from wikiengine import memory
-    from wikiengine.scaffold import DEMO_TEMPLATE
+    from wikiengine.model import memory
+    from wikiengine.demos.scaffold import DEMO_TEMPLATE
 
     out = init(tmp_path, "--memory", "ounce")
     assert {"memory/STATE.md", "memory/QUOTA.md", "memory/ASSETS.md", "memory/ERRORS.md", "store/",
@@ -228,7 +228,7 @@ def test_memory_scaffolds_a_relay_that_wiki_step_can_wake_on(tmp_path):
 
 
 def test_variants_become_rows_keyed_size_slash_hardware(tmp_path):
-    from wikiengine.variant_matrix import parse_matrix
+    from wikiengine.model.variant_matrix import parse_matrix
 
     init(tmp_path, "--model", "qwen3", "--lane", "jax", "--variant", "8B/v6e-8", "--variant", "3B/v6e-8")
     page = parse_page((tmp_path / "wiki/models/qwen3-jax.md").read_text(), "qwen3-jax.md")

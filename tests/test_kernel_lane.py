@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from wikiengine import kernel_receipt
-from wikiengine.cli import main
-from wikiengine.demo_kernel import CANDIDATES, CLASS_PAGE, FAMILY, OP_POINT, REFERENCE, _CANDIDATE_HEAD, scaffold
-from wikiengine.errors import WikiError
-from wikiengine.kernel_decide import KernelEvidence, LeverFact, StopFacts, cap_kernel_verdict, stop_rule
-from wikiengine.kernel_verify import verify
-from wikiengine.kernels import KernelFamily, derive_slug, operation_name
+from wikiengine.model import receipt as kernel_receipt
+from wikiengine._cli.main import main
+from wikiengine.demos.kernel import CANDIDATES, CLASS_PAGE, FAMILY, OP_POINT, REFERENCE, _CANDIDATE_HEAD, scaffold
+from wikiengine.core.errors import WikiError
+from wikiengine.step.kernel.verdicts import KernelEvidence, LeverFact, StopFacts, cap_kernel_verdict, stop_rule
+from wikiengine.step.kernel.verify import verify
+from wikiengine.model.kernels import KernelFamily, derive_slug, operation_name
 from wikiengine.lint.runner import lint
 
 FAM = KernelFamily(FAMILY)
@@ -331,7 +331,7 @@ def test_a_lever_ruled_out_on_mechanism_counts_as_covered(family, capsys):
 def test_a_supported_optimization_opens_the_model_lane_validation_stub(tmp_path, capsys, monkeypatch):
     import shutil
 
-    from wikiengine.demo_kernel import PROPOSALS
+    from wikiengine.demos.kernel import PROPOSALS
 
     repo = Path(__file__).resolve().parents[1]
     root = tmp_path / "repo"
@@ -372,7 +372,7 @@ def test_a_supported_optimization_opens_the_model_lane_validation_stub(tmp_path,
 
 
 def test_one_measurement_per_chip(tmp_path):
-    from wikiengine.kernel_chip import chip_lock, compile_slot
+    from wikiengine.step.kernel.chip import chip_lock, compile_slot
 
     git(tmp_path, "init", "-q")
     with chip_lock(tmp_path, 0):

@@ -20,10 +20,10 @@ import pytest
 pytest.importorskip("kubernetes")
 
 from tests.fakes.fake_k8s import FakeKubeApi  # noqa: E402
-from wikiengine.cli import main  # noqa: E402
-from wikiengine.demo_kernel import CLASS_PAGE, FAMILY, OP_POINT, scaffold  # noqa: E402
+from wikiengine._cli.main import main  # noqa: E402
+from wikiengine.demos.kernel import CLASS_PAGE, FAMILY, OP_POINT, scaffold  # noqa: E402
 from wikiengine.executors.gke import kernel_pod  # noqa: E402
-from wikiengine.kernels import KernelFamily  # noqa: E402
+from wikiengine.model.kernels import KernelFamily  # noqa: E402
 from wikiengine.lint.runner import lint  # noqa: E402
 
 FAM = KernelFamily(FAMILY)
@@ -154,7 +154,7 @@ def test_row_22_a_start_killed_after_its_pod_came_up_attaches_to_it(tmp_path, cl
     root.mkdir()
     authoring = scaffold(root)
     bootstrap = ("--reference", str(authoring / "reference.py"), "--op-point", OP_POINT)
-    from wikiengine import kernel_run
+    from wikiengine.step.kernel import run as kernel_run
 
     def crash(root, target):
         raise KeyboardInterrupt  # the process dies after the pod is up, before anything is committed
@@ -214,7 +214,7 @@ def _local_receipt(tmp_path, capsys) -> dict:
 
 
 def test_verify_on_the_pod_gives_the_local_receipt_structure_and_verdicts(pod_family, cluster, tmp_path, capsys):
-    from wikiengine import kernel_receipt
+    from wikiengine.model import receipt as kernel_receipt
 
     root, authoring, _started, _stub = pod_family
     status, cand = kernel(root, capsys, "cand", FAMILY, "1", "--note", "native fused pass", "--source",
@@ -291,7 +291,7 @@ def test_the_ttl_is_enforced_by_the_cluster_as_active_deadline_seconds(tmp_path,
 
 
 def _pod(tmp_path, cluster, **kwargs) -> kernel_pod.ClusterPod:
-    from wikiengine.kernel_run import resolve_pod_target
+    from wikiengine.step.kernel.run import resolve_pod_target
 
     target = resolve_pod_target({"kind": "pod", "pod": "kernel-probe-s1", "context": None, "namespace": "default",
                                  "accelerator": "tpu-v6e-slice", "topology": "2x2", "chips": None, "hours": 1,
@@ -306,7 +306,7 @@ def test_sync_and_run_work_over_exec_v5_and_v4(tmp_path, cluster, protocols):
     """v4 cannot close stdin: the sync bundle is length-prefixed, so it needs no end of input."""
     import hashlib
 
-    from wikiengine.kernel_run import verifier_bytes
+    from wikiengine.step.kernel.run import verifier_bytes
 
     cluster.exec_protocols = protocols
     with _pod(tmp_path, cluster) as pod:
@@ -317,7 +317,7 @@ def test_sync_and_run_work_over_exec_v5_and_v4(tmp_path, cluster, protocols):
 
 
 def test_row_17_exec_has_a_deadline_for_its_handshake_and_its_command(tmp_path, cluster):
-    from wikiengine.errors import WikiError
+    from wikiengine.core.errors import WikiError
 
     with _pod(tmp_path, cluster, deadline_s=1.0) as pod:
         cluster.fail("GET", r"/exec$", "stall")
@@ -344,7 +344,7 @@ def test_pause_deletes_the_pod_and_down_finds_it_gone(pod_family, cluster, capsy
 
 
 def test_a_refused_close_keeps_the_pod_and_an_earned_close_deletes_it(pod_family, cluster, capsys, monkeypatch):
-    from wikiengine import kernel_close
+    from wikiengine.step.kernel import close as kernel_close
 
     root, _authoring, _started, _stub = pod_family
     assert kernel(root, capsys, "close", FAMILY)[0] == 3 and ("default", POD) in cluster.pods
@@ -369,8 +369,8 @@ def test_a_failed_teardown_is_reported_and_exits_2(pod_family, cluster, capsys):
 
 
 def test_one_lock_per_pod(tmp_path):
-    from wikiengine.errors import WikiError
-    from wikiengine.kernel_chip import pod_lock
+    from wikiengine.core.errors import WikiError
+    from wikiengine.step.kernel.chip import pod_lock
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     with pod_lock(tmp_path, "ctx", "default", "kernel-a-s1"):
@@ -399,7 +399,7 @@ def test_row_46_no_credential_reaches_the_pod_or_the_wiki(pod_family, cluster, c
 
 
 def test_a_pod_target_recorded_before_pods_were_brought_up_is_a_clear_error():
-    from wikiengine.errors import WikiError
+    from wikiengine.core.errors import WikiError
 
     old = {"kind": "pod", "pod": "kx-1", "accelerator": "tpu-v6e-slice", "topology": "2x2", "chips": 4, "hours": 2,
            "activeDeadlineSeconds": 7200, "artifacts": "gs://b/k"}  # what `start --pod` recorded before issue 16's pod

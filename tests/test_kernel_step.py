@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from tests.test_kernel_lane import FAM, family, git, kernel  # noqa: F401 - family is a fixture
-from wikiengine.cli import main
-from wikiengine.demo_kernel import FAMILY, OP_POINT
-from wikiengine.kernel_decide import KernelEvidence
-from wikiengine.kernel_session import read_kernel_state
-from wikiengine.kernel_step_decide import KernelView, Lead, decide, next_wake_s
-from wikiengine.lane_session import state_mode
+from wikiengine._cli.main import main
+from wikiengine.demos.kernel import FAMILY, OP_POINT
+from wikiengine.step.kernel.verdicts import KernelEvidence
+from wikiengine.model.kernel_state import read_kernel_state
+from wikiengine.step.kernel.decide import KernelView, Lead, decide, next_wake_s
+from wikiengine.model.state import state_mode
 from wikiengine.lint.runner import lint
 
 REPO = Path(__file__).resolve().parents[1]
@@ -103,7 +103,7 @@ def test_kernel_wake_decision_table(view, kind, extra):
     (["start", "pause", "start", "claim"], "running"), (["start", "stop", "rule-out"], "stopped"),
 ])
 def test_the_journal_says_the_session_status(ops, expected):
-    from wikiengine.kernel_decide import session_status
+    from wikiengine.step.kernel.verdicts import session_status
 
     assert session_status([{"op": op} for op in ops]) == expected
 
@@ -136,7 +136,7 @@ def test_kernel_start_points_state_md_at_the_session_and_lint_checks_it(family):
 
 
 def test_the_first_wake_after_a_start_owes_the_first_stub(tmp_path, capsys):
-    from wikiengine.demo_kernel import CLASS_PAGE, scaffold
+    from wikiengine.demos.kernel import CLASS_PAGE, scaffold
 
     authoring = scaffold(tmp_path)
     capsys.readouterr()
@@ -152,7 +152,7 @@ def test_the_first_wake_after_a_start_owes_the_first_stub(tmp_path, capsys):
 
 
 def test_kernel_start_never_overwrites_a_live_relay_or_lane_state(tmp_path, capsys):
-    from wikiengine.demo_kernel import CLASS_PAGE, scaffold
+    from wikiengine.demos.kernel import CLASS_PAGE, scaffold
 
     authoring = scaffold(tmp_path)
     relay = "---\nrun: ounce100M\nstatus: running\n---\n\n# the relay run\n"
@@ -305,7 +305,7 @@ def _verifier_of(session: int, timeout: float = 120.0) -> int:
                 continue
             try:
                 cmdline = (entry / "cmdline").read_bytes()
-                if b"wikiengine.kernel_verify" in cmdline and os.getsid(int(entry.name)) == session:
+                if b"wikiengine.step.kernel.verify" in cmdline and os.getsid(int(entry.name)) == session:
                     return int(entry.name)
             except OSError:
                 continue
@@ -347,8 +347,8 @@ def test_row_22_a_wake_killed_during_the_verifier_leaves_the_family_consistent(w
 KILL_AT_COMMIT = """
 import os, signal, sys
 from pathlib import Path
-from wikiengine import lane_txn
-from wikiengine.step_engine import run_step
+from wikiengine.step import txn as lane_txn
+from wikiengine.step.engine import run_step
 
 real = lane_txn._commit
 def killed(root, paths, message, probe=None):
@@ -362,7 +362,7 @@ run_step(Path(sys.argv[1]))
 
 @pytest.mark.slow
 def test_row_22_a_wake_killed_inside_the_receipt_commit_is_finished_by_the_next(with_candidate, capsys):
-    from wikiengine.lane_txn import redo_path
+    from wikiengine.step.txn import redo_path
 
     root = with_candidate
     head = git(root, "rev-parse", "HEAD")

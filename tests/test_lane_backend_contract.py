@@ -29,7 +29,7 @@ from wikiengine.executors.compute import CapacityError, ComputeError, ComputeUna
 from wikiengine.executors.lane_backend import ARTIFACT_KEYS, LaneBackend, LaunchConflict, LaunchSpec, WorkloadNotFound
 from wikiengine.executors.lane_local import LocalLaneBackend
 from wikiengine.executors.lane_runner import group_members
-from wikiengine.identity import workload_name
+from wikiengine.core.identity import workload_name
 
 ENV_DIR = Path(__file__).parent / "data" / "env"
 USER, MODEL, LANE = "alice", "gemma4", "tpu"
@@ -116,7 +116,7 @@ class GkeHarness(Harness):
 
     def __init__(self, api, kube, cluster):
         from wikiengine.executors.gke.occupancy import Me
-        from wikiengine.executors.lane_gke import GkeLaneBackend
+        from wikiengine.executors.gke.lane import GkeLaneBackend
 
         self.api, self.kube = api, kube
         self.backend = GkeLaneBackend(kube, cluster.namespace, cluster=cluster, me=Me(USER, MODEL, LANE),
@@ -542,7 +542,7 @@ def test_gke_a_jobset_failed_before_any_pod_ran_has_no_exit_code_but_a_reason(gk
 def test_gke_connect_reaches_the_cluster_through_its_kubeconfig_context(gke, tmp_path):
     from wikiengine.executors.gke.clusters import parse_cluster_file
     from wikiengine.executors.gke.occupancy import Me
-    from wikiengine.executors.lane_gke import GkeLaneBackend
+    from wikiengine.executors.gke.lane import GkeLaneBackend
 
     cluster = parse_cluster_file(ENV_DIR / "gke-v5p-2x2x2-dave.md")
     kubeconfig = gke.api.write_kubeconfig(tmp_path / "kubeconfig", [cluster.context])

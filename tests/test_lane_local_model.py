@@ -28,7 +28,7 @@ from wikiengine.executors.compute import CapacityError
 from wikiengine.executors.lane_backend import LaunchConflict, LaunchSpec
 from wikiengine.executors.lane_local import LocalLaneBackend, _group_alive, _runner_alive
 from tests.test_lane_backend_contract import MODEL_DIR, _alive, wait_for
-from wikiengine.identity import workload_name
+from wikiengine.core.identity import workload_name
 
 KINDS = {
     "ok": "print('started', flush=True)",

@@ -16,11 +16,11 @@ import pytest
 from wikiengine.executors.compute import ComputeUnavailableError
 from wikiengine.executors.lane_backend import LaneWorkload
 from tests.test_lane_writers import HLO, git, proposal, wiki  # noqa: F401 - the fixture
-from wikiengine import lane_writers as lw
-from wikiengine.lane_decide import LaneLimits, TrackView, decide_track, next_wake_s
-from wikiengine.lane_mode import wake
-from wikiengine.lane_start import NoFreeClusters, start_session
-from wikiengine.lanes import Lane
+from wikiengine.step import writers as lw
+from wikiengine.step.lane.decide import LaneLimits, TrackView, decide_track, next_wake_s
+from wikiengine.step.lane.wake import wake
+from wikiengine.step.lane.start import NoFreeClusters, start_session
+from wikiengine.model.lanes import Lane
 from wikiengine.lint.runner import lint
 
 NOW = 1_800_000_000.0
@@ -222,7 +222,7 @@ def test_a_workload_with_no_stub_is_reported(lane_wiki, tmp_path):
     ],
 )
 def test_bad_session_configuration_writes_nothing(lane_wiki, kwargs, message):
-    from wikiengine.errors import WikiError
+    from wikiengine.core.errors import WikiError
 
     head = git(lane_wiki, "rev-parse", "HEAD")
     with pytest.raises(WikiError, match=message):

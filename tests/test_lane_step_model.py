@@ -21,11 +21,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from tests.test_lane_step import LANE, MemoryBackend
 from tests.test_lane_writers import PROPOSAL, REPO
-from wikiengine import experiment as ex
-from wikiengine import lane_txn
-from wikiengine import lane_writers as lw
-from wikiengine.lane_mode import wake
-from wikiengine.lane_start import start_session
+from wikiengine.model import experiment as ex
+from wikiengine.step import txn as lane_txn
+from wikiengine.step import writers as lw
+from wikiengine.step.lane.wake import wake
+from wikiengine.step.lane.start import start_session
 from wikiengine.lint.runner import lint
 
 pytestmark = pytest.mark.slow

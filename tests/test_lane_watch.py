@@ -15,12 +15,12 @@ import pytest
 
 from tests.test_lane_step import LANE, MemoryBackend, lane_wiki  # noqa: F401 - fixtures
 from tests.test_lane_writers import git, proposal, wiki  # noqa: F401 - fixtures
-from wikiengine import lane_close
-from wikiengine import lane_writers as lw
-from wikiengine.commands.watch import watch_once
-from wikiengine.lane_audit import CURSOR, STOP_AUTHORIZED, run_audit
-from wikiengine.lane_mode import wake
-from wikiengine.lane_start import start_session
+from wikiengine.step.lane import close as lane_close
+from wikiengine.step import writers as lw
+from wikiengine._cli.watch import watch_once
+from wikiengine.step.audit import CURSOR, STOP_AUTHORIZED, run_audit
+from wikiengine.step.lane.wake import wake
+from wikiengine.step.lane.start import start_session
 
 
 def retrospective(root, name="2026-12-01-gemma4-tpu-retrospective.md"):

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from wikiengine.lint.runner import lint
-from wikiengine.verdicts import Evidence, cap_verdict
+from wikiengine.model.verdicts import Evidence, cap_verdict
 
 REPO = Path(__file__).resolve().parent.parent
 LANE_DIR = "wiki/experiments/gemma4_autoresearch_optimization/tpu"
@@ -326,7 +326,8 @@ def test_backfill_files_finished_workloads_without_pages_once(wiki):
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    from wikiengine import lane_txn, cli
+    from wikiengine.step import txn as lane_txn
+    from wikiengine._cli import main as cli
     point = sys.argv[1]
     real_apply, real_commit = lane_txn._apply, lane_txn._commit
     def die():
@@ -368,8 +369,8 @@ def test_row22_a_writer_killed_anywhere_is_finished_by_the_next(wiki, point):
 
 
 def test_a_torn_redo_record_is_discarded(wiki):
-    from wikiengine.lane_txn import LaneLock, redo_path
-    from wikiengine.lanes import Lane
+    from wikiengine.step.txn import LaneLock, redo_path
+    from wikiengine.model.lanes import Lane
 
     lane = Lane("gemma4_autoresearch_optimization", "tpu")
     record = redo_path(wiki, lane)
@@ -435,6 +436,6 @@ def test_a_slug_never_ends_in_what_reads_as_a_retry_letter(wiki):
     refused = wiki_cmd(wiki, "exp", "new", "gemma4", "tpu", "--slug", "splash-q", "--variant", "2B/v5p-16",
                        "--proposal", str(proposal(wiki, "q")), check=False)
     assert refused.returncode == 2 and "reads as a retry letter" in refused.stderr
-    from wikiengine.identity import workload_name
+    from wikiengine.core.identity import workload_name
 
     assert workload_name("demo", "gemma4", "tpu", 48, "abcdefghijklmno-q-rest") == "demo-gemma4-tpu-v048-abcdefghijklmno"

@@ -2,10 +2,10 @@
 lost stubs / finished workloads / backfill over three tracks, with simulated kills.
 
 One hypothesis ``RuleBasedStateMachine`` drives the in-process writers
-(``wikiengine.lane_writers``) on a git copy of this repository's example wiki
+(``wikiengine.step.writers``) on a git copy of this repository's example wiki
 (``gemma4 tpu``), and keeps a model of the lane written from the issue's spec, not from
 the code: which call is refused, which id each allocation gets, which verdict a filing
-may keep, where Current best must point. A "kill" makes ``wikiengine.lane_txn`` raise
+may keep, where Current best must point. A "kill" makes ``wikiengine.step.txn`` raise
 ``SystemExit`` at one point of the commit (after the redo record, or after the files
 were applied), so a redo record is left; the next writer of that lock must replay it,
 exactly once.
@@ -35,9 +35,10 @@ from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from wikiengine import lane_txn, lane_writers
-from wikiengine.errors import WikiError
-from wikiengine.lanes import Lane
+from wikiengine.step import txn as lane_txn
+from wikiengine.step import writers as lane_writers
+from wikiengine.core.errors import WikiError
+from wikiengine.model.lanes import Lane
 from wikiengine.lint.runner import lint
 
 REPO = Path(__file__).resolve().parent.parent

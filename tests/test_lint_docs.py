@@ -7,7 +7,7 @@ from pathlib import Path
 from wikiengine.lint import lint
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.docs import DOCS_DIR, expected_docs, stale_docs, write_docs
-from wikiengine.rules import REGISTRY
+from wikiengine.lint.registry import REGISTRY
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -14,13 +14,13 @@ import time
 import pytest
 
 from tests.lint_support import NOTE, cli, cli_process, codes, git, write
-from wikiengine.errors import WikiError
+from wikiengine.core.errors import WikiError
 from wikiengine.lint import lint
 from wikiengine.lint.baseline import BASELINE_FILE, message_hash
 from wikiengine.lint.cache import CACHE_DIR, CACHE_FILE
 from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.finding import Finding
-from wikiengine.rules import REGISTRY
+from wikiengine.lint.registry import REGISTRY
 
 BROKEN = "See [gone](gone.md).\n"
 
@@ -297,7 +297,7 @@ def test_list_rules_and_explain_every_rule(capsys):
 
 
 def main_out(capsys, *args):
-    from wikiengine.cli import main
+    from wikiengine._cli.main import main
 
     capsys.readouterr()
     assert main(["lint", *args]) == 0
@@ -305,7 +305,7 @@ def main_out(capsys, *args):
 
 
 def test_explain_unknown_rule_is_exit_2(capsys):
-    from wikiengine.cli import main
+    from wikiengine._cli.main import main
 
     assert main(["lint", "--explain", "NOPE1"]) == 2
     assert "no rule" in capsys.readouterr().err
@@ -381,7 +381,7 @@ class _AddNotes:
 
 
 def test_fix_applies_safe_fixes_but_never_on_a_verdict_page(tmp_path, monkeypatch, capsys):
-    import wikiengine.rules as rules
+    import wikiengine.lint.registry as rules
 
     monkeypatch.setitem(rules.REGISTRY, "ZZZ001", "tests.test_lint_engine:_AddNotes")
     stub = f"{LANE}/2026-06-01-v001-stub.md"

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.lint_support import NOTE, cli_process, write
-from wikiengine import schemas
-from wikiengine.errors import SchemaError
+from wikiengine.core import schemas
+from wikiengine.core.errors import SchemaError
 from wikiengine.lint import lint
 from wikiengine.lint.baseline import BASELINE_FILE
 from wikiengine.lint.config import LintConfig
@@ -82,7 +82,7 @@ def test_row42_linter_and_runtime_agree_on_typing(tmp_path, monkeypatch):
     schemas.load_schema.cache_clear()
     schemas._validator.cache_clear()
     from wikiengine.lint import validators
-    from wikiengine.page import load_page
+    from wikiengine.core.page import load_page
 
     monkeypatch.setattr(validators, "_COMPILED", {})
     cases = {"no": "status: no\n", "octal": "id: 052\n", "quoted": "status: 'no'\nid: '052'\n", "date": "id: 2026-01-02\n"}
@@ -165,8 +165,8 @@ def test_row44_hostile_paths_on_the_command_line_are_exit_2(tmp_path):
     for arg, words in cases.items():
         proc = cli_process(root, "--root", str(root), "--", arg) if "\x00" not in arg else None
         if proc is None:
-            from wikiengine.commands.lint import _targets
-            from wikiengine.errors import WikiError
+            from wikiengine._cli.lint import _targets
+            from wikiengine.core.errors import WikiError
 
             with pytest.raises(WikiError, match=words):
                 _targets(root, [arg])

@@ -162,7 +162,7 @@ def test_row20_two_concurrent_wiki_step_processes_launch_once(tmp_path):
     go = tmp_path / "go"
     runner = ("import os, sys, time\n"
               "while not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
-              "from wikiengine.cli import main\n"
+              "from wikiengine._cli.main import main\n"
               "sys.exit(main(['step', '--json', '--root', sys.argv[2]]))\n")
     procs = [subprocess.Popen([sys.executable, "-c", runner, str(go), str(root)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
@@ -175,7 +175,7 @@ def test_row20_two_concurrent_wiki_step_processes_launch_once(tmp_path):
         assert codes == [0, 0], [err for _, err in outs]
         assert decisions in (["launch", "locked"], ["launch", "running"])
         assert [p.name for p in (root / ".wiki" / "compute").iterdir()] == ["tiny-session1"]
-        from wikiengine import memory
+        from wikiengine.model import memory
 
         assert [(r.job, r.outcome) for r in memory.read_ledger(root)] == [("session-1", "booked")]
     finally:

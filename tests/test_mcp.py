@@ -17,9 +17,9 @@ import anyio
 import jsonschema
 import pytest
 
-from wikiengine import argschema
-from wikiengine.cli import build_parser
-from wikiengine.commands import mcp as mcp_command
+from wikiengine.core import argschema
+from wikiengine._cli.main import build_parser
+from wikiengine._cli import mcp as mcp_command
 
 pytest.importorskip("mcp")
 
@@ -98,7 +98,7 @@ def test_every_tool_schema_is_its_commands_options():
 
 
 def test_a_new_option_on_the_cli_appears_in_the_tool(monkeypatch):
-    from wikiengine.commands import step
+    from wikiengine._cli import step
 
     original = step.add_parser
 
@@ -211,7 +211,7 @@ def test_the_readme_registration_snippet_starts_this_server():
     servers = [json.loads(b)["mcpServers"] for b in blocks if "mcpServers" in b]
     assert servers == [{"wiki": {"command": "wiki", "args": ["mcp"]}}]
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["wiki"] == "wikiengine.cli:main"
+    assert scripts["wiki"] == "wikiengine._cli.main:main"
     assert build_parser().parse_args(servers[0]["wiki"]["args"]).handler is mcp_command.run
 
 
@@ -284,7 +284,7 @@ def test_the_server_introduces_itself_with_its_instructions(tmp_path):
 def test_kernel_tools_over_stdio_cand_and_status_as_the_cli_reports_them(tmp_path):
     """The kernel lane's writers are tools too: a candidate committed through `kernel_cand`
     shows in `kernel_status` exactly as `wiki kernel status --json` shows it."""
-    from wikiengine.demo_kernel import CLASS_PAGE, FAMILY, OP_POINT, scaffold
+    from wikiengine.demos.kernel import CLASS_PAGE, FAMILY, OP_POINT, scaffold
 
     authoring = scaffold(tmp_path)
     for argv in (["start", "bench_layernorm.py", "--reference", str(authoring / "reference.py"), "--op-point",

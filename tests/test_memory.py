@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from wikiengine import memory
-from wikiengine.memory import MemoryFormatError
+from wikiengine.model import memory
+from wikiengine.model.memory import MemoryFormatError
 
 NOW = dt.datetime(2026, 9, 21, 3, 14, tzinfo=dt.timezone.utc)
 

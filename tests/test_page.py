@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wikiengine.errors import PageError
-from wikiengine.page import load_page, parse_page
+from wikiengine.core.errors import PageError
+from wikiengine.core.page import load_page, parse_page
 
 REPO = Path(__file__).resolve().parent.parent
 

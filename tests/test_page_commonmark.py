@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from wikiengine.page import find_h2, parse_page, split_lines
+from wikiengine.core.page import find_h2, parse_page, split_lines
 
 SPEC = json.loads((Path(__file__).parent / "data" / "commonmark" / "spec.json").read_text(encoding="utf-8"))
 # Elements that markdown creates as containers: an <h2> inside one is not a page section.

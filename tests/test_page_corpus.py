@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from wikiengine import schemas
-from wikiengine.errors import WikiError
-from wikiengine.page import load_page
-from wikiengine.yamlio import key_lines
+from wikiengine.core import schemas
+from wikiengine.core.errors import WikiError
+from wikiengine.core.page import load_page
+from wikiengine.core.yamlio import key_lines
 
 REPO = Path(__file__).resolve().parent.parent
 REQUIRED = ["Hypothesis under test", "Setup", "Results", "Profile", "HLO Dump", "Verdict"]
@@ -89,8 +89,8 @@ def test_broken_pages_are_broken(corpus):
 
 def test_logs_are_newest_first_and_programs_resolve(corpus):
     out, _ = corpus
-    from wikiengine.cascade import resolve
-    from wikiengine.targets import target_for_model
+    from wikiengine.model.cascade import resolve
+    from wikiengine.model.targets import target_for_model
 
     for log in [out / "wiki/log.md", *out.glob("wiki/experiments/*/*/log.md")]:
         dates = [line[4:14] for line in log.read_text().splitlines() if line.startswith("## [")]

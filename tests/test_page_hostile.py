@@ -15,8 +15,8 @@ import textwrap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wikiengine.errors import PageError
-from wikiengine.page import find_h2, markdown_it_h2, parse_page, split_lines
+from wikiengine.core.errors import PageError
+from wikiengine.core.page import find_h2, markdown_it_h2, parse_page, split_lines
 
 PATHOLOGICAL = {
     "nested strong emph": "*a **a " * 20000 + "b" + " a** a*" * 20000,
@@ -49,8 +49,8 @@ PATHOLOGICAL = {
 CHILD = textwrap.dedent(
     """
     import json, sys
-    from wikiengine.errors import PageError
-    from wikiengine.page import parse_page, find_h2, split_lines
+    from wikiengine.core.errors import PageError
+    from wikiengine.core.page import parse_page, find_h2, split_lines
     cases = json.load(sys.stdin)
     for name, text in cases.items():
         print("start", name, flush=True)
@@ -118,7 +118,7 @@ def test_row49_fuzz_parse_page_raises_only_page_errors(text):
 def test_row49_fuzz_load_page_bytes(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("fuzz") / "page.md"
     path.write_bytes(data)
-    from wikiengine.page import load_page
+    from wikiengine.core.page import load_page
 
     try:
         page = load_page(path)

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wikiengine.page import _scan_h2, find_h2, load_page, markdown_it_h2, split_lines
+from wikiengine.core.page import _scan_h2, find_h2, load_page, markdown_it_h2, split_lines
 
 REPO = Path(__file__).resolve().parent.parent
 

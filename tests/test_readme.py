@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from wikiengine.errors import WikiError
+from wikiengine.core.errors import WikiError
 from wikiengine.lint.config import load_config
-from wikiengine.rules import REGISTRY
+from wikiengine.lint.registry import REGISTRY
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")

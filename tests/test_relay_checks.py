@@ -9,8 +9,8 @@ import pytest
 
 from wikiengine.executors.local_store import LocalGitStore
 from test_relay_support import CONFIG, checkpoint_files, save_checkpoint
-from wikiengine.relay.decide import Settings
-from wikiengine.relay.observe import read_snapshot, run_checks
+from wikiengine.step.relay.decide import Settings
+from wikiengine.step.relay.observe import read_snapshot, run_checks
 
 SETTINGS = Settings.from_config(CONFIG)
 

@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from wikiengine.executors.compute import Quota, SessionState
-from wikiengine.relay.decide import (
+from wikiengine.step.relay.decide import (
     EMERGENCIES,
     Finding,
     Memory,
@@ -19,7 +19,7 @@ from wikiengine.relay.decide import (
     decide,
     remaining_steps,
 )
-from wikiengine.relay.records import SessionRecord
+from wikiengine.step.relay.records import SessionRecord
 
 NOW = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.timezone.utc)
 RESET = dt.datetime(2026, 9, 26, 0, 0, tzinfo=dt.timezone.utc)
@@ -282,7 +282,8 @@ def test_a_warning_finding_does_not_block():
 
 
 def test_settings_from_the_seed_program_config():
-    from wikiengine import cascade, targets
+    from wikiengine.model import cascade
+    from wikiengine.model import targets
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
@@ -295,8 +296,9 @@ def test_settings_from_the_seed_program_config():
 
 @pytest.mark.parametrize("bad", [3814.0, True, "3814"])
 def test_row10_a_count_that_is_not_an_exact_int_is_refused(bad):
-    from wikiengine import cascade, targets
-    from wikiengine.errors import WikiError
+    from wikiengine.model import cascade
+    from wikiengine.model import targets
+    from wikiengine.core.errors import WikiError
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ import pytest
 from wikiengine.executors.local_store import LocalGitStore
 from test_relay_support import checkpoint_files, final_files, save_checkpoint, save_final
 from wikiengine.training.checkpoint import CheckpointError, build_manifest
-from wikiengine.relay import finish
+from wikiengine.step.relay import finish
 
 
 def _recorded(*steps, final=None):
@@ -90,7 +90,7 @@ def test_row47_the_clean_room_reaches_no_token(tmp_path, published, monkeypatch)
     from huggingface_hub import get_token
 
     assert get_token() is not None  # the parent can reach a token ...
-    done = finish.run_in_clean_room([sys.executable, "-m", "wikiengine.relay.finish", "clean-room-check",
+    done = finish.run_in_clean_room([sys.executable, "-m", "wikiengine.step.relay.finish", "clean-room-check",
                                      str(published)])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"token": None, "verified": ["model.safetensors"]}  # ... the child cannot

@@ -21,7 +21,7 @@ from wikiengine.executors.compute import (
 )
 from wikiengine.executors.local_store import LocalGitStore
 from wikiengine.training.checkpoint import build_manifest
-from wikiengine import memory
+from wikiengine.model import memory
 
 T0 = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.timezone.utc)
 FILES_SHA = "53df4708526da5c8"

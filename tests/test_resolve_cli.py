@@ -285,7 +285,7 @@ def test_resolve_imports_no_heavy_client_library(repo):
     # DESIGN: wiki resolve runs in pre-commit and agent wakes; it must not import these.
     code = (
         "import sys\n"
-        "from wikiengine.cli import main\n"
+        "from wikiengine._cli.main import main\n"
         "status = main(['resolve', '--json', 'gemma4', 'tpu'])\n"
         "heavy = {'torch', 'huggingface_hub', 'kaggle', 'kagglesdk', 'kubernetes', 'git', 'safetensors', 'numpy'}\n"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}), file=sys.stderr)\n"

@@ -20,7 +20,7 @@ from tests.rules_wiki import (
 )
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.context import LintContext, discover
-from wikiengine.rules import rule_class
+from wikiengine.lint.registry import rule_class
 
 PAGE = f"{LANE}/2026-06-02-v042-splash.md"
 SUB = f"{LANE}/experiments/2026-06-02-v042-splash.md"
@@ -202,7 +202,7 @@ def test_row38_verdict_page_edit_committed_with_no_verify_is_flagged_since_rev(t
 
 
 def test_row38_wiki_lint_since_rev_exits_1_on_a_no_verify_verdict_edit(tmp_path, capsys):
-    from wikiengine import cli
+    from wikiengine._cli import main as cli
 
     trusted = _repo(tmp_path, {PAGE: experiment_page()})
     assert cli.main(["lint", "--root", str(tmp_path), "--no-cache", "--select", "EXP007", "--since", trusted]) == 0
@@ -234,7 +234,7 @@ def test_row38_deleted_verdict_page_is_reported_on_its_own_path(tmp_path):
 def test_row38_staged_deletion_is_reported_by_a_precommit_run_on_the_other_staged_files(tmp_path, capsys):
     """pre-commit passes the staged files that exist: the deleted page is not among them,
     and neither is the lane log; the deletion must still be reported."""
-    from wikiengine import cli
+    from wikiengine._cli import main as cli
 
     log = f"{LANE}/log.md"
     other = "wiki/notes/unrelated.md"  # unlike the page, so that git sees no rename

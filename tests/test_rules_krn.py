@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.rules_wiki import commit_all, git, git_init
-from wikiengine import kernel_receipt
+from wikiengine.model import receipt as kernel_receipt
 from wikiengine.lint import lint
 from wikiengine.lint.config import LintConfig
 

@@ -8,7 +8,7 @@ import pytest
 from tests.rules_wiki import LANE, experiment_page, findings, write
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.runner import lint
-from wikiengine.rules._logs import parse_heading
+from wikiengine.lint.rules._logs import parse_heading
 
 LANE_LOG = f"{LANE}/log.md"
 GLOBAL_LOG = "wiki/log.md"

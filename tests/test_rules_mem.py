@@ -1,5 +1,5 @@
 """MEM001-MEM005: memory files of a relay run (seed 000 §3 and §8: book the ledger row
-before any GPU job; the memory spec's table shapes), written with wikiengine.memory
+before any GPU job; the memory spec's table shapes), written with wikiengine.model.memory
 itself so that the linter and the writer agree. RELIABILITY row 45: a hostile log tail
 is quoted inside a fence and never parsed as memory."""
 
@@ -10,7 +10,7 @@ import datetime as dt
 import pytest
 
 from tests.rules_wiki import commit_all, findings, git_init, write
-from wikiengine import memory
+from wikiengine.model import memory
 
 RUN = "ounce100m"
 NOW = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.timezone.utc)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.lint_support import NOTE, cli, write
-from wikiengine import schemas
+from wikiengine.core import schemas
 from wikiengine.lint import lint, validators
 from wikiengine.lint.config import LintConfig
 

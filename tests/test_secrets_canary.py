@@ -265,7 +265,7 @@ def test_row46_a_wiki_step_leaves_no_canary_in_memory_commits_or_the_launched_sc
     import subprocess as sp
 
     from test_relay_support import CONFIG, Clock, make_wiki
-    from wikiengine.relay.step import run_step
+    from wikiengine.step.relay.wake import run_step
 
     caplog.set_level(logging.DEBUG)
     hub = fake_hub_module.FakeHub(required_token=HF_CANARY).start()

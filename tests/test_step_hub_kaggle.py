@@ -23,8 +23,8 @@ from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
     loopback_only,
 )
 from test_relay_support import CONFIG, Clock, checkpoint_files, git, make_wiki
-from wikiengine import memory
-from wikiengine.relay.step import run_step
+from wikiengine.model import memory
+from wikiengine.step.relay.wake import run_step
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
 SESSION1 = f"{KAGGLE_TEST_USER}/tiny-session1"
@@ -132,7 +132,7 @@ def test_two_refusals_to_start_read_from_kaggle_logs_block_a_third_launch(wiki, 
 def test_row24_item9_an_unreadable_listing_never_closes_a_claim_through_wiki_step(wiki, fake_kaggle, monkeypatch):
     """Issue 13 item 9: the wake died after the push; the listing cannot be read. Past the claim TTL the
     claimed session is unknown, not gone: its booked row stays open and nothing is booked again."""
-    from wikiengine.relay import act
+    from wikiengine.step.relay import act
 
     root, store, clock = wiki
     fake_kaggle.next_runs.append(Run(statuses=["RUNNING"]))

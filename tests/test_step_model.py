@@ -24,9 +24,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from wikiengine.executors.compute import SessionState
 from test_relay_support import CONFIG, Clock, FakeCompute, git, make_wiki, save_checkpoint
-from wikiengine import memory
-from wikiengine.relay import act
-from wikiengine.relay.step import run_step
+from wikiengine.model import memory
+from wikiengine.step.relay import act
+from wikiengine.step.relay.wake import run_step
 
 SAVE, SESSION, MAX = 4, 8, 24
 

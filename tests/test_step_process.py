@@ -25,7 +25,8 @@ from relay_process import (
 )
 from test_relay_support import checkpoint_files, save_checkpoint
 from wikiengine.training.checkpoint import build_manifest
-from wikiengine import memory
+from wikiengine.core import clock
+from wikiengine.model import memory
 
 
 @pytest.fixture()
@@ -205,7 +206,7 @@ def test_row28_item7_a_park_on_the_default_ends_when_the_local_quota_window_turn
     from wikiengine.executors.local_compute import LocalProcessCompute
 
     window = LocalProcessCompute(root / ".wiki" / "compute", quota_window_hours=0.003)
-    start, end = window.window(memory.parse_iso(memory.utc_iso(_now())))
+    start, end = window.window(memory.parse_iso(clock.utc_iso(_now())))
     if (end - _now()).total_seconds() < 7:  # session 1 must run and be parked inside one window
         time.sleep((end - _now()).total_seconds() + 0.1)
     code, out, err = wiki_step(root)

@@ -25,11 +25,11 @@ from test_relay_support import (
     save_final,
 )
 from wikiengine.training.checkpoint import build_manifest
-from wikiengine import memory
-from wikiengine.errors import WikiError
-from wikiengine.relay import act
-from wikiengine.relay.step import run_step
-from wikiengine.step_engine import lock_path
+from wikiengine.model import memory
+from wikiengine.core.errors import WikiError
+from wikiengine.step.relay import act
+from wikiengine.step.relay.wake import run_step
+from wikiengine.step.engine import lock_path
 
 
 class Killed(BaseException):
@@ -156,7 +156,7 @@ def test_row22_killed_after_launch_before_recording_adopts_instead_of_relaunchin
 
 def test_row22_killed_before_the_booking_commit_recovers_and_launches_once(wiki, monkeypatch):
     root, store, compute, clock = wiki
-    import wikiengine.executors.git_commit as git_commit
+    import wikiengine.core.git as git_commit
 
     real = git_commit.commit_paths
 
@@ -246,7 +246,7 @@ def test_row29_quota_unreadable_books_nothing(wiki):
 
 @pytest.mark.parametrize("fault", ["enospc", "commit_rejected"])
 def test_row30_a_failed_booking_starts_no_job(wiki, monkeypatch, fault):
-    import wikiengine.executors.git_commit as git_commit
+    import wikiengine.core.git as git_commit
 
     root, store, compute, clock = wiki
 
@@ -393,7 +393,7 @@ def test_row4_history_rewritten_is_an_emergency(wiki, tmp_path):
 
 def test_unblock_records_the_reason_and_the_next_wake_rechecks(wiki, monkeypatch):
     root, store, compute, clock = wiki
-    from wikiengine.commands import unblock
+    from wikiengine._cli import unblock
 
     for s in (4, 8):
         save_checkpoint(store, s)
@@ -413,7 +413,7 @@ def test_unblock_records_the_reason_and_the_next_wake_rechecks(wiki, monkeypatch
 def test_unblock_json_says_what_was_cleared(wiki, capsys):
     import json
 
-    from wikiengine.cli import main
+    from wikiengine._cli.main import main
 
     root, store, compute, clock = wiki
     for s in (4, 8):
@@ -433,7 +433,7 @@ def test_unblock_json_says_what_was_cleared(wiki, capsys):
 
 def test_unblock_refuses_a_run_that_is_not_blocked(wiki):
     root, *_ = wiki
-    from wikiengine.commands import unblock
+    from wikiengine._cli import unblock
 
     with pytest.raises(WikiError, match="not blocked"):
         unblock.run(type("A", (), {"reason": "x", "root": root, "json": False})())
@@ -579,7 +579,7 @@ def test_row46_a_secret_in_a_crash_loop_reason_is_redacted_from_errors(wiki, mon
 
 
 def test_row46_a_secret_in_memory_refuses_the_commit(wiki, monkeypatch):
-    from wikiengine.executors.git_commit import GitCommitError, commit_paths
+    from wikiengine.core.git import GitCommitError, commit_paths
 
     root, *_ = wiki
     monkeypatch.setenv("KAGGLE_KEY", CANARIES["KAGGLE_KEY"])
@@ -592,7 +592,7 @@ def test_row46_a_secret_in_memory_refuses_the_commit(wiki, monkeypatch):
 
 def test_json_summary_through_the_cli(wiki, monkeypatch, capsys):
     """`wiki step --json --dry-run` through the real CLI against the run's own backends."""
-    from wikiengine.cli import main
+    from wikiengine._cli.main import main
 
     root, *_ = wiki
     program = root / "wiki" / "runs" / "tiny" / "program.md"
@@ -609,7 +609,7 @@ def test_json_summary_through_the_cli(wiki, monkeypatch, capsys):
 
 
 def test_bad_program_config_is_one_line_exit_2(wiki, capsys):
-    from wikiengine.cli import main
+    from wikiengine._cli.main import main
 
     root, *_ = wiki
     program = root / "wiki" / "runs" / "tiny" / "program.md"
@@ -731,7 +731,7 @@ def test_a_run_without_bootstrap_pins_books_nothing(wiki):
 
 
 def test_row14_a_loss_jump_cleared_by_a_person_is_not_judged_again(wiki):
-    from wikiengine.commands import unblock
+    from wikiengine._cli import unblock
 
     root, store, compute, clock = wiki
     step(wiki)
@@ -747,7 +747,7 @@ def test_row14_a_loss_jump_cleared_by_a_person_is_not_judged_again(wiki):
 
 
 def test_row27_a_crash_loop_cleared_by_a_person_allows_one_new_launch(wiki):
-    from wikiengine.commands import unblock
+    from wikiengine._cli import unblock
 
     root, store, compute, clock = wiki
     for k in (1, 2):
@@ -883,8 +883,8 @@ def test_clarity_running_wakes_move_a_past_next_check(wiki):
 
 
 def test_clarity_the_summary_says_run_status_and_locked_names_no_pointer():
-    from wikiengine.commands.step import format_result
-    from wikiengine.relay.step import StepResult
+    from wikiengine._cli.step import format_result
+    from wikiengine.step.relay.wake import StepResult
 
     assert format_result(StepResult("running", 8, "running", ["session session-2 is running"])).startswith(
         "running: latest -> 8 (run status: running)")
@@ -911,7 +911,7 @@ def test_clarity_a_run_that_names_a_report_template_gets_its_pending_blocks_fill
 
 
 def test_row38_item6_a_reverted_row_edit_is_not_reported_and_a_removed_row_is(wiki):
-    from wikiengine.relay.observe import append_only_edits
+    from wikiengine.step.relay.observe import append_only_edits
 
     root, store, compute, clock = wiki
     step(wiki)

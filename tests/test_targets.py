@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wikiengine.errors import WikiError
-from wikiengine.targets import (
+from wikiengine.core.errors import WikiError
+from wikiengine.model.targets import (
     check_name,
     find_root,
     infer_target,

@@ -49,7 +49,7 @@ def installed(tmp_path_factory):
 
 def test_the_installed_package_is_the_wheel_not_the_repository(installed):
     out = _run(
-        [str(installed["python"]), "-c", "import wikiengine, wikiengine.schemas as s; print(wikiengine.__file__); print(s.schema_dir())"],
+        [str(installed["python"]), "-c", "import wikiengine, wikiengine.core.schemas as s; print(wikiengine.__file__); print(s.schema_dir())"],
         cwd=installed["work"],
         env=installed["env"],
     ).stdout.splitlines()
@@ -98,13 +98,13 @@ def test_the_installed_schemas_are_used(installed, tmp_path):
 
 
 def test_wiki_init_from_the_wheel_uses_the_packaged_templates_and_hook(installed, tmp_path):
-    from wikiengine import scaffold
+    from wikiengine.demos import scaffold
 
     root = tmp_path / "fresh"
     out = json.loads(_run([str(installed["wiki"]), "init", str(root), "--model", "gemma4", "--lane", "tpu", "--json"],
                           cwd=tmp_path, env=installed["env"]).stdout)
     assert "wiki/models/gemma4-tpu.md" in out["created"] and ".pre-commit-config.yaml" in out["created"]
-    packaged = _run([str(installed["python"]), "-c", "import wikiengine.scaffold as s; print(s.published_hooks_path())"],
+    packaged = _run([str(installed["python"]), "-c", "import wikiengine.demos.scaffold as s; print(s.published_hooks_path())"],
                     cwd=tmp_path, env=installed["env"]).stdout.strip()
     assert Path(packaged).name == "_pre-commit-hooks.yaml" and installed["venv"] in Path(packaged).parents
     assert (root / ".pre-commit-config.yaml").read_text() == scaffold.pre_commit_text()

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wikiengine import schemas
-from wikiengine.errors import PageError, SchemaError
-from wikiengine.yamlio import key_lines, line_of, roundtrip_update, safe_load
+from wikiengine.core import schemas
+from wikiengine.core.errors import PageError, SchemaError
+from wikiengine.core.yamlio import key_lines, line_of, roundtrip_update, safe_load
 
 BILLION_LAUGHS = """a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
 b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]

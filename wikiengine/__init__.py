@@ -3,32 +3,61 @@
 The public API is small and lazy, so that ``wiki lint`` never pays for what it does not use:
 
 - :func:`load_page` / :func:`parse_page`: a markdown file as frontmatter, preamble and H2 sections;
-- :func:`resolve`: the effective program of a target directory (the ``program.md`` cascade).
+- :func:`resolve`: the effective program of a target directory (the ``program.md`` cascade);
+- :func:`lint`: the findings of a wiki;
+- :func:`step`: one wake of what ``memory/STATE.md`` names.
+
+The layout (``docs/architecture.md``): ``core`` <- ``model`` <- ``lint`` <- ``step`` <- ``demos``
+<- ``_cli``; ``executors`` and ``training`` are the repository's top-level folders, installed
+as ``wikiengine.executors`` and ``wikiengine.training``.
 """
 
-__version__ = "0.1.0"
-
+import importlib.abc as _abc
+import importlib.util as _util
 import os as _os
+import sys as _sys
 
-# The wheel installs the repository's top-level training/ and executors/ folders as
-# wikiengine.training and wikiengine.executors. In a checkout (an editable install, a test
-# run, a relay session's pinned tree) they sit beside this package, so the checkout's root is
-# a second portion of this package's path; nothing is added to sys.path.
-_checkout = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
-if not _os.path.isdir(_os.path.join(__path__[0], "training")) and _os.path.isfile(
-        _os.path.join(_checkout, "training", "__init__.py")):
-    __path__.append(_checkout)
+from wikiengine.core.version import __version__
 
-__all__ = ["__version__", "load_page", "parse_page", "resolve"]
+__all__ = ["__version__", "lint", "load_page", "parse_page", "resolve", "step"]
+
+# In a checkout (an editable install, a test run, a relay session's pinned tree) training/
+# and executors/ sit beside this package rather than in it: exactly those two folders are
+# mapped in as subpackages; no other folder of the checkout becomes importable through it.
+_CHECKOUT = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+_MAPPED = ("executors", "training")
+
+
+class _CheckoutFolders(_abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        head, _, name = fullname.partition(".")[2].partition(".")
+        if fullname.partition(".")[0] != __name__ or name or head not in _MAPPED:
+            return None
+        folder = _os.path.join(_CHECKOUT, head)
+        return _util.spec_from_file_location(fullname, _os.path.join(folder, "__init__.py"),
+                                             submodule_search_locations=[folder])
+
+
+if not _os.path.isdir(_os.path.join(__path__[0], "training")) and all(
+        _os.path.isfile(_os.path.join(_CHECKOUT, f, "__init__.py")) for f in _MAPPED):
+    _sys.meta_path.insert(0, _CheckoutFolders())
 
 
 def __getattr__(name):  # lazy imports keep `import wikiengine` cheap
     if name in ("load_page", "parse_page"):
-        from wikiengine import page
+        from wikiengine.core import page
 
         return getattr(page, name)
     if name == "resolve":
-        from wikiengine.cascade import resolve
+        from wikiengine.model.cascade import resolve
 
         return resolve
+    if name == "lint":
+        from wikiengine.lint import lint
+
+        return lint
+    if name == "step":
+        from wikiengine.step.engine import run_step
+
+        return run_step
     raise AttributeError(name)

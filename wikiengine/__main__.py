@@ -1,3 +1,3 @@
-from wikiengine.cli import main
+from wikiengine._cli.main import main
 
 raise SystemExit(main())

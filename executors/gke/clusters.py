@@ -18,7 +18,7 @@ The kubectl context is the comment after ``get-credentials``; without one it is 
 gcloud gives the context it writes (``gke_<project>_<location>_<cluster>``). The xpk TPU
 type counts TensorCores on v4/v5p (two per chip: 8 chips -> ``v5p-16``) and chips on
 v5e/v6e (``v6e-8``, ``v5litepod-8``). A file that cannot be read or says two different
-things is a :class:`~wikiengine.errors.WikiError` naming the file and line.
+things is a :class:`~wikiengine.core.errors.WikiError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from wikiengine.errors import WikiError
-from wikiengine.identity import NAME_RE
-from wikiengine.page import Page, load_page, split_lines, title_key
+from wikiengine.core.errors import WikiError
+from wikiengine.core.identity import NAME_RE
+from wikiengine.core.page import Page, load_page, split_lines, title_key
 
 
 @dataclass(frozen=True)

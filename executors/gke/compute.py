@@ -32,7 +32,7 @@ from wikiengine.executors.gke import dispatch as gke_dispatch
 from wikiengine.executors.gke.clusters import ClusterFile, parse_cluster_file
 from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, KubeNotFound
 from wikiengine.executors.gke.occupancy import is_active
-from wikiengine.identity import MAX_WORKLOAD_LEN, NAME_RE
+from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
 
 SESSION_LABEL = "wikiengine.dev/relay-session"
 _SECRET_KEYS = ("token", "key", "password", "hf_token", "kaggle_key")

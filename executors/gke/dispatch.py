@@ -1,7 +1,7 @@
 """Dispatch one experiment as a JobSet, and read back its status and log (seed Step 2(c)(iv)-(vi), step 0).
 
 - The workload name is ``<USER_PREFIX>-<MODEL_NAME>-<LANE>-v<NNN>-<slug>[-b...]`` under 40
-  characters (:func:`wikiengine.identity.workload_name` shortens only the slug).
+  characters (:func:`wikiengine.core.identity.workload_name` shortens only the slug).
 - The GCS paths are explicit: ``<storage_root>/autoresearch/<MODEL_NAME>-<LANE>-v<NNN>-<slug>``
   with ``/xprof`` and ``/hlo`` under it; the launch command must write to them (it gets
   them as ``$XPROF_PATH`` and ``$HLO_PATH``), or the lane's program is broken.
@@ -34,8 +34,8 @@ from wikiengine.executors.gke.kube import (
     KubeUnavailable,
 )
 from wikiengine.executors.gke.occupancy import TERMINAL_STATES, Me, active_workloads
-from wikiengine.errors import WikiError
-from wikiengine.identity import check_workload_name, workload_name
+from wikiengine.core.errors import WikiError
+from wikiengine.core.identity import check_workload_name, workload_name
 
 WORKLOAD_LABEL = "xpk.google.com/workload"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

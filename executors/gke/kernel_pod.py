@@ -16,7 +16,7 @@
 
 Pure parts (:func:`nodepools`, :func:`pod_manifest`, :func:`pod_state`) take and return
 plain data; :class:`ClusterPod` makes the calls, all through :class:`~.kube.Kube`. Every
-failure is one :class:`~wikiengine.errors.WikiError` line (exit 2), never a traceback.
+failure is one :class:`~wikiengine.core.errors.WikiError` line (exit 2), never a traceback.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from wikiengine.errors import WikiError
+from wikiengine.core.errors import WikiError
 from wikiengine.executors.compute import ComputeError
 from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, ExecResult, Kube, KubeConflict, KubeNotFound
 

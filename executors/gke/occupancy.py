@@ -32,8 +32,8 @@ from pathlib import Path
 
 from wikiengine.executors.gke.clusters import ClusterFile
 from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, Kube, KubeNotFound, KubeUnavailable
-from wikiengine.errors import WikiError
-from wikiengine.text import counted
+from wikiengine.core.errors import WikiError
+from wikiengine.core.text import counted
 
 _CONVENTIONAL_RE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9][-a-z0-9]*-[a-z0-9]+-v\d{3,}-[a-z0-9][-a-z0-9]*")
 _BRANCH_RE = re.compile(

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from wikiengine.errors import WikiError
+from wikiengine.core.errors import WikiError
 from wikiengine.lint.finding import Finding
 
 BASELINE_FILE = ".wiki-lint-baseline.json"

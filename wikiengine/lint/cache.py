@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wikiengine.errors import PageError
-from wikiengine.page import MAX_PAGE_BYTES, read_regular
+from wikiengine.core.errors import PageError
+from wikiengine.core.page import MAX_PAGE_BYTES, read_regular
 
 CACHE_DIR = ".wiki_cache"
 CACHE_FILE = "lint.marshal"
@@ -80,7 +80,7 @@ def _usable_key(path: Path) -> bytes | None:
     return data if len(data) == KEY_BYTES else None
 
 
-def _signing_key(root: Path | None = None) -> bytes | None:
+def signing_key(root: Path | None = None) -> bytes | None:
     """The per-user key that signs caches (created on first use); None when unavailable
     or in a place a commit could write (:func:`untrusted_place`)."""
     global _KEY
@@ -104,7 +104,7 @@ def _signing_key(root: Path | None = None) -> bytes | None:
 
 def sign(data: bytes, root: Path | None = None) -> bytes | None:
     """``data`` prefixed with its keyed tag, or None when there is no trusted key."""
-    key = _signing_key(root)
+    key = signing_key(root)
     if key is None:
         return None
     return hashlib.blake2b(data, key=key, digest_size=32).digest() + data
@@ -112,7 +112,7 @@ def sign(data: bytes, root: Path | None = None) -> bytes | None:
 
 def verified(blob: bytes, root: Path | None = None) -> bytes | None:
     """The data of a signed blob, or None when the tag does not match (or no trusted key)."""
-    key = _signing_key(root)
+    key = signing_key(root)
     if key is None or len(blob) < 32:
         return None
     data = blob[32:]
@@ -195,7 +195,7 @@ class LintCache:
 
     def sha(self, rel: str) -> str | None:
         """The content hash of ``rel`` (from a fresh entry, else by reading the file)."""
-        from wikiengine.errors import WikiError
+        from wikiengine.core.errors import WikiError
         from wikiengine.lint.context import read_page_bytes
 
         entry = self.fresh(rel)
@@ -215,7 +215,7 @@ class LintCache:
 
     def record_page(self, info) -> None:
         """Remember the frontmatter (or read error) of a page parsed outside the per-file pass."""
-        from wikiengine.errors import WikiError
+        from wikiengine.core.errors import WikiError
         from wikiengine.lint.context import read_page_bytes
 
         try:
@@ -309,16 +309,15 @@ def _marshal_or_none(value) -> bytes | None:
 
 def engine_fingerprint(config_repr: str, rule_codes: list[str]) -> str:
     """A hash of the engine's source, the schemas, the selected rules and the configuration."""
-    import wikiengine
-    from wikiengine.schemas import schema_dir
+    from wikiengine.core.schemas import schema_dir
+    from wikiengine.core.version import __version__
 
-    package = Path(wikiengine.__file__).parent
+    package = Path(__file__).resolve().parent.parent
     digest = hashlib.blake2b(digest_size=16)
-    digest.update(wikiengine.__version__.encode())
+    digest.update(__version__.encode())
     digest.update(config_repr.encode())
     digest.update(",".join(rule_codes).encode())
-    sources = sorted((package / "lint").glob("*.py")) + sorted((package / "rules").glob("*.py"))
-    sources += [package / name for name in ("page.py", "yamlio.py", "schemas.py", "cascade.py", "targets.py")]
+    sources = [path for folder in ("core", "model", "lint", "lint/rules") for path in sorted((package / folder).glob("*.py"))]
     sources += sorted(schema_dir().glob("*.json"))
     for source in sources:
         try:

@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from wikiengine.logbook import DEFAULT_OPS
-from wikiengine.cascade import DEFAULT_ADDITIVE_MARKER
-from wikiengine.errors import WikiError
+from wikiengine.model.logbook import DEFAULT_OPS
+from wikiengine.model.cascade import DEFAULT_ADDITIVE_MARKER
+from wikiengine.core.errors import WikiError
 from wikiengine.lint.options import Option, check, selector, unknown_name
 
-DEFAULT_LOG_OPS = DEFAULT_OPS  # wikiengine.logbook: the vocabulary of each tier
+DEFAULT_LOG_OPS = DEFAULT_OPS  # wikiengine.model.logbook: the vocabulary of each tier
 
 # Folders a wiki keeps out of git by design (traces, HLO dumps): conventions.md.
 DEFAULT_ARTIFACT_PATHS = ["raw/profiles/"]
@@ -76,7 +76,7 @@ class LintConfig:
     def check_codes(self, known: list[str]) -> None:
         """Refuse a selector that names no rule (a typo would silently lint nothing), a
         ``[rules.CODE]`` table of no rule, and a per-rule option the rule does not take."""
-        from wikiengine.rules import rule_class
+        from wikiengine.lint.registry import rule_class
 
         where = self.source
         for key, selectors in (("select", self.select), ("ignore", self.ignore)):

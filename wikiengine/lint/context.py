@@ -17,10 +17,10 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from wikiengine.errors import PageError, WikiError
+from wikiengine.core.errors import PageError, WikiError
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.kinds import kind_of
-from wikiengine.page import Page, decode, parse_page, read_regular
+from wikiengine.core.page import Page, decode, parse_page, read_regular
 
 if TYPE_CHECKING:
     from wikiengine.lint.cache import LintCache
@@ -31,8 +31,8 @@ LINTED_DIRS = ("wiki", "memory", ".env")
 
 def read_page_bytes(path: Path | str, rel: str) -> tuple[bytes, os.stat_result]:
     """The bytes of the page ``rel`` at ``path`` (``<root>/<rel>``) and its stat; PageError
-    for anything but a regular file of at most :data:`~wikiengine.page.MAX_PAGE_BYTES`
-    inside the root (:func:`wikiengine.page.read_regular`)."""
+    for anything but a regular file of at most :data:`~wikiengine.core.page.MAX_PAGE_BYTES`
+    inside the root (:func:`wikiengine.core.page.read_regular`)."""
     path = str(path)
     root = path[: -len(rel) - 1] if path.endswith(rel) else os.path.dirname(path)
     return read_regular(path, rel, within=root)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, field
 
-UNDATED = "-"  # Finding.date of a log entry whose heading has no readable date
 
 
 @dataclass(frozen=True, order=True)
@@ -17,7 +16,7 @@ class Finding:
     message: str
     fixable: bool = False
     # The date of what the finding is about when that is not the page itself (a log
-    # entry): ``since`` compares with it instead of the page's date. UNDATED: never
+    # entry): ``since`` compares with it instead of the page's date. logbook.UNDATED: never
     # grandfathered. Not part of the finding's identity.
     date: str | None = field(default=None, compare=False)
 

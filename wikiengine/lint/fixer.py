@@ -10,20 +10,20 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from wikiengine.errors import WikiError
+from wikiengine.core.errors import WikiError
 from wikiengine.lint import suppress
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.context import LintContext, PageInfo
 from wikiengine.lint.finding import Finding
 from wikiengine.lint.kinds import kind_of
-from wikiengine.page import load_page, parse_page
+from wikiengine.core.page import load_page, parse_page
 
 
 def is_verdict_page(info: PageInfo) -> bool:
     """An experiment page whose frontmatter already holds a verdict."""
     if info.kind != "experiment" or info.page is None:
         return False
-    from wikiengine.rules._experiments import resolve_verdict
+    from wikiengine.model.experiment import resolve_verdict
 
     verdict, _problem = resolve_verdict(info.page.frontmatter)
     return verdict is not None
@@ -31,7 +31,7 @@ def is_verdict_page(info: PageInfo) -> bool:
 
 def apply_fixes(root: Path, config: LintConfig, findings: list[Finding], files: list[str]) -> list[str]:
     """Fix the pages that have fixable findings; return the paths written."""
-    from wikiengine.rules import rule_class
+    from wikiengine.lint.registry import rule_class
 
     by_path: dict[str, set[str]] = defaultdict(set)
     unused: dict[str, list[Finding]] = defaultdict(list)

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikiengine.errors import WikiError
+from wikiengine.core.errors import WikiError
 
 
 def _git(root: Path, *args: str, check: bool = True) -> str:
@@ -253,3 +253,16 @@ def declared_submodules(root: Path) -> list[str]:
     except (OSError, UnicodeDecodeError):
         return []
     return [m.group(1).strip().strip("/") for m in re.finditer(r"^\s*path\s*=\s*(.+)$", text, re.M)]
+
+
+def changed_pages(root: Path, base: str) -> list[str]:
+    """Pages added, modified or renamed since ``base`` (working tree and index included)."""
+    from wikiengine.lint.context import LINTED_DIRS
+
+    if not in_git_repo(root):
+        raise WikiError("--changed needs a git repository", root)
+    view = GitView.open(root, base)
+    return sorted(
+        rel for rel, status in view.changes.items()
+        if status != "D" and rel.endswith(".md") and rel.split("/", 1)[0] in LINTED_DIRS and (root / rel).is_file()
+    )

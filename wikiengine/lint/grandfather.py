@@ -13,7 +13,7 @@ import datetime as dt
 import re
 from typing import TYPE_CHECKING
 
-from wikiengine.errors import WikiError
+from wikiengine.core.errors import WikiError
 from wikiengine.lint.finding import Finding
 
 if TYPE_CHECKING:

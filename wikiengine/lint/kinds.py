@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 
-from wikiengine.identity import MODEL_DIR_SUFFIX
-from wikiengine.kernels import is_family_page_path, is_kernel_experiment_path, is_kernel_retrospective_path
-from wikiengine.lanes import is_experiment_path
+from wikiengine.core.identity import MODEL_DIR_SUFFIX
+from wikiengine.model.kernels import is_family_page_path, is_kernel_experiment_path, is_kernel_retrospective_path
+from wikiengine.model.lanes import is_experiment_path
 
 MEMORY_KINDS = {
     "memory/STATE.md": "memory-state",

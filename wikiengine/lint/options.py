@@ -27,7 +27,7 @@ class Option:
     kind: str
     minimum: int | None = None
     maximum: int | None = None
-    python_re: bool = False  # a regex also compiled by Python's backtracking re (see wikiengine.patterns)
+    python_re: bool = False  # a regex also compiled by Python's backtracking re (see wikiengine.core.patterns)
 
     def describe(self) -> str:
         if self.kind == "int" and self.minimum is not None and self.maximum is not None:
@@ -66,8 +66,8 @@ def check(option: Option, value: Any, name: str) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise wrong
         if kind == "regex":
-            from wikiengine.errors import WikiError
-            from wikiengine.patterns import check_backtracking, user_regex
+            from wikiengine.core.errors import WikiError
+            from wikiengine.core.patterns import check_backtracking, user_regex
 
             try:
                 user_regex(value, name)

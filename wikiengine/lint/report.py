@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 from wikiengine.lint.finding import Finding
-from wikiengine.text import counted
+from wikiengine.core.text import counted
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 

@@ -1,5 +1,5 @@
-"""The rule contract. One rule per module under ``wikiengine/rules/`` (or a small family
-per module), listed in the registry ``wikiengine/rules/__init__.py``.
+"""The rule contract. One rule per module under ``wikiengine/lint/rules/`` (or a small family
+per module), listed in the registry ``wikiengine/lint/rules/__init__.py``.
 
 A rule declares ``code``, ``name`` and ``summary``, and a docstring in four parts
 (*What it does*, *Why is this bad?*, *Example*, *Options*) that ``wiki lint --explain``
@@ -49,7 +49,7 @@ from wikiengine.lint.options import Option
 
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
-    from wikiengine.page import Page
+    from wikiengine.core.page import Page
 
 
 class Rule:

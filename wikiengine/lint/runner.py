@@ -24,7 +24,7 @@ import marshal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikiengine.errors import WikiError
+from wikiengine.core.errors import WikiError
 from wikiengine.lint import baseline as baseline_mod
 from wikiengine.lint import grandfather, suppress
 from wikiengine.lint.cache import LintCache, content_hash, engine_fingerprint, key_path, stat_key, untrusted_place
@@ -32,7 +32,7 @@ from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings
 from wikiengine.lint.kinds import kind_of
-from wikiengine.page import decode, parse_page
+from wikiengine.core.page import decode, parse_page
 
 POOL_THRESHOLD = 200
 WORKERS = 2
@@ -68,7 +68,7 @@ def lint(
     (skipped, with one notice, outside a git repository or when ``base`` is None).
     ``jobs``: worker processes for a large cold pass (default 2; 1 runs serially).
     """
-    from wikiengine.rules import selected_rules
+    from wikiengine.lint.registry import selected_rules
 
     root = Path(root)
     config = config or load_config(root)

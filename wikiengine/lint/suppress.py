@@ -130,7 +130,7 @@ class _Index:
 
 
 def _is_known(code: str) -> bool:
-    from wikiengine.rules import REGISTRY
+    from wikiengine.lint.registry import REGISTRY
 
     return code in REGISTRY
 

@@ -5,7 +5,7 @@ for the kinds a run meets (about 6 ms for the first, import included, 2 ms for e
 other). Nothing is cached on disk: executing code read back from ``.wiki_cache/``
 would trust whatever a commit planted there. The generated code only needs two
 exception classes, defined here. Formats are not checked, so the fast path
-and :func:`wikiengine.schemas.issues` (jsonschema, used for the detailed message of a
+and :func:`wikiengine.core.schemas.issues` (jsonschema, used for the detailed message of a
 page that failed) agree.
 """
 
@@ -45,7 +45,7 @@ def compiled(name: str) -> Callable:
         return _COMPILED[name]
     import fastjsonschema
 
-    from wikiengine.schemas import load_schema
+    from wikiengine.core.schemas import load_schema
 
     schema = load_schema(name)
     # compile_to_code, plus the name of the entry function (it follows the schema's $id).

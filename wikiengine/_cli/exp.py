@@ -1,0 +1,102 @@
+"""`wiki exp new|file|retry`: the experiment page lifecycle, written by code, not by hand."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from wikiengine.model.targets import ROOT_HELP
+
+HELP = "allocate, stub, file and retry experiments of a lane (seed 001 steps 2(a) and 2(c)(i.5))"
+DESCRIPTION = """\
+The lifecycle of an experiment page, so that ids, stubs, verdicts, the model page, the
+lane log and RESULTS.tsv cannot drift:
+
+  wiki exp new [MODEL LANE] --slug S --variant KEY --proposal FILE [--track N]
+      allocate the next v-id (never reused: pages, the lane journal and every branch),
+      write the stub (status: in_progress), claim it in the journal, commit.
+  wiki exp file VID [MODEL LANE] --verdict V [--metrics FILE | --metric NAME=VALUE ...]
+                [--profile FILE] [--hlo FILE] [--reason TEXT]
+      fill Results, Profile, HLO Dump and Verdict (capped by the evidence), flip the
+      status to filed, move Current best when it is beaten, log, RESULTS.tsv: one commit.
+  wiki exp retry VID [MODEL LANE]
+      a new stub VID+letter with the same mechanism.
+
+MODEL LANE default to the lane of the current directory. The proposal holds the four
+labelled paragraphs (**Hypothesis**, **Mechanism**, **Predicted signal**,
+**Falsification criterion**) and an optional `## Setup` (the planned setup). Every write
+takes the lane lock, re-lints what it wrote and commits; a killed writer is finished by
+the next one. Exit 2 on bad input, with nothing written.
+"""
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("exp", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+
+    def common(sub):
+        sub.add_argument("--json", action="store_true", help="print one JSON object")
+        sub.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
+        sub.add_argument("--root", type=Path, help=ROOT_HELP)
+
+    new = verbs.add_parser("new", help="allocate the next v-id and commit its stub")
+    new.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
+    new.add_argument("--slug", required=True, help="the page slug: lower-case words joined by '-'")
+    new.add_argument("--variant", required=True, help="a row key of the model page's variant matrix, e.g. 2B/v5p-16")
+    new.add_argument("--proposal", required=True, type=Path, help="markdown with the four labelled paragraphs")
+    new.add_argument("--track", type=int, help="the track (cluster slot) this experiment runs on")
+    common(new)
+
+    filed = verbs.add_parser("file", help="file a verdict: results, profile, HLO dump, model page, log")
+    filed.add_argument("vid", metavar="VID", help="the experiment id, e.g. v012 or v012b")
+    filed.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
+    filed.add_argument("--verdict", required=True, help="supported | refuted | inconclusive | invalid")
+    filed.add_argument("--metrics", type=Path, help="JSON object of metric name -> number (optional exit_code)")
+    filed.add_argument("--metric", action="append", default=[], metavar="NAME=VALUE", help="one metric (repeatable)")
+    filed.add_argument("--profile", type=Path, help="the analyzer's Profile section, pasted verbatim")
+    filed.add_argument("--hlo", type=Path, help="the analyzer's HLO Dump section (with the firing-audit line)")
+    filed.add_argument("--reason", help="why this verdict, in one line")
+    filed.add_argument("--exit-code", type=int, help="the run's exit code (non-zero: crashed, filed invalid)")
+    common(filed)
+
+    retry = verbs.add_parser("retry", help="a new stub VID+letter with the same mechanism")
+    retry.add_argument("vid", metavar="VID")
+    retry.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
+    common(retry)
+    parser.set_defaults(handler=run, parser=parser)
+
+
+def run(args) -> int:
+    from wikiengine.step import writers as lane_writers
+    from wikiengine.model.targets import repository_root
+
+    if not args.verb:
+        args.parser.print_help()
+        return 2
+    root = repository_root(args.root)
+    lane = lane_writers.lane_for(root, args.names)
+    if args.verb == "new":
+        result = lane_writers.new_experiment(root, lane, slug=args.slug, variant=args.variant,
+                                             proposal_path=args.proposal, track=args.track, dry_run=args.dry_run)
+        text = f"{result['vid']}: stub {result['page']}\nworkload: {result['workload_name']}\n" + "".join(
+            f"{k}: {v}\n" for k, v in result["artifacts"].items())
+    elif args.verb == "file":
+        import dataclasses
+
+        metrics, outcome = lane_writers.read_metrics(args.metrics, args.metric)
+        if args.exit_code is not None:
+            outcome = dataclasses.replace(outcome, exit_code=args.exit_code)
+        result = lane_writers.file_experiment(root, lane, args.vid, verdict=args.verdict, metrics=metrics,
+                                              outcome=outcome, profile_path=args.profile, hlo_path=args.hlo,
+                                              reason=args.reason, dry_run=args.dry_run)
+        text = f"{result['vid']}: filed {result['verdict']} ({result['page']})\n" + "".join(
+            f"  {c}\n" for c in result["capped"]) + ("Current best moved\n" if result["current_best_moved"] else "")
+    else:
+        result = lane_writers.retry_experiment(root, lane, args.vid, dry_run=args.dry_run)
+        text = f"{result['vid']}: stub {result['page']} (retry of {result['retry_of']})\nworkload: {result['workload_name']}\n"
+    if args.dry_run:
+        text = "dry run, nothing written:\n" + text + "".join(f"  would write {p}\n" for p in result["would_write"])
+    print(json.dumps(result, indent=2, sort_keys=True) if args.json else text, end="\n" if args.json else "")
+    return 0

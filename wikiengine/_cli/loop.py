@@ -1,0 +1,105 @@
+"""`wiki loop start|status`: begin an autoresearch lane session; show it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from wikiengine.model.targets import ROOT_HELP
+
+HELP = "start a lane session (seed Steps 1-9b) or show it"
+DESCRIPTION = """\
+  wiki loop start MODEL LANE [--parallelism N|all] [--backend local|gke]
+                  [--tpu GEN --topology T] [--first TEXT] [--yes] [--json]
+      select the pool (local: N slots; gke: free clusters of .env/ by occupancy),
+      record the session constants (USER_PREFIX, MODEL_NAME, LANE, the tracks) in
+      the lane journal, delete a leftover .stop-authorized, write the start marker at
+      the top of the lane log, point memory/STATE.md at the session, commit.
+      Zero free clusters: exit 1 with each candidate's attribution, nothing written.
+  wiki loop status [--json]
+      the picture a wake sees (tracks, decisions, what is owed), read only.
+  wiki loop stop [--pause] [--yes] [--json]
+      the gated stop: refused (exit 3, with the reasons) unless the closing audit
+      passes now and .stop-authorized records this session's clean closing audit by
+      the watcher (`wiki watch --closing`), not older than the closing retrospective.
+      Then reap the lane's workloads (listed, unless --yes), file pages for finished
+      dispatches, resolve open stubs, lint, and write the stop marker quoting the
+      ALL-CLEAR as its **Final audit**. --pause writes a pause marker instead and
+      needs no authorization.
+
+Then run `wiki step` at each wake: it drives the session memory/STATE.md names.
+"""
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("loop", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    start = verbs.add_parser("start", help="start a session on a lane")
+    start.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
+    start.add_argument("--parallelism", "-n", default="1", metavar="N|all", help="tracks (default 1)")
+    start.add_argument("--backend", default="local", help="local (processes here) or gke (JobSets on free clusters)")
+    start.add_argument("--tpu", metavar="GEN", help="TPU generation (gke)")
+    start.add_argument("--topology", metavar="T", help="slice topology (gke)")
+    start.add_argument("--first", metavar="TEXT", help="the first-pick hypothesis, for the start marker")
+    start.add_argument("--yes", action="store_true", help="start without asking (agents, scripts)")
+    status = verbs.add_parser("status", help="the session as a wake sees it; writes nothing")
+    stop = verbs.add_parser("stop", help="the gated stop (or --pause)")
+    stop.add_argument("--pause", action="store_true", help="pause: leave the lane open; no authorization needed")
+    stop.add_argument("--yes", action="store_true", help="reap the lane's workloads still on the backend")
+    stop.add_argument("--dry-run", action="store_true", help="check the gate; write and kill nothing")
+    for sub in (start, status, stop):
+        sub.add_argument("--json", action="store_true", help="print one JSON object")
+        sub.add_argument("--root", type=Path, help=ROOT_HELP)
+    start.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
+    parser.set_defaults(handler=run, parser=parser)
+
+
+def run(args) -> int:
+    from wikiengine.step import writers as lane_writers
+    from wikiengine.core.errors import WikiError
+    from wikiengine.model.targets import repository_root
+
+    if not args.verb:
+        args.parser.print_help()
+        return 2
+    root = repository_root(args.root)
+    if args.verb == "status":
+        from wikiengine.step.lane.wake import wake
+        from wikiengine.model.state import state_mode
+
+        if state_mode(root) != "lane":
+            raise WikiError("memory/STATE.md does not point at a lane session: wiki loop start MODEL LANE")
+        result = wake(root, dry_run=True)
+        print(json.dumps(result.as_json(), indent=2) if args.json else result.text())
+        return 0
+    if args.verb == "stop":
+        from wikiengine.step.lane import close as lane_close
+
+        result = (lane_close.pause(root, dry_run=args.dry_run) if args.pause
+                  else lane_close.stop(root, yes=args.yes, dry_run=args.dry_run))
+        print(json.dumps(result, indent=2) if args.json else
+              ("paused" if args.pause else f"stopped: {result.get('final_audit')}"))
+        return 0
+    from wikiengine.step.lane.start import start_session
+
+    lane = lane_writers.lane_for(root, args.names)
+    if not args.yes and not args.dry_run:
+        if not sys.stdin.isatty():
+            raise WikiError("wiki loop start asks before it starts a session: pass --yes (or run it in a terminal)")
+        answer = input(f"Start a session on {lane.model_prefix}/{lane.name} with --parallelism {args.parallelism} "
+                       f"on {args.backend}? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("not started")
+            return 1
+    result = start_session(root, lane, parallelism=args.parallelism, backend=args.backend, tpu=args.tpu,
+                           topology=args.topology, first=args.first, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(f"session {result['session']} on {result['lane']}: {len(result['pool'])} track(s): "
+              + ", ".join(s["name"] for s in result["pool"]))
+        print("run `wiki step` at each wake")
+    return 0

@@ -1,0 +1,73 @@
+"""`wiki step`: one wake of what memory/STATE.md names: a relay run, a lane session or a kernel session."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from wikiengine.model.targets import ROOT_HELP
+
+HELP = "one wake of what memory/STATE.md names: a relay run, a lane session or a kernel session"
+DESCRIPTION = """\
+One turn of the loop for what memory/STATE.md names. A lane session (mode: lane,
+started by `wiki loop start`): backfill, re-ground, and for each track process a
+finished run, skip one in flight, dispatch a ready stub, kill a hung one, or say what
+judgement the agent owes (JSON "needs"); then the next wake (120..600 s).
+
+A kernel session (mode: kernel, started by `wiki kernel start`): verify the newest
+candidate that has no receipt (the verifier in a fresh process, the receipt committed),
+else say what is owed, with its inputs and command: the first candidate of an open stub,
+the verdict (with the strongest verdict the receipt and ledger allow), or, after a filed
+verdict, K9: the next stub from the rank-1 lead or the close. A verdict followed by
+neither is the stop-at-first-win stall (a finding; STATE.md counts the wakes it lasts).
+A paused session reports its rank-1 resume action; a stopped one has nothing to do.
+
+A relay run: lock, check (read only),
+decide (running, launch session k+1, finish, park, or an emergency that blocks the run),
+act through the run's store and compute backends, write memory, commit it, print a
+summary. Acts are idempotent: a wake re-run after a crash launches at most once.
+
+Exit status: 0 running / launched / parked / finished / waiting / locked (and every
+lane and kernel wake); 3 blocked (an
+emergency, or a run a person must clear with `wiki unblock`); 2 bad input.
+"""
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("step", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dry-run", action="store_true", help="check and decide; act on nothing")
+    parser.add_argument("--json", action="store_true",
+                        help='print one JSON object: a relay run {"state", "step", "decision", "reasons", '
+                             '"actions"}; a lane or kernel session {"mode", "state", "decision", the decisions, '
+                             '"actions", "needs" (inputs, command), "next_wake_s", ...}')
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from wikiengine.model import targets
+    from wikiengine.step.engine import run_step
+
+    root = targets.repository_root(args.root)
+    result = run_step(root, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(result.as_json(), indent=2))
+    else:
+        print(result.text() if hasattr(result, "text") else format_result(result))
+    return result.exit_code
+
+
+def format_result(result) -> str:
+    """The human summary: the decision, its reasons and what was done.
+
+    The run's status is labelled as such (a session's state appears in the reasons); a
+    locked wake read nothing, so it names no pointer."""
+    if result.decision == "locked":
+        return "locked: " + "; ".join(result.reasons)
+    step = f"latest -> {result.step}" if result.step is not None else "no pointer yet"
+    lines = [f"{result.decision}: {step} (run status: {result.state})"]
+    lines += [f"  - {reason}" for reason in result.reasons]
+    lines += [f"  * {action}" for action in result.actions]
+    return "\n".join(lines)

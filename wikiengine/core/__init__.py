@@ -1,0 +1,1 @@
+"""The small mechanisms every other part uses; imports nothing of the project."""

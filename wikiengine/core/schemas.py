@@ -1,0 +1,98 @@
+"""JSON Schemas shipped in ``schema/`` (installed as ``wikiengine/_schema``) and validation
+with errors that name the file and line of the offending key.
+
+Schemas stay within draft 7 so that a compiled validator (fastjsonschema) can serve hot
+paths; :func:`issues` uses jsonschema, which reports every error with its path.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from wikiengine.core.errors import SchemaError, WikiError
+
+
+def schema_dir() -> Path:
+    """Where the schemas are: inside the installed wheel, else the repository's ``schema/``."""
+    package = Path(__file__).resolve().parents[1]
+    packaged = package / "_schema"
+    if packaged.is_dir():
+        return packaged
+    return package.parent / "schema"
+
+
+def schema_names() -> list[str]:
+    """The names of the shipped schemas (file names without ``.schema.json``)."""
+    return sorted(p.name[: -len(".schema.json")] for p in schema_dir().glob("*.schema.json"))
+
+
+@functools.lru_cache(maxsize=None)
+def load_schema(name: str) -> dict:
+    """The schema called ``name`` (``experiment`` -> ``schema/experiment.schema.json``)."""
+    path = schema_dir() / f"{name}.schema.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise WikiError(f"no schema named {name!r} (have: {', '.join(schema_names())})", path) from None
+    except json.JSONDecodeError as exc:
+        raise WikiError(f"schema is not valid JSON: {exc.msg}", path, exc.lineno) from None
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(name: str):
+    import jsonschema
+
+    schema = load_schema(name)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+    return cls(schema)
+
+
+@dataclass(frozen=True)
+class SchemaIssue:
+    """One way a document breaks its schema."""
+
+    message: str
+    key_path: tuple
+    line: int | None
+
+    def where(self) -> str:
+        return "/".join(str(part) for part in self.key_path) or "(top level)"
+
+
+def issues(instance, name: str, lines: dict[tuple, int] | None = None) -> list[SchemaIssue]:
+    """Every schema error of ``instance``, sorted by line, each with the line of its key."""
+    from wikiengine.core.yamlio import line_of
+
+    found = []
+    for error in _validator(name).iter_errors(instance):
+        key_path = tuple(error.absolute_path)
+        if error.validator == "required" and isinstance(error.instance, dict):
+            message = error.message
+        elif error.validator == "additionalProperties":
+            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
+            if extra:
+                key_path = key_path + (extra[0],)
+            message = error.message
+        else:
+            message = error.message
+        line = line_of(lines, key_path) if lines else None
+        found.append(SchemaIssue(_short(message), key_path, line))
+    found.sort(key=lambda issue: (issue.line or 0, issue.key_path.__repr__()))
+    return found
+
+
+def _short(message: str, limit: int = 160) -> str:
+    message = " ".join(message.split())
+    return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
+def check(instance, name: str, path=None, lines: dict[tuple, int] | None = None) -> None:
+    """Raise :class:`SchemaError` (file, line, key) for the first schema error, if any."""
+    found = issues(instance, name, lines)
+    if found:
+        first = found[0]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise SchemaError(f"{first.where()}: {first.message}{more} [schema {name}]", path, first.line)

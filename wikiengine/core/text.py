@@ -1,0 +1,13 @@
+"""Small helpers for the words of human output."""
+
+from __future__ import annotations
+
+
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """``1 finding``, ``2 findings``, ``0 entries`` (``plural`` where adding ``s`` is wrong)."""
+    return f"{count} {singular if count == 1 else (plural or singular + 's')}"
+
+
+def folded(text: object) -> str:
+    """``text`` case-folded with its white space collapsed: two wordings compare equal."""
+    return " ".join(str(text).casefold().split())

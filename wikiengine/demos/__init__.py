@@ -1,0 +1,1 @@
+"""The demo runs and the templates of `wiki init` and `wiki demo`."""

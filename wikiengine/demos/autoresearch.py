@@ -1,0 +1,311 @@
+"""`wiki demo autoresearch`: an autoresearch lane on the embedded default, end to end.
+
+Scaffolds a wiki (root, model and lane programs, a model page in the real format, the
+lane log), measures the baseline, starts a session with two tracks on the local backend,
+and wakes until the scripted proposal queue (:mod:`wikiengine.training.autoresearch_queue`, which
+stands in for the agent's judgement) is used up. The target is real: the throughput of a
+small torch training step (:mod:`wikiengine.training.autoresearch_target`), timed interleaved with
+the current frontier in one process, with a parity check and an op digest. Every write
+goes through the lane writers and `wiki step`'s lane mode, exactly as an agent's would;
+the demo only supplies what the agent owes (a proposal for an idle track, a verdict for a
+processed run) and polls instead of sleeping 120 s between wakes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from wikiengine.model.lanes import Lane
+
+LANE = Lane("mlp_autoresearch_optimization", "cpu")
+VARIANT = "1.3M/cpu-2"
+ROUNDS, SECONDS = 6, 1.5  # one run: about 6-10 s on two loaded cores
+POLL_S = 1.0
+MAX_WAKES = 400
+
+ROOT_PROGRAM = """\
+# Experiments program (root)
+
+## Loop
+
+One experiment per hypothesis: file the stub (`wiki exp new`) before anything runs, let
+`wiki step` dispatch it, read its profile and HLO dump, file the verdict (`wiki exp file`).
+
+## Verdicts
+
+`supported` needs a delta beyond the noise band and a confirmed hypothesis-firing audit;
+a crash or a parity failure is `invalid`; a silent no-op is at most `inconclusive`.
+
+## Config
+
+```yaml
+parallelism: 2
+wake_interval_s: 120
+```
+"""
+MODEL_PROGRAM = """\
+# MLP classifier program
+
+USER_PREFIX = demo
+
+## Setup
+
+A 256 -> 1024 -> 1024 -> 64 MLP classifier trained with AdamW on seeded synthetic data.
+
+## Mlp-specific CAN additions
+
+- CAN change any knob of `training/autoresearch_knobs.py`; the math (batch aside) is fixed.
+"""
+LANE_PROGRAM = """\
+# MLP on two CPU cores
+
+## Setup
+
+The step runs on the CPU with one torch thread. The candidate and the frontier run in one
+process, their steps interleaved, so machine load cancels; parity is checked against a
+float64 run of the same math.
+
+## Config
+
+```yaml
+{config}```
+"""
+MODEL_PAGE = """\
+---
+type: model
+title: MLP classifier on two CPU cores
+model: mlp
+architecture: mlp
+lane: cpu
+sizes: [1.3M]
+hardwares: [cpu-2]
+created: {date}
+updated: {date}
+---
+# MLP classifier on two CPU cores
+
+## Target metrics
+
+Training throughput, `tps` (samples/s, higher is better), at parity with the float64
+reference.
+
+## How to run
+
+`wiki resolve mlp cpu` gives the lane program and its `launch_cmd`.
+
+## Variant matrix
+
+| Size | Hardware | Status | Baseline | Current best | Open hyps | Frontier exp |
+|---|---|---|---|---|---|---|
+| 1.3M | cpu-2 | live | {baseline:.1f} tps | — | {open} | — |
+
+## Cross-variant open hypotheses
+
+The scripted queue of `training/autoresearch_queue.py`.
+
+## Variant-specific open hypotheses
+
+None.
+
+## Retired hypotheses
+
+None.
+
+## Knobs translation matrix
+
+| knob | what it changes |
+|---|---|
+| batch, micro_batch | samples per optimizer step; gradient accumulation |
+| dtype | bfloat16 autocast |
+| adamw, gelu, layout | the implementation of the same math |
+
+## Iteration ladder
+
+Batch first, then precision, then kernels.
+"""
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _lane_config() -> dict:
+    from wikiengine.training.autoresearch_queue import baseline_config
+
+    return {
+        "launch_cmd": (f"{{python}} -m wikiengine.training.autoresearch_target --config {{config}} --frontier {{frontier}} "
+                       f"--out {{artifacts}} --rounds {ROUNDS} --seconds {SECONDS}"),
+        "target_metric": "tps", "higher_is_better": True, "wake_interval_s": 120,
+        "hung_after_s": 300, "ceiling_s": 900, "baseline_config": baseline_config(),
+    }
+
+
+def measure_baseline(folder: Path) -> float:
+    """The baseline's throughput, measured once (the baseline against itself)."""
+    import subprocess
+
+    from wikiengine.training.autoresearch_queue import baseline_config
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "baseline.json"
+    config.write_text(json.dumps(baseline_config()))
+    done = subprocess.run([sys.executable, "-m", "wikiengine.training.autoresearch_target", "--config", str(config), "--frontier",
+                           str(config), "--out", str(folder), "--rounds", str(ROUNDS), "--seconds", str(SECONDS)],
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        from wikiengine.core.errors import WikiError
+
+        raise WikiError(f"the baseline measurement failed: {done.stderr.strip()[-300:]}")
+    return float(json.loads((folder / "metrics.json").read_text())["frontier_tps"])
+
+
+def scaffold(root: Path, git) -> None:
+    """The wiki of the demo lane, committed."""
+    import datetime as dt
+
+    from wikiengine.training.autoresearch_queue import QUEUE
+
+    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    say("measuring the baseline (its own frontier, interleaved) ...")
+    baseline = measure_baseline(root / ".wiki" / "baseline")
+    say(f"baseline: {baseline:.1f} samples/s")
+    files = {
+        "wiki/experiments/program.md": ROOT_PROGRAM,
+        f"wiki/experiments/{LANE.model_dir}/program.md": MODEL_PROGRAM,
+        LANE.program: LANE_PROGRAM.format(config=yaml.safe_dump(_lane_config(), sort_keys=False)),
+        LANE.log: "# mlp / cpu lane log\n",
+        "wiki/models/mlp-cpu.md": MODEL_PAGE.format(date=today, baseline=baseline, open=len(QUEUE)),
+        "wiki/log.md": (f"# Wiki log\n\n## [{today}] lane-scaffold | mlp / cpu lane for wiki demo autoresearch\n\n"
+                        "**Op**: lane-scaffold\n**Pages created**: the programs, wiki/models/mlp-cpu.md, the lane log\n"),
+        ".gitignore": ".wiki/\nraw/profiles/\n.wiki_cache/\n",
+    }
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "scaffold the mlp / cpu lane for wiki demo autoresearch")
+
+
+def _frontier_config(root: Path) -> dict:
+    """The knobs of the row's Current best (its Setup's yaml block), else the baseline's."""
+    from wikiengine.training.autoresearch_queue import baseline_config
+    from wikiengine.step.lane.wake import setup_config
+    from wikiengine.core.page import parse_page
+    from wikiengine.model.variant_matrix import CURRENT_BEST, cell_reference, parse_matrix
+    import re
+
+    rel = "wiki/models/mlp-cpu.md"
+    matrix = parse_matrix(parse_page((root / rel).read_text(encoding="utf-8"), rel))
+    ref = cell_reference(matrix.row(VARIANT).cell(CURRENT_BEST), rel, re.compile(r"(?P<id>v\d{3,}[a-z]?)"))
+    if ref is None or not ref.target or not (root / ref.target).is_file():
+        return baseline_config()
+    return setup_config((root / ref.target).read_text(encoding="utf-8")) or baseline_config()
+
+
+def proposal_file(folder: Path, proposal, frontier: dict) -> Path:
+    config = proposal.config(frontier)
+    change = ", ".join(f"{k}: {v}" for k, v in proposal.change.items())
+    text = (proposal.hypothesis_section() + "\n## Setup\n\n"
+            f"The frontier's knobs with {change}, measured interleaved against the frontier:\n\n"
+            "```yaml\n" + yaml.safe_dump(config, sort_keys=True) + "```\n")
+    path = folder / f"{proposal.slug}.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+class ScriptedAgent:
+    """What the agent would do with a wake's ``needs``: propose from the queue, file verdicts."""
+
+    def __init__(self, root: Path):
+        from wikiengine.training.autoresearch_queue import QUEUE
+
+        self.root = root
+        self.queue = list(QUEUE)
+        self.by_vid: dict[str, object] = {}
+        self.filed: list[str] = []
+        self.folder = root / ".wiki" / "proposals"
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def ready(self):
+        return next((p for p in self.queue if all(a in self.filed for a in p.after)), None)
+
+    def answer(self, needs: list[dict]) -> list[str]:
+        from wikiengine.step import writers as lw
+
+        done = []
+        for need in needs:
+            if need["kind"] == "hypothesis":
+                proposal = self.ready()
+                if proposal is None:
+                    continue
+                path = proposal_file(self.folder, proposal, _frontier_config(self.root))
+                result = lw.new_experiment(self.root, LANE, slug=proposal.slug, variant=VARIANT, proposal_path=path,
+                                           track=need["track"])
+                self.queue.remove(proposal)
+                self.by_vid[result["vid"]] = proposal
+                done.append(f"track {need['track']}: stub {result['vid']} {proposal.slug} ({proposal.outcome} expected)")
+            elif need["kind"] == "verdict" and need["vid"] in self.by_vid:
+                proposal = self.by_vid.pop(need["vid"])
+                arts = need["inputs"]["artifacts"]
+                metrics, outcome = lw.read_metrics(Path(arts["metrics"]) if arts.get("metrics") else None, [])
+                result = lw.file_experiment(
+                    self.root, LANE, need["vid"], verdict=proposal.requested_verdict, metrics=metrics, outcome=outcome,
+                    profile_path=Path(arts["profile"]) if arts.get("profile") else None,
+                    hlo_path=Path(arts["hlo"]) if arts.get("hlo") else None,
+                    reason=f"scripted agent: {proposal.outcome} expected; asked {proposal.requested_verdict}")
+                self.filed.append(proposal.slug) if result["verdict"] == "supported" else None
+                capped = f" (asked {result['requested']}, capped)" if result["capped"] else ""
+                moved = "; Current best moved" if result["current_best_moved"] else ""
+                done.append(f"track {need['track']}: filed {need['vid']} {proposal.slug}: {result['verdict']}{capped}{moved}")
+        return done
+
+    @property
+    def finished(self) -> bool:
+        return not self.queue and not self.by_vid
+
+
+def run_demo(root: Path, git, progress: bool = True) -> int:
+    """Scaffold, start, and wake until the queue is used up; print what an agent would read."""
+    import subprocess
+
+    from wikiengine.step.lane.start import start_session
+    from wikiengine.step.engine import run_step
+
+    started = time.monotonic()
+    scaffold(root, git)
+    session = start_session(root, LANE, parallelism="2", backend="local", first="batch 256 (the optimizer step's fixed cost)")
+    say(f"session {session['session']} on {session['lane']}: tracks " + ", ".join(s["name"] for s in session["pool"]))
+    agent = ScriptedAgent(root)
+    wakes = 0
+    while not agent.finished and wakes < MAX_WAKES:
+        wakes += 1
+        result = run_step(root)  # `wiki step`, as the agent runs it at each wake
+        for action in result.actions:
+            if not action.startswith("backfill skipped"):
+                say(f"  wake {wakes}: {action}")
+        for line in agent.answer(result.needs):
+            say(f"  agent: {line}")
+        if progress:
+            running = [d for d in result.decisions if d["decision"] == "skip"]
+            if running:
+                print(f"\r  {time.monotonic() - started:5.0f} s: " + ", ".join(
+                    f"t{d['track']} {d['vid']} running" for d in running), end="", flush=True)
+        time.sleep(POLL_S if not any(d["decision"] in ("dispatch", "process") for d in result.decisions) else 0)
+    print()
+    say(f"\nqueue used up after {wakes} wakes in {time.monotonic() - started:.0f} s")
+    for title, path in (("wiki/models/mlp-cpu.md (variant matrix)", "wiki/models/mlp-cpu.md"),
+                        (LANE.log, LANE.log), (LANE.results, LANE.results)):
+        text = (root / path).read_text(encoding="utf-8")
+        if path.endswith("mlp-cpu.md"):
+            text = text.split("## Variant matrix", 1)[1].split("\n## ", 1)[0]
+        say(f"\n==== {title} ====\n{text.strip()}")
+    lint = subprocess.run([sys.executable, "-m", "wikiengine", "lint"], cwd=root, capture_output=True, text=True)
+    say(f"\n==== wiki lint ====\n{(lint.stdout + lint.stderr).strip()}")
+    say("\n==== git log --oneline ====\n" + git(root, "log", "--oneline").strip())
+    return 0 if lint.returncode == 0 and agent.finished else 1

@@ -1,0 +1,80 @@
+"""Facts about kernel experiment pages that the KRN rules share, computed once per lint.
+
+A kernel experiment page is ``wiki/kernel_experiments/<family>/<lane>/<page>.md``
+(kind ``kernel-experiment``); its family page is ``wiki/kernels/<family>.md`` (kind
+``kernel-family``). The page model is :mod:`wikiengine.model.kernel_page`; the git reads use
+the repository's branches directly (a rule whose branch is absent says nothing).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from wikiengine.model.experiment import parse_file_name, resolve_verdict
+from wikiengine.model.kernels import KernelFamily, family_of_path
+from wikiengine.lint.rules._experiments import lint_cache
+
+if TYPE_CHECKING:
+    from wikiengine.lint.context import LintContext, PageInfo
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    rel: str
+    family: KernelFamily
+    exp_id: str | None
+    frontmatter: dict
+    verdict: str | None
+
+    @property
+    def branch(self) -> str | None:
+        value = self.frontmatter.get("branch")
+        return value if isinstance(value, str) and value.strip() else None
+
+
+def kernel_facts(info: PageInfo, ctx: LintContext) -> KernelFacts | None:
+    cache = lint_cache(ctx, "kernel-facts")
+    if info.rel not in cache:
+        family = family_of_path(info.rel)
+        facts = None
+        if family is not None and info.error is None:
+            verdict, _problem = resolve_verdict(info.frontmatter)
+            facts = KernelFacts(info.rel, family, parse_file_name(info.rel.rsplit("/", 1)[-1]).exp_id,
+                                info.frontmatter, verdict)
+        cache[info.rel] = facts
+    return cache[info.rel]
+
+
+def kernel_pages_in_git(ctx: LintContext) -> list:
+    """The kernel experiment pages reported on, or none outside a git work tree (git is
+    asked only when there is such a page: a lint of other pages starts no process here)."""
+    pages = ctx.target_pages("kernel-experiment")
+    return pages if pages and _in_git(ctx) else []
+
+
+def _in_git(ctx: LintContext) -> bool:
+    cache = lint_cache(ctx, "kernel-git")
+    if "in" not in cache:
+        done = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ctx.root, capture_output=True,
+                              text=True, timeout=60, check=False)
+        cache["in"] = done.returncode == 0 and done.stdout.strip() == "true"
+    return cache["in"]
+
+
+def git(ctx: LintContext, *args: str) -> str:
+    """The stdout of a git command in the linted repository ("" when it fails)."""
+    done = subprocess.run(["git", *args], cwd=ctx.root, capture_output=True, text=True, timeout=60, check=False)
+    return done.stdout if done.returncode == 0 else ""
+
+
+def frontmatter_line(info: PageInfo, key: str) -> int:
+    from wikiengine.lint.rules._experiments import key_line
+
+    return key_line(info, key)
+
+
+def verdict_line(info: PageInfo, facts: KernelFacts) -> int:
+    """The line of the key that holds the page's verdict (``verdict:``, else the older ``status: <verdict>``)."""
+    return frontmatter_line(info, "verdict" if "verdict" in facts.frontmatter else "status")

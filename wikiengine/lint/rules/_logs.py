@@ -1,0 +1,39 @@
+"""Log entries, parsed once per lint for the LOG and RUN rules (the entry model is
+:mod:`wikiengine.model.logbook`, shared with the writers)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from wikiengine.model.logbook import GLOBAL_LOG, LogEntry, log_tier, parse_entries, parse_heading  # noqa: F401
+from wikiengine.lint.rules._experiments import lint_cache
+
+if TYPE_CHECKING:
+    from wikiengine.lint.context import LintContext, PageInfo
+
+
+def log_entries(info: PageInfo, ctx: LintContext) -> list[LogEntry]:
+    """The entries of a log page, in file order (cached per lint)."""
+    cache = lint_cache(ctx, "log-entries")
+    if info.rel not in cache:
+        cache[info.rel] = parse_entries(info.page)
+    return cache[info.rel]
+
+
+def log_split_date(ctx: LintContext) -> str | None:
+    """The day the wiki split its logs into two tiers: ``[tool.wiki.rules.LOG003] split-date``,
+    else the date of the oldest entry of any lane log (kernel families keep logs of their
+    own from their start, so they say nothing of the split). Global-log entries dated
+    before it were written when the global log was the only one, and stay where they are."""
+    configured = ctx.config.option("LOG003", "split-date")
+    if configured is not None:
+        return str(configured)
+    cache = lint_cache(ctx, "log-split")
+    if "date" not in cache:
+        dates = [
+            entry.date
+            for rel in ctx.files if rel.endswith("/log.md") and log_tier(rel) == "lane"
+            for entry in log_entries(ctx.info(rel), ctx) if entry.date is not None
+        ]
+        cache["date"] = min(dates) if dates else None
+    return cache["date"]

@@ -1,0 +1,93 @@
+"""Facts about model pages (``wiki/models/<model>-<lane>.md``) shared by EXP010 and MOD*.
+
+The page is read through :mod:`wikiengine.model.variant_matrix`: one table keyed by
+``Size/Hardware`` whose Current best and Frontier exp are cells of each row. An older
+page that keeps Current best in a ``## Current best`` section is read from the section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from wikiengine.model.experiment import metric_of
+from wikiengine.lint.rules._experiments import (
+    ExperimentFacts,
+    canonical_id,
+    compiled,
+    experiment_facts,
+    lint_cache,
+    lane_ids,
+    sections_led_by,
+)
+from wikiengine.model.variant_matrix import CURRENT_BEST, VARIANT_MATRIX, VariantMatrix, cell_reference, parse_matrix
+
+if TYPE_CHECKING:
+    from wikiengine.lint.context import LintContext, PageInfo
+
+__all__ = ["CURRENT_BEST", "VARIANT_MATRIX", "BestReference", "current_best", "lane_experiments", "matrix_of", "metric_value"]
+
+
+def matrix_of(info: PageInfo, ctx: LintContext) -> VariantMatrix | None:
+    """The variant matrix of a model page, parsed once per lint (None: no table)."""
+    cache = lint_cache(ctx, "variant-matrix")
+    if info.rel not in cache:
+        cache[info.rel] = parse_matrix(info.page) if info.page is not None else None
+    return cache[info.rel]
+
+
+@dataclass(frozen=True)
+class BestReference:
+    """One experiment named as Current best: by link (``text`` is the target) or by id."""
+
+    line: int
+    text: str
+    facts: ExperimentFacts | None  # None: names nothing that exists
+    variant: str | None  # the row whose cell names it (None: an older Current best section)
+
+
+def _facts_of(ref, lane, ctx) -> ExperimentFacts | None:
+    if ref.target is not None:
+        return experiment_facts(ctx.info(ref.target), ctx) if ctx.exists(ref.target) else None
+    pages = [f for f in (experiment_facts(ctx.info(r), ctx) for r in lane_ids(ctx, lane).get(canonical_id(ref.exp_id), ()))
+             if f is not None] if lane else []
+    return pages[0] if len(pages) == 1 else None
+
+
+def current_best(info: PageInfo, lane: tuple[str, str] | None, ctx: LintContext) -> list[BestReference] | None:
+    """The experiments named as Current best: the Current best cell of each row, or the
+    lines of an older ``## Current best`` section (None when the page has neither)."""
+    id_re = compiled(ctx)["id"]
+    matrix = matrix_of(info, ctx)
+    if matrix is not None and matrix.has_column(CURRENT_BEST):
+        refs = []
+        for row in matrix.rows:
+            ref = cell_reference(row.cell(CURRENT_BEST), info.rel, id_re)
+            if ref is not None:
+                refs.append(BestReference(row.line, ref.text, _facts_of(ref, lane, ctx), row.key))
+        return refs
+    sections = sections_led_by(info.page, CURRENT_BEST)
+    if not sections:
+        return None
+    refs = []
+    for section in sections:
+        for offset, line in enumerate(section.body.splitlines()):
+            ref = cell_reference(line, info.rel, id_re)
+            if ref is not None:
+                refs.append(BestReference(section.body_line + offset, ref.text, _facts_of(ref, lane, ctx), None))
+    return refs
+
+
+def lane_experiments(ctx: LintContext, lane: tuple[str, str]) -> list[ExperimentFacts]:
+    """The readable experiment pages of one lane that have an id, by id then path."""
+    return [
+        facts
+        for rels in lane_ids(ctx, lane).values()
+        for facts in (experiment_facts(ctx.info(rel), ctx) for rel in rels)
+        if facts is not None
+    ]
+
+
+def metric_value(facts: ExperimentFacts, name: str) -> float | None:
+    """The page's headline metric (``mfu: 41.3`` or ``metrics: {mfu: 41.3}``; ``"41.3%"`` is read too)."""
+    return metric_of(facts.frontmatter, name)

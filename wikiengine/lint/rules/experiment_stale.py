@@ -1,0 +1,68 @@
+"""EXP011."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from wikiengine.lint.options import Option
+from wikiengine.lint.rule import Rule
+from wikiengine.model.experiment import is_open
+from wikiengine.lint.rules._experiments import experiment_facts
+
+DEFAULT_MAX_AGE_HOURS = 24.0  # conventions.md: a stub in progress more than 24 hours is orphaned
+
+
+class StaleStub(Rule):
+    """## What it does
+    Flags an experiment stub still open (`status: in_progress`, or a free word real wikis
+    used for it: `running`, `pending`, `draft`, `TBD`) that was first committed more than
+    `max-age-hours` hours ago (default 24). The age is measured from git commit time (the
+    first commit that added the page at the base revision), not from the page's own
+    `created`, which an agent can copy forward.
+
+    ## Why is this bad?
+    A stub is filed just before dispatch and gets its verdict when the run finishes. One
+    that stays `in_progress` for weeks is a run whose result was never filed (a silent
+    subagent failure, a lost session) and blocks nothing, so nobody notices.
+
+    ## Example
+    `status: running` on a page first committed three days ago.
+
+    File the verdict (`invalid` with the reason if the run was lost).
+
+    ## Options
+    - `max-age-hours` (integer, default 24).
+    - `max-age-days` (integer): read instead of `max-age-hours` when set (older configurations).
+
+    Needs git; uncommitted stubs are never stale.
+    """
+
+    code = "EXP011"
+    options = {"max-age-hours": Option("int", minimum=1, maximum=876_000),
+               "max-age-days": Option("int", minimum=1, maximum=36_500)}
+    name = "stale-in-progress-stub"
+    summary = "a stub still open (in_progress, running, pending) older than max-age-hours (24), from git commit time"
+    needs_git = True
+    cache_wiki = False  # reads commit times and the clock
+
+    def check_wiki(self, ctx):
+        if ctx.git is None:
+            return
+        days = ctx.config.option(self.code, "max-age-days")
+        hours = float(days) * 24 if days is not None else float(ctx.config.option(self.code, "max-age-hours",
+                                                                                   DEFAULT_MAX_AGE_HOURS))
+        now = dt.datetime.now(dt.timezone.utc)
+        for info in ctx.target_pages("experiment"):
+            facts = experiment_facts(info, ctx)
+            if facts is None or not is_open(facts.frontmatter):
+                continue
+            times = ctx.git.commit_times(info.rel)
+            if times is None:
+                continue
+            age = now - times[0]
+            if age > dt.timedelta(hours=hours):
+                yield self.finding(
+                    info.rel, 1,
+                    f"{facts.status} since {times[0].date().isoformat()} ({age.total_seconds() / 3600:.0f} h, more than "
+                    f"{hours:g} h): file its verdict (invalid, with the reason, if the run was lost)",
+                )

@@ -1,0 +1,97 @@
+"""IDX001."""
+
+from __future__ import annotations
+
+import re
+
+from wikiengine.model.lanes import INDEX
+from wikiengine.lint.options import Option
+from wikiengine.lint.rule import Rule
+from wikiengine.lint.rules.broken_link import page_links
+
+# Section name (lower case) -> the frontmatter `type` it catalogs (conventions.md).
+SECTION_TYPES = {
+    "sources": "source", "codebases": "codebase", "concepts": "concept", "models": "model",
+    "hypotheses": "hypothesis", "experiments": "experiment", "observations": "observation",
+    "analyses": "analysis",
+}
+_COUNTED_RE = re.compile(r"(?P<name>.*?\S)\s*\((?P<count>\d+)\)")
+_GENERATED_PREFIX = "wiki/codebases/"
+_PATH_TYPES = ("experiment", "model", "hypothesis")  # the type of a page without `type:`, from its path
+
+
+def _generated(rel: str) -> bool:
+    """A generated codebase silo page (``wiki/codebases/<slug>/...``)."""
+    return rel.startswith(_GENERATED_PREFIX) and rel.count("/") > 2
+
+
+class IndexSectionCount(Rule):
+    """## What it does
+    Checks every counted section of `wiki/index.md`, `## Models (N)`: `N` must equal
+    the number of pages of that type (frontmatter `type`, else the kind its path gives
+    for experiment, model and hypothesis pages; generated codebase silo pages are not
+    counted) or, for a section whose type is not known, the number of
+    pages the section links. A count that matches either the pages of its type or the
+    pages it lists is accepted, so an index that counts what it lists is not flagged.
+
+    ## Why is this bad?
+    The index is how agents (and people) size the wiki before reading it. A count that
+    matches nothing means pages were added or removed without the index following:
+    something is missing from the catalog, or the catalog lists pages that are gone.
+
+    ## Example
+    ```markdown
+    ## Observations (203)
+    ```
+    when the wiki has 200 observation pages and the section links 200. Make it
+    `## Observations (200)`.
+
+    ## Options
+    - `sections` (list of `"<section name>=<page type>"`): more sections to count by
+      type, e.g. `["Kernels=model"]`, added to Sources, Codebases, Concepts, Models,
+      Hypotheses, Experiments, Observations, Analyses.
+    """
+
+    code = "IDX001"
+    name = "index-section-count"
+    summary = "a counted section of wiki/index.md, '## Models (N)', whose N matches neither the pages of its type nor its entries"
+    options = {"sections": Option("str-list")}
+
+    def check_wiki(self, ctx):
+        if INDEX not in ctx.targets:
+            return
+        info = ctx.info(INDEX)
+        page = info.page
+        if page is None:
+            return
+        types = dict(SECTION_TYPES)
+        for entry in ctx.config.option(self.code, "sections", ()):
+            name, _, kind = entry.partition("=")
+            if kind.strip():
+                types[name.strip().lower()] = kind.strip()
+        counted = [(s, m) for s in page.sections if (m := _COUNTED_RE.fullmatch(s.title.strip()))]
+        if not counted:
+            return
+        links = page_links(info)
+        by_type = self._pages_by_type(ctx) if any(m.group("name").lower() in types for _s, m in counted) else {}
+        for section, match in counted:
+            said = int(match.group("count"))
+            listed = len({t for line, _c, _f, _r, t in links if t and section.line <= line <= section.end_line})
+            kind = types.get(match.group("name").lower())
+            if said == listed or (kind is not None and said == by_type.get(kind, 0)):
+                continue
+            count = by_type.get(kind, 0)
+            pages = f"the wiki has {count} {kind} page{'' if count == 1 else 's'} and " if kind else ""
+            yield self.finding(INDEX, section.line, f"'## {section.title.strip()}' says {said}, but {pages}the section lists {listed}")
+
+    @staticmethod
+    def _pages_by_type(ctx) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for rel in ctx.files:
+            if not rel.startswith("wiki/") or _generated(rel):
+                continue
+            info = ctx.info(rel)
+            kind = info.frontmatter.get("type") or (info.kind if info.kind in _PATH_TYPES else None)
+            if isinstance(kind, str):
+                counts[kind] = counts.get(kind, 0) + 1
+        return counts

@@ -1,0 +1,73 @@
+"""IDX002."""
+
+from __future__ import annotations
+
+import fnmatch
+
+from wikiengine.model.lanes import INDEX
+from wikiengine.lint.options import Option
+from wikiengine.lint.rule import Rule
+from wikiengine.lint.rules.broken_link import page_links
+
+# Pages that are found without a link: the catalog and logs, the cascade areas (reached
+# by folder: lanes, kernel families, runs), and generated pages (rule docs, codebase silos).
+DEFAULT_EXCLUDE = (
+    "wiki/index.md", "*/log.md", "*/program.md", "*/README.md",
+    "wiki/experiments/*", "wiki/kernel_experiments/*", "wiki/runs/*",
+    "wiki/rules/*", "wiki/codebases/*/*",
+)
+
+
+class OrphanPage(Rule):
+    """## What it does
+    Reports a wiki page that no other page links: not the index, not a log, not a
+    related page. Checked are the hand-written pages under `wiki/` (sources, concepts,
+    observations, hypotheses, analyses, models, kernels, codebase companion pages);
+    not checked are `index.md`, logs, programs and READMEs, the cascade areas
+    (`wiki/experiments/`, `wiki/kernel_experiments/`, `wiki/runs/`, whose pages are
+    found by folder), and generated pages (`wiki/rules/`, the codebase silos
+    `wiki/codebases/<slug>/...`). A wiki without a catalog (`wiki/index.md`) is not
+    checked: its pages have nothing to be orphaned from.
+
+    ## Why is this bad?
+    Agents re-ground by following links from the index and the logs. A page nothing
+    links is knowledge nobody will read again: a source ingested but never cataloged,
+    a concept split off and forgotten.
+
+    ## Example
+    `wiki/concepts/vmem-budget.md` exists, and neither `wiki/index.md` nor any page
+    links it. List it in the index's `## Concepts (N)` section (and count it).
+
+    ## Options
+    - `exclude` (list of globs, matched against the repository-relative path with
+      `fnmatch`, so `*` crosses folders): more pages that need no inbound link, added
+      to the defaults above.
+    """
+
+    code = "IDX002"
+    name = "orphan-page"
+    summary = "a hand-written wiki page that no other page links"
+    options = {"exclude": Option("str-list")}
+
+    def collect(self, info, ctx):
+        targets = sorted({t for _l, _c, _f, _r, t in page_links(info) if t is not None and t.endswith(".md") and t != info.rel})
+        return targets or None
+
+    def check_wiki(self, ctx):
+        if INDEX not in ctx.files:
+            return
+        exclude = DEFAULT_EXCLUDE + tuple(str(p) for p in ctx.config.option(self.code, "exclude", ()))
+        candidates = [
+            rel for rel in ctx.targets
+            if rel.startswith("wiki/") and not any(fnmatch.fnmatchcase(rel, pattern) for pattern in exclude)
+        ]
+        if not candidates:
+            return
+        linked = set()
+        for rel in ctx.files:
+            targets = ctx.facts(self.code, rel)
+            if targets:
+                linked.update(targets)
+        for rel in candidates:
+            if rel not in linked:
+                yield self.finding(rel, 1, "no page links this page: list it in wiki/index.md or link it from a related page")

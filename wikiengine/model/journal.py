@@ -1,0 +1,138 @@
+"""A lane's write-ahead journal and the ids it has ever used.
+
+``<lane>/.journal.jsonl`` is committed with the lane: one JSON object per line, each
+with ``op`` (``claim``, ``file``, ``retry``, ``backfill``; later ``dispatch`` and
+``complete``), ``vid``, ``at`` and op-specific fields. A claim is written in the same
+commit as its stub, so an id that was ever handed out stays in the journal even when
+its page is deleted.
+
+:func:`used_ids` is what v-id allocation reads: the lane's pages on disk, the journal,
+every page path ever added under the lane on any local or remote-tracking branch (one
+``git log --all``), and the journals of those branches.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from wikiengine.core.errors import WikiError
+from wikiengine.model.experiment import VId, parse_file_name, parse_vid
+from wikiengine.model.lanes import Lane
+
+
+def parse_journal(text: str, rel: str = "") -> list[dict]:
+    """The records of a journal text; a torn last line (a crash mid-append) is skipped."""
+    records = []
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if number == len(lines):
+                break
+            raise WikiError("journal line is not JSON", rel, number) from None
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def append_record(text: str, record: dict) -> str:
+    """``text`` with one record appended."""
+    head = text if not text or text.endswith("\n") else text + "\n"
+    return head + json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def _ids_in_names(names) -> set[VId]:
+    found = set()
+    for name in names:
+        exp_id = parse_file_name(name.rsplit("/", 1)[-1]).exp_id
+        vid = parse_vid(exp_id) if exp_id else None
+        if vid is not None:
+            found.add(vid)
+    return found
+
+
+def _journal_ids(records: list[dict]) -> set[VId]:
+    return {vid for vid in (parse_vid(r.get("vid", "")) for r in records) if vid is not None}
+
+
+class BranchIds:
+    """The ids a lane used on any local or remote-tracking branch: the page paths ever added
+    under the lane (``git log --all``) and the branches' journals. The two git processes
+    start when this is made, so that they run beside the writer's other reading; what
+    they answer is read (under the lane lock) by :meth:`ids`. History only changes by a
+    person's hand: a concurrent writer's id is on disk and in the journal the lock guards."""
+
+    def __init__(self, root: Path, lane: Lane):
+        self.root, self.lane = root, lane
+        self._history = self._start("log", "--all", "--format=", "--name-only", "--diff-filter=A", "--", lane.dir + "/")
+        self._refs = self._start("for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes")
+
+    def _start(self, *args: str) -> subprocess.Popen:
+        try:
+            return subprocess.Popen(["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    text=True)
+        except OSError as exc:
+            raise WikiError(f"git {args[0]} failed: {exc}", self.root) from None
+
+    @staticmethod
+    def _out(proc: subprocess.Popen) -> str:
+        out, _ = proc.communicate(timeout=60)
+        return out if proc.returncode == 0 else ""  # not a repository yet, or no commit: no history
+
+    def __enter__(self) -> BranchIds:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for proc in (self._history, self._refs):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stdout.close()
+
+    def ids(self) -> set[VId]:
+        history = self._out(self._history)
+        used = _ids_in_names(line for line in history.splitlines() if line.endswith(".md"))
+        refs = self._out(self._refs).split()
+        if refs:
+            batch = "".join(f"{ref}:{self.lane.journal}\n" for ref in refs)
+            out = subprocess.run(["git", "cat-file", "--batch"], cwd=self.root, input=batch, capture_output=True,
+                                 text=True, timeout=60, check=False).stdout
+            used |= _journal_ids(_records_in_batch(out))
+        return used
+
+
+def used_ids(root: Path, lane: Lane, journal_text: str, branches: BranchIds | None = None) -> set[VId]:
+    """Every id this lane has used: on disk, in its journal, and on any branch's history
+    (``branches``: a :class:`BranchIds` the caller started early)."""
+    used = _ids_in_names(lane.page_rels(root)) | _journal_ids(parse_journal(journal_text, lane.journal))
+    return used | (branches or BranchIds(root, lane)).ids()
+
+
+def _records_in_batch(out: str) -> list[dict]:
+    records = []
+    for line in out.splitlines():
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                records.append(record)
+    return records
+
+
+def next_id(used: set[VId]) -> VId:
+    """The next v-id: one above the highest number ever used (numbers are never reused)."""
+    return VId(max((v.number for v in used), default=0) + 1)
+
+
+def next_retry(used: set[VId], vid: VId) -> VId:
+    """The next free retry letter of ``vid``'s number."""
+    letters = [v.letter for v in used if v.number == vid.number]
+    candidate = VId(vid.number, max(letters) if letters else "")
+    return candidate.next_letter()

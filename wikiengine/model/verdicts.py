@@ -1,0 +1,119 @@
+"""The verdict an experiment may be filed with: the caps of seeds 001/003, as a pure function.
+
+The agent asks for a verdict; :func:`cap_verdict` returns the strongest verdict the
+evidence allows and why anything was capped:
+
+- a crashed run, or one whose parity check failed (it broke numerics), is ``invalid``;
+- a backfilled page is ``invalid`` or ``inconclusive`` (no analyzer ran);
+- no Profile, no HLO Dump, or no hypothesis-firing audit line caps at ``inconclusive``
+  (a run that never executed needs no Profile, but then it can only be ``invalid``);
+- a firing audit that says ``silent no-op`` caps at ``inconclusive``;
+- ``supported`` needs a delta beyond the noise band in the direction the lane's target
+  metric improves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wikiengine.model.experiment import VERDICTS
+
+STRONG = ("supported", "refuted")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    requested: str
+    crashed: bool = False
+    parity_failed: bool = False  # the run's numerics differ from the reference beyond tolerance
+    backfilled: bool = False
+    has_profile: bool = True
+    has_hlo: bool = True
+    firing: str | None = "confirmed"  # confirmed | silent no-op | partial | None (no audit line)
+    delta: float | None = None  # this run minus baseline, in metric units
+    noise_band: float | None = None  # half-width, in metric units
+    higher_is_better: bool = True
+
+
+def cap_verdict(evidence: Evidence) -> tuple[str, list[str]]:
+    """``(verdict, reasons)``: the verdict to file and why the request was capped."""
+    if evidence.requested not in VERDICTS:
+        raise ValueError(f"verdict {evidence.requested!r} is not one of {', '.join(VERDICTS)}")
+    verdict, reasons = evidence.requested, []
+
+    def cap(to: str, why: str) -> None:
+        nonlocal verdict
+        if verdict != to and (to == "invalid" or verdict in STRONG):
+            reasons.append(f"{verdict} capped at {to}: {why}")
+            verdict = to
+
+    if evidence.crashed:
+        cap("invalid", "the run crashed")
+    if evidence.parity_failed:
+        cap("invalid", "the parity check failed: the change broke numerics")
+    if evidence.backfilled:
+        cap("inconclusive", "a backfilled page had no analyzer")
+    if not evidence.has_profile:
+        cap("inconclusive", "no Profile")
+    if not evidence.has_hlo:
+        cap("inconclusive", "no HLO Dump")
+    if evidence.firing is None:
+        cap("inconclusive", "no hypothesis-firing audit line in the HLO Dump")
+    elif evidence.firing == "silent no-op":
+        cap("inconclusive", "the firing audit says silent no-op")
+    if verdict == "supported":
+        if evidence.delta is None:
+            cap("inconclusive", "no measured delta against the baseline")
+        else:
+            band = evidence.noise_band or 0.0
+            gain = evidence.delta if evidence.higher_is_better else -evidence.delta
+            if gain <= band:
+                cap("inconclusive", f"the delta {evidence.delta:+g} is not beyond the noise band ±{band:g} in the improving direction")
+    return verdict, reasons
+
+
+def is_better(value: float, than: float | None, higher_is_better: bool) -> bool:
+    """Is ``value`` better than ``than`` (None: nothing to beat)?"""
+    if than is None:
+        return True
+    return value > than if higher_is_better else value < than
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How a run's target metric compares with its reference, and the figure the page records.
+
+    With a frontier co-measured in the same process (``frontier_<metric>`` in the run's
+    metrics) the delta is against it, so machine load cancels, and the recorded figure is
+    rescaled to the frontier's recorded one (``recorded_frontier x value / co-measured``),
+    so recorded figures of one row stay comparable across runs made under other loads.
+    Without one, the delta is against the row's Baseline and the figure is recorded as
+    measured.
+    """
+
+    value: float | None  # as measured
+    reference: float | None  # what the delta is against
+    reference_label: str
+    delta: float | None
+    recorded: float | None  # what the page and Current best record
+    noise_band: float
+    noise_source: str
+    co_measured: bool
+
+
+def compare(metric: str, metrics: dict[str, float], baseline: float | None, frontier_recorded: float | None,
+            band: float, band_source: str) -> Comparison:
+    """The :class:`Comparison` of a run (pure)."""
+    value = metrics.get(metric)
+    co = metrics.get(f"frontier_{metric}")
+    if value is None:
+        return Comparison(None, baseline, "the row's Baseline", None, None, band, band_source, False)
+    if co is not None and co > 0:
+        scale = frontier_recorded if frontier_recorded is not None else baseline
+        own_band = metrics.get("noise_band")
+        return Comparison(value, co, "the frontier, co-measured in the same process", value - co,
+                          scale * value / co if scale is not None else value,
+                          own_band if own_band is not None else band,
+                          "the run's own A/A timing of the frontier" if own_band is not None else band_source, True)
+    delta = value - baseline if baseline is not None else None
+    return Comparison(value, baseline, "the row's Baseline", delta, value, band, band_source, False)

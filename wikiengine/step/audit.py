@@ -1,0 +1,325 @@
+"""The watcher's audit of a lane (seed 003 Step 9·0): what changed since ``.audit-cursor``.
+
+The battery is ``wiki lint`` on what changed since the cursor (plus the lane's model
+page and log, whose rules read the whole lane), and the lane checks that need the
+journal, git history and the backend:
+
+- an in-flight workload with no stub committed before it;
+- a stub idle longer than the configured age (default 24 h, from git time);
+- thrashing: K consecutive invalid or inconclusive results on one mechanism, or on the
+  letters of one v-id;
+- a stop or at-ceiling claim (and, in a closing audit, the stop about to be made) with
+  no retrospective of the lane committed after the session's start.
+
+Each finding carries the correction to apply. The watcher writes only the cursor
+(``<lane>/.audit-cursor``: ``wiki=<sha>`` and ``code=<sha>``) and, after a clean closing
+audit, ``<lane>/.stop-authorized``: the ALL-CLEAR line, the shas and a signature made
+with the per-user key that signs lint caches (outside the repository), so a hand-written
+or copied record is recognised as such.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wikiengine.core.clock import timestamp
+from wikiengine.model import experiment as ex
+from wikiengine.model.journal import parse_journal
+from wikiengine.core.git import git_out, is_ancestor
+from wikiengine.model.lanes import Lane
+from wikiengine.core.atomic import atomic_write_text
+
+CURSOR = ".audit-cursor"
+STOP_AUTHORIZED = ".stop-authorized"
+DEFAULT_STALE_HOURS = 24.0
+DEFAULT_THRASH_K = 3
+_SHA_RE = re.compile(r"[0-9a-f]{40}")
+_CEILING_RE = re.compile(r"(?i)\bat[- ]ceiling\b")
+
+
+@dataclass(frozen=True)
+class AuditFinding:
+    check: str
+    path: str
+    line: int
+    message: str
+    correction: str
+
+    def as_json(self) -> dict:
+        return {"check": self.check, "path": self.path, "line": self.line, "message": self.message,
+                "correction": self.correction}
+
+    def render(self) -> str:
+        return f"{self.path}:{self.line}: {self.check} {self.message}\n    fix: {self.correction}"
+
+
+@dataclass
+class Audit:
+    lane: Lane
+    session: int
+    wiki_sha: str
+    code_sha: str
+    since: str | None  # the cursor's wiki sha (None: a full audit)
+    closing: bool
+    findings: list[AuditFinding] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not self.findings
+
+    @property
+    def all_clear(self) -> str:
+        return (f"ALL-CLEAR {self.lane.model_name}/{self.lane.name} session {self.session} "
+                f"wiki={self.wiki_sha[:12]} code={self.code_sha[:12]}")
+
+    def as_json(self) -> dict:
+        return {"lane": f"{self.lane.model_prefix}/{self.lane.name}", "session": self.session,
+                "wiki": self.wiki_sha, "code": self.code_sha, "since": self.since, "full": self.since is None,
+                "closing": self.closing, "clean": self.clean, "all_clear": self.all_clear if self.clean else None,
+                "findings": [f.as_json() for f in self.findings]}
+
+
+def head_sha(root: Path) -> str:
+    return git_out(root, "rev-parse", "HEAD").strip()
+
+
+def code_sha(root: Path, config: dict) -> str:
+    """HEAD of the model-code repository (``code_repo`` in the lane's config), else the wiki's."""
+    repo = config.get("code_repo")
+    if repo:
+        path = Path(repo) if Path(repo).is_absolute() else root / repo
+        sha = git_out(path, "rev-parse", "HEAD").strip()
+        if sha:
+            return sha
+    return head_sha(root)
+
+
+def read_cursor(root: Path, lane: Lane) -> tuple[dict | None, str | None]:
+    """``({"wiki": sha, "code": sha}, None)``, or ``(None, why a full audit is needed)``."""
+    path = root / lane.dir / CURSOR
+    if not path.is_file():
+        return None, f"no {CURSOR}: full audit"
+    values = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, eq, value = line.partition("=")
+        if eq:
+            values[key.strip()] = value.strip()
+    if set(values) != {"wiki", "code"} or not all(_SHA_RE.fullmatch(v) for v in values.values()):
+        return None, f"{CURSOR} is malformed (two lines wiki=<sha>, code=<sha>): full audit"
+    if not is_ancestor(root, values["wiki"], "HEAD"):
+        return None, f"{CURSOR} names wiki={values['wiki'][:12]}, which is not in this history: full audit"
+    return values, None
+
+
+def write_cursor(root: Path, lane: Lane, wiki: str, code: str) -> None:
+    atomic_write_text(root / lane.dir / CURSOR, f"wiki={wiki}\ncode={code}\n")
+
+
+def first_commit_time(root: Path, rel: str) -> float | None:
+    out = git_out(root, "log", "--diff-filter=A", "--format=%ct", "--", rel).split()
+    return float(out[-1]) if out else None
+
+
+def _lint_battery(root: Path, lane: Lane, since: str | None) -> list[AuditFinding]:
+    from wikiengine.lint.gitview import changed_pages
+    from wikiengine.lint.runner import lint
+
+    if since is None:
+        result = lint(root, base="HEAD", jobs=1)
+    else:
+        paths = set(changed_pages(root, since))
+        model = lane.model_page(root)
+        paths |= {p for p in (lane.log, model) if p and (root / p).is_file()}
+        result = lint(root, sorted(paths), base=since, jobs=1)
+    return [AuditFinding(f.code, f.path, f.line, f.message, f"wiki lint --explain {f.code}; then fix {f.path}:{f.line}")
+            for f in result.findings]
+
+
+def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workloads, now: float,
+                 stale_hours: float, thrash_k: int) -> list[AuditFinding]:
+    found = []
+    lane_args = f"{lane.model_prefix} {lane.name}"
+    for vid, workload in sorted((workloads or {}).items()):
+        page = pages.get(vid)
+        started = timestamp(workload.started) if workload.started else None
+        committed = first_commit_time(root, page.rel) if page else None
+        if page is None:
+            if workload.is_finished:
+                continue  # backfill's to file; the next wake does it
+            found.append(AuditFinding("no-stub", lane.dir, 1, f"{workload.name} is in flight with no stub page",
+                                      f"wiki backfill {lane_args} once it finishes; dispatch only through wiki step"))
+        elif committed is None or (started is not None and committed > started + 1):
+            found.append(AuditFinding("stub-after-dispatch", page.rel, 1,
+                                      f"{workload.name} started before its stub was committed",
+                                      "file stubs with wiki exp new before any dispatch (wiki step does it)"))
+    for vid, page in sorted(pages.items()):
+        if not page.is_open:
+            continue
+        committed = first_commit_time(root, page.rel)
+        if committed is not None and now - committed > stale_hours * 3600:
+            hours = (now - committed) / 3600
+            found.append(AuditFinding("stale-stub", page.rel, 1, f"{vid} has been in progress for {hours:.0f} h "
+                                      f"(more than {stale_hours:g} h)",
+                                      f"wiki exp file {vid} {lane_args} --verdict invalid --reason \"stub idle {hours:.0f} h\""))
+    found += thrashing(lane, records, pages, thrash_k)
+    return found
+
+
+def thrashing(lane: Lane, records: list[dict], pages: dict, k: int) -> list[AuditFinding]:
+    """K consecutive invalid/inconclusive results on one mechanism, or on one v-id's letters."""
+    from wikiengine.step.writers import mechanism_of
+
+    found, streaks = [], {}
+    for record in records:
+        if record.get("op") != "file" or record.get("vid") not in pages:
+            continue
+        page = pages[record["vid"]]
+        weak = record.get("verdict") in ("invalid", "inconclusive")
+        for key in (("mechanism", mechanism_of(page.text)), ("v-id", ex.base_id(record["vid"]))):
+            if not key[1]:
+                continue
+            streaks[key] = streaks.get(key, []) + [record["vid"]] if weak else []
+    for (kind, value), vids in sorted(streaks.items()):
+        if len(vids) >= k:
+            found.append(AuditFinding("thrashing", pages[vids[-1]].rel, 1,
+                                      f"{len(vids)} consecutive invalid/inconclusive results on one {kind} ({', '.join(vids)})",
+                                      "stop retrying this; formulate a different mechanism (wiki exp new), or retire the hypothesis"))
+    return found
+
+
+def session_start(records: list[dict]) -> int:
+    """The number of the lane's newest session (0: none started)."""
+    starts = [r for r in records if r.get("op") == "start"]
+    return int(starts[-1].get("session", len(starts))) if starts else 0
+
+
+def retrospective_commits(root: Path, lane: Lane) -> list[tuple[str, float, str]]:
+    """``(path, commit time, commit sha)`` of the lane's retrospectives, by their first commit
+    (bound by git history, never by file time)."""
+    patterns = [f"wiki/analyses/*-{lane.model_name}-{lane.name}-retrospective*.md",
+                f"wiki/analyses/*-{lane.model_prefix}-{lane.name}-retrospective*.md", f"{lane.dir}/retrospectives/*.md"]
+    found = []
+    for rel in sorted({p.relative_to(root).as_posix() for pattern in patterns for p in root.glob(pattern)}):
+        out = git_out(root, "log", "--diff-filter=A", "--format=%H %ct", "--", rel).split()
+        if len(out) >= 2:
+            found.append((rel, float(out[-1]), out[-2]))
+    return found
+
+
+def session_start_commit(root: Path, lane: Lane, session: int) -> str | None:
+    """The commit that started ``session`` (``wiki loop start`` writes ``loop(<lane>): start session <k> ...``)."""
+    out = git_out(root, "log", "--format=%H", "--fixed-strings", f"--grep=loop({lane.name}): start session {session} ",
+                  "--", lane.journal).split()
+    return out[0] if out else None
+
+
+def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None, closing: bool) -> list[AuditFinding]:
+    from wikiengine.model.logbook import parse_entries
+    from wikiengine.core.page import parse_page
+
+    log = root / lane.log
+    entries = parse_entries(parse_page(log.read_text(encoding="utf-8"), lane.log)) if log.is_file() else []
+    claims = []
+    for entry in entries:
+        if entry.has_op("start"):
+            break
+        if entry.has_op("stop") or _CEILING_RE.search(entry.text + entry.body):
+            claims.append(entry)
+    if closing:
+        claims.append(None)
+    newer = [r for r in retrospective_commits(root, lane) if start_commit is None or not is_ancestor(root, r[2], start_commit)]
+    if newer or not claims:
+        return []
+    target = f"wiki/analyses/{dt.date.today().isoformat()}-{lane.model_name}-{lane.name}-retrospective.md"
+    return [AuditFinding("no-retrospective", lane.log, entry.line if entry else 1,
+                         ("the stop about to be made" if entry is None else f"'{entry.title}'")
+                         + f" has no retrospective of {lane.model_name}/{lane.name} committed since the session began",
+                         f"write {target} (type: analysis, model: {lane.model_prefix}, lane: {lane.name}) and commit it")
+            for entry in claims]
+
+
+def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, config: dict | None = None,
+              now: float | None = None) -> Audit:
+    """The audit of ``lane`` since its cursor (see the module docstring)."""
+    from wikiengine.executors.compute import ComputeError
+    from wikiengine.step import writers as lw
+
+    config = config or {}
+    journal = root / lane.journal
+    records = parse_journal(journal.read_text(encoding="utf-8"), lane.journal) if journal.is_file() else []
+    session = session_start(records)
+    cursor, why_full = read_cursor(root, lane)
+    audit = Audit(lane, session, head_sha(root), code_sha(root, config), cursor["wiki"] if cursor else None, closing)
+    if why_full:
+        audit.findings.append(AuditFinding("cursor", f"{lane.dir}/{CURSOR}", 1, why_full,
+                                           "nothing to do: this audit was full, and the cursor is written after it"))
+    audit.findings += _lint_battery(root, lane, audit.since)
+    pages = {p.exp_id: p for p in lw.lane_pages(root, lane)}
+    workloads = None
+    if backend is not None:
+        try:
+            settings = lw.lane_settings(root, lane)
+            prefix = f"{settings.user_prefix}-{lane.model_name}-{lane.name}"
+            workloads = {w.vid: w for w in backend.list_workloads(prefix)}
+        except ComputeError as exc:
+            audit.findings.append(AuditFinding("backend", lane.dir, 1, f"the backend cannot be listed: {exc}",
+                                               "check the cluster credentials; an audit that cannot see the backend is not clean"))
+    now = now if now is not None else dt.datetime.now(dt.timezone.utc).timestamp()
+    audit.findings += _lane_checks(root, lane, records, pages, workloads, now,
+                                   float(config.get("stale_stub_hours", DEFAULT_STALE_HOURS)),
+                                   int(config.get("thrash_k", DEFAULT_THRASH_K)))
+    audit.findings += _claims_need_retrospective(root, lane, session_start_commit(root, lane, session), closing)
+    if closing and cursor is None:
+        audit.findings = [f for f in audit.findings if f.check != "cursor"]  # a closing audit is full anyway
+    return audit
+
+
+# --- the authorization record ---------------------------------------------------------------
+
+
+def _signature(payload: str) -> str | None:
+    from wikiengine.lint.cache import signing_key
+
+    key = signing_key()
+    return hashlib.blake2b(payload.encode(), key=key, digest_size=32).hexdigest() if key else None
+
+
+def write_authorization(root: Path, audit: Audit, moment: dt.datetime) -> str:
+    """``.stop-authorized`` after a clean closing audit; returns its text."""
+    payload = (f"{audit.all_clear}\nwiki={audit.wiki_sha}\ncode={audit.code_sha}\nsession={audit.session}\n"
+               f"at={moment.strftime('%Y-%m-%dT%H:%M:%SZ')}\n")
+    signature = _signature(payload)
+    if signature is None:
+        from wikiengine.core.errors import WikiError
+
+        raise WikiError("no per-user signing key (the lint cache key): cannot sign .stop-authorized")
+    text = payload + f"signature={signature}\n"
+    atomic_write_text(root / audit.lane.dir / STOP_AUTHORIZED, text)
+    return text
+
+
+def check_authorization(root: Path, lane: Lane, session: int) -> tuple[dict | None, str | None]:
+    """The record of ``.stop-authorized`` when it may open the gate, else ``(None, why not)``."""
+    path = root / lane.dir / STOP_AUTHORIZED
+    if not path.is_file():
+        return None, "no .stop-authorized: run `wiki watch --closing --once` after the closing retrospective"
+    text = path.read_text(encoding="utf-8", errors="replace")
+    payload, _, tail = text.rpartition("signature=")
+    values = dict(line.split("=", 1) for line in payload.splitlines()[1:] if "=" in line)
+    expected = _signature(payload)
+    if expected is None or not hmac.compare_digest(tail.strip(), expected):
+        return None, ".stop-authorized was not written by this user's watcher (its signature does not verify)"
+    if values.get("session") != str(session):
+        return None, f".stop-authorized is from session {values.get('session')}, not session {session}: stale"
+    wiki = values.get("wiki", "")
+    if not _SHA_RE.fullmatch(wiki) or not is_ancestor(root, wiki, "HEAD"):
+        return None, ".stop-authorized names a wiki sha that is not in this history"
+    for rel, _when, sha in retrospective_commits(root, lane):
+        if not is_ancestor(root, sha, wiki):
+            return None, f".stop-authorized (wiki={wiki[:12]}) is older than the retrospective {rel}: audit again"
+    return {"all_clear": payload.splitlines()[0].strip(), **values}, None

@@ -1,0 +1,1 @@
+"""The kernel mode: a kernel family's wake, decide, verifier and writers."""

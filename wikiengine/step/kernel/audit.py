@@ -1,0 +1,87 @@
+"""The watcher's audit of a kernel family (seed 003 Step 9·0, kernel mode).
+
+The battery is ``wiki lint`` on the family's files changed since ``<family>/.audit-cursor``
+(plus the family page and the family log; every family file on a full audit), and the
+family checks: a stub idle past the configured age (24 h, from git time), thrashing (K
+consecutive invalid or inconclusive results on one mechanism), and K9's
+stop-at-first-win stall (a verdict followed by neither the next stub nor the stop
+chain for more than ``stall_minutes``, default 30). Each finding carries its correction; the audit then moves the cursor. The
+findings and the cursor are those of the lane watcher (:mod:`wikiengine.step.audit`),
+whose helpers take a :class:`~wikiengine.model.kernels.KernelFamily` as they take a lane.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from wikiengine.model import experiment as ex
+from wikiengine.step.kernel.verdicts import k9_state
+from wikiengine.model.kernels import KernelFamily
+from wikiengine.core.clock import timestamp
+from wikiengine.step.audit import (
+    CURSOR,
+    DEFAULT_STALE_HOURS,
+    DEFAULT_THRASH_K,
+    Audit,
+    AuditFinding,
+    first_commit_time,
+    thrashing,
+    head_sha,
+    read_cursor,
+    session_start,
+)
+from wikiengine.model.journal import parse_journal
+from wikiengine.core.git import git_out
+
+
+def _battery(root: Path, family: KernelFamily, since: str | None) -> list[AuditFinding]:
+    from wikiengine.lint.gitview import changed_pages
+    from wikiengine.lint.runner import lint
+
+    mine = lambda rel: rel.startswith(family.dir + "/") or rel == family.family_page  # noqa: E731
+    paths = {p for p in (family.log, family.family_page) if (root / p).is_file()}
+    if since is None:
+        paths |= {p.relative_to(root).as_posix() for p in (root / family.dir).glob("*.md")}
+    else:
+        paths |= {p for p in changed_pages(root, since) if mine(p)}
+    result = lint(root, sorted(paths), base=since, jobs=1)
+    return [AuditFinding(f.code, f.path, f.line, f.message, f"wiki lint --explain {f.code}; then fix {f.path}:{f.line}")
+            for f in result.findings]
+
+
+DEFAULT_STALL_MINUTES = 30.0
+
+
+def run_family_audit(root: Path, family: KernelFamily, *, now: float | None = None,
+                     stale_hours: float = DEFAULT_STALE_HOURS, thrash_k: int = DEFAULT_THRASH_K,
+                     stall_minutes: float = DEFAULT_STALL_MINUTES) -> Audit:
+    from wikiengine.step.kernel.writers import family_pages
+
+    journal = root / family.journal
+    records = parse_journal(journal.read_text(encoding="utf-8"), family.journal) if journal.is_file() else []
+    cursor, why_full = read_cursor(root, family)
+    code = git_out(root, "rev-parse", "--verify", "--quiet", f"refs/heads/{family.integration_branch}").strip()
+    audit = Audit(family, session_start(records), head_sha(root), code or head_sha(root),
+                  cursor["wiki"] if cursor else None, False)
+    if why_full:
+        audit.findings.append(AuditFinding("cursor", f"{family.dir}/{CURSOR}", 1, why_full,
+                                           "nothing to do: this audit was full, and the cursor is written after it"))
+    audit.findings += _battery(root, family, audit.since)
+    pages = {p.exp_id: p for p in family_pages(root, family)}
+    now = now if now is not None else dt.datetime.now(dt.timezone.utc).timestamp()
+    for vid, page in sorted(pages.items()):
+        committed = first_commit_time(root, page.rel)
+        if ex.is_open(page.frontmatter) and committed is not None and now - committed > stale_hours * 3600:
+            hours = (now - committed) / 3600
+            audit.findings.append(AuditFinding(
+                "stale-stub", page.rel, 1, f"{vid} has been in progress for {hours:.0f} h (more than {stale_hours:g} h)",
+                f"wiki kernel file {family.slug} --vid {vid} --verdict invalid --reason \"stub idle {hours:.0f} h\""))
+    audit.findings += thrashing(family, records, pages, thrash_k)
+    state = k9_state(records)
+    filed_at = timestamp(next((r.get("at") for r in reversed(records) if r.get("op") == "file"), None))
+    if state["state"] == "stall" and filed_at is not None and now - filed_at >= stall_minutes * 60:
+        audit.findings.append(AuditFinding("stall", family.log, 1, state["message"],
+                                           f"wiki kernel status {family.slug}; then stub its resume action, or "
+                                           f"wiki kernel close {family.slug}"))
+    return audit

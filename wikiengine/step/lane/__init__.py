@@ -1,0 +1,1 @@
+"""The lane mode: an autoresearch lane's wake, decide and writers."""

@@ -1,0 +1,113 @@
+"""`wiki loop stop`: the gated stop of a lane session, and `--pause`.
+
+The stop is a gate that no agent can open by itself. It runs the closing audit now and
+refuses (exit 3, with the reasons) unless it is clean and ``.stop-authorized`` is a
+record of this session's clean closing audit, written by the watcher and not older than
+the closing retrospective. Then it reaps the lane's workloads still on the backend
+(listing them unless ``--yes``), files pages for finished dispatches that have none,
+resolves the stubs still open by policy (never dispatched: ``invalid``; dispatched:
+``inconclusive``), runs ``wiki lint``, writes the stop marker with a ``**Final audit**:``
+line quoting the ALL-CLEAR verbatim, marks the session stopped, and commits.
+
+``--pause`` writes a pause marker, leaves the lane open, and needs no authorization.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from wikiengine.model import experiment as ex
+from wikiengine.step import writers as lw
+from wikiengine.model import logbook
+from wikiengine.core.errors import WikiError
+from wikiengine.step.audit import check_authorization, run_audit
+from wikiengine.model.journal import append_record
+from wikiengine.step.lane.wake import STATE_REL, load_lane_run
+from wikiengine.core.clock import utc_iso
+from wikiengine.model.state import lane_state_text
+from wikiengine.step.txn import LaneLock, LaneTxn
+
+EXIT_REFUSED = 3
+
+
+class StopRefused(WikiError):
+    """The gate stays shut (exit 3)."""
+
+    exit_code = EXIT_REFUSED
+
+
+def pause(root: Path, *, clock=None, dry_run: bool = False, backend=None) -> dict:
+    run = load_lane_run(root, backend)
+    now = (clock or (lambda: dt.datetime.now(dt.timezone.utc)))()
+    if run.state.status != "running":
+        raise WikiError(f"the session is {run.state.status}, not running: nothing to pause")
+    with LaneLock(root, run.lane):
+        txn = LaneTxn(root, run.lane)
+        entry = logbook.render_entry(now.date().isoformat(), "pause", f"session {run.state.session} paused",
+                                     {"Notes": "paused by wiki loop stop --pause; the lane stays open; "
+                                               "no ceiling or stop claim is made"})
+        txn.write(run.lane.log, logbook.insert_entry(txn.read(run.lane.log), entry))
+        state = run.state.replace(status="paused", updated_at=utc_iso(now), next_check_at=None)
+        txn.write(STATE_REL, lane_state_text(state, f"\n# {state.lane}: paused (session {state.session})\n\n"
+                                             "Resume with `wiki loop start`.\n"))
+        if dry_run:
+            return {"paused": True, "dry_run": True, "would_write": txn.changed()}
+        return {"paused": True, "commit": txn.commit(f"loop({run.lane.name}): pause session {run.state.session}")}
+
+
+def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, backend=None) -> dict:
+    """The gated stop (see the module docstring); raises StopRefused with the reasons."""
+    run = load_lane_run(root, backend)
+    now = (clock or (lambda: dt.datetime.now(dt.timezone.utc)))()
+    if run.state.status == "stopped":
+        raise WikiError("the session is already stopped")
+    audit = run_audit(root, run.lane, closing=True, backend=run.backend, config=run.config)
+    reasons = [f.render() for f in audit.findings]
+    record, why = check_authorization(root, run.lane, run.state.session)
+    if why:
+        reasons.append(why)
+    if reasons:
+        raise StopRefused("stop refused:\n  " + "\n  ".join(reasons))
+    running = [w for w in run.backend.list_workloads(run.prefix) if not w.is_finished]
+    if running and not yes:
+        raise StopRefused("stop would kill these workloads of the lane; pass --yes to reap them:\n  "
+                          + "\n  ".join(w.name for w in running))
+    if dry_run:
+        return {"stopped": False, "dry_run": True, "would_reap": [w.name for w in running],
+                "final_audit": record["all_clear"]}
+    actions = []
+    for workload in running:
+        run.backend.delete(workload.name)
+        actions.append(f"reaped {workload.name}")
+    done = lw.backfill(root, run.lane, run.backend)
+    actions += [f"backfilled {b['vid']} ({b['verdict']})" for b in done["backfilled"]]
+    records_text = (root / run.lane.journal).read_text(encoding="utf-8") if (root / run.lane.journal).is_file() else ""
+    dispatched = {r.get("vid") for r in lw.parse_journal(records_text, run.lane.journal) if r.get("op") == "dispatch"}
+    for page in lw.lane_pages(root, run.lane):
+        if not ex.is_open(page.frontmatter):
+            continue
+        never_ran = page.exp_id not in dispatched
+        lw.file_experiment(root, run.lane, page.exp_id, verdict="invalid" if never_ran else "inconclusive",
+                           metrics={}, profile_path=None, hlo_path=None,
+                           reason=("never dispatched: resolved by wiki loop stop" if never_ran
+                                   else "the session stopped before a verdict: resolved by wiki loop stop"))
+        actions.append(f"resolved open stub {page.exp_id} ({'invalid' if never_ran else 'inconclusive'})")
+    from wikiengine.lint.runner import lint
+
+    left = [f.render() for f in lint(root, base=None, jobs=1).findings]
+    if left:
+        raise StopRefused("stop refused: wiki lint is not clean after closing the lane:\n  " + "\n  ".join(left[:10]))
+    with LaneLock(root, run.lane):
+        txn = LaneTxn(root, run.lane)
+        entry = logbook.render_entry(now.date().isoformat(), "stop", f"wiki loop stop: session {run.state.session} closed",
+                                     {"Final audit": record["all_clear"],
+                                      "Notes": "; ".join(actions) or "nothing left to reap or resolve"})
+        txn.write(run.lane.log, logbook.insert_entry(txn.read(run.lane.log), entry))
+        txn.write(run.lane.journal, append_record(txn.read(run.lane.journal), {
+            "op": "stop", "session": run.state.session, "final_audit": record["all_clear"], "at": utc_iso(now)}))
+        state = run.state.replace(status="stopped", updated_at=utc_iso(now), next_check_at=None)
+        txn.write(STATE_REL, lane_state_text(state, f"\n# {state.lane}: stopped (session {state.session})\n\n"
+                                             f"Final audit: {record['all_clear']}\n"))
+        sha = txn.commit(f"loop({run.lane.name}): stop session {run.state.session} ({record['all_clear']})")
+    return {"stopped": True, "final_audit": record["all_clear"], "actions": actions, "commit": sha}

@@ -1,0 +1,120 @@
+"""`wiki loop start`: seed 001 Steps 1 to 9b as code.
+
+Select the pool (local: N slots; GKE: the cluster files of ``.env/``, their occupancy and
+the selection of ``wiki clusters``), record the session constants (USER_PREFIX,
+MODEL_NAME, LANE, the tracks) as the journal's ``start`` record, delete a leftover
+``.stop-authorized``, write the start marker at the top of the lane log in its full form,
+point ``memory/STATE.md`` at the session, and commit it all at once. Zero free
+clusters: nothing is written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+from wikiengine.step import writers as lw
+from wikiengine.model import logbook
+from wikiengine.core.errors import WikiError
+from wikiengine.model.journal import append_record, parse_journal
+from wikiengine.step.lane.wake import STATE_REL, lane_config
+from wikiengine.core.clock import utc_iso
+from wikiengine.model.state import LaneState, lane_state_text
+from wikiengine.step.txn import LaneLock, LaneTxn
+from wikiengine.model.lanes import Lane
+
+STOP_AUTHORIZED = ".stop-authorized"
+MAX_LOCAL_TRACKS = 8
+
+
+class NoFreeClusters(WikiError):
+    """Every candidate cluster is busy or unknown (exit 1, nothing written)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Pool:
+    slots: list[dict]  # [{"track": 1, "name": ..., "context": ...}]
+    description: str
+
+
+def parse_parallelism(value: str) -> int | str:
+    if value == "all":
+        return "all"
+    try:
+        number = int(value)
+    except ValueError:
+        raise WikiError(f"--parallelism {value!r} is not a number or 'all'") from None
+    if number < 1:
+        raise WikiError("--parallelism must be at least 1")
+    return number
+
+
+def local_pool(parallelism: int | str) -> Pool:
+    count = MAX_LOCAL_TRACKS if parallelism == "all" else int(parallelism)
+    if count > MAX_LOCAL_TRACKS:
+        raise WikiError(f"--parallelism {count}: the local backend runs at most {MAX_LOCAL_TRACKS} tracks")
+    slots = [{"track": t, "name": f"local-{t}", "context": "local"} for t in range(1, count + 1)]
+    return Pool(slots, ", ".join(s["name"] for s in slots))
+
+
+def gke_pool(root: Path, lane: Lane, parallelism, tpu: str | None, topology: str | None) -> Pool:
+    """Free clusters, by the seed's occupancy rules (``wiki clusters``); none: NoFreeClusters."""
+    from wikiengine.executors.gke.occupancy import check_all, format_pool, select_clusters
+    from wikiengine.step.clusters import candidate_clusters, lane_owner
+
+    me, _source = lane_owner(root, lane.model_dir, lane.name)
+    candidates = candidate_clusters(root / ".env", tpu, topology)
+    selection = select_clusters(check_all(candidates, me), None if parallelism == "all" else int(parallelism))
+    if selection.stop:
+        raise NoFreeClusters(format_pool(selection, candidates[0].tpu.label()).replace("\n", "; "))
+    slots = [{"track": i, "name": occ.cluster.name, "context": occ.cluster.context}
+             for i, occ in enumerate(selection.selected, start=1)]
+    return Pool(slots, ", ".join(f"{s['name']} ({s['context']})" for s in slots))
+
+
+def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "local", tpu: str | None = None,
+                  topology: str | None = None, first: str | None = None, dry_run: bool = False,
+                  clock=None) -> dict:
+    """Start a lane session (see the module docstring); the JSON result of `wiki loop start`."""
+    if backend not in ("local", "gke"):
+        raise WikiError(f"--backend {backend!r} is not local or gke")
+    wanted = parse_parallelism(str(parallelism))
+    if not (root / lane.program).is_file():
+        raise WikiError(f"lane {lane.model_prefix}/{lane.name} has no program: write {lane.program} first")
+    config = lane_config(root, lane)
+    if not config.get("launch_cmd"):
+        raise WikiError(f"the lane's program has no launch_cmd in its ## Config: {lane.program}")
+    settings = lw.lane_settings(root, lane)
+    pool = local_pool(wanted) if backend == "local" else gke_pool(root, lane, wanted, tpu, topology)
+    now = (clock or (lambda: dt.datetime.now(dt.timezone.utc)))()
+    with LaneLock(root, lane):
+        txn = LaneTxn(root, lane)
+        journal = txn.read(lane.journal)
+        session = 1 + sum(1 for r in parse_journal(journal, lane.journal) if r.get("op") == "start")
+        constants = {"user_prefix": settings.user_prefix, "model_name": lane.model_name, "lane": lane.name,
+                     "tracks": pool.slots, "backend": backend, "parallelism": len(pool.slots)}
+        txn.write(lane.journal, append_record(journal, {"op": "start", "session": session, **constants,
+                                                        "first": first, "at": utc_iso(now)}))
+        entry = logbook.render_entry(now.date().isoformat(), "start", "wiki loop start session begin", {
+            "Cluster pool": pool.description, "Parallelism": str(len(pool.slots)),
+            "First-pick hypothesis": first or "to be formulated at the first wake",
+            "Notes": f"session {session}; USER_PREFIX {settings.user_prefix}, MODEL_NAME {lane.model_name}, "
+                     f"LANE {lane.name}, backend {backend}",
+        })
+        txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
+        state = LaneState(lane=f"{lane.model_dir}/{lane.name}", status="running", session=session, backend=backend,
+                          tracks=len(pool.slots), started_at=utc_iso(now), next_check_at=utc_iso(now),
+                          updated_at=utc_iso(now))
+        txn.write(STATE_REL, lane_state_text(state, f"\n# {state.lane}: session {session} started\n\n"
+                                             f"Pool: {pool.description}. Run `wiki step` at each wake.\n"))
+        stale = root / lane.dir / STOP_AUTHORIZED
+        result = {"lane": state.lane, "session": session, "constants": constants, "pool": pool.slots,
+                  "removed_stale_stop_authorization": stale.exists()}
+        if dry_run:
+            return {**result, "dry_run": True, "would_write": txn.changed()}
+        stale.unlink(missing_ok=True)
+        result["commit"] = txn.commit(f"loop({lane.name}): start session {session} with {len(pool.slots)} track(s)")
+        return result

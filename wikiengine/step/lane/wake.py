@@ -1,0 +1,561 @@
+"""The lane mode of `wiki step`: one wake of an autoresearch session (seeds 001/003).
+
+observe (journal, backend, pages) -> :func:`wikiengine.step.lane.decide.decide` (pure) -> act:
+
+0. backfill finished workloads that have no page (``wiki backfill``);
+1. the re-ground summary (frontier per row, last verdicts, open hypotheses, newest
+   retrospective) goes into the result, for the agent to read;
+2. per track: ``process`` a finished run (Setup gets the command that ran, Results the
+   metrics the run wrote; then a verdict is owed), ``skip`` one in flight, ``dispatch``
+   a ready stub (the journal's dispatch record is committed before the backend is
+   asked; a lost answer is re-asked and adopted by name, never launched twice),
+   ``kill`` a hung run or one past its ceiling, ``wait`` when the backend cannot be read;
+3. reconcile journal, backend, pages and log, and say what disagreed;
+4. ``next_wake_s`` (120..600 s) and ``needs``: the judgement the agent owes, with inputs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wikiengine.model import experiment as ex
+from wikiengine.step import writers as lw
+from wikiengine.core.clock import timestamp, utc_iso
+from wikiengine.core.errors import WikiError
+from wikiengine.step.engine import Mode
+from wikiengine.step.lane.decide import LaneLimits, TrackDecision, TrackView, decide
+from wikiengine.model.journal import append_record, parse_journal
+from wikiengine.model.state import heartbeat_path, write_heartbeat, LaneState, lane_state_text, read_lane_state, require_lane
+from wikiengine.step.txn import LaneLock, LaneTxn
+from wikiengine.model.lanes import Lane
+from wikiengine.core.page import parse_page
+
+STATE_REL = "memory/STATE.md"
+_YAML_BLOCK_RE = re.compile(r"```ya?ml\n(?P<body>.*?)```", re.S)
+
+
+@dataclass
+class LaneWakeResult:
+    """The summary of one lane wake (``--json`` prints :meth:`as_json`)."""
+
+    lane: str
+    status: str
+    decisions: list[dict] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    needs: list[dict] = field(default_factory=list)
+    disagreements: list[str] = field(default_factory=list)
+    reground: dict = field(default_factory=dict)
+    next_wake_s: int | None = None
+    commits: list[str] = field(default_factory=list)
+    decision: str = "lane"
+
+    def as_json(self) -> dict:
+        return {"mode": "lane", "lane": self.lane, "state": self.status, "decision": self.decision,
+                "tracks": self.decisions, "actions": self.actions, "needs": self.needs,
+                "disagreements": self.disagreements, "reground": self.reground, "next_wake_s": self.next_wake_s}
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    def text(self) -> str:
+        lines = [f"lane {self.lane}: {self.status}; next wake in {self.next_wake_s} s"]
+        lines += [f"  track {d['track']}: {d['decision']}{' ' + d['vid'] if d['vid'] else ''} — {d['reason']}"
+                  for d in self.decisions]
+        lines += [f"  * {a}" for a in self.actions[:8]]
+        lines += [f"  ! {d}" for d in self.disagreements[:5]]
+        for need in self.needs[:8]:
+            lines.append(f"  owed: {need['kind']} for {need.get('vid') or 'track ' + str(need['track'])}: {need['command']}")
+        return "\n".join(lines[:30])
+
+
+# --- settings -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaneRun:
+    root: Path
+    lane: Lane
+    state: LaneState
+    settings: lw.LaneSettings
+    config: dict
+    limits: LaneLimits
+    backend: object
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.settings.user_prefix}-{self.lane.model_name}-{self.lane.name}"
+
+
+def lane_config(root: Path, lane: Lane) -> dict:
+    from wikiengine.model import cascade
+    from wikiengine.model import targets
+
+    try:
+        return cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name)).config or {}
+    except WikiError:
+        raise
+
+
+def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[dict] | None = None):
+    """The lane backend named by the session: ``local`` (one slot per track, here), or
+    ``gke`` (each track's cluster of the session's pool, through its kubeconfig context)."""
+    if kind == "local":
+        from wikiengine.executors.lane_local import LocalLaneBackend
+
+        return LocalLaneBackend(root, lane.model_dir, lane.name)
+    if kind == "gke":
+        from wikiengine.executors.gke.clusters import discover_clusters
+        from wikiengine.executors.gke.occupancy import Me
+        from wikiengine.executors.gke.lane import GkeLaneBackend
+        from wikiengine.executors.lane_pool import TrackPool
+
+        image, storage = config.get("image"), config.get("storage_root")
+        if not image or not storage:
+            raise WikiError("backend gke needs image and storage_root in the lane program's ## Config")
+        clusters = {c.name: c for c in discover_clusters(root / ".env")}
+        settings = lw.lane_settings(root, lane)
+        me = Me(settings.user_prefix, lane.model_name, lane.name)
+        backends = {}
+        for slot in tracks or []:
+            cluster = clusters.get(slot.get("name"))
+            if cluster is None:
+                raise WikiError(f"track {slot.get('track')}: no cluster file for {slot.get('name')} in .env/")
+            backends[int(slot["track"])] = GkeLaneBackend.connect(cluster, me, image, storage)
+        return TrackPool(backends)
+    raise WikiError(f"unknown lane backend {kind!r} (local or gke)")
+
+
+def session_tracks(root: Path, lane: Lane) -> list[dict]:
+    """The pool of the newest session (the journal's start record)."""
+    path = root / lane.journal
+    records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
+    starts = [r for r in records if r.get("op") == "start"]
+    return list(starts[-1].get("tracks", [])) if starts else []
+
+
+def load_lane_run(root: Path, backend=None) -> LaneRun:
+    state = read_lane_state(root)
+    lane = require_lane(root, state)
+    if not (root / lane.program).is_file():
+        raise WikiError(f"lane {state.lane} has no program: {lane.program} does not exist")
+    config = lane_config(root, lane)
+    limits = LaneLimits(hung_after_s=float(config.get("hung_after_s", 1800)),
+                        ceiling_s=float(config.get("ceiling_s", 6 * 3600)),
+                        wake_interval_s=int(config.get("wake_interval_s", 600)))
+    return LaneRun(root, lane, state, lw.lane_settings(root, lane), config, limits,
+                   backend or make_backend(state.backend, root, lane, config, session_tracks(root, lane)))
+
+
+# --- observe ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Observed:
+    records: list[dict]
+    pages: dict[str, lw.LanePage]
+    workloads: dict[str, object] | None  # vid -> LaneWorkload; None: the backend cannot be read
+    views: list[TrackView]
+    disagreements: list[str]
+    backend_error: str | None = None
+
+
+def observe(run: LaneRun) -> Observed:
+    from wikiengine.executors.compute import ComputeError
+
+    journal_text = (run.root / run.lane.journal).read_text(encoding="utf-8") if (run.root / run.lane.journal).is_file() else ""
+    records = parse_journal(journal_text, run.lane.journal)
+    pages = {p.exp_id: p for p in lw.lane_pages(run.root, run.lane)}
+    error = None
+    try:
+        workloads = {w.vid: w for w in run.backend.list_workloads(run.prefix)}
+    except ComputeError as exc:
+        workloads, error = None, str(exc)
+    session_start = max((i for i, r in enumerate(records) if r.get("op") == "start"), default=-1)
+    by_track: dict[int, str] = {}
+    ops: dict[str, set[str]] = {}
+    for index, record in enumerate(records):
+        vid = record.get("vid")
+        if vid:
+            ops.setdefault(vid, set()).add(record.get("op", ""))
+        if record.get("op") in ("claim", "retry") and isinstance(record.get("track"), int) and vid:
+            by_track[record["track"]] = vid
+        if index < session_start:
+            continue
+    views = []
+    for track in range(1, run.state.tracks + 1):
+        vid = by_track.get(track)
+        page = pages.get(vid) if vid else None
+        page_state = None if vid is None else ("missing" if page is None else
+                                               "filed" if ex.is_filed(page.frontmatter) else "open")
+        done = ops.get(vid, set()) if vid else set()
+        workload = None if workloads is None or vid is None else workloads.get(vid)
+        views.append(TrackView(
+            track=track, vid=vid, page_state=page_state, dispatched="dispatch" in done, processed="complete" in done,
+            killed="kill" in done, workload=page.frontmatter.get("workload_name") if page else None,
+            backend_state="unknown" if workloads is None else (workload.state if workload else None),
+            started_at=timestamp(getattr(workload, "started", None)),
+            progress_at=timestamp(getattr(workload, "progress_at", None)),
+        ))
+    disagreements = reconcile(records, pages, workloads, ops)
+    return Observed(records, pages, workloads, views, disagreements, error)
+
+
+def reconcile(records, pages, workloads, ops) -> list[str]:
+    """What journal, backend and pages disagree on (said every wake, never silently fixed)."""
+    said = []
+    claimed = {r.get("vid") for r in records if r.get("op") in ("claim", "retry", "backfill")}
+    for vid, workload in sorted((workloads or {}).items()):
+        if vid not in claimed and vid not in pages:
+            said.append(f"{workload.name} is on the backend with no stub committed before it")
+    for vid in sorted(v for v in claimed if v and v not in pages):
+        said.append(f"{vid} was claimed in the journal but has no page")
+    for vid, page in sorted(pages.items()):
+        if ex.is_filed(page.frontmatter) and workloads and vid in workloads and workloads[vid].state == "running":
+            said.append(f"{vid} is filed but {workloads[vid].name} is still running")
+        if "dispatch" in ops.get(vid, set()) and not ex.is_filed(page.frontmatter) and ex.is_open(page.frontmatter) is False:
+            said.append(f"{vid} was dispatched but its page has status {page.frontmatter.get('status')!r}")
+    return said
+
+
+# --- the re-ground summary and what the agent owes ----------------------------------------------
+
+
+def reground(run: LaneRun, obs: Observed) -> dict:
+    from wikiengine.model.variant_matrix import CURRENT_BEST, FRONTIER_EXP, parse_matrix
+
+    frontier = []
+    model_rel = run.lane.model_page(run.root)
+    if model_rel:
+        matrix = parse_matrix(parse_page((run.root / model_rel).read_text(encoding="utf-8"), model_rel))
+        for row in matrix.rows if matrix else ():
+            frontier.append({"variant": row.key, "status": row.status, "baseline": row.cell("Baseline"),
+                             "current_best": row.cell(CURRENT_BEST), "frontier_exp": row.cell(FRONTIER_EXP)})
+    filed = sorted((p for p in obs.pages.values() if ex.is_filed(p.frontmatter)),
+                   key=lambda p: (str(p.frontmatter.get("updated", "")), p.exp_id))
+    last = [{"vid": p.exp_id, "verdict": ex.resolve_verdict(p.frontmatter)[0], "variant": p.frontmatter.get("variant"),
+             "page": p.rel} for p in filed[-3:]]
+    hypotheses = []
+    folder = run.root / "wiki/hypotheses"
+    for path in sorted(folder.glob("*.md")) if folder.is_dir() else ():
+        try:
+            front = parse_page(path.read_text(encoding="utf-8"), path).frontmatter
+        except WikiError:
+            continue
+        if front.get("status") in ("open", "in_progress", "testing"):
+            hypotheses.append({"slug": path.stem, "status": front.get("status"), "title": front.get("title")})
+    retros = sorted(run.root.glob(f"wiki/analyses/*-{run.lane.model_name}-{run.lane.name}-retrospective*.md"))
+    retros += sorted((run.root / run.lane.dir / "retrospectives").glob("*.md"))
+    return {"frontier": frontier, "last_verdicts": last, "open_hypotheses": hypotheses,
+            "newest_retrospective": retros[-1].relative_to(run.root).as_posix() if retros else None}
+
+
+def owed(run: LaneRun, decision: TrackDecision, obs: Observed, summary: dict) -> dict | None:
+    lane_args = f"{run.lane.model_prefix} {run.lane.name}"
+    if decision.kind == "need_hypothesis":
+        in_flight = [{"vid": v.vid, "track": v.track} for v in obs.views if v.page_state == "open"]
+        return {"kind": "hypothesis", "track": decision.track, "vid": None,
+                "inputs": {"last_verdicts": summary["last_verdicts"], "open_hypotheses": summary["open_hypotheses"],
+                           "in_flight": in_flight, "frontier": summary["frontier"]},
+                "command": f"wiki exp new {lane_args} --track {decision.track} --slug SLUG --variant KEY --proposal FILE"}
+    if decision.kind == "need_verdict":
+        done = [r for r in obs.records if r.get("vid") == decision.vid and r.get("op") == "complete"]
+        record = done[-1] if done else {}
+        arts = record.get("artifacts") or {}
+        caps = []
+        if record.get("exit_code") not in (None, 0):
+            caps.append("the run crashed: invalid")
+        if record.get("parity") == "fail":
+            caps.append("the parity check failed: invalid")
+        if not arts.get("profile"):
+            caps.append("no Profile: at most inconclusive")
+        if not arts.get("hlo"):
+            caps.append("no HLO Dump: at most inconclusive")
+        flags = " ".join(f"--{k} {shlex.quote(v)}" for k, v in (("metrics", arts.get("metrics")), ("profile", arts.get("profile")),
+                                                                 ("hlo", arts.get("hlo"))) if v)
+        return {"kind": "verdict", "track": decision.track, "vid": decision.vid,
+                "inputs": {"metrics": record.get("metrics", {}), "baseline": record.get("baseline"),
+                           "noise_band": record.get("noise_band"), "metric": run.settings.target_metric,
+                           "caps": caps, "artifacts": arts},
+                "command": f"wiki exp file {decision.vid} {lane_args} --verdict V {flags} --reason TEXT".replace("  ", " ")}
+    return None
+
+
+# --- act ----------------------------------------------------------------------------------------
+
+
+def setup_config(text: str) -> dict:
+    """The yaml block of a page's Setup: the knobs the run gets as its config."""
+    import yaml
+
+    section = parse_page(text).section("Setup")
+    match = _YAML_BLOCK_RE.search(section.body) if section else None
+    if not match:
+        return {}
+    data = yaml.safe_load(match.group("body"))
+    return data if isinstance(data, dict) else {}
+
+
+def _frontier_page(run: LaneRun, variant: str) -> lw.LanePage | None:
+    from wikiengine.model.variant_matrix import CURRENT_BEST, cell_reference, parse_matrix
+
+    model_rel = run.lane.model_page(run.root)
+    if not model_rel:
+        return None
+    matrix = parse_matrix(parse_page((run.root / model_rel).read_text(encoding="utf-8"), model_rel))
+    row = matrix.row(variant) if matrix else None
+    ref = cell_reference(row.cell(CURRENT_BEST), model_rel, re.compile(r"(?P<id>v\d{3,}[a-z]?)")) if row else None
+    if ref is None or not ref.target or not (run.root / ref.target).is_file():
+        return None
+    return lw.LanePage(run.root, ref.target, ref.exp_id)
+
+
+def launch_spec(run: LaneRun, page: lw.LanePage, track: int):
+    """The backend's LaunchSpec for a stub, and the frontier page it is measured against.
+
+    The command is the lane program's ``launch_cmd`` with ``{config}`` (a JSON file of the
+    knobs in the yaml block of the stub's Setup), ``{frontier}`` (the same of the row's
+    Current best, else the lane's ``baseline_config``), ``{artifacts}`` (where the run
+    writes metrics.json, profile.md and hlo.md) and ``{python}``.
+    """
+    import sys
+
+    from wikiengine.executors.lane_backend import LaunchSpec
+
+    template = run.config.get("launch_cmd")
+    if not template:
+        raise WikiError(f"lane {run.state.lane} has no launch_cmd in its program's ## Config")
+    name = page.frontmatter.get("workload_name")
+    folder = run.root / ".wiki" / "lane-configs" / run.lane.model_dir / run.lane.name
+    folder.mkdir(parents=True, exist_ok=True)
+    artifacts = f".wiki/lane-artifacts/{run.lane.model_dir}/{run.lane.name}/{name}"
+    variant = str(page.frontmatter.get("variant", ""))
+    frontier = _frontier_page(run, variant)
+    candidate_cfg = folder / f"{page.exp_id}.json"
+    frontier_cfg = folder / f"{page.exp_id}-frontier.json"
+    candidate_cfg.write_text(json.dumps(setup_config(page.text), sort_keys=True))
+    baseline = run.config.get("baseline_config") if isinstance(run.config.get("baseline_config"), dict) else {}
+    frontier_cfg.write_text(json.dumps(setup_config(frontier.text) if frontier else baseline, sort_keys=True))
+    values = {"config": candidate_cfg, "frontier": frontier_cfg, "artifacts": run.root / artifacts, "python": sys.executable}
+    argv = [a.format(**values) for a in shlex.split(template)]
+    vid = ex.parse_vid(page.exp_id)
+    spec = LaunchSpec(name=name, vid=page.exp_id, slug=ex.parse_file_name(page.rel.rsplit("/", 1)[-1]).slug or "",
+                      track=track, argv=argv, env={"WIKI_VID": str(vid) if vid else page.exp_id},
+                      artifact_dir=artifacts, timeout_s=run.limits.ceiling_s)
+    return spec, (frontier.rel if frontier else None)
+
+
+def locked_result() -> LaneWakeResult:
+    result = LaneWakeResult("?", "unknown", decision="locked")
+    result.actions.append("another wiki step holds the lock; nothing done")
+    return result
+
+
+def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None, **_unused) -> LaneWakeResult:
+    """One lane wake (see the module docstring); `wiki step` runs it under the engine's lock."""
+    clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
+    run = load_lane_run(root, backend)
+    result = LaneWakeResult(run.state.lane, run.state.status)
+    if run.state.status != "running":
+        result.actions.append(f"the session is {run.state.status}: nothing to drive (wiki loop start begins one)")
+        result.next_wake_s = None
+        return result
+    if not dry_run:
+        from wikiengine.executors.compute import ComputeError
+
+        try:
+            done = lw.backfill(root, run.lane, run.backend)
+        except ComputeError as exc:
+            done = {"backfilled": []}
+            result.actions.append(f"backfill skipped: the backend cannot be listed ({exc})")
+        result.actions += [f"backfilled {b['vid']} ({b['verdict']}): {b['page']}" for b in done["backfilled"]]
+        if done.get("commit"):
+            result.commits.append(done["commit"])
+    obs = observe(run)
+    now = clock().timestamp()
+    lane_decision = decide(obs.views, now, run.limits, obs.disagreements)
+    result.decisions = [d.as_json() for d in lane_decision.tracks]
+    result.disagreements = list(obs.disagreements)
+    if obs.backend_error:
+        result.disagreements.append(f"backend cannot be read: {obs.backend_error}")
+    result.next_wake_s = lane_decision.next_wake_s
+    for decision in lane_decision.tracks:
+        if dry_run:
+            result.actions.append(f"(dry run) track {decision.track}: {decision.kind}")
+            continue
+        ACTS.get(decision.kind, lambda *a: None)(run, decision, obs, result)
+    fresh = observe(run) if not dry_run else obs  # the world after this wake's acts, read once
+    summary = reground(run, fresh)
+    result.reground = summary
+    for decision in decide(fresh.views, now, run.limits).tracks:
+        need = owed(run, decision, fresh, summary)
+        if need:
+            result.needs.append(need)
+    if not dry_run:
+        moment = clock()
+        write_heartbeat(root, run.lane, moment)
+        summary_line = ", ".join(f"t{d['track']} {d['decision']} {d['vid'] or ''}".rstrip() for d in result.decisions)
+        if summary_line != _last_summary(root) or result.actions:
+            # STATE.md changes (and commits) when what the wake decided changed; the watcher
+            # reads every wake's time from the heartbeat, so an idle replay commits nothing
+            state = run.state.replace(last_wake_at=utc_iso(moment), updated_at=utc_iso(moment),
+                                      next_check_at=utc_iso(moment + dt.timedelta(seconds=result.next_wake_s)))
+            with LaneLock(root, run.lane):
+                txn = LaneTxn(root, run.lane)
+                txn.write(STATE_REL, lane_state_text(state, state_body(state, result, summary_line)))
+                sha = txn.commit(f"step(lane {run.lane.name}): {summary_line}", relint=False)
+                if sha:
+                    result.commits.append(sha)
+    return result
+
+
+def last_wake(root: Path, state: LaneState) -> float | None:
+    """The time of the last wake: this host's heartbeat, else STATE.md's last material wake."""
+    path = heartbeat_path(root, state.lane_ref)
+    beat = timestamp(path.read_text(encoding="utf-8").strip()) if path.is_file() else None
+    recorded = timestamp(state.last_wake_at or state.started_at)
+    return max(t for t in (beat, recorded) if t is not None) if (beat or recorded) else None
+
+
+_SUMMARY_RE = re.compile(r"^Tracks: (?P<line>.*)$", re.M)
+
+
+def _last_summary(root: Path) -> str | None:
+    path = root / STATE_REL
+    match = _SUMMARY_RE.search(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return match.group("line") if match else None
+
+
+def state_body(state: LaneState, result: LaneWakeResult, summary_line: str) -> str:
+    lines = ["", f"# {state.lane}: {state.status} (session {state.session}, {state.tracks} track(s), {state.backend})", ""]
+    lines += [f"Tracks: {summary_line}", ""]
+    lines += [f"- track {d['track']}: {d['decision']} {d['vid'] or ''} — {d['reason']}".rstrip() for d in result.decisions]
+    if result.needs:
+        lines += ["", "Owed by the agent:"] + [f"- {n['kind']}: `{n['command']}`" for n in result.needs]
+    lines += ["", f"Next check at {state.next_check_at}. `wiki step` reads this file first."]
+    return "\n".join(lines) + "\n"
+
+
+def act_dispatch(run: LaneRun, decision: TrackDecision, obs: Observed, result: LaneWakeResult) -> None:
+    from wikiengine.executors.compute import ComputeError
+
+    page = obs.pages[decision.vid]
+    spec, frontier = launch_spec(run, page, decision.track)
+    view = next(v for v in obs.views if v.track == decision.track)
+    if not view.dispatched:
+        with LaneLock(run.root, run.lane):
+            txn = LaneTxn(run.root, run.lane)
+            txn.write(run.lane.journal, append_record(txn.read(run.lane.journal), {
+                "op": "dispatch", "vid": decision.vid, "track": decision.track, "workload": spec.name,
+                "argv": spec.argv, "frontier": frontier, "at": utc_iso(dt.datetime.now(dt.timezone.utc))}))
+            sha = txn.commit(f"exp({decision.vid}): dispatch {spec.name} on track {decision.track}", relint=False)
+            if sha:
+                result.commits.append(sha)
+    try:
+        workload = run.backend.launch(spec)
+    except ComputeError as exc:
+        result.actions.append(f"track {decision.track}: launch of {spec.name} unknown ({exc}); the dispatch record "
+                              "stays and the next wake asks again")
+        return
+    result.actions.append(f"track {decision.track}: dispatched {decision.vid} as {workload.name}")
+
+
+def act_kill(run: LaneRun, decision: TrackDecision, obs: Observed, result: LaneWakeResult) -> None:
+    page = obs.pages[decision.vid]
+    name = page.frontmatter.get("workload_name")
+    with LaneLock(run.root, run.lane):
+        txn = LaneTxn(run.root, run.lane)
+        txn.write(run.lane.journal, append_record(txn.read(run.lane.journal), {
+            "op": "kill", "vid": decision.vid, "workload": name, "reason": decision.reason,
+            "at": utc_iso(dt.datetime.now(dt.timezone.utc))}))
+        sha = txn.commit(f"exp({decision.vid}): kill {name}: {decision.reason[:60]}", relint=False)
+        if sha:
+            result.commits.append(sha)
+    run.backend.delete(name)
+    result.actions.append(f"track {decision.track}: killed {name} ({decision.reason})")
+
+
+def run_outputs(arts: dict) -> dict[str, str]:
+    """The files a run left: ``metrics`` (metrics.json), ``profile`` and ``hlo`` (the
+    analyzer's sections: the ``xprof``/``hlo`` paths when they are files, else
+    ``profile.md``/``hlo.md`` in the artifact dir)."""
+    folder = Path(arts["artifact_dir"]) if arts.get("artifact_dir") else None
+    candidates = {
+        "metrics": [arts.get("metrics")],
+        "profile": [arts.get("xprof"), folder / "profile.md" if folder else None],
+        "hlo": [arts.get("hlo"), folder / "hlo.md" if folder else None],
+    }
+    found = {}
+    for key, paths in candidates.items():
+        path = next((Path(p) for p in paths if p and Path(p).is_file()), None)
+        if path is not None:
+            found[key] = str(path)
+    return found
+
+
+def act_process(run: LaneRun, decision: TrackDecision, obs: Observed, result: LaneWakeResult) -> None:
+    """Fill Setup with the command that ran and Results with the run's metrics; a verdict is then owed."""
+    from wikiengine.model.variant_matrix import BASELINE, cell_number, parse_matrix
+
+    page = obs.pages[decision.vid]
+    workload = obs.workloads.get(decision.vid) if obs.workloads else None
+    dispatches = [r for r in obs.records if r.get("vid") == decision.vid and r.get("op") == "dispatch"]
+    argv = dispatches[-1].get("argv", []) if dispatches else []
+    command = workload.command if workload is not None and workload.command else (shlex.join(argv) if argv else None)
+    arts = dict(run.backend.artifacts(workload.name)) if workload is not None else {}
+    metrics, parity = {}, None
+    metrics_path = Path(arts.get("metrics", "")) if arts.get("metrics") else None
+    if metrics_path is not None and metrics_path.is_file():
+        try:
+            data = json.loads(metrics_path.read_text(encoding="utf-8"))
+        except ValueError:
+            data = {}
+        parity = data.get("parity") if isinstance(data, dict) else None
+        metrics = {k: float(v) for k, v in (data.items() if isinstance(data, dict) else ())
+                   if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "exit_code"}
+    exit_code = workload.exit_code if workload is not None else None
+    model_rel = run.lane.model_page(run.root)
+    matrix = parse_matrix(parse_page((run.root / model_rel).read_text(encoding="utf-8"), model_rel)) if model_rel else None
+    row = matrix.row(str(page.frontmatter.get("variant"))) if matrix else None
+    metric = run.settings.target_metric
+    baseline = cell_number(row.cell(BASELINE)) if row else None
+    band, _source = lw.noise_band(list(obs.pages.values()), str(page.frontmatter.get("variant")), metric, baseline,
+                                  run.settings.noise_band_pct)
+    shown = {k: v for k, v in metrics.items() if k in (metric, "step_time_ms", "peak_hbm_gib", "mfu", "tps")} or metrics
+    text = parse_page(page.text, page.rel)
+    setup = text.section("Setup")
+    ran = f"**Command that ran**: `{command}`" if command else "**Command that ran**: unknown (no dispatch record)"
+    setup_body = (setup.body.rstrip("\n") + "\n\n" if setup else "\n") + ran + "\n\n"
+    text = text.with_section_body(setup.title if setup else "Setup", setup_body)
+    from wikiengine.model.verdicts import compare
+
+    measured = compare(metric, metrics, baseline, lw._frontier_value(run.root, row.cell("Current best"), model_rel, metric)
+                       if row else None, band, _source)
+    results = "\n" + lw.results_table(shown, metric, measured) + (
+        f"\nExit code {exit_code}; state {workload.state if workload else 'unknown'}"
+        + (f"; parity check {parity}" if parity else "") + ".\n\n")
+    text = text.with_section_body(lw._title(text, "Results"), results)
+    existing = run_outputs(arts)
+    with LaneLock(run.root, run.lane):
+        txn = LaneTxn(run.root, run.lane)
+        txn.write(page.rel, text.to_text())
+        txn.write(run.lane.journal, append_record(txn.read(run.lane.journal), {
+            "op": "complete", "vid": decision.vid, "workload": workload.name if workload else None,
+            "state": workload.state if workload else None, "exit_code": exit_code, "metrics": metrics,
+            "parity": parity, "baseline": baseline, "noise_band": band, "artifacts": existing,
+            "at": utc_iso(dt.datetime.now(dt.timezone.utc))}))
+        sha = txn.commit(f"exp({decision.vid}): results of {workload.name if workload else decision.vid}")
+        if sha:
+            result.commits.append(sha)
+    result.actions.append(f"track {decision.track}: processed {decision.vid} (Setup and Results filled); a verdict is owed")
+
+
+ACTS = {"dispatch": act_dispatch, "kill": act_kill, "process": act_process}
+
+
+MODE = Mode("lane", wake, locked_result)

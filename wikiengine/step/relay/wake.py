@@ -1,0 +1,502 @@
+"""The relay mode of `wiki step`: check -> decide -> act -> write memory -> commit -> summary.
+
+:func:`wake` is the mode's wake, run by :mod:`wikiengine.step.engine` under its lock;
+:func:`run_step` runs it through the engine (``wiki step`` is a thin shell over that). The
+decision's act is looked up in :data:`ACTS` (one method per decision); each act commits
+the memory it changed with a message that says what happened, and an act re-run after a
+crash at any point launches at most once (see :mod:`wikiengine.step.relay.act`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from wikiengine.executors.compute import ComputeError
+from wikiengine.model import memory
+from wikiengine.core.errors import WikiError
+from wikiengine.step.engine import Mode
+from wikiengine.model.memory import State
+from wikiengine.core.clock import utc_iso
+from wikiengine.step.relay import act
+from wikiengine.step.relay.decide import Decision, Memory, Settings, decide
+from wikiengine.step.relay.observe import append_only_edits, new_digests, observe, slug_for
+
+MEMORY_PATHS = tuple(f"{memory.MEMORY_DIR}/{name}" for name in memory.MEMORY_FILES)
+EXIT_OK, EXIT_BAD_INPUT, EXIT_BLOCKED = 0, 2, 3
+
+
+@dataclass
+class StepResult:
+    """The summary of one wake (``--json`` prints :meth:`as_json`)."""
+
+    state: str
+    step: int | None
+    decision: str
+    reasons: list[str]
+    actions: list[str] = field(default_factory=list)
+    commits: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {"state": self.state, "step": self.step, "decision": self.decision, "reasons": self.reasons,
+                "actions": self.actions}
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_BLOCKED if self.decision == "blocked" else EXIT_OK
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass
+class Run:
+    """What one wake works on: the wiki root, the run's program config and its backends."""
+
+    root: Path
+    config: dict
+    settings: Settings
+    store: object
+    compute: object
+
+
+def load_run(root: Path, state: State, store=None, compute=None) -> Run:
+    """Resolve ``wiki/runs/<run>/program.md`` (validated, its written directories confined to
+    the repository) and build its store and compute backends."""
+    from wikiengine.model import cascade
+    from wikiengine.model import runconfig
+    from wikiengine.model import targets
+
+    program = cascade.resolve(targets.target_for_run(root, state.run))
+    config = program.config
+    if not config:
+        raise WikiError(f"wiki/runs/{state.run}/program.md has no ## Config yaml block")
+    runconfig.check_confined(root, state.run, config, program.target.relative(program.config_origin.path))
+    return Run(root, config, Settings.from_config(config), store or make_store(config, root),
+               compute or make_compute(config, root))
+
+
+def make_store(config: dict, root: Path):
+    """The checkpoint store of the run's ``store`` block (``executors.registry``)."""
+    from wikiengine.executors import registry
+    from wikiengine.executors.store import StoreUnavailableError
+
+
+    try:
+        return registry.make_store(config["store"], root=root)
+    except (registry.BackendConfigError, StoreUnavailableError) as exc:  # e.g. a local-git path that is no store
+        raise WikiError(str(exc)) from None
+
+
+def make_compute(config: dict, root: Path):
+    """The compute backend of the run's ``compute`` block (``executors.registry``)."""
+    from wikiengine.executors import registry
+
+    try:
+        return registry.make_compute(config["compute"], root=root)
+    except registry.BackendConfigError as exc:
+        raise WikiError(str(exc)) from None
+
+
+def memory_of(state: State) -> Memory:
+    claimed_at = memory.parse_iso(state.claim.claimed_at) if state.claim else None
+    return Memory(state.status, state.session, state.last_seen_step, state.high_water_step, state.blocker,
+                  state.claim.job if state.claim else None, claimed_at, state.store_head, state.reset_at,
+                  state.unblocked_session or 0)
+
+
+def run_step(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.datetime] = utcnow, store=None,
+             compute=None) -> StepResult:
+    """One relay wake through the step engine (it holds the wake lock): see the module docstring."""
+    from wikiengine.step import engine as step_engine
+
+    return step_engine.run_step(root, dry_run=dry_run, clock=clock, mode="relay", store=store, compute=compute)
+
+
+def locked_result() -> StepResult:
+    return StepResult("unknown", None, "locked", ["another wiki step holds the lock; nothing done"])
+
+
+def wake(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.datetime] = utcnow, store=None,
+         compute=None, **_unused) -> StepResult:
+    """The relay mode's wake, under the engine's lock."""
+    return _locked_step(Path(root), dry_run, clock, store, compute)
+
+
+def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult:
+    from wikiengine.core import git as git_commit
+    from wikiengine.step.relay.observe import immutable_edits_since
+
+    recovered = [] if dry_run else recover_crashed_wake(root)
+    state = memory.read_state(root)
+    dirty = git_commit.dirty_paths(root, list(MEMORY_PATHS))
+    if dirty and not dry_run:
+        raise WikiError(f"{dirty[0]} has uncommitted changes: commit or revert them before wiki step writes memory")
+    if not dry_run:
+        git_commit.check_repository(root)
+    run = load_run(root, state, store, compute)
+    head_commit = _head(root)
+    edits = immutable_edits_since(root, _relint_base(root, state.trusted_commit)) + append_only_edits(root)
+    recorded = {key: d.manifest_sha256 for key, d in memory.read_digests(root).items()}
+    exit_ends = {job: int(r["end_step"]) for job, r in memory.read_exit_records(root).items()
+                 if r["end_step"].isdigit()}
+    observations, snap = observe(clock(), state, run.settings, run.config, run.store, run.compute,
+                                 memory.read_assets(root), edits, recorded, exit_ends)
+    decision = decide(observations, memory_of(state), run.settings)
+    result = StepResult(state.status, decision.step, decision.kind, recovered + list(decision.reasons))
+    if dry_run:
+        result.actions = [f"(dry run) {a}" for a in decision.actions]
+        return result
+    if not edits and head_commit:
+        # the wiki re-linted clean up to here: the trusted commit rides along with the next memory write
+        state = dataclasses.replace(state, trusted_commit=head_commit)
+    wake = Wake(run, state, decision, observations, clock, result, snap=snap, recorded=recorded)
+    journal = journal_path(root)
+    journal.write_text(f"{utc_iso(clock())} {decision.kind}\n")
+    wake.keep_run_records()
+    wake.book_spent_rows()
+    ACTS.get(decision.kind, Wake.observe_only)(wake)
+    wake.commit(wake.message or f"step: {decision.kind} at {_pointer_text(decision.step)}")
+    _record_own_commit(root)
+    journal.unlink()
+    result.state = wake.state.status
+    return result
+
+
+def journal_path(root: Path) -> Path:
+    """The marker of a wake writing memory (inside .git, so it is never a stray file)."""
+    from wikiengine.core.git import open_repo
+
+    return Path(open_repo(root).git_dir) / "wiki-step-journal"
+
+
+def _own_commit_path(root: Path) -> Path:
+    from wikiengine.core.git import open_repo
+
+    return Path(open_repo(root).git_dir) / "wiki-step-last-commit"
+
+
+def _record_own_commit(root: Path) -> None:
+    """Remember this wake's last memory commit (inside .git: this host's own record)."""
+    head = _head(root)
+    if head:
+        _own_commit_path(root).write_text(head + "\n")
+
+
+def _relint_base(root: Path, trusted: str | None) -> str | None:
+    """Where row 38's re-lint starts: this host's own last memory commit when HEAD still
+    descends from it (so rows this engine wrote after the trusted commit are protected
+    too), else the trusted commit recorded in STATE.md."""
+    path = _own_commit_path(root)
+    if not trusted or not path.is_file():
+        return trusted
+    own = path.read_text().strip()
+    import git
+
+    try:
+        if git.Repo(root).is_ancestor(trusted, own) and git.Repo(root).is_ancestor(own, "HEAD"):
+            return own
+    except (git.exc.GitError, ValueError):
+        pass
+    return trusted
+
+
+def recover_crashed_wake(root: Path) -> list[str]:
+    """Discard the uncommitted memory writes of a wake that died mid-act (RELIABILITY rows 22, 39).
+
+    Every effect outside memory (a launch) happens only after a commit that records its
+    intent (the claim), so memory at HEAD is always a consistent state to resume from.
+    """
+    journal = journal_path(root)
+    if not journal.exists():
+        return []
+    from wikiengine.core.git import open_repo
+
+    repo = open_repo(root)
+    tracked = [p for p in MEMORY_PATHS if repo.head.is_valid() and _tracked(repo, p)]
+    if tracked:
+        repo.git.checkout("HEAD", "--", *tracked)
+    started = journal.read_text().strip()
+    journal.unlink()
+    return [f"recovered from a wake that died mid-act ({started}): uncommitted memory writes discarded"]
+
+
+def _tracked(repo, path: str) -> bool:
+    try:
+        repo.head.commit.tree / path
+    except KeyError:
+        return False
+    return True
+
+
+def _head(root: Path) -> str | None:
+    import git
+
+    try:
+        repo = git.Repo(root)
+        return repo.head.commit.hexsha if repo.head.is_valid() else None
+    except git.exc.GitError:
+        return None
+
+
+def _pointer_text(step: int | None) -> str:
+    return f"latest -> {step}" if step is not None else "no pointer"
+
+
+MATERIAL = ("run", "status", "last_seen_step", "high_water_step", "session", "blocker", "resume_step", "reset_at",
+            "next_command", "claim", "store_head", "unblocked_session", "next_check_at")
+
+
+@dataclass
+class Wake:
+    """The acts of one wake on memory: each change is written atomically and committed with a message."""
+
+    run: Run
+    state: State
+    decision: Decision
+    obs: object
+    clock: Callable[[], dt.datetime]
+    result: StepResult
+    message: str | None = None
+    written: State | None = None
+    rows_appended: bool = False  # a row went into QUOTA.md or ASSETS.md (memory changed)
+    snap: object = None  # the store snapshot the observations came from
+    recorded: dict = field(default_factory=dict)  # the checkpoint digests in memory before this wake
+
+    def __post_init__(self):
+        self.written = self.state
+
+    # ---------------------------------------------------------------- memory plumbing
+
+    def changed(self) -> bool:
+        return any(getattr(self.state, k) != getattr(self.written, k) for k in MATERIAL) or self.rows_appended
+
+    def save_state(self) -> None:
+        """Write STATE.md if anything material changed (a replayed wake writes nothing: row 33)."""
+        if not self.changed():
+            return
+        now = self.clock()
+        self.state = dataclasses.replace(self.state, updated_at=utc_iso(now))
+        memory.write_state(self.run.root, self.state, summary_body(self.state, self.decision))
+
+    def commit(self, message: str) -> None:
+        from wikiengine.core.git import commit_paths
+
+        self.save_state()
+        sha = commit_paths(self.run.root, list(MEMORY_PATHS), message)
+        if sha:
+            self.result.commits.append(sha)
+        self.written = self.state
+        self.rows_appended = False
+
+    def seen(self) -> None:
+        """Fold the pointer and store head into memory (never lowering the high-water mark)."""
+        obs, step = self.obs, self.decision.step
+        if step is not None:
+            self.state = dataclasses.replace(self.state, last_seen_step=step,
+                                             high_water_step=max(self.state.high_water_step, step))
+        if obs.store_head:
+            self.state = dataclasses.replace(self.state, store_head=obs.store_head)
+
+    # ---------------------------------------------------------------- acts
+
+    def keep_run_records(self) -> None:
+        """Record the run's own evidence the first time it is seen: checkpoint digests (a session's
+        log, or the manifest at the pointer) and the exit record of each ended session."""
+        views = [v for v in (self.obs.previous_session, self.obs.last_session) if v is not None]
+        now = utc_iso(self.clock())
+        for key, sha, by in new_digests(self.snap, self.recorded, views):
+            memory.record_digest(self.run.root, key, sha, by, now)
+            self.rows_appended = True
+            self.result.actions.append(f"recorded the digest of checkpoint {key} ({by})")
+        written = [act.record_exit(self.run.root, view) for view in views]  # each view, no short cut
+        if any(written):
+            self.rows_appended = True
+
+    def book_spent_rows(self) -> None:
+        """Every recorded session that ended gets exactly one outcome row for its booking."""
+        for view in (self.obs.previous_session, self.obs.last_session):
+            if view is not None and view.state.ended and act.book_spent(self.run.root, view, self.obs.quota,
+                                                                        self.clock()):
+                self.rows_appended = True
+                self.result.actions.append(f"ledger: {view.job} spent (a new row)")
+
+    def schedule_next_check(self) -> None:
+        """Move a "next check at" that has passed to this decision's (a replay inside the interval changes nothing)."""
+        due = self.state.next_check_at
+        if self.decision.next_check_at is not None and (due is None or memory.parse_iso(due) <= self.clock()):
+            self.state = dataclasses.replace(self.state, next_check_at=utc_iso(self.decision.next_check_at))
+
+    def observe_only(self) -> None:
+        """running / wait: fold what was seen into memory; no other effect."""
+        self.seen()
+        self.schedule_next_check()
+        if self.decision.kind == "running":
+            self.message = f"step: {self.obs.last_session.job} running at {_pointer_text(self.decision.step)}"
+
+    def cancel_live_session(self) -> None:
+        """A block stops everything (seed section 5): cancel the live session through the backend."""
+        view = self.decision.cancel
+        if view is None:
+            return
+        cancel = getattr(self.run.compute, "cancel", None)
+        if cancel is None:
+            self.result.actions.append(f"{view.job} ({view.ref}) is still running and this backend cannot cancel "
+                                       "it: stop it by hand")
+            return
+        try:
+            cancel(view.ref)
+        except ComputeError as exc:
+            from wikiengine.core.secrets import redact
+
+            self.result.actions.append(f"could not cancel {view.job} ({view.ref}): {redact(str(exc))[:200]}; "
+                                       "the next wake tries again")
+            return
+        self.result.actions.append(f"cancelled the live {view.job} ({view.ref}) through the backend")
+
+    def blocked(self) -> None:
+        self.cancel_live_session()
+        self.state = dataclasses.replace(self.state, next_check_at=None)  # nothing is scheduled: a person decides
+        if not self.decision.emergencies:
+            return  # already blocked: stays blocked until `wiki unblock`
+        kinds = {e.kind for e in self.decision.emergencies}
+        if "history_rewritten" not in kinds:  # the last good store commit stays the reference
+            self.seen()  # never lowers the high-water mark: a pointer that moved back stays an emergency
+        self.state = act.record_emergencies(self.run.root, self.state, self.decision, self.clock())
+        kinds = ", ".join(e.kind for e in self.decision.emergencies)
+        self.result.actions += [f"wrote {e.kind} to ERRORS.md" for e in self.decision.emergencies]
+        self.result.actions.append("blocked the run in STATE.md; launched nothing")
+        self.message = f"step: blocked at {_pointer_text(self.decision.step)}: {kinds}"
+
+    def release_claim(self) -> None:
+        if self.decision.release_claim and self.state.claim is not None:
+            job = self.state.claim.job
+            self.state = act.release(self.run.root, self.state, self.obs.quota, self.clock(),
+                                     "claimed launch never reached the backend")
+            self.rows_appended = True
+            self.result.actions.append(f"closed the claim of {job} as unspent")
+            self.commit(f"step: close unspent claim of {job}")
+
+    def adopt(self) -> None:
+        self.seen()
+        job = self.state.claim.job
+        self.state = act.adopt(self.run.root, self.state, self.obs.claimed, self.run.settings.accelerator,
+                               self.clock())  # with the version and kernel id the backend knows
+        self.state = dataclasses.replace(self.state, next_check_at=utc_iso(self.decision.next_check_at))
+        self.result.actions.append(f"recorded the in-flight {job} ({self.obs.claimed.ref}) in ASSETS.md")
+        self.message = f"step: adopt {job} launched by an earlier wake"
+
+    def park(self) -> None:
+        self.release_claim()
+        self.seen()
+        d = self.decision
+        self.state = dataclasses.replace(self.state, status="parked", resume_step=d.step or 0,
+                                         reset_at=utc_iso(d.reset_at), next_command=act.next_command(),
+                                         next_check_at=utc_iso(d.reset_at))
+        if self.changed():
+            self.result.actions.append(f"parked: resume at step {d.step or 0} after {utc_iso(d.reset_at)}")
+        self.message = f"step: park at {_pointer_text(d.step)} until {utc_iso(d.reset_at)}"
+
+    def launch(self) -> None:
+        self.release_claim()
+        self.seen()
+        d, run = self.decision, self.run
+        job = d.job
+        script = act.bootstrap_text(run.config, self.obs.quota.left_hours)  # rendered and checked before booking
+        self.state = dataclasses.replace(self.state, status="running", resume_step=None, reset_at=None,
+                                         next_command=None)
+        self.state = act.book(run.root, self.state, job, self.obs.quota, d.steps_to_run, self.clock())
+        self.rows_appended = True
+        self.result.actions.append(f"booked ledger row {self.state.claim.row} for {job}")
+        self.commit(f"step: book {job} (ledger row {self.state.claim.row}) before launch")
+        slug = slug_for(run.config, self.state.run, job)
+        try:
+            launched = act.launch(run.compute, run.config, slug, script)
+        except act.LaunchRefused as exc:
+            self.state = act.release(run.root, self.state, self.obs.quota, self.clock(),
+                                     f"refused for capacity: {exc}")
+            self.rows_appended = True
+            self.result.actions.append(f"{job} refused for capacity: ledger row closed unspent")
+            self.message = f"step: {job} refused for capacity; row closed unspent"
+            return
+        except ComputeError as exc:
+            # The push may have landed with its answer lost: the committed claim stays, and the
+            # next wake looks the job up at the backend (adopt) instead of launching again.
+            from wikiengine.core.secrets import redact
+
+            self.result.actions.append(f"{job}: launch outcome unknown ({redact(str(exc))[:200]}); the claim "
+                                       "stays for the next wake")
+            self.message = f"step: {job} launch outcome unknown; claim kept"
+            return
+        self.result.actions.append(f"launched {job} as {launched.ref}")
+        self.state = act.record(run.root, self.state, job, launched, run.settings.accelerator, d.next_check_at)
+        self.result.actions.append(f"recorded {job} in ASSETS.md; next check at {self.state.next_check_at}")
+        self.message = f"step: launch {job.replace('-', ' ')} from {_pointer_text(d.step or 0)}"
+
+    def finish(self) -> None:
+        from wikiengine.step.relay import finish
+
+        self.release_claim()
+        self.seen()
+        done = finish.finish_run(self.run, self.state, self.clock)
+        self.result.actions += done.actions
+        if done.emergency is not None:
+            blocked = dataclasses.replace(self.decision, emergencies=(done.emergency,))
+            self.state = act.record_emergencies(self.run.root, self.state, blocked, self.clock())
+            self.result.decision = "blocked"
+            self.message = f"step: blocked at {_pointer_text(self.decision.step)}: {done.emergency.kind}"
+        elif done.complete:
+            self.state = dataclasses.replace(self.state, status="complete", next_check_at=None)
+            self.message = f"step: run complete at {_pointer_text(self.decision.step)}"
+        else:
+            self.message = f"step: finishing at {_pointer_text(self.decision.step)}: {done.actions[-1]}"
+        self.commit_extra(done.paths)
+
+    def commit_extra(self, paths: list[str]) -> None:
+        """Commit files outside memory/ that an act wrote (eval results, the report) with the memory."""
+        from wikiengine.core.git import commit_paths
+
+        self.save_state()
+        sha = commit_paths(self.run.root, list(MEMORY_PATHS) + paths, self.message)
+        if sha:
+            self.result.commits.append(sha)
+        self.written = self.state
+        self.rows_appended = False
+        self.message = None
+
+
+ACTS: dict[str, Callable[[Wake], None]] = {
+    "running": Wake.observe_only,
+    "wait": Wake.observe_only,
+    "complete": lambda wake: None,
+    "blocked": Wake.blocked,
+    "adopt": Wake.adopt,
+    "park": Wake.park,
+    "launch": Wake.launch,
+    "finish": Wake.finish,
+}
+
+
+def summary_body(state: State, decision: Decision) -> str:
+    """The prose of STATE.md for people, rewritten by each wake that changes memory."""
+    lines = ["", f"# {state.run}: {state.status}", ""]
+    lines.append(f"Last wake: **{decision.kind}** at {_pointer_text(decision.step)} "
+                 f"(high-water step {state.high_water_step}, session {state.session}).")
+    lines.append("")
+    lines += [f"- {reason}" for reason in decision.reasons]
+    if state.status == "blocked":
+        lines += ["", f"Blocked: {state.blocker}. See memory/ERRORS.md; a person clears it with "
+                  "`wiki unblock --reason \"...\"`."]
+    if state.status == "parked":
+        lines += ["", f"Parked: resume at step {state.resume_step} after {state.reset_at}; then run "
+                  f"`{state.next_command}`."]
+    if state.next_check_at:
+        lines += ["", f"Next check at {state.next_check_at}."]
+    return "\n".join(lines) + "\n"
+
+
+MODE = Mode("relay", wake, locked_result)

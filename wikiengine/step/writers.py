@@ -1,0 +1,770 @@
+"""The lane writers: `wiki exp new|file|retry`, `wiki log add`, `wiki backfill`.
+
+Each operation reads the lane (pages, model page, log, journal, RESULTS.tsv), decides
+what every file must become, and hands the texts to a :class:`~wikiengine.step.txn.LaneTxn`
+under the lane lock, which writes, re-lints and commits them as one. Everything here
+returns a plain dict: the JSON the commands print.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from wikiengine.model import experiment as ex
+from wikiengine.model import logbook
+from wikiengine.model import results_tsv
+from wikiengine.core.clock import now_iso, today
+from wikiengine.core.errors import WikiError
+from wikiengine.core.text import folded
+from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, parse_journal, used_ids
+from wikiengine.step.txn import LaneLock, LaneTxn
+from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
+from wikiengine.core.page import parse_page
+from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, cell_number, parse_matrix, set_cells
+from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
+
+DEFAULT_METRIC = "mfu"
+DEFAULT_NOISE_BAND_PCT = 1.0
+_SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,59}")
+
+
+# --- the lane and its settings -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaneSettings:
+    """What the lane's resolved program says the writers need."""
+
+    user_prefix: str
+    target_metric: str
+    higher_is_better: bool
+    noise_band_pct: float
+    storage_root: str | None
+
+
+def lane_for(root: Path, names: list[str]) -> Lane:
+    """The lane named ``MODEL LANE``, else the one the current directory is in."""
+    from wikiengine.model import targets
+
+    if names:
+        if len(names) != 2:
+            raise WikiError("expected MODEL LANE (or run from inside a lane folder)")
+        target = targets.target_for_model(root, names[0], names[1])
+    else:
+        target = targets.infer_target(root)
+        if target is None or target.lane is None:
+            raise WikiError("cannot infer the lane from the current directory; name it: MODEL LANE")
+    lane = Lane(target.model_dir, target.lane)
+    if not (root / lane.dir).is_dir():
+        raise WikiError(f"no lane folder {lane.dir}")
+    return lane
+
+
+def lane_settings(root: Path, lane: Lane) -> LaneSettings:
+    """USER_PREFIX and the metric settings from the lane's resolved program."""
+    from wikiengine.model import cascade
+    from wikiengine.model import targets
+    from wikiengine.core.identity import resolve_user_prefix
+
+    # PRG002 validates the config against its schema; the writers only read it
+    program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name), validate=False)
+    config = program.config or {}
+    model_program = root / f"wiki/experiments/{lane.model_dir}/program.md"
+    text = model_program.read_text(encoding="utf-8") if model_program.is_file() else None
+    prefix = resolve_user_prefix(text, cwd=root, program_path=model_program).value
+    return LaneSettings(
+        user_prefix=prefix,
+        target_metric=str(config.get("target_metric", DEFAULT_METRIC)),
+        higher_is_better=bool(config.get("higher_is_better", True)),
+        noise_band_pct=float(config.get("noise_band_pct", DEFAULT_NOISE_BAND_PCT)),
+        storage_root=config.get("storage_root"),
+    )
+
+
+def artifact_paths(settings: LaneSettings, lane: Lane, vid: str, slug: str, date: str) -> dict[str, str]:
+    """The explicit artifact paths of one experiment (seed 001 step 2(c)(vi))."""
+    exp_slug = f"{lane.model_name}-{lane.name}-{vid}-{slug}"
+    root = f"{settings.storage_root.rstrip('/')}/{exp_slug}" if settings.storage_root else f"raw/profiles/{date}-{exp_slug}"
+    return {"root": root, "xprof": f"{root}/xprof", "hlo": f"{root}/hlo", "metrics": f"{root}/metrics.json"}
+
+
+# --- reading the lane -------------------------------------------------------------------------
+
+
+_STATUS_LINE_RE = re.compile(r"^status:[ \t]*['\"]?([A-Za-z_-]+)", re.M)
+
+
+class LanePage:
+    """An experiment page of the lane: its id from the file name, its text and frontmatter
+    read only when asked (a lane of hundreds of pages is mostly looked at by name)."""
+
+    def __init__(self, root: Path, rel: str, exp_id: str | None):
+        self.root, self.rel, self._exp_id = root, rel, exp_id
+
+    @functools.cached_property
+    def text(self) -> str:
+        from wikiengine.core.page import read_text
+
+        return read_text(self.root / self.rel, self.rel)
+
+    @functools.cached_property
+    def frontmatter(self) -> dict:
+        return frontmatter_of(self.text, self.rel)
+
+    @property
+    def is_open(self) -> bool:
+        """Is the page a stub still open? Its ``status:`` line is read first, so a filed page
+        costs no YAML parse (most pages of a lane are filed)."""
+        block = self.text[: self.text.find("\n---", 3) + 1] if self.text.startswith("---") else ""
+        match = _STATUS_LINE_RE.search(block)
+        if match is None or match.group(1).casefold() not in ex.OPEN_STATUS_WORDS:
+            return False
+        return ex.is_open(self.frontmatter)
+
+    @property
+    def exp_id(self) -> str | None:
+        if self._exp_id is None:
+            raw = self.frontmatter.get("id", self.frontmatter.get("vid"))
+            self._exp_id = ex.canonical_id(raw) if raw is not None else None
+        return self._exp_id
+
+
+def frontmatter_of(text: str, rel: str) -> dict:
+    """The frontmatter mapping of a page's text alone (no body parse); {} when unreadable."""
+    from wikiengine.core.yamlio import safe_load
+
+    if not text.startswith("---"):
+        return {}
+    end = re.search(r"\n(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", text[3:])
+    if end is None:
+        return {}
+    try:
+        data = safe_load(text[3 : 3 + end.start()], rel, 2)
+    except WikiError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def lane_pages(root: Path, lane: Lane) -> list[LanePage]:
+    """The lane's experiment pages that have an id (from the name, else the frontmatter)."""
+    pages = [LanePage(root, rel, ex.parse_file_name(rel.rsplit("/", 1)[-1]).exp_id) for rel in lane.page_rels(root)]
+    return [p for p in pages if p.exp_id]
+
+
+def find_page(root: Path, lane: Lane, vid: str) -> LanePage:
+    """The one page of ``vid`` (exit 2 when there is none, or more than one)."""
+    wanted = ex.canonical_id(vid)
+    found = [p for p in lane_pages(root, lane) if p.exp_id == wanted]
+    if not found:
+        raise WikiError(f"no experiment page {wanted} in lane {lane.model_prefix}/{lane.name}")
+    if len(found) > 1:
+        raise WikiError(f"{wanted} names {len(found)} pages in the lane: {', '.join(p.rel for p in found)}")
+    return found[0]
+
+
+def _model_page(root: Path, lane: Lane):
+    rel = lane.model_page(root)
+    if rel is None:
+        raise WikiError(f"lane {lane.model_prefix}/{lane.name} has no model page ({' or '.join(lane.model_page_names())} "
+                        "under wiki/models/)")
+    text = (root / rel).read_text(encoding="utf-8")
+    page = parse_page(text, rel)
+    matrix = parse_matrix(page)
+    if matrix is None:
+        raise WikiError("the model page has no '## Variant matrix' table", rel)
+    return rel, text, page, matrix
+
+
+# --- the proposal ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Proposal:
+    paragraphs: dict[str, str]  # label -> text
+    setup: str
+    hypothesis_slug: str | None
+
+
+def parse_proposal(path: Path) -> Proposal:
+    """The four labelled paragraphs and the planned setup of a proposal file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise WikiError("no such proposal file", path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WikiError(f"cannot read the proposal: {exc}", path) from None
+    page = parse_page(text, path)
+    found = ex.labelled_paragraphs(page.body)
+    offset = page.body_line
+    for label in ex.LABELS:
+        if label not in found:
+            raise WikiError(f"the proposal has no **{label}** paragraph", path)
+        value, line = found[label]
+        if not value or ex.is_placeholder(value):
+            raise WikiError(f"the **{label}** paragraph is empty", path, offset + line)
+    norm = {label: folded(found[label][0]) for label in ex.LABELS}
+    if norm["Falsification criterion"] == norm["Predicted signal"]:
+        raise WikiError("the falsification criterion only repeats the predicted signal: say what would refute it",
+                        path, offset + found["Falsification criterion"][1])
+    setup_section = page.section("Setup") or page.section("Planned setup")
+    setup = setup_section.body.strip() if setup_section is not None else ""
+    slug = page.frontmatter.get("hypothesis") if isinstance(page.frontmatter.get("hypothesis"), str) else None
+    return Proposal({label: found[label][0] for label in ex.LABELS}, setup, slug)
+
+
+def mechanism_of(text: str) -> str:
+    page = parse_page(text)
+    section = next(iter(s for s in page.sections if s.leading_key == "hypothesis under test"), None)
+    return folded(ex.labelled_paragraphs(section.body if section else page.body).get("Mechanism", ("", 0))[0])
+
+
+def frontmatter_yaml(values: dict) -> str:
+    """A frontmatter block's YAML, keys in the given order, scalars quoted only where needed."""
+    import yaml
+
+    return yaml.safe_dump({k: v for k, v in values.items() if v is not None}, sort_keys=False, allow_unicode=True,
+                          default_flow_style=False, width=1000)
+
+
+def stub_head(front: dict, vid: str, slug: str, proposal) -> tuple[list[str], list[str]]:
+    """A stub's frontmatter lines and the start of its body: the title and the four labelled
+    paragraphs under the hypothesis section (lane and kernel stubs alike)."""
+    lines = ["---", frontmatter_yaml(front).rstrip("\n"), "---"]
+    body = [f"# {vid}: {slug}", "", f"## {ex.HYPOTHESIS_SECTION}", ""]
+    for label in ex.LABELS:
+        body += [f"**{label}**: {' '.join(proposal.paragraphs[label].split())}", ""]
+    return lines, body
+
+
+def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposal, track: int | None,
+                workload: str, paths: dict[str, str], date: str, model_page_stem: str) -> str:
+    front = {
+        "title": f"{vid} {slug}",
+        "type": "experiment",
+        "model": model_page_stem,
+        "variant": variant,
+        "hypothesis": proposal.hypothesis_slug or " ".join(proposal.paragraphs["Hypothesis"].split())[:200],
+        "status": ex.IN_PROGRESS,
+        "created": date,
+        "updated": date,
+        "track": track,
+        "workload_name": workload,
+        "artifacts": paths,
+    }
+    lines, body = stub_head(front, vid, slug, proposal)
+    body += ["## Setup", "", proposal.setup or "Planned setup: see the lane program (`wiki resolve`).", "",
+             f"**Workload**: `{workload}`", "",
+             f"**Artifacts**: profile `{paths['xprof']}`, HLO `{paths['hlo']}`, metrics `{paths['metrics']}`", ""]
+    for title in ex.SECTION_ORDER[2:]:
+        body += [f"## {title}", ""]
+    return "\n".join(lines) + "\n" + "\n".join(body)
+
+
+# --- operations ------------------------------------------------------------------------------
+
+
+def _touch_model_page(txn: LaneTxn, model_rel: str | None, date: str) -> None:
+    """The lane filed a page: its model page is up to date as of ``date`` (MOD004)."""
+    if model_rel is None:
+        return
+    page = parse_page(txn.read(model_rel), model_rel)
+    if page.has_frontmatter and "updated" in page.frontmatter and str(page.frontmatter["updated"]) < date:
+        txn.write(model_rel, page.with_frontmatter({"updated": date}).to_text())
+
+
+def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: str = "Experiments",
+              create: bool = False) -> None:
+    """List new pages (``(label, rel)``) in ``wiki/index.md``'s ``## <section> (N)`` section,
+    keeping its count equal to what it lists (IDX001), when the wiki has an index; with
+    ``create`` a missing section is added at the end."""
+    if not pages or not (root / INDEX).is_file():
+        return
+    text = txn.read(INDEX)
+    match = re.search(r"(?m)^## " + re.escape(section) + r" \((?P<n>\d+)\)[ \t]*$", text)
+    items = "".join(f"- [{label}]({posixpath.relpath(rel, 'wiki')})\n" for label, rel in pages)
+    if match is None:
+        if create:
+            txn.write(INDEX, text.rstrip("\n") + f"\n\n## {section} ({len(pages)})\n\n{items}")
+        return
+    rest = text[match.end():]
+    stop = re.search(r"(?m)^#{1,2} ", rest)
+    body, after = (rest[: stop.start()], rest[stop.start():]) if stop else (rest, "")
+    listed = len(re.findall(r"(?m)^[-*] ", body)) + len(pages)
+    body = body.rstrip("\n") + "\n" + items + ("\n" if after else "")
+    txn.write(INDEX, text[: match.start()] + f"## {section} ({listed})" + body + after)
+
+
+def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_path: Path, track: int | None,
+                   dry_run: bool = False, date: str | None = None) -> dict:
+    """`wiki exp new`: allocate the next v-id, write the stub, claim it in the journal, commit."""
+    from wikiengine.core.identity import workload_name
+
+    if not _SLUG_RE.fullmatch(slug):
+        raise WikiError(f"slug {slug!r} is not lower-case [a-z0-9-] (at most 60 characters)")
+    if re.search(r"-[a-z]$", slug):
+        raise WikiError(f"slug {slug!r} ends in a one-letter word, which reads as a retry letter: {slug[:-2]}, or a longer word")
+    proposal = parse_proposal(proposal_path)
+    date = date or today()
+    settings = lane_settings(root, lane)
+    model_rel, _text, _page, matrix = _model_page(root, lane)
+    if matrix.row(variant) is None:
+        raise WikiError(f"variant {variant!r} is not a row of the variant matrix (rows: {', '.join(matrix.keys()) or 'none'})",
+                        model_rel, matrix.header_line)
+    # git reads the branches' ids while the lock is taken and the lane's pages are read
+    with BranchIds(root, lane) as branches, LaneLock(root, lane) as lock:
+        mechanism = folded(proposal.paragraphs["Mechanism"])
+        for page in lane_pages(root, lane):
+            if page.is_open and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
+                raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
+        txn = LaneTxn(root, lane)
+        journal = txn.read(lane.journal)
+        vid = str(next_id(used_ids(root, lane, journal, branches)))
+        workload = workload_name(settings.user_prefix, lane.model_name, lane.name, int(vid[1:]), slug)
+        paths = artifact_paths(settings, lane, vid, slug, date)
+        rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, slug)}"
+        txn.write(rel, render_stub(lane, vid, slug, variant, proposal, track, workload, paths, date,
+                                   posixpath.basename(model_rel)[:-3]))
+        txn.write(lane.journal, append_record(journal, {"op": "claim", "vid": vid, "slug": slug, "track": track,
+                                                        "variant": variant, "workload": workload, "page": rel,
+                                                        "at": now_iso()}))
+        index_add(txn, root, [(f"{vid} {slug}", rel)])
+        result = {"vid": vid, "page": rel, "workload_name": workload, "artifacts": paths, "track": track,
+                  "recovered": lock.recovered}
+        if dry_run:
+            return {**result, "dry_run": True, "would_write": txn.changed()}
+        result["commit"] = txn.commit(f"exp({vid}): stub {slug}")
+        return result
+
+
+def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False, date: str | None = None) -> dict:
+    """`wiki exp retry`: a new stub ``<vid><next letter>`` with the same hypothesis and mechanism."""
+    from wikiengine.core.identity import workload_name
+
+    date = date or today()
+    settings = lane_settings(root, lane)
+    with LaneLock(root, lane) as lock:
+        original = find_page(root, lane, vid)
+        parsed = ex.parse_vid(original.exp_id)
+        if parsed is None:
+            raise WikiError(f"{original.exp_id} is not a v<NNN> id: retries take a letter after v<NNN>")
+        txn = LaneTxn(root, lane)
+        journal = txn.read(lane.journal)
+        retry = next_retry(used_ids(root, lane, journal), parsed)
+        page = parse_page(original.text, original.rel)
+        slug = ex.parse_file_name(original.rel.rsplit("/", 1)[-1]).slug or "retry"
+        section = next(iter(s for s in page.sections if s.leading_key == "hypothesis under test"), None)
+        found = ex.labelled_paragraphs(section.body if section else "")
+        if any(not found.get(label, ("", 0))[0] for label in ex.LABELS):
+            raise WikiError("the page has no four labelled paragraphs to retry; a new mechanism is `wiki exp new`",
+                            original.rel)
+        setup = page.section("Setup")
+        proposal = Proposal({label: found[label][0] for label in ex.LABELS},
+                            _planned_setup(setup.body if setup else ""),
+                            original.frontmatter.get("hypothesis") if isinstance(original.frontmatter.get("hypothesis"), str) else None)
+        workload = workload_name(settings.user_prefix, lane.model_name, lane.name, retry.number, slug, retry.letter)
+        paths = artifact_paths(settings, lane, str(retry), slug, date)
+        rel = f"{lane.experiments_dir}/{ex.page_file_name(date, str(retry), slug)}"
+        track = original.frontmatter.get("track")
+        mechanism = folded(proposal.paragraphs["Mechanism"])
+        for page in lane_pages(root, lane):
+            if page.is_open and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
+                raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
+        text = render_stub(lane, str(retry), slug, str(original.frontmatter.get("variant", "")), proposal,
+                           track if isinstance(track, int) else None, workload, paths, date,
+                           str(original.frontmatter.get("model", lane.model_name)))
+        txn.write(rel, text)
+        txn.write(lane.journal, append_record(journal, {"op": "retry", "vid": str(retry), "of": original.exp_id,
+                                                        "slug": slug, "track": track if isinstance(track, int) else None,
+                                                        "variant": original.frontmatter.get("variant"),
+                                                        "workload": workload, "page": rel, "at": now_iso()}))
+        index_add(txn, root, [(f"{retry} {slug}", rel)])
+        result = {"vid": str(retry), "retry_of": original.exp_id, "page": rel, "workload_name": workload,
+                  "artifacts": paths, "recovered": lock.recovered}
+        if dry_run:
+            return {**result, "dry_run": True, "would_write": txn.changed()}
+        result["commit"] = txn.commit(f"exp({retry}): stub retry of {original.exp_id} {slug}")
+        return result
+
+
+def _planned_setup(body: str) -> str:
+    """A page's Setup without the lines the writer adds (workload, artifacts)."""
+    keep = [ln for ln in body.strip().splitlines() if not ln.startswith(("**Workload**", "**Artifacts**"))]
+    return "\n".join(keep).strip()
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run's metrics file says besides its metrics."""
+
+    exit_code: int | None = None
+    parity: str | None = None  # "pass" | "fail" | None (no parity check)
+
+
+def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float], RunOutcome]:
+    """Metrics from ``--metrics FILE`` (a JSON object: numbers are metrics, ``exit_code`` and
+    ``parity`` the outcome, strings, lists and objects detail) and ``--metric NAME=VALUE``."""
+    metrics: dict[str, float] = {}
+    exit_code = parity = None
+    if path is not None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise WikiError("no such metrics file", path) from None
+        except json.JSONDecodeError as exc:
+            raise WikiError(f"metrics file is not JSON: {exc.msg}", path, exc.lineno) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise WikiError(f"cannot read the metrics file: {exc}", path) from None
+        if not isinstance(data, dict):
+            raise WikiError("metrics file must hold a JSON object of name: number", path, 1)
+        exit_code = data.pop("exit_code", None)
+        if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+            raise WikiError(f"exit_code {exit_code!r} is not an integer", path)
+        parity = data.pop("parity", None)
+        if parity not in (None, "pass", "fail"):
+            raise WikiError(f"parity {parity!r} is not 'pass' or 'fail'", path)
+        values = data.get("metrics", data)
+        if not isinstance(values, dict):
+            raise WikiError("'metrics' must be an object of name: number", path)
+        for name, value in values.items():
+            if isinstance(value, (str, list, dict)) or value is None:
+                continue  # a note or detail (an op digest, per-round figures, the configs): not a metric
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
+                raise WikiError(f"metric {name!r} is {value!r}, not a finite number", path)
+            metrics[str(name)] = float(value)
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+        if not eq or not name.strip() or number is None or number != number or abs(number) == float("inf"):
+            raise WikiError(f"--metric {pair!r} is not NAME=NUMBER")
+        metrics[name.strip()] = number
+    return metrics, RunOutcome(exit_code, parity)
+
+
+def _read_text_file(path: Path | None, what: str) -> str | None:
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise WikiError(f"no such {what} file", path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WikiError(f"cannot read the {what} file: {exc}", path) from None
+
+
+def noise_band(pages: list[LanePage], variant: str, metric: str, baseline: float | None, pct: float) -> tuple[float, str]:
+    """Half the spread of the lane's repeated baseline runs of ``variant``, else ``pct`` of the baseline."""
+    runs = [ex.metric_of(p.frontmatter, metric) for p in pages
+            if "baseline" in p.rel.rsplit("/", 1)[-1] and str(p.frontmatter.get("variant")) == variant and ex.is_filed(p.frontmatter)]
+    runs = [r for r in runs if r is not None]
+    if len(runs) >= 2:
+        return (max(runs) - min(runs)) / 2, f"half the spread of {len(runs)} baseline runs"
+    if baseline is None:
+        return 0.0, "no baseline"
+    return abs(baseline) * pct / 100, f"{pct:g}% of the baseline (lane config noise_band_pct)"
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.6g}"
+
+
+def results_table(metrics: dict[str, float], metric: str, measured: Comparison) -> str:
+    """Results as the table metric x baseline x this run x delta x noise band, and how the
+    target metric was compared."""
+    rows = ["| metric | baseline | this run | delta | noise band |", "|---|---|---|---|---|"]
+    for name, value in metrics.items():
+        own = name == metric
+        base = measured.reference if own else None
+        delta = measured.delta if own else None
+        rows.append(f"| {name} | {_fmt(base)} | {_fmt(value)} | {'—' if delta is None else f'{delta:+.6g}'} | "
+                    f"{('±' + _fmt(measured.noise_band)) if own else '—'} |")
+    note = f"\nThe {metric} baseline is {measured.reference_label}; noise band: {measured.noise_source}."
+    if measured.co_measured and measured.recorded is not None:
+        note += f" Recorded {metric} (rescaled to the frontier's recorded figure): {measured.recorded:.6g}."
+    return "\n".join(rows) + "\n" + note
+
+
+def _rel_link(from_rel: str, to_rel: str) -> str:
+    return posixpath.relpath(to_rel, posixpath.dirname(from_rel))
+
+
+def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: dict[str, float],
+                    outcome: RunOutcome = RunOutcome(), profile_path: Path | None, hlo_path: Path | None, reason: str | None, dry_run: bool = False,
+                    date: str | None = None) -> dict:
+    """`wiki exp file`: Results, Profile, HLO Dump and Verdict (capped), the status flip, the
+    model page's row, the lane log, RESULTS.tsv, the hypothesis page and the journal: one commit."""
+    if verdict not in ex.VERDICTS:
+        raise WikiError(f"--verdict {verdict!r} is not one of {', '.join(ex.VERDICTS)}")
+    profile = _read_text_file(profile_path, "profile")
+    hlo = _read_text_file(hlo_path, "HLO dump")
+    date = date or today()
+    settings = lane_settings(root, lane)
+    with LaneLock(root, lane) as lock:
+        target = find_page(root, lane, vid)
+        if ex.is_filed(target.frontmatter):
+            raise WikiError(f"{target.exp_id} is filed and immutable; a rerun is `wiki exp retry {target.exp_id}`", target.rel)
+        model_rel, model_text, model_page, matrix = _model_page(root, lane)
+        variant = str(target.frontmatter.get("variant", ""))
+        row = matrix.row(variant)
+        if row is None:
+            raise WikiError(f"variant {variant!r} of {target.exp_id} is not a row of the variant matrix", model_rel)
+        metric = settings.target_metric
+        baseline = cell_number(row.cell(BASELINE))
+        pages = lane_pages(root, lane)
+        band, band_source = noise_band(pages, variant, metric, baseline, settings.noise_band_pct)
+        frontier = _frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric)
+        against = _measured_against(root, lane, target.exp_id, metric, baseline, frontier)
+        measured = compare(metric, metrics, baseline, against, band, band_source)
+        value, delta, band = measured.recorded, measured.delta, measured.noise_band
+        firing_match = ex.FIRING_AUDIT_RE.search(hlo or "")
+        exit_code = outcome.exit_code
+        crashed = exit_code not in (None, 0)
+        filed, caps = cap_verdict(Evidence(
+            requested=verdict, crashed=crashed, parity_failed=outcome.parity == "fail", backfilled=target.frontmatter.get("backfilled") is True,
+            has_profile=bool(profile and profile.strip()), has_hlo=bool(hlo and hlo.strip()),
+            firing=firing_match.group(1).lower() if firing_match else None,
+            delta=delta, noise_band=band, higher_is_better=settings.higher_is_better,
+        ))
+        slug = ex.parse_file_name(target.rel.rsplit("/", 1)[-1]).slug or target.exp_id
+        txn = LaneTxn(root, lane)
+        page = parse_page(target.text, target.rel)
+        page = page.with_section_body(_title(page, "Results"), "\n" + results_table(metrics, metric, measured)
+                                      + (f" Exit code {exit_code}." if exit_code is not None else "") + "\n\n")
+        missing = "Not captured: no {what} was given to `wiki exp file`, so the verdict is at most inconclusive."
+        page = page.with_section_body(_title(page, "Profile"), "\n" + (profile.strip() if profile and profile.strip()
+                                                                       else missing.format(what="profile")) + "\n\n")
+        page = page.with_section_body(_title(page, "HLO Dump"), "\n" + (hlo.strip() if hlo and hlo.strip()
+                                                                        else missing.format(what="HLO dump")) + "\n\n")
+        verdict_body = f"\n**{filed}** — {' '.join((reason or 'as measured').split())}\n"
+        if caps:
+            verdict_body += "\n" + "\n".join(f"- Capped: {c}." for c in caps) + "\n"
+        page = page.with_section_body(_title(page, "Verdict"), verdict_body + "\n")
+        updates = {"status": ex.FILED, "verdict": filed, "updated": date, "metrics": metrics or None}
+        if reason:
+            updates["reason"] = " ".join(reason.split())
+        if value is not None:
+            updates[metric] = round(value, 6)
+        if exit_code is not None:
+            updates["exit_code"] = exit_code
+        if outcome.parity is not None:
+            updates["parity"] = outcome.parity
+        page = page.with_frontmatter(updates)
+        txn.write(target.rel, page.to_text())
+        moved = filed == "supported" and value is not None and is_better(value, frontier, settings.higher_is_better)
+        if not moved:
+            _touch_model_page(txn, model_rel, date)
+        if moved:
+            link = _rel_link(model_rel, target.rel)
+            new_text = set_cells(model_text, matrix, variant, {
+                CURRENT_BEST: f"[{target.exp_id}-{slug}]({link}) {value:.6g} {metric}",
+                FRONTIER_EXP: f"{target.exp_id}-{slug}",
+            })
+            txn.write(model_rel, parse_page(new_text, model_rel).with_frontmatter({"updated": date}).to_text()
+                      if model_page.has_frontmatter else new_text)
+        versus = measured.reference if measured.co_measured else (frontier if frontier is not None else baseline)
+        delta_text = (f"{(measured.value - versus) / abs(versus) * 100:+.2f}% {metric} vs frontier"
+                      if measured.value is not None and versus else "no metric")
+        entry = logbook.render_entry(date, "loop-iteration", f"{target.exp_id}-{slug} on {variant}: {filed} ({delta_text})")
+        txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
+        txn.write(lane.results, results_tsv.append_row(txn.read(lane.results), {
+            "exp_id": f"{target.exp_id}-{slug}", "date": date, **_results_figures(metrics, metric, value), "config": variant,
+            "status": results_tsv.STATUS_OF_VERDICT[filed], "description": target.frontmatter.get("hypothesis", ""),
+        }))
+        _hypothesis_update(txn, root, target, slug, filed, delta_text, date)
+        txn.write(lane.journal, append_record(txn.read(lane.journal), {"op": "file", "vid": target.exp_id, "verdict": filed,
+                                                                      "requested": verdict, "at": now_iso()}))
+        result = {"vid": target.exp_id, "page": target.rel, "verdict": filed, "requested": verdict, "capped": caps,
+                  "metric": metric, "value": value, "baseline": baseline, "delta": delta, "noise_band": band,
+                  "current_best_moved": moved, "recovered": lock.recovered}
+        if dry_run:
+            return {**result, "dry_run": True, "would_write": txn.changed()}
+        result["commit"] = txn.commit(f"exp({target.exp_id}): file {slug} — {filed}")
+        return result
+
+
+def _results_figures(metrics: dict[str, float], metric: str, recorded: float | None) -> dict[str, str]:
+    """The RESULTS.tsv figures of a run (the target metric as recorded on the page)."""
+    figures = {"tps": metrics.get("tps"), "mfu_percent": metrics.get("mfu", metrics.get("mfu_percent")),
+               "step_time_ms": metrics.get("step_time_ms"), "peak_hbm_gib": metrics.get("peak_hbm_gib")}
+    column = {"mfu": "mfu_percent"}.get(metric, metric)
+    if column in figures and recorded is not None:
+        figures[column] = recorded
+    return {k: (f"{v:.6g}" if v is not None else None) for k, v in figures.items()}
+
+
+def _title(page, leading: str) -> str:
+    """The title as written of the section led by ``leading`` (suffixes and aliases kept)."""
+    from wikiengine.core.page import title_key
+
+    keys = {title_key(t) for t in ex.section_titles(leading)}
+    section = next((s for s in page.sections if s.leading_key in keys or s.key in keys), None)
+    return section.title if section is not None else leading
+
+
+def _frontier_value(root: Path, cell: str, model_rel: str, metric: str) -> float | None:
+    """The Current best's metric: from the page it links, else the number in the cell."""
+    from wikiengine.model.variant_matrix import cell_reference
+
+    ref = cell_reference(cell, model_rel, re.compile(r"(?P<id>v\d{3,}[a-z]?)"))
+    if ref is not None and ref.target and (root / ref.target).is_file():
+        try:
+            value = ex.metric_of(parse_page((root / ref.target).read_text(encoding="utf-8")).frontmatter, metric)
+        except WikiError:
+            value = None
+        if value is not None:
+            return value
+    return cell_number(cell) if ref is not None else None
+
+
+def _measured_against(root: Path, lane: Lane, vid: str, metric: str, baseline: float | None,
+                      current_best: float | None) -> float | None:
+    """The recorded figure of the frontier a run was dispatched against (the journal's
+    dispatch record names it; None there means the row's Baseline); without a dispatch
+    record, today's Current best."""
+    path = root / lane.journal
+    records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
+    dispatches = [r for r in records if r.get("op") == "dispatch" and r.get("vid") == vid and "frontier" in r]
+    if not dispatches:
+        return current_best
+    page = dispatches[-1]["frontier"]
+    if not page:
+        return baseline
+    try:
+        return ex.metric_of(parse_page((root / page).read_text(encoding="utf-8")).frontmatter, metric)
+    except (OSError, WikiError):
+        return None
+
+
+def _hypothesis_update(txn: LaneTxn, root: Path, target: LanePage, slug: str, verdict: str, delta: str, date: str) -> None:
+    """Record the verdict on the hypothesis page the experiment tests (when it names one)."""
+    name = target.frontmatter.get("hypothesis")
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
+        return
+    rel = f"{HYPOTHESES_DIR}/{name}.md"
+    if not (root / rel).is_file():
+        return
+    page = parse_page(txn.read(rel), rel)
+    line = f"- [{target.exp_id}-{slug}]({_rel_link(rel, target.rel)}): {verdict} ({delta}), {date}\n"
+    evidence = page.section("Evidence")
+    body = (evidence.body.rstrip("\n") + "\n" if evidence and evidence.body.strip() else "\n") + line + "\n"
+    page = page.with_section_body("Evidence", body)
+    if page.has_frontmatter and "updated" in page.frontmatter:
+        page = page.with_frontmatter({"updated": date})
+    txn.write(rel, page.to_text())
+
+
+def add_log_entry(root: Path, op: str, subject: str, lane: Lane | None, fields: dict[str, str], *,
+                  dry_run: bool = False, date: str | None = None) -> dict:
+    """`wiki log add`: one entry in the right tier, full form, newest first."""
+    date = date or today()
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", op):
+        raise WikiError(f"op {op!r} is not a word")
+    tier = "lane" if lane is not None else "global"
+    known = logbook.DEFAULT_OPS[tier]
+    if tier == "global" and op in logbook.LANE_ONLY_OPS:
+        raise WikiError(f"'{op}' belongs in a lane log, never the global one: name MODEL LANE")
+    if tier == "lane" and op in logbook.GLOBAL_ONLY_OPS:
+        raise WikiError(f"'{op}' belongs in the global log, never a lane log")
+    if op.casefold() not in {k.casefold() for k in known}:
+        raise WikiError(f"op {op!r} is not a {tier}-log op ({', '.join(known)})")
+    if op in logbook.ONE_LINE_OPS and fields:
+        raise WikiError(f"a {op} entry is one line: it takes no --field")
+    if not subject.strip():
+        raise WikiError("the entry needs a subject")
+    rel = lane.log if lane is not None else logbook.GLOBAL_LOG
+    txn_lane = lane or Lane("wiki", "global")
+    with LaneLock(root, txn_lane) as lock:
+        txn = LaneTxn(root, txn_lane)
+        entry = logbook.render_entry(date, op, subject, None if op in logbook.ONE_LINE_OPS else fields)
+        txn.write(rel, logbook.insert_entry(txn.read(rel), entry))
+        result = {"log": rel, "tier": tier, "op": op, "entry": entry.strip(), "recovered": lock.recovered}
+        if dry_run:
+            return {**result, "dry_run": True}
+        result["commit"] = txn.commit(f"log({tier}): {op} | {' '.join(subject.split())[:60]}")
+        return result
+
+
+def _log_summary(tail: str) -> str:
+    """One line of a crashed run's log: its last error-looking line, else its last line."""
+    lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if re.search(r"(?i)error|exception|traceback|killed|oom", ln)]
+    line = (errors or lines or ["no log"])[-1]
+    return re.sub(r"[`|<>\[\]]", "'", line)[:160]
+
+
+def render_backfill(lane: Lane, workload, variant: str | None, model_page_stem: str, date: str) -> tuple[str, str, str]:
+    """``(verdict, reason, page text)`` of a backfilled page (seed 001 step 0's policy)."""
+    if workload.crashed:
+        verdict, reason = "invalid", f"crashed; logs: {_log_summary(workload.log_tail)}"
+    else:
+        verdict, reason = "inconclusive", "backfilled — profile-analyzer not dispatched"
+    front = {"title": f"{workload.vid} {workload.slug}", "type": "experiment", "model": model_page_stem,
+             "variant": variant, "status": ex.FILED, "verdict": verdict, "reason": reason, "backfilled": True,
+             "created": date, "updated": date, "workload_name": workload.name}
+    if variant is None:
+        del front["variant"]  # no claim recorded the variant: EXP010 has nothing to check
+    lines = ["---", frontmatter_yaml(front).rstrip("\n"), "---"]
+    tail = "\n".join(workload.log_tail.splitlines()[-20:]).replace("```", "'''")
+    body = [
+        f"# {workload.vid}: {workload.slug}", "",
+        f"## {ex.HYPOTHESIS_SECTION}", "",
+        f"{ex.NOT_RECOVERED} — page filed by BACKFILL after the run completed without a stub. The original dispatch "
+        "context was lost; treat this experiment as observation-only.", "",
+        "## Setup", "", f"**Workload**: `{workload.name}` (started {workload.started or 'unknown'}, finished "
+        f"{workload.finished or 'unknown'}, exit code {workload.exit_code if workload.exit_code is not None else 'unknown'}).", "",
+        "## Results", "", "Log tail, as the backend returned it:", "", "```text", tail or "(empty)", "```", "",
+        "## Profile", "", "Not captured: the profile analyzer was not dispatched (backfilled page).", "",
+        "## HLO Dump", "", "Not captured: the profile analyzer was not dispatched (backfilled page).", "",
+        "## Verdict", "", f"**{verdict}** — {reason}.", "",
+    ]
+    return verdict, reason, "\n".join(lines) + "\n" + "\n".join(body)
+
+
+def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: str | None = None) -> dict:
+    """`wiki backfill`: a page for every finished workload of the lane that has none."""
+    date = date or today()
+    settings = lane_settings(root, lane)
+    prefix = f"{settings.user_prefix}-{lane.model_name}-{lane.name}"
+    workloads = [w for w in backend.list_workloads(prefix) if w.is_finished]
+    with LaneLock(root, lane) as lock:
+        txn = LaneTxn(root, lane)
+        journal_text = txn.read(lane.journal)
+        records = parse_journal(journal_text, lane.journal)
+        have = {p.exp_id for p in lane_pages(root, lane)}
+        model_rel = lane.model_page(root)
+        stem = posixpath.basename(model_rel)[:-3] if model_rel else lane.model_name
+        claimed_variant = {r.get("vid"): r.get("variant") for r in records if r.get("op") in ("claim", "retry")}
+        filed = []
+        for workload in workloads:
+            vid = ex.canonical_id(workload.vid)
+            if vid in have:
+                continue
+            variant = claimed_variant.get(vid)
+            verdict, reason, text = render_backfill(lane, workload, variant, stem, date)
+            rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, workload.slug)}"
+            txn.write(rel, text)
+            journal_text = append_record(journal_text, {"op": "backfill", "vid": vid, "workload": workload.name,
+                                                        "verdict": verdict, "page": rel, "at": now_iso()})
+            entry = logbook.render_entry(date, "backfill", f"{vid}-{workload.slug} filed from logs ({verdict})",
+                                         {"Pages created": rel, "Key result": reason,
+                                          "Notes": "Hypothesis not recovered; never supported or refuted without the analyzer."})
+            txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
+            have.add(vid)
+            filed.append({"vid": vid, "page": rel, "verdict": verdict, "workload": workload.name})
+        if filed:
+            txn.write(lane.journal, journal_text)
+            _touch_model_page(txn, model_rel, date)
+            index_add(txn, root, [(f"{b['vid']} (backfilled)", b['page']) for b in filed])
+        result = {"lane": f"{lane.model_prefix}/{lane.name}", "finished_workloads": len(workloads), "backfilled": filed,
+                  "recovered": lock.recovered}
+        if dry_run:
+            return {**result, "dry_run": True, "would_write": txn.changed()}
+        result["commit"] = txn.commit(f"backfill({lane.name}): {len(filed)} page(s) filed from logs") if filed else None
+        return result

@@ -1,8 +1,0 @@
-"""Small helpers for the words of human output."""
-
-from __future__ import annotations
-
-
-def counted(count: int, singular: str, plural: str | None = None) -> str:
-    """``1 finding``, ``2 findings``, ``0 entries`` (``plural`` where adding ``s`` is wrong)."""
-    return f"{count} {singular if count == 1 else (plural or singular + 's')}"
