@@ -22,6 +22,8 @@ committed in one last commit. Keys:
   ``main`` the first time) and returns to ``main``; a commit without files is empty
   (a kernel candidate commit). The date is the author and the committer date;
 - ``date``: the author and committer date of the last commit (default: now);
+- ``paths``: stored path -> path in the copy, for names this repository cannot hold
+  portably (two names that differ only in case, ``aux.md``): the copy is renamed;
 - ``deleted``: paths an earlier commit added that are removed before the last commit (the
   removal is committed, or left in the work tree when the path is also ``untracked``);
 - ``base``: the revision git-aware rules compare with (``HEAD`` for a pre-commit run,
@@ -68,6 +70,9 @@ def build(code: str, root: Path) -> Path:
     for commit in setup.get("commits", []):
         _commit(root, source, commit)
     shutil.copytree(source, root, ignore=shutil.ignore_patterns(*_META), dirs_exist_ok=True)
+    for stored, path in setup.get("paths", {}).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / stored).rename(root / path)
     if "gitignore" in setup:
         (root / ".gitignore").write_text(setup["gitignore"], encoding="utf-8")
     pins = dict(setup.get("gitlinks", {}))
