@@ -18,62 +18,6 @@ PAGES = {
     V043: experiment_page(created="2026-06-03", status="filed", verdict="supported", mfu=42.0),
     V044: experiment_page(created="2026-06-04", status="refuted", mfu=43.0, sections={"Verdict": "**refuted**\n"}),
 }
-OLDER_MODEL_PAGE = """\
----
-model: gemma4
-lane: tpu
----
-# Gemma 4 on TPU
-
-## Variant matrix
-
-| variant | config |
-|---|---|
-| 2B/v5p-16 | 2B, seq 8192 |
-
-## Current best
-
-{best}
-""" + TEMPLATE_SECTIONS
-LINK_V043 = "[v043](../experiments/gemma4_autoresearch_optimization/tpu/experiments/2026-06-03-v043-blocks.md) at 42.0%"
-
-CASES = [
-    # MOD001: names an existing supported experiment
-    ("mod001-pass-id", "MOD001", {**PAGES, MODEL: MODEL_PAGE.format(best="v043 on 2B (+0.7 over v042, v044 refuted)")}, 0),
-    ("mod001-pass-link", "MOD001", {**PAGES, MODEL: MODEL_PAGE.format(best=LINK_V043)}, 0),
-    ("mod001-pass-model-name-form", "MOD001", {**PAGES, "wiki/models/gemma4-tpu.md": MODEL_PAGE.format(best="v042")}, 0),
-    ("mod001-refuted", "MOD001", {**PAGES, MODEL: MODEL_PAGE.format(best="v044 at 43.0%")}, 1),
-    ("mod001-missing", "MOD001", {**PAGES, MODEL: MODEL_PAGE.format(best="v050")}, 1),
-    ("mod001-broken-link", "MOD001", {**PAGES, MODEL: MODEL_PAGE.format(best="[v043](../experiments/nope.md)")}, 1),
-    (
-        "mod001-in-progress", "MOD001",
-        {**PAGES, f"{LANE}/2026-06-05-v045-x.md": experiment_page(created="2026-06-05", status="in_progress"),
-         MODEL: MODEL_PAGE.format(best="v045")}, 1,
-    ),
-    # MOD002: the best supported experiment on the variant
-    ("mod002-pass", "MOD002", {**PAGES, MODEL: MODEL_PAGE.format(best="v043")}, 0),
-    ("mod002-stale", "MOD002", {**PAGES, MODEL: MODEL_PAGE.format(best="v042")}, 1),
-    ("mod002-other-variant-ignored", "MOD002", {
-        V042: experiment_page(mfu=41.3), V043: experiment_page(created="2026-06-03", variant="9b", mfu=50.0),
-        MODEL: MODEL_PAGE.format(best="v042")}, 0),
-    ("mod002-names-nothing", "MOD002", {**PAGES, MODEL: MODEL_PAGE.format(best="to be decided")}, 1),
-    # MOD003: the two sections the rules read
-    ("mod003-pass", "MOD003", {MODEL: MODEL_PAGE.format(best="v042")}, 0),
-    ("mod003-no-matrix-table", "MOD003", {MODEL: re.sub(r"(?m)^\|.*\n", "", MODEL_PAGE.format(best="v042"))}, 1),
-    ("mod003-no-current-best", "MOD003", {MODEL: MODEL_PAGE.format(best="").replace("| Current best |", "| Best |")}, 1),
-    # an older page: a matrix keyed by its first column, Current best as a section
-    ("mod001-older-section-form", "MOD001", {**PAGES, MODEL: OLDER_MODEL_PAGE.format(best="v044 at 43.0%")}, 1),
-    ("mod003-older-section-form", "MOD003", {MODEL: OLDER_MODEL_PAGE.format(best="v042")}, 0),
-    ("mod003-missing-template-section", "MOD003",
-     {MODEL: MODEL_PAGE.format(best="v042").replace("## Knobs translation matrix", "## Knobs")}, 1),
-]
-
-
-@pytest.mark.parametrize("case,code,files,expected", CASES, ids=[c[0] for c in CASES])
-def test_model_rule(tmp_path, case, code, files, expected):
-    write(tmp_path, files)
-    found = findings(tmp_path, code)
-    assert len(found) == expected, [f.render() for f in found]
 
 
 def test_mod002_lower_is_better_option(tmp_path):
@@ -98,12 +42,7 @@ HYPOTHESIS = "wiki/hypotheses/splash.md"
 @pytest.mark.parametrize(
     "keys,expected",
     [
-        ("model: gemma4\nlane: tpu\nexperiments: [v042, v043]\n", 0),
-        ("model: gemma4\nlane: tpu\nexperiments: [42]\n", 0),
-        ("model: gemma4\nlane: tpu\n", 0),  # no list: nothing to check
-        ("experiments: [v099]\n", 0),  # no lane: nothing to check
-        ("model: gemma4\nlane: tpu\nexperiments: [v042, v099]\n", 1),
-        ("model: gemma4\nlane: jax\nexperiments: [v042]\n", 1),  # another lane's id
+        ("model: gemma4\nlane: tpu\nexperiments: [42]\n", 0),  # the other cases: the HYP001 fixture wiki
     ],
 )
 def test_hyp001_hypothesis_experiments_exist(tmp_path, keys, expected):
