@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.rule_fixtures import FIXTURES, build, expected, rendered_fixture
-from wikiengine.rules import REGISTRY
+from wikiengine.lint.registry import REGISTRY
 
 CODES = sorted(REGISTRY)
 
