@@ -93,7 +93,7 @@ def test_wiki_demo_json_prints_one_object_with_every_wake(tmp_path):
     result = json.loads(done.stdout)  # nothing else on stdout: no progress, no banner
     assert result["root"] == str(tmp_path / "demo") and result["state"] == "complete"
     assert [w["decision"] for w in result["wakes"]].count("launch") == 3
-    assert all(set(w) == {"state", "step", "decision", "reasons", "actions"} for w in result["wakes"])
+    assert all(set(w) == {"mode", "state", "decision", "decisions", "actions", "needs", "next_wake_s", "commits", "exit_code", "step", "reasons"} for w in result["wakes"])
 
 
 @pytest.mark.slow

@@ -17,34 +17,36 @@ from wikiengine.executors.compute import ComputeUnavailableError
 from wikiengine.executors.lane_backend import LaneWorkload
 from tests.test_lane_writers import HLO, git, proposal, wiki  # noqa: F401 - the fixture
 from wikiengine.step import writers as lw
+from wikiengine.model.journal import Expectation
 from wikiengine.step.lane.decide import LaneLimits, TrackView, decide_track, next_wake_s
 from wikiengine.step.lane.wake import wake
 from wikiengine.step.lane.start import NoFreeClusters, start_session
 from wikiengine.model.lanes import Lane
 from wikiengine.lint.runner import lint
 
+SENT = Expectation("dispatch", "demo-gemma4-tpu-v048-x")  # the dispatch record, as read
 NOW = 1_800_000_000.0
 LIMITS = LaneLimits(hung_after_s=600, ceiling_s=3600, wake_interval_s=600)
 LANE = Lane("gemma4_autoresearch_optimization", "tpu")
 
 TABLE = [
     # view, expected decision
-    (TrackView(1, backend_state="unknown", vid="v048", page_state="open", dispatched=True), "wait"),
+    (TrackView(1, backend_state="unknown", vid="v048", page_state="open", expected=SENT), "wait"),
     (TrackView(1), "need_hypothesis"),
-    (TrackView(1, vid="v048", page_state="filed", dispatched=True, processed=True), "need_hypothesis"),
+    (TrackView(1, vid="v048", page_state="filed", expected=SENT, processed=True), "need_hypothesis"),
     (TrackView(1, vid="v048", page_state="missing"), "need_hypothesis"),
     (TrackView(1, vid="v048", page_state="open"), "dispatch"),
-    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state=None), "dispatch"),
-    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="running", started_at=NOW - 60,
+    (TrackView(1, vid="v048", page_state="open", expected=SENT, backend_state=None), "dispatch"),
+    (TrackView(1, vid="v048", page_state="open", expected=SENT, backend_state="running", started_at=NOW - 60,
                progress_at=NOW - 30), "skip"),
-    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="running", started_at=NOW - 900,
+    (TrackView(1, vid="v048", page_state="open", expected=SENT, backend_state="running", started_at=NOW - 900,
                progress_at=NOW - 700), "kill"),
-    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="running", started_at=NOW - 4000,
+    (TrackView(1, vid="v048", page_state="open", expected=SENT, backend_state="running", started_at=NOW - 4000,
                progress_at=NOW - 5), "kill"),
-    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="succeeded"), "process"),
-    (TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="failed"), "process"),
-    (TrackView(1, vid="v048", page_state="open", dispatched=True, killed=True, backend_state=None), "process"),
-    (TrackView(1, vid="v048", page_state="open", dispatched=True, processed=True, backend_state="succeeded"),
+    (TrackView(1, vid="v048", page_state="open", expected=SENT, backend_state="succeeded"), "process"),
+    (TrackView(1, vid="v048", page_state="open", expected=SENT, backend_state="failed"), "process"),
+    (TrackView(1, vid="v048", page_state="open", expected=SENT, killed=True, backend_state=None), "process"),
+    (TrackView(1, vid="v048", page_state="open", expected=SENT, processed=True, backend_state="succeeded"),
      "need_verdict"),
 ]
 
@@ -56,7 +58,7 @@ def test_track_decision_table(view, expected):
 
 def test_next_wake_is_clamped_to_the_seed_window():
     fast = [decide_track(TrackView(1, vid="v048", page_state="open"), NOW, LIMITS)]
-    idle = [decide_track(TrackView(1, vid="v048", page_state="open", dispatched=True, backend_state="running",
+    idle = [decide_track(TrackView(1, vid="v048", page_state="open", expected=SENT, backend_state="running",
                                    started_at=NOW, progress_at=NOW), NOW, LIMITS)]
     assert next_wake_s(fast, LIMITS) == 120
     assert next_wake_s(idle, LIMITS) == 600

@@ -128,6 +128,30 @@ def test_every_import_points_down_and_no_private_name_crosses_a_module():
     assert violations(arrows(modules), modules) == []
 
 
+def private_uses(modules: dict[str, Path]) -> list[str]:
+    """``alias._name`` where ``alias`` is another project module imported by name."""
+    found = []
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                aliases.update({a.asname: a.name for a in node.names if a.asname and a.name in modules})
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                aliases.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names
+                                if f"{node.module}.{a.name}" in modules})
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and aliases[node.value.id] != module):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}: uses {aliases[node.value.id]}.{node.attr}")
+    return sorted(set(found))
+
+
+def test_no_module_reaches_into_another_module_s_private_names():
+    assert private_uses(module_files()) == []
+
+
 def test_no_cycle_between_folders():
     modules = module_files()
     graph: dict[str, set[str]] = {}

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+
+import pytest
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,3 +51,13 @@ def test_a_checkout_maps_the_folders_without_touching_sys_path(tmp_path):
     lines = out.stdout.split()
     assert lines[0] == str(REPO / "training" / "checkpoint.py")
     assert lines[1] == str(REPO / "executors" / "registry.py")
+
+
+@pytest.mark.parametrize("folder", ["tests", "benchmarks", "contrib", "docs", "wiki", "schema"])
+def test_no_other_folder_of_a_checkout_becomes_a_subpackage(folder):
+    """Only executors/ and training/ are mapped in: ``import wikiengine.tests`` fails in a checkout."""
+    code = f"import importlib.util, wikiengine; print(importlib.util.find_spec('wikiengine.{folder}'))"
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "None"

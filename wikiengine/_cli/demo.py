@@ -210,7 +210,6 @@ def run(args) -> int:
 
 
 def run_relay(root: Path, args) -> int:
-    from wikiengine._cli.step import format_result
     from wikiengine.step.relay.wake import run_step
 
     started = time.monotonic()
@@ -221,7 +220,7 @@ def run_relay(root: Path, args) -> int:
     for wake in range(1, MAX_WAKES + 1):
         result = run_step(root)
         wakes.append(result.as_json())
-        say(f"\nwake {wake}: " + format_result(result))
+        say(f"\nwake {wake}: " + result.text())
         if result.decision in ("launch", "running", "adopt"):
             watch_session(root, not (args.no_progress or args.json))
         elif result.decision in ("wait", "locked"):

@@ -39,9 +39,10 @@ def add_parser(subparsers) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="check and decide; act on nothing")
     parser.add_argument("--json", action="store_true",
-                        help='print one JSON object: a relay run {"state", "step", "decision", "reasons", '
-                             '"actions"}; a lane or kernel session {"mode", "state", "decision", the decisions, '
-                             '"actions", "needs" (inputs, command), "next_wake_s", ...}')
+                        help='print one JSON object, the same shape in every mode: {"mode", "state", "decision", '
+                             '"decisions", "actions", "needs" (inputs, command), "next_wake_s", "commits", '
+                             '"exit_code"}, plus the mode\'s own facts (relay: "step", "reasons"; lane: "lane", '
+                             '"tracks", "disagreements", "reground"; kernel: "family", "findings", "disagreements", "k9")')
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.set_defaults(handler=run)
 
@@ -55,19 +56,5 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(result.as_json(), indent=2))
     else:
-        print(result.text() if hasattr(result, "text") else format_result(result))
+        print(result.text())
     return result.exit_code
-
-
-def format_result(result) -> str:
-    """The human summary: the decision, its reasons and what was done.
-
-    The run's status is labelled as such (a session's state appears in the reasons); a
-    locked wake read nothing, so it names no pointer."""
-    if result.decision == "locked":
-        return "locked: " + "; ".join(result.reasons)
-    step = f"latest -> {result.step}" if result.step is not None else "no pointer yet"
-    lines = [f"{result.decision}: {step} (run status: {result.state})"]
-    lines += [f"  - {reason}" for reason in result.reasons]
-    lines += [f"  * {action}" for action in result.actions]
-    return "\n".join(lines)

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
+
+
+class ExitCode(enum.IntEnum):
+    """Every exit status a command returns, each with one meaning."""
+
+    OK = 0
+    FINDINGS = 1  # lint found something
+    BAD_INPUT = 2
+    BLOCKED = 3  # a relay run an emergency stopped: a person clears it (wiki unblock)
+    INTERNAL = 70  # a bug (EX_SOFTWARE)
+    INTERRUPTED = 130
 
 
 class WikiError(Exception):

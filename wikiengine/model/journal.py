@@ -1,4 +1,4 @@
-"""A lane's write-ahead journal and the ids it has ever used.
+"""A lane's write-ahead journal, the expectations it records, and the ids it has ever used.
 
 ``<lane>/.journal.jsonl`` is committed with the lane: one JSON object per line, each
 with ``op`` (``claim``, ``file``, ``retry``, ``backfill``; later ``dispatch`` and
@@ -9,14 +9,21 @@ its page is deleted.
 :func:`used_ids` is what v-id allocation reads: the lane's pages on disk, the journal,
 every page path ever added under the lane on any local or remote-tracking branch (one
 ``git log --all``), and the journals of those branches.
+
+:class:`Expectation` is the one record of a request the engine made of a backend, committed
+before the backend was asked and satisfied by name on a later observe (Kubernetes'
+ControllerExpectations): the relay's launch claim in STATE.md and a lane's ``dispatch``
+record here are both read as one.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
+from wikiengine.core.clock import timestamp
 from wikiengine.core.errors import WikiError
 from wikiengine.model.experiment import VId, parse_file_name, parse_vid
 from wikiengine.model.lanes import Lane
@@ -136,3 +143,45 @@ def next_retry(used: set[VId], vid: VId) -> VId:
     letters = [v.letter for v in used if v.number == vid.number]
     candidate = VId(vid.number, max(letters) if letters else "")
     return candidate.next_letter()
+
+
+# --- expectations -------------------------------------------------------------------------
+
+SEEN, UNSEEN, UNKNOWN = "seen", "unseen", "unknown"  # what an observe says of an expected name
+MET, PENDING, LAPSED, REASK = "met", "pending", "lapsed", "reask"  # how an expectation settles
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A request committed before a backend was asked: what (``kind``), the name the backend
+    will show it by (the owner reference), when it was asked (seconds since the epoch) and how
+    long it may stay unseen before it lapses (``None``: it never lapses; the engine asks again
+    by the same name, and a request that landed is adopted, never doubled)."""
+
+    kind: str  # "launch" (a relay session), "dispatch" (a lane workload)
+    name: str
+    at: float | None = None
+    ttl_s: float | None = None
+
+    def age(self, now: float) -> float:
+        return now - self.at if self.at is not None else float("inf")
+
+    def settle(self, sighting: str, now: float) -> str:
+        """``met`` (seen: adopt it), ``pending`` (unknown, or unseen within its TTL: ask
+        nothing), ``lapsed`` (unseen past its TTL: release it) or ``reask``."""
+        if sighting == SEEN:
+            return MET
+        if sighting == UNKNOWN:
+            return PENDING  # unknown is never gone
+        if self.ttl_s is None:
+            return REASK
+        return PENDING if self.age(now) < self.ttl_s else LAPSED
+
+
+def dispatch_expectations(records: list[dict]) -> dict[str, Expectation]:
+    """vid -> the newest ``dispatch`` record of a lane journal, as an expectation."""
+    found = {}
+    for record in records:
+        if record.get("op") == "dispatch" and record.get("vid"):
+            found[record["vid"]] = Expectation("dispatch", str(record.get("workload") or ""), timestamp(record.get("at")))
+    return found

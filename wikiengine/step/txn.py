@@ -1,22 +1,25 @@
-"""One write of a lane: the lane lock, a redo record, atomic file writes, re-lint, one commit.
+"""The one write transaction of `wiki step` and the writers: a lock, a record, atomic
+file writes, re-lint, one commit.
 
-Every lane writer (``wiki exp``, ``wiki log add``, ``wiki backfill``) builds the whole
-new content of each file it changes in memory, then :meth:`LaneTxn.commit`:
+Every lane and kernel writer (``wiki exp``, ``wiki log add``, ``wiki backfill``, ``wiki
+kernel``, a wake's acts) builds the whole new content of each file it changes in memory,
+then :meth:`LaneTxn.commit`:
 
-1. writes a redo record ``.git/wiki-lane/<model>__<lane>.txn.json`` (the commit
-   message and the full new text of every file), fsynced;
+1. writes a redo record ``.git/wiki-lane/<key>.txn.json`` (the commit message and the
+   full new text of every file), fsynced;
 2. writes each file atomically (temp file, fsync, rename);
 3. re-lints the written files and refuses (restoring the old texts) when the write
    introduced a finding;
-4. commits exactly those paths (``core.git.commit_paths``) and deletes the
-   redo record.
+4. commits exactly those paths (``core.git.commit_paths``) and deletes the record.
 
-A writer killed anywhere leaves either no redo record (nothing happened, or the commit
-is done) or one that the next writer of the lane replays first: the texts are whole, so
-replaying twice writes the same bytes and commits once. The lock is an ``flock`` of a
-file in the git directory, so concurrent writers of one lane (one per track) take turns.
-It is taken with ``fcntl`` directly, as ``filelock`` does on POSIX: importing
-``filelock`` 4.3 costs 17-40 ms (logging, secrets, decimal), a tenth of a writer's run.
+A writer killed anywhere leaves either no record (nothing happened, or the commit is done)
+or one that the next holder of the key's lock finishes first (:func:`recover`): the texts
+are whole, so replaying twice writes the same bytes and commits once. A relay wake, which
+writes memory file by file between its commits, leaves an :class:`UndoRecord` instead: the
+texts before, put back by the same :func:`recover`. The lock is an ``flock`` of a file in
+the git directory, so concurrent writers of one lane (one per track) take turns. It is
+taken with ``fcntl`` directly, as ``filelock`` does on POSIX: importing ``filelock`` 4.3
+costs 17-40 ms (logging, secrets, decimal), a tenth of a writer's run.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from wikiengine.model.lanes import Lane
 from wikiengine.core.atomic import atomic_write_text
 
 LOCK_TIMEOUT_S = 120
+REDO, UNDO = "redo", "undo"  # a killed write is finished (lane and kernel writers) or undone (a relay wake)
 
 
 class LaneWriteRefused(WikiError):
@@ -78,7 +82,8 @@ class LaneTxn:
             return None
         record = redo_path(self.root, self.lane)
         record.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(record, json.dumps({"message": message, "files": {p: self.texts[p] for p in paths}}))
+        atomic_write_text(record, json.dumps({"policy": REDO, "message": message,
+                                              "files": {p: self.texts[p] for p in paths}}))
         _apply(self.root, {p: self.texts[p] for p in paths})
         probe = CommitProbe(self.root, paths)  # git answers what the commit asks while the re-lint runs
         if relint:
@@ -107,12 +112,54 @@ class LaneTxn:
         return sha
 
 
+def lane_key(lane: Lane) -> str:
+    """The name of a lane's records (a kernel family's pseudo-lane too)."""
+    return f"{lane.model_dir}__{lane.name}"
+
+
+def record_path(root: Path, key: str) -> Path:
+    """The write record of ``key``: inside the git directory, never a stray file in the tree."""
+    return git_dir(root) / "wiki-lane" / f"{key}.txn.json"
+
+
 def redo_path(root: Path, lane: Lane) -> Path:
-    return git_dir(root) / "wiki-lane" / f"{lane.model_dir}__{lane.name}.txn.json"
+    return record_path(root, lane_key(lane))
 
 
 def lock_path(root: Path, lane: Lane) -> Path:
-    return git_dir(root) / "wiki-lane" / f"{lane.model_dir}__{lane.name}.lock"
+    return git_dir(root) / "wiki-lane" / f"{lane_key(lane)}.lock"
+
+
+class UndoRecord:
+    """The record of a write whose effects are undone, not finished, when it dies: the texts
+    ``paths`` had before it (a relay wake writes memory file by file, and every effect outside
+    memory happens only after a commit that records its intent, so the last commit is always a
+    consistent state to resume from). Closed when the write is committed."""
+
+    def __init__(self, root: Path, key: str, paths: list[str], note: str):
+        self.root, self.paths, self.note = root, paths, note
+        self.path = record_path(root, key)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Record the texts as they are now (at the start, and after each commit of the write)."""
+        before = {rel: (self.root / rel).read_text(encoding="utf-8") if (self.root / rel).is_file() else None
+                  for rel in self.paths}
+        atomic_write_text(self.path, json.dumps({"policy": UNDO, "note": self.note, "before": before}))
+
+    def close(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """What :func:`recover` did: a redo record replayed as ``commit``, or an undo record's
+    writes discarded (``note`` says which write died)."""
+
+    policy: str
+    commit: str | None = None
+    note: str = ""
 
 
 def _apply(root: Path, texts: dict[str, str]) -> None:
@@ -136,21 +183,30 @@ def _commit(root: Path, paths: list[str], message: str, probe=None) -> str | Non
     return commit_paths(root, paths, message, probe)
 
 
-def recover(root: Path, lane: Lane) -> str | None:
-    """Replay the redo record a killed writer left (under the lane lock); the commit sha."""
-    record = redo_path(root, lane)
+def recover(root: Path, key: str) -> Recovered | None:
+    """Finish or undo the write a killed writer left under ``key`` (its lock held): a redo
+    record is replayed and committed, an undo record's files get their old texts back."""
+    record = record_path(root, key)
     if not record.is_file():
         return None
     try:
         data = json.loads(record.read_text(encoding="utf-8"))
-        files, message = dict(data["files"]), str(data["message"])
-    except (OSError, ValueError, KeyError, TypeError):
+        policy = data.get("policy", REDO)
+        if policy == UNDO:
+            before, note = dict(data["before"]), str(data["note"])
+        else:
+            files, message = dict(data["files"]), str(data["message"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         record.unlink(missing_ok=True)  # torn before its fsync: nothing was written after it
         return None
+    if policy == UNDO:
+        _restore(root, before)
+        record.unlink(missing_ok=True)
+        return Recovered(UNDO, note=note)
     _apply(root, files)
     sha = _commit(root, sorted(files), message)
     record.unlink(missing_ok=True)
-    return sha
+    return Recovered(REDO, commit=sha)
 
 
 def findings_on(root: Path, paths: list[str], *, use_baseline: bool) -> dict:
@@ -203,7 +259,8 @@ class LaneLock:
                 time.sleep(self.POLL_S)
         self._fd = fd
         try:
-            self.recovered = recover(self.root, self.lane)
+            done = recover(self.root, lane_key(self.lane))
+            self.recovered = done.commit if done else None
         except BaseException:
             self.__exit__()
             raise

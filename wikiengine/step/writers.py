@@ -519,7 +519,7 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         baseline = cell_number(row.cell(BASELINE))
         pages = lane_pages(root, lane)
         band, band_source = noise_band(pages, variant, metric, baseline, settings.noise_band_pct)
-        frontier = _frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric)
+        frontier = frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric)
         against = _measured_against(root, lane, target.exp_id, metric, baseline, frontier)
         measured = compare(metric, metrics, baseline, against, band, band_source)
         value, delta, band = measured.recorded, measured.delta, measured.noise_band
@@ -535,17 +535,17 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         slug = ex.parse_file_name(target.rel.rsplit("/", 1)[-1]).slug or target.exp_id
         txn = LaneTxn(root, lane)
         page = parse_page(target.text, target.rel)
-        page = page.with_section_body(_title(page, "Results"), "\n" + results_table(metrics, metric, measured)
+        page = page.with_section_body(section_title(page, "Results"), "\n" + results_table(metrics, metric, measured)
                                       + (f" Exit code {exit_code}." if exit_code is not None else "") + "\n\n")
         missing = "Not captured: no {what} was given to `wiki exp file`, so the verdict is at most inconclusive."
-        page = page.with_section_body(_title(page, "Profile"), "\n" + (profile.strip() if profile and profile.strip()
+        page = page.with_section_body(section_title(page, "Profile"), "\n" + (profile.strip() if profile and profile.strip()
                                                                        else missing.format(what="profile")) + "\n\n")
-        page = page.with_section_body(_title(page, "HLO Dump"), "\n" + (hlo.strip() if hlo and hlo.strip()
+        page = page.with_section_body(section_title(page, "HLO Dump"), "\n" + (hlo.strip() if hlo and hlo.strip()
                                                                         else missing.format(what="HLO dump")) + "\n\n")
         verdict_body = f"\n**{filed}** — {' '.join((reason or 'as measured').split())}\n"
         if caps:
             verdict_body += "\n" + "\n".join(f"- Capped: {c}." for c in caps) + "\n"
-        page = page.with_section_body(_title(page, "Verdict"), verdict_body + "\n")
+        page = page.with_section_body(section_title(page, "Verdict"), verdict_body + "\n")
         updates = {"status": ex.FILED, "verdict": filed, "updated": date, "metrics": metrics or None}
         if reason:
             updates["reason"] = " ".join(reason.split())
@@ -599,7 +599,7 @@ def _results_figures(metrics: dict[str, float], metric: str, recorded: float | N
     return {k: (f"{v:.6g}" if v is not None else None) for k, v in figures.items()}
 
 
-def _title(page, leading: str) -> str:
+def section_title(page, leading: str) -> str:
     """The title as written of the section led by ``leading`` (suffixes and aliases kept)."""
     from wikiengine.core.page import title_key
 
@@ -608,7 +608,7 @@ def _title(page, leading: str) -> str:
     return section.title if section is not None else leading
 
 
-def _frontier_value(root: Path, cell: str, model_rel: str, metric: str) -> float | None:
+def frontier_value(root: Path, cell: str, model_rel: str, metric: str) -> float | None:
     """The Current best's metric: from the page it links, else the number in the cell."""
     from wikiengine.model.variant_matrix import cell_reference
 

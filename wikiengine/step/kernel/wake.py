@@ -27,10 +27,10 @@ from pathlib import Path
 from wikiengine.model import experiment as ex
 from wikiengine.model import kernel_page as kp
 from wikiengine.core.errors import WikiError
-from wikiengine.step.engine import Mode
+from wikiengine.step import engine
+from wikiengine.step.result import WakeResult
 from wikiengine.model.kernel_state import STATE_REL, KernelState, kernel_state_text, read_kernel_state, state_body
 from wikiengine.step.kernel.decide import KernelDecision, KernelView, Lead, decide, next_wake_s
-from wikiengine.step.engine import MAX_WAKE_S
 from wikiengine.model.kernels import KernelFamily
 from wikiengine.model.journal import parse_journal
 from wikiengine.model.state import write_heartbeat
@@ -38,62 +38,6 @@ from wikiengine.core.clock import utc_iso
 from wikiengine.core.page import parse_page
 
 _WAKE_RE = re.compile(r"^Wake: (?P<line>.*)$", re.M)
-
-
-@dataclass
-class KernelWakeResult:
-    """The summary of one kernel wake (``--json`` prints :meth:`as_json`)."""
-
-    family: str
-    status: str
-    decisions: list[dict] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)
-    needs: list[dict] = field(default_factory=list)
-    findings: list[str] = field(default_factory=list)
-    disagreements: list[str] = field(default_factory=list)
-    k9: dict = field(default_factory=dict)
-    next_wake_s: int | None = None
-    commits: list[str] = field(default_factory=list)
-    decision: str = "kernel"
-
-    def as_json(self) -> dict:
-        return {"mode": "kernel", "family": self.family, "state": self.status, "decision": self.decision,
-                "decisions": self.decisions, "actions": self.actions, "needs": self.needs, "findings": self.findings,
-                "disagreements": self.disagreements, "k9": self.k9, "next_wake_s": self.next_wake_s,
-                "commits": self.commits}
-
-    @property
-    def exit_code(self) -> int:
-        return 0
-
-    def text(self) -> str:
-        if self.decision == "locked":
-            return "locked: " + "; ".join(self.actions)
-        wake = f"next wake in {self.next_wake_s} s" if self.next_wake_s else "no next wake"
-        lines = [f"kernel family {self.family}: {self.status}; {wake}"]
-        lines += [f"  {d['decision']}{' ' + d['vid'] if d['vid'] else ''}{' ' + d['cand'] if d['cand'] else ''} — "
-                  f"{d['reason']}" for d in self.decisions]
-        lines += [f"  * {a}" for a in self.actions]
-        reasons = {d["reason"] for d in self.decisions}
-        lines += [f"  ! {f}" for f in self.findings + self.disagreements if f not in reasons]
-        for need in self.needs:
-            lines.append(f"  owed: {need['kind']}{' for ' + need['vid'] if need.get('vid') else ''}: {need['command']}")
-            inputs = need.get("inputs", {})
-            if inputs.get("lead"):
-                lines.append(f"        rank-1 lead {inputs['lead']} ({inputs['source']}): {inputs['lead_text'] or '—'}")
-            if inputs.get("resume_action"):
-                lines.append(f"        rank-1 resume action: {inputs['resume_action']}")
-            cap = inputs.get("cap")
-            if cap:
-                lines.append(f"        strongest verdict allowed: {cap['verdict']}"
-                             + "".join(f"\n        - {r}" for r in cap["reasons"]))
-        return "\n".join(lines)
-
-
-def locked_result() -> KernelWakeResult:
-    result = KernelWakeResult("?", "unknown", decision="locked")
-    result.actions.append("another wiki step holds the lock; nothing done")
-    return result
 
 
 # --- observe ----------------------------------------------------------------------------------
@@ -209,7 +153,7 @@ def owed(family: KernelFamily, decision: KernelDecision, obs: Observed) -> dict 
 # --- the wake -----------------------------------------------------------------------------------
 
 
-def act_verify(root: Path, family: KernelFamily, decision: KernelDecision, result: KernelWakeResult) -> None:
+def act_verify(root: Path, family: KernelFamily, decision: KernelDecision, result: WakeResult) -> None:
     """K6 by the wake itself: the existing writer (a fresh process, the receipt, one commit)."""
     from wikiengine.step.kernel.writers import verify
 
@@ -229,72 +173,125 @@ def act_verify(root: Path, family: KernelFamily, decision: KernelDecision, resul
 
 def wake_interval(family: KernelFamily, binding: dict) -> int:
     """The family binding's ``wake_interval_s`` (default 600; clamped by the decide)."""
-    value = binding.get("wake_interval_s", MAX_WAKE_S)
+    value = binding.get("wake_interval_s", engine.MAX_WAKE_S)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise WikiError(f"wake_interval_s {value!r} in the family binding is not a positive number of seconds",
                         family.program)
     return value
 
 
-def wake(root: Path, *, dry_run: bool = False, clock=None, **_unused) -> KernelWakeResult:
-    """One kernel wake (see the module docstring); `wiki step` runs it under the engine's lock."""
-    from wikiengine.step.txn import LaneLock, LaneTxn
+def wake(root: Path, *, dry_run: bool = False, clock=None, **_unused) -> WakeResult:
+    """One kernel wake (the engine's skeleton, see the module docstring), without the lock."""
+    return engine.wake(MODE, root, dry_run=dry_run, clock=clock)
 
-    clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
-    state = read_kernel_state(root)
+
+@dataclass
+class KernelWake:
+    """What a kernel wake works on, phase by phase."""
+
+    state: KernelState
+    family: KernelFamily
+    obs: Observed | None = None
+    first: KernelDecision | None = None  # what the world asked for at the wake's start
+    decision: KernelDecision | None = None  # and after its act
+
+
+def _family(root: Path, state: KernelState) -> KernelFamily:
     family = state.family_ref
     if not (root / family.dir).is_dir():
         raise WikiError(f"memory/STATE.md names kernel family {state.family}, which has no folder {family.dir}")
-    replayed = None
-    if not dry_run:  # a writer killed mid-commit (a killed wake's verify) is finished before anything is read
-        with LaneLock(root, family.txn_lane) as lock:
-            replayed = lock.recovered
-    obs = observe(root, family, state)
-    result = KernelWakeResult(family.slug, obs.view.session or "not started")
-    if replayed:
-        result.actions.append(f"finished a killed writer first: its redo record replayed as commit {replayed[:12]}")
-        result.commits.append(replayed)
-    if obs.view.session and obs.view.session != state.status:
-        result.disagreements.append(f"memory/STATE.md says {state.status} but the family journal says "
-                                    f"{obs.view.session}: the journal is the record")
-    first = decide(obs.view)
-    if first.kind == "verify":
-        if dry_run:
-            result.actions.append(f"(dry run) would verify {first.vid} {first.cand}")
-        else:
-            act_verify(root, family, first, result)
-            obs = observe(root, family, state)  # the world after the act, read once
-    decision = decide(obs.view) if not dry_run else first
-    interval = wake_interval(family, obs.binding)
+    return family
+
+
+def _recover(wake: engine.Wake) -> None:
+    """A writer killed mid-commit (a killed wake's verify) is finished before anything is read."""
+    from wikiengine.step.txn import LaneLock
+
+    family = _family(wake.root, read_kernel_state(wake.root))
+    with LaneLock(wake.root, family.txn_lane) as lock:
+        if lock.recovered:
+            wake.result.actions.append(f"finished a killed writer first: its redo record replayed as commit "
+                                       f"{lock.recovered[:12]}")
+            wake.result.commits.append(lock.recovered)
+
+
+def _load(wake: engine.Wake) -> None:
+    state = read_kernel_state(wake.root)
+    wake.run = KernelWake(state, _family(wake.root, state))
+    wake.result.subject, wake.result.state = wake.run.family.slug, state.status
+
+
+def _owned_paths(wake: engine.Wake) -> list[str]:
+    return [STATE_REL, wake.run.family.journal]
+
+
+def _observe(wake: engine.Wake) -> None:
+    kernel = wake.run
+    kernel.obs = obs = observe(wake.root, kernel.family, kernel.state)
+    wake.result.state = obs.view.session or "not started"
+    if obs.view.session and obs.view.session != kernel.state.status:
+        wake.result.disagreements.append(f"memory/STATE.md says {kernel.state.status} but the family journal says "
+                                         f"{obs.view.session}: the journal is the record")
+
+
+def _decide(wake: engine.Wake) -> None:
+    wake.run.first = decide(wake.run.obs.view)
+
+
+def _act(wake: engine.Wake) -> None:
+    kernel, first = wake.run, wake.run.first
+    if first.kind != "verify":
+        return
+    if wake.dry_run:
+        wake.result.actions.append(f"(dry run) would verify {first.vid} {first.cand}")
+        return
+    act_verify(wake.root, kernel.family, first, wake.result)
+    kernel.obs = observe(wake.root, kernel.family, kernel.state)  # the world after the act, read once
+
+
+def _needs(wake: engine.Wake) -> None:
+    kernel, result = wake.run, wake.result
+    first, obs = kernel.first, kernel.obs
+    kernel.decision = decision = decide(obs.view) if not wake.dry_run else first
+    interval = wake_interval(kernel.family, obs.binding)
     result.decisions = ([first.as_json()] if first != decision else []) + [decision.as_json()]
     result.k9 = obs.view.k9
     result.next_wake_s = next_wake_s(first if first.kind == "verify" else decision, interval)
     if decision.kind == "stall":
         result.findings.append(decision.reason)
-    need = owed(family, decision, obs)
+    need = owed(kernel.family, decision, obs)
     if need and not any(n["kind"] == "verify-failed" for n in result.needs):
         result.needs.append(need)
-    status = obs.view.session or state.status
-    if dry_run or (decision.kind in ("idle", "paused") and status == state.status):
-        return result  # nothing is driven: no heartbeat, no commit (as a lane wake of a session that is not running)
-    moment = clock()
+
+
+def _record(wake: engine.Wake) -> None:
+    """STATE.md and the heartbeat, when the session is driven: an idle or paused session whose
+    status did not change gets neither (as a lane wake of a session that is not running)."""
+    from wikiengine.step.txn import LaneLock, LaneTxn
+
+    kernel, result, root = wake.run, wake.result, wake.root
+    state, family, decision = kernel.state, kernel.family, kernel.decision
+    status = kernel.obs.view.session or state.status
+    if decision.kind in ("idle", "paused") and status == state.status:
+        return
+    moment = wake.clock()
     write_heartbeat(root, family.txn_lane, moment)
     wake_line = " ".join(x for x in (decision.kind, decision.vid, decision.cand, decision.owed) if x)
     stall_after, stall_wakes = (decision.stall_after, decision.stall_wakes) if decision.kind == "stall" else (None, 0)
-    if wake_line != _last_wake_line(root) or result.actions or stall_wakes or status != state.status:
-        new = state.replace(status=status, last_wake_at=utc_iso(moment), updated_at=utc_iso(moment),
-                            stall_after=stall_after, stall_wakes=stall_wakes,
-                            next_check_at=utc_iso(moment + dt.timedelta(seconds=result.next_wake_s))
-                            if result.next_wake_s else None)
-        body = [f"Wake: {wake_line}", "", f"- {decision.reason}"]
-        body += [f"- owed: {n['kind']}: `{n['command']}`" for n in result.needs]
-        with LaneLock(root, family.txn_lane):
-            txn = LaneTxn(root, family.txn_lane)
-            txn.write(STATE_REL, kernel_state_text(new, state_body(new, body)))
-            sha = txn.commit(f"step(kernel {family.slug}): {wake_line}", relint=False)
-            if sha:
-                result.commits.append(sha)
-    return result
+    if wake_line == _last_wake_line(root) and not result.actions and not stall_wakes and status == state.status:
+        return
+    new = state.replace(status=status, last_wake_at=utc_iso(moment), updated_at=utc_iso(moment),
+                        stall_after=stall_after, stall_wakes=stall_wakes,
+                        next_check_at=utc_iso(moment + dt.timedelta(seconds=result.next_wake_s))
+                        if result.next_wake_s else None)
+    body = [f"Wake: {wake_line}", "", f"- {decision.reason}"]
+    body += [f"- owed: {n['kind']}: `{n['command']}`" for n in result.needs]
+    with LaneLock(root, family.txn_lane):
+        txn = LaneTxn(root, family.txn_lane)
+        txn.write(STATE_REL, kernel_state_text(new, state_body(new, body)))
+        sha = txn.commit(f"step(kernel {family.slug}): {wake_line}", relint=False)
+        if sha:
+            result.commits.append(sha)
 
 
 def _last_wake_line(root: Path) -> str | None:
@@ -303,4 +300,5 @@ def _last_wake_line(root: Path) -> str | None:
     return match.group("line") if match else None
 
 
-MODE = Mode("kernel", wake, locked_result)
+MODE = engine.Mode("kernel", load=_load, observe=_observe, decide=_decide, act=_act, record=_record,
+                   recover=_recover, owned_paths=_owned_paths, needs=_needs)

@@ -27,6 +27,7 @@ from wikiengine.step.lane.wake import STATE_REL, load_lane_run
 from wikiengine.core.clock import utc_iso
 from wikiengine.model.state import lane_state_text
 from wikiengine.step.txn import LaneLock, LaneTxn
+from wikiengine.model.journal import dispatch_expectations
 
 EXIT_REFUSED = 3
 
@@ -83,7 +84,7 @@ def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, ba
     done = lw.backfill(root, run.lane, run.backend)
     actions += [f"backfilled {b['vid']} ({b['verdict']})" for b in done["backfilled"]]
     records_text = (root / run.lane.journal).read_text(encoding="utf-8") if (root / run.lane.journal).is_file() else ""
-    dispatched = {r.get("vid") for r in lw.parse_journal(records_text, run.lane.journal) if r.get("op") == "dispatch"}
+    dispatched = dispatch_expectations(lw.parse_journal(records_text, run.lane.journal))
     for page in lw.lane_pages(root, run.lane):
         if not ex.is_open(page.frontmatter):
             continue

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from wikiengine.model.journal import REASK, SEEN, UNKNOWN, UNSEEN, Expectation
+
 from wikiengine.step.engine import MAX_WAKE_S, MIN_WAKE_S
 
 
@@ -39,13 +41,18 @@ class TrackView:
     track: int
     vid: str | None = None  # the track's newest claimed experiment
     page_state: str | None = None  # "open" | "filed" | "missing" | None (no claim)
-    dispatched: bool = False
+    expected: Expectation | None = None  # the dispatch record: the workload asked for, by name
     processed: bool = False
     killed: bool = False
     workload: str | None = None
     backend_state: str | None = None  # running | succeeded | failed | None (not found) | "unknown"
     started_at: float | None = None
     progress_at: float | None = None
+
+    @property
+    def sighting(self) -> str:
+        """What the backend says of the expected workload."""
+        return UNKNOWN if self.backend_state == "unknown" else UNSEEN if self.backend_state is None else SEEN
 
 
 @dataclass(frozen=True)
@@ -88,12 +95,12 @@ def decide_track(view: TrackView, now: float, limits: LaneLimits) -> TrackDecisi
         return said("need_hypothesis", f"{view.vid} was claimed but its page is gone: reconcile, then a new hypothesis")
     if view.processed:
         return said("need_verdict", f"{view.vid} ran and its results are on the page: a verdict is owed")
-    if not view.dispatched:
+    if view.expected is None:
         return said("dispatch", f"{view.vid} is a stub ready to run")
     if view.killed:
         return said("process", f"{view.workload} was killed: file what it left (a crashed run)")
     state = view.backend_state
-    if state is None:
+    if view.expected.settle(view.sighting, now) == REASK:
         return said("dispatch", f"{view.vid} was dispatched but the backend has no {view.workload}: ask again "
                                 "(a launch that landed is adopted by name)")
     if state in ("succeeded", "failed"):

@@ -18,7 +18,10 @@ from typing import Callable
 from wikiengine.executors.compute import ComputeError
 from wikiengine.model import memory
 from wikiengine.core.errors import WikiError
-from wikiengine.step.engine import Mode
+from wikiengine.core.clock import utcnow
+from wikiengine.step import engine
+from wikiengine.step.result import WakeResult
+from wikiengine.step.txn import UndoRecord, recover
 from wikiengine.model.memory import State
 from wikiengine.core.clock import utc_iso
 from wikiengine.step.relay import act
@@ -26,31 +29,12 @@ from wikiengine.step.relay.decide import Decision, Memory, Settings, decide
 from wikiengine.step.relay.observe import append_only_edits, new_digests, observe, slug_for
 
 MEMORY_PATHS = tuple(f"{memory.MEMORY_DIR}/{name}" for name in memory.MEMORY_FILES)
-EXIT_OK, EXIT_BAD_INPUT, EXIT_BLOCKED = 0, 2, 3
+RELAY_KEY = "relay"  # the name of the relay's write record (its lock is the engine's wake lock)
 
 
-@dataclass
-class StepResult:
-    """The summary of one wake (``--json`` prints :meth:`as_json`)."""
-
-    state: str
-    step: int | None
-    decision: str
-    reasons: list[str]
-    actions: list[str] = field(default_factory=list)
-    commits: list[str] = field(default_factory=list)
-
-    def as_json(self) -> dict:
-        return {"state": self.state, "step": self.step, "decision": self.decision, "reasons": self.reasons,
-                "actions": self.actions}
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_BLOCKED if self.decision == "blocked" else EXIT_OK
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+def StepResult(state: str, step: int | None, decision: str, reasons: list[str]) -> WakeResult:  # noqa: N802
+    """A relay wake's :class:`~wikiengine.step.result.WakeResult` (the relay's own words for it)."""
+    return WakeResult("relay", state, decision, reasons=list(reasons), step=step)
 
 
 @dataclass
@@ -110,68 +94,101 @@ def memory_of(state: State) -> Memory:
 
 
 def run_step(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.datetime] = utcnow, store=None,
-             compute=None) -> StepResult:
+             compute=None) -> WakeResult:
     """One relay wake through the step engine (it holds the wake lock): see the module docstring."""
     from wikiengine.step import engine as step_engine
 
     return step_engine.run_step(root, dry_run=dry_run, clock=clock, mode="relay", store=store, compute=compute)
 
 
-def locked_result() -> StepResult:
-    return StepResult("unknown", None, "locked", ["another wiki step holds the lock; nothing done"])
-
-
 def wake(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.datetime] = utcnow, store=None,
-         compute=None, **_unused) -> StepResult:
-    """The relay mode's wake, under the engine's lock."""
-    return _locked_step(Path(root), dry_run, clock, store, compute)
+         compute=None, **_unused) -> WakeResult:
+    """The relay mode's wake (the engine's skeleton), without the lock."""
+    return engine.wake(MODE, root, dry_run=dry_run, clock=clock, store=store, compute=compute)
 
 
-def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult:
-    from wikiengine.core import git as git_commit
+@dataclass
+class Relay:
+    """What a relay wake works on, phase by phase."""
+
+    state: State
+    run: Run
+    decision: Decision | None = None
+    observations: object = None
+    snap: object = None
+    recorded: dict = field(default_factory=dict)
+    edits: list = field(default_factory=list)
+    head: str | None = None
+    acts: Wake | None = None
+    undo: UndoRecord | None = None
+
+
+def _recover(wake: engine.Wake) -> None:
+    """Discard the uncommitted memory writes of a wake that died mid-act (RELIABILITY rows 22, 39).
+
+    Every effect outside memory (a launch) happens only after a commit that records its
+    intent (the claim), so memory as last committed is always a consistent state to resume from.
+    """
+    done = recover(wake.root, RELAY_KEY)
+    if done is not None:
+        wake.recovered.append(f"recovered from a wake that died mid-act ({done.note}): uncommitted memory writes "
+                              "discarded")
+
+
+def _load(wake: engine.Wake) -> None:
+    state = memory.read_state(wake.root)
+    wake.run = Relay(state, load_run(wake.root, state, wake.backends.get("store"), wake.backends.get("compute")))
+    wake.result.state = state.status
+
+
+def _observe(wake: engine.Wake) -> None:
     from wikiengine.step.relay.observe import immutable_edits_since
 
-    recovered = [] if dry_run else recover_crashed_wake(root)
-    state = memory.read_state(root)
-    dirty = git_commit.dirty_paths(root, list(MEMORY_PATHS))
-    if dirty and not dry_run:
-        raise WikiError(f"{dirty[0]} has uncommitted changes: commit or revert them before wiki step writes memory")
-    if not dry_run:
-        git_commit.check_repository(root)
-    run = load_run(root, state, store, compute)
-    head_commit = _head(root)
-    edits = immutable_edits_since(root, _relint_base(root, state.trusted_commit)) + append_only_edits(root)
-    recorded = {key: d.manifest_sha256 for key, d in memory.read_digests(root).items()}
+    relay, root = wake.run, wake.root
+    relay.head = _head(root)
+    relay.edits = immutable_edits_since(root, _relint_base(root, relay.state.trusted_commit)) + append_only_edits(root)
+    relay.recorded = {key: d.manifest_sha256 for key, d in memory.read_digests(root).items()}
     exit_ends = {job: int(r["end_step"]) for job, r in memory.read_exit_records(root).items()
                  if r["end_step"].isdigit()}
-    observations, snap = observe(clock(), state, run.settings, run.config, run.store, run.compute,
-                                 memory.read_assets(root), edits, recorded, exit_ends)
-    decision = decide(observations, memory_of(state), run.settings)
-    result = StepResult(state.status, decision.step, decision.kind, recovered + list(decision.reasons))
-    if dry_run:
-        result.actions = [f"(dry run) {a}" for a in decision.actions]
-        return result
-    if not edits and head_commit:
+    relay.observations, relay.snap = observe(wake.clock(), relay.state, relay.run.settings, relay.run.config,
+                                             relay.run.store, relay.run.compute, memory.read_assets(root),
+                                             relay.edits, relay.recorded, exit_ends)
+
+
+def _decide(wake: engine.Wake) -> None:
+    relay, result = wake.run, wake.result
+    relay.decision = decision = decide(relay.observations, memory_of(relay.state), relay.run.settings)
+    result.decision, result.step = decision.kind, decision.step
+    result.reasons = wake.recovered + list(decision.reasons)
+    result.decisions = [{"decision": decision.kind, "step": decision.step}]
+    if decision.next_check_at is not None:
+        result.next_wake_s = max(0, int((decision.next_check_at - wake.clock()).total_seconds()))
+
+
+def _act(wake: engine.Wake) -> None:
+    relay, decision = wake.run, wake.run.decision
+    if wake.dry_run:
+        wake.result.actions = [f"(dry run) {a}" for a in decision.actions]
+        return
+    state = relay.state
+    if not relay.edits and relay.head:
         # the wiki re-linted clean up to here: the trusted commit rides along with the next memory write
-        state = dataclasses.replace(state, trusted_commit=head_commit)
-    wake = Wake(run, state, decision, observations, clock, result, snap=snap, recorded=recorded)
-    journal = journal_path(root)
-    journal.write_text(f"{utc_iso(clock())} {decision.kind}\n")
-    wake.keep_run_records()
-    wake.book_spent_rows()
-    ACTS.get(decision.kind, Wake.observe_only)(wake)
-    wake.commit(wake.message or f"step: {decision.kind} at {_pointer_text(decision.step)}")
-    _record_own_commit(root)
-    journal.unlink()
-    result.state = wake.state.status
-    return result
+        state = dataclasses.replace(state, trusted_commit=relay.head)
+    relay.undo = UndoRecord(wake.root, RELAY_KEY, list(MEMORY_PATHS), f"{utc_iso(wake.clock())} {decision.kind}")
+    relay.acts = acts = Wake(relay.run, state, decision, relay.observations, wake.clock, wake.result, snap=relay.snap,
+                             recorded=relay.recorded, undo=relay.undo)
+    acts.keep_run_records()
+    acts.book_spent_rows()
+    ACTS.get(decision.kind, Wake.observe_only)(acts)
 
 
-def journal_path(root: Path) -> Path:
-    """The marker of a wake writing memory (inside .git, so it is never a stray file)."""
-    from wikiengine.core.git import open_repo
-
-    return Path(open_repo(root).git_dir) / "wiki-step-journal"
+def _record(wake: engine.Wake) -> None:
+    relay = wake.run
+    acts = relay.acts
+    acts.commit(acts.message or f"step: {relay.decision.kind} at {_pointer_text(relay.decision.step)}")
+    _record_own_commit(wake.root)
+    relay.undo.close()
+    wake.result.state = acts.state.status
 
 
 def _own_commit_path(root: Path) -> Path:
@@ -205,34 +222,6 @@ def _relint_base(root: Path, trusted: str | None) -> str | None:
     return trusted
 
 
-def recover_crashed_wake(root: Path) -> list[str]:
-    """Discard the uncommitted memory writes of a wake that died mid-act (RELIABILITY rows 22, 39).
-
-    Every effect outside memory (a launch) happens only after a commit that records its
-    intent (the claim), so memory at HEAD is always a consistent state to resume from.
-    """
-    journal = journal_path(root)
-    if not journal.exists():
-        return []
-    from wikiengine.core.git import open_repo
-
-    repo = open_repo(root)
-    tracked = [p for p in MEMORY_PATHS if repo.head.is_valid() and _tracked(repo, p)]
-    if tracked:
-        repo.git.checkout("HEAD", "--", *tracked)
-    started = journal.read_text().strip()
-    journal.unlink()
-    return [f"recovered from a wake that died mid-act ({started}): uncommitted memory writes discarded"]
-
-
-def _tracked(repo, path: str) -> bool:
-    try:
-        repo.head.commit.tree / path
-    except KeyError:
-        return False
-    return True
-
-
 def _head(root: Path) -> str | None:
     import git
 
@@ -260,12 +249,13 @@ class Wake:
     decision: Decision
     obs: object
     clock: Callable[[], dt.datetime]
-    result: StepResult
+    result: WakeResult
     message: str | None = None
     written: State | None = None
     rows_appended: bool = False  # a row went into QUOTA.md or ASSETS.md (memory changed)
     snap: object = None  # the store snapshot the observations came from
     recorded: dict = field(default_factory=dict)  # the checkpoint digests in memory before this wake
+    undo: UndoRecord | None = None  # what a crash discards: the memory writes since the last commit
 
     def __post_init__(self):
         self.written = self.state
@@ -288,8 +278,13 @@ class Wake:
 
         self.save_state()
         sha = commit_paths(self.run.root, list(MEMORY_PATHS), message)
+        self._committed(sha)
+
+    def _committed(self, sha: str | None) -> None:
         if sha:
             self.result.commits.append(sha)
+            if self.undo is not None:
+                self.undo.checkpoint()
         self.written = self.state
         self.rows_appended = False
 
@@ -462,10 +457,7 @@ class Wake:
 
         self.save_state()
         sha = commit_paths(self.run.root, list(MEMORY_PATHS) + paths, self.message)
-        if sha:
-            self.result.commits.append(sha)
-        self.written = self.state
-        self.rows_appended = False
+        self._committed(sha)
         self.message = None
 
 
@@ -499,4 +491,5 @@ def summary_body(state: State, decision: Decision) -> str:
     return "\n".join(lines) + "\n"
 
 
-MODE = Mode("relay", wake, locked_result)
+MODE = engine.Mode("relay", load=_load, observe=_observe, decide=_decide, act=_act, record=_record,
+                   recover=_recover, owned_paths=lambda wake: list(MEMORY_PATHS))
