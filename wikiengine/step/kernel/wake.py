@@ -102,7 +102,7 @@ def locked_result() -> KernelWakeResult:
 @dataclass
 class Observed:
     view: KernelView
-    open_page: object | None  # kernel_writers.KernelPageRef
+    open_page: object | None  # an ExperimentPage
     binding: dict  # the family binding ({} when the family has no session)
 
 

@@ -158,7 +158,7 @@ def load_lane_run(root: Path, backend=None) -> LaneRun:
 @dataclass
 class Observed:
     records: list[dict]
-    pages: dict[str, lw.LanePage]
+    pages: dict[str, ex.ExperimentPage]
     workloads: dict[str, object] | None  # vid -> LaneWorkload; None: the backend cannot be read
     views: list[TrackView]
     disagreements: list[str]
@@ -301,7 +301,7 @@ def setup_config(text: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _frontier_page(run: LaneRun, variant: str) -> lw.LanePage | None:
+def _frontier_page(run: LaneRun, variant: str) -> ex.ExperimentPage | None:
     from wikiengine.model.variant_matrix import CURRENT_BEST, cell_reference, parse_matrix
 
     model_rel = run.lane.model_page(run.root)
@@ -312,10 +312,10 @@ def _frontier_page(run: LaneRun, variant: str) -> lw.LanePage | None:
     ref = cell_reference(row.cell(CURRENT_BEST), model_rel, re.compile(r"(?P<id>v\d{3,}[a-z]?)")) if row else None
     if ref is None or not ref.target or not (run.root / ref.target).is_file():
         return None
-    return lw.LanePage(run.root, ref.target, ref.exp_id)
+    return ex.ExperimentPage.at(run.root, ref.target)
 
 
-def launch_spec(run: LaneRun, page: lw.LanePage, track: int):
+def launch_spec(run: LaneRun, page: ex.ExperimentPage, track: int):
     """The backend's LaunchSpec for a stub, and the frontier page it is measured against.
 
     The command is the lane program's ``launch_cmd`` with ``{config}`` (a JSON file of the
