@@ -28,7 +28,7 @@ from wikiengine.model import experiment as ex
 from wikiengine.model import kernel_page as kp
 from wikiengine.core.errors import WikiError
 from wikiengine.step.engine import Mode
-from wikiengine.model.kernel_state import STATE_REL, KernelState, kernel_state_text, read_kernel_state, state_body
+from wikiengine.model.state import STATE_REL, KernelState
 from wikiengine.step.kernel.decide import KernelDecision, KernelView, Lead, decide, next_wake_s
 from wikiengine.step.engine import MAX_WAKE_S
 from wikiengine.model.kernels import KernelFamily
@@ -241,7 +241,7 @@ def wake(root: Path, *, dry_run: bool = False, clock=None, **_unused) -> KernelW
     from wikiengine.step.txn import LaneLock, LaneTxn
 
     clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
-    state = read_kernel_state(root)
+    state = KernelState.read(root)
     family = state.family_ref
     if not (root / family.dir).is_dir():
         raise WikiError(f"memory/STATE.md names kernel family {state.family}, which has no folder {family.dir}")
@@ -290,7 +290,7 @@ def wake(root: Path, *, dry_run: bool = False, clock=None, **_unused) -> KernelW
         body += [f"- owed: {n['kind']}: `{n['command']}`" for n in result.needs]
         with LaneLock(root, family.txn_lane):
             txn = LaneTxn(root, family.txn_lane)
-            txn.write(STATE_REL, kernel_state_text(new, state_body(new, body)))
+            txn.write(STATE_REL, new.text(new.body(body)))
             sha = txn.commit(f"step(kernel {family.slug}): {wake_line}", relint=False)
             if sha:
                 result.commits.append(sha)

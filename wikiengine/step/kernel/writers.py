@@ -189,9 +189,9 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
           bar: float = DEFAULT_BAR, first_pick: str | None = None, dry_run: bool = False, date: str | None = None) -> dict:
     """`wiki kernel start`: derive the slug, bootstrap a new family, record the run target,
     clear a leftover ``.stop-authorized``, write the start marker, point ``memory/STATE.md``
-    at the session (:mod:`wikiengine.model.kernel_state`): one commit. On a pod the session's
+    at the session (:mod:`wikiengine.model.state`): one commit. On a pod the session's
     pod is brought up first (or attached to: a second start is idempotent)."""
-    from wikiengine.model.kernel_state import stage_start
+    from wikiengine.model.state import stage_start
 
     date = date or today()
     family = KernelFamily(derive_slug(root, named))

@@ -30,7 +30,7 @@ from wikiengine.core.errors import WikiError
 from wikiengine.step.engine import Mode
 from wikiengine.step.lane.decide import LaneLimits, TrackDecision, TrackView, decide
 from wikiengine.model.journal import append_record, parse_journal
-from wikiengine.model.state import heartbeat_path, write_heartbeat, LaneState, lane_state_text, read_lane_state, require_lane
+from wikiengine.model.state import heartbeat_path, write_heartbeat, LaneState, require_lane
 from wikiengine.step.txn import LaneLock, LaneTxn
 from wikiengine.model.lanes import Lane
 from wikiengine.core.page import parse_page
@@ -140,7 +140,7 @@ def session_tracks(root: Path, lane: Lane) -> list[dict]:
 
 
 def load_lane_run(root: Path, backend=None) -> LaneRun:
-    state = read_lane_state(root)
+    state = LaneState.read(root)
     lane = require_lane(root, state)
     if not (root / lane.program).is_file():
         raise WikiError(f"lane {state.lane} has no program: {lane.program} does not exist")
@@ -407,7 +407,7 @@ def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None, **_unus
                                       next_check_at=utc_iso(moment + dt.timedelta(seconds=result.next_wake_s)))
             with LaneLock(root, run.lane):
                 txn = LaneTxn(root, run.lane)
-                txn.write(STATE_REL, lane_state_text(state, state_body(state, result, summary_line)))
+                txn.write(STATE_REL, state.text(state_body(state, result, summary_line)))
                 sha = txn.commit(f"step(lane {run.lane.name}): {summary_line}", relint=False)
                 if sha:
                     result.commits.append(sha)

@@ -19,7 +19,7 @@ from wikiengine.executors.compute import ComputeError
 from wikiengine.model import memory
 from wikiengine.core.errors import WikiError
 from wikiengine.step.engine import Mode
-from wikiengine.model.memory import State
+from wikiengine.model.state import RelayState as State
 from wikiengine.core.clock import utc_iso
 from wikiengine.step.relay import act
 from wikiengine.step.relay.decide import Decision, Memory, Settings, decide
@@ -132,7 +132,7 @@ def _locked_step(root: Path, dry_run: bool, clock, store, compute) -> StepResult
     from wikiengine.step.relay.observe import immutable_edits_since
 
     recovered = [] if dry_run else recover_crashed_wake(root)
-    state = memory.read_state(root)
+    state = State.read(root)
     dirty = git_commit.dirty_paths(root, list(MEMORY_PATHS))
     if dirty and not dry_run:
         raise WikiError(f"{dirty[0]} has uncommitted changes: commit or revert them before wiki step writes memory")
@@ -281,7 +281,7 @@ class Wake:
             return
         now = self.clock()
         self.state = dataclasses.replace(self.state, updated_at=utc_iso(now))
-        memory.write_state(self.run.root, self.state, summary_body(self.state, self.decision))
+        self.state.write(self.run.root, summary_body(self.state, self.decision))
 
     def commit(self, message: str) -> None:
         from wikiengine.core.git import commit_paths
