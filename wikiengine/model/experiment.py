@@ -13,6 +13,9 @@ The one model of an experiment page that the lint rules read and the lane writer
 - H2 sections in the template's order, matched by leading title, with aliases
   (``## Verdict + reasoning`` is Verdict); placeholders (``TBD``, ``(Pending)``,
   ``<...>``) are empty content.
+
+A page is one record, :class:`ExperimentPage`, whichever reader holds it: the EXP and KRN
+rules build it from what lint has cached, the lane and kernel writers from disk.
 """
 
 from __future__ import annotations
