@@ -8,8 +8,8 @@ import os
 import pytest
 
 from wikiengine.model import memory
-from wikiengine.model.state import Claim, RelayState
 from wikiengine.model.memory import MemoryFormatError
+from wikiengine.model.state import Claim, RelayState
 
 NOW = dt.datetime(2026, 9, 21, 3, 14, tzinfo=dt.timezone.utc)
 

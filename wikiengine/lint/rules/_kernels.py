@@ -14,9 +14,9 @@ from __future__ import annotations
 import subprocess
 from typing import TYPE_CHECKING
 
+from wikiengine.lint.rules._experiments import lint_cache
 from wikiengine.model.experiment import ExperimentPage
 from wikiengine.model.kernels import family_of_path
-from wikiengine.lint.rules._experiments import lint_cache
 
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
