@@ -32,6 +32,7 @@ _SCAN_SPECIAL_FIRST = " \t\r\n#`~<-="
 _ATX_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
 _FM_FENCE_RE = re.compile(r"---[ \t]*(?:\r\n|\r|\n)?$")
 _FM_CLOSE_RE = re.compile(r"(?:---|\.\.\.)[ \t]*(?:\r\n|\r|\n)?$")
+_FM_CLOSE_LINE_RE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.M)  # the closing line, in text without \r
 # The CommonMark trim set (markdown-it-py's mdTrim), used for heading text.
 _MD_TRIM = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
 # A heading title's "leading title": the part before a suffix such as " — note".
@@ -245,12 +246,22 @@ def split_frontmatter(text: str, path=None) -> tuple[str, str]:
     included, and the YAML between the fences; ``("", "")`` when the page has none. Only
     the lines up to the closing fence are read. PageError when the fence opened on line 1
     is never closed."""
-    first = _LINE_RE.match(text)
-    if first is None or not _FM_FENCE_RE.fullmatch(first.group(0)):
+    if not text.startswith("---"):
         return "", ""
-    for line in _LINE_RE.finditer(text, first.end()):
-        if _FM_CLOSE_RE.fullmatch(line.group(0)):
-            return text[: line.end()], text[first.end() : line.start()]
+    if "\r" in text:  # lines may end in \r alone: read them one by one
+        first = _LINE_RE.match(text)
+        if not _FM_FENCE_RE.fullmatch(first.group(0)):
+            return "", ""
+        for line in _LINE_RE.finditer(text, first.end()):
+            if _FM_CLOSE_RE.fullmatch(line.group(0)):
+                return text[: line.end()], text[first.end() : line.start()]
+    else:
+        end = text.find("\n") + 1 or len(text)
+        if not _FM_FENCE_RE.fullmatch(text, 0, end):
+            return "", ""
+        close = _FM_CLOSE_LINE_RE.search(text, end)
+        if close is not None:
+            return text[: close.end()], text[end : close.start()]
     raise PageError("unterminated frontmatter: no closing '---' for the fence opened on line 1", path, 1)
 
 
