@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from wikiengine.model import memory
+from wikiengine.model.state import RelayState
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,7 +29,7 @@ def test_wiki_demo_from_a_fresh_clone_ends_complete(tmp_path):
     assert "launched session-3" in out and "session-4" not in out
     assert "==== memory/STATE.md ====" in out and "==== git log --oneline ====" in out
 
-    state = memory.read_state(demo_dir)
+    state = RelayState.read(demo_dir)
     assert (state.status, state.last_seen_step, state.session, state.claim) == ("complete", 24, 3, None)
     ledger = memory.read_ledger(demo_dir)
     assert [(r.job, r.outcome) for r in ledger] == [
@@ -72,7 +73,7 @@ def test_the_scaffolded_tiny_program_resolves_and_validates(tmp_path):
         ["git", "rev-parse", "HEAD"], cwd=tmp_path / ".wiki" / "src", capture_output=True, text=True).stdout.strip()
     text = bootstrap_text(config, 0.94)
     assert 'os.environ["QUOTA_LEFT_HOURS"] = "0.94"' in text
-    assert memory.read_state(tmp_path).run == "tiny"
+    assert RelayState.read(tmp_path).run == "tiny"
     assert subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True).stdout == ""
 
 

@@ -34,7 +34,7 @@ def test_example_wiki_covers_every_state_and_layout():
     assert any(f.status == "filed" for f in facts)  # the status: filed + verdict: schema
     assert any("/experiments/" in f.rel.split("_optimization/")[1] for f in facts)
     assert any("/experiments/" not in f.rel.split("_optimization/")[1] for f in facts)
-    lanes = {(f.model_dir, f.lane) for f in facts}
+    lanes = {f.lane_key for f in facts}
     assert len(lanes) >= 3
     for rel in ("wiki/log.md", f"{GEMMA_TPU}/log.md", "wiki/models/gemma4-tpu.md"):
         assert rel in files

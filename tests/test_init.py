@@ -203,6 +203,7 @@ def test_dir_that_is_a_file_is_bad_input(tmp_path):
 
 def test_memory_scaffolds_a_relay_that_wiki_step_can_wake_on(tmp_path):
     from wikiengine.model import memory
+    from wikiengine.model.state import RelayState
     from wikiengine.demos.scaffold import DEMO_TEMPLATE
 
     out = init(tmp_path, "--memory", "ounce")
@@ -210,7 +211,7 @@ def test_memory_scaffolds_a_relay_that_wiki_step_can_wake_on(tmp_path):
             "wiki/runs/program.md", "wiki/runs/ounce/program.md"} <= set(out["created"])
     assert (tmp_path / "wiki/runs/program.md").read_bytes() == (DEMO_TEMPLATE / "wiki/runs/program.md").read_bytes()
     assert (tmp_path / "memory/QUOTA.md").read_text() == memory.QUOTA_TEMPLATE
-    assert memory.read_state(tmp_path).run == "ounce"
+    assert RelayState.read(tmp_path).run == "ounce"
     assert "store/" in (tmp_path / ".gitignore").read_text().splitlines()
     resolved = json.loads(wiki(tmp_path, "resolve", "--run", "ounce", "--json").stdout)
     assert resolved["config"]["store"] == {"kind": "local-git", "path": "store"}

@@ -19,9 +19,8 @@ from tests.test_kernel_lane import FAM, family, git, kernel  # noqa: F401 - fami
 from wikiengine._cli.main import main
 from wikiengine.demos.kernel import FAMILY, OP_POINT
 from wikiengine.step.kernel.verdicts import KernelEvidence
-from wikiengine.model.kernel_state import read_kernel_state
 from wikiengine.step.kernel.decide import KernelView, Lead, decide, next_wake_s
-from wikiengine.model.state import state_mode
+from wikiengine.model.state import KernelState, state_mode
 from wikiengine.lint.runner import lint
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,7 +120,7 @@ def test_next_kernel_wake_is_clamped_and_none_when_nothing_is_driven():
 
 def test_kernel_start_points_state_md_at_the_session_and_lint_checks_it(family):
     root, _authoring, _stub = family
-    state = read_kernel_state(root)
+    state = KernelState.read(root)
     assert state_mode(root) == "kernel"
     assert (state.family, state.status, state.session, state.run_target) == (FAMILY, "running", 1, "local chip 0")
     assert git(root, "log", "-1", "--format=%s", "--", "memory/STATE.md").startswith("kernel(layernorm): start session 1")
@@ -169,7 +168,7 @@ def test_pause_and_close_end_the_session_in_state_md(family, capsys):
     assert kernel(root, capsys, "file", FAMILY, "--verdict", "invalid")[0] == 0
     status, paused = kernel(root, capsys, "close", FAMILY, "--pause")
     assert status == 0
-    assert read_kernel_state(root).status == "paused" and read_kernel_state(root).next_check_at is None
+    assert KernelState.read(root).status == "paused" and KernelState.read(root).next_check_at is None
     head = git(root, "rev-parse", "HEAD")
     wake = step(root, capsys)
     assert wake["state"] == "paused" and wake["next_wake_s"] is None
@@ -177,7 +176,7 @@ def test_pause_and_close_end_the_session_in_state_md(family, capsys):
     assert wake["needs"] == [{"kind": "resume", "vid": None, "inputs": {"resume_action": paused["resume_action"]},
                               "command": f"wiki kernel start {FAMILY}"}]
     assert kernel(root, capsys, "start", FAMILY, "--chip", "0")[0] == 0
-    state = read_kernel_state(root)
+    state = KernelState.read(root)
     assert (state.status, state.session) == ("running", 2)
     wake = step(root, capsys)
     assert wake["decisions"][0]["decision"] == "need_stub" and "follows the paused one" in wake["decisions"][0]["reason"]
@@ -222,16 +221,16 @@ def test_a_kernel_session_driven_by_wiki_step_from_stub_to_k9(family, capsys):
     assert need["inputs"]["lead_text"] == "blocks of rows that stay in cache may beat one long pass"
     assert f"wiki kernel stub {FAMILY} " in need["command"] and "--lever row-chunking" in need["command"]
     assert f"--op-point {OP_POINT}" in need["command"]
-    assert read_kernel_state(root).stall_wakes == 1
+    assert KernelState.read(root).stall_wakes == 1
     again = step(root, capsys)
     assert again["decisions"][0]["stall_wakes"] == 2 and "persists: 2 wakes in a row" in again["findings"][0]
-    assert read_kernel_state(root).stall_wakes == 2 and read_kernel_state(root).stall_after == "v001"
+    assert KernelState.read(root).stall_wakes == 2 and KernelState.read(root).stall_after == "v001"
 
     stub_next(root, authoring, capsys)
     wake = step(root, capsys)
     assert wake["k9"] == {"state": "next-stub", "after": "v001", "next": "v002"}
     assert wake["findings"] == [] and [d["decision"] for d in wake["decisions"]] == ["need_candidate"]
-    assert read_kernel_state(root).stall_wakes == 0
+    assert KernelState.read(root).stall_wakes == 0
 
     assert kernel(root, capsys, "cand", FAMILY, "1", "--note", "unbiased variance", "--source",
                   str(authoring / "unbiased.py"))[0] == 0

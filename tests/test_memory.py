@@ -9,6 +9,7 @@ import pytest
 
 from wikiengine.model import memory
 from wikiengine.model.memory import MemoryFormatError
+from wikiengine.model.state import Claim, RelayState
 
 NOW = dt.datetime(2026, 9, 21, 3, 14, tzinfo=dt.timezone.utc)
 
@@ -21,7 +22,7 @@ def root(tmp_path):
 
 
 def test_scaffold_gives_empty_valid_memory(root):
-    state = memory.read_state(root)
+    state = RelayState.read(root)
     assert (state.run, state.status, state.session, state.claim) == ("tiny", "running", 0, None)
     assert memory.read_ledger(root) == []
     assert memory.read_assets(root) == []
@@ -91,10 +92,10 @@ def test_state_round_trips_and_keeps_comments(root):
     path = memory.memory_path(root, "STATE.md")
     text = path.read_text().replace("status: running", "status: running  # set by wiki step")
     path.write_text(text)
-    state = memory.read_state(root)
-    claim = memory.Claim("session-1", 1, "2026-09-21T03:14:00Z")
-    memory.write_state(root, memory.State(**{**state.__dict__, "session": 1, "claim": claim}), "\nprose\n")
-    again = memory.read_state(root)
+    state = RelayState.read(root)
+    claim = Claim("session-1", 1, "2026-09-21T03:14:00Z")
+    RelayState(**{**state.__dict__, "session": 1, "claim": claim}).write(root, "\nprose\n")
+    again = RelayState.read(root)
     assert again.session == 1 and again.claim == claim
     assert "# set by wiki step" in path.read_text()
     assert path.read_text().endswith("\nprose\n")
@@ -110,7 +111,7 @@ def test_state_round_trips_and_keeps_comments(root):
 ])
 def test_bad_state_frontmatter_is_a_schema_error(tmp_path, frontmatter, message):
     with pytest.raises(Exception, match=message):
-        memory.parse_state(f"---\n{frontmatter}---\n", tmp_path / "STATE.md")
+        RelayState.parse(f"---\n{frontmatter}---\n", tmp_path / "STATE.md")
 
 
 def test_errors_are_prepended_newest_first_with_fenced_evidence(root):

@@ -24,6 +24,7 @@ from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
 )
 from test_relay_support import CONFIG, Clock, checkpoint_files, git, make_wiki
 from wikiengine.model import memory
+from wikiengine.model.state import RelayState
 from wikiengine.step.relay.wake import run_step
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
@@ -82,7 +83,7 @@ def test_wake_check_launch_and_next_session_through_hub_and_kaggle(wiki, fake_hu
     assert second.decision == "launch" and second.step == 8, second.reasons
     assert [s["slug"] for s in fake_kaggle.saves] == [SESSION1, f"{KAGGLE_TEST_USER}/tiny-session2"]
     assert 'os.environ["QUOTA_LEFT_HOURS"] = "22.50"' in fake_kaggle.saves[-1]["text"]
-    assert memory.read_state(root).high_water_step == 8
+    assert RelayState.read(root).high_water_step == 8
     claims = json.loads((root / ".wiki" / "kaggle-claims.json").read_text())
     assert [c["state"] for c in claims] == ["closed", "pending"]
     assert "kaggle-claims" not in git(root, "ls-files")  # runtime state, not memory
@@ -146,7 +147,7 @@ def test_row24_item9_an_unreadable_listing_never_closes_a_claim_through_wiki_ste
     with monkeypatch.context() as patch, pytest.raises(Killed):
         patch.setattr(act, "record", killed_record)
         run_step(root, clock=clock)
-    assert memory.read_state(root).claim is not None
+    assert RelayState.read(root).claim is not None
     fake_kaggle.inject("ListKernels", *[kaggle_status_fault(503)] * 40)
     clock.advance(hours=2)  # well past the claim TTL
     result = run_step(root, clock=clock)

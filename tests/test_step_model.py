@@ -25,6 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from wikiengine.executors.compute import SessionState
 from test_relay_support import CONFIG, Clock, FakeCompute, git, make_wiki, save_checkpoint
 from wikiengine.model import memory
+from wikiengine.model.state import RelayState
 from wikiengine.step.relay import act
 from wikiengine.step.relay.wake import run_step
 
@@ -150,7 +151,7 @@ class RelayModel(RuleBasedStateMachine):
 
     @invariant()
     def memory_is_consistent(self):
-        state = memory.read_state(self.root)
+        state = RelayState.read(self.root)
         assert state.high_water_step >= self.high_water[-1]
         self.high_water.append(state.high_water_step)
         ledger = memory.read_ledger(self.root)

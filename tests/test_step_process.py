@@ -27,6 +27,7 @@ from test_relay_support import checkpoint_files, save_checkpoint
 from wikiengine.training.checkpoint import build_manifest
 from wikiengine.core import clock
 from wikiengine.model import memory
+from wikiengine.model.state import RelayState
 
 
 @pytest.fixture()
@@ -64,7 +65,7 @@ def test_row08_item1_a_rewritten_checkpoint_and_manifest_never_complete(tmp_path
     assert (code, out["decision"]) == (3, "blocked"), (out, err)
     entry = memory.read_errors(root)[0]
     assert entry.kind == "checkpoint_altered" and "checkpoint-24" in entry.evidence
-    assert memory.read_state(root).status == "blocked"
+    assert RelayState.read(root).status == "blocked"
     assert not (root / ".wiki" / "published").exists()
     assert memory.read_digests(root)["24"].recorded_by == "session-3"
 
@@ -116,7 +117,7 @@ def test_row31_item3_a_live_session_is_never_launched_over_and_a_quiet_one_is_re
     assert (code, out["decision"]) == (0, "running"), (out, err)
     assert any("stalled" in r for r in out["reasons"]), out["reasons"]
     assert not session_dir(root, 2).exists()
-    state = memory.read_state(root)  # the past "next check at" of the launch was moved forward
+    state = RelayState.read(root)  # the past "next check at" of the launch was moved forward
     assert memory.parse_iso(state.next_check_at) >= memory.parse_iso(state.updated_at)
 
 
@@ -140,7 +141,7 @@ def test_item4_a_block_cancels_the_live_session(tmp_path, cleanup):
     assert exit_record["stopped"].startswith("cancelled")
     time.sleep(2.5)  # longer than a save interval: nothing more is written
     assert pointer_step(root) == at_block <= 12
-    assert memory.read_state(root).next_check_at is None  # a person decides: no check is scheduled
+    assert RelayState.read(root).next_check_at is None  # a person decides: no check is scheduled
     code, out, err = wiki_step(root)
     assert out["decision"] == "blocked" and any("session-1 has ended" in r for r in out["reasons"])
     assert any("wiki unblock" in r for r in out["reasons"])
@@ -214,12 +215,12 @@ def test_row28_item7_a_park_on_the_default_ends_when_the_local_quota_window_turn
     wait_for(lambda: session_ended(root, 1), what="session 1")
     code, out, err = wiki_step(root)
     assert out["decision"] == "park", (out, err)
-    reset = memory.parse_iso(memory.read_state(root).reset_at)
+    reset = memory.parse_iso(RelayState.read(root).reset_at)
     assert 0 < (reset - _now()).total_seconds() < 15  # the end of this window: never past, never days away
     time.sleep(max(0.0, (reset - _now()).total_seconds()) + 1.0)
     code, out, err = wiki_step(root)
     assert out["decision"] == "launch", (out, err)
-    assert memory.read_state(root).status == "running"
+    assert RelayState.read(root).status == "running"
 
 
 def test_row38_item6_an_edited_ledger_row_blocks_even_after_the_trusted_commit_is_moved(tmp_path, cleanup):

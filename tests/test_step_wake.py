@@ -26,6 +26,7 @@ from test_relay_support import (
 )
 from wikiengine.training.checkpoint import build_manifest
 from wikiengine.model import memory
+from wikiengine.model.state import RelayState
 from wikiengine.core.errors import WikiError
 from wikiengine.step.relay import act
 from wikiengine.step.relay.wake import run_step
@@ -73,7 +74,7 @@ def test_first_wake_books_then_launches_then_records(wiki):
     assert 'os.environ["QUOTA_LEFT_HOURS"] = "20.00"' in compute.launches[0].script_text
     assert commits(root)[:2] == ["step: launch session 1 from latest -> 0",
                                  "step: book session-1 (ledger row 1) before launch"]
-    state = memory.read_state(root)
+    state = RelayState.read(root)
     assert (state.session, state.claim, state.status) == (1, None, "running")
     assert state.next_check_at == "2026-09-21T03:01:00Z"
     (asset,) = memory.read_assets(root)
@@ -106,7 +107,7 @@ def test_next_session_after_the_boundary_with_a_spent_row(wiki):
     assert [(r.job, r.outcome) for r in ledger] == [("session-1", "booked"), ("session-1", "spent"),
                                                    ("session-2", "booked")]
     assert commits(root)[0] == "step: launch session 2 from latest -> 8"
-    assert memory.read_state(root).high_water_step == 8
+    assert RelayState.read(root).high_water_step == 8
 
 
 def test_row22_killed_after_booking_before_launch_then_rerun_launches_once(wiki):
@@ -119,7 +120,7 @@ def test_row22_killed_after_booking_before_launch_then_rerun_launches_once(wiki)
     with pytest.raises(Killed):
         step(wiki)
     assert compute.launches == []
-    assert memory.read_state(root).claim.job == "session-1"
+    assert RelayState.read(root).claim.job == "session-1"
     compute.on_launch = None
     result = step(wiki)  # inside the claim TTL: the launch may still show up
     assert result.decision == "wait" and compute.launches == []
@@ -130,7 +131,7 @@ def test_row22_killed_after_booking_before_launch_then_rerun_launches_once(wiki)
     ledger = memory.read_ledger(root)
     assert [(r.job, r.outcome) for r in ledger] == [("session-1", "booked"), ("session-1", "unspent"),
                                                    ("session-1", "booked")]
-    state = memory.read_state(root)
+    state = RelayState.read(root)
     assert state.claim is None and state.session == 1
 
 
@@ -150,7 +151,7 @@ def test_row22_killed_after_launch_before_recording_adopts_instead_of_relaunchin
     assert result.decision == "adopt"
     assert len(compute.launches) == 1
     assert [a.ref for a in memory.read_assets(root)] == ["tiny-session1"]
-    assert memory.read_state(root).claim is None
+    assert RelayState.read(root).claim is None
     assert step(wiki).decision == "running" and len(compute.launches) == 1
 
 
@@ -197,7 +198,7 @@ def test_row22_a_lost_launch_answer_keeps_the_claim_and_the_next_wake_adopts(wik
     compute.launch = landed_then_dropped
     result = step(wiki)
     assert result.exit_code == 0 and "outcome unknown" in result.actions[-1]
-    assert memory.read_state(root).claim.job == "session-1" and memory.read_assets(root) == []
+    assert RelayState.read(root).claim.job == "session-1" and memory.read_assets(root) == []
     compute.launch = real_launch
     clock.advance(minutes=20)  # past the claim TTL: only the backend's answer matters now
     assert step(wiki).decision == "adopt"
@@ -220,7 +221,7 @@ def test_row25_capacity_refusal_closes_the_row_unspent(wiki):
     assert compute.launches == []
     assert [r.outcome for r in memory.read_ledger(root)] == ["booked", "unspent"]
     assert "capacity" in commits(root)[0]
-    assert memory.read_state(root).claim is None and result.exit_code == 0
+    assert RelayState.read(root).claim is None and result.exit_code == 0
 
 
 def test_row28_park_writes_resume_step_reset_and_next_command(wiki):
@@ -228,7 +229,7 @@ def test_row28_park_writes_resume_step_reset_and_next_command(wiki):
     compute.quota_left = 1.0
     result = step(wiki)
     assert result.decision == "park" and compute.launches == []
-    state = memory.read_state(root)
+    state = RelayState.read(root)
     assert (state.status, state.resume_step, state.reset_at, state.next_command) == (
         "parked", 0, "2026-09-26T00:00:00Z", "wiki step")
     assert memory.read_ledger(root) == []
@@ -236,7 +237,7 @@ def test_row28_park_writes_resume_step_reset_and_next_command(wiki):
     assert step(wiki).decision == "park" and commits(root) == before  # idempotent
     compute.quota_left = 30.0
     assert step(wiki).decision == "launch"
-    state = memory.read_state(root)
+    state = RelayState.read(root)
     assert state.status == "running" and state.resume_step is None
 
 
@@ -282,7 +283,7 @@ def test_row31_a_session_killed_short_of_its_boundary_resumes_from_the_pointer(w
     result = step(wiki)
     assert result.decision == "launch" and result.step == 4
     assert any("8 steps" not in a and "session-2" in a for a in result.actions)
-    state = memory.read_state(root)
+    state = RelayState.read(root)
     assert state.last_seen_step == 4 and state.high_water_step == 4
 
 
@@ -338,7 +339,7 @@ def test_fault_tampered_store_blocks_with_evidence_and_no_launch(wiki, tmp_path,
     for s in (12, 16):
         save_checkpoint(store, s)
     assert step(wiki).decision == "running"  # the wake sees latest -> 16 while session 2 trains
-    assert memory.read_state(root).high_water_step == 16
+    assert RelayState.read(root).high_water_step == 16
     compute.end("tiny-session2")
     if tamper == "pointer_backwards":
         store.commit_pointer(12, parent=store.head())
@@ -352,7 +353,7 @@ def test_fault_tampered_store_blocks_with_evidence_and_no_launch(wiki, tmp_path,
     assert len(compute.launches) == 2
     entry = memory.read_errors(root)[0]
     assert entry.kind == kind and entry.evidence
-    state = memory.read_state(root)
+    state = RelayState.read(root)
     assert state.status == "blocked" and state.blocker.startswith(kind)
     assert commits(root)[0].startswith("step: blocked at latest -> ")
     # stays blocked, launches nothing, writes nothing, until a person clears it
@@ -372,14 +373,14 @@ def test_row2_pointer_backwards_evidence_names_both_steps(wiki):
     entry = memory.read_errors(root)[0]
     assert entry.kind == "pointer_backwards"
     assert "pointer step 4" in entry.evidence and "high-water step 8" in entry.evidence
-    assert memory.read_state(root).high_water_step == 8
+    assert RelayState.read(root).high_water_step == 8
 
 
 def test_row4_history_rewritten_is_an_emergency(wiki, tmp_path):
     root, store, compute, clock = wiki
     save_checkpoint(store, 4)
     step(wiki)
-    seen = memory.read_state(root).store_head
+    seen = RelayState.read(root).store_head
     # rewrite: move main to a new root commit carrying the same files
     tree = subprocess.run(["git", "--git-dir", str(store.path), "rev-parse", f"{seen}^{{tree}}"], capture_output=True,
                           text=True, check=True).stdout.strip()
@@ -407,7 +408,7 @@ def test_unblock_records_the_reason_and_the_next_wake_rechecks(wiki, monkeypatch
     store.commit_pointer(8, parent=store.head())  # a person restored the pointer
     args = type("A", (), {"reason": "pointer restored to 8 by hand", "root": root, "json": False})()
     assert unblock.run(args) == 0
-    assert memory.read_state(root).status == "running"
+    assert RelayState.read(root).status == "running"
     assert memory.read_errors(root)[0].kind == "unblocked"
     assert git(root, "log", "-1", "--format=%s").startswith("unblock: pointer restored")
     assert step(wiki).decision == "launch"
@@ -426,7 +427,7 @@ def test_unblock_json_says_what_was_cleared(wiki, capsys):
     compute.end("tiny-session1")
     assert step(wiki).decision == "blocked"
     store.commit_pointer(8, parent=store.head())
-    blocker = memory.read_state(root).blocker
+    blocker = RelayState.read(root).blocker
     assert blocker
     capsys.readouterr()
     assert main(["unblock", "--reason", "pointer restored", "--json", "--root", str(root)]) == 0
@@ -517,7 +518,7 @@ def test_row38_a_verdict_page_edited_without_hooks_blocks(wiki):
     git(root, "add", "wiki/experiments")
     git(root, "commit", "--quiet", "-m", "v001 verdict")
     step(wiki)  # trusted commit recorded
-    assert memory.read_state(root).trusted_commit
+    assert RelayState.read(root).trusted_commit
     page.write_text(page.read_text().replace("slower", "faster"))
     git(root, "commit", "--quiet", "--no-verify", "-am", "edit a closed page")
     compute.end("tiny-session1")
@@ -531,7 +532,7 @@ def test_row38_a_verdict_page_edited_without_hooks_blocks(wiki):
 def test_row38_a_ledger_row_edited_without_hooks_blocks(wiki):
     root, store, compute, clock = wiki
     step(wiki)  # books and launches session-1; its commit becomes the trusted one
-    assert memory.read_state(root).trusted_commit
+    assert RelayState.read(root).trusted_commit
     ledger = root / "memory" / "QUOTA.md"
     booked = ledger.read_text()
     assert "| 1 |" in booked
@@ -643,7 +644,7 @@ def test_memory_stays_lint_clean_across_acts(wiki):
     for asset in assets:
         booked = [r for r in ledger if r.job == asset.job and r.outcome == "booked"]
         assert booked and booked[0].booked_at <= asset.submitted_at
-    assert dataclasses.asdict(memory.read_state(root))["status"] == "blocked"
+    assert dataclasses.asdict(RelayState.read(root))["status"] == "blocked"
 
 
 def _run_to_the_end(wiki, corrupt: int | None = None, rewrite_last: bool = False):
@@ -744,7 +745,7 @@ def test_row14_a_loss_jump_cleared_by_a_person_is_not_judged_again(wiki):
     compute.end("tiny-session1")
     assert step(wiki).decision == "blocked"
     assert memory.read_errors(root)[0].kind == "loss_discontinuity"
-    assert memory.read_state(root).last_seen_step == 8
+    assert RelayState.read(root).last_seen_step == 8
     unblock.run(type("A", (), {"reason": "the jump is the warmup restart, expected", "root": root, "json": False})())
     assert step(wiki).decision == "launch"
 
@@ -760,7 +761,7 @@ def test_row27_a_crash_loop_cleared_by_a_person_allows_one_new_launch(wiki):
         clock.advance(minutes=5)
     assert step(wiki).decision == "blocked" and len(compute.launches) == 2
     unblock.run(type("A", (), {"reason": "freed the disk", "root": root, "json": False})())
-    assert memory.read_state(root).unblocked_session == 2
+    assert RelayState.read(root).unblocked_session == 2
     assert step(wiki).decision == "launch" and len(compute.launches) == 3
     compute.end("tiny-session3", SessionState.ERROR, at=clock.now + dt.timedelta(seconds=30),
                 failure="refused: disk full")
@@ -844,10 +845,10 @@ def test_row28_item7_a_park_whose_reset_has_passed_reads_the_quota_again(wiki):
     root, store, compute, clock = wiki
     compute.quota_left = 1.0
     assert step(wiki).decision == "park"
-    assert memory.read_state(root).reset_at == "2026-09-26T00:00:00Z"
+    assert RelayState.read(root).reset_at == "2026-09-26T00:00:00Z"
     clock.now = dt.datetime(2026, 9, 27, 1, 0, tzinfo=dt.timezone.utc)  # the reset passed; still not funded
     result = step(wiki)
-    assert result.decision == "park" and memory.read_state(root).reset_at == "2026-10-03T00:00:00Z"
+    assert result.decision == "park" and RelayState.read(root).reset_at == "2026-10-03T00:00:00Z"
     compute.quota_left = 30.0
     assert step(wiki).decision == "launch"
 
@@ -877,12 +878,12 @@ def test_clarity_an_adopted_launch_records_its_version_and_kernel_id(wiki, monke
 def test_clarity_running_wakes_move_a_past_next_check(wiki):
     root, store, compute, clock = wiki
     step(wiki)
-    assert memory.read_state(root).next_check_at == "2026-09-21T03:01:00Z"
+    assert RelayState.read(root).next_check_at == "2026-09-21T03:01:00Z"
     before = commits(root)
     assert step(wiki).decision == "running" and commits(root) == before  # not due yet: a replay writes nothing
     clock.advance(minutes=5)
     assert step(wiki).decision == "running"
-    assert memory.read_state(root).next_check_at == "2026-09-21T03:06:00Z"
+    assert RelayState.read(root).next_check_at == "2026-09-21T03:06:00Z"
 
 
 def test_clarity_the_summary_says_run_status_and_locked_names_no_pointer():

@@ -137,9 +137,10 @@ def scaffold(root: Path) -> None:
 def watch_session(root: Path, progress: bool) -> None:
     """Poll the local backend until the last launched session ends, showing the pointer's progress."""
     from wikiengine.model import memory
+    from wikiengine.model.state import RelayState
     from wikiengine.step.relay.wake import load_run
 
-    state = memory.read_state(root)
+    state = RelayState.read(root)
     run = load_run(root, state)
     assets = memory.read_assets(root)
     if not assets:

@@ -59,6 +59,7 @@ def run(args) -> int:
 def _unblock(root, reason: str, *, as_json: bool = False) -> int:
     from wikiengine.core.git import check_repository, commit_paths, dirty_paths
     from wikiengine.model import memory
+    from wikiengine.model.state import RelayState
     from wikiengine.core import clock
     from wikiengine.core.errors import WikiError
     from wikiengine.step.relay.wake import MEMORY_PATHS
@@ -67,7 +68,7 @@ def _unblock(root, reason: str, *, as_json: bool = False) -> int:
     dirty = dirty_paths(root, list(MEMORY_PATHS))
     if dirty:
         raise WikiError(f"{dirty[0]} has uncommitted changes: commit or revert them first")
-    state = memory.read_state(root)
+    state = RelayState.read(root)
     if state.status != "blocked":
         raise WikiError(f"run {state.run} is {state.status}, not blocked: nothing to clear",
                         memory.memory_path(root, memory.STATE_FILE))
@@ -78,7 +79,7 @@ def _unblock(root, reason: str, *, as_json: bool = False) -> int:
                                   unblocked_session=state.session)
     body = (f"\n# {state.run}: running\n\nUnblocked by a person at {clock.utc_iso(now)}: {reason}\n"
             f"(was: {state.blocker}). The next `wiki step` checks the store again.\n")
-    memory.write_state(root, cleared, body)
+    cleared.write(root, body)
     commit_paths(root, list(MEMORY_PATHS), f"unblock: {reason[:120]}")
     if as_json:
         import json

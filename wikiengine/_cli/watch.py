@@ -53,9 +53,9 @@ def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) 
     from wikiengine.step import writers as lane_writers
     from wikiengine.step.audit import run_audit, write_authorization, write_cursor
     from wikiengine.step.lane.wake import lane_config, last_wake, make_backend, session_tracks
-    from wikiengine.model.state import read_lane_state, state_mode
+    from wikiengine.model.state import LaneState, state_mode
 
-    state = read_lane_state(root) if state_mode(root) == "lane" else None
+    state = LaneState.read(root) if state_mode(root) == "lane" else None
     if names:
         lane = lane_writers.lane_for(root, names)
     elif state is not None:

@@ -32,6 +32,7 @@ _SCAN_SPECIAL_FIRST = " \t\r\n#`~<-="
 _ATX_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
 _FM_FENCE_RE = re.compile(r"---[ \t]*(?:\r\n|\r|\n)?$")
 _FM_CLOSE_RE = re.compile(r"(?:---|\.\.\.)[ \t]*(?:\r\n|\r|\n)?$")
+_FM_CLOSE_LINE_RE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.M)  # the closing line, in text without \r
 # The CommonMark trim set (markdown-it-py's mdTrim), used for heading text.
 _MD_TRIM = "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
 # A heading title's "leading title": the part before a suffix such as " — note".
@@ -240,6 +241,51 @@ def load_page(path: str | Path, *, parse_yaml: bool = True) -> Page:
     return parse_page(read_text(path), path, parse_yaml=parse_yaml)
 
 
+def split_frontmatter(text: str, path=None) -> tuple[str, str]:
+    """``(block, yaml)`` of a page's text (its BOM removed): the frontmatter block, fences
+    included, and the YAML between the fences; ``("", "")`` when the page has none. Only
+    the lines up to the closing fence are read. PageError when the fence opened on line 1
+    is never closed."""
+    if not text.startswith("---"):
+        return "", ""
+    if "\r" in text:  # lines may end in \r alone: read them one by one
+        first = _LINE_RE.match(text)
+        if not _FM_FENCE_RE.fullmatch(first.group(0)):
+            return "", ""
+        for line in _LINE_RE.finditer(text, first.end()):
+            if _FM_CLOSE_RE.fullmatch(line.group(0)):
+                return text[: line.end()], text[first.end() : line.start()]
+    else:
+        end = text.find("\n") + 1 or len(text)
+        if not _FM_FENCE_RE.fullmatch(text, 0, end):
+            return "", ""
+        close = _FM_CLOSE_LINE_RE.search(text, end)
+        if close is not None:
+            return text[: close.end()], text[end : close.start()]
+    raise PageError("unterminated frontmatter: no closing '---' for the fence opened on line 1", path, 1)
+
+
+def load_frontmatter(yaml_text: str, path=None) -> dict[str, Any]:
+    """The mapping the YAML between a page's fences holds ({} when empty); PageError naming
+    the file and line when it is not valid YAML or not a mapping."""
+    from wikiengine.core.yamlio import safe_load
+
+    loaded = safe_load(yaml_text, path, first_line=2)
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise PageError("frontmatter is not a mapping of keys to values", path, 2)
+    return loaded
+
+
+def read_frontmatter(text: str, path=None) -> dict[str, Any]:
+    """The frontmatter of a page's text, read as :func:`parse_page` reads it but without
+    splitting the body into sections; {} when the page has none, PageError when it cannot
+    be read (unterminated, invalid YAML, not a mapping)."""
+    block, yaml_text = split_frontmatter(text[1:] if text.startswith("\ufeff") else text, path)
+    return load_frontmatter(yaml_text, path) if block else {}
+
+
 def parse_page(text: str, path: str | Path | None = None, *, parse_yaml: bool = True) -> Page:
     """Parse markdown ``text`` into a :class:`Page`.
 
@@ -253,31 +299,11 @@ def parse_page(text: str, path: str | Path | None = None, *, parse_yaml: bool = 
     bom = ""
     if text.startswith("\ufeff"):
         bom, text = "\ufeff", text[1:]
-    lines = split_lines(text)
-    fm_block = fm_text = ""
-    frontmatter: dict[str, Any] = {}
-    has_fm = False
-    body_start = 0
-    if lines and _FM_FENCE_RE.fullmatch(lines[0]):
-        for index in range(1, len(lines)):
-            if _FM_CLOSE_RE.fullmatch(lines[index]):
-                has_fm = True
-                fm_block = "".join(lines[: index + 1])
-                fm_text = "".join(lines[1:index])
-                body_start = index + 1
-                break
-        else:
-            raise PageError("unterminated frontmatter: no closing '---' for the fence opened on line 1", path, 1)
-        if parse_yaml:
-            from wikiengine.core.yamlio import safe_load
-
-            loaded = safe_load(fm_text, path, first_line=2)
-            if loaded is None:
-                loaded = {}
-            if not isinstance(loaded, dict):
-                raise PageError("frontmatter is not a mapping of keys to values", path, 2)
-            frontmatter = loaded
-    body_lines = lines[body_start:]
+    fm_block, fm_text = split_frontmatter(text, path)
+    has_fm = bool(fm_block)
+    frontmatter: dict[str, Any] = load_frontmatter(fm_text, path) if has_fm and parse_yaml else {}
+    body_start = len(split_lines(fm_block))
+    body_lines = split_lines(text[len(fm_block) :]) if has_fm else split_lines(text)
     headings = find_h2(body_lines)
     first = headings[0][0] if headings else len(body_lines)
     preamble = "".join(body_lines[:first])

@@ -13,13 +13,27 @@ The one model of an experiment page that the lint rules read and the lane writer
 - H2 sections in the template's order, matched by leading title, with aliases
   (``## Verdict + reasoning`` is Verdict); placeholders (``TBD``, ``(Pending)``,
   ``<...>``) are empty content.
+
+A page is one record, :class:`ExperimentPage`, whichever reader holds it: the EXP and KRN
+rules build it from what lint has cached, the lane and kernel writers from disk.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wikiengine.core.errors import PageError
+from wikiengine.core.page import Page, Section, parse_page, read_frontmatter, read_text, split_frontmatter, title_key
+from wikiengine.core.text import folded
+
+if TYPE_CHECKING:
+    from wikiengine.model.lanes import LaneFolder
 
 VERDICTS = ("supported", "refuted", "inconclusive", "invalid")
 IN_PROGRESS = "in_progress"
@@ -265,3 +279,223 @@ def metric_of(frontmatter: dict, name: str) -> float | None:
         match = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*%?\s*", value)
         return float(match.group(1)) if match else None
     return None
+
+
+# --- the page record -------------------------------------------------------------------------
+
+
+def has_content(sections: list[Section]) -> bool:
+    """Is any of ``sections`` filled? An empty heading, or one holding only a placeholder
+    (``TBD``, ``(Pending)``, ``<...>``), does not satisfy a required section."""
+    return any(not s.is_empty() and not is_placeholder(s.body) for s in sections)
+
+
+_SECTION_INDEXES: dict[int, tuple[Page, dict[str, list[Section]]]] = {}
+_title_key = functools.lru_cache(maxsize=256)(title_key)
+
+
+def sections_led_by(page: Page, title: str) -> list[Section]:
+    """Sections whose leading title is ``title`` or one of its aliases (``## Results — marginal
+    (+0.6%)`` is Results, ``## Verdict + reasoning`` is Verdict).
+
+    From an index built once per page: the rules ask about six titles each, and title keys
+    cost a regex apiece.
+    """
+    cached = _SECTION_INDEXES.get(id(page))
+    if cached is None or cached[0] is not page:
+        index: dict[str, list[Section]] = {}
+        for section in page.sections:
+            for key in {section.key, section.leading_key}:
+                index.setdefault(key, []).append(section)
+        if len(_SECTION_INDEXES) > 64:  # only the pages being read right now
+            _SECTION_INDEXES.clear()
+        cached = _SECTION_INDEXES[id(page)] = (page, index)
+    found = []
+    for name in section_titles(title):
+        found += cached[1].get(_title_key(name), [])
+    return found
+
+
+class ExperimentPage:
+    """One experiment page, as the lint rules read it and the writers write it.
+
+    ``rel`` is its repository path and ``folder`` the lane (:class:`~wikiengine.model.lanes.Lane`)
+    or kernel family (:class:`~wikiengine.model.kernels.KernelFamily`) it belongs to, when
+    known. Its frontmatter is read once, by :func:`~wikiengine.core.page.read_frontmatter`; a
+    page whose frontmatter cannot be read has ``{}`` and the error as :attr:`problem`. Its
+    text and parsed page are read only when asked: a lane of hundreds of pages is mostly
+    looked at by name.
+
+    :meth:`at` reads a page from disk (the writers); :meth:`known` wraps what a reader
+    already holds (lint: the cached frontmatter, and the page that it parses on demand).
+    """
+
+    def __init__(self, rel: str, folder: LaneFolder | None = None, *, name: FileName | None = None,
+                 root: Path | None = None, frontmatter: dict | None = None,
+                 load_page: Callable[[], Page | None] | None = None):
+        self.rel = rel
+        self.folder = folder
+        self._name = name
+        self._root = root
+        self._frontmatter = frontmatter
+        self._problem: PageError | None = None
+        self._load_page = load_page
+
+    @classmethod
+    def at(cls, root: Path, rel: str, folder: LaneFolder | None = None) -> ExperimentPage:
+        """The page ``<root>/<rel>``, read from disk when asked."""
+        return cls(rel, folder, root=root)
+
+    @classmethod
+    def known(cls, rel: str, folder: LaneFolder | None, name: FileName | None, frontmatter: dict,
+              load_page: Callable[[], Page | None]) -> ExperimentPage:
+        """A page whose frontmatter a reader has already read; ``load_page`` parses it when asked."""
+        return cls(rel, folder, name=name, frontmatter=frontmatter, load_page=load_page)
+
+    def __repr__(self) -> str:
+        return f"ExperimentPage({self.rel!r})"
+
+    # --- where it is and what its name says
+
+    @property
+    def file_name(self) -> str:
+        return self.rel.rsplit("/", 1)[-1]
+
+    @property
+    def name(self) -> FileName:
+        """What the file name says (the default id scheme, unless the reader gave its own)."""
+        if self._name is None:
+            self._name = parse_file_name(self.file_name)
+        return self._name
+
+    @property
+    def file_date(self) -> str | None:
+        return self.name.date
+
+    @property
+    def file_id(self) -> str | None:
+        """The canonical id from the file name."""
+        return self.name.exp_id
+
+    @property
+    def slug(self) -> str | None:
+        return self.name.slug
+
+    @property
+    def lane_key(self) -> tuple[str, str]:
+        """``(model folder, lane)`` of a lane's page."""
+        return self.folder.key
+
+    # --- text, frontmatter and the parsed page
+
+    @functools.cached_property
+    def text(self) -> str:
+        if self._root is None:
+            page = self.page
+            return page.to_text() if page is not None else ""
+        return read_text(self._root / self.rel, self.rel)
+
+    @property
+    def frontmatter(self) -> dict:
+        if self._frontmatter is None:
+            try:
+                self._frontmatter = read_frontmatter(self.text, self.rel)
+            except PageError as err:
+                self._frontmatter, self._problem = {}, err
+        return self._frontmatter
+
+    @property
+    def problem(self) -> PageError | None:
+        """Why the page's frontmatter cannot be read (None: it can)."""
+        _ = self.frontmatter
+        return self._problem
+
+    @property
+    def page(self) -> Page | None:
+        """The parsed page (PageError when it cannot be parsed)."""
+        if self._load_page is not None:
+            return self._load_page()
+        return self._parsed
+
+    @functools.cached_property
+    def _parsed(self) -> Page:
+        return parse_page(self.text, self.rel)
+
+    # --- status and verdict
+
+    @property
+    def status(self):
+        return self.frontmatter.get("status")
+
+    @property
+    def backfilled(self) -> bool:
+        return self.frontmatter.get("backfilled") is True
+
+    @property
+    def frontmatter_id(self) -> str | None:
+        value = self.frontmatter.get("id", self.frontmatter.get("vid"))
+        return canonical_id(value) if value is not None else None
+
+    @property
+    def exp_id(self) -> str | None:
+        """The page's id: from the file name, else from the frontmatter."""
+        return self.file_id or self.frontmatter_id
+
+    @functools.cached_property
+    def _verdict(self) -> tuple[str | None, str | None]:
+        return resolve_verdict(self.frontmatter)
+
+    @property
+    def verdict(self) -> str | None:
+        """One of :data:`VERDICTS`, or None (in progress, or unknown): :func:`resolve_verdict`."""
+        return self._verdict[0]
+
+    @property
+    def verdict_problem(self) -> str | None:
+        """How the frontmatter's status and verdict disagree, or None."""
+        return self._verdict[1]
+
+    @property
+    def is_filed(self) -> bool:
+        return self.verdict is not None
+
+    @property
+    def is_open(self) -> bool:
+        """Is the page a stub still open (:func:`is_open`)? Read from disk, a frontmatter that
+        holds none of the open words is not open, and costs no YAML parse (most pages of a
+        lane are filed)."""
+        if self._frontmatter is None and self._root is not None:
+            try:
+                text = self.text
+                block = split_frontmatter(text[1:] if text.startswith("\ufeff") else text)[1].casefold()
+            except PageError:
+                return False  # an unreadable page is not open (its frontmatter reads as {})
+            if not any(word in block for word in OPEN_STATUS_WORDS):
+                return False
+        return is_open(self.frontmatter)
+
+    @property
+    def branch(self) -> str | None:
+        """A kernel page's candidate branch (``branch:``), when it names one."""
+        value = self.frontmatter.get("branch")
+        return value if isinstance(value, str) and value.strip() else None
+
+    # --- sections and the labelled paragraphs
+
+    def sections_led_by(self, title: str) -> list[Section]:
+        """The page's sections led by ``title`` (:func:`sections_led_by`)."""
+        return sections_led_by(self.page, title)
+
+    @property
+    def paragraphs(self) -> dict[str, tuple[str, int]]:
+        """The labelled paragraphs of the first ``## Hypothesis under test`` (:func:`labelled_paragraphs`)."""
+        found = self.sections_led_by(HYPOTHESIS_SECTION)
+        return labelled_paragraphs(found[0].body if found else "")
+
+    @property
+    def mechanism(self) -> str:
+        """The **Mechanism** paragraph, folded for comparison (from the whole body when the
+        page has no hypothesis section): one page per mechanism."""
+        found = self.sections_led_by(HYPOTHESIS_SECTION)
+        body = found[0].body if found else self.page.body
+        return folded(labelled_paragraphs(body).get("Mechanism", ("", 0))[0])

@@ -2,8 +2,8 @@
 
 Formats (the contract with ``wiki lint``'s MEM rules, see the memory spec):
 
-- ``memory/STATE.md``: frontmatter a machine reads (:class:`State`, schema
-  ``memory-state``), prose below for people;
+- ``memory/STATE.md``: frontmatter a machine reads, prose below for people; its records
+  (the relay run's, and a lane's or kernel session's) are :mod:`wikiengine.model.state`;
 - ``memory/QUOTA.md``: a ledger table under ``## Ledger`` that only grows
   (:class:`LedgerRow`: row, booked_at, job, live_hours_left, cpu_alternative, outcome);
 - ``memory/ASSETS.md``: a table under ``## Launches`` (:class:`AssetRow`: job, ref,
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,6 @@ ASSETS_FILE = "ASSETS.md"
 ERRORS_FILE = "ERRORS.md"
 MEMORY_FILES = (STATE_FILE, QUOTA_FILE, ASSETS_FILE, ERRORS_FILE)
 
-STATUSES = ("running", "parked", "blocked", "complete")
 OUTCOMES = ("booked", "unspent", "spent")
 ACCELERATORS = ("gpu", "tpu", "cpu")
 LEDGER_SECTION = "Ledger"
@@ -72,7 +71,7 @@ def memory_path(root: Path, name: str) -> Path:
     return Path(root) / MEMORY_DIR / name
 
 
-def _read(path: Path) -> str:
+def read_memory_file(path: Path) -> str:
     """A memory file's text: a regular file only (a symlink to /dev/zero or a FIFO is refused)."""
     if not path.exists() and not path.is_symlink():
         raise MemoryFormatError("no such memory file (run `wiki demo` or scaffold memory/ first)", path)
@@ -80,126 +79,6 @@ def _read(path: Path) -> str:
         return read_text(path)
     except PageError as err:
         raise MemoryFormatError(err.message, path, err.line) from None
-
-
-# ---------------------------------------------------------------- STATE.md
-
-@dataclass(frozen=True)
-class Claim:
-    """A launch in flight: written (and committed) before the compute backend is asked."""
-
-    job: str  # e.g. "session-3"
-    row: int  # the ledger row booked for it
-    claimed_at: str  # ISO UTC
-
-    def to_dict(self) -> dict:
-        return {"job": self.job, "row": self.row, "claimed_at": self.claimed_at}
-
-
-@dataclass(frozen=True)
-class State:
-    """The frontmatter of ``memory/STATE.md``."""
-
-    run: str
-    status: str
-    last_seen_step: int = 0
-    high_water_step: int = 0
-    session: int = 0
-    next_check_at: str | None = None
-    blocker: str | None = None
-    updated_at: str = "1970-01-01T00:00:00Z"
-    resume_step: int | None = None
-    reset_at: str | None = None
-    next_command: str | None = None
-    claim: Claim | None = None
-    store_head: str | None = None  # the store commit seen at the last wake (history-rewrite check)
-    trusted_commit: str | None = None  # the wiki commit last re-linted clean (RELIABILITY row 38)
-    unblocked_session: int | None = None  # the session count when a person last cleared a blocker
-
-    def to_frontmatter(self) -> dict:
-        """The frontmatter mapping (optional keys that are unset are left out)."""
-        data: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, Claim):
-                value = value.to_dict()
-            data[f.name] = value
-        for optional in ("resume_step", "reset_at", "next_command", "claim", "store_head", "trusted_commit",
-                         "unblocked_session"):
-            if data[optional] is None:
-                del data[optional]
-        return data
-
-
-_STATE_KEYS = {f.name for f in fields(State)}
-_STATE_REQUIRED = ("run", "status", "last_seen_step", "high_water_step", "session", "next_check_at", "blocker",
-                   "updated_at")
-
-
-def state_from_frontmatter(data: dict, path=None, lines: dict | None = None) -> State:
-    """Validate ``data`` against the ``memory-state`` schema and build a :class:`State`."""
-    from wikiengine.core import schemas
-
-    schemas.check(data, "memory-state", path, lines)
-    claim = data.get("claim")
-    values = {k: v for k, v in data.items() if k in _STATE_KEYS}
-    values["claim"] = Claim(**claim) if claim else None
-    return State(**values)
-
-
-def parse_state(text: str, path=None) -> tuple[State, str]:
-    """Parse STATE.md text: its :class:`State` and the prose body."""
-    from wikiengine.core.yamlio import key_lines
-
-    page = parse_page(text, path)
-    if not page.has_frontmatter:
-        raise MemoryFormatError("STATE.md has no frontmatter (run, status, ...)", path, 1)
-    return state_from_frontmatter(page.frontmatter, path, key_lines(page.frontmatter_text, 2)), page.body
-
-
-def read_state(root: Path) -> State:
-    """The state in ``<root>/memory/STATE.md``."""
-    path = memory_path(root, STATE_FILE)
-    return parse_state(_read(path), path)[0]
-
-
-def render_state(state: State, body: str, previous: str | None = None) -> str:
-    """STATE.md text for ``state`` and prose ``body``.
-
-    With ``previous`` (the current text) the frontmatter is edited in ruamel.yaml
-    round-trip mode, so comments and key order survive; optional keys that are unset
-    are removed, required ones are written as ``null``.
-    """
-    import io
-
-    from ruamel.yaml import YAML
-    from ruamel.yaml.comments import CommentedMap
-
-    yaml = YAML(typ="rt")
-    yaml.width = 4096
-    yaml.representer.add_representer(type(None), lambda rep, _: rep.represent_scalar("tag:yaml.org,2002:null", "null"))
-    data = CommentedMap()
-    if previous is not None:
-        loaded = yaml.load(parse_page(previous, parse_yaml=False).frontmatter_text or "{}")
-        if isinstance(loaded, CommentedMap):
-            data = loaded
-    wanted = state.to_frontmatter()
-    for key in list(data):
-        if key not in wanted:
-            del data[key]
-    for key, value in wanted.items():
-        data[key] = value
-    out = io.StringIO()
-    yaml.dump(data, out)
-    return "---\n" + out.getvalue() + "---\n" + body
-
-
-def write_state(root: Path, state: State, body: str) -> None:
-    """Write STATE.md atomically (frontmatter validated against the schema first)."""
-    path = memory_path(root, STATE_FILE)
-    state_from_frontmatter(state.to_frontmatter(), path)
-    previous = path.read_text(encoding="utf-8") if path.exists() else None
-    atomic_write_text(path, render_state(state, body, previous))
 
 
 # ---------------------------------------------------------------- tables
@@ -334,7 +213,7 @@ def parse_ledger(text: str, path=None) -> list[LedgerRow]:
 
 def read_ledger(root: Path) -> list[LedgerRow]:
     path = memory_path(root, QUOTA_FILE)
-    return parse_ledger(_read(path), path)
+    return parse_ledger(read_memory_file(path), path)
 
 
 def append_ledger_row(root: Path, booked_at: str, job: str, live_hours_left: float, cpu_alternative: str,
@@ -343,7 +222,7 @@ def append_ledger_row(root: Path, booked_at: str, job: str, live_hours_left: flo
     if outcome not in OUTCOMES:
         raise ValueError(f"outcome must be one of {OUTCOMES}")
     path = memory_path(root, QUOTA_FILE)
-    text = _read(path)
+    text = read_memory_file(path)
     rows = parse_ledger(text, path)
     table = parse_table(parse_page(text, path), LEDGER_SECTION, LEDGER_COLUMNS, path)
     if type(live_hours_left) not in (int, float) or not live_hours_left >= 0:
@@ -386,7 +265,7 @@ def parse_assets(text: str, path=None) -> list[AssetRow]:
 
 def read_assets(root: Path) -> list[AssetRow]:
     path = memory_path(root, ASSETS_FILE)
-    return parse_assets(_read(path), path)
+    return parse_assets(read_memory_file(path), path)
 
 
 def append_asset_row(root: Path, job: str, ref: str, version: Any, kernel_id: Any, submitted_at: str,
@@ -395,7 +274,7 @@ def append_asset_row(root: Path, job: str, ref: str, version: Any, kernel_id: An
     if accelerator not in ACCELERATORS:
         raise ValueError(f"accelerator must be one of {ACCELERATORS}")
     path = memory_path(root, ASSETS_FILE)
-    text = _read(path)
+    text = read_memory_file(path)
     parse_assets(text, path)
     table = parse_table(parse_page(text, path), LAUNCHES_SECTION, ASSET_COLUMNS, path)
     values = [job, ref, "" if version is None else version, "" if kernel_id is None else kernel_id, submitted_at,
@@ -416,7 +295,7 @@ _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 def read_section_rows(root: Path, name: str, section: str, columns: tuple[str, ...]) -> list[TableRow]:
     """The rows of the table under ``## section`` of a memory file; none when the section is absent."""
     path = memory_path(root, name)
-    page = parse_page(_read(path), path)
+    page = parse_page(read_memory_file(path), path)
     if page.section(section) is None:
         return []
     return list(parse_table(page, section, columns, path).rows)
@@ -425,7 +304,7 @@ def read_section_rows(root: Path, name: str, section: str, columns: tuple[str, .
 def append_section_row(root: Path, name: str, section: str, columns: tuple[str, ...], values: list[Any]) -> None:
     """Append one row to the table under ``## section`` (the section is added at the end when absent)."""
     path = memory_path(root, name)
-    text = _read(path)
+    text = read_memory_file(path)
     page = parse_page(text, path)
     if page.section(section) is None:
         head = text if text.endswith("\n") else text + "\n"
@@ -555,7 +434,7 @@ def parse_errors(text: str, path=None) -> list[ErrorEntry]:
 
 def read_errors(root: Path) -> list[ErrorEntry]:
     path = memory_path(root, ERRORS_FILE)
-    return parse_errors(_read(path), path)
+    return parse_errors(read_memory_file(path), path)
 
 
 def prepend_error(root: Path, date: str, kind: str, summary: str, run: str, step: Any, decision: str,
@@ -565,7 +444,7 @@ def prepend_error(root: Path, date: str, kind: str, summary: str, run: str, step
     ``evidence`` may hold outside text (log tails): it goes inside :func:`fence`.
     """
     path = memory_path(root, ERRORS_FILE)
-    text = _read(path)
+    text = read_memory_file(path)
     page = parse_page(text, path)
     entries = parse_errors(text, path)
     number = max((e.number for e in entries), default=0) + 1
@@ -578,7 +457,7 @@ def prepend_error(root: Path, date: str, kind: str, summary: str, run: str, step
     if head and not head.endswith("\n\n"):
         head = head.rstrip("\n") + "\n\n"
     atomic_write_text(path, head + block + "".join(s.text for s in page.sections))
-    return parse_errors(_read(path), path)[0]
+    return parse_errors(read_memory_file(path), path)[0]
 
 
 # ---------------------------------------------------------------- scaffolding
@@ -639,7 +518,8 @@ def scaffold(root: Path, run: str, now: dt.datetime) -> None:
         if not (directory / name).exists():
             atomic_write_text(directory / name, template)
     if not (directory / STATE_FILE).exists():
-        state = State(run=run, status="running", updated_at=utc_iso(now))
-        body = f"\n# State of run {run}\n\nNo wake yet: the next `wiki step` checks the store and launches session 1.\n"
-        write_state(root, state, body)
+        from wikiengine.model.state import RelayState  # the STATE.md records build on this module
+
+        state = RelayState(run=run, status="running", updated_at=utc_iso(now))
+        state.write(root, f"\n# State of run {run}\n\nNo wake yet: the next `wiki step` checks the store and launches session 1.\n")
 

@@ -172,15 +172,13 @@ def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workl
 
 def thrashing(lane: Lane, records: list[dict], pages: dict, k: int) -> list[AuditFinding]:
     """K consecutive invalid/inconclusive results on one mechanism, or on one v-id's letters."""
-    from wikiengine.step.writers import mechanism_of
-
     found, streaks = [], {}
     for record in records:
         if record.get("op") != "file" or record.get("vid") not in pages:
             continue
         page = pages[record["vid"]]
         weak = record.get("verdict") in ("invalid", "inconclusive")
-        for key in (("mechanism", mechanism_of(page.text)), ("v-id", ex.base_id(record["vid"]))):
+        for key in (("mechanism", page.mechanism), ("v-id", ex.base_id(record["vid"]))):
             if not key[1]:
                 continue
             streaks[key] = streaks.get(key, []) + [record["vid"]] if weak else []

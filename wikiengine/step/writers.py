@@ -8,7 +8,6 @@ returns a plain dict: the JSON the commands print.
 
 from __future__ import annotations
 
-import functools
 import json
 import posixpath
 import re
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wikiengine.model import experiment as ex
+from wikiengine.model.experiment import ExperimentPage
 from wikiengine.model import logbook
 from wikiengine.model import results_tsv
 from wikiengine.core.clock import now_iso, today
@@ -96,67 +96,13 @@ def artifact_paths(settings: LaneSettings, lane: Lane, vid: str, slug: str, date
 # --- reading the lane -------------------------------------------------------------------------
 
 
-_STATUS_LINE_RE = re.compile(r"^status:[ \t]*['\"]?([A-Za-z_-]+)", re.M)
-
-
-class LanePage:
-    """An experiment page of the lane: its id from the file name, its text and frontmatter
-    read only when asked (a lane of hundreds of pages is mostly looked at by name)."""
-
-    def __init__(self, root: Path, rel: str, exp_id: str | None):
-        self.root, self.rel, self._exp_id = root, rel, exp_id
-
-    @functools.cached_property
-    def text(self) -> str:
-        from wikiengine.core.page import read_text
-
-        return read_text(self.root / self.rel, self.rel)
-
-    @functools.cached_property
-    def frontmatter(self) -> dict:
-        return frontmatter_of(self.text, self.rel)
-
-    @property
-    def is_open(self) -> bool:
-        """Is the page a stub still open? Its ``status:`` line is read first, so a filed page
-        costs no YAML parse (most pages of a lane are filed)."""
-        block = self.text[: self.text.find("\n---", 3) + 1] if self.text.startswith("---") else ""
-        match = _STATUS_LINE_RE.search(block)
-        if match is None or match.group(1).casefold() not in ex.OPEN_STATUS_WORDS:
-            return False
-        return ex.is_open(self.frontmatter)
-
-    @property
-    def exp_id(self) -> str | None:
-        if self._exp_id is None:
-            raw = self.frontmatter.get("id", self.frontmatter.get("vid"))
-            self._exp_id = ex.canonical_id(raw) if raw is not None else None
-        return self._exp_id
-
-
-def frontmatter_of(text: str, rel: str) -> dict:
-    """The frontmatter mapping of a page's text alone (no body parse); {} when unreadable."""
-    from wikiengine.core.yamlio import safe_load
-
-    if not text.startswith("---"):
-        return {}
-    end = re.search(r"\n(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", text[3:])
-    if end is None:
-        return {}
-    try:
-        data = safe_load(text[3 : 3 + end.start()], rel, 2)
-    except WikiError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def lane_pages(root: Path, lane: Lane) -> list[LanePage]:
+def lane_pages(root: Path, lane: Lane) -> list[ExperimentPage]:
     """The lane's experiment pages that have an id (from the name, else the frontmatter)."""
-    pages = [LanePage(root, rel, ex.parse_file_name(rel.rsplit("/", 1)[-1]).exp_id) for rel in lane.page_rels(root)]
+    pages = [ExperimentPage.at(root, rel, lane) for rel in lane.page_rels(root)]
     return [p for p in pages if p.exp_id]
 
 
-def find_page(root: Path, lane: Lane, vid: str) -> LanePage:
+def find_page(root: Path, lane: Lane, vid: str) -> ExperimentPage:
     """The one page of ``vid`` (exit 2 when there is none, or more than one)."""
     wanted = ex.canonical_id(vid)
     found = [p for p in lane_pages(root, lane) if p.exp_id == wanted]
@@ -217,10 +163,12 @@ def parse_proposal(path: Path) -> Proposal:
     return Proposal({label: found[label][0] for label in ex.LABELS}, setup, slug)
 
 
-def mechanism_of(text: str) -> str:
-    page = parse_page(text)
-    section = next(iter(s for s in page.sections if s.leading_key == "hypothesis under test"), None)
-    return folded(ex.labelled_paragraphs(section.body if section else page.body).get("Mechanism", ("", 0))[0])
+def refuse_mechanism_in_flight(root: Path, lane: Lane, proposal: Proposal, track) -> None:
+    """One mechanism in flight at a time: no open stub of another track may test it."""
+    mechanism = folded(proposal.paragraphs["Mechanism"])
+    for page in lane_pages(root, lane):
+        if page.is_open and page.frontmatter.get("track") != track and page.mechanism == mechanism:
+            raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
 
 
 def frontmatter_yaml(values: dict) -> str:
@@ -317,10 +265,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
                         model_rel, matrix.header_line)
     # git reads the branches' ids while the lock is taken and the lane's pages are read
     with BranchIds(root, lane) as branches, LaneLock(root, lane) as lock:
-        mechanism = folded(proposal.paragraphs["Mechanism"])
-        for page in lane_pages(root, lane):
-            if page.is_open and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
-                raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
+        refuse_mechanism_in_flight(root, lane, proposal, track)
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
         vid = str(next_id(used_ids(root, lane, journal, branches)))
@@ -355,14 +300,12 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
         retry = next_retry(used_ids(root, lane, journal), parsed)
-        page = parse_page(original.text, original.rel)
-        slug = ex.parse_file_name(original.rel.rsplit("/", 1)[-1]).slug or "retry"
-        section = next(iter(s for s in page.sections if s.leading_key == "hypothesis under test"), None)
-        found = ex.labelled_paragraphs(section.body if section else "")
+        slug = original.slug or "retry"
+        found = original.paragraphs
         if any(not found.get(label, ("", 0))[0] for label in ex.LABELS):
             raise WikiError("the page has no four labelled paragraphs to retry; a new mechanism is `wiki exp new`",
                             original.rel)
-        setup = page.section("Setup")
+        setup = original.page.section("Setup")
         proposal = Proposal({label: found[label][0] for label in ex.LABELS},
                             _planned_setup(setup.body if setup else ""),
                             original.frontmatter.get("hypothesis") if isinstance(original.frontmatter.get("hypothesis"), str) else None)
@@ -370,10 +313,7 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
         paths = artifact_paths(settings, lane, str(retry), slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, str(retry), slug)}"
         track = original.frontmatter.get("track")
-        mechanism = folded(proposal.paragraphs["Mechanism"])
-        for page in lane_pages(root, lane):
-            if page.is_open and page.frontmatter.get("track") != track and mechanism_of(page.text) == mechanism:
-                raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
+        refuse_mechanism_in_flight(root, lane, proposal, track)
         text = render_stub(lane, str(retry), slug, str(original.frontmatter.get("variant", "")), proposal,
                            track if isinstance(track, int) else None, workload, paths, date,
                            str(original.frontmatter.get("model", lane.model_name)))
@@ -459,7 +399,7 @@ def _read_text_file(path: Path | None, what: str) -> str | None:
         raise WikiError(f"cannot read the {what} file: {exc}", path) from None
 
 
-def noise_band(pages: list[LanePage], variant: str, metric: str, baseline: float | None, pct: float) -> tuple[float, str]:
+def noise_band(pages: list[ExperimentPage], variant: str, metric: str, baseline: float | None, pct: float) -> tuple[float, str]:
     """Half the spread of the lane's repeated baseline runs of ``variant``, else ``pct`` of the baseline."""
     runs = [ex.metric_of(p.frontmatter, metric) for p in pages
             if "baseline" in p.rel.rsplit("/", 1)[-1] and str(p.frontmatter.get("variant")) == variant and ex.is_filed(p.frontmatter)]
@@ -495,6 +435,32 @@ def _rel_link(from_rel: str, to_rel: str) -> str:
     return posixpath.relpath(to_rel, posixpath.dirname(from_rel))
 
 
+@dataclass(frozen=True)
+class Filing:
+    """What `wiki exp file` decided for one page: the capped verdict and the figures behind it."""
+
+    target: ExperimentPage
+    slug: str
+    variant: str
+    requested: str
+    verdict: str
+    caps: list[str]
+    metric: str
+    metrics: dict[str, float]
+    measured: Comparison
+    baseline: float | None
+    frontier: float | None
+    date: str
+
+    @property
+    def delta_text(self) -> str:
+        """The change of the target metric against the frontier it was measured against."""
+        measured = self.measured
+        versus = measured.reference if measured.co_measured else (self.frontier if self.frontier is not None else self.baseline)
+        return (f"{(measured.value - versus) / abs(versus) * 100:+.2f}% {self.metric} vs frontier"
+                if measured.value is not None and versus else "no metric")
+
+
 def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: dict[str, float],
                     outcome: RunOutcome = RunOutcome(), profile_path: Path | None, hlo_path: Path | None, reason: str | None, dry_run: bool = False,
                     date: str | None = None) -> dict:
@@ -508,85 +474,116 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
     settings = lane_settings(root, lane)
     with LaneLock(root, lane) as lock:
         target = find_page(root, lane, vid)
-        if ex.is_filed(target.frontmatter):
+        if target.is_filed:
             raise WikiError(f"{target.exp_id} is filed and immutable; a rerun is `wiki exp retry {target.exp_id}`", target.rel)
-        model_rel, model_text, model_page, matrix = _model_page(root, lane)
-        variant = str(target.frontmatter.get("variant", ""))
-        row = matrix.row(variant)
-        if row is None:
-            raise WikiError(f"variant {variant!r} of {target.exp_id} is not a row of the variant matrix", model_rel)
-        metric = settings.target_metric
-        baseline = cell_number(row.cell(BASELINE))
-        pages = lane_pages(root, lane)
-        band, band_source = noise_band(pages, variant, metric, baseline, settings.noise_band_pct)
-        frontier = frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric)
-        against = _measured_against(root, lane, target.exp_id, metric, baseline, frontier)
-        measured = compare(metric, metrics, baseline, against, band, band_source)
-        value, delta, band = measured.recorded, measured.delta, measured.noise_band
-        firing_match = ex.FIRING_AUDIT_RE.search(hlo or "")
-        exit_code = outcome.exit_code
-        crashed = exit_code not in (None, 0)
-        filed, caps = cap_verdict(Evidence(
-            requested=verdict, crashed=crashed, parity_failed=outcome.parity == "fail", backfilled=target.frontmatter.get("backfilled") is True,
-            has_profile=bool(profile and profile.strip()), has_hlo=bool(hlo and hlo.strip()),
-            firing=firing_match.group(1).lower() if firing_match else None,
-            delta=delta, noise_band=band, higher_is_better=settings.higher_is_better,
-        ))
-        slug = ex.parse_file_name(target.rel.rsplit("/", 1)[-1]).slug or target.exp_id
+        model = _model_page(root, lane)
+        filing = decide_filing(root, lane, settings, target, model, requested=verdict, metrics=metrics, outcome=outcome,
+                               profile=profile, hlo=hlo, date=date)
         txn = LaneTxn(root, lane)
-        page = parse_page(target.text, target.rel)
-        page = page.with_section_body(section_title(page, "Results"), "\n" + results_table(metrics, metric, measured)
-                                      + (f" Exit code {exit_code}." if exit_code is not None else "") + "\n\n")
-        missing = "Not captured: no {what} was given to `wiki exp file`, so the verdict is at most inconclusive."
-        page = page.with_section_body(section_title(page, "Profile"), "\n" + (profile.strip() if profile and profile.strip()
-                                                                       else missing.format(what="profile")) + "\n\n")
-        page = page.with_section_body(section_title(page, "HLO Dump"), "\n" + (hlo.strip() if hlo and hlo.strip()
-                                                                        else missing.format(what="HLO dump")) + "\n\n")
-        verdict_body = f"\n**{filed}** — {' '.join((reason or 'as measured').split())}\n"
-        if caps:
-            verdict_body += "\n" + "\n".join(f"- Capped: {c}." for c in caps) + "\n"
-        page = page.with_section_body(section_title(page, "Verdict"), verdict_body + "\n")
-        updates = {"status": ex.FILED, "verdict": filed, "updated": date, "metrics": metrics or None}
-        if reason:
-            updates["reason"] = " ".join(reason.split())
-        if value is not None:
-            updates[metric] = round(value, 6)
-        if exit_code is not None:
-            updates["exit_code"] = exit_code
-        if outcome.parity is not None:
-            updates["parity"] = outcome.parity
-        page = page.with_frontmatter(updates)
-        txn.write(target.rel, page.to_text())
-        moved = filed == "supported" and value is not None and is_better(value, frontier, settings.higher_is_better)
-        if not moved:
-            _touch_model_page(txn, model_rel, date)
-        if moved:
-            link = _rel_link(model_rel, target.rel)
-            new_text = set_cells(model_text, matrix, variant, {
-                CURRENT_BEST: f"[{target.exp_id}-{slug}]({link}) {value:.6g} {metric}",
-                FRONTIER_EXP: f"{target.exp_id}-{slug}",
-            })
-            txn.write(model_rel, parse_page(new_text, model_rel).with_frontmatter({"updated": date}).to_text()
-                      if model_page.has_frontmatter else new_text)
-        versus = measured.reference if measured.co_measured else (frontier if frontier is not None else baseline)
-        delta_text = (f"{(measured.value - versus) / abs(versus) * 100:+.2f}% {metric} vs frontier"
-                      if measured.value is not None and versus else "no metric")
-        entry = logbook.render_entry(date, "loop-iteration", f"{target.exp_id}-{slug} on {variant}: {filed} ({delta_text})")
-        txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
-        txn.write(lane.results, results_tsv.append_row(txn.read(lane.results), {
-            "exp_id": f"{target.exp_id}-{slug}", "date": date, **_results_figures(metrics, metric, value), "config": variant,
-            "status": results_tsv.STATUS_OF_VERDICT[filed], "description": target.frontmatter.get("hypothesis", ""),
-        }))
-        _hypothesis_update(txn, root, target, slug, filed, delta_text, date)
-        txn.write(lane.journal, append_record(txn.read(lane.journal), {"op": "file", "vid": target.exp_id, "verdict": filed,
-                                                                      "requested": verdict, "at": now_iso()}))
-        result = {"vid": target.exp_id, "page": target.rel, "verdict": filed, "requested": verdict, "capped": caps,
-                  "metric": metric, "value": value, "baseline": baseline, "delta": delta, "noise_band": band,
-                  "current_best_moved": moved, "recovered": lock.recovered}
+        txn.write(target.rel, filed_page_text(filing, outcome, profile, hlo, reason))
+        value = filing.measured.recorded
+        moved = filing.verdict == "supported" and value is not None and is_better(value, filing.frontier,
+                                                                                  settings.higher_is_better)
+        _update_model_page(txn, model, filing, moved)
+        _record_filing(txn, root, lane, filing)
+        result = {"vid": target.exp_id, "page": target.rel, "verdict": filing.verdict, "requested": verdict,
+                  "capped": filing.caps, "metric": filing.metric, "value": value, "baseline": filing.baseline,
+                  "delta": filing.measured.delta, "noise_band": filing.measured.noise_band, "current_best_moved": moved,
+                  "recovered": lock.recovered}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}
-        result["commit"] = txn.commit(f"exp({target.exp_id}): file {slug} — {filed}")
+        result["commit"] = txn.commit(f"exp({target.exp_id}): file {filing.slug} — {filing.verdict}")
         return result
+
+
+def decide_filing(root: Path, lane: Lane, settings: LaneSettings, target: ExperimentPage, model, *, requested: str,
+                  metrics: dict[str, float], outcome: RunOutcome, profile: str | None, hlo: str | None,
+                  date: str) -> Filing:
+    """Measure the run against its frontier and the lane's noise band, and cap the requested
+    verdict by the evidence (:func:`~wikiengine.model.verdicts.cap_verdict`)."""
+    model_rel, _text, _page, matrix = model
+    variant = str(target.frontmatter.get("variant", ""))
+    row = matrix.row(variant)
+    if row is None:
+        raise WikiError(f"variant {variant!r} of {target.exp_id} is not a row of the variant matrix", model_rel)
+    metric = settings.target_metric
+    baseline = cell_number(row.cell(BASELINE))
+    band, band_source = noise_band(lane_pages(root, lane), variant, metric, baseline, settings.noise_band_pct)
+    frontier = frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric)
+    against = _measured_against(root, lane, target.exp_id, metric, baseline, frontier)
+    measured = compare(metric, metrics, baseline, against, band, band_source)
+    firing_match = ex.FIRING_AUDIT_RE.search(hlo or "")
+    filed, caps = cap_verdict(Evidence(
+        requested=requested, crashed=outcome.exit_code not in (None, 0), parity_failed=outcome.parity == "fail",
+        backfilled=target.backfilled, has_profile=bool(profile and profile.strip()), has_hlo=bool(hlo and hlo.strip()),
+        firing=firing_match.group(1).lower() if firing_match else None,
+        delta=measured.delta, noise_band=measured.noise_band, higher_is_better=settings.higher_is_better,
+    ))
+    return Filing(target, target.slug or target.exp_id, variant, requested, filed, caps, metric, metrics, measured,
+                  baseline, frontier, date)
+
+
+def filed_page_text(filing: Filing, outcome: RunOutcome, profile: str | None, hlo: str | None,
+                    reason: str | None) -> str:
+    """The page as filed: Results, Profile, HLO Dump, Verdict and the frontmatter's status flip."""
+    page = filing.target.page
+    exit_code = outcome.exit_code
+    page = page.with_section_body(section_title(page, "Results"), "\n" + results_table(filing.metrics, filing.metric, filing.measured)
+                                  + (f" Exit code {exit_code}." if exit_code is not None else "") + "\n\n")
+    missing = "Not captured: no {what} was given to `wiki exp file`, so the verdict is at most inconclusive."
+    page = page.with_section_body(section_title(page, "Profile"), "\n" + (profile.strip() if profile and profile.strip()
+                                                                   else missing.format(what="profile")) + "\n\n")
+    page = page.with_section_body(section_title(page, "HLO Dump"), "\n" + (hlo.strip() if hlo and hlo.strip()
+                                                                    else missing.format(what="HLO dump")) + "\n\n")
+    verdict_body = f"\n**{filing.verdict}** — {' '.join((reason or 'as measured').split())}\n"
+    if filing.caps:
+        verdict_body += "\n" + "\n".join(f"- Capped: {c}." for c in filing.caps) + "\n"
+    page = page.with_section_body(section_title(page, "Verdict"), verdict_body + "\n")
+    value = filing.measured.recorded
+    updates = {"status": ex.FILED, "verdict": filing.verdict, "updated": filing.date, "metrics": filing.metrics or None}
+    if reason:
+        updates["reason"] = " ".join(reason.split())
+    if value is not None:
+        updates[filing.metric] = round(value, 6)
+    if exit_code is not None:
+        updates["exit_code"] = exit_code
+    if outcome.parity is not None:
+        updates["parity"] = outcome.parity
+    return page.with_frontmatter(updates).to_text()
+
+
+def _update_model_page(txn: LaneTxn, model, filing: Filing, moved: bool) -> None:
+    """Move the row's Current best and Frontier exp to the page when it beat the frontier;
+    else only mark the model page up to date."""
+    model_rel, model_text, model_page, matrix = model
+    if not moved:
+        _touch_model_page(txn, model_rel, filing.date)
+        return
+    target = filing.target
+    new_text = set_cells(model_text, matrix, filing.variant, {
+        CURRENT_BEST: f"[{target.exp_id}-{filing.slug}]({_rel_link(model_rel, target.rel)}) "
+                      f"{filing.measured.recorded:.6g} {filing.metric}",
+        FRONTIER_EXP: f"{target.exp_id}-{filing.slug}",
+    })
+    txn.write(model_rel, parse_page(new_text, model_rel).with_frontmatter({"updated": filing.date}).to_text()
+              if model_page.has_frontmatter else new_text)
+
+
+def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing) -> None:
+    """The filing's lane log line, RESULTS.tsv row, hypothesis page evidence and journal record."""
+    target, slug, date = filing.target, filing.slug, filing.date
+    delta_text = filing.delta_text
+    entry = logbook.render_entry(date, "loop-iteration",
+                                 f"{target.exp_id}-{slug} on {filing.variant}: {filing.verdict} ({delta_text})")
+    txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
+    txn.write(lane.results, results_tsv.append_row(txn.read(lane.results), {
+        "exp_id": f"{target.exp_id}-{slug}", "date": date,
+        **_results_figures(filing.metrics, filing.metric, filing.measured.recorded), "config": filing.variant,
+        "status": results_tsv.STATUS_OF_VERDICT[filing.verdict], "description": target.frontmatter.get("hypothesis", ""),
+    }))
+    _hypothesis_update(txn, root, target, slug, filing.verdict, delta_text, date)
+    txn.write(lane.journal, append_record(txn.read(lane.journal), {
+        "op": "file", "vid": target.exp_id, "verdict": filing.verdict, "requested": filing.requested, "at": now_iso()}))
 
 
 def _results_figures(metrics: dict[str, float], metric: str, recorded: float | None) -> dict[str, str]:
@@ -642,7 +639,7 @@ def _measured_against(root: Path, lane: Lane, vid: str, metric: str, baseline: f
         return None
 
 
-def _hypothesis_update(txn: LaneTxn, root: Path, target: LanePage, slug: str, verdict: str, delta: str, date: str) -> None:
+def _hypothesis_update(txn: LaneTxn, root: Path, target: ExperimentPage, slug: str, verdict: str, delta: str, date: str) -> None:
     """Record the verdict on the hypothesis page the experiment tests (when it names one)."""
     name = target.frontmatter.get("hypothesis")
     if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):

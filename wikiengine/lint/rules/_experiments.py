@@ -6,17 +6,18 @@ id is ``v<NNN>`` unless ``[tool.wiki.rules.EXP001] id-pattern`` declares another
 (``"v\\\\d{3,}|exp\\\\d+"`` also accepts the older ``exp34``). Every rule that needs an id
 (EXP001, EXP008, EXP013, LOG005, MOD001, WKL001) reads that one option.
 
+A page is the one record :class:`~wikiengine.model.experiment.ExperimentPage` that the
+writers use too; :func:`experiment_facts` builds it from a :class:`PageInfo` (the cached
+frontmatter, the body parsed only when a rule asks) and keeps it for the length of a lint.
 A verdict is written either as ``status: <verdict>`` (the seeds) or as ``status: filed``
-plus ``verdict: <verdict>``; :func:`experiment_facts` understands both and records a
-page that disagrees with itself (EXP009).
+plus ``verdict: <verdict>``; the record understands both and records a page that disagrees
+with itself (EXP009).
 """
 
 from __future__ import annotations
 
 import bisect
-import functools
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from wikiengine.model.experiment import (  # noqa: F401 - the rules import these from here
@@ -26,23 +27,25 @@ from wikiengine.model.experiment import (  # noqa: F401 - the rules import these
     NOT_RECOVERED,
     REQUIRED_SECTIONS,
     VERDICTS,
+    ExperimentPage,
     canonical_id,
     file_name_regexes,
     frontmatter_date,
+    has_content,
     is_open,
     is_placeholder,
     parse_file_name,
     real_date,
     resolve_verdict,
     section_titles,
+    sections_led_by,
 )
 from wikiengine.core.identity import MODEL_DIR_SUFFIX, model_name
 from wikiengine.lint.kinds import experiment_lane, kind_of
-from wikiengine.core.page import title_key
+from wikiengine.model.lanes import Lane
 
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
-    from wikiengine.core.page import Page, Section
 
 ID_OPTION_RULE = "EXP001"
 
@@ -125,82 +128,9 @@ def lane_id_pattern(ctx: LintContext, lane_key: tuple[str, str]) -> str:
     return pattern if isinstance(pattern, str) and pattern else id_pattern(ctx)
 
 
-_SECTION_INDEXES: dict[int, tuple[Page, dict[str, list[Section]]]] = {}
-
-
-def sections_led_by(page: Page, title: str) -> list[Section]:
-    """Sections whose leading title is ``title`` (``## Results — marginal (+0.6%)`` is Results).
-
-    Same answer as :meth:`Page.sections_led_by`, from an index built once per page: the
-    experiment rules ask about six titles each, and title keys cost a regex apiece.
-    """
-    cached = _SECTION_INDEXES.get(id(page))
-    if cached is None or cached[0] is not page:
-        index: dict[str, list[Section]] = {}
-        for section in page.sections:
-            for key in {section.key, section.leading_key}:
-                index.setdefault(key, []).append(section)
-        if len(_SECTION_INDEXES) > 64:  # only the pages being checked right now
-            _SECTION_INDEXES.clear()
-        cached = _SECTION_INDEXES[id(page)] = (page, index)
-    found = []
-    for name in section_titles(title):
-        found += cached[1].get(_title_key(name), [])
-    return found
-
-
-_title_key = functools.lru_cache(maxsize=256)(title_key)
-
-
-def has_content(sections: list[Section]) -> bool:
-    """Is any of ``sections`` filled? An empty heading, or one holding only a placeholder
-    (``TBD``, ``(Pending)``, ``<...>``), does not satisfy a required section."""
-    return any(not s.is_empty() and not is_placeholder(s.body) for s in sections)
-
-
-@dataclass
-class ExperimentFacts:
-    """What the rules know about one experiment page."""
-
-    rel: str
-    model_dir: str  # gemma4_autoresearch_optimization
-    lane: str
-    file_name: str
-    file_date: str | None  # from the file name, when it follows the convention
-    file_id: str | None  # canonical id from the file name
-    frontmatter: dict = field(repr=False)
-    verdict: str | None = None
-    verdict_problem: str | None = None
-
-    @property
-    def lane_key(self) -> tuple[str, str]:
-        return (self.model_dir, self.lane)
-
-    @property
-    def status(self):
-        return self.frontmatter.get("status")
-
-    @property
-    def backfilled(self) -> bool:
-        return self.frontmatter.get("backfilled") is True
-
-    @property
-    def frontmatter_id(self) -> str | None:
-        value = self.frontmatter.get("id", self.frontmatter.get("vid"))
-        return canonical_id(value) if value is not None else None
-
-    @property
-    def exp_id(self) -> str | None:
-        """The page's id: from the file name, else from the frontmatter."""
-        return self.file_id or self.frontmatter_id
-
-    @functools.cached_property
-    def model_name(self) -> str:
-        return model_name(self.model_dir)
-
-
-def experiment_facts(info: PageInfo, ctx: LintContext) -> ExperimentFacts | None:
-    """The facts of an experiment page (None when the page is not one or cannot be read).
+def experiment_facts(info: PageInfo, ctx: LintContext) -> ExperimentPage | None:
+    """The record of an experiment page (None when the page is not one or cannot be read:
+    WK001 reports that), built once per lint.
 
     Only the path and the frontmatter are read, so cross-file rules cost no body parse.
     """
@@ -210,21 +140,9 @@ def experiment_facts(info: PageInfo, ctx: LintContext) -> ExperimentFacts | None
     facts = None
     lane = experiment_lane(info.rel)
     if lane is not None and info.error is None:
-        name = info.rel.rsplit("/", 1)[-1]
-        parsed = parse_file_name(name, lane_regexes(ctx, lane))
-        frontmatter = info.frontmatter  # from the lint cache on a warm run: the body is not parsed
-        verdict, problem = resolve_verdict(frontmatter)
-        facts = ExperimentFacts(
-            rel=info.rel,
-            model_dir=lane[0],
-            lane=lane[1],
-            file_name=name,
-            file_date=parsed.date,
-            file_id=parsed.exp_id,
-            frontmatter=frontmatter,
-            verdict=verdict,
-            verdict_problem=problem,
-        )
+        name = parse_file_name(info.rel.rsplit("/", 1)[-1], lane_regexes(ctx, lane))
+        # the frontmatter from the lint cache on a warm run: the body is not parsed
+        facts = ExperimentPage.known(info.rel, Lane(*lane), name, info.frontmatter, lambda: info.page)
     cache[info.rel] = facts
     return facts
 
@@ -310,7 +228,7 @@ def model_page_lane(rel: str, ctx: LintContext) -> tuple[str, str] | None:
     return None
 
 
-def model_page_for(facts: ExperimentFacts, ctx: LintContext) -> PageInfo | None:
+def model_page_for(facts: ExperimentPage, ctx: LintContext) -> PageInfo | None:
     """The model page of the experiment's lane, when the wiki has one (looked up per lane,
     without indexing every lane of the wiki)."""
     cache = lint_cache(ctx, "model-pages")
@@ -319,7 +237,7 @@ def model_page_for(facts: ExperimentFacts, ctx: LintContext) -> PageInfo | None:
         if "model-files" not in cache:
             cache["model-files"] = [rel for rel in ctx.files_under("wiki/models/") if kind_of(rel) == "model"]
         model_dir, lane = lane_key
-        stems = {f"{form}-{lane}".casefold() for form in (model_dir[: -len(MODEL_DIR_SUFFIX)], facts.model_name)}
+        stems = {f"{form}-{lane}".casefold() for form in (model_dir[: -len(MODEL_DIR_SUFFIX)], facts.folder.model_name)}
         cache[lane_key] = next(
             (ctx.info(rel) for rel in cache["model-files"] if rel.rsplit("/", 1)[-1][: -len(".md")].casefold() in stems),
             None,

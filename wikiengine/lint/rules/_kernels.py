@@ -2,47 +2,34 @@
 
 A kernel experiment page is ``wiki/kernel_experiments/<family>/<lane>/<page>.md``
 (kind ``kernel-experiment``); its family page is ``wiki/kernels/<family>.md`` (kind
-``kernel-family``). The page model is :mod:`wikiengine.model.kernel_page`; the git reads use
-the repository's branches directly (a rule whose branch is absent says nothing).
+``kernel-family``). A page is the one experiment record
+(:class:`~wikiengine.model.experiment.ExperimentPage`, its ``folder`` the family; the KRN
+rules go by the id of its file name, ``file_id``), its kernel parts are read through
+:mod:`wikiengine.model.kernel_page`; the git reads use the repository's branches directly (a
+rule whose branch is absent says nothing).
 """
 
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wikiengine.model.experiment import parse_file_name, resolve_verdict
-from wikiengine.model.kernels import KernelFamily, family_of_path
 from wikiengine.lint.rules._experiments import lint_cache
+from wikiengine.model.experiment import ExperimentPage
+from wikiengine.model.kernels import family_of_path
 
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
 
 
-@dataclass(frozen=True)
-class KernelFacts:
-    rel: str
-    family: KernelFamily
-    exp_id: str | None
-    frontmatter: dict
-    verdict: str | None
-
-    @property
-    def branch(self) -> str | None:
-        value = self.frontmatter.get("branch")
-        return value if isinstance(value, str) and value.strip() else None
-
-
-def kernel_facts(info: PageInfo, ctx: LintContext) -> KernelFacts | None:
+def kernel_facts(info: PageInfo, ctx: LintContext) -> ExperimentPage | None:
+    """The record of a kernel experiment page (None when the page is not one or cannot be read)."""
     cache = lint_cache(ctx, "kernel-facts")
     if info.rel not in cache:
         family = family_of_path(info.rel)
         facts = None
         if family is not None and info.error is None:
-            verdict, _problem = resolve_verdict(info.frontmatter)
-            facts = KernelFacts(info.rel, family, parse_file_name(info.rel.rsplit("/", 1)[-1]).exp_id,
-                                info.frontmatter, verdict)
+            facts = ExperimentPage.known(info.rel, family, None, info.frontmatter, lambda: info.page)
         cache[info.rel] = facts
     return cache[info.rel]
 
@@ -75,6 +62,6 @@ def frontmatter_line(info: PageInfo, key: str) -> int:
     return key_line(info, key)
 
 
-def verdict_line(info: PageInfo, facts: KernelFacts) -> int:
+def verdict_line(info: PageInfo, facts: ExperimentPage) -> int:
     """The line of the key that holds the page's verdict (``verdict:``, else the older ``status: <verdict>``)."""
     return frontmatter_line(info, "verdict" if "verdict" in facts.frontmatter else "status")

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wikiengine.model.experiment import metric_of
+from wikiengine.model.experiment import ExperimentPage, metric_of
 from wikiengine.lint.rules._experiments import (
-    ExperimentFacts,
     canonical_id,
     compiled,
     experiment_facts,
@@ -42,11 +41,11 @@ class BestReference:
 
     line: int
     text: str
-    facts: ExperimentFacts | None  # None: names nothing that exists
+    facts: ExperimentPage | None  # None: names nothing that exists
     variant: str | None  # the row whose cell names it (None: an older Current best section)
 
 
-def _facts_of(ref, lane, ctx) -> ExperimentFacts | None:
+def _facts_of(ref, lane, ctx) -> ExperimentPage | None:
     if ref.target is not None:
         return experiment_facts(ctx.info(ref.target), ctx) if ctx.exists(ref.target) else None
     pages = [f for f in (experiment_facts(ctx.info(r), ctx) for r in lane_ids(ctx, lane).get(canonical_id(ref.exp_id), ()))
@@ -78,7 +77,7 @@ def current_best(info: PageInfo, lane: tuple[str, str] | None, ctx: LintContext)
     return refs
 
 
-def lane_experiments(ctx: LintContext, lane: tuple[str, str]) -> list[ExperimentFacts]:
+def lane_experiments(ctx: LintContext, lane: tuple[str, str]) -> list[ExperimentPage]:
     """The readable experiment pages of one lane that have an id, by id then path."""
     return [
         facts
@@ -88,6 +87,6 @@ def lane_experiments(ctx: LintContext, lane: tuple[str, str]) -> list[Experiment
     ]
 
 
-def metric_value(facts: ExperimentFacts, name: str) -> float | None:
+def metric_value(facts: ExperimentPage, name: str) -> float | None:
     """The page's headline metric (``mfu: 41.3`` or ``metrics: {mfu: 41.3}``; ``"41.3%"`` is read too)."""
     return metric_of(facts.frontmatter, name)

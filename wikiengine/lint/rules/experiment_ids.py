@@ -50,7 +50,7 @@ class DuplicateExperimentId(Rule):
             first = min(sharing, key=_filed_order)
             if first.rel != facts.rel:  # the earlier page is the id's owner, and may be immutable
                 yield self.finding(
-                    facts.rel, 1, f"{facts.exp_id} was first used in lane {facts.lane!r} by {first.rel}: "
+                    facts.rel, 1, f"{facts.exp_id} was first used in lane {facts.folder.name!r} by {first.rel}: "
                     "this page needs the next free id"
                 )
 

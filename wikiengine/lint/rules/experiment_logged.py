@@ -64,7 +64,7 @@ class VerdictLogged(Rule):
             if facts.exp_id in _before_split(ctx, facts):
                 continue  # logged in the global log, before the wiki split its logs
             if mentioned is None:
-                yield self.finding(facts.rel, 1, f"verdict {facts.verdict!r} but lane {facts.lane!r} has no log.md")
+                yield self.finding(facts.rel, 1, f"verdict {facts.verdict!r} but lane {facts.folder.name!r} has no log.md")
             elif facts.exp_id not in mentioned:
                 yield self.finding(
                     facts.rel, 1, f"verdict {facts.verdict!r} but no entry of the lane's log.md names {facts.exp_id}"

@@ -8,7 +8,7 @@ from dataclasses import replace
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.core.page import parse_page, split_lines
-from wikiengine.model.experiment import LABELS, missing_labels  # noqa: F401 - --fix and tests use them here
+from wikiengine.model.experiment import HYPOTHESIS_SECTION, LABELS, missing_labels  # noqa: F401 - --fix and tests use them here
 from wikiengine.lint.rules._experiments import (
     IN_PROGRESS,
     NOT_RECOVERED,
@@ -85,12 +85,11 @@ class RequiredSections(Rule):
         facts = experiment_facts(info, ctx)
         if facts is None:
             return
-        page = info.page
         stub = _is_stub(facts)
         for title in _required(ctx, lane_key=facts.lane_key):
-            found = sections_led_by(page, title)
+            found = facts.sections_led_by(title)
             if not found and title in RUN_SECTIONS and (facts.verdict == "invalid" or facts.backfilled
-                                                           or _never_executed(page)):
+                                                           or _never_executed(facts)):
                 continue  # a run that crashed or never executed has no profile; backfilled pages say so
             if not found:
                 finding = self.finding(info.rel, 1, f"missing required section '## {title}'")
@@ -131,10 +130,10 @@ _NEVER_RAN_RE = re.compile(r"(?i)never (?:ran|executed|started)|did not (?:run|e
                            r"|before step 0|crashed before")
 
 
-def _never_executed(page) -> bool:
+def _never_executed(facts) -> bool:
     """Does the Verdict (title or text) say the run never executed (compile-time OOM, a
     crash before step 0)? Such a page omits Profile and says why in its Verdict."""
-    return any(_NEVER_RAN_RE.search(s.title + "\n" + s.body) for s in sections_led_by(page, "Verdict"))
+    return any(_NEVER_RAN_RE.search(s.title + "\n" + s.body) for s in facts.sections_led_by("Verdict"))
 
 
 def _is_stub(facts) -> bool:
@@ -184,7 +183,7 @@ class HypothesisParagraphs(Rule):
         facts = experiment_facts(info, ctx)
         if facts is None:
             return
-        found = sections_led_by(info.page, "Hypothesis under test")
+        found = facts.sections_led_by(HYPOTHESIS_SECTION)
         if not found:
             return  # EXP002
         body = "".join(s.body for s in found)
@@ -232,7 +231,7 @@ class ProfileAndHloFilled(Rule):
             return
         required = _required(ctx, lane_key=facts.lane_key)
         for title in ("Profile", "HLO Dump"):
-            found = sections_led_by(info.page, title)
+            found = facts.sections_led_by(title)
             if found and not has_content(found) and title in required:
                 yield self.finding(
                     info.rel, found[0].line, f"'## {title}' is empty on a page with verdict {facts.verdict!r}"

@@ -11,7 +11,6 @@ from wikiengine.lint.rules._experiments import (
     experiment_facts,
     has_content,
     key_line,
-    sections_led_by,
 )
 
 # The verdict word a Verdict section opens with: "**supported** — ...", "Verdict: refuted", "Refuted."
@@ -84,7 +83,7 @@ class VerdictSectionAgrees(Rule):
         facts = experiment_facts(info, ctx)
         if facts is None:
             return
-        found = sections_led_by(info.page, "Verdict")
+        found = facts.sections_led_by("Verdict")
         if not found:
             return  # EXP002
         filled = has_content(found)

@@ -99,7 +99,7 @@ class LeadsOnFamilyPage(Rule):
             facts = kernel_facts(info, ctx)
             if facts is None or facts.verdict is None or info.page is None:
                 continue
-            family_rel = facts.family.family_page
+            family_rel = facts.folder.family_page
             if family_rel not in kept_by_family:
                 page = ctx.info(family_rel).page if ctx.exists(family_rel) else None
                 kept_by_family[family_rel] = family_leads(page) if page is not None else None

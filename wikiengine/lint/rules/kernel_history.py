@@ -15,7 +15,7 @@ def _branch_exists(ctx, branch: str) -> bool:
 
 
 def _branch_of(facts) -> str | None:
-    return facts.branch or (facts.family.experiment_branch(facts.exp_id) if facts.exp_id else None)
+    return facts.branch or (facts.folder.experiment_branch(facts.file_id) if facts.file_id else None)
 
 
 class LedgerMatchesBranch(Rule):
@@ -47,16 +47,16 @@ class LedgerMatchesBranch(Rule):
     def check_wiki(self, ctx):
         for info in kernel_pages_in_git(ctx):
             facts = kernel_facts(info, ctx)
-            if facts is None or info.page is None or facts.exp_id is None:
+            if facts is None or info.page is None or facts.file_id is None:
                 continue
             found = ledger(info.page)
             branch = _branch_of(facts)
             if found is None or not found.rows or branch is None or not _branch_exists(ctx, branch):
                 continue
-            commits = len(candidate_commits(ctx.root, branch, facts.family.slug, facts.exp_id))
+            commits = len(candidate_commits(ctx.root, branch, facts.folder.slug, facts.file_id))
             if len(found.rows) > commits:
                 yield self.finding(info.rel, found.line, f"the Candidate ledger has {len(found.rows)} rows but branch "
-                                   f"{branch} has {commits} candidate commit(s) of {facts.exp_id}")
+                                   f"{branch} has {commits} candidate commit(s) of {facts.file_id}")
 
 
 class StubBeforeVerdict(Rule):
@@ -107,8 +107,8 @@ class StubBeforeVerdict(Rule):
                                    "the verdict")
                 continue
             branch = _branch_of(facts)
-            if branch and facts.exp_id and _branch_exists(ctx, branch):
-                early = [c for c in candidate_commits(ctx.root, branch, facts.family.slug, facts.exp_id) if c[1] < when]
+            if branch and facts.file_id and _branch_exists(ctx, branch):
+                early = [c for c in candidate_commits(ctx.root, branch, facts.folder.slug, facts.file_id) if c[1] < when]
                 if early:
                     yield self.finding(info.rel, frontmatter_line(info, "status"),
                                        f"candidate commit {early[0][0][:12]} on {branch} is older than the stub commit "

@@ -66,7 +66,7 @@ class ReceiptValid(Rule):
         if problem:
             yield self.finding(info.rel, line, f"verification_receipt {cited} does not validate: {problem}")
             return
-        if data["family"] != facts.family.slug or (facts.exp_id and data["vid"] != facts.exp_id):
+        if data["family"] != facts.folder.slug or (facts.file_id and data["vid"] != facts.file_id):
             yield self.finding(info.rel, line, f"verification_receipt {cited} is the receipt of {data['family']} "
                                                f"{data['vid']}, not of this page")
             return

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from wikiengine.model import memory
 from wikiengine.core.errors import WikiError
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import key_line
@@ -52,8 +51,10 @@ class StateValid(Rule):
         if mode == "kernel":
             yield from self._check_kernel(ctx, text)
             return
+        from wikiengine.model.state import RelayState
+
         try:
-            state, _ = memory.parse_state(text, STATE)
+            state, _ = RelayState.parse(text, STATE)
         except WikiError as err:
             yield self.finding(STATE, err.line or 1, err.message)
             return
@@ -61,13 +62,13 @@ class StateValid(Rule):
             yield self.finding(STATE, key_line(ctx.info(STATE), "run"), f"run {state.run!r} does not exist: no wiki/runs/{state.run}/")
 
     def _check_lane(self, ctx, text):
-        from wikiengine.model.state import lane_state_from
+        from wikiengine.model.state import LaneState
         from wikiengine.core.page import parse_page
         from wikiengine.core.yamlio import key_lines
 
         try:
             page = parse_page(text, STATE)
-            state = lane_state_from(page.frontmatter, STATE, key_lines(page.frontmatter_text, 2))
+            state = LaneState.from_frontmatter(page.frontmatter, STATE, key_lines(page.frontmatter_text, 2))
         except WikiError as err:
             yield self.finding(STATE, err.line or 1, err.message)
             return
@@ -77,13 +78,13 @@ class StateValid(Rule):
 
 
     def _check_kernel(self, ctx, text):
-        from wikiengine.model.kernel_state import kernel_state_from
+        from wikiengine.model.state import KernelState
         from wikiengine.core.page import parse_page
         from wikiengine.core.yamlio import key_lines
 
         try:
             page = parse_page(text, STATE)
-            state = kernel_state_from(page.frontmatter, STATE, key_lines(page.frontmatter_text, 2))
+            state = KernelState.from_frontmatter(page.frontmatter, STATE, key_lines(page.frontmatter_text, 2))
         except WikiError as err:
             yield self.finding(STATE, err.line or 1, err.message)
             return

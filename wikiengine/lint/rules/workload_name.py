@@ -117,11 +117,11 @@ class WorkloadName(Rule):
                 yield from self._check(info, facts, names, ctx)
 
     def _check(self, info, facts, names, ctx):
-        prefix = _user_prefix(ctx, facts.model_dir)
+        prefix = _user_prefix(ctx, facts.folder.model_dir)
         vid_match = re.fullmatch(r"v(\d+)[a-z]?", facts.exp_id or "")  # a retry v043b runs as v043-<slug>-b
         vid = int(vid_match.group(1)) if vid_match else None
         for line, name in names:
-            problem = self._problem(name, prefix, facts.model_name, facts.lane, vid, base_id(facts.exp_id or "") or None)
+            problem = self._problem(name, prefix, facts.folder.model_name, facts.folder.name, vid, base_id(facts.exp_id or "") or None)
             if problem:
                 yield self.finding(info.rel, line, f"workload name {name!r}: {problem}")
 

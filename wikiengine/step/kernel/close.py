@@ -30,7 +30,7 @@ from wikiengine.model import logbook
 from wikiengine.model import kernel_page as kp
 from wikiengine.core.errors import WikiError
 from wikiengine.step.kernel.verdicts import LeverFact, StopFacts, evidence_table, k9_state, lever_table, stop_rule
-from wikiengine.model.kernel_state import stage_end
+from wikiengine.model.state import stage_end
 from wikiengine.step.kernel.writers import family_pages, journal_records, read_binding, resolve_receipt
 from wikiengine.model.kernels import KernelFamily
 from wikiengine.model.journal import append_record

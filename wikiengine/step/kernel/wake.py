@@ -29,7 +29,7 @@ from wikiengine.model import kernel_page as kp
 from wikiengine.core.errors import WikiError
 from wikiengine.step import engine
 from wikiengine.step.result import WakeResult
-from wikiengine.model.kernel_state import STATE_REL, KernelState, kernel_state_text, read_kernel_state, state_body
+from wikiengine.model.state import STATE_REL, KernelState
 from wikiengine.step.kernel.decide import KernelDecision, KernelView, Lead, decide, next_wake_s
 from wikiengine.model.kernels import KernelFamily
 from wikiengine.model.journal import parse_journal
@@ -46,7 +46,7 @@ _WAKE_RE = re.compile(r"^Wake: (?P<line>.*)$", re.M)
 @dataclass
 class Observed:
     view: KernelView
-    open_page: object | None  # kernel_writers.KernelPageRef
+    open_page: object | None  # an ExperimentPage
     binding: dict  # the family binding ({} when the family has no session)
 
 
@@ -207,7 +207,7 @@ def _recover(wake: engine.Wake) -> None:
     """A writer killed mid-commit (a killed wake's verify) is finished before anything is read."""
     from wikiengine.step.txn import LaneLock
 
-    family = _family(wake.root, read_kernel_state(wake.root))
+    family = _family(wake.root, KernelState.read(wake.root))
     with LaneLock(wake.root, family.txn_lane) as lock:
         if lock.recovered:
             wake.result.actions.append(f"finished a killed writer first: its redo record replayed as commit "
@@ -216,7 +216,7 @@ def _recover(wake: engine.Wake) -> None:
 
 
 def _load(wake: engine.Wake) -> None:
-    state = read_kernel_state(wake.root)
+    state = KernelState.read(wake.root)
     wake.run = KernelWake(state, _family(wake.root, state))
     wake.result.subject, wake.result.state = wake.run.family.slug, state.status
 
@@ -288,7 +288,7 @@ def _record(wake: engine.Wake) -> None:
     body += [f"- owed: {n['kind']}: `{n['command']}`" for n in result.needs]
     with LaneLock(root, family.txn_lane):
         txn = LaneTxn(root, family.txn_lane)
-        txn.write(STATE_REL, kernel_state_text(new, state_body(new, body)))
+        txn.write(STATE_REL, new.text(new.body(body)))
         sha = txn.commit(f"step(kernel {family.slug}): {wake_line}", relint=False)
         if sha:
             result.commits.append(sha)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wikiengine.model import experiment as ex
+from wikiengine.model.experiment import ExperimentPage
 from wikiengine.step.kernel import git as kernel_git
 from wikiengine.model import receipt as kernel_receipt
 from wikiengine.step.kernel import run as kernel_run
@@ -33,7 +34,7 @@ from wikiengine.model.journal import append_record, next_id, parse_journal, used
 from wikiengine.step.txn import LaneLock, LaneTxn
 from wikiengine.core.git import git_out
 from wikiengine.core.text import folded
-from wikiengine.step.writers import frontmatter_yaml, mechanism_of, parse_proposal, stub_head
+from wikiengine.step.writers import frontmatter_yaml, parse_proposal, stub_head
 from wikiengine.core.clock import now_iso, today
 from wikiengine.model.lanes import is_experiment_path
 from wikiengine.core.page import parse_page
@@ -68,29 +69,13 @@ def read_binding(root: Path, family: KernelFamily) -> dict:
     return data
 
 
-@dataclass
-class KernelPageRef:
-    rel: str
-    exp_id: str
-    frontmatter: dict
-    text: str
+def family_pages(root: Path, family: KernelFamily) -> list[ExperimentPage]:
+    """The family's experiment pages whose file name carries an id, read when asked."""
+    pages = [ExperimentPage.at(root, rel, family) for rel in family.page_rels(root)]
+    return [p for p in pages if p.file_id]
 
 
-def family_pages(root: Path, family: KernelFamily) -> list[KernelPageRef]:
-    found = []
-    for rel in family.page_rels(root):
-        exp_id = ex.parse_file_name(rel.rsplit("/", 1)[-1]).exp_id
-        text = (root / rel).read_text(encoding="utf-8", errors="replace")
-        try:
-            frontmatter = parse_page(text, rel).frontmatter
-        except WikiError:
-            frontmatter = {}
-        if exp_id:
-            found.append(KernelPageRef(rel, exp_id, frontmatter, text))
-    return found
-
-
-def find_kernel_page(root: Path, family: KernelFamily, vid: str | None) -> KernelPageRef:
+def find_kernel_page(root: Path, family: KernelFamily, vid: str | None) -> ExperimentPage:
     """The page ``vid``, or (``vid`` None) the family's one open stub."""
     pages = family_pages(root, family)
     if vid is not None:
@@ -98,16 +83,16 @@ def find_kernel_page(root: Path, family: KernelFamily, vid: str | None) -> Kerne
         if not found:
             raise WikiError(f"no experiment {ex.canonical_id(vid)} in kernel family {family.slug}")
         return found[0]
-    open_pages = [p for p in pages if ex.is_open(p.frontmatter)]
+    open_pages = [p for p in pages if p.is_open]
     if not open_pages:
         raise WikiError(f"kernel family {family.slug} has no open stub: `wiki kernel stub` first")
     return open_pages[-1]
 
 
-def open_experiment(root: Path, family: KernelFamily, txn: LaneTxn, vid: str | None) -> tuple[list[dict], KernelPageRef]:
+def open_experiment(root: Path, family: KernelFamily, txn: LaneTxn, vid: str | None) -> tuple[list[dict], ExperimentPage]:
     """The family's journal and the experiment ``vid`` (the open stub when None), which must not be filed yet."""
     page_ref = find_kernel_page(root, family, vid)
-    if ex.is_filed(page_ref.frontmatter):
+    if page_ref.is_filed:
         raise WikiError(f"{page_ref.exp_id} is filed and immutable; a rerun is a new stub", page_ref.rel)
     return journal_records(txn, family), page_ref
 
@@ -204,9 +189,9 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
           bar: float = DEFAULT_BAR, first_pick: str | None = None, dry_run: bool = False, date: str | None = None) -> dict:
     """`wiki kernel start`: derive the slug, bootstrap a new family, record the run target,
     clear a leftover ``.stop-authorized``, write the start marker, point ``memory/STATE.md``
-    at the session (:mod:`wikiengine.model.kernel_state`): one commit. On a pod the session's
+    at the session (:mod:`wikiengine.model.state`): one commit. On a pod the session's
     pod is brought up first (or attached to: a second start is idempotent)."""
-    from wikiengine.model.kernel_state import stage_start
+    from wikiengine.model.state import stage_start
 
     date = date or today()
     family = KernelFamily(derive_slug(root, named))
@@ -218,10 +203,7 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
         target = kernel_run.resolve_pod_target(target)
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
-        records = journal_records(txn, family)
-        last = next((r for r in reversed(records) if r.get("op") in ("start", "stop", "pause")), None)
-        open_start = last if last is not None and last["op"] == "start" else None
-        session = sum(1 for r in records if r.get("op") == "start") + (0 if open_start else 1)
+        open_start, session = open_session(journal_records(txn, family))
         if open_start and kernel_run.is_pod(target) and kernel_run.is_pod(open_start["target"]) \
                 and target["pod"] in ("", open_start["target"]["pod"]):
             recorded = open_start["target"]  # the session's pod, as recorded: attach (idempotent by name)
@@ -241,34 +223,11 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
                 pod_up = kernel_run.bring_up(target, family.slug, session)
         bootstrapped = not (root / family.program).is_file()
         if bootstrapped:
-            try:
-                reference_text = reference.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise WikiError(f"cannot read the reference: {exc}", reference) from None
-            code_dir = f"kernels/{family.slug}"
-            binding = {"home_repo": ".", "integration_branch": family.integration_branch,
-                       "reference": f"{code_dir}/reference.py", "reference_sha256": _sha256(reference_text),
-                       "candidate": f"{code_dir}/candidate.py", "op_points": list(op_points), "speedup_bar": bar,
-                       "atol": 1e-4, "rtol": 1e-4, "class_page": class_page}
-            txn.write(binding["reference"], reference_text)
-            txn.write(family.program, render_program(family, {k: v for k, v in binding.items() if v is not None}))
-            hardware = "unmeasured (dry run)" if dry_run and kernel_run.is_pod(target) else \
-                kernel_run.device_token(root, target)
-            txn.write(family.family_page, render_family_page(family, list(op_points), hardware, date))
-            txn.write(family.results, results_tsv.HEADER)
-            from wikiengine.step.writers import index_add
-
-            index_add(txn, root, [(f"{family.slug} kernel family", family.family_page)], "Kernels", create=True)
+            bootstrap_family(txn, root, family, target, reference=reference, op_points=op_points, class_page=class_page,
+                             bar=bar, date=date, dry_run=dry_run)
         stale = root / family.dir / ".stop-authorized"
-        pick = first_pick or _first_pick(root, family)
-        entry = logbook.render_entry(date, "start", f"/start-experiment session {session} of kernel family {family.slug}", {
-            "Cluster pool": f"chip {target['chip']}" if target["kind"] == "local" else target["pod"],
-            "Parallelism": "1", "First-pick hypothesis": pick, "Run target": target_line(target),
-            "Notes": "session opened via wiki kernel start" + ("; family bootstrapped" if bootstrapped else "")
-                     + ("; a leftover .stop-authorized was deleted" if stale.exists() else "")})
-        txn.write(family.log, logbook.insert_entry(txn.read(family.log) or f"# {family.slug} kernel log\n\n", entry))
-        txn.write(family.journal, append_record(txn.read(family.journal), {
-            "op": "start", "session": session, "target": target, "at": now_iso()}))
+        write_start_marker(txn, root, family, target, session=session, first_pick=first_pick, bootstrapped=bootstrapped,
+                           stale=stale.exists(), date=date)
         left_alone = stage_start(txn, family, session=session, run_target=target_line(target), at=now_iso())
         result = {"family": family.slug, "session": session, "bootstrapped": bootstrapped,
                   "run_target": target_line(target), "target": target, "stale_stop_authorized": stale.exists(),
@@ -281,6 +240,52 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
         if bootstrapped:
             kernel_git.create_branch(root, family.integration_branch, result["commit"])
         return result
+
+
+def open_session(records: list[dict]) -> tuple[dict | None, int]:
+    """The journal's start record of a session still open (None: the last one was stopped or
+    paused, or there was none), and the number of the session a start opens or attaches to."""
+    last = next((r for r in reversed(records) if r.get("op") in ("start", "stop", "pause")), None)
+    open_start = last if last is not None and last["op"] == "start" else None
+    return open_start, sum(1 for r in records if r.get("op") == "start") + (0 if open_start else 1)
+
+
+def bootstrap_family(txn: LaneTxn, root: Path, family: KernelFamily, target: dict, *, reference: Path,
+                     op_points: list[str], class_page: str | None, bar: float, date: str, dry_run: bool) -> None:
+    """A new family's pinned reference, program (the family binding), family page, RESULTS.tsv
+    and index entry."""
+    try:
+        reference_text = reference.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise WikiError(f"cannot read the reference: {exc}", reference) from None
+    code_dir = f"kernels/{family.slug}"
+    binding = {"home_repo": ".", "integration_branch": family.integration_branch,
+               "reference": f"{code_dir}/reference.py", "reference_sha256": _sha256(reference_text),
+               "candidate": f"{code_dir}/candidate.py", "op_points": list(op_points), "speedup_bar": bar,
+               "atol": 1e-4, "rtol": 1e-4, "class_page": class_page}
+    txn.write(binding["reference"], reference_text)
+    txn.write(family.program, render_program(family, {k: v for k, v in binding.items() if v is not None}))
+    hardware = "unmeasured (dry run)" if dry_run and kernel_run.is_pod(target) else \
+        kernel_run.device_token(root, target)
+    txn.write(family.family_page, render_family_page(family, list(op_points), hardware, date))
+    txn.write(family.results, results_tsv.HEADER)
+    from wikiengine.step.writers import index_add
+
+    index_add(txn, root, [(f"{family.slug} kernel family", family.family_page)], "Kernels", create=True)
+
+
+def write_start_marker(txn: LaneTxn, root: Path, family: KernelFamily, target: dict, *, session: int,
+                       first_pick: str | None, bootstrapped: bool, stale: bool, date: str) -> None:
+    """The start marker of the family log and the journal's start record."""
+    pick = first_pick or _first_pick(root, family)
+    entry = logbook.render_entry(date, "start", f"/start-experiment session {session} of kernel family {family.slug}", {
+        "Cluster pool": f"chip {target['chip']}" if target["kind"] == "local" else target["pod"],
+        "Parallelism": "1", "First-pick hypothesis": pick, "Run target": target_line(target),
+        "Notes": "session opened via wiki kernel start" + ("; family bootstrapped" if bootstrapped else "")
+                 + ("; a leftover .stop-authorized was deleted" if stale else "")})
+    txn.write(family.log, logbook.insert_entry(txn.read(family.log) or f"# {family.slug} kernel log\n\n", entry))
+    txn.write(family.journal, append_record(txn.read(family.journal), {
+        "op": "start", "session": session, "target": target, "at": now_iso()}))
 
 
 def _first_pick(root: Path, family: KernelFamily) -> str:
@@ -342,9 +347,9 @@ def stub(root: Path, family: KernelFamily, *, slug: str, proposal_path: Path, op
                             f"{variant!r} (rows: {', '.join(matrix.keys()) if matrix else 'none'})", family.family_page)
         mechanism = folded(proposal.paragraphs["Mechanism"])
         for page in family_pages(root, family):
-            if ex.is_open(page.frontmatter):
+            if page.is_open:
                 raise WikiError(f"{page.exp_id} is still open: file it before the next stub", page.rel)
-            if mechanism_of(page.text) == mechanism:
+            if page.mechanism == mechanism:
                 raise WikiError(f"the mechanism is {page.exp_id}'s already: one page per mechanism", page.rel)
         vid = str(next_id(used_ids(root, family, txn.read(family.journal))))
         bar = bar if bar is not None else float(binding.get("speedup_bar", DEFAULT_BAR))
@@ -394,11 +399,11 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
         if subprocess.run(["git", "cat-file", "-e", f"HEAD:{page_ref.rel}"], cwd=root, capture_output=True,
                           timeout=60, check=False).returncode != 0:
             raise WikiError("the stub is not committed: a candidate is authored only after its stub", page_ref.rel)
-        if mechanism is not None and folded(mechanism) != mechanism_of(page_ref.text):
+        if mechanism is not None and folded(mechanism) != page_ref.mechanism:
             nxt = next_id(used_ids(root, family, txn.read(family.journal)))
             raise WikiError(f"this candidate's mechanism differs from {page_ref.exp_id}'s: a new mechanism is `{nxt}` "
                             "(`wiki kernel stub`)")
-        page = parse_page(page_ref.text, page_ref.rel)
+        page = page_ref.page
         ledger = kp.ledger(page)
         rows = len(ledger.rows) if ledger else 0
         if number != rows + 1:
@@ -472,7 +477,7 @@ def verify(root: Path, family: KernelFamily, *, vid: str | None = None, cand_nam
         txn = LaneTxn(root, family.txn_lane)
         records, page_ref = open_experiment(root, family, txn, vid)
         target = session_target(records)
-        page = parse_page(page_ref.text, page_ref.rel)
+        page = page_ref.page
         ledger = kp.ledger(page)
         rows = list(ledger.rows) if ledger else []
         if not rows:
@@ -525,14 +530,14 @@ def resolve_receipt(root: Path, page_rel: str, cited) -> tuple[str | None, dict 
     return rel, data, (f"the receipt {cited} does not validate: {problem}" if problem else None)
 
 
-def verdict_evidence(root: Path, family: KernelFamily, records: list[dict], page_ref: KernelPageRef,
+def verdict_evidence(root: Path, family: KernelFamily, records: list[dict], page_ref: ExperimentPage,
                      requested: str) -> tuple[KernelEvidence, str | None]:
     """K7's evidence for filing ``page_ref`` as ``requested`` (the page's cited receipt, its
     bar, its ledger against the branch's candidate commits), and the receipt's repo path."""
     receipt_rel, receipt, problem = resolve_receipt(root, page_ref.rel, page_ref.frontmatter.get("verification_receipt"))
     if receipt is not None and (receipt.get("vid") != page_ref.exp_id or receipt.get("family") != family.slug):
         receipt, problem = None, f"the receipt is of {receipt.get('family')} {receipt.get('vid')}, not this page"
-    ledger = kp.ledger(parse_page(page_ref.text, page_ref.rel))
+    ledger = kp.ledger(page_ref.page)
     branch = page_branch(records, page_ref.exp_id)
     commits = (len(candidate_commits(root, branch, family.slug, page_ref.exp_id))
                if branch and kernel_git.branch_exists(root, branch) else None)
@@ -571,6 +576,35 @@ def _leads_body(section_body: str, add: dict[str, str], drop: set[str]) -> str:
     return "\n" + "\n".join(lines) + ("\n\n" if lines else "\n")
 
 
+@dataclass(frozen=True)
+class KernelFiling:
+    """What `wiki kernel file` decided for one page: the capped verdict, the receipt behind
+    it and the leads it adds."""
+
+    page_ref: ExperimentPage
+    requested: str
+    verdict: str
+    caps: list[str]
+    receipt: dict | None
+    receipt_rel: str | None
+    receipt_problem: str | None
+    ratio: float | None  # the receipt's speedup
+    leads: dict[str, str]  # slug -> why: the receipt's and the command line's
+    date: str
+
+    @property
+    def slug(self) -> str:
+        return self.page_ref.slug or self.page_ref.exp_id
+
+    @property
+    def variant(self) -> str:
+        return str(self.page_ref.frontmatter.get("variant", ""))
+
+    @property
+    def lever(self) -> str:
+        return str(self.page_ref.frontmatter.get("lever", ""))
+
+
 def file_verdict(root: Path, family: KernelFamily, *, verdict: str, reason: str | None = None, vid: str | None = None,
                  leads: dict[str, str] | None = None, dry_run: bool = False, date: str | None = None) -> dict:
     """`wiki kernel file` (K7, K8): the capped verdict, the page's Results, Profile, HLO Dump,
@@ -582,95 +616,129 @@ def file_verdict(root: Path, family: KernelFamily, *, verdict: str, reason: str 
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
         records, page_ref = open_experiment(root, family, txn, vid)
-        page = parse_page(page_ref.text, page_ref.rel)
-        evidence, receipt_rel = verdict_evidence(root, family, records, page_ref, verdict)
-        receipt, problem = evidence.receipt, evidence.receipt_problem
-        filed, caps = cap_kernel_verdict(evidence)
-        ratio = kernel_receipt.speedup(receipt) if receipt else None
-        firing = (receipt or {}).get("firing", {})
-        page = page.with_section_body("Results", "\n" + _results_table(receipt) + "\n")
-        page = page.with_section_body("Profile", "\n" + (
-            f"Co-measured in one process, interleaved, one thread ({(receipt or {}).get('verifier', 'no verifier')}); "
-            f"receipt `{page_ref.frontmatter.get('verification_receipt')}`.\n\n" if receipt else
-            f"Not measured: {problem}.\n\n"))
-        audit = firing.get("audit", "silent no-op" if receipt else None)
-        page = page.with_section_body("HLO Dump", "\n" + (
-            f"Firing audit: {audit} — declared op `{firing.get('op')}`; ops seen: "
-            f"{', '.join(f'`{o}`' for o in firing.get('ops_seen', [])) or 'none'}.\n\n" if audit else
-            "Firing audit: partial — no receipt, the candidate's op was not traced.\n\n"))
-        verdict_body = f"\n**{filed}** — {' '.join((reason or 'as measured').split())}\n"
-        if caps:
-            verdict_body += "\n" + "\n".join(f"- Capped: {c}." for c in caps) + "\n"
-        page = page.with_section_body("Verdict", verdict_body + "\n")
-        new_leads = {lead["slug"]: lead["why"] for lead in (receipt or {}).get("leads", [])}
-        new_leads.update(leads or {})
-        next_section = page.section(kp.NEXT_HYPOTHESES)
-        page = page.with_section_body(kp.NEXT_HYPOTHESES, _leads_body(next_section.body if next_section else "", new_leads, set()))
-        updates = {"status": ex.FILED, "verdict": filed, "updated": date, "speedup": round(ratio, 4) if ratio else None}
-        if filed == "supported":
-            updates["verified_by"] = kp.VERIFIER
-        page = page.with_frontmatter(updates)
-        txn.write(page_ref.rel, page.to_text())
-        # K8: the family page
-        family_text = txn.read(family.family_page)
-        family_page = parse_page(family_text, family.family_page)
-        matrix = parse_matrix(family_page)
-        variant = str(page_ref.frontmatter.get("variant", ""))
-        slug = ex.parse_file_name(page_ref.rel.rsplit("/", 1)[-1]).slug or page_ref.exp_id
-        moved = False
-        if matrix is not None and matrix.row(variant) is not None and filed == "supported" and ratio:
-            best = _speedup_of(root, family.family_page, matrix.row(variant).cell(CURRENT_BEST))
-            if best is None or ratio > best:
-                moved = True
-                family_text = set_cells(family_text, matrix, variant, {
-                    CURRENT_BEST: f"[{page_ref.exp_id}-{slug}]({_rel_link(family.family_page, page_ref.rel)}) {ratio:.3g}x",
-                    FRONTIER_EXP: f"{page_ref.exp_id}-{slug}"})
-        family_page = parse_page(family_text, family.family_page)
-        lever = str(page_ref.frontmatter.get("lever", ""))
-        for title in kp.OPEN_LEADS[:1]:
-            section = family_page.section(title)
-            family_page = family_page.with_section_body(title, _leads_body(section.body if section else "", new_leads, {lever}))
-        if lever:
-            retired = family_page.section(kp.RETIRED_LEADS)
-            family_page = family_page.with_section_body(kp.RETIRED_LEADS, _leads_body(
-                retired.body if retired else "", {lever: f"tried by [{page_ref.exp_id}-{slug}]({_rel_link(family.family_page, page_ref.rel)}): {filed}"}, set()))
-        variant_section = family_page.section(kp.OPEN_LEADS[1])
-        family_page = family_page.with_section_body(kp.OPEN_LEADS[1], _leads_body(
-            variant_section.body if variant_section else "", {}, {lever}))
-        if family_page.has_frontmatter:
-            family_page = family_page.with_frontmatter({"updated": date})
-        matrix = parse_matrix(family_page)
-        if matrix is not None and matrix.row(variant) is not None:
-            count = len(kp.open_leads(family_page))
-            family_page = parse_page(set_cells(family_page.to_text(), matrix, variant, {"Open hyps": str(count)}),
-                                     family.family_page)
-        txn.write(family.family_page, family_page.to_text())
-        delta = f"{ratio:.3g}x vs reference" if ratio else "no speedup measured"
-        entry = logbook.render_entry(date, "loop-iteration", f"{page_ref.exp_id}-{slug} on {variant}: {filed} ({delta})")
-        txn.write(family.log, logbook.insert_entry(txn.read(family.log), entry))
-        timing = (receipt or {}).get("timing", {})
-        txn.write(family.results, results_tsv.append_row(txn.read(family.results), {
-            "exp_id": f"{page_ref.exp_id}-{slug}", "date": date, "step_time_ms": timing.get("candidate_p50_ms"),
-            "config": variant, "status": results_tsv.STATUS_OF_VERDICT[filed],
-            "description": f"{lever}: {page_ref.frontmatter.get('hypothesis', '')}"}))
-        txn.write(family.journal, append_record(txn.read(family.journal), {
-            "op": "file", "vid": page_ref.exp_id, "verdict": filed, "requested": verdict, "receipt": receipt_rel,
-            "frontier_moved": moved, "at": now_iso()}))
-        result = {"family": family.slug, "vid": page_ref.exp_id, "page": page_ref.rel, "verdict": filed,
-                  "requested": verdict, "capped": caps, "speedup": ratio, "current_best_moved": moved,
-                  "leads": sorted(new_leads), "recovered": lock.recovered}
+        filing = decide_kernel_filing(root, family, records, page_ref, verdict, leads, date)
+        txn.write(page_ref.rel, kernel_filed_page_text(filing, reason))
+        moved = _update_family_page(txn, root, family, filing)
+        _record_kernel_filing(txn, family, filing, moved)
+        result = {"family": family.slug, "vid": page_ref.exp_id, "page": page_ref.rel, "verdict": filing.verdict,
+                  "requested": verdict, "capped": filing.caps, "speedup": filing.ratio, "current_best_moved": moved,
+                  "leads": sorted(filing.leads), "recovered": lock.recovered}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}
-        result["commit"] = txn.commit(f"kernel({family.slug} {page_ref.exp_id}): file {slug} — {filed}")
-    if moved and receipt is not None:
+        result["commit"] = txn.commit(f"kernel({family.slug} {page_ref.exp_id}): file {filing.slug} — {filing.verdict}")
+    if moved and filing.receipt is not None:
         integration = read_binding(root, family).get("integration_branch", family.integration_branch)
-        result["integration_advanced"] = kernel_git.fast_forward(root, integration, receipt["commit"])
-    if filed == "supported" and page_ref.frontmatter.get("activity") == "optimization":
-        result["validation_stub"] = open_validation_stub(root, family, page_ref, ratio, dry_run=dry_run)
+        result["integration_advanced"] = kernel_git.fast_forward(root, integration, filing.receipt["commit"])
+    if filing.verdict == "supported" and page_ref.frontmatter.get("activity") == "optimization":
+        result["validation_stub"] = open_validation_stub(root, family, page_ref, filing.ratio, dry_run=dry_run)
     return result
 
 
-def open_validation_stub(root: Path, family: KernelFamily, page_ref: KernelPageRef, ratio: float | None,
+def decide_kernel_filing(root: Path, family: KernelFamily, records: list[dict], page_ref: ExperimentPage,
+                         requested: str, leads: dict[str, str] | None, date: str) -> KernelFiling:
+    """K7: cap the requested verdict by the evidence (:func:`verdict_evidence`)."""
+    evidence, receipt_rel = verdict_evidence(root, family, records, page_ref, requested)
+    receipt = evidence.receipt
+    filed, caps = cap_kernel_verdict(evidence)
+    ratio = kernel_receipt.speedup(receipt) if receipt else None
+    new_leads = {lead["slug"]: lead["why"] for lead in (receipt or {}).get("leads", [])}
+    new_leads.update(leads or {})
+    return KernelFiling(page_ref, requested, filed, caps, receipt, receipt_rel, evidence.receipt_problem, ratio,
+                        new_leads, date)
+
+
+def kernel_filed_page_text(filing: KernelFiling, reason: str | None) -> str:
+    """The page as filed: Results, Profile, HLO Dump, Verdict, Next hypotheses and the frontmatter."""
+    page_ref, receipt, filed = filing.page_ref, filing.receipt, filing.verdict
+    firing = (receipt or {}).get("firing", {})
+    page = page_ref.page.with_section_body("Results", "\n" + _results_table(receipt) + "\n")
+    page = page.with_section_body("Profile", "\n" + (
+        f"Co-measured in one process, interleaved, one thread ({(receipt or {}).get('verifier', 'no verifier')}); "
+        f"receipt `{page_ref.frontmatter.get('verification_receipt')}`.\n\n" if receipt else
+        f"Not measured: {filing.receipt_problem}.\n\n"))
+    audit = firing.get("audit", "silent no-op" if receipt else None)
+    page = page.with_section_body("HLO Dump", "\n" + (
+        f"Firing audit: {audit} — declared op `{firing.get('op')}`; ops seen: "
+        f"{', '.join(f'`{o}`' for o in firing.get('ops_seen', [])) or 'none'}.\n\n" if audit else
+        "Firing audit: partial — no receipt, the candidate's op was not traced.\n\n"))
+    verdict_body = f"\n**{filed}** — {' '.join((reason or 'as measured').split())}\n"
+    if filing.caps:
+        verdict_body += "\n" + "\n".join(f"- Capped: {c}." for c in filing.caps) + "\n"
+    page = page.with_section_body("Verdict", verdict_body + "\n")
+    next_section = page.section(kp.NEXT_HYPOTHESES)
+    page = page.with_section_body(kp.NEXT_HYPOTHESES, _leads_body(next_section.body if next_section else "", filing.leads, set()))
+    ratio = filing.ratio
+    updates = {"status": ex.FILED, "verdict": filed, "updated": filing.date, "speedup": round(ratio, 4) if ratio else None}
+    if filed == "supported":
+        updates["verified_by"] = kp.VERIFIER
+    return page.with_frontmatter(updates).to_text()
+
+
+def _update_family_page(txn: LaneTxn, root: Path, family: KernelFamily, filing: KernelFiling) -> bool:
+    """K8: the family page's Current best and Frontier exp (True when they moved), its leads and Open hyps."""
+    family_text, moved = _move_current_best(root, family, txn.read(family.family_page), filing)
+    family_page = _family_leads(parse_page(family_text, family.family_page), family, filing)
+    if family_page.has_frontmatter:
+        family_page = family_page.with_frontmatter({"updated": filing.date})
+    matrix = parse_matrix(family_page)
+    if matrix is not None and matrix.row(filing.variant) is not None:
+        count = len(kp.open_leads(family_page))
+        family_page = parse_page(set_cells(family_page.to_text(), matrix, filing.variant, {"Open hyps": str(count)}),
+                                 family.family_page)
+    txn.write(family.family_page, family_page.to_text())
+    return moved
+
+
+def _move_current_best(root: Path, family: KernelFamily, family_text: str, filing: KernelFiling) -> tuple[str, bool]:
+    """The family page's text with the row's Current best and Frontier exp moved to a supported
+    page that beats the row's best speedup, and whether they moved."""
+    page_ref, variant, ratio = filing.page_ref, filing.variant, filing.ratio
+    matrix = parse_matrix(parse_page(family_text, family.family_page))
+    if matrix is None or matrix.row(variant) is None or filing.verdict != "supported" or not ratio:
+        return family_text, False
+    best = _speedup_of(root, family.family_page, matrix.row(variant).cell(CURRENT_BEST))
+    if not (best is None or ratio > best):
+        return family_text, False
+    return set_cells(family_text, matrix, variant, {
+        CURRENT_BEST: f"[{page_ref.exp_id}-{filing.slug}]({_rel_link(family.family_page, page_ref.rel)}) {ratio:.3g}x",
+        FRONTIER_EXP: f"{page_ref.exp_id}-{filing.slug}"}), True
+
+
+def _family_leads(family_page, family: KernelFamily, filing: KernelFiling):
+    """The family page with the filing's new leads open, and its lever retired."""
+    page_ref, lever = filing.page_ref, filing.lever
+    for title in kp.OPEN_LEADS[:1]:
+        section = family_page.section(title)
+        family_page = family_page.with_section_body(title, _leads_body(section.body if section else "", filing.leads, {lever}))
+    if lever:
+        retired = family_page.section(kp.RETIRED_LEADS)
+        family_page = family_page.with_section_body(kp.RETIRED_LEADS, _leads_body(
+            retired.body if retired else "", {lever: f"tried by [{page_ref.exp_id}-{filing.slug}]"
+                                                     f"({_rel_link(family.family_page, page_ref.rel)}): {filing.verdict}"},
+            set()))
+    variant_section = family_page.section(kp.OPEN_LEADS[1])
+    return family_page.with_section_body(kp.OPEN_LEADS[1], _leads_body(
+        variant_section.body if variant_section else "", {}, {lever}))
+
+
+def _record_kernel_filing(txn: LaneTxn, family: KernelFamily, filing: KernelFiling, moved: bool) -> None:
+    """The filing's log digest line, RESULTS.tsv row and journal record."""
+    page_ref, ratio, filed = filing.page_ref, filing.ratio, filing.verdict
+    delta = f"{ratio:.3g}x vs reference" if ratio else "no speedup measured"
+    entry = logbook.render_entry(filing.date, "loop-iteration",
+                                 f"{page_ref.exp_id}-{filing.slug} on {filing.variant}: {filed} ({delta})")
+    txn.write(family.log, logbook.insert_entry(txn.read(family.log), entry))
+    timing = (filing.receipt or {}).get("timing", {})
+    txn.write(family.results, results_tsv.append_row(txn.read(family.results), {
+        "exp_id": f"{page_ref.exp_id}-{filing.slug}", "date": filing.date, "step_time_ms": timing.get("candidate_p50_ms"),
+        "config": filing.variant, "status": results_tsv.STATUS_OF_VERDICT[filed],
+        "description": f"{filing.lever}: {page_ref.frontmatter.get('hypothesis', '')}"}))
+    txn.write(family.journal, append_record(txn.read(family.journal), {
+        "op": "file", "vid": page_ref.exp_id, "verdict": filed, "requested": filing.requested,
+        "receipt": filing.receipt_rel, "frontier_moved": moved, "at": now_iso()}))
+
+
+def open_validation_stub(root: Path, family: KernelFamily, page_ref: ExperimentPage, ratio: float | None,
                          *, dry_run: bool) -> dict:
     """A supported optimization opens the model lane's validation stub (the lane writer's
     `wiki exp new`); it never moves a model page's Current best itself."""

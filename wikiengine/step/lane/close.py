@@ -25,7 +25,6 @@ from wikiengine.step.audit import check_authorization, run_audit
 from wikiengine.model.journal import append_record
 from wikiengine.step.lane.wake import STATE_REL, load_lane_run
 from wikiengine.core.clock import utc_iso
-from wikiengine.model.state import lane_state_text
 from wikiengine.step.txn import LaneLock, LaneTxn
 from wikiengine.model.journal import dispatch_expectations
 
@@ -50,8 +49,8 @@ def pause(root: Path, *, clock=None, dry_run: bool = False, backend=None) -> dic
                                                "no ceiling or stop claim is made"})
         txn.write(run.lane.log, logbook.insert_entry(txn.read(run.lane.log), entry))
         state = run.state.replace(status="paused", updated_at=utc_iso(now), next_check_at=None)
-        txn.write(STATE_REL, lane_state_text(state, f"\n# {state.lane}: paused (session {state.session})\n\n"
-                                             "Resume with `wiki loop start`.\n"))
+        txn.write(STATE_REL, state.text(f"\n# {state.lane}: paused (session {state.session})\n\n"
+                                        "Resume with `wiki loop start`.\n"))
         if dry_run:
             return {"paused": True, "dry_run": True, "would_write": txn.changed()}
         return {"paused": True, "commit": txn.commit(f"loop({run.lane.name}): pause session {run.state.session}")}
@@ -108,7 +107,7 @@ def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, ba
         txn.write(run.lane.journal, append_record(txn.read(run.lane.journal), {
             "op": "stop", "session": run.state.session, "final_audit": record["all_clear"], "at": utc_iso(now)}))
         state = run.state.replace(status="stopped", updated_at=utc_iso(now), next_check_at=None)
-        txn.write(STATE_REL, lane_state_text(state, f"\n# {state.lane}: stopped (session {state.session})\n\n"
-                                             f"Final audit: {record['all_clear']}\n"))
+        txn.write(STATE_REL, state.text(f"\n# {state.lane}: stopped (session {state.session})\n\n"
+                                        f"Final audit: {record['all_clear']}\n"))
         sha = txn.commit(f"loop({run.lane.name}): stop session {run.state.session} ({record['all_clear']})")
     return {"stopped": True, "final_audit": record["all_clear"], "actions": actions, "commit": sha}

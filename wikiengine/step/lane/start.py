@@ -20,7 +20,7 @@ from wikiengine.core.errors import WikiError
 from wikiengine.model.journal import append_record, parse_journal
 from wikiengine.step.lane.wake import STATE_REL, lane_config
 from wikiengine.core.clock import utc_iso
-from wikiengine.model.state import LaneState, lane_state_text
+from wikiengine.model.state import LaneState
 from wikiengine.step.txn import LaneLock, LaneTxn
 from wikiengine.model.lanes import Lane
 
@@ -108,8 +108,8 @@ def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "lo
         state = LaneState(lane=f"{lane.model_dir}/{lane.name}", status="running", session=session, backend=backend,
                           tracks=len(pool.slots), started_at=utc_iso(now), next_check_at=utc_iso(now),
                           updated_at=utc_iso(now))
-        txn.write(STATE_REL, lane_state_text(state, f"\n# {state.lane}: session {session} started\n\n"
-                                             f"Pool: {pool.description}. Run `wiki step` at each wake.\n"))
+        txn.write(STATE_REL, state.text(f"\n# {state.lane}: session {session} started\n\n"
+                                        f"Pool: {pool.description}. Run `wiki step` at each wake.\n"))
         stale = root / lane.dir / STOP_AUTHORIZED
         result = {"lane": state.lane, "session": session, "constants": constants, "pool": pool.slots,
                   "removed_stale_stop_authorization": stale.exists()}

@@ -31,7 +31,7 @@ from wikiengine.step import engine
 from wikiengine.step.result import WakeResult
 from wikiengine.step.lane.decide import LaneLimits, TrackDecision, TrackView, decide
 from wikiengine.model.journal import append_record, dispatch_expectations, parse_journal
-from wikiengine.model.state import heartbeat_path, write_heartbeat, LaneState, lane_state_text, read_lane_state, require_lane
+from wikiengine.model.state import heartbeat_path, write_heartbeat, LaneState, require_lane
 from wikiengine.step.txn import LaneLock, LaneTxn
 from wikiengine.model.lanes import Lane
 from wikiengine.core.page import parse_page
@@ -106,7 +106,7 @@ def session_tracks(root: Path, lane: Lane) -> list[dict]:
 
 
 def load_lane_run(root: Path, backend=None) -> LaneRun:
-    state = read_lane_state(root)
+    state = LaneState.read(root)
     lane = require_lane(root, state)
     if not (root / lane.program).is_file():
         raise WikiError(f"lane {state.lane} has no program: {lane.program} does not exist")
@@ -124,7 +124,7 @@ def load_lane_run(root: Path, backend=None) -> LaneRun:
 @dataclass
 class Observed:
     records: list[dict]
-    pages: dict[str, lw.LanePage]
+    pages: dict[str, ex.ExperimentPage]
     workloads: dict[str, object] | None  # vid -> LaneWorkload; None: the backend cannot be read
     views: list[TrackView]
     disagreements: list[str]
@@ -268,7 +268,7 @@ def setup_config(text: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _frontier_page(run: LaneRun, variant: str) -> lw.LanePage | None:
+def _frontier_page(run: LaneRun, variant: str) -> ex.ExperimentPage | None:
     from wikiengine.model.variant_matrix import CURRENT_BEST, cell_reference, parse_matrix
 
     model_rel = run.lane.model_page(run.root)
@@ -279,10 +279,10 @@ def _frontier_page(run: LaneRun, variant: str) -> lw.LanePage | None:
     ref = cell_reference(row.cell(CURRENT_BEST), model_rel, re.compile(r"(?P<id>v\d{3,}[a-z]?)")) if row else None
     if ref is None or not ref.target or not (run.root / ref.target).is_file():
         return None
-    return lw.LanePage(run.root, ref.target, ref.exp_id)
+    return ex.ExperimentPage.at(run.root, ref.target)
 
 
-def launch_spec(run: LaneRun, page: lw.LanePage, track: int):
+def launch_spec(run: LaneRun, page: ex.ExperimentPage, track: int):
     """The backend's LaunchSpec for a stub, and the frontier page it is measured against.
 
     The command is the lane program's ``launch_cmd`` with ``{config}`` (a JSON file of the
@@ -338,7 +338,7 @@ class LaneWake:
 
 def _recover(wake: engine.Wake) -> None:
     """A writer of this lane killed mid-commit is finished first (its redo record replayed)."""
-    lane = require_lane(wake.root, read_lane_state(wake.root))
+    lane = require_lane(wake.root, LaneState.read(wake.root))
     with LaneLock(wake.root, lane) as lock:
         if lock.recovered:
             wake.result.actions.append(f"finished a killed writer first: its redo record replayed as commit "
@@ -479,7 +479,7 @@ def _record(wake: engine.Wake) -> None:
                               next_check_at=utc_iso(moment + dt.timedelta(seconds=result.next_wake_s)))
     with LaneLock(root, run.lane):
         txn = LaneTxn(root, run.lane)
-        txn.write(STATE_REL, lane_state_text(state, state_body(state, result, summary_line)))
+        txn.write(STATE_REL, state.text(state_body(state, result, summary_line)))
         sha = txn.commit(f"step(lane {run.lane.name}): {summary_line}", relint=False)
         if sha:
             result.commits.append(sha)

@@ -23,7 +23,7 @@ from pathlib import Path
 from wikiengine.executors.compute import CapacityError, ComputeBackend, LaunchRecord, LaunchRequest, Quota, SessionState
 from wikiengine.model import memory
 from wikiengine.core.errors import WikiError
-from wikiengine.model.memory import Claim, State
+from wikiengine.model.state import Claim, RelayState
 from wikiengine.core.clock import utc_iso
 from wikiengine.step.relay.decide import Decision, SessionView
 
@@ -37,14 +37,14 @@ def cpu_alternative(steps: int) -> str:
     return f"none: {steps} steps of real training"
 
 
-def book(root: Path, state: State, job: str, quota: Quota, steps: int, now: dt.datetime) -> State:
+def book(root: Path, state: RelayState, job: str, quota: Quota, steps: int, now: dt.datetime) -> RelayState:
     """Write the claim into STATE.md and append the ``booked`` ledger row; return the new state."""
     row = memory.append_ledger_row(root, utc_iso(now), job, round(quota.left_hours, 2), cpu_alternative(steps),
                                    "booked")
     return dataclasses.replace(state, claim=Claim(job, row.row, utc_iso(now)))
 
 
-def release(root: Path, state: State, quota: Quota | None, now: dt.datetime, why: str) -> State:
+def release(root: Path, state: RelayState, quota: Quota | None, now: dt.datetime, why: str) -> RelayState:
     """Close the claimed booking with an ``unspent`` row (same job) and clear the claim."""
     claim = state.claim
     booked = next((r for r in memory.read_ledger(root) if r.row == claim.row), None)
@@ -85,8 +85,8 @@ def launch(compute: ComputeBackend, config: dict, slug: str, script_text: str) -
         raise LaunchRefused(str(exc)[:200]) from None
 
 
-def record(root: Path, state: State, job: str, launched: LaunchRecord, accelerator: str,
-           next_check_at: dt.datetime | None) -> State:
+def record(root: Path, state: RelayState, job: str, launched: LaunchRecord, accelerator: str,
+           next_check_at: dt.datetime | None) -> RelayState:
     """Record the launch in ASSETS.md; clear the claim; this job is now the last session."""
     memory.append_asset_row(root, job, launched.ref, launched.version, launched.kernel_id,
                             utc_iso(launched.submitted_at), accelerator)
@@ -95,7 +95,7 @@ def record(root: Path, state: State, job: str, launched: LaunchRecord, accelerat
                                next_check_at=utc_iso(next_check_at) if next_check_at else state.next_check_at)
 
 
-def adopt(root: Path, state: State, claimed: SessionView, accelerator: str, now: dt.datetime) -> State:
+def adopt(root: Path, state: RelayState, claimed: SessionView, accelerator: str, now: dt.datetime) -> RelayState:
     """Record a launch an earlier wake made but did not record (found at the backend by its slug),
     with the version and kernel id the backend reports for it."""
     submitted = claimed.submitted_at or claimed.started_at or now
@@ -131,7 +131,7 @@ def record_exit(root: Path, view: SessionView) -> bool:
     return True
 
 
-def record_emergencies(root: Path, state: State, decision: Decision, now: dt.datetime) -> State:
+def record_emergencies(root: Path, state: RelayState, decision: Decision, now: dt.datetime) -> RelayState:
     """Write each emergency to ERRORS.md with its evidence and block the run in STATE.md."""
     from wikiengine.core.secrets import redact
 

@@ -39,7 +39,8 @@ from wikiengine.executors.store import (
 )
 from wikiengine.model import memory
 from wikiengine.core.errors import WikiError
-from wikiengine.model.memory import AssetRow, State, parse_iso
+from wikiengine.model.memory import AssetRow, parse_iso
+from wikiengine.model.state import RelayState
 from wikiengine.step.relay.decide import Finding, Observations, SessionView, Settings
 from wikiengine.step.relay.records import FINAL_KEY, parse_session_log, plain_text
 
@@ -506,7 +507,7 @@ def pointer_timing(snap: StoreSnapshot) -> tuple[dt.datetime | None, float | Non
 # ---------------------------------------------------------------- the whole observation
 
 
-def observe(now: dt.datetime, state: State, settings: Settings, config: dict, store: CheckpointStore,
+def observe(now: dt.datetime, state: RelayState, settings: Settings, config: dict, store: CheckpointStore,
             compute: ComputeBackend, assets: list[AssetRow], immutable_edits: tuple[str, ...] = (),
             recorded: dict[str, str] | None = None, exit_ends: dict[str, int] | None = None) -> tuple[
             Observations, StoreSnapshot | None]:

@@ -22,7 +22,7 @@ from wikiengine.core.clock import utcnow
 from wikiengine.step import engine
 from wikiengine.step.result import WakeResult
 from wikiengine.step.txn import UndoRecord, recover
-from wikiengine.model.memory import State
+from wikiengine.model.state import RelayState as State
 from wikiengine.core.clock import utc_iso
 from wikiengine.step.relay import act
 from wikiengine.step.relay.decide import Decision, Memory, Settings, decide
@@ -136,7 +136,7 @@ def _recover(wake: engine.Wake) -> None:
 
 
 def _load(wake: engine.Wake) -> None:
-    state = memory.read_state(wake.root)
+    state = State.read(wake.root)
     wake.run = Relay(state, load_run(wake.root, state, wake.backends.get("store"), wake.backends.get("compute")))
     wake.result.state = state.status
 
@@ -271,7 +271,7 @@ class Wake:
             return
         now = self.clock()
         self.state = dataclasses.replace(self.state, updated_at=utc_iso(now))
-        memory.write_state(self.run.root, self.state, summary_body(self.state, self.decision))
+        self.state.write(self.run.root, summary_body(self.state, self.decision))
 
     def commit(self, message: str) -> None:
         from wikiengine.core.git import commit_paths
