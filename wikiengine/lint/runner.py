@@ -258,20 +258,19 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
     """Read, hash and parse one file; run the page rules and collectors on it."""
     path = ctx.root / rel
     kind = kind_of(rel)
-    info = PageInfo(rel, path, kind)
-    text = ""
+    text, page, error = "", None, None
     try:
         data, st = read_page_bytes(path, rel)
         key, sha = stat_key(st), content_hash(data)
     except WikiError as err:
-        data, key, sha = None, None, None
-        info.error = err
+        data, key, sha, error = None, None, None, err
     if data is not None:
         try:
             text = decode(data, rel)
-            info.page = parse_page(text, path)
+            page = parse_page(text, path)
         except WikiError as err:
-            info.error = err
+            error = err
+    info = PageInfo(rel, path, kind, page, error)
     page_findings: list[tuple] = []
     for rule in page_rules:
         if kind in rule.kinds and (info.page is not None or (rule.code == UNREADABLE_CODE and info.error is not None)):
@@ -282,7 +281,6 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
         for rule in fact_rules:
             if rule.collects_on(kind):
                 facts[rule.code] = rule.collect(info, ctx)
-    error = info.error
     entry = {
         "key": key,
         "sha": sha,
