@@ -1,0 +1,32 @@
+"""The loops several rules share, so that a rule writes only its own check: the target
+pages of a kind whose facts could be read (the others are EXP001's and WK001's findings),
+with their facts, for a cross-file rule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from wikiengine.lint.rules._experiments import ExperimentFacts, experiment_facts
+from wikiengine.lint.rules._kernels import KernelFacts, kernel_facts
+
+if TYPE_CHECKING:
+    from wikiengine.lint.context import LintContext, PageInfo
+
+
+def pages_with_facts(ctx: LintContext, kind: str, read_facts: Callable[[PageInfo, LintContext], Any]) -> Iterator:
+    """``(info, facts)`` of each target page of ``kind`` whose facts ``read_facts`` could read."""
+    for info in ctx.target_pages(kind):
+        facts = read_facts(info, ctx)
+        if facts is not None:
+            yield info, facts
+
+
+def target_experiments(ctx: LintContext) -> Iterator[tuple[PageInfo, ExperimentFacts]]:
+    """``(info, facts)`` of each target experiment page whose facts could be read."""
+    return pages_with_facts(ctx, "experiment", experiment_facts)
+
+
+def target_kernel_experiments(ctx: LintContext) -> Iterator[tuple[PageInfo, KernelFacts]]:
+    """``(info, facts)`` of each target kernel experiment page whose facts could be read."""
+    return pages_with_facts(ctx, "kernel-experiment", kernel_facts)
