@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.rules_wiki import LANE, experiment_page, findings, write
+from tests.rules_wiki import LANE, assert_finds, experiment_page, findings, write
 from wikiengine.lint.config import LintConfig
-from wikiengine.lint.runner import lint
 from wikiengine.lint.rules._logs import parse_heading
+from wikiengine.lint.runner import lint
 
 LANE_LOG = f"{LANE}/log.md"
 GLOBAL_LOG = "wiki/log.md"
@@ -55,8 +55,7 @@ CASES = [
 @pytest.mark.parametrize("case,code,files,expected", CASES, ids=[c[0] for c in CASES])
 def test_log_rule(tmp_path, case, code, files, expected):
     write(tmp_path, files)
-    found = findings(tmp_path, code)
-    assert len(found) == expected, [f.render() for f in found]
+    assert_finds(tmp_path, code, expected)
 
 
 def test_every_log_rule_has_a_failing_and_a_passing_case():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.rules_wiki import LANE, MODEL_DIR, findings, frontmatter, write
+from tests.rules_wiki import LANE, MODEL_DIR, assert_finds, findings, frontmatter, write
 
 LANE_LOG = f"{LANE}/log.md"
 
@@ -53,8 +53,7 @@ CASES = [
 @pytest.mark.parametrize("case,files,expected", CASES, ids=[c[0] for c in CASES])
 def test_run001(tmp_path, case, files, expected):
     write(tmp_path, files)
-    found = findings(tmp_path, "RUN001")
-    assert len(found) == expected, [f.render() for f in found]
+    assert_finds(tmp_path, "RUN001", expected)
 
 
 def test_run001_points_at_the_stop_entry(tmp_path):
@@ -77,8 +76,7 @@ def test_run001_points_at_the_stop_entry(tmp_path):
 )
 def test_run002_retrospective_names_its_lane(tmp_path, rel, keys, expected):
     write(tmp_path, {rel: retro("2026-06-09", **keys)})
-    found = findings(tmp_path, "RUN002")
-    assert len(found) == expected, [f.render() for f in found]
+    assert_finds(tmp_path, "RUN002", expected)
 
 
 def test_run001_finds_retrospectives_where_real_wikis_file_them(tmp_path):

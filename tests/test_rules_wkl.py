@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.rules_wiki import LANE, experiment_page, findings, write
+from tests.rules_wiki import LANE, assert_finds, experiment_page, findings, write
 
 PAGE = f"{LANE}/2026-06-02-v042-splash.md"
 LLAMA_PAGE = "wiki/experiments/llama3_8B_autoresearch_optimization/tpu/2026-07-01-v001-base.md"
@@ -41,8 +41,7 @@ CASES = [
 @pytest.mark.parametrize("case,files,expected", CASES, ids=[c[0] for c in CASES])
 def test_wkl001(tmp_path, case, files, expected):
     write(tmp_path, files)
-    found = findings(tmp_path, "WKL001")
-    assert len(found) == expected, [f.render() for f in found]
+    assert_finds(tmp_path, "WKL001", expected)
 
 
 def test_wkl001_user_prefix_option_overrides_the_program(tmp_path):
