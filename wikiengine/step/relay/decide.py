@@ -421,7 +421,9 @@ def _while_blocked(obs: Observations) -> tuple[tuple[str, ...], SessionView | No
 
 
 def decide(obs: Observations, mem: Memory, settings: Settings) -> Decision:
-    """The decision of one wake (see the module docstring for the order)."""
+    """The decision of one wake, in the order of the module docstring: stopped (complete, blocked,
+    the store unread, an emergency), a claimed launch, the last session, the next session. Each
+    step answers with a Decision, or with one more reason for the steps after it."""
     check_at = obs.now + dt.timedelta(seconds=settings.check_every_s)
     stopped = _stopped(obs, mem, settings, check_at)
     if stopped is not None:
