@@ -1,12 +1,18 @@
-"""The loops several rules share, so that a rule writes only its own check: the target
-pages of a kind whose facts could be read (the others are EXP001's and WK001's findings),
-with their facts, for a cross-file rule."""
+"""The loops several rules share, so that a rule writes only its own check.
+
+- :func:`target_experiments`, :func:`target_kernel_experiments`: for a cross-file rule, the
+  target pages of that kind whose facts could be read (the others are EXP001's and WK001's
+  findings), with their facts;
+- :class:`ExperimentPageRule`: a page rule on those experiment pages, which writes
+  ``check_facts``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import ExperimentFacts, experiment_facts
 from wikiengine.lint.rules._kernels import KernelFacts, kernel_facts
 
@@ -30,3 +36,18 @@ def target_experiments(ctx: LintContext) -> Iterator[tuple[PageInfo, ExperimentF
 def target_kernel_experiments(ctx: LintContext) -> Iterator[tuple[PageInfo, KernelFacts]]:
     """``(info, facts)`` of each target kernel experiment page whose facts could be read."""
     return pages_with_facts(ctx, "kernel-experiment", kernel_facts)
+
+
+class ExperimentPageRule(Rule):
+    """A page rule on the experiment pages whose facts could be read (EXP001 and WK001 report
+    the others): a rule writes ``check_facts``."""
+
+    kinds = ("experiment",)
+
+    def check_page(self, info: PageInfo, ctx: LintContext):
+        facts = experiment_facts(info, ctx)
+        if facts is not None:
+            yield from self.check_facts(info, facts, ctx)
+
+    def check_facts(self, info: PageInfo, facts: ExperimentFacts, ctx: LintContext):
+        return ()
