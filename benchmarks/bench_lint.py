@@ -83,20 +83,29 @@ def git(cwd: Path, *args: str) -> None:
 
 def make_corpus(corpus: Path, pages: int) -> None:
     """Generate the wiki once (gen_wiki.py) and commit it to a git repository."""
+
+    def generate(gen_wiki) -> None:
+        gen_wiki.generate(corpus, pages, seed=0, broken_fraction=0.01)
+        (corpus / ".gitignore").write_text(".wiki_cache/\n.bench-corpus\n")
+        git(corpus, "init", "-q")
+        git(corpus, "add", "-A")
+        git(corpus, "commit", "-q", "-m", "corpus")
+
+    _generated(corpus, str(pages), f"{pages} pages", generate)
+
+
+def _generated(corpus: Path, key: str, what: str, generate) -> None:
+    """Run ``generate(gen_wiki)`` into an emptied ``corpus`` unless its marker says it holds ``key``."""
     marker = corpus / ".bench-corpus"
-    if marker.is_file() and marker.read_text() == str(pages):
+    if marker.is_file() and marker.read_text() == key:
         return
     shutil.rmtree(corpus, ignore_errors=True)
     spec = importlib.util.spec_from_file_location("gen_wiki", HERE / "gen_wiki.py")
     gen_wiki = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen_wiki)
-    print(f"generating {pages} pages into {corpus} ...", file=sys.stderr)
-    gen_wiki.generate(corpus, pages, seed=0, broken_fraction=0.01)
-    (corpus / ".gitignore").write_text(".wiki_cache/\n.bench-corpus\n")
-    git(corpus, "init", "-q")
-    git(corpus, "add", "-A")
-    git(corpus, "commit", "-q", "-m", "corpus")
-    marker.write_text(str(pages))
+    print(f"generating {what} into {corpus} ...", file=sys.stderr)
+    generate(gen_wiki)
+    marker.write_text(key)
 
 
 def install_peer(peer_dir: Path) -> Path | None:
@@ -119,16 +128,7 @@ def install_peer(peer_dir: Path) -> Path | None:
 
 def make_real_corpus(corpus: Path) -> None:
     """The real-shape corpus (gen_wiki.py --real-shape commits it, submodule gitlinks included)."""
-    marker = corpus / ".bench-corpus"
-    if marker.is_file() and marker.read_text() == "real":
-        return
-    shutil.rmtree(corpus, ignore_errors=True)
-    spec = importlib.util.spec_from_file_location("gen_wiki", HERE / "gen_wiki.py")
-    gen_wiki = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_wiki)
-    print(f"generating the real-shape corpus into {corpus} ...", file=sys.stderr)
-    gen_wiki.generate_real(corpus, seed=0)
-    marker.write_text("real")
+    _generated(corpus, "real", "the real-shape corpus", lambda gen_wiki: gen_wiki.generate_real(corpus, seed=0))
 
 
 def experiment_pages(corpus: Path, count: int, current_form: bool = False) -> list[str]:

@@ -88,36 +88,25 @@ def make_stages(paths: list[Path], schema: dict, markdown_it_pages: int):
         for path in paths:
             parse_page(decode(path.read_bytes(), path), path, parse_yaml=False)
 
-    def parse_yaml():
-        errors = 0
-        for path in paths:
-            try:
-                parse_page(decode(path.read_bytes(), path), path)
-            except PageError:
-                errors += 1
-        bad["yaml"] = errors
+    def counting_failures(name: str, valid):
+        """A stage that parses every page with its YAML, checks it with ``valid`` (an exception of
+        fastjsonschema is a failure too) and records in ``bad[name]`` how many failed."""
 
-    def parse_fastjsonschema():
-        errors = 0
-        for path in paths:
-            try:
-                page = parse_page(decode(path.read_bytes(), path), path)
-                fast_validate(page.frontmatter)
-            except (PageError, fastjsonschema.JsonSchemaException):
-                errors += 1
-        bad["fastjsonschema"] = errors
+        def stage():
+            errors = 0
+            for path in paths:
+                try:
+                    errors += not valid(parse_page(decode(path.read_bytes(), path), path))
+                except (PageError, fastjsonschema.JsonSchemaException):
+                    errors += 1
+            bad[name] = errors
 
-    def parse_jsonschema():
-        errors = 0
-        for path in paths:
-            try:
-                page = parse_page(decode(path.read_bytes(), path), path)
-            except PageError:
-                errors += 1
-                continue
-            if next(slow_validator.iter_errors(page.frontmatter), None) is not None:
-                errors += 1
-        bad["jsonschema"] = errors
+        return stage
+
+    parse_yaml = counting_failures("yaml", lambda page: True)
+    parse_fastjsonschema = counting_failures("fastjsonschema", lambda page: fast_validate(page.frontmatter) is not None)
+    parse_jsonschema = counting_failures(
+        "jsonschema", lambda page: next(slow_validator.iter_errors(page.frontmatter), None) is None)
 
     def markdown_it_full():
         for path in md_paths:

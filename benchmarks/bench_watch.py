@@ -83,11 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"wiki watch on {args.pages} generated pages; first (full) audit: {len(first_doc['findings'])} finding(s); "
           f"unchanged reruns found {sorted(set(new_findings))}")
-    print("| case | wall s | CPU s | peak RSS MiB | x python -c pass | x wiki --version |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, row in summary.items():
-        print(f"| {name} | {row['wall']:.3f} | {row['cpu']:.3f} | {row['rss_mib']:.0f} | "
-              f"{row['wall'] / base['python -c pass']:.1f} | {row['wall'] / base['wiki --version']:.1f} |")
+    writers.print_cases(summary, min_wall=False)
     return 0
 
 

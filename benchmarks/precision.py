@@ -37,11 +37,16 @@ def ensure_corpus(corpus: Path, seed: int) -> None:
     import shutil
 
     shutil.rmtree(corpus, ignore_errors=True)
+    print(f"generating the real-shape corpus into {corpus} ...", file=sys.stderr)
+    _gen_wiki().generate_real(corpus, seed=seed)
+
+
+def _gen_wiki():
+    """benchmarks/gen_wiki.py, loaded by its path (this script runs as a file or with -m)."""
     spec = importlib.util.spec_from_file_location("gen_wiki", HERE / "gen_wiki.py")
     gen_wiki = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen_wiki)
-    print(f"generating the real-shape corpus into {corpus} ...", file=sys.stderr)
-    gen_wiki.generate_real(corpus, seed=seed)
+    return gen_wiki
 
 
 def lint_findings(corpus: Path) -> list[dict]:

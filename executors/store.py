@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -102,20 +103,28 @@ class StoreFormatError(StoreError):
     """A store file (pointer, cursor, manifest) is malformed."""
 
 
-def strict_json(data: bytes, what: str):
-    """Parse JSON refusing duplicate keys, NaN/Infinity and non-UTF-8 bytes."""
+def unique_keys(make_error: Callable[[str], Exception]):
+    """A ``json.loads`` ``object_pairs_hook`` refusing a key given twice in one object: it
+    raises ``make_error("duplicate key 'k'")``."""
 
-    def no_dupes(pairs):
+    def hook(pairs):
         obj = {}
         for key, value in pairs:
             if key in obj:
-                raise StoreFormatError(f"{what}: duplicate key {key!r}")
+                raise make_error(f"duplicate key {key!r}")
             obj[key] = value
         return obj
+
+    return hook
+
+
+def strict_json(data: bytes, what: str):
+    """Parse JSON refusing duplicate keys, NaN/Infinity and non-UTF-8 bytes."""
 
     def no_constant(name):
         raise StoreFormatError(f"{what}: {name} is not a number")
 
+    no_dupes = unique_keys(lambda message: StoreFormatError(f"{what}: {message}"))
     try:
         return json.loads(data.decode("utf-8"), object_pairs_hook=no_dupes, parse_constant=no_constant)
     except UnicodeDecodeError:

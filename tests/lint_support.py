@@ -1,13 +1,20 @@
-"""Helpers for the lint engine tests: write a small wiki, run `wiki lint` in-process."""
+"""Helpers for the lint engine tests: write a small wiki, run `wiki lint` in-process, fail a hang."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import signal
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from wikiengine._cli.main import main
+from wikiengine.core import schemas
+from wikiengine.lint import validators
 
+REPO = Path(__file__).resolve().parent.parent
 PROGRAM_ROOT = "wiki/experiments/program.md"
 PROGRAM_MODEL = "wiki/experiments/gemma4_autoresearch_optimization/program.md"
 PROGRAM_LANE = "wiki/experiments/gemma4_autoresearch_optimization/tpu/program.md"
@@ -57,3 +64,44 @@ def git(root: Path, *args: str) -> str:
     )
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+def gen_wiki():
+    """``benchmarks/gen_wiki.py``, the generator of test and benchmark wikis, as a module."""
+    spec = importlib.util.spec_from_file_location("gen_wiki", REPO / "benchmarks" / "gen_wiki.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gen_wiki", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Hung(Exception):
+    pass
+
+
+@contextmanager
+def hang_guard(seconds: int = 60):
+    """Fail (instead of hanging the suite) when the block does not finish within ``seconds``."""
+
+    def expire(*_):
+        raise Hung(f"did not finish within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def use_schema(monkeypatch, tmp_path: Path, kind: str, schema: dict) -> None:
+    """Validate the pages of ``kind`` against ``schema`` (draft 7), not the repository's own schemas."""
+    directory = tmp_path / "schemas"
+    directory.mkdir()
+    (directory / f"{kind}.schema.json").write_text(json.dumps({"$schema": "http://json-schema.org/draft-07/schema#",
+                                                               **schema}))
+    monkeypatch.setattr(schemas, "schema_dir", lambda: directory)
+    schemas.load_schema.cache_clear()
+    schemas._validator.cache_clear()
+    monkeypatch.setattr(validators, "_COMPILED", {})

@@ -20,8 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from test_relay_support import CONFIG, git, make_wiki
-from wikiengine.training.launch import launcher_sha
+from test_relay_support import CONFIG, make_wiki, pinned_launcher_repo
 
 TESTS = Path(__file__).resolve().parent
 
@@ -84,14 +83,7 @@ raise SystemExit(spec.get("exit", 0))
 
 def pinned_launcher(tmp_path: Path) -> tuple[str, str, str]:
     """A git repository holding the fake session launcher; (repo, rev, sha256)."""
-    src = tmp_path / "launcher-src"
-    (src / "training").mkdir(parents=True)
-    (src / "training" / "launcher.py").write_text(LAUNCHER)
-    git(src, "init", "--quiet")
-    git(src, "add", "-A")
-    git(src, "commit", "--quiet", "-m", "fake session launcher")
-    rev = git(src, "rev-parse", "HEAD").strip()
-    return str(src), rev, launcher_sha(src, rev)
+    return pinned_launcher_repo(tmp_path / "launcher-src", LAUNCHER, "fake session launcher")
 
 
 def process_wiki(tmp_path: Path, sessions: list[dict], **overrides) -> Path:

@@ -121,6 +121,12 @@ def findings(root: Path, code: str, base: str | None = None, **options) -> list:
     return [f for f in lint(root, config=config, base=base).findings if f.code == code]
 
 
+def assert_finds(root: Path, code: str, expected: int, **options) -> None:
+    """Rule ``code`` finds exactly ``expected`` findings (those found are the failure's message)."""
+    found = findings(root, code, **options)
+    assert len(found) == expected, [f.render() for f in found]
+
+
 def codes(root: Path, base: str | None = None) -> set[str]:
     """Every code that fires on the wiki (all rules)."""
     return {f.code for f in lint(root, config=LintConfig(), base=base).findings}

@@ -18,7 +18,17 @@ import pytest
 
 pytest.importorskip("kubernetes")
 
-from wikiengine.executors.compute import CapacityError, ComputeError, ComputeUnavailableError, LaunchRequest, SessionState  # noqa: E402
+from tests.fakes.fake_k8s import FakeKubeApi  # noqa: E402
+from wikiengine._cli import main as cli  # noqa: E402
+from wikiengine.core.errors import WikiError  # noqa: E402
+from wikiengine.core.identity import NAME_RE  # noqa: E402
+from wikiengine.executors.compute import (  # noqa: E402
+    CapacityError,
+    ComputeError,
+    ComputeUnavailableError,
+    LaunchRequest,
+    SessionState,
+)
 from wikiengine.executors.gke import kube as kube_module  # noqa: E402
 from wikiengine.executors.gke.clusters import discover_clusters, parse_cluster_file, parse_tpu  # noqa: E402
 from wikiengine.executors.gke.compute import GkeCompute  # noqa: E402
@@ -45,10 +55,6 @@ from wikiengine.executors.gke.occupancy import (  # noqa: E402
     parse_parallelism,
     select_clusters,
 )
-from tests.fakes.fake_k8s import FakeKubeApi  # noqa: E402
-from wikiengine._cli import main as cli  # noqa: E402
-from wikiengine.core.errors import WikiError  # noqa: E402
-from wikiengine.core.identity import NAME_RE  # noqa: E402
 
 ENV_DIR = Path(__file__).parent / "data" / "env"
 ME = Me("alice", "gemma4", "tpu")
@@ -512,17 +518,15 @@ def test_dispatch_refuses_a_launch_command_that_ignores_the_paths(fleet):
     assert not [r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]
 
 
+def _dispatch_remat_to_dave(fleet, **options):
+    return dispatch(fleet.cluster("dave-v5p-16"), Experiment("alice", "gemma4", "tpu", 7, "remat"), IMAGE, LAUNCH,
+                    "gs://example-bucket", kubeconfig=fleet.kubeconfig, **options)
+
+
 def test_dispatch_refuses_a_cluster_that_became_busy(fleet):
     fleet["dave-v5p-16"].add_jobset("carol-llama3-8b-tpu-v003-tp", namespace="carol")
     with pytest.raises(ClusterBusy, match="occupied by another user's workload `carol-llama3-8b-tpu-v003-tp`"):
-        dispatch(
-            fleet.cluster("dave-v5p-16"),
-            Experiment("alice", "gemma4", "tpu", 7, "remat"),
-            IMAGE,
-            LAUNCH,
-            "gs://example-bucket",
-            kubeconfig=fleet.kubeconfig,
-        )
+        _dispatch_remat_to_dave(fleet)
     assert not [r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]
 
 
@@ -530,15 +534,7 @@ def test_dispatch_refuses_a_cluster_that_became_busy(fleet):
 def test_row17_unknown_occupancy_never_dispatches(fleet, fault):
     fleet["dave-v5p-16"].fail("GET", r"/jobsets$", fault)
     with pytest.raises(KubeUnavailable):
-        dispatch(
-            fleet.cluster("dave-v5p-16"),
-            Experiment("alice", "gemma4", "tpu", 7, "remat"),
-            IMAGE,
-            LAUNCH,
-            "gs://example-bucket",
-            kubeconfig=fleet.kubeconfig,
-            deadline_s=STALL_DEADLINE_S,
-        )
+        _dispatch_remat_to_dave(fleet, deadline_s=STALL_DEADLINE_S)
     assert not [r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]
 
 

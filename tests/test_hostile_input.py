@@ -11,16 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.lint_support import PROGRAM_LANE, PROGRAM_MODEL, PROGRAM_ROOT, cli_process, git, write
+from tests.lint_support import PROGRAM_LANE, PROGRAM_MODEL, PROGRAM_ROOT, git, hang_guard, write
 from wikiengine.core.errors import WikiError
 from wikiengine.lint import lint
 from wikiengine.lint.baseline import BASELINE_FILE
@@ -31,25 +28,6 @@ REPO = Path(__file__).resolve().parent.parent
 PROGRAMS = {PROGRAM_ROOT: "# root\n\n## Setup\n\nroot setup\n", PROGRAM_MODEL: "# model\n\n## Setup\n\nmodel setup\n",
             PROGRAM_LANE: "# lane\n\n## Notes\n\nlane notes\n"}
 NOTE = "wiki/notes/note.md"
-
-
-class Hung(Exception):
-    pass
-
-
-@contextmanager
-def hang_guard(seconds: int = 60):
-    """Fail (instead of hanging the suite) when the block does not finish."""
-    def expire(*_):
-        raise Hung(f"did not finish within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def wiki(tmp_path: Path, files: dict | None = None) -> Path:
@@ -104,6 +82,7 @@ def test_row51_a_program_symlinked_to_dev_zero_is_never_read(tmp_path):
 
 def test_row51_state_md_symlinked_to_dev_zero_stops_wiki_step_with_exit_2(tmp_path):
     from test_relay_support import Clock, FakeCompute, make_wiki
+
     from wikiengine.step.relay.wake import run_step
 
     root = tmp_path / "run"
@@ -464,6 +443,7 @@ def _snapshot(directory: Path) -> set[str]:
 ])
 def test_row61_a_run_config_path_that_leaves_the_repository_is_exit_2(tmp_path, changes, words):
     from test_relay_support import Clock, FakeCompute
+
     from wikiengine.step.relay.wake import run_step
 
     root, store = _step_wiki(tmp_path, **changes)
@@ -476,6 +456,7 @@ def test_row61_a_run_config_path_that_leaves_the_repository_is_exit_2(tmp_path, 
 
 def test_row61_a_committed_symlink_for_the_eval_directory_is_exit_2(tmp_path):
     from test_relay_support import Clock, FakeCompute
+
     from wikiengine.step.relay.wake import run_step
 
     root, store = _step_wiki(tmp_path)
@@ -563,9 +544,10 @@ def test_row63_the_eval_child_at_finish_gets_the_clean_room(tmp_path, monkeypatc
 
 
 def test_row63_a_session_gets_a_fresh_home_and_leaves_no_temporary_tree(tmp_path, monkeypatch):
+    from test_local_compute import wait_until_ended
+
     from wikiengine.executors.compute import LaunchRequest
     from wikiengine.executors.local_compute import LocalProcessCompute
-    from test_local_compute import wait_until_ended
 
     for name, value in CANARIES.items():
         monkeypatch.setenv(name, value)

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_lane_writers import HLO, git, proposal, wiki  # noqa: F401 - the fixture
 from wikiengine.executors.compute import ComputeUnavailableError
 from wikiengine.executors.lane_backend import LaneWorkload
-from tests.test_lane_writers import HLO, git, proposal, wiki  # noqa: F401 - the fixture
+from wikiengine.lint.runner import lint
+from wikiengine.model.lanes import Lane
 from wikiengine.step import writers as lw
 from wikiengine.model.journal import Expectation
 from wikiengine.step.lane.decide import LaneLimits, TrackView, decide_track, next_wake_s
-from wikiengine.step.lane.wake import wake
 from wikiengine.step.lane.start import NoFreeClusters, start_session
-from wikiengine.model.lanes import Lane
-from wikiengine.lint.runner import lint
+from wikiengine.step.lane.wake import wake
 
 SENT = Expectation("dispatch", "demo-gemma4-tpu-v048-x")  # the dispatch record, as read
 NOW = 1_800_000_000.0
@@ -84,7 +84,7 @@ class MemoryBackend:
     def launch(self, spec):
         if spec.name not in self.runs:
             self.launches.append(spec.name)
-            now = dt.datetime.now(dt.timezone.utc).isoformat()
+            now = dt.datetime.now(dt.UTC).isoformat()
             self.runs[spec.name] = LaneWorkload(spec.name, spec.vid, spec.slug, "running", None, now, None, "", now)
         if self.lose_answer:
             raise ComputeUnavailableError("answer lost")
@@ -163,11 +163,17 @@ def test_a_session_runs_new_dispatch_process_file(lane_wiki, tmp_path):
     assert [f.render() for f in lint(root, base=None, use_cache=False).findings] == []
 
 
-def test_a_lost_launch_answer_is_adopted_not_doubled(lane_wiki, tmp_path):
-    root = lane_wiki
+def _one_track_with_a_stub(root, tmp_path, slug: str) -> MemoryBackend:
+    """A session of one track and the stub ``slug`` on it; the backend it will launch on."""
     backend = MemoryBackend(tmp_path / "art")
     start_session(root, LANE, parallelism="1")
-    lw.new_experiment(root, LANE, slug="lost", variant="2B/v5p-16", proposal_path=proposal(root, "lost"), track=1)
+    lw.new_experiment(root, LANE, slug=slug, variant="2B/v5p-16", proposal_path=proposal(root, slug), track=1)
+    return backend
+
+
+def test_a_lost_launch_answer_is_adopted_not_doubled(lane_wiki, tmp_path):
+    root = lane_wiki
+    backend = _one_track_with_a_stub(root, tmp_path, "lost")
     backend.lose_answer = True
     wake(root, backend=backend)
     backend.lose_answer = False
@@ -181,9 +187,7 @@ def test_a_lost_launch_answer_is_adopted_not_doubled(lane_wiki, tmp_path):
 
 def test_unknown_backend_waits_and_dispatches_nothing(lane_wiki, tmp_path):
     root = lane_wiki
-    backend = MemoryBackend(tmp_path / "art")
-    start_session(root, LANE, parallelism="1")
-    lw.new_experiment(root, LANE, slug="x", variant="2B/v5p-16", proposal_path=proposal(root, "x"), track=1)
+    backend = _one_track_with_a_stub(root, tmp_path, "x")
     backend.down = True
     result = wake(root, backend=backend)
     assert [d["decision"] for d in result.decisions] == ["wait"] and backend.launches == []
@@ -192,11 +196,9 @@ def test_unknown_backend_waits_and_dispatches_nothing(lane_wiki, tmp_path):
 
 def test_a_hung_run_is_killed_then_processed_as_crashed(lane_wiki, tmp_path):
     root = lane_wiki
-    backend = MemoryBackend(tmp_path / "art")
-    start_session(root, LANE, parallelism="1")
-    lw.new_experiment(root, LANE, slug="hung", variant="2B/v5p-16", proposal_path=proposal(root, "hung"), track=1)
+    backend = _one_track_with_a_stub(root, tmp_path, "hung")
     wake(root, backend=backend)
-    later = lambda: dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)  # noqa: E731 - past hung_after_s (1800 s)
+    later = lambda: dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)  # noqa: E731 - past hung_after_s (1800 s)
     killed = wake(root, backend=backend, clock=later)
     assert [d["decision"] for d in killed.decisions] == ["kill"] and backend.runs == {}
     after = wake(root, backend=backend, clock=later)

@@ -3,16 +3,14 @@ failures), 44 (hostile paths) and 49 (fuzzing the linter). Row 41 is in test_rul
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.lint_support import NOTE, cli_process, write
+from tests.lint_support import NOTE, cli_process, hang_guard, use_schema, write
 from wikiengine.core import schemas
 from wikiengine.core.errors import SchemaError
 from wikiengine.lint import lint
@@ -71,20 +69,10 @@ def test_row42_hostile_yaml_is_one_finding_and_exit_1(tmp_path, frontmatter, wor
 
 def test_row42_linter_and_runtime_agree_on_typing(tmp_path, monkeypatch):
     """`no` is a bool and `052` an int to both: WK002 fails exactly when schemas.check raises."""
-    directory = tmp_path / "schemas"
-    directory.mkdir()
-    (directory / "hypothesis.schema.json").write_text(json.dumps({
-        "$schema": "http://json-schema.org/draft-07/schema#",
-        "type": "object",
-        "properties": {"status": {"type": "string"}, "id": {"type": "string"}},
-    }))
-    monkeypatch.setattr(schemas, "schema_dir", lambda: directory)
-    schemas.load_schema.cache_clear()
-    schemas._validator.cache_clear()
-    from wikiengine.lint import validators
     from wikiengine.core.page import load_page
 
-    monkeypatch.setattr(validators, "_COMPILED", {})
+    use_schema(monkeypatch, tmp_path, "hypothesis",
+               {"type": "object", "properties": {"status": {"type": "string"}, "id": {"type": "string"}}})
     cases = {"no": "status: no\n", "octal": "id: 052\n", "quoted": "status: 'no'\nid: '052'\n", "date": "id: 2026-01-02\n"}
     root = tmp_path / "w"
     write(root, {f"wiki/hypotheses/{name}.md": f"---\n{fm}---\n" for name, fm in cases.items()})
@@ -213,26 +201,13 @@ PAGES = st.one_of(
 )
 
 
-class _Hang(Exception):
-    pass
-
-
-def _alarm(*_):
-    raise _Hang("lint did not finish within 60 s")
-
-
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(pages=st.dictionaries(st.sampled_from(PAGE_PATHS), PAGES, min_size=1, max_size=4), raw=st.booleans())
 def test_row49_fuzzed_wikis_give_findings_never_a_crash_or_hang(tmp_path_factory, pages, raw):
     root = tmp_path_factory.mktemp("fuzz")
     write(root, {rel: (text.encode("utf-8", errors="surrogatepass") + b"\xff" if raw else text) for rel, text in pages.items()})
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(60)
-    try:
+    with hang_guard(60):
         result = lint(root, config=LintConfig(), base=None, use_cache=False, jobs=1)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     for finding in result.findings:
         assert finding.line >= 1 and finding.code and finding.message
         assert finding.path in pages or finding.path.endswith(".md")
@@ -244,13 +219,8 @@ def test_row44_symlinked_pages_that_leave_the_repository_or_never_end(tmp_path):
     root = write(tmp_path / "repo", {NOTE: "# n\n"})
     os.symlink(outside, root / "wiki" / "notes" / "escape.md")
     os.symlink("/dev/zero", root / "wiki" / "notes" / "zero.md")
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(60)
-    try:
+    with hang_guard(60):
         found = {(f.path, f.code, f.message) for f in run(root, ["WK"]).findings}
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     assert ("wiki/notes/escape.md", "WK003", "path is a symbolic link to a file outside the repository") in found
     assert ("wiki/notes/zero.md", "WK001", "symbolic link to a file outside the repository: not read") in found
     assert ("wiki/notes/escape.md", "WK001", "symbolic link to a file outside the repository: not read") in found

@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from test_relay_support import CONFIG, make_wiki, pinned_launcher_repo
 
 from wikiengine.executors.compute import ComputeError, LaunchRequest, SessionState
 from wikiengine.executors.local_compute import LocalProcessCompute, dir_name
-from test_relay_support import CONFIG, git, make_wiki
-from wikiengine.training.launch import bootstrap_template, launcher_sha, pin_bootstrap, render_bootstrap
+from wikiengine.training.launch import bootstrap_template, pin_bootstrap, render_bootstrap
 
 LAUNCHER = """\
 import os, sys, time
@@ -31,14 +31,7 @@ raise SystemExit(int(code))
 
 def pinned_source(tmp_path: Path) -> tuple[str, str, str]:
     """A git repository whose training/launcher.py sleeps, prints and exits as told."""
-    src = tmp_path / "src"
-    (src / "training").mkdir(parents=True)
-    (src / "training" / "launcher.py").write_text(LAUNCHER)
-    git(src, "init", "--quiet")
-    git(src, "add", "-A")
-    git(src, "commit", "--quiet", "-m", "launcher")
-    rev = git(src, "rev-parse", "HEAD").strip()
-    return str(src), rev, launcher_sha(src, rev)
+    return pinned_launcher_repo(tmp_path / "src", LAUNCHER, "launcher")
 
 
 def script(tmp_path, seconds=0.2, code=0, message="done", hours="1.5") -> str:
@@ -124,17 +117,17 @@ def test_from_config_resolves_the_state_dir_under_the_root(tmp_path):
                                                "quota_reset_at": "2026-09-26T00:00:00Z"}, tmp_path)
     assert compute.state_dir == tmp_path / ".wiki" / "c"
     quota = compute.quota()
-    assert quota.total_hours == 3.0 and quota.refresh_at > dt.datetime.now(dt.timezone.utc)
-    assert (quota.refresh_at - dt.datetime(2026, 9, 26, tzinfo=dt.timezone.utc)) % dt.timedelta(days=7) == \
+    assert quota.total_hours == 3.0 and quota.refresh_at > dt.datetime.now(dt.UTC)
+    assert (quota.refresh_at - dt.datetime(2026, 9, 26, tzinfo=dt.UTC)) % dt.timedelta(days=7) == \
         dt.timedelta(0)  # a weekly window from the configured reset instant
 
 
 def test_row28_item7_the_local_quota_refills_each_window_and_never_resets_in_the_past(tmp_path):
     """Issue 13 item 7: hours spent in an earlier window no longer count; refresh_at is the current
     window's end, so a park ends."""
-    now = [dt.datetime(2026, 9, 25, 23, 0, tzinfo=dt.timezone.utc)]
+    now = [dt.datetime(2026, 9, 25, 23, 0, tzinfo=dt.UTC)]
     compute = LocalProcessCompute(tmp_path / "state", quota_hours=2.0,
-                                  quota_reset_at=dt.datetime(2026, 9, 19, tzinfo=dt.timezone.utc),
+                                  quota_reset_at=dt.datetime(2026, 9, 19, tzinfo=dt.UTC),
                                   clock=lambda: now[0])
     session = compute.state_dir / "tiny-session1"
     session.mkdir(parents=True)
@@ -144,11 +137,11 @@ def test_row28_item7_the_local_quota_refills_each_window_and_never_resets_in_the
     (session / "exit.json").write_text(json.dumps({"exit_code": 0, "ended_at": "2026-09-26T01:00:00+00:00"}))
     before = compute.quota()
     assert before.used_hours == pytest.approx(2.0) and before.left_hours == 0
-    assert before.refresh_at == dt.datetime(2026, 9, 26, tzinfo=dt.timezone.utc)
-    now[0] = dt.datetime(2026, 9, 26, 2, 0, tzinfo=dt.timezone.utc)  # the reset instant has passed
+    assert before.refresh_at == dt.datetime(2026, 9, 26, tzinfo=dt.UTC)
+    now[0] = dt.datetime(2026, 9, 26, 2, 0, tzinfo=dt.UTC)  # the reset instant has passed
     after = compute.quota()
     assert after.used_hours == pytest.approx(1.0)  # only the hour after midnight counts in the new window
-    assert after.refresh_at == dt.datetime(2026, 10, 3, tzinfo=dt.timezone.utc)
+    assert after.refresh_at == dt.datetime(2026, 10, 3, tzinfo=dt.UTC)
 
 
 def test_row20_two_concurrent_wiki_step_processes_launch_once(tmp_path):

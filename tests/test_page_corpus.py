@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.lint_support import gen_wiki
 from wikiengine.core import schemas
 from wikiengine.core.errors import WikiError
 from wikiengine.core.page import load_page
@@ -17,18 +16,10 @@ REPO = Path(__file__).resolve().parent.parent
 REQUIRED = ["Hypothesis under test", "Setup", "Results", "Profile", "HLO Dump", "Verdict"]
 
 
-def _gen_wiki():
-    spec = importlib.util.spec_from_file_location("gen_wiki", REPO / "benchmarks" / "gen_wiki.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gen_wiki", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     out = tmp_path_factory.mktemp("corpus")
-    broken = _gen_wiki().generate(out, 200, seed=11, broken_fraction=0.1)
+    broken = gen_wiki().generate(out, 200, seed=11, broken_fraction=0.1)
     return out, {p for p, _ in broken}
 
 
@@ -38,7 +29,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 def test_same_arguments_give_the_same_bytes(corpus, tmp_path):
     out, _ = corpus
-    _gen_wiki().generate(tmp_path, 200, seed=11, broken_fraction=0.1)
+    gen_wiki().generate(tmp_path, 200, seed=11, broken_fraction=0.1)
     assert _tree(tmp_path) == _tree(out)
 
 

@@ -9,14 +9,13 @@ the generated benchmark corpus.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.lint_support import gen_wiki
 from wikiengine.core.page import _scan_h2, find_h2, load_page, markdown_it_h2, split_lines
 
 REPO = Path(__file__).resolve().parent.parent
@@ -102,16 +101,8 @@ def test_scan_agrees_on_every_example_wiki_page():
         assert find_h2(lines) == markdown_it_h2(lines), path
 
 
-def _gen_wiki():
-    spec = importlib.util.spec_from_file_location("gen_wiki", REPO / "benchmarks" / "gen_wiki.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gen_wiki", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_scan_agrees_on_a_sample_of_the_benchmark_corpus(tmp_path):
-    gen = _gen_wiki()
+    gen = gen_wiki()
     gen.generate(tmp_path, 240, seed=7)
     pages = sorted(tmp_path.rglob("*.md"))
     assert len(pages) >= 240

@@ -6,26 +6,19 @@ held for those codes)."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from tests.lint_support import gen_wiki
 from wikiengine.lint import lint
 from wikiengine.lint.config import LintConfig
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow  # about 4,500 pages generated (and linted) per test
 CODES = ["LNK001", "LNK002", "IDX001", "IDX002", "CON001", "CDB001", "HYP002", "HYP003", "MOD004"]
-
-
-def _gen_wiki():
-    spec = importlib.util.spec_from_file_location("gen_wiki", REPO / "benchmarks" / "gen_wiki.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _tree_hash(root: Path) -> str:
@@ -37,7 +30,7 @@ def _tree_hash(root: Path) -> str:
 
 
 def test_real_shape_corpus_is_deterministic_and_shaped(tmp_path):
-    gen = _gen_wiki()
+    gen = gen_wiki()
     first = gen.generate_real(tmp_path / "a", seed=5, git=False)
     second = gen.generate_real(tmp_path / "b", seed=5, git=False)
     assert first == second
@@ -50,7 +43,7 @@ def test_real_shape_corpus_is_deterministic_and_shaped(tmp_path):
 
 def test_new_rules_find_exactly_the_planted_violations(tmp_path):
     root = tmp_path / "real"
-    planted = _gen_wiki().generate_real(root, seed=0)
+    planted = gen_wiki().generate_real(root, seed=0)
     assert json.loads((root / "manifest.json").read_text())["planted"] == planted
     found = lint(root, config=LintConfig(select=CODES), base=None, use_cache=False).findings
     assert Counter((f.code, f.path) for f in found) == Counter((p["code"], p["path"]) for p in planted if p["code"] in CODES)

@@ -20,10 +20,10 @@ from wikiengine.executors.compute import (
     SessionStatus,
 )
 from wikiengine.executors.local_store import LocalGitStore
-from wikiengine.training.checkpoint import build_manifest
 from wikiengine.model import memory
+from wikiengine.training.checkpoint import build_manifest
 
-T0 = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.UTC)
 FILES_SHA = "53df4708526da5c8"
 PERM_SHA = "c6f617b96f502d96"
 
@@ -116,7 +116,7 @@ class FakeCompute:
     """A compute backend whose sessions and quota a test sets directly."""
 
     quota_left: float | None = 20.0
-    refresh_at: dt.datetime | None = dt.datetime(2026, 9, 26, tzinfo=dt.timezone.utc)
+    refresh_at: dt.datetime | None = dt.datetime(2026, 9, 26, tzinfo=dt.UTC)
     sessions: dict[str, SessionStatus] = field(default_factory=dict)
     launches: list = field(default_factory=list)
     status_fails: bool = False
@@ -190,6 +190,19 @@ class FakeCompute:
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args], cwd=root,
                           capture_output=True, text=True, check=True).stdout
+
+
+def pinned_launcher_repo(src: Path, launcher: str, message: str) -> tuple[str, str, str]:
+    """A git repository at ``src`` whose ``training/launcher.py`` is ``launcher``: (repo, rev, its sha256)."""
+    from wikiengine.training.launch import launcher_sha
+
+    (src / "training").mkdir(parents=True)
+    (src / "training" / "launcher.py").write_text(launcher)
+    git(src, "init", "--quiet")
+    git(src, "add", "-A")
+    git(src, "commit", "--quiet", "-m", message)
+    rev = git(src, "rev-parse", "HEAD").strip()
+    return str(src), rev, launcher_sha(src, rev)
 
 
 def make_wiki(root: Path, config: dict = CONFIG, run: str = "tiny") -> LocalGitStore:

@@ -11,6 +11,7 @@ from tests.rules_wiki import (
     MODEL_PAGE,
     NOT_RECOVERED,
     OTHER_LANE,
+    assert_finds,
     commit_all,
     experiment_page,
     findings,
@@ -39,8 +40,7 @@ CASES = [
 @pytest.mark.parametrize("case,code,files,options,expected", CASES, ids=[c[0] for c in CASES])
 def test_experiment_rule(tmp_path, case, code, files, options, expected):
     write(tmp_path, files)
-    found = findings(tmp_path, code, **options)
-    assert len(found) == expected, [f.render() for f in found]
+    assert_finds(tmp_path, code, expected, **options)
 
 
 def test_findings_name_file_and_line(tmp_path):

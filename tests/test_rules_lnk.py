@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-from tests.lint_support import NOTE, write
+from tests.lint_support import NOTE, gen_wiki, write
+from wikiengine.core.page import load_page
 from wikiengine.lint import lint
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.context import discover
-from wikiengine.core.page import load_page
 from wikiengine.lint.rules.broken_link import _scan_links, link_destinations, markdown_it_links, relative_target
 
 REPO = Path(__file__).resolve().parent.parent
@@ -79,11 +78,8 @@ def test_link_scan_agrees_with_markdown_it_on_the_example_wiki():
 
 
 def test_link_scan_agrees_with_markdown_it_on_generated_pages(tmp_path):
-    spec = importlib.util.spec_from_file_location("gen_wiki", REPO / "benchmarks" / "gen_wiki.py")
-    gen_wiki = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_wiki)
     root = tmp_path / "corpus"
-    gen_wiki.generate(root, 60, seed=1)
+    gen_wiki().generate(root, 60, seed=1)
     checked = 0
     for rel in discover(root):
         page = load_page(root / rel)
@@ -94,20 +90,13 @@ def test_link_scan_agrees_with_markdown_it_on_generated_pages(tmp_path):
     assert checked > 50
 
 
-def _gen_wiki():
-    spec = importlib.util.spec_from_file_location("gen_wiki", REPO / "benchmarks" / "gen_wiki.py")
-    gen_wiki = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_wiki)
-    return gen_wiki
-
-
 def test_link_scan_agrees_with_markdown_it_on_real_shape_pages(tmp_path):
     """The one-pass scan of plain pages (generated codebase pages, table rows with code
     spans and line-anchored links) finds what CommonMark finds, at the same lines."""
     from wikiengine.lint.rules.broken_link import _plain
 
     root = tmp_path / "real"
-    _gen_wiki().generate_real(root, seed=2, git=False)
+    gen_wiki().generate_real(root, seed=2, git=False)
     files = discover(root)
     plain = 0
     for rel in files[::7]:

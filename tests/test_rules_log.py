@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.rules_wiki import LANE, experiment_page, findings, write
+from tests.rules_wiki import LANE, assert_finds, experiment_page, findings, write
 from wikiengine.lint.config import LintConfig
-from wikiengine.lint.runner import lint
 from wikiengine.lint.rules._logs import parse_heading
+from wikiengine.lint.runner import lint
 
 LANE_LOG = f"{LANE}/log.md"
 GLOBAL_LOG = "wiki/log.md"

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.rules_wiki import LANE, MODEL_PAGE, TEMPLATE_SECTIONS, experiment_page, findings, write
+from tests.rules_wiki import LANE, MODEL_PAGE, TEMPLATE_SECTIONS, assert_finds, experiment_page, findings, write
 
 MODEL = "wiki/models/gemma4-tpu.md"
 V042 = f"{LANE}/2026-06-02-v042-splash.md"
@@ -48,8 +48,7 @@ HYPOTHESIS = "wiki/hypotheses/splash.md"
 def test_hyp001_hypothesis_experiments_exist(tmp_path, keys, expected):
     page = f"---\ncreated: 2026-06-01\nstatus: testing\n{keys}---\n# Splash\n"
     write(tmp_path, {**PAGES, HYPOTHESIS: page})
-    found = findings(tmp_path, "HYP001")
-    assert len(found) == expected, [f.render() for f in found]
+    assert_finds(tmp_path, "HYP001", expected)
 
 
 def test_mod002_reads_the_lane_programs_target_metric(tmp_path):

@@ -19,11 +19,16 @@ def found(result):
     return [(f.path, f.line, f.code) for f in result.findings]
 
 
+def only_finding(root, code: str, path: str, line: int) -> str:
+    """Rule ``code`` finds one thing, at ``path``:``line``: its message."""
+    result = run(root, [code])
+    assert found(result) == [(path, line, code)]
+    return result.findings[0].message
+
+
 def test_prg001_duplicate_titles_in_one_program(tmp_path):
     write(tmp_path, {PROGRAM_ROOT: "# r\n\n## Setup\n\na\n\n##   setup \n\nb\n"})
-    result = run(tmp_path, ["PRG001"])
-    assert found(result) == [(PROGRAM_ROOT, 7, "PRG001")]
-    assert "first on line 3" in result.findings[0].message
+    assert "first on line 3" in only_finding(tmp_path, "PRG001", PROGRAM_ROOT, 7)
 
 
 def test_prg001_passes_distinct_titles(tmp_path):
@@ -40,9 +45,7 @@ def test_prg002_resolved_config_breaks_its_schema(tmp_path):
         PROGRAM_MODEL: "# m\n\n" + CONFIG.format("parallelism: 1\nwake_interval_s: 30"),
         PROGRAM_LANE: "# l\n\n## Setup\n\nx\n",
     })
-    result = run(tmp_path, ["PRG002"])
-    assert found(result) == [(PROGRAM_MODEL, 7, "PRG002")]
-    assert "wake_interval_s" in result.findings[0].message
+    assert "wake_interval_s" in only_finding(tmp_path, "PRG002", PROGRAM_MODEL, 7)
 
 
 def test_prg002_reports_an_unknown_key_and_bad_yaml(tmp_path):
@@ -68,9 +71,7 @@ def test_prg003_additive_section_led_by_a_parent_title(tmp_path):
         PROGRAM_ROOT: ROOT_TEXT,
         PROGRAM_MODEL: "# m\n\n## What you CAN do — Gemma4-specific CAN additions\n\nmore\n",
     })
-    result = run(tmp_path, ["PRG003"])
-    assert found(result) == [(PROGRAM_MODEL, 3, "PRG003")]
-    assert "What you CAN do" in result.findings[0].message
+    assert "What you CAN do" in only_finding(tmp_path, "PRG003", PROGRAM_MODEL, 3)
 
 
 def test_prg003_same_title_with_different_additivity(tmp_path):
@@ -94,9 +95,7 @@ def test_prg003_passes_additive_sections_that_concatenate(tmp_path):
 
 def test_prg004_leading_title_without_suffix(tmp_path):
     write(tmp_path, {PROGRAM_ROOT: ROOT_TEXT, PROGRAM_LANE: "# l\n\n## Branching model — branch naming\n\nnames\n"})
-    result = run(tmp_path, ["PRG004"])
-    assert found(result) == [(PROGRAM_LANE, 3, "PRG004")]
-    assert "Branching model — per-experiment forks" in result.findings[0].message
+    assert "Branching model — per-experiment forks" in only_finding(tmp_path, "PRG004", PROGRAM_LANE, 3)
 
 
 def test_prg004_bare_title_under_a_suffixed_parent_and_only_targets(tmp_path):

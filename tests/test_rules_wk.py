@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.lint_support import NOTE, cli, write
+from tests.lint_support import NOTE, cli, use_schema, write
 from wikiengine.core import schemas
-from wikiengine.lint import lint, validators
+from wikiengine.lint import lint
 from wikiengine.lint.config import LintConfig
 
 
@@ -41,10 +39,7 @@ def test_wk001_passes_a_readable_page(tmp_path):
 @pytest.fixture
 def hypothesis_schema(tmp_path, monkeypatch):
     """A schema for the 'hypothesis' kind, independent of the repository's own schemas."""
-    directory = tmp_path / "schemas"
-    directory.mkdir()
-    (directory / "hypothesis.schema.json").write_text(json.dumps({
-        "$schema": "http://json-schema.org/draft-07/schema#",
+    use_schema(monkeypatch, tmp_path, "hypothesis", {
         "type": "object",
         "required": ["status", "created"],
         "properties": {
@@ -53,11 +48,7 @@ def hypothesis_schema(tmp_path, monkeypatch):
             "tags": {"type": "array", "items": {"type": "string"}},
         },
         "additionalProperties": False,
-    }))
-    monkeypatch.setattr(schemas, "schema_dir", lambda: directory)
-    schemas.load_schema.cache_clear()
-    schemas._validator.cache_clear()
-    monkeypatch.setattr(validators, "_COMPILED", {})
+    })
     yield
     schemas.load_schema.cache_clear()
     schemas._validator.cache_clear()

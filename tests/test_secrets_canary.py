@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes import fake_hub as fake_hub_module
+from tests.fakes import fake_kaggle as fake_kaggle_module
+from tests.fakes.fixtures import REPO_ID, RecordingSleep, fast_policy, kaggle_loopback_env, loopback_only  # noqa: F401
 from wikiengine.executors.clean_room import CleanRoomError, clean_environment, run_clean
 from wikiengine.executors.compute import ComputeError, LaunchRequest
 from wikiengine.executors.hub_store import HubStore
 from wikiengine.executors.kaggle_compute import KaggleCompute
 from wikiengine.executors.store import StoreError
-from tests.fakes import fake_hub as fake_hub_module
-from tests.fakes import fake_kaggle as fake_kaggle_module
-from tests.fakes.fixtures import REPO_ID, RecordingSleep, fast_policy, loopback_only  # noqa: F401
 
 HF_CANARY = "hf_CanaryHubToken7Qx2Lm9Zp4Wv8Rt3"
 KAGGLE_USER = "canaryowner"
@@ -66,15 +66,7 @@ def canary_env(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(home / "token"))
     monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(home / "stored_tokens"))
-    kaggle_dir = tmp_path / "kaggle-config"
-    kaggle_dir.mkdir()
-    for name in ("KAGGLE_API_TOKEN", "VERBOSE", "VERBOSE_OUTPUT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("KAGGLE_API_ENVIRONMENT", "LOCALHOST")
-    monkeypatch.setenv("KAGGLE_USERNAME", KAGGLE_USER)
-    monkeypatch.setenv("KAGGLE_KEY", KAGGLE_CANARY)
-    monkeypatch.setenv("KAGGLE_CONFIG_DIR", str(kaggle_dir))
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    kaggle_loopback_env(monkeypatch, tmp_path, KAGGLE_USER, KAGGLE_CANARY)
     yield
     close_session()
 
@@ -265,6 +257,7 @@ def test_row46_a_wiki_step_leaves_no_canary_in_memory_commits_or_the_launched_sc
     import subprocess as sp
 
     from test_relay_support import CONFIG, Clock, make_wiki
+
     from wikiengine.step.relay.wake import run_step
 
     caplog.set_level(logging.DEBUG)

@@ -11,8 +11,6 @@ import os
 import subprocess
 
 import pytest
-
-from wikiengine.executors.compute import SessionState
 from test_relay_support import (
     CONFIG,
     Clock,
@@ -24,17 +22,31 @@ from test_relay_support import (
     save_checkpoint,
     save_final,
 )
-from wikiengine.training.checkpoint import build_manifest
-from wikiengine.model import memory
+
 from wikiengine.model.state import RelayState
 from wikiengine.core.errors import WikiError
+from wikiengine.executors.compute import SessionState
+from wikiengine.model import memory
+from wikiengine.step.engine import lock_path
 from wikiengine.step.relay import act
 from wikiengine.step.relay.wake import run_step
-from wikiengine.step.engine import lock_path
+from wikiengine.training.checkpoint import build_manifest
 
 
 class Killed(BaseException):
     """A SIGKILL stand-in: nothing catches it, nothing after it runs."""
+
+
+def killed_before_recording(wiki, monkeypatch) -> None:
+    """One wake launches and is killed before it records the launch (the act's record step)."""
+
+    def killed_record(*args, **kwargs):
+        raise Killed()
+
+    monkeypatch.setattr(act, "record", killed_record)
+    with pytest.raises(Killed):
+        step(wiki)
+    monkeypatch.undo()
 
 
 @pytest.fixture()
@@ -137,14 +149,7 @@ def test_row22_killed_after_booking_before_launch_then_rerun_launches_once(wiki)
 
 def test_row22_killed_after_launch_before_recording_adopts_instead_of_relaunching(wiki, monkeypatch):
     root, store, compute, clock = wiki
-
-    def killed_record(*args, **kwargs):
-        raise Killed()
-
-    monkeypatch.setattr(act, "record", killed_record)
-    with pytest.raises(Killed):
-        step(wiki)
-    monkeypatch.undo()
+    killed_before_recording(wiki, monkeypatch)
     assert len(compute.launches) == 1 and memory.read_assets(root) == []
     clock.advance(minutes=10)
     result = step(wiki)
@@ -361,13 +366,19 @@ def test_fault_tampered_store_blocks_with_evidence_and_no_launch(wiki, tmp_path,
     assert step(wiki).decision == "blocked" and commits(root) == before and len(compute.launches) == 2
 
 
-def test_row2_pointer_backwards_evidence_names_both_steps(wiki):
+def _pointer_moved_back_from_8_to_4(wiki) -> None:
+    """Session 1 saves 4 and 8, then the pointer is moved back to 4 and the session ends."""
     root, store, compute, clock = wiki
     for s in (4, 8):
         save_checkpoint(store, s)
     step(wiki)
     store.commit_pointer(4, parent=store.head())
     compute.end("tiny-session1")
+
+
+def test_row2_pointer_backwards_evidence_names_both_steps(wiki):
+    root, store, compute, clock = wiki
+    _pointer_moved_back_from_8_to_4(wiki)
     result = step(wiki)
     assert result.decision == "blocked"
     entry = memory.read_errors(root)[0]
@@ -395,17 +406,19 @@ def test_row4_history_rewritten_is_an_emergency(wiki, tmp_path):
     assert "history_rewritten" in [e.kind for e in memory.read_errors(root)]
 
 
+def _blocked_then_pointer_restored(wiki) -> None:
+    """The pointer moved back from 8 to 4: the wake blocks; then a person restores it to 8 by hand."""
+    root, store, compute, clock = wiki
+    _pointer_moved_back_from_8_to_4(wiki)
+    assert step(wiki).decision == "blocked"
+    store.commit_pointer(8, parent=store.head())
+
+
 def test_unblock_records_the_reason_and_the_next_wake_rechecks(wiki, monkeypatch):
     root, store, compute, clock = wiki
     from wikiengine._cli import unblock
 
-    for s in (4, 8):
-        save_checkpoint(store, s)
-    step(wiki)
-    store.commit_pointer(4, parent=store.head())
-    compute.end("tiny-session1")
-    assert step(wiki).decision == "blocked"
-    store.commit_pointer(8, parent=store.head())  # a person restored the pointer
+    _blocked_then_pointer_restored(wiki)
     args = type("A", (), {"reason": "pointer restored to 8 by hand", "root": root, "json": False})()
     assert unblock.run(args) == 0
     assert RelayState.read(root).status == "running"
@@ -420,13 +433,7 @@ def test_unblock_json_says_what_was_cleared(wiki, capsys):
     from wikiengine._cli.main import main
 
     root, store, compute, clock = wiki
-    for s in (4, 8):
-        save_checkpoint(store, s)
-    step(wiki)
-    store.commit_pointer(4, parent=store.head())
-    compute.end("tiny-session1")
-    assert step(wiki).decision == "blocked"
-    store.commit_pointer(8, parent=store.head())
+    _blocked_then_pointer_restored(wiki)
     blocker = RelayState.read(root).blocker
     assert blocker
     capsys.readouterr()
@@ -510,6 +517,18 @@ def test_row37_an_unresolved_merge_is_refused(wiki):
     assert compute.launches == []
 
 
+def _an_edit_without_hooks_blocks(wiki, message: str) -> str:
+    """Commit the edit in the work tree with ``--no-verify`` and end session 1: the next wake
+    blocks on an immutable page edited; the evidence it wrote."""
+    root, store, compute, clock = wiki
+    git(root, "commit", "--quiet", "--no-verify", "-am", message)
+    compute.end("tiny-session1")
+    assert step(wiki).decision == "blocked"
+    error = memory.read_errors(root)[0]
+    assert error.kind == "immutable_page_edited"
+    return error.evidence
+
+
 def test_row38_a_verdict_page_edited_without_hooks_blocks(wiki):
     root, store, compute, clock = wiki
     page = root / "wiki" / "experiments" / "demo_autoresearch_optimization" / "tpu" / "2026-06-01-v001-base.md"
@@ -520,13 +539,9 @@ def test_row38_a_verdict_page_edited_without_hooks_blocks(wiki):
     step(wiki)  # trusted commit recorded
     assert RelayState.read(root).trusted_commit
     page.write_text(page.read_text().replace("slower", "faster"))
-    git(root, "commit", "--quiet", "--no-verify", "-am", "edit a closed page")
-    compute.end("tiny-session1")
-    result = step(wiki)
-    assert result.decision == "blocked"
-    assert memory.read_errors(root)[0].kind == "immutable_page_edited"
-    assert "2026-06-01-v001-base.md" in memory.read_errors(root)[0].evidence
-    assert "EXP007" in memory.read_errors(root)[0].evidence
+    evidence = _an_edit_without_hooks_blocks(wiki, "edit a closed page")
+    assert "2026-06-01-v001-base.md" in evidence
+    assert "EXP007" in evidence
 
 
 def test_row38_a_ledger_row_edited_without_hooks_blocks(wiki):
@@ -537,12 +552,7 @@ def test_row38_a_ledger_row_edited_without_hooks_blocks(wiki):
     booked = ledger.read_text()
     assert "| 1 |" in booked
     ledger.write_text(booked.replace("| session-1 |", "| session-9 |", 1))
-    git(root, "commit", "--quiet", "--no-verify", "-am", "rewrite a ledger row")
-    compute.end("tiny-session1")
-    result = step(wiki)
-    assert result.decision == "blocked"
-    assert memory.read_errors(root)[0].kind == "immutable_page_edited"
-    assert "MEM002" in memory.read_errors(root)[0].evidence
+    assert "MEM002" in _an_edit_without_hooks_blocks(wiki, "rewrite a ledger row")
 
 
 CANARIES = {"HF_TOKEN": "hf_CanaryToken1234567890abcdef", "KAGGLE_KEY": "kagglecanary0123456789abcdef"}
@@ -793,14 +803,7 @@ def test_item5_every_session_that_ran_has_exactly_one_outcome_row(wiki, monkeypa
     is released and session-1 booked again. The session that ran still gets its spent row: each booking
     has exactly one outcome."""
     root, store, compute, clock = wiki
-
-    def killed_record(*args, **kwargs):
-        raise Killed()
-
-    monkeypatch.setattr(act, "record", killed_record)
-    with pytest.raises(Killed):
-        step(wiki)
-    monkeypatch.undo()
+    killed_before_recording(wiki, monkeypatch)
     compute.hidden.add("tiny-session1")
     clock.advance(minutes=10)
     assert step(wiki).decision == "launch"  # released unspent, booked and launched again

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import signal
-from contextlib import contextmanager
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.lint_support import hang_guard
 from wikiengine.core import schemas
 from wikiengine.core.errors import PageError, SchemaError
 from wikiengine.core.yamlio import key_lines, line_of, roundtrip_update, safe_load
@@ -26,20 +25,6 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 """
 
 
-@contextmanager
-def hang_guard(seconds: int):
-    """Fail (rather than hang the suite) when the block runs longer than ``seconds``."""
-
-    def expire(signum, frame):
-        raise TimeoutError(f"no result within {seconds} s: a hang")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize(

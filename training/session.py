@@ -47,7 +47,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_STALE = 0, 2, 3, 4
@@ -243,87 +243,218 @@ def run_session(args: SessionArgs, store=None, status: dict | None = None) -> di
 
 
 def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, started: float) -> dict:
-    """The body of :func:`run_session` once the process group (if any) is up."""
+    """The body of :func:`run_session` once the process group (if any) is up: observe the store,
+    plan from the pointer, check the data and the checkpoint to resume from, then train."""
     import torch
 
-    from wikiengine.executors.store import StaleParentError, StoreError, checkpoint_path
-    from wikiengine.training.checkpoint import (
-        CURSOR_NAME,
-        MANIFEST_NAME,
-        TRAINER_STATE_NAME,
-        CheckpointError,
-        read_cursor,
-        read_trainer_state,
-        read_verified_from_store,
-        read_verified_local,
-        rotate_local,
-        write_checkpoint,
-    )
-    from wikiengine.training.data import DataError, open_corpus
-    from wikiengine.training import plan as planner
-    from wikiengine.training.plan import PlanError, cross_check, plan_session
-    from wikiengine.training.trainer import Trainer
-
-    next_save_fits = planner.next_save_fits
     device = f"cuda:{world.local_rank}" if args.device == "cuda" else args.device
     if args.device == "cuda":
         torch.cuda.set_device(world.local_rank)
-
-    # ---- observe (rank 0) and agree on one revision
-    observed = None
-    if world.is_main:
-        try:
-            store = store or open_store(args.store)
-            revision = store.head()
-            pointer = store.read_pointer(revision)
-        except SessionExit as exc:  # every rank must leave together
-            observed = ("exit", exc.code, exc.reason, exc.message)
-        except StoreError as exc:
-            observed = ("exit", EXIT_REFUSED, "refused", f"pointer unreadable: {exc}")
-        else:
-            observed = ("ok", revision, pointer.step if pointer else 0,
-                        pointer.path_in_repo if pointer else None)
-    observed = world.broadcast(observed)
-    if observed[0] == "exit":
-        raise SessionExit(*observed[1:])
-    _, revision, pointer_step, pointer_path = observed
-    if pointer_path is not None and pointer_path != checkpoint_path(pointer_step):
-        raise SessionExit(EXIT_REFUSED, "refused",
-                          f"latest.json path_in_repo {pointer_path!r} is not {checkpoint_path(pointer_step)!r}")
-
-    # ---- plan and cross-check
-    budget_s = time_budget_s(args, config.save_margin_s)
-    try:
-        plan = plan_session(pointer_step, config.max_steps, config.save_steps, config.session_steps, budget_s=budget_s)
-    except PlanError as exc:
-        raise SessionExit(EXIT_REFUSED, "refused", f"planner: {exc}") from None
-    status.update(start_step=plan.resume_step, end_step=plan.resume_step)
-    if budget_s is not None and budget_s <= 0 and not plan.finished:
-        raise SessionExit(EXIT_REFUSED, "refused", "no time budget left (quota or timeout within the save margin)")
-    problems = cross_check(plan)
-    if problems:
-        raise SessionExit(EXIT_REFUSED, "refused", f"planner arithmetic disagrees: {problems[0]}")
-    if world.is_main:
-        emit("plan", revision=revision, pointer_step=plan.pointer_step, resume_step=plan.resume_step,
-             boundary=plan.boundary, steps_to_run=plan.steps_to_run,
-             steps_left_in_run=config.max_steps - plan.resume_step,
-             save_points=list(plan.save_points),
-             budget_s=budget_s, world_size=world.world_size, tokens_per_step=config.tokens_per_step)
-        _report_unnamed(store, revision, plan.pointer_step)
+    session = _Session(args, config, world, store, status)
+    revision, pointer_step = session.observe()
+    plan, budget_s = session.plan(revision, pointer_step)
     if plan.finished:
-        if world.is_main and plan.pointer_step == config.max_steps and not store.list_files("final", revision):
+        if world.is_main and plan.pointer_step == config.max_steps and not session.store.list_files("final", revision):
             # the last session stopped before its final/ commit: write it from the verified checkpoint
-            try:
-                files = read_verified_from_store(store, plan.pointer_step, revision)
-            except (CheckpointError, StoreError) as exc:
-                raise SessionExit(EXIT_REFUSED, CORRUPT, f"{checkpoint_path(plan.pointer_step)}: {exc}") from None
-            write_checkpoint(Path(args.out), plan.pointer_step, {k: v for k, v in files.items() if k != MANIFEST_NAME})
-            _commit_final(store, plan.pointer_step, Path(args.out), revision, write_checkpoint, StaleParentError,
-                          StoreError)
+            session.final_from_store(plan.pointer_step, revision)
         return {"event": "session_end", "start_step": plan.resume_step, "end_step": plan.resume_step,
                 "reason": "finished"}
+    corpus = _pinned_corpus(config)
+    files, shared_copy = session.resume_files(plan.pointer_step, revision, corpus)
+    trainer = _restored_trainer(config, device, world, corpus, files, plan.pointer_step)
+    del files
+    return session.train(trainer, plan, _Timings(started, budget_s), revision, shared_copy)
 
-    # ---- data pins, free space, verified resume state
+
+class _Session:
+    """The steps of one session once its process group is up. Rank 0 reads the store and
+    decides; every decision is broadcast, so that every rank goes on, or leaves, together."""
+
+    def __init__(self, args: SessionArgs, config, world: Dist, store, status: dict):
+        self.args, self.config, self.world, self.status = args, config, world, status
+        self.store = store  # rank 0 opens it in observe (the other ranks never touch it)
+        self.out = Path(args.out)
+
+    def observe(self) -> tuple[str, int]:
+        """``(revision, pointer_step)``: one store revision and the pointer's step, agreed by every rank."""
+        from wikiengine.executors.store import StoreError, checkpoint_path
+
+        observed = None
+        if self.world.is_main:
+            try:
+                self.store = self.store or open_store(self.args.store)
+                revision = self.store.head()
+                pointer = self.store.read_pointer(revision)
+            except SessionExit as exc:  # every rank must leave together
+                observed = ("exit", exc.code, exc.reason, exc.message)
+            except StoreError as exc:
+                observed = ("exit", EXIT_REFUSED, "refused", f"pointer unreadable: {exc}")
+            else:
+                observed = ("ok", revision, pointer.step if pointer else 0,
+                            pointer.path_in_repo if pointer else None)
+        observed = self.world.broadcast(observed)
+        if observed[0] == "exit":
+            raise SessionExit(*observed[1:])
+        _, revision, pointer_step, pointer_path = observed
+        if pointer_path is not None and pointer_path != checkpoint_path(pointer_step):
+            raise SessionExit(EXIT_REFUSED, "refused",
+                              f"latest.json path_in_repo {pointer_path!r} is not {checkpoint_path(pointer_step)!r}")
+        return revision, pointer_step
+
+    def plan(self, revision: str, pointer_step: int):
+        """``(plan, budget_s)``: the plan from the pointer, cross-checked, announced by rank 0."""
+        from wikiengine.training.plan import PlanError, cross_check, plan_session
+
+        config = self.config
+        budget_s = time_budget_s(self.args, config.save_margin_s)
+        try:
+            plan = plan_session(pointer_step, config.max_steps, config.save_steps, config.session_steps,
+                                budget_s=budget_s)
+        except PlanError as exc:
+            raise SessionExit(EXIT_REFUSED, "refused", f"planner: {exc}") from None
+        self.status.update(start_step=plan.resume_step, end_step=plan.resume_step)
+        if budget_s is not None and budget_s <= 0 and not plan.finished:
+            raise SessionExit(EXIT_REFUSED, "refused", "no time budget left (quota or timeout within the save margin)")
+        problems = cross_check(plan)
+        if problems:
+            raise SessionExit(EXIT_REFUSED, "refused", f"planner arithmetic disagrees: {problems[0]}")
+        if self.world.is_main:
+            emit("plan", revision=revision, pointer_step=plan.pointer_step, resume_step=plan.resume_step,
+                 boundary=plan.boundary, steps_to_run=plan.steps_to_run,
+                 steps_left_in_run=config.max_steps - plan.resume_step,
+                 save_points=list(plan.save_points),
+                 budget_s=budget_s, world_size=self.world.world_size, tokens_per_step=config.tokens_per_step)
+            _report_unnamed(self.store, revision, plan.pointer_step)
+        return plan, budget_s
+
+    def final_from_store(self, step: int, revision: str) -> None:
+        """Rank 0: commit ``final/`` from the verified checkpoint at ``step`` in the store."""
+        from wikiengine.executors.store import StoreError, checkpoint_path
+        from wikiengine.training.checkpoint import CheckpointError, read_verified_from_store, write_checkpoint
+
+        try:
+            files = read_verified_from_store(self.store, step, revision)
+        except (CheckpointError, StoreError) as exc:
+            raise SessionExit(EXIT_REFUSED, CORRUPT, f"{checkpoint_path(step)}: {exc}") from None
+        write_checkpoint(self.out, step, _without_manifest(files))
+        _commit_final(self.store, step, self.out, revision)
+
+    def resume_files(self, step: int, revision: str, corpus):
+        """``(files, shared_copy)``: the verified checkpoint at the pointer on every rank (None for
+        a fresh run), and rank 0's copy for the other ranks (None when there is none to remove).
+
+        Rank 0 reads and verifies the checkpoint; under DDP the other ranks read a local copy
+        of the verified bytes (same machine) and check it against the manifest again.
+        """
+        from wikiengine.executors.store import StoreError, checkpoint_path
+        from wikiengine.training.checkpoint import (
+            CURSOR_NAME,
+            TRAINER_STATE_NAME,
+            CheckpointError,
+            read_cursor,
+            read_trainer_state,
+            read_verified_from_store,
+            read_verified_local,
+            write_checkpoint,
+        )
+
+        world, files, verdict = self.world, None, None
+        if world.is_main:
+            verdict = _free_space_problem(self.out, self.config.preset)
+        if world.is_main and step and verdict is None:
+            try:
+                files = read_verified_from_store(self.store, step, revision)
+                cursor = read_cursor(files[CURSOR_NAME])
+                state = read_trainer_state(files[TRAINER_STATE_NAME])
+            except (CheckpointError, StoreError) as exc:
+                verdict = ("refuse", f"{checkpoint_path(step)}: {exc}", CORRUPT)
+            else:
+                problem = _resume_problem(cursor, state, step, self.config, corpus)
+                if problem:
+                    verdict = ("refuse", f"{checkpoint_path(step)}: {problem}", CORRUPT)
+                elif world.world_size > 1:
+                    shared = write_checkpoint(self.out / "resume", step, _without_manifest(files))
+                    verdict = ("shared", str(shared))
+        verdict = world.broadcast(verdict)
+        if verdict is not None and verdict[0] == "refuse":
+            raise SessionExit(EXIT_REFUSED, verdict[2] if len(verdict) > 2 else "refused", verdict[1])
+        if verdict is not None and not world.is_main:
+            files = read_verified_local(Path(verdict[1]), step)
+        return files, (Path(verdict[1]) if verdict is not None and world.is_main else None)
+
+    def train(self, trainer, plan, timings: _Timings, revision: str, shared_copy: Path | None) -> dict:
+        """Train to the boundary, saving on the grid; stop at the last save that fits the budget.
+        The ``session_end`` record."""
+        world, config = self.world, self.config
+        progress = _progress_bar(plan) if world.is_main and self.args.progress else None
+        last_commit = revision
+        reason = "boundary" if plan.boundary < config.max_steps else "max_steps"
+        save_points = list(plan.save_points)
+        try:
+            while trainer.step < plan.boundary:
+                tick = time.monotonic()
+                entry = trainer.train_step()
+                timings.steps.append(time.monotonic() - tick)
+                if shared_copy is not None:  # every rank has passed the first all-reduce: their copies are read
+                    shutil.rmtree(shared_copy.parent, ignore_errors=True)
+                    shared_copy = None
+                if progress is not None:
+                    progress.update(1)
+                    progress.set_postfix(loss=f"{entry['loss']:.4f}", tok_s=f"{entry['tokens_per_second']:.0f}")
+                if trainer.step in save_points:
+                    tick = time.monotonic()
+                    last_commit = self.save(trainer, last_commit)
+                    self.status["end_step"] = trainer.step
+                    timings.saves.append(time.monotonic() - tick)
+                remaining = [p for p in save_points if p > trainer.step]
+                if timings.budget_s is not None and remaining:
+                    # would the next save still fit? if not, stop now: at a save when we just made one,
+                    # otherwise (the first interval is already too long) the steps since the last save are dropped
+                    if not world.broadcast(timings.next_save_fits(trainer.step, remaining[0])):
+                        reason = "time"
+                        break
+        finally:
+            if progress is not None:
+                progress.close()
+        if world.is_main and self.status["end_step"] == config.max_steps:
+            last_commit = _commit_final(self.store, config.max_steps, self.out, last_commit)
+        return {"event": "session_end", "start_step": plan.resume_step, "end_step": self.status["end_step"],
+                "reason": reason, "pointer_commit": last_commit}
+
+    def save(self, trainer, last_commit: str) -> str:
+        """The checkpoint of this step, committed by rank 0; the pointer commit, on every rank."""
+        checkpoint_files = trainer.checkpoint_files()
+        verdict = None
+        if self.world.is_main:
+            verdict = _save_and_commit(self.store, trainer.step, checkpoint_files, self.args.out, last_commit,
+                                       trainer.log_history[-1])
+        verdict = self.world.broadcast(verdict)
+        if verdict[0] != "ok":
+            raise SessionExit(EXIT_STALE, "stale_pointer" if verdict[0] == "stale" else verdict[0], verdict[1])
+        return verdict[1]
+
+
+@dataclass
+class _Timings:
+    """What the stop-in-time check reads: the session's start, its budget, each step's and save's seconds."""
+
+    started: float
+    budget_s: float | None
+    steps: list[float] = field(default_factory=list)
+    saves: list[float] = field(default_factory=list)
+
+    def next_save_fits(self, step: int, next_save: int) -> bool:
+        from wikiengine.training.plan import next_save_fits
+
+        per_step = sorted(self.steps)[len(self.steps) // 2]
+        return next_save_fits(step, next_save, time.monotonic() - self.started, self.budget_s, per_step,
+                              max(self.saves, default=0.0))
+
+
+def _pinned_corpus(config):
+    """The training data, refused when it is not the data the config pins."""
+    from wikiengine.training.data import DataError, open_corpus
+
     try:
         corpus = open_corpus(config.corpus, config.seq_len, config.seed)
     except DataError as exc:
@@ -332,106 +463,46 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
                                  ("shuffle_perm_sha", config.shuffle_perm_sha, corpus.perm_sha)):
         if pinned and pinned != actual:
             raise SessionExit(EXIT_REFUSED, "refused", f"{name} of the data is {actual}, the config pins {pinned}")
-    # rank 0 reads and verifies the checkpoint; under DDP the other ranks read a local copy
-    # of the verified bytes (same machine) and check it against the manifest again
-    files, verdict = None, None
-    if world.is_main:
-        verdict = _free_space_problem(args.out, config.preset)
-    if world.is_main and plan.pointer_step and verdict is None:
-        try:
-            files = read_verified_from_store(store, plan.pointer_step, revision)
-            cursor = read_cursor(files[CURSOR_NAME])
-            state = read_trainer_state(files[TRAINER_STATE_NAME])
-        except (CheckpointError, StoreError) as exc:
-            verdict = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {exc}", CORRUPT)
-        else:
-            problem = _resume_problem(cursor, state, plan.pointer_step, config, corpus)
-            if problem:
-                verdict = ("refuse", f"{checkpoint_path(plan.pointer_step)}: {problem}", CORRUPT)
-            elif world.world_size > 1:
-                shared = write_checkpoint(Path(args.out) / "resume", plan.pointer_step,
-                                          {k: v for k, v in files.items() if k != MANIFEST_NAME})
-                verdict = ("shared", str(shared))
-    verdict = world.broadcast(verdict)
-    if verdict is not None and verdict[0] == "refuse":
-        raise SessionExit(EXIT_REFUSED, verdict[2] if len(verdict) > 2 else "refused", verdict[1])
-    if verdict is not None and not world.is_main:
-        files = read_verified_local(Path(verdict[1]), plan.pointer_step)
+    return corpus
+
+
+def _restored_trainer(config, device: str, world: Dist, corpus, files: dict | None, step: int):
+    """A trainer at ``step``: restored from the checkpoint's ``files``, or fresh when there are none."""
+    from wikiengine.executors.store import checkpoint_path
+    from wikiengine.training.checkpoint import CheckpointError
+    from wikiengine.training.trainer import Trainer
 
     trainer = Trainer(config, device, rank=world.rank, world_size=world.world_size, corpus=corpus)
     if files is not None:
         try:
-            trainer.restore(files, plan.pointer_step)
+            trainer.restore(files, step)
         except CheckpointError as exc:
-            raise SessionExit(EXIT_REFUSED, CORRUPT, f"{checkpoint_path(plan.pointer_step)}: {exc}") from None
+            raise SessionExit(EXIT_REFUSED, CORRUPT, f"{checkpoint_path(step)}: {exc}") from None
         if trainer.rng_fallback and world.is_main:
             emit("warning", detail="the checkpoint was saved with another world size: data order and arithmetic "
                                    "are unchanged, RNG streams are not bitwise those of an uninterrupted run")
-    del files
-    shared_copy = Path(verdict[1]) if verdict is not None and world.is_main else None
-
-    # ---- train
-    progress = None
-    if world.is_main and args.progress:
-        from tqdm import tqdm
-
-        progress = tqdm(total=plan.boundary, initial=plan.resume_step, desc="train", unit="step", file=sys.stderr,
-                        dynamic_ncols=True, mininterval=0.5)
-    last_commit = revision
-    reason = "boundary" if plan.boundary < config.max_steps else "max_steps"
-    step_seconds: list[float] = []
-    save_seconds: list[float] = []
-    save_points = list(plan.save_points)
-    try:
-        while trainer.step < plan.boundary:
-            tick = time.monotonic()
-            entry = trainer.train_step()
-            step_seconds.append(time.monotonic() - tick)
-            if shared_copy is not None:  # every rank has passed the first all-reduce: their copies are read
-                shutil.rmtree(shared_copy.parent, ignore_errors=True)
-                shared_copy = None
-            if progress is not None:
-                progress.update(1)
-                progress.set_postfix(loss=f"{entry['loss']:.4f}", tok_s=f"{entry['tokens_per_second']:.0f}")
-            if trainer.step in save_points:
-                tick = time.monotonic()
-                checkpoint_files = trainer.checkpoint_files()
-                verdict = None
-                if world.is_main:
-                    verdict = _save_and_commit(store, trainer.step, checkpoint_files, args.out, last_commit,
-                                               write_checkpoint, rotate_local, StaleParentError, StoreError,
-                                               trainer.log_history[-1])
-                verdict = world.broadcast(verdict)
-                if verdict[0] != "ok":
-                    raise SessionExit(EXIT_STALE, "stale_pointer" if verdict[0] == "stale" else verdict[0],
-                                      verdict[1])
-                last_commit = verdict[1]
-                status["end_step"] = trainer.step
-                save_seconds.append(time.monotonic() - tick)
-            remaining = [p for p in save_points if p > trainer.step]
-            if budget_s is not None and remaining:
-                # would the next save still fit? if not, stop now: at a save when we just made one,
-                # otherwise (the first interval is already too long) the steps since the last save are dropped
-                per_step = sorted(step_seconds)[len(step_seconds) // 2]
-                fits = next_save_fits(trainer.step, remaining[0], time.monotonic() - started, budget_s, per_step,
-                                      max(save_seconds, default=0.0))
-                if not world.broadcast(fits):
-                    reason = "time"
-                    break
-    finally:
-        if progress is not None:
-            progress.close()
-    if world.is_main and status["end_step"] == config.max_steps:
-        last_commit = _commit_final(store, config.max_steps, Path(args.out), last_commit, write_checkpoint,
-                                    StaleParentError, StoreError)
-    return {"event": "session_end", "start_step": plan.resume_step, "end_step": status["end_step"], "reason": reason,
-            "pointer_commit": last_commit}
+    return trainer
 
 
-def _save_and_commit(store, step, files, out_dir, last_commit, write_checkpoint, rotate_local, StaleParentError,
-                     StoreError, entry):
+def _progress_bar(plan):
+    """Progress on standard error (rank 0)."""
+    from tqdm import tqdm
+
+    return tqdm(total=plan.boundary, initial=plan.resume_step, desc="train", unit="step", file=sys.stderr,
+                dynamic_ncols=True, mininterval=0.5)
+
+
+def _without_manifest(files: dict[str, bytes]) -> dict[str, bytes]:
+    """A verified checkpoint's files to write again (``write_checkpoint`` writes a fresh manifest)."""
+    from wikiengine.training.checkpoint import MANIFEST_NAME
+
+    return {k: v for k, v in files.items() if k != MANIFEST_NAME}
+
+
+def _save_and_commit(store, step, files, out_dir, last_commit, entry):
     """Rank 0: write checkpoint-N locally, then the two commits, guarded. Returns a verdict tuple."""
-    from wikiengine.executors.store import checkpoint_path
+    from wikiengine.executors.store import StaleParentError, StoreError, checkpoint_path
+    from wikiengine.training.checkpoint import rotate_local, write_checkpoint
 
     local = write_checkpoint(out_dir, step, files)
     try:
@@ -463,10 +534,11 @@ def _manifest_sha(directory: Path) -> str:
     return sha256_hex((Path(directory) / MANIFEST_NAME).read_bytes())
 
 
-def _commit_final(store, step, out_dir, last_commit, write_checkpoint, StaleParentError, StoreError) -> str:
+def _commit_final(store, step, out_dir, last_commit) -> str:
     """Rank 0, after ``latest -> max_steps``: commit ``final/`` (the final weights, cursor and
     trainer state with their manifest, from the verified local checkpoint); emit ``final``."""
-    from wikiengine.training.checkpoint import FINAL_FILES, read_verified_local
+    from wikiengine.executors.store import StaleParentError, StoreError
+    from wikiengine.training.checkpoint import FINAL_FILES, read_verified_local, write_checkpoint
 
     files = read_verified_local(Path(out_dir) / f"checkpoint-{step}", step)
     local = write_checkpoint(Path(out_dir) / "final", step, {k: files[k] for k in FINAL_FILES})

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from wikiengine.core.errors import WikiError
+from wikiengine.core.identity import check_workload_name, workload_name
 from wikiengine.executors.compute import CapacityError, ComputeError, SessionState, SessionStatus
 from wikiengine.executors.gke.clusters import ClusterFile
 from wikiengine.executors.gke.kube import (
@@ -34,8 +36,6 @@ from wikiengine.executors.gke.kube import (
     KubeUnavailable,
 )
 from wikiengine.executors.gke.occupancy import TERMINAL_STATES, Me, active_workloads
-from wikiengine.core.errors import WikiError
-from wikiengine.core.identity import check_workload_name, workload_name
 
 WORKLOAD_LABEL = "xpk.google.com/workload"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -43,7 +43,6 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 ANNOTATION_PREFIX = "wikiengine.dev/"
 DEFAULT_QUEUE = "multislice-queue"
 CONTAINER_NAME = "jax-tpu"
-_GCS_ROOT_RE = re.compile(r"gs://[a-z0-9][-a-z0-9_.]{1,220}[a-z0-9](/[^\s]*)?")
 
 
 @dataclass(frozen=True)
@@ -86,6 +85,9 @@ def gcs_paths(gcs_root: str) -> StoragePaths:
     return StoragePaths(root, f"{root}/xprof", f"{root}/hlo")
 
 
+_GCS_ROOT_RE = re.compile(r"gs://[a-z0-9][-a-z0-9_.]{1,220}[a-z0-9](/[^\s]*)?")
+
+
 def _checked_root(path: str) -> str:
     root = path.rstrip("/")
     if not _GCS_ROOT_RE.fullmatch(root):
@@ -117,38 +119,12 @@ def jobset_manifest(
     makes Kubernetes fail the slice's Job when it runs longer.
     """
     tpu = cluster.tpu
-    env = [
-        {"name": "WORKLOAD_NAME", "value": name},
-        {"name": "EXP_SLUG", "value": exp_slug},
-        {"name": "GCS_ROOT", "value": paths.gcs_root},
-        {"name": "XPROF_PATH", "value": paths.xprof},
-        {"name": "HLO_PATH", "value": paths.hlo},
-    ]
-    env += [{"name": key, "value": value} for key, value in (extra_env or {}).items()]
-    pod_spec = {
-        "restartPolicy": "Never",
-        "nodeSelector": {
-            "cloud.google.com/gke-tpu-accelerator": tpu.spec.accelerator,
-            "cloud.google.com/gke-tpu-topology": tpu.topology,
-        },
-        "hostNetwork": True,
-        "dnsPolicy": "ClusterFirstWithHostNet",
-        "terminationGracePeriodSeconds": 30,
-        "containers": [
-            {
-                "name": CONTAINER_NAME,
-                "image": image,
-                "command": ["bash", "-c", launch_cmd],
-                "env": env,
-                "resources": {"limits": {"google.com/tpu": tpu.chips_per_vm}},
-            }
-        ],
-    }
+    env = _container_env(name, exp_slug, paths, extra_env or {})
     job_spec = {
         "parallelism": tpu.vms,
         "completions": tpu.vms,
         "backoffLimit": 0,
-        "template": {"metadata": {"labels": {WORKLOAD_LABEL: name}}, "spec": pod_spec},
+        "template": {"metadata": {"labels": {WORKLOAD_LABEL: name}}, "spec": _pod_spec(tpu, image, launch_cmd, env)},
     }
     if active_deadline_s is not None:
         job_spec["activeDeadlineSeconds"] = int(active_deadline_s)
@@ -169,14 +145,38 @@ def jobset_manifest(
         },
         "spec": {
             "failurePolicy": {"maxRestarts": max_restarts},
-            "replicatedJobs": [
-                {
-                    "name": "slice-job",
-                    "replicas": num_slices,
-                    "template": {"spec": job_spec},
-                }
-            ],
+            "replicatedJobs": [{"name": "slice-job", "replicas": num_slices, "template": {"spec": job_spec}}],
         },
+    }
+
+
+def _container_env(name: str, exp_slug: str, paths: StoragePaths, extra_env: dict[str, str]) -> list[dict]:
+    """The container's variables: the workload, the experiment and its GCS paths, then ``extra_env``."""
+    standard = {"WORKLOAD_NAME": name, "EXP_SLUG": exp_slug, "GCS_ROOT": paths.gcs_root, "XPROF_PATH": paths.xprof,
+                "HLO_PATH": paths.hlo}
+    return [{"name": key, "value": value} for key, value in (*standard.items(), *extra_env.items())]
+
+
+def _pod_spec(tpu, image: str, launch_cmd: str, env: list[dict]) -> dict:
+    """One VM's pod of the slice: pinned to the slice's accelerator and topology, all its chips."""
+    return {
+        "restartPolicy": "Never",
+        "nodeSelector": {
+            "cloud.google.com/gke-tpu-accelerator": tpu.spec.accelerator,
+            "cloud.google.com/gke-tpu-topology": tpu.topology,
+        },
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "terminationGracePeriodSeconds": 30,
+        "containers": [
+            {
+                "name": CONTAINER_NAME,
+                "image": image,
+                "command": ["bash", "-c", launch_cmd],
+                "env": env,
+                "resources": {"limits": {"google.com/tpu": tpu.chips_per_vm}},
+            }
+        ],
     }
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from wikiengine.core.errors import WikiError
 from wikiengine.executors.compute import ComputeError
-from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, ExecResult, Kube, KubeConflict, KubeNotFound
+from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, ClosedOnExit, ExecResult, Kube, KubeConflict, KubeNotFound
 
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
@@ -225,7 +225,7 @@ def discover(context: str, kubeconfig: str | Path | None = None) -> list[NodePoo
         return nodepools(kube.list_nodes(ACCELERATOR_LABEL))
 
 
-class ClusterPod:
+class ClusterPod(ClosedOnExit):
     """The pod of one kernel session, as recorded in its run target."""
 
     def __init__(self, target: dict, *, kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S):
@@ -241,12 +241,6 @@ class ClusterPod:
 
     def close(self) -> None:
         self.kube.close()
-
-    def __enter__(self) -> ClusterPod:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def up(self, family: str, session: int, *, wait_s: float | None = None, poll_s: float = 0.5) -> dict:
         """Create the session's pod (or attach to it) and wait until it runs.

@@ -20,7 +20,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from wikiengine.executors.compute import ComputeError, ComputeUnavailableError
 
@@ -78,7 +78,20 @@ def require_client() -> None:
         raise ComputeUnavailableError("the GKE backend needs the 'gke' extra: pip install 'wikiengine[gke]'") from None
 
 
-class Kube:
+class ClosedOnExit:
+    """A client that a ``with`` block closes (``close()``) on the way out, whatever happened."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Kube(ClosedOnExit):
     """One cluster's API server, reached through the real ``kubernetes`` client."""
 
     def __init__(self, api_client: Any, cluster: str, deadline_s: float = DEFAULT_DEADLINE_S):
@@ -124,12 +137,6 @@ class Kube:
 
     def close(self) -> None:
         self.api_client.close()
-
-    def __enter__(self) -> Kube:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _call(self, what: str, fn, *args, **kwargs) -> Any:
         import urllib3
@@ -208,31 +215,16 @@ class Kube:
             seen_tokens.add(token)
 
     def get_jobset(self, namespace: str, name: str) -> dict:
-        what = f"get jobset {namespace}/{name}"
-        obj = self._call(
-            what,
-            self._custom().get_namespaced_custom_object,
-            JOBSET_GROUP,
-            JOBSET_VERSION,
-            namespace,
-            JOBSET_PLURAL,
-            name,
-        )
-        if not isinstance(obj, dict):
-            raise KubeUnavailable(f"{self.cluster}: {what}: malformed response")
-        return obj
+        return self._jobset(f"get jobset {namespace}/{name}", self._custom().get_namespaced_custom_object,
+                            namespace, name)
 
     def create_jobset(self, namespace: str, manifest: dict) -> dict:
-        what = f"create jobset {namespace}/{manifest['metadata']['name']}"
-        obj = self._call(
-            what,
-            self._custom().create_namespaced_custom_object,
-            JOBSET_GROUP,
-            JOBSET_VERSION,
-            namespace,
-            JOBSET_PLURAL,
-            manifest,
-        )
+        return self._jobset(f"create jobset {namespace}/{manifest['metadata']['name']}",
+                            self._custom().create_namespaced_custom_object, namespace, manifest)
+
+    def _jobset(self, what: str, method, namespace: str, name_or_body) -> dict:
+        """The JobSet object a namespaced custom-object call answers (get, create)."""
+        obj = self._call(what, method, JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSET_PLURAL, name_or_body)
         if not isinstance(obj, dict):
             raise KubeUnavailable(f"{self.cluster}: {what}: malformed response")
         return obj

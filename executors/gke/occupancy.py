@@ -27,13 +27,13 @@ from __future__ import annotations
 import enum
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from wikiengine.executors.gke.clusters import ClusterFile
-from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, Kube, KubeNotFound, KubeUnavailable
 from wikiengine.core.errors import WikiError
 from wikiengine.core.text import counted
+from wikiengine.executors.gke.clusters import ClusterFile
+from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, Kube, KubeNotFound, KubeUnavailable
 
 _CONVENTIONAL_RE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9][-a-z0-9]*-[a-z0-9]+-v\d{3,}-[a-z0-9][-a-z0-9]*")
 _BRANCH_RE = re.compile(
@@ -90,15 +90,7 @@ class Workload:
         return f"another user's workload `{self.name}`{how}"
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "namespace": self.namespace,
-            "image": self.image,
-            "attribution": self.attribution.value,
-            "basis": self.basis,
-            "model": self.model,
-            "lane": self.lane,
-        }
+        return asdict(self) | {"attribution": self.attribution.value}
 
 
 def is_active(jobset: dict) -> bool:

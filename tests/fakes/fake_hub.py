@@ -39,9 +39,9 @@ import time
 import urllib.parse
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
-from tests.fakes.loopback import Dropped, LoopbackServer
+from tests.fakes.loopback import Dropped, LoopbackHandler, LoopbackServer
 
 ROUTES = ("refs", "commits", "tree", "info", "resolve_head", "resolve_get", "preupload", "commit", "create",
           "validate_yaml", "lfs_batch", "lfs_upload", "lfs_verify")
@@ -127,6 +127,7 @@ class FakeHub(LoopbackServer):
 
     fake_attr = "hub"
     thread_name = "fake-hub"
+    fault_points = ROUTES
 
     def __init__(self, *, page_size: int = 2, required_token: str | None = None):
         self.repos: dict[tuple[str, str], Repo] = {}
@@ -138,7 +139,7 @@ class FakeHub(LoopbackServer):
         self.commit_posts = 0
         self.lfs_blobs: dict[str, bytes] = {}  # sha256 -> bytes uploaded through the LFS transfer
         self.lock = threading.RLock()
-        self.clock = lambda: dt.datetime.now(dt.timezone.utc)
+        self.clock = lambda: dt.datetime.now(dt.UTC)
         self._counter = 0
         self.server: ThreadingHTTPServer | None = None
 
@@ -178,25 +179,10 @@ class FakeHub(LoopbackServer):
             repo.branches[branch] = commit.id
             return commit
 
-    def inject(self, route: str, *faults: Fault) -> None:
-        """Queue faults for ``route`` (one of :data:`ROUTES`), consumed one per request."""
-        if route not in ROUTES:
-            raise ValueError(f"unknown route {route!r}")
-        with self.lock:
-            self.faults[route].extend(faults)
-
-    def take_fault(self, route: str) -> Fault | None:
-        with self.lock:
-            queue = self.faults.get(route)
-            return queue.popleft() if queue else None
 
 
-class _HubHandler(BaseHTTPRequestHandler):
+class _HubHandler(LoopbackHandler):
     hub: FakeHub
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format, *args):  # noqa: A002 - silence the default stderr log
-        pass
 
     # -- plumbing -------------------------------------------------------------------
     def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None, ctype="application/json"):
@@ -218,14 +204,6 @@ class _HubHandler(BaseHTTPRequestHandler):
         if code:
             headers["X-Error-Code"] = code
         self._json(status, {"error": message}, headers)
-
-    def _drop(self):
-        self.close_connection = True
-        try:
-            self.connection.shutdown(2)
-        except OSError:
-            pass
-        raise Dropped
 
     def _body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
@@ -328,6 +306,15 @@ class _HubHandler(BaseHTTPRequestHandler):
             self._error(404, "RevisionNotFound", f"Invalid rev id: {urllib.parse.unquote(quoted_rev)}")
         return commit
 
+    def _commit_at(self, rtype: str, repo_id: str, quoted_rev: str) -> Commit | None:
+        """The commit a revision names in a repository (None: the 404 is answered). Commits are
+        never changed once made, so their files are read outside the lock."""
+        repo = self._repo(rtype, repo_id)
+        if repo is None:
+            return None
+        with self.hub.lock:
+            return self._revision(repo, quoted_rev)
+
     def _page(self, items: list, make_link) -> tuple[list, dict[str, str]]:
         page = int(self.query.get("p", ["0"])[0])
         size = self.hub.page_size
@@ -385,15 +372,11 @@ class _HubHandler(BaseHTTPRequestHandler):
         self._json(200, chunk, headers)
 
     def _tree(self, rtype, repo_id, tail, *, body, fault):
-        repo = self._repo(rtype, repo_id)
-        if repo is None:
-            return
         rev, _, sub = tail.partition("/")
-        with self.hub.lock:
-            commit = self._revision(repo, rev)
-            if commit is None:
-                return
-            files = dict(commit.files)
+        commit = self._commit_at(rtype, repo_id, rev)
+        if commit is None:
+            return
+        files = dict(commit.files)
         sub = urllib.parse.unquote(sub).strip("/")
         recursive = self.query.get("recursive", ["false"])[0].lower() in ("1", "true")
         entries, dirs = [], set()
@@ -424,26 +407,18 @@ class _HubHandler(BaseHTTPRequestHandler):
         self._json(200, chunk, headers)
 
     def _info(self, rtype, repo_id, tail, *, body, fault):
-        repo = self._repo(rtype, repo_id)
-        if repo is None:
+        commit = self._commit_at(rtype, repo_id, tail or "main")
+        if commit is None:
             return
-        with self.hub.lock:
-            commit = self._revision(repo, tail or "main")
-            if commit is None:
-                return
-            siblings = [{"rfilename": p} for p in sorted(commit.files)]
+        siblings = [{"rfilename": p} for p in sorted(commit.files)]
         self._json(200, {"id": repo_id, "sha": commit.id, "private": True, "siblings": siblings})
 
     def _resolve(self, rtype, repo_id, tail, *, body, fault):
-        repo = self._repo(rtype, repo_id)
-        if repo is None:
-            return
         rev, _, path = tail.partition("/")
-        with self.hub.lock:
-            commit = self._revision(repo, rev)
-            if commit is None:
-                return
-            data = commit.files.get(urllib.parse.unquote(path))
+        commit = self._commit_at(rtype, repo_id, rev)
+        if commit is None:
+            return
+        data = commit.files.get(urllib.parse.unquote(path))
         if data is None:
             self._error(404, "EntryNotFound", "Entry not found", {"X-Repo-Commit": commit.id})
             return

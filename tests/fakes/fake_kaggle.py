@@ -31,9 +31,9 @@ import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from email.utils import format_datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
-from tests.fakes.loopback import Dropped, LoopbackServer
+from tests.fakes.loopback import Dropped, LoopbackHandler, LoopbackServer
 
 METHODS = (
     "SaveKernel",
@@ -103,6 +103,7 @@ class FakeKaggle(LoopbackServer):
 
     fake_attr = "fake"
     thread_name = "fake-kaggle"
+    fault_points = METHODS
 
     def __init__(self, *, username: str, key: str):
         self.username = username
@@ -114,20 +115,9 @@ class FakeKaggle(LoopbackServer):
         self.calls: list[str] = []
         self.quota = {"used_s": 3600 * 7.5, "total_s": 3600 * 30, "refresh": "2026-12-05T00:00:00Z"}
         self.lock = threading.RLock()
-        self.clock = lambda: dt.datetime.now(dt.timezone.utc)
+        self.clock = lambda: dt.datetime.now(dt.UTC)
         self._ids = 1000
         self.server: ThreadingHTTPServer | None = None
-
-    def inject(self, method: str, *faults: Fault) -> None:
-        if method not in METHODS:
-            raise ValueError(f"unknown method {method!r}")
-        with self.lock:
-            self.faults[method].extend(faults)
-
-    def take_fault(self, method: str) -> Fault | None:
-        with self.lock:
-            queue = self.faults.get(method)
-            return queue.popleft() if queue else None
 
     def add_kernel(self, slug: str, title: str | None = None, run: Run | None = None) -> Kernel:
         """An existing kernel (e.g. a human's) with one version already run."""
@@ -139,12 +129,8 @@ class FakeKaggle(LoopbackServer):
             return kernel
 
 
-class _KaggleHandler(BaseHTTPRequestHandler):
+class _KaggleHandler(LoopbackHandler):
     fake: FakeKaggle
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format, *args):  # noqa: A002
-        pass
 
     def _json(self, status: int, obj, headers: dict[str, str] | None = None):
         body = json.dumps(obj).encode()
@@ -159,14 +145,6 @@ class _KaggleHandler(BaseHTTPRequestHandler):
 
     def _error(self, status: int, message: str):
         self._json(status, {"code": status, "message": message})
-
-    def _drop(self):
-        self.close_connection = True
-        try:
-            self.connection.shutdown(2)
-        except OSError:
-            pass
-        raise Dropped
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)

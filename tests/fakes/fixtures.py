@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from wikiengine.executors.http_policy import RetryPolicy
 from tests.fakes.fake_hub import FakeHub
+from wikiengine.executors.http_policy import RetryPolicy
 
 HF_TEST_TOKEN = "hf_loopbackTestToken0123456789"
 KAGGLE_TEST_USER = "relaybot"
@@ -126,20 +126,27 @@ def hub_store(fake_hub, tmp_path, sleeps):
 @pytest.fixture
 def kaggle_env(tmp_path, monkeypatch):
     """The kaggle client pointed at loopback: LOCALHOST env, creds in env vars, config dir in tmp."""
-    config_dir = tmp_path / "kaggle-config"
-    config_dir.mkdir()
-    for name in ("KAGGLE_API_TOKEN", "KAGGLE_API_V1_TOKEN", "KAGGLE_PROXY", "VERBOSE", "VERBOSE_OUTPUT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("KAGGLE_API_ENVIRONMENT", "LOCALHOST")
-    monkeypatch.setenv("KAGGLE_USERNAME", KAGGLE_TEST_USER)
-    monkeypatch.setenv("KAGGLE_KEY", KAGGLE_TEST_KEY)
-    monkeypatch.setenv("KAGGLE_CONFIG_DIR", str(config_dir))
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    config_dir = kaggle_loopback_env(monkeypatch, tmp_path, KAGGLE_TEST_USER, KAGGLE_TEST_KEY)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
     if "kaggle" in sys.modules:  # KaggleApi reads its config dir at class creation
         monkeypatch.setattr(sys.modules["kaggle"].api, "config_dir", str(config_dir), raising=False)
     yield config_dir
+
+
+def kaggle_loopback_env(monkeypatch, tmp_path, username: str, key: str):
+    """The kaggle client's environment for a loopback server: LOCALHOST, these credentials in env
+    vars, a config dir in ``tmp_path`` (returned), no token or proxy from the real environment."""
+    config_dir = tmp_path / "kaggle-config"
+    config_dir.mkdir()
+    for name in ("KAGGLE_API_TOKEN", "KAGGLE_API_V1_TOKEN", "KAGGLE_PROXY", "VERBOSE", "VERBOSE_OUTPUT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KAGGLE_API_ENVIRONMENT", "LOCALHOST")
+    monkeypatch.setenv("KAGGLE_USERNAME", username)
+    monkeypatch.setenv("KAGGLE_KEY", key)
+    monkeypatch.setenv("KAGGLE_CONFIG_DIR", str(config_dir))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    return config_dir
 
 
 @pytest.fixture

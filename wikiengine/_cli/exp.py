@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
-from wikiengine.model.targets import ROOT_HELP
+from wikiengine._cli._verbs import add_verb_parser, add_writer_options, print_result, verb_root
 
 HELP = "allocate, stub, file and retry experiments of a lane (seed 001 steps 2(a) and 2(c)(i.5))"
 DESCRIPTION = """\
@@ -32,22 +30,14 @@ the next one. Exit 2 on bad input, with nothing written.
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("exp", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-
-    def common(sub):
-        sub.add_argument("--json", action="store_true", help="print one JSON object")
-        sub.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
-        sub.add_argument("--root", type=Path, help=ROOT_HELP)
-
+    parser, verbs = add_verb_parser(subparsers, "exp", HELP, DESCRIPTION)
     new = verbs.add_parser("new", help="allocate the next v-id and commit its stub")
     new.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
     new.add_argument("--slug", required=True, help="the page slug: lower-case words joined by '-'")
     new.add_argument("--variant", required=True, help="a row key of the model page's variant matrix, e.g. 2B/v5p-16")
     new.add_argument("--proposal", required=True, type=Path, help="markdown with the four labelled paragraphs")
     new.add_argument("--track", type=int, help="the track (cluster slot) this experiment runs on")
-    common(new)
+    add_writer_options(new)
 
     filed = verbs.add_parser("file", help="file a verdict: results, profile, HLO dump, model page, log")
     filed.add_argument("vid", metavar="VID", help="the experiment id, e.g. v012 or v012b")
@@ -59,23 +49,21 @@ def add_parser(subparsers) -> None:
     filed.add_argument("--hlo", type=Path, help="the analyzer's HLO Dump section (with the firing-audit line)")
     filed.add_argument("--reason", help="why this verdict, in one line")
     filed.add_argument("--exit-code", type=int, help="the run's exit code (non-zero: crashed, filed invalid)")
-    common(filed)
+    add_writer_options(filed)
 
     retry = verbs.add_parser("retry", help="a new stub VID+letter with the same mechanism")
     retry.add_argument("vid", metavar="VID")
     retry.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
-    common(retry)
+    add_writer_options(retry)
     parser.set_defaults(handler=run, parser=parser)
 
 
 def run(args) -> int:
     from wikiengine.step import writers as lane_writers
-    from wikiengine.model.targets import repository_root
 
-    if not args.verb:
-        args.parser.print_help()
+    root = verb_root(args)
+    if root is None:
         return 2
-    root = repository_root(args.root)
     lane = lane_writers.lane_for(root, args.names)
     if args.verb == "new":
         result = lane_writers.new_experiment(root, lane, slug=args.slug, variant=args.variant,
@@ -96,7 +84,5 @@ def run(args) -> int:
     else:
         result = lane_writers.retry_experiment(root, lane, args.vid, dry_run=args.dry_run)
         text = f"{result['vid']}: stub {result['page']} (retry of {result['retry_of']})\nworkload: {result['workload_name']}\n"
-    if args.dry_run:
-        text = "dry run, nothing written:\n" + text + "".join(f"  would write {p}\n" for p in result["would_write"])
-    print(json.dumps(result, indent=2, sort_keys=True) if args.json else text, end="\n" if args.json else "")
+    print_result(args, result, text, dry_run=args.dry_run)
     return 0

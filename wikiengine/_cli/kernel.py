@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-from wikiengine.model.targets import ROOT_HELP
+from wikiengine._cli._verbs import add_verb_parser, add_writer_options, print_result, verb_root
 
 HELP = "run a kernel family: start, stub, candidates, verify, file, close (seed 003 Step 1, K0 to K9)"
 DESCRIPTION = """\
@@ -59,19 +58,21 @@ its deadline, evicted, past its TTL, API errors), 3 on a refused close.
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("kernel", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    parser, verbs = add_verb_parser(subparsers, "kernel", HELP, DESCRIPTION)
+    for add_verb in (_add_start, _add_stub, _add_cand, _add_verify, _add_file, _add_rule_out, _add_watch, _add_status,
+                     _add_pod, _add_close):
+        add_verb(verbs)
+    parser.set_defaults(handler=run, parser=parser)
 
-    def family(sub):
-        sub.add_argument("family", metavar="FAMILY", help="the kernel family slug (or a kernel path)")
-        return sub
 
-    def common(sub):
-        sub.add_argument("--json", action="store_true", help="print one JSON object")
-        sub.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
-        sub.add_argument("--root", type=Path, help=ROOT_HELP)
+def _family_verb(verbs, name: str, help: str):
+    """A verb on one family: its parser, with the FAMILY positional first."""
+    sub = verbs.add_parser(name, help=help)
+    sub.add_argument("family", metavar="FAMILY", help="the kernel family slug (or a kernel path)")
+    return sub
 
+
+def _add_start(verbs) -> None:
     start = verbs.add_parser("start", help="start a session (bootstrapping a new family)")
     start.add_argument("named", metavar="PATH|FAMILY", help="a kernel or benchmark path, or a family slug")
     start.add_argument("--chip", type=int, help="the local chip (default 0)")
@@ -91,9 +92,11 @@ def add_parser(subparsers) -> None:
     start.add_argument("--bar", type=float, default=1.05, help="bootstrap: the family's default speedup bar")
     start.add_argument("--first-pick", help="the start marker's first-pick hypothesis")
     start.add_argument("--yes", action="store_true", help="take the local default without asking")
-    common(start)
+    add_writer_options(start)
 
-    stub = family(verbs.add_parser("stub", help="K3: the stub of one mechanism"))
+
+def _add_stub(verbs) -> None:
+    stub = _family_verb(verbs, "stub", "K3: the stub of one mechanism")
     stub.add_argument("--slug", required=True)
     stub.add_argument("--proposal", required=True, type=Path, help="markdown with the four labelled paragraphs")
     stub.add_argument("--op-point", required=True)
@@ -105,44 +108,57 @@ def add_parser(subparsers) -> None:
     stub.add_argument("--activity", default="capability-eval", help="optimization | capability-eval")
     stub.add_argument("--profile", help="optimization: the model-lane experiment page that profiled the op-point")
     stub.add_argument("--bar", type=float, help="the pre-registered speedup bar (default: the binding's)")
-    common(stub)
+    add_writer_options(stub)
 
-    cand = family(verbs.add_parser("cand", help="K4: commit one candidate and its ledger row"))
+
+def _add_cand(verbs) -> None:
+    cand = _family_verb(verbs, "cand", "K4: commit one candidate and its ledger row")
     cand.add_argument("number", type=int, metavar="N")
     cand.add_argument("--note", required=True, help="what this candidate changes")
     cand.add_argument("--source", required=True, type=Path, help="the candidate module")
     cand.add_argument("--mechanism", help="the candidate's mechanism (refused when it is not the page's)")
     cand.add_argument("--vid", help="the experiment (default: the family's open stub)")
-    common(cand)
+    add_writer_options(cand)
 
-    verify = family(verbs.add_parser("verify", help="K6: verify a candidate in a fresh process; write its receipt"))
+
+def _add_verify(verbs) -> None:
+    verify = _family_verb(verbs, "verify", "K6: verify a candidate in a fresh process; write its receipt")
     verify.add_argument("--cand", dest="cand_name", help="the ledger row (default: the last)")
     verify.add_argument("--mode", choices=("full", "quick"), default="full")
     verify.add_argument("--vid")
-    common(verify)
+    add_writer_options(verify)
 
-    filed = family(verbs.add_parser("file", help="K7/K8: file the verdict and update the family page"))
+
+def _add_file(verbs) -> None:
+    filed = _family_verb(verbs, "file", "K7/K8: file the verdict and update the family page")
     filed.add_argument("--verdict", required=True, help="supported | refuted | inconclusive | invalid")
     filed.add_argument("--reason")
     filed.add_argument("--lead", action="append", default=[], metavar="SLUG=WHY", help="a lead for the family page")
     filed.add_argument("--vid")
-    common(filed)
+    add_writer_options(filed)
 
-    ruled = family(verbs.add_parser("rule-out", help="record that a class-page lever cannot apply, on mechanism"))
+
+def _add_rule_out(verbs) -> None:
+    ruled = _family_verb(verbs, "rule-out", "record that a class-page lever cannot apply, on mechanism")
     ruled.add_argument("lever", metavar="LEVER")
     ruled.add_argument("--reason", required=True, help="why the lever cannot apply, on mechanism")
-    common(ruled)
+    add_writer_options(ruled)
 
-    watch = family(verbs.add_parser("watch", help="the watcher's delta audit of the family since .audit-cursor"))
+
+def _add_watch(verbs) -> None:
+    watch = _family_verb(verbs, "watch", "the watcher's delta audit of the family since .audit-cursor")
     watch.add_argument("--once", action="store_true", help="audit once and exit")
     watch.add_argument("--interval", type=float, default=600.0, metavar="S", help="seconds between audits (default 600)")
     watch.add_argument("--stall-minutes", type=float, default=30.0, metavar="M",
                        help="a verdict with no next stub nor stop for M minutes is the stall (default 30)")
-    common(watch)
+    add_writer_options(watch)
 
-    status = family(verbs.add_parser("status", help="K9: the family's state, its stall if any, and the stop rule"))
-    common(status)
 
+def _add_status(verbs) -> None:
+    add_writer_options(_family_verb(verbs, "status", "K9: the family's state, its stall if any, and the stop rule"))
+
+
+def _add_pod(verbs) -> None:
     pod = verbs.add_parser("pod", help="the session's cluster pod: discover capacity, tear it down",
                            description="discover: the TPU nodepools the cluster reports (from $KUBECONFIG). "
                                        "down: delete the pod of the family's latest pod session (a pod already "
@@ -152,13 +168,14 @@ def add_parser(subparsers) -> None:
                                                      "machine type, chips")
     discover.add_argument("--context", help="the kubeconfig context (default: the current one)")
     discover.add_argument("--json", action="store_true", help="print one JSON object")
-    common(family(pod_verbs.add_parser("down", help="delete the family session's pod")))
+    add_writer_options(_family_verb(pod_verbs, "down", "delete the family session's pod"))
     pod.set_defaults(pod_parser=pod)
 
-    close = family(verbs.add_parser("close", help="the gated close (the stop rule from facts), or --pause"))
+
+def _add_close(verbs) -> None:
+    close = _family_verb(verbs, "close", "the gated close (the stop rule from facts), or --pause")
     close.add_argument("--pause", action="store_true", help="pause: a retrospective with the rank-1 resume action")
-    common(close)
-    parser.set_defaults(handler=run, parser=parser)
+    add_writer_options(close)
 
 
 def _leads(pairs: list[str]) -> dict[str, str]:
@@ -179,8 +196,8 @@ def _watch(root: Path, family, args) -> int:
     import time
 
     from wikiengine.core.errors import WikiError
-    from wikiengine.step.kernel.audit import run_family_audit
     from wikiengine.step.audit import write_cursor
+    from wikiengine.step.kernel.audit import run_family_audit
 
     if args.interval <= 0:
         raise WikiError("--interval must be positive")
@@ -203,9 +220,9 @@ def _watch(root: Path, family, args) -> int:
 
 
 def _pod(args) -> int:
-    from wikiengine.step.kernel import run as kernel_run
     from wikiengine.model.kernels import KernelFamily, derive_slug
     from wikiengine.model.targets import repository_root
+    from wikiengine.step.kernel import run as kernel_run
 
     if args.pod_verb == "discover":
         from wikiengine.executors.gke.kernel_pod import discover, resolve_context
@@ -224,22 +241,20 @@ def _pod(args) -> int:
     else:
         args.pod_parser.print_help()
         return 2
-    print(json.dumps(result, indent=2, sort_keys=True) if args.json else text, end="\n" if args.json else "")
+    print_result(args, result, text)
     return 0
 
 
 def run(args) -> int:
+    from wikiengine.model.kernels import KernelFamily, derive_slug
     from wikiengine.step.kernel import close as kernel_close
     from wikiengine.step.kernel import writers as kernel_writers
-    from wikiengine.model.kernels import KernelFamily, derive_slug
-    from wikiengine.model.targets import repository_root
 
-    if not args.verb:
-        args.parser.print_help()
-        return 2
     if args.verb == "pod":
         return _pod(args)
-    root = repository_root(args.root)
+    root = verb_root(args)
+    if root is None:
+        return 2
     if args.verb == "start":
         result = kernel_writers.start(
             root, args.named, chip=args.chip, pod=args.pod, accelerator=args.accelerator, topology=args.topology,
@@ -287,9 +302,7 @@ def run(args) -> int:
             text = (f"paused; resume: {result['resume_action']}\n" if result.get("paused")
                     else f"{'stopped' if result.get('stopped') else 'would stop'}: {result.get('final_audit', '')}\n"
                     + result["evidence"] + result["levers"])
-    if args.dry_run:
-        text = "dry run, nothing written:\n" + text + "".join(f"  would write {p}\n" for p in result.get("would_write", []))
-    print(json.dumps(result, indent=2, sort_keys=True) if args.json else text, end="\n" if args.json else "")
+    print_result(args, result, text, dry_run=args.dry_run)
     teardown = result.get("pod_teardown") or {}
     if teardown.get("error"):  # the close or pause is committed; the pod is not gone: say so, loudly
         print(f"error: {teardown['error']}; the pod still runs until its TTL: `wiki kernel pod down "

@@ -83,17 +83,14 @@ def list_rules() -> str:
 
 def explain(code: str) -> str:
     from wikiengine.core.errors import WikiError
+    from wikiengine.lint.docs import flag_notes
     from wikiengine.lint.registry import REGISTRY, rule_class
 
     code = code.upper()
     if code not in REGISTRY:
         raise WikiError(f"no rule {code!r} (see wiki lint --list-rules)")
     cls = rule_class(code)
-    extras = []
-    if cls.fixable:
-        extras.append("Fix: `wiki lint --fix` applies a safe mechanical fix.")
-    if cls.needs_git:
-        extras.append("Git-aware: compares with the base revision (HEAD or --since REV).")
+    extras = flag_notes(cls, explain=True)
     head = f"# {code} ({cls.name})\n\n{cls.summary}\n"
     return head + ("\n" + "\n".join(extras) + "\n" if extras else "") + "\n" + cls.doc() + "\n"
 
@@ -134,15 +131,15 @@ def _targets(root: Path, paths: list[str]) -> tuple[list[str], int]:
 
 
 def run(args) -> int:
-    from wikiengine.core.version import __version__
     from wikiengine.core.errors import WikiError
+    from wikiengine.core.text import counted
+    from wikiengine.core.version import __version__
     from wikiengine.lint import baseline as baseline_mod
     from wikiengine.lint import report
     from wikiengine.lint.config import load_config
-    from wikiengine.lint.runner import lint
     from wikiengine.lint.registry import REGISTRY, rule_class
+    from wikiengine.lint.runner import lint
     from wikiengine.model.targets import repository_root
-    from wikiengine.core.text import counted
 
     if args.list_rules:
         print(list_rules())

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
+from wikiengine._cli._verbs import add_verb_parser, verb_root
 from wikiengine.model.targets import ROOT_HELP
 
 HELP = "add a log entry in the right tier (global wiki/log.md, or a lane's log.md)"
@@ -22,9 +22,7 @@ Inserted at the top (newest first), committed.
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("log", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    parser, verbs = add_verb_parser(subparsers, "log", HELP, DESCRIPTION)
     add = verbs.add_parser("add", help="add one entry")
     add.add_argument("op", metavar="OP")
     add.add_argument("subject", metavar="SUBJECT")
@@ -38,15 +36,14 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from wikiengine.step import writers as lane_writers
-    from wikiengine.model import targets
     from wikiengine.core.errors import WikiError
+    from wikiengine.model import targets
     from wikiengine.model.lanes import Lane
+    from wikiengine.step import writers as lane_writers
 
-    if not args.verb:
-        args.parser.print_help()
+    root = verb_root(args)
+    if root is None:
         return 2
-    root = targets.repository_root(args.root)
     if args.names:
         lane = lane_writers.lane_for(root, args.names)
     else:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+from wikiengine._cli._verbs import add_verb_parser, verb_root
 from wikiengine.model.targets import ROOT_HELP
 
 HELP = "start a lane session (seed Steps 1-9b) or show it"
@@ -34,9 +34,7 @@ Then run `wiki step` at each wake: it drives the session memory/STATE.md names.
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("loop", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    parser, verbs = add_verb_parser(subparsers, "loop", HELP, DESCRIPTION)
     start = verbs.add_parser("start", help="start a session on a lane")
     start.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
     start.add_argument("--parallelism", "-n", default="1", metavar="N|all", help="tracks (default 1)")
@@ -58,17 +56,15 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from wikiengine.step import writers as lane_writers
     from wikiengine.core.errors import WikiError
-    from wikiengine.model.targets import repository_root
+    from wikiengine.step import writers as lane_writers
 
-    if not args.verb:
-        args.parser.print_help()
+    root = verb_root(args)
+    if root is None:
         return 2
-    root = repository_root(args.root)
     if args.verb == "status":
-        from wikiengine.step.lane.wake import wake
         from wikiengine.model.state import state_mode
+        from wikiengine.step.lane.wake import wake
 
         if state_mode(root) != "lane":
             raise WikiError("memory/STATE.md does not point at a lane session: wiki loop start MODEL LANE")

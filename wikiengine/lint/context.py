@@ -14,13 +14,14 @@ import bisect
 import marshal
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from wikiengine.core.errors import PageError, WikiError
+from wikiengine.core.page import Page, decode, parse_page, read_regular
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.kinds import kind_of
-from wikiengine.core.page import Page, decode, parse_page, read_regular
 
 if TYPE_CHECKING:
     from wikiengine.lint.cache import LintCache
@@ -117,21 +118,11 @@ class PageInfo:
             self._load()
         return self._page
 
-    @page.setter
-    def page(self, value: Page | None) -> None:
-        self._page = value
-        self._loaded = True
-
     @property
     def error(self) -> WikiError | None:
         if self._error is None and self._frontmatter is None and self._fm_blob is None:
             self._load()
         return self._error
-
-    @error.setter
-    def error(self, value: WikiError | None) -> None:
-        self._error = value
-        self._loaded = True
 
     @property
     def frontmatter(self) -> dict:

@@ -6,7 +6,6 @@ import operator
 from dataclasses import dataclass, field
 
 
-
 @dataclass(frozen=True, order=True)
 class Finding:
     path: str  # posix path relative to the wiki repository root
@@ -25,19 +24,14 @@ class Finding:
         return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
 
     def as_dict(self) -> dict:
-        return {
-            "path": self.path,
-            "line": self.line,
-            "col": self.col,
-            "code": self.code,
-            "message": self.message,
-            "fixable": self.fixable,
-        }
+        """The finding's identity (every field but ``date``), for ``--format json``."""
+        return dict(zip(IDENTITY, SORT_KEY(self)))
 
 
-# The dataclass order, as a key computed once per finding: sorting half a million findings
-# through the generated __lt__ cost 12 s of a 30 s lint.
-SORT_KEY = operator.attrgetter("path", "line", "col", "code", "message", "fixable")
+# The fields that make a finding, in the dataclass order; as a key computed once per finding:
+# sorting half a million findings through the generated __lt__ cost 12 s of a 30 s lint.
+IDENTITY = ("path", "line", "col", "code", "message", "fixable")
+SORT_KEY = operator.attrgetter(*IDENTITY)
 
 
 def sorted_findings(findings) -> list[Finding]:

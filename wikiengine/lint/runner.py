@@ -16,15 +16,15 @@ The run, in order:
 
 from __future__ import annotations
 
-import os
-import stat
-
 import hashlib
 import marshal
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from wikiengine.core.errors import WikiError
+from wikiengine.core.page import decode, parse_page
 from wikiengine.lint import baseline as baseline_mod
 from wikiengine.lint import grandfather, suppress
 from wikiengine.lint.cache import LintCache, content_hash, engine_fingerprint, key_path, stat_key, untrusted_place
@@ -32,7 +32,6 @@ from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings
 from wikiengine.lint.kinds import kind_of
-from wikiengine.core.page import decode, parse_page
 
 POOL_THRESHOLD = 200
 WORKERS = 2
@@ -73,17 +72,7 @@ def lint(
     root = Path(root)
     config = config or load_config(root)
     rules = selected_rules(config)
-    files = discover(root)
-    targets = files if paths is None else sorted(set(paths))
-    # Experiment rules read each lane's page conventions from its programs: a program's
-    # change must not leave cached page findings behind.
-    fingerprint = engine_fingerprint(config.fingerprint() + _programs_fingerprint(root, files), [r.code for r in rules])
-    cache = LintCache.open(root, fingerprint, persist=use_cache)
-    ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
-    ctx._rules = {rule.code: rule for rule in rules}
-    prefetched = any(getattr(rule, "reads_tracked", False) for rule in rules)
-    if prefetched:
-        ctx.prefetch_tracked()
+    ctx = _open_context(root, paths, config, rules, use_cache)
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
@@ -94,57 +83,83 @@ def lint(
     findings: list[Finding] = []
     directives: dict[str, list[tuple]] = {}
     unreadable = _per_file_pass(ctx, rules, findings, directives, jobs)
-
-    target_set = set(targets)
     # A deleted file is no target (it is not there to lint), but what a rule says about
     # its deletion (EXP007) is reported on its path in every run, PATH runs included.
-    reported = target_set | set(ctx.git.deleted()) if ctx.git is not None else target_set
-    git_rules = [r for r in rules if r.needs_git and r.code in ran]
-    for rule in git_rules:
-        if rule.kinds:
-            for rel in targets:
+    reported = set(ctx.targets) | set(ctx.git.deleted()) if ctx.git is not None else set(ctx.targets)
+    findings.extend(_git_page_findings(ctx, rules, ran))
+    findings.extend(f for f in _wiki_findings(ctx, rules, ran) if f.path in reported)
+    if _reads_tracked(rules):
+        ctx.tracked()  # reap the prefetched git process, should no rule have needed it
+
+    findings, grandfathered, suppressed = _filtered(findings, ctx, rules, directives, ran)
+    unfiltered = findings = sorted_findings(findings)
+    baselined = 0
+    if use_baseline:
+        findings, baselined = _baselined(findings, ctx, rules, None if paths is None else reported, unreadable)
+    if paths is None or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns:
+        # A pre-commit run over a few pages skips rewriting the whole cache: those pages
+        # cost little to analyse again, and they change again before the next commit.
+        ctx.cache.save(ctx.files)
+    return LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
+                      baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered, unreadable=unreadable)
+
+
+def _reads_tracked(rules) -> bool:
+    return any(getattr(rule, "reads_tracked", False) for rule in rules)
+
+
+def _open_context(root: Path, paths: list[str] | None, config: LintConfig, rules, use_cache: bool) -> LintContext:
+    """The run's files and targets, and its cache, keyed by the configuration and the rules."""
+    files = discover(root)
+    targets = files if paths is None else sorted(set(paths))
+    # Experiment rules read each lane's page conventions from its programs: a program's
+    # change must not leave cached page findings behind.
+    fingerprint = engine_fingerprint(config.fingerprint() + _programs_fingerprint(root, files), [r.code for r in rules])
+    cache = LintCache.open(root, fingerprint, persist=use_cache)
+    ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
+    ctx._rules = {rule.code: rule for rule in rules}
+    if _reads_tracked(rules):
+        ctx.prefetch_tracked()
+    return ctx
+
+
+def _git_page_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
+    """The git-aware page rules on every target (never cached: their answer depends on the base)."""
+    found: list[Finding] = []
+    for rule in rules:
+        if rule.needs_git and rule.code in ran and rule.kinds:
+            for rel in ctx.targets:
                 info = ctx.info(rel)
                 if info.kind in rule.kinds and info.page is not None:
-                    findings.extend(rule.check_page(info, ctx))
-    findings.extend(f for f in _wiki_findings(ctx, rules, ran) if f.path in reported)
+                    found.extend(rule.check_page(info, ctx))
+    return found
 
-    if prefetched:
-        ctx.tracked()  # reap the prefetched git process, should no rule have needed it
+
+def _filtered(findings: list[Finding], ctx: LintContext, rules, directives: dict, ran: set[str]):
+    """``(findings, grandfathered, suppressed)`` after the per-file ignores, ``since`` grandfathering
+    and the inline suppressions (the unused ones become WK100)."""
+    config = ctx.config
     findings = [f for f in findings if not config.ignored_for(f.path, f.code)]
     findings, grandfathered = grandfather.apply(findings, ctx, grandfather.since_dates(ctx, rules))
     findings, unused, suppressed = suppress.apply(findings, directives, ran)
     if config.enabled(suppress.UNUSED_CODE):
         silenced = _files_disabling(directives, suppress.UNUSED_CODE)
         findings.extend(f for f in unused if f.path not in silenced and not config.ignored_for(f.path, f.code))
-    unfiltered = sorted_findings(findings)
-    findings = unfiltered
-    baselined = 0
-    if use_baseline:
-        accepted = baseline_mod.load(root / baseline_mod.BASELINE_FILE)
-        by_code = {rule.code: rule for rule in rules}
+    return findings, grandfathered, suppressed
 
-        def volatile(code: str, message: str) -> bool:
-            return code in by_code and by_code[code].baseline_volatile(ctx, message)
 
-        findings, stale, baselined = baseline_mod.apply(
-            findings, accepted, None if paths is None else reported, unreadable, volatile
-        )
-        if config.enabled(baseline_mod.STALE_CODE):
-            findings = sorted_findings(findings + stale)
-    if paths is None or cache.stored > max(20, len(files) // 100) or not cache.written_ns:
-        # A pre-commit run over a few pages skips rewriting the whole cache: those pages
-        # cost little to analyse again, and they change again before the next commit.
-        cache.save(files)
-    return LintResult(
-        findings=findings,
-        files_checked=len(targets),
-        notices=notices,
-        suppressed=suppressed,
-        baselined=baselined,
-        grandfathered=grandfathered,
-        unfiltered=unfiltered,
-        unreadable=unreadable,
-    )
+def _baselined(findings: list[Finding], ctx: LintContext, rules, scope: set[str] | None, unreadable: set[str]):
+    """``(findings, baselined)`` after the baseline (its stale entries become WK101)."""
+    accepted = baseline_mod.load(ctx.root / baseline_mod.BASELINE_FILE)
+    by_code = {rule.code: rule for rule in rules}
+
+    def volatile(code: str, message: str) -> bool:
+        return code in by_code and by_code[code].baseline_volatile(ctx, message)
+
+    findings, stale, baselined = baseline_mod.apply(findings, accepted, scope, unreadable, volatile)
+    if ctx.config.enabled(baseline_mod.STALE_CODE):
+        findings = sorted_findings(findings + stale)
+    return findings, baselined
 
 
 def _programs_fingerprint(root: Path, files: list[str]) -> str:
@@ -243,20 +258,19 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
     """Read, hash and parse one file; run the page rules and collectors on it."""
     path = ctx.root / rel
     kind = kind_of(rel)
-    info = PageInfo(rel, path, kind)
-    text = ""
+    text, page, error = "", None, None
     try:
         data, st = read_page_bytes(path, rel)
         key, sha = stat_key(st), content_hash(data)
     except WikiError as err:
-        data, key, sha = None, None, None
-        info.error = err
+        data, key, sha, error = None, None, None, err
     if data is not None:
         try:
             text = decode(data, rel)
-            info.page = parse_page(text, path)
+            page = parse_page(text, path)
         except WikiError as err:
-            info.error = err
+            error = err
+    info = PageInfo(rel, path, kind, page, error)
     page_findings: list[tuple] = []
     for rule in page_rules:
         if kind in rule.kinds and (info.page is not None or (rule.code == UNREADABLE_CODE and info.error is not None)):
@@ -267,7 +281,6 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
         for rule in fact_rules:
             if rule.collects_on(kind):
                 facts[rule.code] = rule.collect(info, ctx)
-    error = info.error
     entry = {
         "key": key,
         "sha": sha,

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from wikiengine.model.logbook import GLOBAL_LOG, LogEntry, log_tier, parse_entries, parse_heading  # noqa: F401
+from wikiengine.lint.kinds import log_lane
+from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import lint_cache
+from wikiengine.model.logbook import GLOBAL_LOG, LogEntry, log_tier, parse_entries, parse_heading  # noqa: F401
 
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
@@ -37,3 +39,17 @@ def log_split_date(ctx: LintContext) -> str | None:
         ]
         cache["date"] = min(dates) if dates else None
     return cache["date"]
+
+
+class LaneLogRule(Rule):
+    """A cross-file rule on the target lane logs that parsed; a rule writes ``check_lane_log``
+    (``lane``: the log's model directory and lane)."""
+
+    def check_wiki(self, ctx: LintContext):
+        for info in ctx.target_pages("log"):
+            lane = log_lane(info.rel)
+            if lane is not None and info.page is not None:
+                yield from self.check_lane_log(info, lane, ctx)
+
+    def check_lane_log(self, info: PageInfo, lane: tuple[str, str], ctx: LintContext):
+        return ()

@@ -37,6 +37,14 @@ def _marker(ctx):
     return user_regex(ctx.config.additive_marker, "additive-marker", ctx.config.source)
 
 
+def _indexed_chains(ctx):
+    """Each child program (of :func:`_chains`) with the configured additive marker and its
+    parents' section indexes, root first: ``(info, marker, [(level, parent, index), ...])``."""
+    marker = _marker(ctx)
+    for info, parents in _chains(ctx):
+        yield info, marker, [(level, parent, _SectionIndex(parent.page, marker)) for level, parent in parents]
+
+
 class _SectionIndex:
     """A parent program's sections by whole title key (with whether each is additive) and,
     non-additive ones only, by leading-title key: one dict lookup per child section instead
@@ -88,9 +96,7 @@ class AdditiveTitleCollision(Rule):
     summary = "an additive section collides with a parent's section title"
 
     def check_wiki(self, ctx):
-        marker = _marker(ctx)
-        for info, parents in _chains(ctx):
-            indexes = [(level, parent, _SectionIndex(parent.page, marker)) for level, parent in parents]
+        for info, marker, indexes in _indexed_chains(ctx):
             for section in info.page.sections:
                 additive = bool(marker.search(section.title.strip()))
                 lead = section.leading_key
@@ -151,10 +157,8 @@ class LeadingTitleShadow(Rule):
     summary = "a child section shares a parent section's leading title but not its suffix"
 
     def check_wiki(self, ctx):
-        marker = _marker(ctx)
-        for info, parents in _chains(ctx):
+        for info, marker, indexes in _indexed_chains(ctx):
             own_keys = {s.key for s in info.page.sections}
-            indexes = [(level, parent, _SectionIndex(parent.page, marker)) for level, parent in parents]
             for section in info.page.sections:
                 if marker.search(section.title.strip()) or _says_it_inherits(section):
                     continue

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from wikiengine.lint.options import Option
-from wikiengine.lint.rule import Rule
-from wikiengine.lint.rules._experiments import experiment_facts, frontmatter_date, key_line, lane_id_pattern, lane_regexes
+from wikiengine.lint.rules._experiments import (
+    frontmatter_date,
+    key_line,
+    lane_id_pattern,
+    lane_regexes,
+)
+from wikiengine.lint.rules._shared import ExperimentPageRule
 
 
-class ExperimentFileName(Rule):
+class ExperimentFileName(ExperimentPageRule):
     """## What it does
     Checks that an experiment page is named `YYYY-MM-DD-<id>-<slug>.md` with a real date,
     an id of the configured scheme (`v<NNN>` by default) and a lowercase slug, and that
@@ -36,12 +41,8 @@ class ExperimentFileName(Rule):
     options = {"id-pattern": Option("regex", python_re=True)}  # the experiment rules splice it into an re
     name = "experiment-file-name"
     summary = "experiment file name is not YYYY-MM-DD-vNNN-slug.md, or its date or v-id disagrees with the frontmatter"
-    kinds = ("experiment",)
 
-    def check_page(self, info, ctx):
-        facts = experiment_facts(info, ctx)
-        if facts is None:
-            return
+    def check_facts(self, info, facts, ctx):
         match = lane_regexes(ctx, facts.lane_key)[0].fullmatch(facts.file_name)
         if match is None:
             yield self.finding(

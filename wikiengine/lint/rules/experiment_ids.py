@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import experiment_facts, lane_ids
+from wikiengine.lint.rules._shared import target_experiments
 
 
 class DuplicateExperimentId(Rule):
@@ -37,9 +38,8 @@ class DuplicateExperimentId(Rule):
     def check_wiki(self, ctx):
         # From the pages reported on, through their lane's ids: a pre-commit run on five
         # pages reads five lanes' file names, not the whole wiki.
-        for info in ctx.target_pages("experiment"):
-            facts = experiment_facts(info, ctx)
-            if facts is None or not facts.exp_id:
+        for _info, facts in target_experiments(ctx):
+            if not facts.exp_id:
                 continue
             sharing = [
                 f for f in (experiment_facts(ctx.info(rel), ctx) for rel in lane_ids(ctx, facts.lane_key).get(facts.exp_id, ()))

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from wikiengine.lint.kinds import log_lane
 from wikiengine.lint.rule import Rule
-from wikiengine.lint.rules._experiments import canonical_id, compiled, experiment_facts, lane_id_pattern, lane_log, lint_cache
+from wikiengine.lint.rules._experiments import (
+    canonical_id,
+    compiled,
+    lane_id_pattern,
+    lane_log,
+    lint_cache,
+)
 from wikiengine.lint.rules._logs import log_entries
+from wikiengine.lint.rules._shared import target_experiments
 
 
 class VerdictLogged(Rule):
@@ -50,9 +57,8 @@ class VerdictLogged(Rule):
     def check_wiki(self, ctx):
         # From the pages reported on: each reads its lane log's ids from the cache.
         logged: dict[str, set[str] | None] = {}
-        for info in ctx.target_pages("experiment"):
-            facts = experiment_facts(info, ctx)
-            if facts is None or facts.verdict is None or not facts.exp_id:
+        for _info, facts in target_experiments(ctx):
+            if facts.verdict is None or not facts.exp_id:
                 continue
             log = lane_log(facts.lane_key)
             if log not in logged:

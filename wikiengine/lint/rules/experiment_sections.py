@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from wikiengine.core.page import parse_page, split_lines
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
-from wikiengine.core.page import parse_page, split_lines
 from wikiengine.model.experiment import HYPOTHESIS_SECTION, LABELS, missing_labels  # noqa: F401 - --fix and tests use them here
 from wikiengine.lint.rules._experiments import (
     IN_PROGRESS,
@@ -18,6 +18,8 @@ from wikiengine.lint.rules._experiments import (
     lane_conventions,
     sections_led_by,
 )
+from wikiengine.lint.rules._shared import ExperimentPageRule
+
 
 def _required(ctx, code: str = "EXP002", lane_key=None) -> tuple[str, ...]:
     """The required sections: the lane program's ``page_conventions.required_sections``,
@@ -29,7 +31,7 @@ def _required(ctx, code: str = "EXP002", lane_key=None) -> tuple[str, ...]:
     return tuple(ctx.config.option(code, "sections", REQUIRED_SECTIONS))
 
 
-class RequiredSections(Rule):
+class RequiredSections(ExperimentPageRule):
     """## What it does
     Checks that an experiment page has every required section: Hypothesis under test,
     Setup, Results, Profile, HLO Dump and Verdict. A section is found by its leading
@@ -78,13 +80,9 @@ class RequiredSections(Rule):
     options = {"sections": Option("str-list")}
     name = "experiment-required-sections"
     summary = "a required section is missing: Hypothesis under test, Setup, Results, Profile, HLO Dump, Verdict"
-    kinds = ("experiment",)
     fixable = True
 
-    def check_page(self, info, ctx):
-        facts = experiment_facts(info, ctx)
-        if facts is None:
-            return
+    def check_facts(self, info, facts, ctx):
         stub = _is_stub(facts)
         for title in _required(ctx, lane_key=facts.lane_key):
             found = facts.sections_led_by(title)
@@ -140,7 +138,7 @@ def _is_stub(facts) -> bool:
     return facts.status == IN_PROGRESS and facts.verdict is None
 
 
-class HypothesisParagraphs(Rule):
+class HypothesisParagraphs(ExperimentPageRule):
     """## What it does
     Checks that `## Hypothesis under test` holds the four labelled paragraphs
     **Hypothesis**, **Mechanism**, **Predicted signal** and **Falsification criterion**,
@@ -177,12 +175,8 @@ class HypothesisParagraphs(Rule):
     code = "EXP003"
     name = "experiment-hypothesis-paragraphs"
     summary = "Hypothesis under test lacks one of the labelled paragraphs Hypothesis, Mechanism, Predicted signal, Falsification criterion"
-    kinds = ("experiment",)
 
-    def check_page(self, info, ctx):
-        facts = experiment_facts(info, ctx)
-        if facts is None:
-            return
+    def check_facts(self, info, facts, ctx):
         found = facts.sections_led_by(HYPOTHESIS_SECTION)
         if not found:
             return  # EXP002
@@ -198,7 +192,7 @@ class HypothesisParagraphs(Rule):
             )
 
 
-class ProfileAndHloFilled(Rule):
+class ProfileAndHloFilled(ExperimentPageRule):
     """## What it does
     Checks that a page with a verdict has a filled `## Profile` and `## HLO Dump` (a
     placeholder such as `TBD` or `(Pending)` is not filled), unless the page is
@@ -223,11 +217,9 @@ class ProfileAndHloFilled(Rule):
     code = "EXP004"
     name = "experiment-profile-filled"
     summary = "a page with a verdict has an empty Profile or HLO Dump section and is not backfilled: true"
-    kinds = ("experiment",)
 
-    def check_page(self, info, ctx):
-        facts = experiment_facts(info, ctx)
-        if facts is None or facts.verdict in (None, "invalid") or facts.backfilled:
+    def check_facts(self, info, facts, ctx):
+        if facts.verdict in (None, "invalid") or facts.backfilled:
             return
         required = _required(ctx, lane_key=facts.lane_key)
         for title in ("Profile", "HLO Dump"):

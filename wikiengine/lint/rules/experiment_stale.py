@@ -6,8 +6,8 @@ import datetime as dt
 
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
+from wikiengine.lint.rules._shared import target_experiments
 from wikiengine.model.experiment import is_open
-from wikiengine.lint.rules._experiments import experiment_facts
 
 DEFAULT_MAX_AGE_HOURS = 24.0  # conventions.md: a stub in progress more than 24 hours is orphaned
 
@@ -51,10 +51,9 @@ class StaleStub(Rule):
         days = ctx.config.option(self.code, "max-age-days")
         hours = float(days) * 24 if days is not None else float(ctx.config.option(self.code, "max-age-hours",
                                                                                    DEFAULT_MAX_AGE_HOURS))
-        now = dt.datetime.now(dt.timezone.utc)
-        for info in ctx.target_pages("experiment"):
-            facts = experiment_facts(info, ctx)
-            if facts is None or not is_open(facts.frontmatter):
+        now = dt.datetime.now(dt.UTC)
+        for info, facts in target_experiments(ctx):
+            if not is_open(facts.frontmatter):
                 continue
             times = ctx.git.commit_times(info.rel)
             if times is None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from wikiengine.lint.rule import Rule
-from wikiengine.lint.rules._experiments import experiment_facts, key_line, model_page_for
+from wikiengine.lint.rules._experiments import key_line, model_page_for
 from wikiengine.lint.rules._models import matrix_of
+from wikiengine.lint.rules._shared import target_experiments
 
 
 class VariantInMatrix(Rule):
@@ -34,10 +35,7 @@ class VariantInMatrix(Rule):
     summary = "an experiment's variant is not a row of the model page's variant matrix"
 
     def check_wiki(self, ctx):
-        for info in ctx.target_pages("experiment"):
-            facts = experiment_facts(info, ctx)
-            if facts is None:
-                continue
+        for info, facts in target_experiments(ctx):
             variant = facts.frontmatter.get("variant")
             model = model_page_for(facts, ctx)
             if variant is None or model is None or model.page is None:

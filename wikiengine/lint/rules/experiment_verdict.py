@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import re
 
-from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import (
     IN_PROGRESS,
     VERDICTS,
-    experiment_facts,
     has_content,
     key_line,
 )
+from wikiengine.lint.rules._shared import ExperimentPageRule
 
 # The verdict word a Verdict section opens with: "**supported** — ...", "Verdict: refuted", "Refuted."
 _OPENING_VERDICT_RE = re.compile(r"^[\W_]*(?:verdict[\W_]*)?(" + "|".join(VERDICTS) + r")\b", re.I)
 
 
-class BackfilledVerdict(Rule):
+class BackfilledVerdict(ExperimentPageRule):
     """## What it does
     Checks that a `backfilled: true` page has verdict `inconclusive` or `invalid`, never
     `supported` or `refuted`.
@@ -41,11 +40,9 @@ class BackfilledVerdict(Rule):
     code = "EXP005"
     name = "backfilled-verdict"
     summary = "a backfilled: true page has verdict supported or refuted"
-    kinds = ("experiment",)
 
-    def check_page(self, info, ctx):
-        facts = experiment_facts(info, ctx)
-        if facts is not None and facts.backfilled and facts.verdict in ("supported", "refuted"):
+    def check_facts(self, info, facts, ctx):
+        if facts.backfilled and facts.verdict in ("supported", "refuted"):
             key = "verdict" if "verdict" in facts.frontmatter and facts.status not in VERDICTS else "status"
             yield self.finding(
                 info.rel, key_line(info, key),
@@ -53,7 +50,7 @@ class BackfilledVerdict(Rule):
             )
 
 
-class VerdictSectionAgrees(Rule):
+class VerdictSectionAgrees(ExperimentPageRule):
     """## What it does
     Checks that the frontmatter status and the `## Verdict` section agree: a page with a
     verdict (`status: <verdict>`, or `status: filed` with `verdict: <verdict>`) has a
@@ -77,12 +74,8 @@ class VerdictSectionAgrees(Rule):
     code = "EXP006"
     name = "verdict-section-agrees"
     summary = "frontmatter status and the Verdict section disagree"
-    kinds = ("experiment",)
 
-    def check_page(self, info, ctx):
-        facts = experiment_facts(info, ctx)
-        if facts is None:
-            return
+    def check_facts(self, info, facts, ctx):
         found = facts.sections_led_by("Verdict")
         if not found:
             return  # EXP002
@@ -101,7 +94,7 @@ class VerdictSectionAgrees(Rule):
                 )
 
 
-class StatusVerdictConsistent(Rule):
+class StatusVerdictConsistent(ExperimentPageRule):
     """## What it does
     Checks that a page which carries both `status` and `verdict` agrees with itself.
     Two schemas are understood: `status: <verdict>` (the seeds) and `status: filed` plus
@@ -127,10 +120,8 @@ class StatusVerdictConsistent(Rule):
     code = "EXP009"
     name = "status-verdict-consistent"
     summary = "frontmatter status and verdict keys disagree"
-    kinds = ("experiment",)
 
-    def check_page(self, info, ctx):
-        facts = experiment_facts(info, ctx)
-        if facts is not None and facts.verdict_problem:
+    def check_facts(self, info, facts, ctx):
+        if facts.verdict_problem:
             line = key_line(info, "verdict") if "verdict" in facts.frontmatter else key_line(info, "status")
             yield self.finding(info.rel, line, facts.verdict_problem)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
-from wikiengine.model.kernel_page import experiment_leads, family_leads
-from wikiengine.model.kernels import family_of_page
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._kernels import kernel_facts
+from wikiengine.lint.rules._shared import target_kernel_experiments
+from wikiengine.model.kernel_page import experiment_leads, family_leads
+from wikiengine.model.kernels import family_of_page
 from wikiengine.model.variant_matrix import CURRENT_BEST, cell_reference, parse_matrix
 
 _ID_RE = re.compile(r"(?<![A-Za-z0-9])(?P<id>v\d{3,}[a-z]?)(?![0-9])")
@@ -95,9 +96,8 @@ class LeadsOnFamilyPage(Rule):
 
     def check_wiki(self, ctx):
         kept_by_family: dict[str, set[str] | None] = {}
-        for info in ctx.target_pages("kernel-experiment"):
-            facts = kernel_facts(info, ctx)
-            if facts is None or facts.verdict is None or info.page is None:
+        for info, facts in target_kernel_experiments(ctx):
+            if facts.verdict is None or info.page is None:
                 continue
             family_rel = facts.folder.family_page
             if family_rel not in kept_by_family:

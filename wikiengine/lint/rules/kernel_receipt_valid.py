@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import posixpath
 
+from wikiengine.lint.rule import Rule
+from wikiengine.lint.rules._kernels import frontmatter_line, verdict_line
+from wikiengine.lint.rules._shared import target_kernel_experiments
 from wikiengine.model import receipt as kernel_receipt
 from wikiengine.model.kernel_page import speedup_bar
-from wikiengine.lint.rule import Rule
-from wikiengine.lint.rules._kernels import frontmatter_line, kernel_facts, verdict_line
 
 
 class ReceiptValid(Rule):
@@ -41,10 +42,8 @@ class ReceiptValid(Rule):
     cache_wiki = False  # reads receipt files, which are not pages
 
     def check_wiki(self, ctx):
-        for info in ctx.target_pages("kernel-experiment"):
-            facts = kernel_facts(info, ctx)
-            if facts is not None:
-                yield from self._check(info, facts, ctx)
+        for info, facts in target_kernel_experiments(ctx):
+            yield from self._check(info, facts, ctx)
 
     def _check(self, info, facts, ctx):
         cited = facts.frontmatter.get("verification_receipt")

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from wikiengine.lint.kinds import log_lane
-from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import canonical_id, compiled, lane_ids
-from wikiengine.lint.rules._logs import log_entries
+from wikiengine.lint.rules._logs import LaneLogRule, log_entries
 
 
-class LoopIterationNamesPage(Rule):
+class LoopIterationNamesPage(LaneLogRule):
     """## What it does
     Checks that a `loop-iteration` entry in a lane's `log.md` names an experiment id
     (the first `v<NNN>`, or configured id, in its text) that has an experiment page in
@@ -34,13 +32,7 @@ class LoopIterationNamesPage(Rule):
     name = "loop-iteration-names-page"
     summary = "a loop-iteration entry names a v-id that has no experiment page in that lane"
 
-    def check_wiki(self, ctx):
-        for info in ctx.target_pages("log"):
-            lane = log_lane(info.rel)
-            if lane is not None and info.page is not None:
-                yield from self._check(info, lane, ctx)
-
-    def _check(self, info, lane, ctx):
+    def check_lane_log(self, info, lane, ctx):
         pages = lane_ids(ctx, lane)
         id_re = compiled(ctx)["id"]
         for entry in log_entries(info, ctx):

@@ -6,6 +6,7 @@ from wikiengine.core.errors import WikiError
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import key_line
 from wikiengine.lint.rules._memory import STATE, memory_text
+from wikiengine.model import memory
 
 
 class StateValid(Rule):
@@ -45,11 +46,8 @@ class StateValid(Rule):
         if text is None:
             return
         mode = _session_mode(text)
-        if mode == "lane":
-            yield from self._check_lane(ctx, text)
-            return
-        if mode == "kernel":
-            yield from self._check_kernel(ctx, text)
+        if mode is not None:
+            yield from self._check_session(ctx, text, mode)
             return
         from wikiengine.model.state import RelayState
 
@@ -61,36 +59,37 @@ class StateValid(Rule):
         if not (ctx.root / "wiki" / "runs" / state.run).is_dir():
             yield self.finding(STATE, key_line(ctx.info(STATE), "run"), f"run {state.run!r} does not exist: no wiki/runs/{state.run}/")
 
-    def _check_lane(self, ctx, text):
-        from wikiengine.model.state import LaneState
+    def _check_session(self, ctx, text, mode):
+        """A lane or kernel session's state: it validates, and the lane (or family) it names exists."""
         from wikiengine.core.page import parse_page
         from wikiengine.core.yamlio import key_lines
 
         try:
             page = parse_page(text, STATE)
-            state = LaneState.from_frontmatter(page.frontmatter, STATE, key_lines(page.frontmatter_text, 2))
+            key, what, name, folder = _SESSIONS[mode](page.frontmatter, key_lines(page.frontmatter_text, 2))
         except WikiError as err:
             yield self.finding(STATE, err.line or 1, err.message)
             return
-        if not (ctx.root / state.lane_ref.dir).is_dir():
-            yield self.finding(STATE, key_line(ctx.info(STATE), "lane"),
-                               f"lane {state.lane!r} does not exist: no {state.lane_ref.dir}/")
+        if not (ctx.root / folder).is_dir():
+            yield self.finding(STATE, key_line(ctx.info(STATE), key), f"{what} {name!r} does not exist: no {folder}/")
 
 
-    def _check_kernel(self, ctx, text):
-        from wikiengine.model.state import KernelState
-        from wikiengine.core.page import parse_page
-        from wikiengine.core.yamlio import key_lines
+def _lane_session(frontmatter: dict, lines: dict) -> tuple[str, str, str, str]:
+    from wikiengine.model.state import LaneState
 
-        try:
-            page = parse_page(text, STATE)
-            state = KernelState.from_frontmatter(page.frontmatter, STATE, key_lines(page.frontmatter_text, 2))
-        except WikiError as err:
-            yield self.finding(STATE, err.line or 1, err.message)
-            return
-        if not (ctx.root / state.family_ref.dir).is_dir():
-            yield self.finding(STATE, key_line(ctx.info(STATE), "family"),
-                               f"kernel family {state.family!r} does not exist: no {state.family_ref.dir}/")
+    state = LaneState.from_frontmatter(frontmatter, STATE, lines)
+    return "lane", "lane", state.lane, state.lane_ref.dir
+
+
+def _kernel_session(frontmatter: dict, lines: dict) -> tuple[str, str, str, str]:
+    from wikiengine.model.state import KernelState
+
+    state = KernelState.from_frontmatter(frontmatter, STATE, lines)
+    return "family", "kernel family", state.family, state.family_ref.dir
+
+
+# mode -> the state read from STATE.md: (its key naming the target, what the target is, its name, its folder)
+_SESSIONS = {"lane": _lane_session, "kernel": _kernel_session}
 
 
 def _session_mode(text: str) -> str | None:

@@ -5,12 +5,33 @@ from __future__ import annotations
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import model_page_lane, sections_led_by
-from wikiengine.lint.rules._models import CURRENT_BEST, VARIANT_MATRIX, current_best, lane_experiments, matrix_of, metric_value
+from wikiengine.lint.rules._models import (
+    CURRENT_BEST,
+    VARIANT_MATRIX,
+    current_best,
+    lane_experiments,
+    matrix_of,
+    metric_value,
+)
 
 DEFAULT_METRIC = "mfu"
 
 
-class CurrentBestExists(Rule):
+class _CurrentBestRule(Rule):
+    """MOD001 and MOD002: each target model page that parsed, with its lane and the references
+    of its Current best (None: the page names none); a rule writes ``check_current_best``."""
+
+    def check_wiki(self, ctx):
+        for info in ctx.target_pages("model"):
+            if info.page is not None:
+                lane = model_page_lane(info.rel, ctx)
+                yield from self.check_current_best(info, lane, current_best(info, lane, ctx), ctx)
+
+    def check_current_best(self, info, lane, refs, ctx):
+        return ()
+
+
+class CurrentBestExists(_CurrentBestRule):
     """## What it does
     Checks that every experiment named as Current best, the `Current best` cell of each
     row of the variant matrix (by a link to its page, or by its id, e.g. `v045`), exists
@@ -38,14 +59,7 @@ class CurrentBestExists(Rule):
     name = "current-best-supported"
     summary = "a model page's Current best names an experiment that does not exist or is not supported"
 
-    def check_wiki(self, ctx):
-        for info in ctx.target_pages("model"):
-            if info.page is not None:
-                yield from self._check(info, ctx)
-
-    def _check(self, info, ctx):
-        lane = model_page_lane(info.rel, ctx)
-        refs = current_best(info, lane, ctx)
+    def check_current_best(self, info, lane, refs, ctx):
         for ref in refs or ():
             if ref.facts is None:
                 where = f"lane {lane[0]}/{lane[1]}" if lane else "the wiki (no lane matches this model page)"
@@ -55,7 +69,7 @@ class CurrentBestExists(Rule):
                 yield self.finding(info.rel, ref.line, f"Current best names {ref.facts.rel}, which is {state!r}, not 'supported'")
 
 
-class CurrentBestIsBest(Rule):
+class CurrentBestIsBest(_CurrentBestRule):
     """## What it does
     Checks that the Current best of each row of the variant matrix is the best
     `supported` experiment of that variant: no other `supported` experiment on the same
@@ -84,14 +98,7 @@ class CurrentBestIsBest(Rule):
     name = "current-best-is-best"
     summary = "a model page's Current best is not the best supported experiment of its lane"
 
-    def check_wiki(self, ctx):
-        for info in ctx.target_pages("model"):
-            if info.page is not None:
-                yield from self._check(info, ctx)
-
-    def _check(self, info, ctx):
-        lane = model_page_lane(info.rel, ctx)
-        refs = current_best(info, lane, ctx)
+    def check_current_best(self, info, lane, refs, ctx):
         if lane is None or refs is None:
             return
         metric, higher = _lane_metric(ctx, self.code, lane)
@@ -139,8 +146,8 @@ def _lane_metric(ctx, code: str, lane: tuple[str, str]) -> tuple[str, bool]:
     metric = ctx.config.option(code, "metric")
     higher = ctx.config.option(code, "higher-is-better")
     if metric is None or higher is None:
-        from wikiengine.model.cascade import resolve
         from wikiengine.core.errors import WikiError
+        from wikiengine.model.cascade import resolve
         from wikiengine.model.targets import target_for_path
 
         try:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from wikiengine.core.identity import model_name
-from wikiengine.lint.kinds import log_lane
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import key_line
-from wikiengine.lint.rules._logs import log_entries
+from wikiengine.lint.rules._logs import LaneLogRule, log_entries
 from wikiengine.lint.rules._retrospectives import name_lane, path_lane, retrospectives
 
 
-class StopNeedsRetrospective(Rule):
+class StopNeedsRetrospective(LaneLogRule):
     """## What it does
     For every `stop` entry (alone or in a compound op) in a lane's `log.md`, checks that
     a retrospective of that same lane (model and lane) is dated on or after the lane's
@@ -44,13 +43,7 @@ class StopNeedsRetrospective(Rule):
     name = "stop-needs-retrospective"
     summary = "a stop entry in a lane log has no retrospective for that lane filed on or after the lane's last start entry"
 
-    def check_wiki(self, ctx):
-        for info in ctx.target_pages("log"):
-            lane = log_lane(info.rel)
-            if lane is not None and info.page is not None:
-                yield from self._check(info, lane, ctx)
-
-    def _check(self, info, lane, ctx):
+    def check_lane_log(self, info, lane, ctx):
         entries = [e for e in log_entries(info, ctx) if e.date is not None]
         retros = None  # the wiki's retrospectives are listed only for a log that has a stop
         for index, entry in enumerate(entries):

@@ -6,11 +6,12 @@ import re
 
 from wikiengine.core.errors import PageError
 from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE, check_workload_name, explicit_user_prefix
+from wikiengine.core.page import read_text
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
+from wikiengine.lint.rules._experiments import lint_cache
+from wikiengine.lint.rules._shared import target_experiments
 from wikiengine.model.experiment import base_id
-from wikiengine.core.page import read_text
-from wikiengine.lint.rules._experiments import experiment_facts, lint_cache
 
 # What is scanned, outside fenced code blocks too (launch commands live in fences):
 #   frontmatter `workload_name:` / `workload:` (a string or a list of strings),
@@ -110,9 +111,8 @@ class WorkloadName(Rule):
         return [[line, name] for line, name in workload_names(info)] or None
 
     def check_wiki(self, ctx):
-        for info in ctx.target_pages("experiment"):
-            facts = experiment_facts(info, ctx)
-            names = ctx.facts(self.code, info.rel) if facts is not None else None
+        for info, facts in target_experiments(ctx):
+            names = ctx.facts(self.code, info.rel)
             if names:
                 yield from self._check(info, facts, names, ctx)
 

@@ -21,11 +21,11 @@ table-driven test.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from wikiengine.executors.compute import Quota, SessionState
 from wikiengine.core.errors import WikiError
+from wikiengine.executors.compute import Quota, SessionState
 from wikiengine.step.relay.records import CORRUPT_REASON, SessionRecord
 
 # ---------------------------------------------------------------- inputs
@@ -421,9 +421,32 @@ def _while_blocked(obs: Observations) -> tuple[tuple[str, ...], SessionView | No
 
 
 def decide(obs: Observations, mem: Memory, settings: Settings) -> Decision:
-    """The decision of one wake (see the module docstring for the order)."""
-    step = obs.pointer_step
+    """The decision of one wake, in the order of the module docstring: stopped (complete, blocked,
+    the store unread, an emergency), a claimed launch, the last session, the next session. Each
+    step answers with a Decision, or with one more reason for the steps after it."""
     check_at = obs.now + dt.timedelta(seconds=settings.check_every_s)
+    stopped = _stopped(obs, mem, settings, check_at)
+    if stopped is not None:
+        return stopped
+    reasons = _pointer_reasons(obs)
+    # A launch claimed by an earlier wake but never recorded: find it before anything else (rows 22, 23).
+    release = mem.claim_job is not None
+    if release:
+        found = _claimed_launch(obs, mem, settings, reasons, check_at)
+        if isinstance(found, Decision):
+            return found
+        reasons += (found,)
+    if obs.last_session is not None:
+        found = _last_session(obs.last_session, obs, settings, reasons, check_at)
+        if isinstance(found, Decision):
+            return found
+        reasons += (found,)
+    return _next_session(obs, mem, settings, reasons, release, check_at)
+
+
+def _stopped(obs: Observations, mem: Memory, settings: Settings, check_at: dt.datetime) -> Decision | None:
+    """Before anything is read as the run's state: complete, blocked, an unreadable store, an emergency."""
+    step = obs.pointer_step
     if mem.status == "complete":
         return Decision("complete", ("the run is complete; nothing to do",), step)
     if mem.status == "blocked":
@@ -432,80 +455,89 @@ def decide(obs: Observations, mem: Memory, settings: Settings) -> Decision:
     if obs.store_head is None:
         return Decision("wait", (f"the store could not be read ({obs.store_error or 'unknown'}); retry next wake",),
                         step, next_check_at=check_at)
-
     found = emergencies(obs, mem, settings)
     if found:
         reasons, cancel = _while_blocked(obs)
         return Decision("blocked", tuple(f"emergency {e.kind}: {e.summary}" for e in found) + reasons
                         + (UNBLOCK_HINT,), step, emergencies=found, cancel=cancel)
+    return None
 
-    pointer = step or 0
-    reasons: list[str] = [f"latest -> {pointer}" if step is not None else "no pointer yet (a fresh store)"]
-    reasons += [f"warning: {f.check}: {f.detail}" for f in obs.findings if f.emergency is None]
 
-    # A launch claimed by an earlier wake but never recorded: find it before anything else (rows 22, 23).
-    release = False
-    if mem.claim_job is not None:
-        claimed = obs.claimed
-        if claimed is None or claimed.state == SessionState.UNKNOWN:
-            return Decision("wait", tuple(reasons) + (f"the claimed launch {mem.claim_job} cannot be looked up "
-                            "(unknown is not gone); retry next wake",), step, next_check_at=check_at)
-        if claimed.state != SessionState.GONE:
-            return Decision("adopt", tuple(reasons) + (f"{mem.claim_job} was launched by an earlier wake "
-                            f"({claimed.ref}, {claimed.state.value}): record it, launch nothing",), step,
-                            job=mem.claim_job, next_check_at=check_at)
-        age = (obs.now - mem.claimed_at).total_seconds() if mem.claimed_at else float("inf")
-        if age < settings.claim_ttl_s:
-            return Decision("wait", tuple(reasons) + (f"{mem.claim_job} is claimed but not visible yet "
-                            f"({age:.0f} s < {settings.claim_ttl_s:.0f} s); launch nothing",), step,
-                            next_check_at=check_at)
-        release = True
-        reasons.append(f"{mem.claim_job} was claimed {age:.0f} s ago and never launched: close it as unspent")
+def _pointer_reasons(obs: Observations) -> tuple[str, ...]:
+    """Where the pointer stands, and the warnings that do not block."""
+    where = f"latest -> {obs.pointer_step}" if obs.pointer_step is not None else "no pointer yet (a fresh store)"
+    return (where,) + tuple(f"warning: {f.check}: {f.detail}" for f in obs.findings if f.emergency is None)
 
-    last = obs.last_session
-    if last is not None:
-        if last.state == SessionState.UNKNOWN:
-            return Decision("wait", tuple(reasons) + (f"{last.job} status unknown (never read as gone); "
-                            "launch nothing", ), step, next_check_at=check_at)
-        if last.state.alive:
-            # Seed section 3: never launch while the backend says a session is alive.
-            if _overdue(last, obs, settings):
-                reasons.append(f"warning: {last.job} is still {last.state.value} at the backend past the session "
-                               f"timeout ({settings.session_timeout_s} s): no launch while it is alive")
-            idle = stalled_for(last, obs, settings)
-            if idle is not None:
-                reasons.append(f"warning: {last.job} is stalled: no pointer progress for {idle:.0f} s (more than "
-                               f"{settings.stall_after_saves:g} save intervals of {obs.save_interval_s:.0f} s)")
-            return Decision("running", tuple(reasons) + (f"session {last.job} is {last.state.value}; nothing to do",),
-                            step, next_check_at=check_at)
-        if _exited_fast(last, settings):
-            reasons.append(f"{last.job} exited fast ({last.reason}); one more launch, a second is a crash loop")
-        elif last.record is not None and last.record.describe():
-            reasons.append(f"{last.job} ended ({last.state.value}; {last.record.describe()})")
-        else:
-            reasons.append(f"{last.job} ended ({last.state.value})")
 
+def _claimed_launch(obs: Observations, mem: Memory, settings: Settings, reasons: tuple[str, ...],
+                    check_at: dt.datetime) -> Decision | str:
+    """An unrecorded claim: wait while it is unknown or young, adopt it when it launched, else the
+    reason to close it as unspent (rows 22, 23)."""
+    claimed, step = obs.claimed, obs.pointer_step
+    if claimed is None or claimed.state == SessionState.UNKNOWN:
+        return Decision("wait", reasons + (f"the claimed launch {mem.claim_job} cannot be looked up "
+                        "(unknown is not gone); retry next wake",), step, next_check_at=check_at)
+    if claimed.state != SessionState.GONE:
+        return Decision("adopt", reasons + (f"{mem.claim_job} was launched by an earlier wake "
+                        f"({claimed.ref}, {claimed.state.value}): record it, launch nothing",), step,
+                        job=mem.claim_job, next_check_at=check_at)
+    age = (obs.now - mem.claimed_at).total_seconds() if mem.claimed_at else float("inf")
+    if age < settings.claim_ttl_s:
+        return Decision("wait", reasons + (f"{mem.claim_job} is claimed but not visible yet "
+                        f"({age:.0f} s < {settings.claim_ttl_s:.0f} s); launch nothing",), step,
+                        next_check_at=check_at)
+    return f"{mem.claim_job} was claimed {age:.0f} s ago and never launched: close it as unspent"
+
+
+def _last_session(last: SessionView, obs: Observations, settings: Settings, reasons: tuple[str, ...],
+                  check_at: dt.datetime) -> Decision | str:
+    """The last launch: wait while its state is unknown, report it while it is alive (seed section 3:
+    never launch over a live session), else the reason saying how it ended."""
+    step = obs.pointer_step
+    if last.state == SessionState.UNKNOWN:
+        return Decision("wait", reasons + (f"{last.job} status unknown (never read as gone); "
+                        "launch nothing", ), step, next_check_at=check_at)
+    if last.state.alive:
+        warnings = []
+        if _overdue(last, obs, settings):
+            warnings.append(f"warning: {last.job} is still {last.state.value} at the backend past the session "
+                            f"timeout ({settings.session_timeout_s} s): no launch while it is alive")
+        idle = stalled_for(last, obs, settings)
+        if idle is not None:
+            warnings.append(f"warning: {last.job} is stalled: no pointer progress for {idle:.0f} s (more than "
+                            f"{settings.stall_after_saves:g} save intervals of {obs.save_interval_s:.0f} s)")
+        return Decision("running", reasons + tuple(warnings) + (f"session {last.job} is {last.state.value}; "
+                        "nothing to do",), step, next_check_at=check_at)
+    if _exited_fast(last, settings):
+        return f"{last.job} exited fast ({last.reason}); one more launch, a second is a crash loop"
+    if last.record is not None and last.record.describe():
+        return f"{last.job} ended ({last.state.value}; {last.record.describe()})"
+    return f"{last.job} ended ({last.state.value})"
+
+
+def _next_session(obs: Observations, mem: Memory, settings: Settings, reasons: tuple[str, ...], release: bool,
+                  check_at: dt.datetime) -> Decision:
+    """No session is alive: finish at max_steps, else launch the next session if the quota funds it
+    (wait while the quota is unknown, park when it cannot fund it)."""
+    step, pointer = obs.pointer_step, obs.pointer_step or 0
+    claim = {"release_claim": release, "job_released": mem.claim_job if release else None}
     if pointer >= settings.max_steps:
-        return Decision("finish", tuple(reasons) + (f"latest -> {settings.max_steps}: the run is finished",), step,
-                        release_claim=release, job_released=mem.claim_job if release else None)
-
+        return Decision("finish", reasons + (f"latest -> {settings.max_steps}: the run is finished",), step, **claim)
     steps_to_run = remaining_steps(pointer, settings)
     job = f"session-{mem.session + 1}"
     if obs.quota is None:
-        return Decision("wait", tuple(reasons) + (f"the quota could not be read ({obs.quota_error or 'unknown'}): "
-                        "neither exhausted nor funded; retry next wake",), step, release_claim=release,
-                        job_released=mem.claim_job if release else None, next_check_at=check_at)
+        return Decision("wait", reasons + (f"the quota could not be read ({obs.quota_error or 'unknown'}): "
+                        "neither exhausted nor funded; retry next wake",), step, next_check_at=check_at, **claim)
     need = needed_hours(steps_to_run, settings)
     if obs.quota.left_hours < need:
         reset = next_reset(obs.now, obs.quota)
-        return Decision("park", tuple(reasons) + (f"quota {obs.quota.left_hours:.2f} h left cannot fund {job} "
+        return Decision("park", reasons + (f"quota {obs.quota.left_hours:.2f} h left cannot fund {job} "
                         f"({need:.2f} h with the reserve): park until {reset.isoformat()}",), step,
-                        job=job, steps_to_run=steps_to_run, needed_hours=need, release_claim=release,
-                        job_released=mem.claim_job if release else None, reset_at=reset, next_check_at=reset)
+                        job=job, steps_to_run=steps_to_run, needed_hours=need, reset_at=reset, next_check_at=reset,
+                        **claim)
     boundary = pointer + steps_to_run
     # Seed section 3: confirm within ~3 minutes that the session did not exit fast.
     confirm_at = obs.now + dt.timedelta(seconds=min(settings.check_every_s, settings.crash_window_s + 60))
-    return Decision("launch", tuple(reasons) + (f"launch {job}: {pointer} -> {boundary} ({steps_to_run} steps), "
+    return Decision("launch", reasons + (f"launch {job}: {pointer} -> {boundary} ({steps_to_run} steps), "
                     f"quota {obs.quota.left_hours:.2f} h >= {need:.2f} h",), step, job=job,
-                    steps_to_run=steps_to_run, needed_hours=need, release_claim=release,
-                    job_released=mem.claim_job if release else None, next_check_at=confirm_at)
+                    steps_to_run=steps_to_run, needed_hours=need, next_check_at=confirm_at, **claim)

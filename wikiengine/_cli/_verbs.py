@@ -1,0 +1,41 @@
+"""What the commands with verbs (`wiki exp`, `kernel`, `log`, `loop`) share: their parser, the
+writers' options, the repository a verb runs in, and how a verb's result is printed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from wikiengine.model.targets import ROOT_HELP
+
+
+def add_verb_parser(subparsers, name: str, help: str, description: str):
+    """``wiki <name>``'s parser and the subparsers of its verbs (``args.verb``)."""
+    parser = subparsers.add_parser(name, help=help, description=description,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    return parser, parser.add_subparsers(dest="verb", metavar="VERB")
+
+
+def add_writer_options(sub) -> None:
+    """``--json``, ``--dry-run`` and ``--root``: what every verb that writes takes."""
+    sub.add_argument("--json", action="store_true", help="print one JSON object")
+    sub.add_argument("--dry-run", action="store_true", help="say what would be written; write nothing")
+    sub.add_argument("--root", type=Path, help=ROOT_HELP)
+
+
+def verb_root(args) -> Path | None:
+    """The repository the verb runs in; None, with the command's help printed, when no verb was given."""
+    from wikiengine.model.targets import repository_root
+
+    if not args.verb:
+        args.parser.print_help()
+        return None
+    return repository_root(args.root)
+
+
+def print_result(args, result: dict, text: str, dry_run: bool = False) -> None:
+    """One JSON object with ``--json``, else ``text`` (of a ``dry_run``: with the paths it would write)."""
+    if dry_run:
+        text = "dry run, nothing written:\n" + text + "".join(f"  would write {p}\n" for p in result.get("would_write", []))
+    print(json.dumps(result, indent=2, sort_keys=True) if args.json else text, end="\n" if args.json else "")
