@@ -83,6 +83,8 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from wikiengine.core.atomic import atomic_write_text
+from wikiengine.core.errors import ExitCode
 from wikiengine.training.autoresearch_knobs import TargetConfig, TargetConfigError, load_target_config
 
 D_IN, HIDDEN, CLASSES = 256, 1024, 64
@@ -93,7 +95,7 @@ PROBE_BATCH, PROBE_SEED_OFFSET = 64, 7919  # the held-out batch the parity check
 DATA_BATCHES = 4  # distinct synthetic batches the step cycles through
 WARMUP_STEPS = 3
 PROFILE_STEPS = 5  # profiled steps per side; the profile is the median per op
-EXIT_CRASH, EXIT_BAD_INPUT = 1, 2
+EXIT_CRASH, EXIT_BAD_INPUT = ExitCode.CRASHED, ExitCode.BAD_INPUT
 
 AUDIT_CONFIRMED = "Hypothesis-firing audit: CONFIRMED"
 AUDIT_SILENT_NO_OP = "Hypothesis-firing audit: SILENT NO-OP"
@@ -484,9 +486,7 @@ def evaluate(candidate: TargetConfig, frontier: TargetConfig, out: Path, rounds:
 
 
 def _write_metrics(out: Path, metrics: dict) -> None:
-    temporary = out / "metrics.json.tmp"
-    temporary.write_text(json.dumps(metrics, indent=2) + "\n")
-    temporary.replace(out / "metrics.json")
+    atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=2) + "\n")
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:

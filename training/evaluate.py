@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", required=True, type=Path)
     parser.add_argument("--smoke-limit", type=int, default=5)
     args = parser.parse_args(argv)
-    from wikiengine.training.checkpoint import atomic_write_bytes
+    from wikiengine.core.atomic import atomic_write_bytes
     from wikiengine.training.config import ConfigError, load_config
 
     tasks = [t for t in args.tasks.split(",") if t]
