@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+from wikiengine.core.clock import utcnow
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
-from wikiengine.model.experiment import is_open
 from wikiengine.lint.rules._experiments import experiment_facts
+from wikiengine.model.experiment import is_open
 
 DEFAULT_MAX_AGE_HOURS = 24.0  # conventions.md: a stub in progress more than 24 hours is orphaned
 
@@ -51,7 +52,7 @@ class StaleStub(Rule):
         days = ctx.config.option(self.code, "max-age-days")
         hours = float(days) * 24 if days is not None else float(ctx.config.option(self.code, "max-age-hours",
                                                                                    DEFAULT_MAX_AGE_HOURS))
-        now = dt.datetime.now(dt.timezone.utc)
+        now = utcnow()  # the wall clock: lint runs in a fork pool, out of reach of a wake's clock
         for info in ctx.target_pages("experiment"):
             facts = experiment_facts(info, ctx)
             if facts is None or not is_open(facts.frontmatter):
