@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_lane_writers import HLO, git, proposal, wiki  # noqa: F401 - the fixture
+from wikiengine.core.errors import ExitCode
 from wikiengine.executors.compute import ComputeUnavailableError
 from wikiengine.executors.lane_backend import LaneWorkload
-from tests.test_lane_writers import HLO, git, proposal, wiki  # noqa: F401 - the fixture
+from wikiengine.lint.runner import lint
+from wikiengine.model.lanes import Lane
 from wikiengine.step import writers as lw
 from wikiengine.step.lane.decide import LaneLimits, TrackView, decide_track, next_wake_s
-from wikiengine.step.lane.wake import wake
 from wikiengine.step.lane.start import NoFreeClusters, start_session
-from wikiengine.model.lanes import Lane
-from wikiengine.lint.runner import lint
+from wikiengine.step.lane.wake import wake
 
 NOW = 1_800_000_000.0
 LIMITS = LaneLimits(hung_after_s=600, ceiling_s=3600, wake_interval_s=600)
@@ -82,7 +83,7 @@ class MemoryBackend:
     def launch(self, spec):
         if spec.name not in self.runs:
             self.launches.append(spec.name)
-            now = dt.datetime.now(dt.timezone.utc).isoformat()
+            now = dt.datetime.now(dt.UTC).isoformat()
             self.runs[spec.name] = LaneWorkload(spec.name, spec.vid, spec.slug, "running", None, now, None, "", now)
         if self.lose_answer:
             raise ComputeUnavailableError("answer lost")
@@ -194,7 +195,7 @@ def test_a_hung_run_is_killed_then_processed_as_crashed(lane_wiki, tmp_path):
     start_session(root, LANE, parallelism="1")
     lw.new_experiment(root, LANE, slug="hung", variant="2B/v5p-16", proposal_path=proposal(root, "hung"), track=1)
     wake(root, backend=backend)
-    later = lambda: dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)  # noqa: E731 - past hung_after_s (1800 s)
+    later = lambda: dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)  # noqa: E731 - past hung_after_s (1800 s)
     killed = wake(root, backend=backend, clock=later)
     assert [d["decision"] for d in killed.decisions] == ["kill"] and backend.runs == {}
     after = wake(root, backend=backend, clock=later)
@@ -237,5 +238,5 @@ def test_a_lane_with_no_program_is_refused(lane_wiki):
     assert result.returncode == 2
 
 
-def test_no_free_cluster_is_exit_1_class():
-    assert NoFreeClusters("x").exit_code == 1
+def test_no_free_cluster_is_exit_busy_class():
+    assert NoFreeClusters("x").exit_code == ExitCode.BUSY == 7

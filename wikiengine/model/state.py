@@ -19,7 +19,6 @@ from wikiengine.core.errors import WikiError
 from wikiengine.core.git import git_dir
 from wikiengine.model.lanes import Lane
 from wikiengine.model.memory import MemoryFormatError, memory_path
-from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.page import parse_page
 
 STATE_FILE = "STATE.md"
@@ -98,10 +97,6 @@ def lane_state_text(state: LaneState, body: str) -> str:
     """STATE.md text for a lane session (validated first)."""
     lane_state_from(state.to_frontmatter())
     return render_lane_state(state, body)
-
-
-def write_lane_state(root: Path, state: LaneState, body: str) -> None:
-    atomic_write_text(memory_path(root, STATE_FILE), lane_state_text(state, body))
 
 
 def require_lane(root: Path, state: LaneState) -> Lane:

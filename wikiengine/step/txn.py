@@ -28,6 +28,7 @@ from pathlib import Path
 
 from wikiengine.core.errors import WikiError
 from wikiengine.core.git import CommitProbe, git_dir
+from wikiengine.core.locks import FileLock
 from wikiengine.model.lanes import Lane
 from wikiengine.core.atomic import atomic_write_text
 
@@ -184,24 +185,11 @@ class LaneLock:
         self.path = lock_path(root, lane)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.root, self.lane, self.recovered, self.timeout = root, lane, None, timeout
-        self._fd: int | None = None
+        self._lock: FileLock | None = None
 
     def __enter__(self) -> LaneLock:
-        import fcntl
-        import time
-
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise WikiError(f"lane {self.lane.model_dir}/{self.lane.name} is locked by another writer") from None
-                time.sleep(self.POLL_S)
-        self._fd = fd
+        busy = f"lane {self.lane.model_dir}/{self.lane.name} is locked by another writer"
+        self._lock = FileLock(self.path, timeout=self.timeout, poll=self.POLL_S, busy=busy).acquire()
         try:
             self.recovered = recover(self.root, self.lane)
         except BaseException:
@@ -210,5 +198,5 @@ class LaneLock:
         return self
 
     def __exit__(self, *exc) -> None:
-        os.close(self._fd)  # closing the descriptor releases the flock
-        self._fd = None
+        self._lock.release()  # closing the descriptor releases the flock
+        self._lock = None

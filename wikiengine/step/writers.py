@@ -18,7 +18,7 @@ from pathlib import Path
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook
 from wikiengine.model import results_tsv
-from wikiengine.core.clock import now_iso, today
+from wikiengine.core.clock import Clock, now_iso, today, utcnow
 from wikiengine.core.errors import WikiError
 from wikiengine.core.text import folded
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, parse_journal, used_ids
@@ -300,7 +300,7 @@ def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: s
 
 
 def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_path: Path, track: int | None,
-                   dry_run: bool = False, date: str | None = None) -> dict:
+                   dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki exp new`: allocate the next v-id, write the stub, claim it in the journal, commit."""
     from wikiengine.core.identity import workload_name
 
@@ -309,7 +309,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
     if re.search(r"-[a-z]$", slug):
         raise WikiError(f"slug {slug!r} ends in a one-letter word, which reads as a retry letter: {slug[:-2]}, or a longer word")
     proposal = parse_proposal(proposal_path)
-    date = date or today()
+    date = date or today(clock)
     settings = lane_settings(root, lane)
     model_rel, _text, _page, matrix = _model_page(root, lane)
     if matrix.row(variant) is None:
@@ -331,7 +331,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
                                    posixpath.basename(model_rel)[:-3]))
         txn.write(lane.journal, append_record(journal, {"op": "claim", "vid": vid, "slug": slug, "track": track,
                                                         "variant": variant, "workload": workload, "page": rel,
-                                                        "at": now_iso()}))
+                                                        "at": now_iso(clock)}))
         index_add(txn, root, [(f"{vid} {slug}", rel)])
         result = {"vid": vid, "page": rel, "workload_name": workload, "artifacts": paths, "track": track,
                   "recovered": lock.recovered}
@@ -341,11 +341,11 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         return result
 
 
-def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False, date: str | None = None) -> dict:
+def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki exp retry`: a new stub ``<vid><next letter>`` with the same hypothesis and mechanism."""
     from wikiengine.core.identity import workload_name
 
-    date = date or today()
+    date = date or today(clock)
     settings = lane_settings(root, lane)
     with LaneLock(root, lane) as lock:
         original = find_page(root, lane, vid)
@@ -381,7 +381,7 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
         txn.write(lane.journal, append_record(journal, {"op": "retry", "vid": str(retry), "of": original.exp_id,
                                                         "slug": slug, "track": track if isinstance(track, int) else None,
                                                         "variant": original.frontmatter.get("variant"),
-                                                        "workload": workload, "page": rel, "at": now_iso()}))
+                                                        "workload": workload, "page": rel, "at": now_iso(clock)}))
         index_add(txn, root, [(f"{retry} {slug}", rel)])
         result = {"vid": str(retry), "retry_of": original.exp_id, "page": rel, "workload_name": workload,
                   "artifacts": paths, "recovered": lock.recovered}
@@ -497,14 +497,14 @@ def _rel_link(from_rel: str, to_rel: str) -> str:
 
 def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: dict[str, float],
                     outcome: RunOutcome = RunOutcome(), profile_path: Path | None, hlo_path: Path | None, reason: str | None, dry_run: bool = False,
-                    date: str | None = None) -> dict:
+                    date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki exp file`: Results, Profile, HLO Dump and Verdict (capped), the status flip, the
     model page's row, the lane log, RESULTS.tsv, the hypothesis page and the journal: one commit."""
     if verdict not in ex.VERDICTS:
         raise WikiError(f"--verdict {verdict!r} is not one of {', '.join(ex.VERDICTS)}")
     profile = _read_text_file(profile_path, "profile")
     hlo = _read_text_file(hlo_path, "HLO dump")
-    date = date or today()
+    date = date or today(clock)
     settings = lane_settings(root, lane)
     with LaneLock(root, lane) as lock:
         target = find_page(root, lane, vid)
@@ -579,7 +579,7 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         }))
         _hypothesis_update(txn, root, target, slug, filed, delta_text, date)
         txn.write(lane.journal, append_record(txn.read(lane.journal), {"op": "file", "vid": target.exp_id, "verdict": filed,
-                                                                      "requested": verdict, "at": now_iso()}))
+                                                                      "requested": verdict, "at": now_iso(clock)}))
         result = {"vid": target.exp_id, "page": target.rel, "verdict": filed, "requested": verdict, "capped": caps,
                   "metric": metric, "value": value, "baseline": baseline, "delta": delta, "noise_band": band,
                   "current_best_moved": moved, "recovered": lock.recovered}
@@ -661,9 +661,9 @@ def _hypothesis_update(txn: LaneTxn, root: Path, target: LanePage, slug: str, ve
 
 
 def add_log_entry(root: Path, op: str, subject: str, lane: Lane | None, fields: dict[str, str], *,
-                  dry_run: bool = False, date: str | None = None) -> dict:
+                  dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki log add`: one entry in the right tier, full form, newest first."""
-    date = date or today()
+    date = date or today(clock)
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", op):
         raise WikiError(f"op {op!r} is not a word")
     tier = "lane" if lane is not None else "global"
@@ -727,9 +727,9 @@ def render_backfill(lane: Lane, workload, variant: str | None, model_page_stem: 
     return verdict, reason, "\n".join(lines) + "\n" + "\n".join(body)
 
 
-def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: str | None = None) -> dict:
+def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki backfill`: a page for every finished workload of the lane that has none."""
-    date = date or today()
+    date = date or today(clock)
     settings = lane_settings(root, lane)
     prefix = f"{settings.user_prefix}-{lane.model_name}-{lane.name}"
     workloads = [w for w in backend.list_workloads(prefix) if w.is_finished]
@@ -751,7 +751,7 @@ def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: st
             rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, workload.slug)}"
             txn.write(rel, text)
             journal_text = append_record(journal_text, {"op": "backfill", "vid": vid, "workload": workload.name,
-                                                        "verdict": verdict, "page": rel, "at": now_iso()})
+                                                        "verdict": verdict, "page": rel, "at": now_iso(clock)})
             entry = logbook.render_entry(date, "backfill", f"{vid}-{workload.slug} filed from logs ({verdict})",
                                          {"Pages created": rel, "Key result": reason,
                                           "Notes": "Hypothesis not recovered; never supported or refuted without the analyzer."})
