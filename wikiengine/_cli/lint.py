@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from wikiengine.core.errors import ExitCode
 from wikiengine.model.targets import ROOT_HELP
 
 HELP = "check the wiki's rules (pre-commit, CI, the watcher)"
@@ -134,15 +135,15 @@ def _targets(root: Path, paths: list[str]) -> tuple[list[str], int]:
 
 
 def run(args) -> int:
-    from wikiengine.core.version import __version__
     from wikiengine.core.errors import WikiError
+    from wikiengine.core.text import counted
+    from wikiengine.core.version import __version__
     from wikiengine.lint import baseline as baseline_mod
     from wikiengine.lint import report
     from wikiengine.lint.config import load_config
-    from wikiengine.lint.runner import lint
     from wikiengine.lint.registry import REGISTRY, rule_class
+    from wikiengine.lint.runner import lint
     from wikiengine.model.targets import repository_root
-    from wikiengine.core.text import counted
 
     if args.list_rules:
         print(list_rules())
@@ -209,4 +210,4 @@ def run(args) -> int:
             print(f"Fixed {counted(result.fixed, 'finding')}.")
         if result.baselined:
             print(f"({counted(result.baselined, 'finding')} accepted by {baseline_mod.BASELINE_FILE}.)")
-    return 1 if findings else 0
+    return ExitCode.FINDINGS if findings else ExitCode.OK

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from wikiengine.core.errors import ExitCode
 from wikiengine.model.targets import ROOT_HELP
 
 HELP = "start a lane session (seed Steps 1-9b) or show it"
@@ -17,7 +18,8 @@ DESCRIPTION = """\
       record the session constants (USER_PREFIX, MODEL_NAME, LANE, the tracks) in
       the lane journal, delete a leftover .stop-authorized, write the start marker at
       the top of the lane log, point memory/STATE.md at the session, commit.
-      Zero free clusters: exit 1 with each candidate's attribution, nothing written.
+      Zero free clusters: exit 7 with each candidate's attribution, nothing written;
+      a start declined at the prompt: exit 3.
   wiki loop status [--json]
       the picture a wake sees (tracks, decisions, what is owed), read only.
   wiki loop stop [--pause] [--yes] [--json]
@@ -58,17 +60,17 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from wikiengine.step import writers as lane_writers
     from wikiengine.core.errors import WikiError
     from wikiengine.model.targets import repository_root
+    from wikiengine.step import writers as lane_writers
 
     if not args.verb:
         args.parser.print_help()
         return 2
     root = repository_root(args.root)
     if args.verb == "status":
-        from wikiengine.step.lane.wake import wake
         from wikiengine.model.state import state_mode
+        from wikiengine.step.lane.wake import wake
 
         if state_mode(root) != "lane":
             raise WikiError("memory/STATE.md does not point at a lane session: wiki loop start MODEL LANE")
@@ -93,7 +95,7 @@ def run(args) -> int:
                        f"on {args.backend}? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("not started")
-            return 1
+            return ExitCode.REFUSED
     result = start_session(root, lane, parallelism=args.parallelism, backend=args.backend, tpu=args.tpu,
                            topology=args.topology, first=args.first, dry_run=args.dry_run)
     if args.json:
