@@ -29,6 +29,7 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import now_iso
+from wikiengine.core.errors import ExitCode
 
 MS = "milliseconds"  # a runner's timestamps: two records of one second differ
 
@@ -130,5 +131,5 @@ def supervise(folder: Path) -> int:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         print("usage: python -m wikiengine.executors.lane_runner FOLDER", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(ExitCode.BAD_INPUT)
     raise SystemExit(supervise(Path(sys.argv[1])))

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import from_epoch, parse_iso, parse_utc, utc_iso, utcnow
+from wikiengine.core.errors import ExitCode
 from wikiengine.executors.clean_room import clean_environment, is_secret
 from wikiengine.executors.compute import (
     ComputeError,
@@ -316,4 +317,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "supervise":
         raise SystemExit(supervise(Path(sys.argv[2])))
     print("usage: python -m wikiengine.executors.local_compute supervise DIR", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(ExitCode.BAD_INPUT)

@@ -16,7 +16,9 @@
 
 Pure parts (:func:`nodepools`, :func:`pod_manifest`, :func:`pod_state`) take and return
 plain data; :class:`ClusterPod` makes the calls, all through :class:`~.kube.Kube`. Every
-failure is one :class:`~wikiengine.core.errors.WikiError` line (exit 2), never a traceback.
+failure is one :class:`~wikiengine.core.errors.WikiError` line, never a traceback: the
+pod's own state (gone, ended, pending past its wait) exits 2, a cluster API that cannot be
+reached (:class:`~.kube.KubeUnavailable`) exits 69.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wikiengine.core.errors import ExitCode
 from wikiengine.executors.store import FINAL_PATH, checkpoint_path
 from wikiengine.step.relay.decide import Emergency
 from wikiengine.step.relay.records import FINAL_KEY
@@ -302,7 +303,7 @@ def finish_run(run, state, clock) -> FinishResult:
     try:
         check = run_in_clean_room([sys.executable, "-m", "wikiengine.step.relay.finish", "clean-room-check", str(target)])
     except CleanRoomError as exc:
-        check = subprocess.CompletedProcess([], 3, "", str(exc))
+        check = subprocess.CompletedProcess([], ExitCode.REFUSED, "", str(exc))
     if check.returncode != 0:
         result.emergency = Emergency("publish_failed", "the clean-room check failed",
                                      (check.stderr or check.stdout)[-2000:])
@@ -343,6 +344,6 @@ def finish_run(run, state, clock) -> FinishResult:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "clean-room-check":
         print(json.dumps(clean_room_check(Path(sys.argv[2]))))
-        raise SystemExit(0)
+        raise SystemExit(ExitCode.OK)
     print("usage: python -m wikiengine.step.relay.finish clean-room-check DIR", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(ExitCode.BAD_INPUT)
