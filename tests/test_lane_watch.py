@@ -6,8 +6,8 @@ authorized stop writes the marker quoting the ALL-CLEAR and leaves nothing runni
 from __future__ import annotations
 
 import datetime as dt
-import re
 import json
+import re
 import subprocess
 import sys
 
@@ -15,19 +15,23 @@ import pytest
 
 from tests.test_lane_step import LANE, MemoryBackend, lane_wiki  # noqa: F401 - fixtures
 from tests.test_lane_writers import git, proposal, wiki  # noqa: F401 - fixtures
-from wikiengine.step.lane import close as lane_close
-from wikiengine.step import writers as lw
 from wikiengine._cli.watch import watch_once
+from wikiengine.core import clock
+from wikiengine.step import writers as lw
 from wikiengine.step.audit import CURSOR, STOP_AUTHORIZED, run_audit
-from wikiengine.step.lane.wake import wake
+from wikiengine.step.lane import close as lane_close
 from wikiengine.step.lane.start import start_session
+from wikiengine.step.lane.wake import wake
 
 
-def retrospective(root, name="2026-12-01-gemma4-tpu-retrospective.md"):
+def retrospective(root, suffix=""):
+    """A retrospective filed today (UTC): the stop's own entry, written now, must not predate it."""
+    today = clock.today()
+    name = f"{today}-gemma4-tpu-retrospective{suffix}.md"
     path = root / "wiki/analyses" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("---\ntitle: gemma4 tpu session retrospective\ntype: analysis\nmodel: gemma4\nlane: tpu\n"
-                    "created: 2026-12-01\n---\n# Retrospective\n\nFrontier flat for 3 iterations.\n")
+                    f"created: {today}\n---\n# Retrospective\n\nFrontier flat for 3 iterations.\n")
     index = root / "wiki/index.md"  # the wiki's catalog lists it (IDX001 counts, IDX002 orphans)
     text = index.read_text()
     count = int(re.search(r"## Retrospectives \((\d+)\)", text).group(1))
@@ -84,7 +88,7 @@ def test_stale_stub_and_thrashing_are_found(lane_wiki):
                            hlo_path=None, reason="no profile captured")
     lw.new_experiment(lane_wiki, LANE, slug="idle", variant="2B/v5p-16", proposal_path=proposal(lane_wiki, "idle"),
                       track=1)
-    later = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=30)).timestamp()
+    later = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=30)).timestamp()
     audit = run_audit(lane_wiki, LANE, now=later)
     checks = {f.check for f in audit.findings}
     assert {"thrashing", "stale-stub"} <= checks
@@ -120,13 +124,13 @@ def test_a_stale_authorization_is_refused(lane_wiki, tmp_path):
     retrospective(lane_wiki)
     watch_cli(lane_wiki)
     assert watch_cli(lane_wiki, "--closing").returncode == 0
-    retrospective(lane_wiki, "2026-12-01-gemma4-tpu-retrospective-2.md")  # a newer closing retrospective
+    retrospective(lane_wiki, "-2")  # a newer closing retrospective
     with pytest.raises(lane_close.StopRefused, match="older than the retrospective"):
         lane_close.stop(lane_wiki, backend=MemoryBackend(tmp_path / "a"))
     # an authorization of an earlier session never opens a later one's gate
     watch_cli(lane_wiki, "--closing")
     start_session(lane_wiki, LANE, parallelism="1")
-    retrospective(lane_wiki, "2026-12-01-gemma4-tpu-retrospective-3.md")
+    retrospective(lane_wiki, "-3")
     assert not (lane_wiki / LANE.dir / STOP_AUTHORIZED).exists()  # a new start deletes the leftover
 
 
