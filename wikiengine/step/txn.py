@@ -22,7 +22,6 @@ It is taken with ``fcntl`` directly, as ``filelock`` does on POSIX: importing
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
