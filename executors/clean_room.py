@@ -28,6 +28,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from wikiengine.core.errors import Refused
+
 STRIPPED_NAMES = frozenset({
     "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "NETRC", "KUBECONFIG", "DOCKER_CONFIG", "GNUPGHOME",
     "PGPASSFILE", "GIT_ASKPASS", "SSH_ASKPASS",
@@ -60,7 +62,7 @@ if problems:
 """
 
 
-class CleanRoomError(Exception):
+class CleanRoomError(Refused):
     """The clean room could not be made: a credential would still be reachable."""
 
 

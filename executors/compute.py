@@ -27,6 +27,8 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from wikiengine.core.errors import BackendError, BackendUnavailable, Busy
+
 
 class SessionState(str, enum.Enum):
     QUEUED = "queued"
@@ -91,15 +93,15 @@ class Quota:
         return max(0.0, self.total_hours - self.used_hours)
 
 
-class ComputeError(Exception):
+class ComputeError(BackendError):
     """A backend call failed; the message names the request and never a secret."""
 
 
-class CapacityError(ComputeError):
+class CapacityError(ComputeError, Busy):
     """The platform refused for capacity (too many sessions): infrastructure, not ours."""
 
 
-class ComputeUnavailableError(ComputeError):
+class ComputeUnavailableError(ComputeError, BackendUnavailable):
     """The backend could not be reached or answered ambiguously: state is unknown."""
 
 

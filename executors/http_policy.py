@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from wikiengine.core.errors import BackendUnavailable
 from wikiengine.core.secrets import safe_message
 
 T = TypeVar("T")
@@ -42,11 +43,11 @@ class RetryPolicy:
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
 
 
-class DeadlineExceeded(Exception):
+class DeadlineExceeded(BackendUnavailable):
     """The call could not finish before its deadline: its outcome is unknown."""
 
 
-class RetriesExhausted(Exception):
+class RetriesExhausted(BackendUnavailable):
     """Every attempt failed with a transient error: the outcome is unknown."""
 
 

@@ -419,7 +419,7 @@ def _server_wait(status: int, headers) -> float | None:
     return retry_after_seconds(headers)
 
 
-class _ContentMismatch(Exception):
+class _ContentMismatch(StoreUnavailableError):
     """A downloaded file does not hash to the Hub's recorded content hash."""
 
 

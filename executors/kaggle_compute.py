@@ -38,6 +38,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
+from wikiengine.core.atomic import atomic_write_json
+from wikiengine.core.clock import parse_utc, utc_iso, utcnow
+from wikiengine.core.secrets import redact, safe_message
 from wikiengine.executors.compute import (
     CapacityError,
     ComputeError,
@@ -48,7 +51,6 @@ from wikiengine.executors.compute import (
     SessionState,
     SessionStatus,
 )
-from wikiengine.core.secrets import redact, safe_message
 from wikiengine.executors.http_policy import (
     RETRY_STATUSES,
     DeadlineExceeded,
@@ -164,12 +166,7 @@ class LaunchClaims:
 
     def save(self, claims: list[Claim]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-        with open(tmp, "w") as handle:
-            json.dump([asdict(c) for c in claims], handle, indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+        atomic_write_json(self.path, [asdict(c) for c in claims], indent=1)
 
     def open_claims(self) -> list[Claim]:
         return [c for c in self.load() if c.state != "closed"]
@@ -181,18 +178,6 @@ class LaunchClaims:
                 for key, value in changes.items():
                     setattr(claim, key, value)
         self.save(claims)
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
-
-
-def _iso(when: dt.datetime) -> str:
-    return when.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _parse_iso(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def split_ref(ref: str) -> tuple[str, str, int | None]:
@@ -242,7 +227,7 @@ class KaggleCompute:
         refuse_window_s: float = REFUSE_WINDOW_S,
         list_limit: int = 20,
         policy: RetryPolicy | None = None,
-        clock: Callable[[], dt.datetime] = _now,
+        clock: Callable[[], dt.datetime] = utcnow,
     ):
         if not owner:
             raise ComputeError("kaggle: no owner: set 'owner' in the config or KAGGLE_USERNAME")
@@ -324,7 +309,7 @@ class KaggleCompute:
         except (KeyError, TypeError, ValueError):
             self._server_date = None
             return
-        self._server_date = when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)  # HTTP dates are GMT
+        self._server_date = when if when.tzinfo else when.replace(tzinfo=dt.UTC)  # HTTP dates are GMT
 
     def _read(self, what: str, call: Callable) -> T:
         """A read-only API call with retries under the deadline; raises ComputeUnavailableError."""
@@ -361,7 +346,7 @@ class KaggleCompute:
         client = self._client()  # first: a missing credential is a refusal, never an unknown launch
         exists = self._check_nothing_blocks(request.slug)
 
-        requested_at = _iso(self.clock())
+        requested_at = utc_iso(self.clock(), "auto")
         claims = self.claims.load()
         claims.append(Claim(slug=request.slug, requested_at=requested_at))
         self.claims.save(claims)  # write-ahead: a crash after the push still finds this claim
@@ -410,7 +395,7 @@ class KaggleCompute:
         )
         self.claims.update(
             request.slug, requested_at,
-            ref=ref, version=record.version, kernel_id=record.kernel_id, submitted_at=_iso(submitted),
+            ref=ref, version=record.version, kernel_id=record.kernel_id, submitted_at=utc_iso(submitted, "auto"),
         )
         return record
 
@@ -525,7 +510,7 @@ class KaggleCompute:
             return SessionStatus(state, exit_code=plain.exit_code, failure_message=reason or platform_message)
         runtime = dt.timedelta(seconds=verdict.runtime_s)
         if claim is not None and claim.submitted_at:
-            started = _parse_iso(claim.submitted_at)
+            started = parse_utc(claim.submitted_at)
             ended = started + runtime
         elif answered_at is not None:
             ended = answered_at
@@ -557,7 +542,7 @@ class KaggleCompute:
         return matches[-1] if matches else None
 
     def _claim_expired(self, claim: Claim) -> bool:
-        return (self.clock() - _parse_iso(claim.requested_at)).total_seconds() > self.claim_ttl_s
+        return (self.clock() - parse_utc(claim.requested_at)).total_seconds() > self.claim_ttl_s
 
     def _close(self, claim: Claim | None, reason: str) -> None:
         if claim is not None and claim.state != "closed":
@@ -622,7 +607,7 @@ class KaggleCompute:
             raise ComputeUnavailableError("kaggle: quota answer has no GPU time used / allowed")
         refresh = answer.quota_refresh_time
         if refresh is not None and refresh.tzinfo is None:
-            refresh = refresh.replace(tzinfo=dt.timezone.utc)  # the SDK drops the Z
+            refresh = refresh.replace(tzinfo=dt.UTC)  # the SDK drops the Z
         return Quota(gpu.time_used.total_seconds() / 3600, gpu.total_time_allowed.total_seconds() / 3600, refresh)
 
     def list_sessions(self) -> list[tuple[str, SessionState]]:

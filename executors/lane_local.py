@@ -28,8 +28,6 @@ group is alive is reported ``failed`` (the runner was killed). One without a run
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
 import json
 import os
 import shlex
@@ -40,6 +38,10 @@ import sys
 import time
 from pathlib import Path
 
+from wikiengine.core.atomic import atomic_write_json
+from wikiengine.core.clock import from_epoch, now_iso, utc_iso
+from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
+from wikiengine.core.locks import FileLock
 from wikiengine.executors.clean_room import clean_environment
 from wikiengine.executors.compute import CapacityError, ComputeError, ComputeUnavailableError
 from wikiengine.executors.lane_backend import (
@@ -52,8 +54,7 @@ from wikiengine.executors.lane_backend import (
     parse_workload_name,
     split_workload_name,
 )
-from wikiengine.executors.lane_runner import group_members, now_iso, signal_group, write_json
-from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
+from wikiengine.executors.lane_runner import MS, group_members, signal_group
 
 LOCK_TIMEOUT_S = 30.0
 TAIL_BYTES = 256 * 1024
@@ -95,7 +96,7 @@ def _mtime_iso(*paths: Path) -> str | None:
             times.append(path.stat().st_mtime)
         except OSError:
             continue
-    return dt.datetime.fromtimestamp(max(times), dt.timezone.utc).isoformat(timespec="milliseconds") if times else None
+    return utc_iso(from_epoch(max(times)), MS) if times else None
 
 
 def _exists(folder: Path) -> bool:
@@ -231,7 +232,7 @@ class LocalLaneBackend:
                     raise CapacityError(f"track {spec.track} is busy with {busy[0]}: one run per track at a time")
                 if recorded is None:
                     folder.mkdir(exist_ok=True)
-                    write_json(folder / "spec.json", self._spec_record(folder, spec))
+                    atomic_write_json(folder / "spec.json", self._spec_record(folder, spec))
                 self._start_runner(folder)
         except OSError as exc:
             raise ComputeUnavailableError(f"cannot launch {spec.name}: {exc}") from None
@@ -243,7 +244,7 @@ class LocalLaneBackend:
             return
         with self._lock():
             if not (folder / "deleted.json").exists():
-                write_json(folder / "deleted.json", {"at": now_iso()})
+                atomic_write_json(folder / "deleted.json", {"at": now_iso(timespec=MS)})
             runner_pid = _int((_read_json(folder / "runner.json") or {}).get("pid"))
             deadline = time.monotonic() + self.kill_grace_s + 5.0
             while _runner_alive(runner_pid, folder) and time.monotonic() < deadline:
@@ -260,8 +261,8 @@ class LocalLaneBackend:
                 signal_group(pgid, signal.SIGKILL)
             if status is None or status.get("state") == "running":
                 status = {"state": "running", "exit_code": None, "started": None, **(status or {})}
-                status.update(state="failed", finished=now_iso(), reason="deleted by the lane")
-                write_json(folder / "status.json", status)
+                status.update(state="failed", finished=now_iso(timespec=MS), reason="deleted by the lane")
+                atomic_write_json(folder / "status.json", status)
 
     # ------------------------------------------------------------------ helpers
 
@@ -270,20 +271,10 @@ class LocalLaneBackend:
             raise ComputeError(f"bad workload name {name!r}: [a-z]([-a-z0-9]*[a-z0-9])? under {MAX_WORKLOAD_LEN} characters")
         return self.folder / name
 
-    @contextlib.contextmanager
-    def _lock(self):
+    def _lock(self) -> FileLock:
         """The lane's lock: one launch or delete at a time, so a name and a track start one run."""
-        from filelock import FileLock, Timeout
-
-        lock = FileLock(str(self.folder / ".lane.lock"), timeout=LOCK_TIMEOUT_S)
-        try:
-            lock.acquire()
-        except Timeout:
-            raise ComputeUnavailableError(f"{self.folder}: another launch or delete holds the lane's lock") from None
-        try:
-            yield
-        finally:
-            lock.release()
+        return FileLock(self.folder / ".lane.lock", timeout=LOCK_TIMEOUT_S, error=ComputeUnavailableError,
+                        busy=f"{self.folder}: another launch or delete holds the lane's lock")
 
     def _in_flight_on(self, track: int) -> list[str]:
         """Names of the workloads of ``track`` that are queued or running."""
@@ -309,7 +300,7 @@ class LocalLaneBackend:
         env.update(PROGRESS_PATH=str(folder / "progress"), WORKLOAD_NAME=spec.name, TRACK=str(spec.track))
         return {"name": spec.name, "vid": spec.vid, "slug": spec.slug, "track": spec.track, "argv": list(spec.argv),
                 "env": env, "cwd": str(self.root), "timeout_s": float(spec.timeout_s),
-                "kill_grace_s": self.kill_grace_s, "submitted": now_iso()}
+                "kill_grace_s": self.kill_grace_s, "submitted": now_iso(timespec=MS)}
 
     def _start_runner(self, folder: Path) -> None:
         home = folder / "home"
@@ -320,4 +311,4 @@ class LocalLaneBackend:
             runner = subprocess.Popen([self.python, "-m", "wikiengine.executors.lane_runner", str(folder)],
                                       stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                       cwd=self.root, start_new_session=True)
-        write_json(folder / "runner.json", {"pid": runner.pid, "launched": now_iso()})
+        atomic_write_json(folder / "runner.json", {"pid": runner.pid, "launched": now_iso(timespec=MS)})

@@ -19,7 +19,6 @@ runner's pid being gone while ``status.json`` still says ``running``.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import signal
@@ -28,21 +27,13 @@ import sys
 import time
 from pathlib import Path
 
+from wikiengine.core.atomic import atomic_write_json
+from wikiengine.core.clock import now_iso
+from wikiengine.core.errors import ExitCode
+
+MS = "milliseconds"  # a runner's timestamps: two records of one second differ
+
 POLL_S = 0.1
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
-def write_json(path: Path, obj: dict) -> None:
-    """Write ``obj`` so that a reader sees the old file or the new one, never a part."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(obj, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def exit_code_of(returncode: int) -> int:
@@ -93,17 +84,17 @@ def supervise(folder: Path) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopped.append("the runner got SIGTERM: process group killed"))
     spec = json.loads((folder / "spec.json").read_text(encoding="utf-8"))
     pgid = os.getpgid(0)  # the runner leads the run's process group: known before the run exists
-    status = {"state": "running", "exit_code": None, "started": now_iso(), "finished": None,
+    status = {"state": "running", "exit_code": None, "started": now_iso(timespec=MS), "finished": None,
               "runner_pid": os.getpid(), "pid": None, "pgid": pgid, "reason": None, "timeout_s": spec["timeout_s"]}
-    write_json(folder / "status.json", status)
+    atomic_write_json(folder / "status.json", status)
 
     def finish(code: int | None, reason: str | None) -> int:
         status.update(state="succeeded" if code == 0 and reason is None else "failed", exit_code=code,
-                      finished=now_iso(), reason=reason)
+                      finished=now_iso(timespec=MS), reason=reason)
         if reason:
             with open(folder / "log.txt", "a", encoding="utf-8") as log:
                 log.write(f"[lane-runner] {reason}\n")
-        write_json(folder / "status.json", status)
+        atomic_write_json(folder / "status.json", status)
         return 0
 
     if (folder / "deleted.json").exists():
@@ -116,7 +107,7 @@ def supervise(folder: Path) -> int:
         except OSError as exc:
             return finish(127, f"cannot start {spec['argv'][0]!r}: {exc.strerror or exc}")
     status.update(pid=child.pid)
-    write_json(folder / "status.json", status)
+    atomic_write_json(folder / "status.json", status)
     deadline = time.monotonic() + float(spec["timeout_s"])
     reason = None
     while True:
@@ -140,5 +131,5 @@ def supervise(folder: Path) -> int:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         print("usage: python -m wikiengine.executors.lane_runner FOLDER", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(ExitCode.BAD_INPUT)
     raise SystemExit(supervise(Path(sys.argv[1])))

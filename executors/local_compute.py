@@ -36,8 +36,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from wikiengine.core.atomic import atomic_write_json
+from wikiengine.core.clock import from_epoch, parse_iso, parse_utc, utc_iso, utcnow
+from wikiengine.core.errors import ExitCode
 from wikiengine.executors.clean_room import clean_environment, is_secret
-from wikiengine.executors.lane_runner import write_json
 from wikiengine.executors.compute import (
     ComputeError,
     ComputeUnavailableError,
@@ -52,15 +54,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 START_GRACE_S = 30.0
 STOP_GRACE_S = 10.0  # after SIGTERM, how long the script has before SIGKILL
 WEEK_HOURS = 168.0
-SATURDAY = dt.datetime(1970, 1, 3, tzinfo=dt.timezone.utc)  # the default anchor of the quota window
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
-
-
-def _iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.timezone.utc).isoformat()
+SATURDAY = dt.datetime(1970, 1, 3, tzinfo=dt.UTC)  # the default anchor of the quota window
 
 
 def _read_json(path: Path) -> dict | None:
@@ -94,7 +88,7 @@ class LocalProcessCompute:
             raise ComputeError("local-process: quota_window_hours must be positive")
         self.python = python or sys.executable
         self.accelerator = accelerator
-        self.clock = clock or _now
+        self.clock = clock or utcnow
 
     @classmethod
     def from_config(cls, config: dict, root: Path) -> LocalProcessCompute:
@@ -105,12 +99,9 @@ class LocalProcessCompute:
         if not state_dir.is_absolute():
             state_dir = Path(root) / state_dir
         reset = config.get("quota_reset_at")
-        try:
-            reset_at = dt.datetime.fromisoformat(str(reset).replace("Z", "+00:00")) if reset else None
-        except ValueError:
-            raise ComputeError(f"local-process: quota_reset_at is not an ISO time: {reset!r}") from None
-        if reset_at is not None and reset_at.tzinfo is None:
-            raise ComputeError(f"local-process: quota_reset_at needs a time zone: {reset!r}")
+        reset_at = parse_iso(str(reset)) if reset else None
+        if reset and reset_at is None:
+            raise ComputeError(f"local-process: quota_reset_at is not an ISO time with a time zone: {reset!r}")
         return cls(state_dir, float(config.get("quota_hours", 10.0)), reset_at,
                    quota_window_hours=float(config.get("quota_window_hours", WEEK_HOURS)))
 
@@ -126,9 +117,9 @@ class LocalProcessCompute:
             if (directory / "session.json").exists():
                 raise ComputeError(f"{request.slug} was already launched") from None
             # a launch killed before it wrote session.json never started anything: reuse the directory
-        submitted = _now()
+        submitted = utcnow()
         (directory / "script.py").write_text(request.script_text, encoding="utf-8")
-        write_json(directory / "session.json", {"slug": request.slug, "version": 1, "submitted_at": _iso(submitted),
+        atomic_write_json(directory / "session.json", {"slug": request.slug, "version": 1, "submitted_at": utc_iso(submitted, "auto"),
                                                  "timeout_s": request.session_timeout_s, "pid": None})
         env = {k: v for k, v in os.environ.items() if not is_secret(k, v)}  # the session needs no credential
         env["PYTHONUNBUFFERED"] = "1"
@@ -139,7 +130,7 @@ class LocalProcessCompute:
                 start_new_session=True)
         record = _read_json(directory / "session.json") or {}
         record["pid"] = process.pid
-        write_json(directory / "session.json", record)
+        atomic_write_json(directory / "session.json", record)
         return LaunchRecord(ref=request.slug, version=1, kernel_id=str(process.pid), submitted_at=submitted)
 
     # ---------------------------------------------------------------- status
@@ -158,7 +149,7 @@ class LocalProcessCompute:
             return SessionStatus(SessionState.GONE)
         started = _read_json(directory / "started.json")
         ended = _read_json(directory / "exit.json")
-        started_at = _parse(started["started_at"]) if started else None
+        started_at = parse_utc(started["started_at"]) if started else None
         known = {"version": info.get("version"), "kernel_id": str(info["pid"]) if info.get("pid") else None}
         if ended is not None:
             code = ended.get("exit_code")
@@ -166,15 +157,15 @@ class LocalProcessCompute:
             if ended.get("stopped"):
                 state = SessionState.CANCELLED
             failure = None if code == 0 else ended.get("stopped") or ended.get("failure") or f"exit code {code}"
-            return SessionStatus(state, started_at, _parse(ended["ended_at"]), code, failure, **known)
+            return SessionStatus(state, started_at, parse_utc(ended["ended_at"]), code, failure, **known)
         pid = (started or {}).get("pid") or info.get("pid")
         if pid and _is_our_process(pid, directory):
             return SessionStatus(SessionState.RUNNING if started else SessionState.QUEUED, started_at, **known)
-        submitted = _parse(info["submitted_at"])
-        if not pid and (_now() - submitted).total_seconds() < START_GRACE_S:
+        submitted = parse_utc(info["submitted_at"])
+        if not pid and (utcnow() - submitted).total_seconds() < START_GRACE_S:
             return SessionStatus(SessionState.QUEUED, **known)
         log = directory / "output.log"
-        ended_at = dt.datetime.fromtimestamp(log.stat().st_mtime, dt.timezone.utc) if log.exists() else None
+        ended_at = from_epoch(log.stat().st_mtime) if log.exists() else None
         return SessionStatus(SessionState.CANCELLED, started_at, ended_at, None,
                              "the session process died without an exit code (killed)", **known)
 
@@ -204,8 +195,8 @@ class LocalProcessCompute:
             if not started:
                 continue
             ended = _read_json(directory / "exit.json")
-            stop = min(_parse(ended["ended_at"]) if ended else now, now)
-            used += max(0.0, (stop - max(_parse(started["started_at"]), start)).total_seconds()) / 3600
+            stop = min(parse_utc(ended["ended_at"]) if ended else now, now)
+            used += max(0.0, (stop - max(parse_utc(started["started_at"]), start)).total_seconds()) / 3600
         return Quota(used_hours=used, total_hours=self.quota_hours, refresh_at=end)
 
     def list_sessions(self) -> list[tuple[str, SessionState]]:
@@ -247,10 +238,6 @@ class LocalProcessCompute:
         return found
 
 
-def _parse(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text)
-
-
 def _is_our_process(pid: int, directory: Path) -> bool:
     """The pid is alive and is the supervisor of ``directory`` (not a reused pid)."""
     try:
@@ -286,7 +273,7 @@ def supervise(directory: Path) -> int:
     directory = Path(directory)
     info = _read_json(directory / "session.json") or {}
     timeout_s = info.get("timeout_s")
-    write_json(directory / "started.json", {"started_at": _iso(_now()), "pid": os.getpid()})
+    atomic_write_json(directory / "started.json", {"started_at": utc_iso(utcnow(), "auto"), "pid": os.getpid()})
     sys.stdout.flush()
     # The session gets the clean room's environment, a fresh empty HOME (no token file,
     # .netrc or kaggle.json in reach) and its own TMPDIR; both are removed when it ends.
@@ -319,10 +306,10 @@ def supervise(directory: Path) -> int:
     if code != 0:
         log = (directory / "output.log").read_text(encoding="utf-8", errors="replace").splitlines()
         failure = next((ln.strip() for ln in reversed(log) if ln.strip()), f"exit code {code}")[:300]
-    record = {"exit_code": code, "ended_at": _iso(_now()), "failure": failure}
+    record = {"exit_code": code, "ended_at": utc_iso(utcnow(), "auto"), "failure": failure}
     if stopped:
         record["stopped"] = stopped[0]
-    write_json(directory / "exit.json", record)
+    atomic_write_json(directory / "exit.json", record)
     return code
 
 
@@ -330,4 +317,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "supervise":
         raise SystemExit(supervise(Path(sys.argv[2])))
     print("usage: python -m wikiengine.executors.local_compute supervise DIR", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(ExitCode.BAD_INPUT)

@@ -18,14 +18,15 @@ initial commit, so :meth:`head` always has an answer); open an existing one with
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
-import subprocess
 import tempfile
 from pathlib import Path
 
+from wikiengine.core import git
+from wikiengine.core.clock import from_epoch
 from wikiengine.executors.store import (
+    FINAL_PATH,
     POINTER_PATH,
     FileMissingError,
     Pointer,
@@ -34,7 +35,6 @@ from wikiengine.executors.store import (
     StoreError,
     StoreFormatError,
     StoreUnavailableError,
-    FINAL_PATH,
     checkpoint_message,
     checkpoint_path,
     final_message,
@@ -100,7 +100,7 @@ class LocalGitStore:
         commits = []
         for line in out.splitlines():
             commit_id, stamp, title = line.split("\x00", 2)
-            commits.append(StoreCommit(commit_id, title, dt.datetime.fromtimestamp(int(stamp), tz=dt.timezone.utc)))
+            commits.append(StoreCommit(commit_id, title, from_epoch(int(stamp))))
         return commits
 
     def read_file(self, path: str, revision: str) -> bytes:
@@ -212,15 +212,9 @@ def _check_path(path: str) -> None:
         raise StoreFormatError(f"bad path in store: {path!r}")
 
 
-def _run_git(repo: Path, *args: str, env: dict | None = None, input: bytes | None = None, check: bool = True):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    full_env.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
-    full_env.update(env or {})
-    try:
-        out = subprocess.run(["git", "--git-dir", str(repo), *args], input=input, capture_output=True, env=full_env)
-    except OSError as exc:
-        raise StoreUnavailableError(f"cannot run git: {exc.strerror}") from None
-    if check and out.returncode != 0:
-        message = out.stderr.decode(errors="replace").strip().splitlines()
-        raise StoreError(f"git {args[0]} failed in {repo}: {message[-1] if message else out.returncode}")
-    return out
+def _run_git(repo: Path, *args: str, env: dict | None = None, input: bytes | None = None,
+             check: bool = True) -> git.Result:
+    """``git --git-dir repo <args>`` in an environment of its own (no ``GIT_*`` of the caller's,
+    no system config, no prompt), bytes in and out, without a deadline (a checkpoint is large)."""
+    return git.run(None, *args, git_dir=repo, env=env, isolated=True, input=input, binary=True, timeout=None,
+                   check=check, error=StoreError, unavailable=StoreUnavailableError)

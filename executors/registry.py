@@ -13,6 +13,7 @@ import importlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from wikiengine.core.errors import BackendError
 from wikiengine.executors.compute import ComputeBackend
 from wikiengine.executors.store import CheckpointStore
 
@@ -29,7 +30,7 @@ COMPUTE_KINDS: dict[str, tuple[str, str, str | None]] = {
 _CLIENT_MODULES = {"hub": "huggingface_hub", "kaggle": "kagglesdk", "gke": "kubernetes"}
 
 
-class BackendConfigError(Exception):
+class BackendConfigError(BackendError):
     """The config names an unknown backend kind, or one whose extra is not installed."""
 
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from wikiengine.core.errors import BackendError, BackendUnavailable
+
 POINTER_PATH = "latest.json"
 CHECKPOINT_PREFIX = "ckpt/checkpoint-"
 FINAL_PATH = "final"  # the final weights, written once after ``latest -> max_steps``
@@ -83,11 +85,11 @@ class Pointer:
         return (json.dumps({"step": self.step, "path_in_repo": self.path_in_repo}) + "\n").encode()
 
 
-class StoreError(Exception):
+class StoreError(BackendError):
     """A store operation failed; the message never contains a secret."""
 
 
-class StoreUnavailableError(StoreError):
+class StoreUnavailableError(StoreError, BackendUnavailable):
     """The store could not be reached or answered ambiguously: state is unknown."""
 
 

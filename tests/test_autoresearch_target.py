@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from torch_threads import one_torch_thread  # noqa: F401  (autouse: one torch thread)
+
+from wikiengine.core.errors import ExitCode
 from wikiengine.training import autoresearch_target as target
 from wikiengine.training.autoresearch_queue import BASELINE_CONFIG, OUTCOMES, QUEUE, VERDICTS, baseline_config
 from wikiengine.training.autoresearch_target import (
@@ -43,13 +44,13 @@ METRIC_KEYS = {"tps", "frontier_tps", "noise_band", "parity", "parity_rel_err", 
 QUICK = ["--rounds", "2", "--seconds", "0.05"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _digest(config: TargetConfig) -> str:
     """The op digest of a config (deterministic, so computed once per config for the whole module)."""
     return op_digest(op_trace(config))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parity(config: TargetConfig) -> float:
     return parity_rel_err(config)
 
@@ -263,11 +264,11 @@ def test_cli_crash_exits_non_zero_with_the_error_and_metrics(tmp_path):
     done = subprocess.run([sys.executable, "-m", "wikiengine.training.autoresearch_target", "--config", str(cand),
                            "--frontier", str(front), "--out", str(out), *QUICK],
                           capture_output=True, text=True, cwd=PROJECT)
-    assert done.returncode == 1
+    assert done.returncode == ExitCode.CRASHED == 8
     assert done.stderr.strip().splitlines() == [done.stderr.strip()]
     assert done.stderr.startswith("crash: RuntimeError: shape '[1, 48, 256]' is invalid")
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["exit_code"] == 1 and metrics["error"].startswith("RuntimeError")
+    assert metrics["exit_code"] == ExitCode.CRASHED and metrics["error"].startswith("RuntimeError")
     assert "Traceback" in (out / "crash.txt").read_text()
     assert not (out / "profile.md").exists()
 

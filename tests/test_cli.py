@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from wikiengine._cli import main as cli
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import ExitCode, WikiError
 
 
 def run_wiki(*args, **env):
@@ -65,7 +65,7 @@ def test_a_bug_is_one_line_and_exit_70_unless_a_traceback_is_asked_for(monkeypat
 
     _resolve_runs(monkeypatch, handler)
     monkeypatch.delenv("WIKI_TRACEBACK", raising=False)
-    assert cli.main(["resolve"]) == cli.INTERNAL_ERROR
+    assert cli.main(["resolve"]) == ExitCode.INTERNAL == 70
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "RuntimeError: boom" in err and "Traceback" not in err
     monkeypatch.setenv("WIKI_TRACEBACK", "1")

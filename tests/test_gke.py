@@ -20,7 +20,7 @@ pytest.importorskip("kubernetes")
 
 from tests.fakes.fake_k8s import FakeKubeApi  # noqa: E402
 from wikiengine._cli import main as cli  # noqa: E402
-from wikiengine.core.errors import WikiError  # noqa: E402
+from wikiengine.core.errors import ExitCode, WikiError  # noqa: E402
 from wikiengine.core.identity import NAME_RE  # noqa: E402
 from wikiengine.executors.compute import (  # noqa: E402
     CapacityError,
@@ -767,13 +767,13 @@ def test_cli_json_reports_candidates_and_selection(fleet, wiki, capsys):
     assert CANARY_TOKEN not in out
 
 
-def test_cli_text_and_exit_1_when_nothing_is_free(fleet, wiki, capsys):
+def test_cli_text_and_exit_busy_when_nothing_is_free(fleet, wiki, capsys):
     for name in V5P_8CHIP:
         fleet[name].add_jobset(f"bob-gemma4-tpu-v00{len(name) % 10}-x")
     fleet["dave-v5p-16"].fail("GET", r"/jobsets$", "stall")
     code = wiki(*pool_argv(fleet, "--timeout", str(STALL_DEADLINE_S)))
     out = capsys.readouterr().out
-    assert code == 1
+    assert code == ExitCode.BUSY == 7
     assert "v5p (2x2x2) cluster pool (4 candidates, 0 selected):" in out
     assert re.search(r"\? dave-v5p-16 +→ state unknown \(.*deadline\): not selected", out)
     assert "No free cluster: stopping" in out

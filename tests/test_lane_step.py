@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_lane_writers import HLO, git, proposal, wiki  # noqa: F401 - the fixture
+from wikiengine.core.errors import ExitCode
 from wikiengine.executors.compute import ComputeUnavailableError
 from wikiengine.executors.lane_backend import LaneWorkload
 from wikiengine.lint.runner import lint
@@ -241,5 +242,5 @@ def test_a_lane_with_no_program_is_refused(lane_wiki):
     assert result.returncode == 2
 
 
-def test_no_free_cluster_is_exit_1_class():
-    assert NoFreeClusters("x").exit_code == 1
+def test_no_free_cluster_is_exit_busy_class():
+    assert NoFreeClusters("x").exit_code == ExitCode.BUSY == 7

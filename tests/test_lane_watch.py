@@ -16,6 +16,7 @@ import pytest
 from tests.test_lane_step import LANE, MemoryBackend, lane_wiki  # noqa: F401 - fixtures
 from tests.test_lane_writers import git, proposal, wiki  # noqa: F401 - fixtures
 from wikiengine._cli.watch import watch_once
+from wikiengine.core import clock
 from wikiengine.step import writers as lw
 from wikiengine.step.audit import CURSOR, STOP_AUTHORIZED, run_audit
 from wikiengine.step.lane import close as lane_close
@@ -24,8 +25,8 @@ from wikiengine.step.lane.wake import wake
 
 
 def retrospective(root, suffix=""):
-    """A retrospective of the lane filed today (RUN001 wants one on or after the session's start)."""
-    today = dt.datetime.now(dt.UTC).date().isoformat()
+    """A retrospective filed today (UTC): the stop's own entry, written now, must not predate it."""
+    today = clock.today()
     name = f"{today}-gemma4-tpu-retrospective{suffix}.md"
     path = root / "wiki/analyses" / name
     path.parent.mkdir(parents=True, exist_ok=True)

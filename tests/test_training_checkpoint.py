@@ -18,14 +18,15 @@ import textwrap
 import time
 
 import pytest
+from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
 
+from wikiengine.core.atomic import atomic_write_bytes
 from wikiengine.executors.local_store import LocalGitStore
 from wikiengine.executors.store import StoreFormatError
 from wikiengine.training import session
 from wikiengine.training.checkpoint import (
     MANIFEST_NAME,
     CheckpointError,
-    atomic_write_bytes,
     build_manifest,
     load_torch_verified,
     local_checkpoints,
@@ -38,9 +39,6 @@ from wikiengine.training.checkpoint import (
     write_checkpoint,
 )
 from wikiengine.training.demo import create_demo_run
-
-
-from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
 
 HF_FILES = {"model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json", "cursor.json",
             "manifest.json"}
@@ -320,7 +318,7 @@ def test_local_checkpoint_round_trip(tmp_path, saved_run):
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from wikiengine.training.checkpoint import atomic_write_bytes
+    from wikiengine.core.atomic import atomic_write_bytes
     path = Path(sys.argv[1])
     old, new = b"A" * 4_000_000, b"B" * 3_000_000
     print("ready", flush=True)

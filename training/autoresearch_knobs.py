@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from wikiengine.core.errors import WikiError
 from wikiengine.executors.store import StoreFormatError, strict_json
 
 CHOICES = {
@@ -22,7 +23,7 @@ CHOICES = {
 }
 
 
-class TargetConfigError(ValueError):
+class TargetConfigError(WikiError, ValueError):
     """A knob is unknown or has a bad value; the message is one line naming it."""
 
 

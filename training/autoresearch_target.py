@@ -55,7 +55,7 @@ and ``DIR/hlo.md`` (the op comparison and the hypothesis-firing audit line), and
 one progress line per round (``--json`` also prints the metrics). ``--seconds`` is the
 wall time of the timed rounds; parity, op traces and the profile add about 3 s of CPU.
 Bad input: one line on stderr, exit 2; a crash of the step:
-the error on stderr, ``DIR/crash.txt`` with the traceback, exit 1; both still write
+the error on stderr, ``DIR/crash.txt`` with the traceback, exit 8 (crashed); both still write
 ``metrics.json`` with the exit code.
 """
 
@@ -83,6 +83,8 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from wikiengine.core.atomic import atomic_write_text
+from wikiengine.core.errors import ExitCode
 from wikiengine.training.autoresearch_knobs import TargetConfig, TargetConfigError, load_target_config
 
 D_IN, HIDDEN, CLASSES = 256, 1024, 64
@@ -93,7 +95,6 @@ PROBE_BATCH, PROBE_SEED_OFFSET = 64, 7919  # the held-out batch the parity check
 DATA_BATCHES = 4  # distinct synthetic batches the step cycles through
 WARMUP_STEPS = 3
 PROFILE_STEPS = 5  # profiled steps per side; the profile is the median per op
-EXIT_CRASH, EXIT_BAD_INPUT = 1, 2
 
 AUDIT_CONFIRMED = "Hypothesis-firing audit: CONFIRMED"
 AUDIT_SILENT_NO_OP = "Hypothesis-firing audit: SILENT NO-OP"
@@ -484,9 +485,7 @@ def evaluate(candidate: TargetConfig, frontier: TargetConfig, out: Path, rounds:
 
 
 def _write_metrics(out: Path, metrics: dict) -> None:
-    temporary = out / "metrics.json.tmp"
-    temporary.write_text(json.dumps(metrics, indent=2) + "\n")
-    temporary.replace(out / "metrics.json")
+    atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=2) + "\n")
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -512,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         print(f"{out}: cannot create the output directory ({exc.strerror})", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     try:
         if args.rounds < 1 or not (args.seconds > 0) or math.isinf(args.seconds):
             raise TargetConfigError(f"--rounds must be >= 1 and --seconds a positive number, "
@@ -520,8 +519,8 @@ def main(argv: list[str] | None = None) -> int:
         candidate, frontier = load_target_config(args.config), load_target_config(args.frontier)
     except TargetConfigError as exc:
         print(str(exc), file=sys.stderr)
-        _write_metrics(out, {"exit_code": EXIT_BAD_INPUT, "error": str(exc)})
-        return EXIT_BAD_INPUT
+        _write_metrics(out, {"exit_code": ExitCode.BAD_INPUT, "error": str(exc)})
+        return ExitCode.BAD_INPUT
     try:
         metrics = evaluate(candidate, frontier, out, args.rounds, args.seconds,
                            progress=lambda line: print(line, flush=True))
@@ -529,9 +528,9 @@ def main(argv: list[str] | None = None) -> int:
         error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
         (out / "crash.txt").write_text(traceback.format_exc())
         print(f"crash: {error}", file=sys.stderr)
-        _write_metrics(out, {"exit_code": EXIT_CRASH, "error": error, "config": candidate.as_dict(),
+        _write_metrics(out, {"exit_code": ExitCode.CRASHED, "error": error, "config": candidate.as_dict(),
                              "frontier_config": frontier.as_dict()})
-        return EXIT_CRASH
+        return ExitCode.CRASHED
     _write_metrics(out, metrics)
     if args.json:
         print(json.dumps(metrics, indent=2))

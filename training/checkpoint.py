@@ -24,6 +24,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from wikiengine.core.atomic import atomic_write_bytes, fsync_dir
+from wikiengine.core.errors import WikiError
 from wikiengine.executors.store import (
     CheckpointStore,
     FileMissingError,
@@ -46,34 +48,8 @@ CURSOR_INT_KEYS = ("step", "tokens_consumed", "samples_consumed", "tokens_per_st
 CURSOR_KEYS = frozenset(CURSOR_INT_KEYS + ("dataset_files_sha", "shuffle_perm_sha"))
 
 
-class CheckpointError(Exception):
+class CheckpointError(WikiError):
     """A checkpoint is missing, partial, corrupt or inconsistent: never load it."""
-
-
-# ---------------------------------------------------------------- atomic local writes
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves the old file or the new one.
-
-    Temp file in the same directory, fsync, rename over, fsync the directory.
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
-def fsync_dir(directory: Path) -> None:
-    """fsync a directory so a rename inside it is durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def sha256_hex(data: bytes) -> str:

@@ -23,13 +23,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wikiengine.core.errors import WikiError
 from wikiengine.executors.store import StoreFormatError, strict_json
 
 SHA16 = re.compile(r"^[0-9a-f]{16}$")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
-class ConfigError(ValueError):
+class ConfigError(WikiError, ValueError):
     """The run config is malformed; the message is one line naming the field."""
 
 

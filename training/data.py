@@ -27,10 +27,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from wikiengine.core.errors import WikiError
+
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 
 
-class DataError(ValueError):
+class DataError(WikiError, ValueError):
     """The corpus is missing, malformed or differs from its pins."""
 
 

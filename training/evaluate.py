@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", required=True, type=Path)
     parser.add_argument("--smoke-limit", type=int, default=5)
     args = parser.parse_args(argv)
-    from wikiengine.training.checkpoint import atomic_write_bytes
+    from wikiengine.core.atomic import atomic_write_bytes
+    from wikiengine.core.errors import ExitCode
     from wikiengine.training.config import ConfigError, load_config
 
     tasks = [t for t in args.tasks.split(",") if t]
@@ -93,12 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or not tasks:
         print(f"error: unknown eval task {unknown[0] if unknown else '(none)'!r}; known: {', '.join(TASKS)}",
               file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     args.out_dir.mkdir(parents=True, exist_ok=True)
     try:
         smoke = measure(args.model, config, args.smoke_limit)
@@ -114,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"event": "eval_result", "task": task, "value": full[task]}), flush=True)
     except (ValueError, OSError) as exc:
         print(f"evaluation refused: {exc}", file=sys.stderr)
-        return 3
-    return 0
+        return ExitCode.REFUSED
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -15,8 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 from pathlib import Path
+
+from wikiengine.core import git
+from wikiengine.core.errors import WikiError
 
 BOOTSTRAP_PATH = Path(__file__).resolve().parent / "bootstrap.py"
 LAUNCHER_PATH = "training/launcher.py"
@@ -31,7 +33,7 @@ _PIN_LINES = {
 }
 
 
-class BootstrapError(ValueError):
+class BootstrapError(WikiError, ValueError):
     """A bootstrap cannot be pinned, rendered, or differs from its template."""
 
 
@@ -42,10 +44,10 @@ def bootstrap_template() -> str:
 
 def launcher_sha(repo: str | Path, rev: str) -> str:
     """The sha256 of ``training/launcher.py`` at commit ``rev`` of the local repository ``repo``."""
-    out = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f"{rev}:{LAUNCHER_PATH}"], capture_output=True)
-    if out.returncode != 0:
+    done = git.run(repo, "cat-file", "blob", f"{rev}:{LAUNCHER_PATH}", binary=True, check=False, error=BootstrapError)
+    if not done.ok:
         raise BootstrapError(f"{LAUNCHER_PATH} is not in {repo} at {rev[:12]}")
-    return hashlib.sha256(out.stdout).hexdigest()
+    return hashlib.sha256(done.stdout).hexdigest()
 
 
 def pin_bootstrap(template: str, repo: str, rev: str, launcher_sha256: str, session_args: list[str]) -> str:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wikiengine.core.errors import WikiError
+
 
 @dataclass(frozen=True)
 class SessionPlan:
@@ -36,7 +38,7 @@ class SessionPlan:
         return self.resume_step >= self.max_steps
 
 
-class PlanError(ValueError):
+class PlanError(WikiError, ValueError):
     """The inputs of a plan are inconsistent (a refusal to start)."""
 
 

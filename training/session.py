@@ -33,9 +33,10 @@ Exit codes: 0 normal stop (reason ``boundary``, ``max_steps``, ``time`` or
 ``finished``), 2 bad input (config, arguments), 3 refused to start (planner
 disagreement, unreadable pointer, checkpoint failing verification, pins or arithmetic
 differing, not enough free space; a checkpoint that fails verification or disagrees with
-the run ends with reason ``checkpoint_corrupt``, which no retry can fix), 4 stopped mid-session because the store is not where
+the run ends with reason ``checkpoint_corrupt``, which no retry can fix), 6 stopped mid-session because the store is not where
 this session left it: the stale-stop guard fired (reason ``stale_pointer``: another
-writer moved the branch) or a save failed with an unknown outcome (reason ``store_error``).
+writer moved the branch) or a save failed with an unknown outcome (reason ``store_error``),
+8 crashed (reason ``crashed``), 130 interrupted (``core.errors.ExitCode``).
 """
 
 from __future__ import annotations
@@ -50,16 +51,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_STALE = 0, 2, 3, 4
+from wikiengine.core.errors import ExitCode, WikiError
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_STALE = ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.REFUSED, ExitCode.STALE
 CORRUPT = "checkpoint_corrupt"  # the session_end reason of a refusal no retry can fix
 
 
-class SessionExit(Exception):
+class SessionExit(WikiError):
     """Stop the session with an exit code, a reason and one line of explanation."""
 
     def __init__(self, code: int, reason: str, message: str):
         super().__init__(message)
-        self.code, self.reason, self.message = code, reason, message
+        self.code = self.exit_code = code
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -631,7 +635,7 @@ def main(argv: list[str] | None = None, store=None) -> int:
         return exc.code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     except Exception as exc:  # a bug or an environment failure: one line, never a traceback
         if os.environ.get("WIKI_DEBUG"):
             raise
@@ -640,7 +644,7 @@ def main(argv: list[str] | None = None, store=None) -> int:
         if is_main:
             emit("session_end", start_step=status.get("start_step"), end_step=status.get("end_step"),
                  reason="crashed", detail=f"{type(exc).__name__}: {first}")
-        return 1
+        return ExitCode.CRASHED
     if int(os.environ.get("RANK", "0")) == 0:
         print(json.dumps(record), flush=True)
     return EXIT_OK

@@ -18,6 +18,8 @@ import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
 
+from wikiengine.core.clock import parse_utc, utcnow
+from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
 from wikiengine.executors.compute import (
     CapacityError,
     ComputeError,
@@ -32,14 +34,9 @@ from wikiengine.executors.gke import dispatch as gke_dispatch
 from wikiengine.executors.gke.clusters import ClusterFile, parse_cluster_file
 from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, KubeNotFound
 from wikiengine.executors.gke.occupancy import is_active
-from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
 
 SESSION_LABEL = "wikiengine.dev/relay-session"
 _SECRET_KEYS = ("token", "key", "password", "hf_token", "kaggle_key")
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
 
 
 class GkeCompute:
@@ -161,7 +158,7 @@ class GkeCompute:
             gke_dispatch.submit_jobset(kube, manifest)
             created = kube.get_jobset(self.cluster.namespace, name)
         meta = created.get("metadata") or {}
-        submitted = gke_dispatch.parse_timestamp(meta.get("creationTimestamp")) or _now()
+        submitted = parse_utc(meta.get("creationTimestamp")) or utcnow()
         return LaunchRecord(ref=name, version=None, kernel_id=meta.get("uid"), submitted_at=submitted)
 
     def status(self, ref: str) -> SessionStatus:
@@ -199,7 +196,7 @@ class GkeCompute:
         used = 0.0
         with self._kube() as kube:
             jobsets = kube.list_jobsets(self.cluster.namespace, label_selector=f"{SESSION_LABEL}=true")
-        now = _now()
+        now = utcnow()
         since = now - dt.timedelta(days=self.quota_window_days)
         for jobset in jobsets:
             state = gke_dispatch.jobset_status(jobset)

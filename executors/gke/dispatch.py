@@ -17,11 +17,11 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from wikiengine.core.clock import parse_utc
 from wikiengine.core.errors import WikiError
 from wikiengine.core.identity import check_workload_name, workload_name
 from wikiengine.executors.compute import CapacityError, ComputeError, SessionState, SessionStatus
@@ -331,27 +331,17 @@ def experiment_manifest(
     return jobset_manifest(cluster, name, image, launch_cmd, paths, experiment.exp_slug, **manifest_options), paths
 
 
-def parse_timestamp(value: object) -> dt.datetime | None:
-    """An API timestamp (``2026-07-01T10:00:00Z``) as an aware datetime; None when absent or unreadable."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def jobset_status(jobset: dict) -> SessionStatus:
     """A JobSet's state: terminal state or condition, else suspended (queued), active (running) or queued."""
     status = jobset.get("status") or {}
     conditions = {
         c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("status") == "True"
     }
-    created = parse_timestamp((jobset.get("metadata") or {}).get("creationTimestamp"))
+    created = parse_utc((jobset.get("metadata") or {}).get("creationTimestamp"))
     terminal = status.get("terminalState") or next((t for t in TERMINAL_STATES if t in conditions), None)
     if terminal in TERMINAL_STATES:
         cond = conditions.get(terminal, {})
-        ended = parse_timestamp(cond.get("lastTransitionTime"))
+        ended = parse_utc(cond.get("lastTransitionTime"))
         if terminal == "Completed":
             return SessionStatus(SessionState.COMPLETE, created, ended)
         return SessionStatus(

@@ -16,13 +16,14 @@
 
 Pure parts (:func:`nodepools`, :func:`pod_manifest`, :func:`pod_state`) take and return
 plain data; :class:`ClusterPod` makes the calls, all through :class:`~.kube.Kube`. Every
-failure is one :class:`~wikiengine.core.errors.WikiError` line (exit 2), never a traceback.
+failure is one :class:`~wikiengine.core.errors.WikiError` line, never a traceback: the
+pod's own state (gone, ended, pending past its wait) exits 2, a cluster API that cannot be
+reached (:class:`~.kube.KubeUnavailable`) exits 69.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
 import os
@@ -32,7 +33,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from wikiengine.core.errors import WikiError
-from wikiengine.executors.compute import ComputeError
 from wikiengine.executors.gke.kube import DEFAULT_DEADLINE_S, ClosedOnExit, ExecResult, Kube, KubeConflict, KubeNotFound
 
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
@@ -177,15 +177,6 @@ def pod_state(pod: dict) -> tuple[str, str]:
     return "ended", f"{phase} ({reason}{': ' + _clip(status.get('message')) if status.get('message') else ''})"
 
 
-@contextlib.contextmanager
-def kube_errors():
-    """Every Kubernetes failure as one WikiError line (exit 2)."""
-    try:
-        yield
-    except ComputeError as exc:
-        raise WikiError(str(exc)) from None
-
-
 def kubeconfig_path(kubeconfig: str | Path | None = None) -> str | None:
     """``kubeconfig``, else ``$KUBECONFIG`` read now (the client reads it once, at its import)."""
     return str(kubeconfig) if kubeconfig else os.environ.get("KUBECONFIG") or None
@@ -193,10 +184,13 @@ def kubeconfig_path(kubeconfig: str | Path | None = None) -> str | None:
 
 def resolve_context(context: str | None, kubeconfig: str | Path | None = None) -> str:
     """The kubeconfig context to record: the one named, else the current one."""
+    from wikiengine.executors.compute import ComputeUnavailableError
     from wikiengine.executors.gke.kube import require_client
 
-    with kube_errors():
+    try:
         require_client()
+    except ComputeUnavailableError as exc:  # a missing extra is an install problem (2), not an outage (69)
+        raise WikiError(str(exc)) from None
     from kubernetes import config
 
     try:
@@ -215,13 +209,12 @@ def resolve_context(context: str | None, kubeconfig: str | Path | None = None) -
 
 
 def open_kube(context: str, kubeconfig: str | Path | None = None, deadline_s: float = DEFAULT_DEADLINE_S) -> Kube:
-    with kube_errors():
-        return Kube.from_context(context, cluster=context, kubeconfig=kubeconfig_path(kubeconfig), deadline_s=deadline_s)
+    return Kube.from_context(context, cluster=context, kubeconfig=kubeconfig_path(kubeconfig), deadline_s=deadline_s)
 
 
 def discover(context: str, kubeconfig: str | Path | None = None) -> list[NodePool]:
     """The TPU nodepools of the cluster behind ``context`` (``kexec.sh discover``)."""
-    with open_kube(context, kubeconfig) as kube, kube_errors():
+    with open_kube(context, kubeconfig) as kube:
         return nodepools(kube.list_nodes(ACCELERATOR_LABEL))
 
 
@@ -251,55 +244,51 @@ class ClusterPod(ClosedOnExit):
         """
         manifest = pod_manifest(self.target, family, session)
         wait_s = UP_WAIT_S if wait_s is None else wait_s
-        with kube_errors():
-            try:
-                pod = self.kube.create_pod(self.namespace, manifest)
-                created = True
-            except KubeConflict:
-                pod, created = self.kube.get_pod(self.namespace, self.name), False
-                labels = (pod.get("metadata") or {}).get("labels") or {}
-                if labels.get(FAMILY_LABEL) != family or labels.get(SESSION_LABEL) != str(session):
-                    raise WikiError(f"pod {self.name} exists and is not session {session} of {family}: "
-                                    "pass another --pod") from None
-            deadline = time.monotonic() + wait_s
-            while True:
-                state, why = pod_state(pod)
-                if state == "running":
-                    return {"pod": self.name, "created": created, "node": (pod.get("spec") or {}).get("nodeName")}
-                if state == "ended":
-                    raise WikiError(f"pod {self.name} {why}: the session's pod is gone; pause or close the session "
-                                    "and start a new one")
-                if time.monotonic() > deadline:
-                    self.delete()
-                    raise WikiError(f"pod {self.name} still Pending after {wait_s:g}s ({why}): deleted it")
-                time.sleep(poll_s)
-                pod = self.kube.get_pod(self.namespace, self.name)
+        try:
+            pod = self.kube.create_pod(self.namespace, manifest)
+            created = True
+        except KubeConflict:
+            pod, created = self.kube.get_pod(self.namespace, self.name), False
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            if labels.get(FAMILY_LABEL) != family or labels.get(SESSION_LABEL) != str(session):
+                raise WikiError(f"pod {self.name} exists and is not session {session} of {family}: "
+                                "pass another --pod") from None
+        deadline = time.monotonic() + wait_s
+        while True:
+            state, why = pod_state(pod)
+            if state == "running":
+                return {"pod": self.name, "created": created, "node": (pod.get("spec") or {}).get("nodeName")}
+            if state == "ended":
+                raise WikiError(f"pod {self.name} {why}: the session's pod is gone; pause or close the session "
+                                "and start a new one")
+            if time.monotonic() > deadline:
+                self.delete()
+                raise WikiError(f"pod {self.name} still Pending after {wait_s:g}s ({why}): deleted it")
+            time.sleep(poll_s)
+            pod = self.kube.get_pod(self.namespace, self.name)
 
     def delete(self) -> bool:
         """Delete the pod; False when it was already gone."""
-        with kube_errors():
-            try:
-                self.kube.delete_pod(self.namespace, self.name)
-            except KubeNotFound:
-                return False
+        try:
+            self.kube.delete_pod(self.namespace, self.name)
+        except KubeNotFound:
+            return False
         return True
 
     def require_running(self) -> None:
-        with kube_errors():
-            try:
-                pod = self.kube.get_pod(self.namespace, self.name)
-            except KubeNotFound:
-                raise WikiError(f"pod {self.name} is gone: pause or close the session and start a new one") from None
+        try:
+            pod = self.kube.get_pod(self.namespace, self.name)
+        except KubeNotFound:
+            raise WikiError(f"pod {self.name} is gone: pause or close the session and start a new one") from None
         state, why = pod_state(pod)
         if state != "running":
             raise WikiError(f"pod {self.name} is not running: {why}")
 
     def _exec(self, command: list[str], stdin: bytes = b"", deadline_s: float = RUN_DEADLINE_S) -> ExecResult:
-        with kube_errors():
-            try:
-                return self.kube.exec_pod(self.namespace, self.name, command, stdin=stdin, deadline_s=deadline_s)
-            except KubeNotFound:
-                raise WikiError(f"pod {self.name} is gone: pause or close the session and start a new one") from None
+        try:
+            return self.kube.exec_pod(self.namespace, self.name, command, stdin=stdin, deadline_s=deadline_s)
+        except KubeNotFound:
+            raise WikiError(f"pod {self.name} is gone: pause or close the session and start a new one") from None
 
     def sync(self, files: list[bytes]) -> dict[str, str]:
         """Send ``files`` to the pod; their paths on the pod, by sha256."""

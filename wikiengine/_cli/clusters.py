@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from wikiengine.core.errors import ExitCode
 from wikiengine.model.targets import ROOT_HELP
 
 HELP = "discover GKE clusters in .env/, check their occupancy and select free ones (seed Steps 4-6)"
@@ -19,7 +20,7 @@ clusters in file order (Step 6). A cluster that cannot be asked is "unknown", ne
   wiki clusters MODEL LANE --tpu v5p --topology 2x2x2 --parallelism 3
   wiki clusters --list                           the cluster files and their shapes
 
-Exit status: 0 at least one cluster selected; 1 none free (stop: never pick a busy
+Exit status: 0 at least one cluster selected; 7 none free (stop: never pick a busy
 cluster); 2 bad input (an unreadable cluster file, no matching cluster, bad options).
 """
 
@@ -52,8 +53,8 @@ def add_parser(subparsers) -> None:
 
 
 def _root(args) -> Path | None:
-    from wikiengine.model import targets
     from wikiengine.core.errors import WikiError
+    from wikiengine.model import targets
 
     try:
         return targets.repository_root(args.root)
@@ -101,10 +102,10 @@ def _cluster_dict(c) -> dict:
 
 
 def run(args) -> int:
+    from wikiengine.core.errors import WikiError
     from wikiengine.executors.compute import ComputeUnavailableError
     from wikiengine.executors.gke.kube import require_client
     from wikiengine.executors.gke.occupancy import check_all, format_pool, parse_parallelism, select_clusters
-    from wikiengine.core.errors import WikiError
 
     if args.timeout <= 0:
         raise WikiError("--timeout must be positive")
@@ -147,4 +148,4 @@ def run(args) -> int:
             print(f"  - {c.name:<24} ({c.location}, {c.project})")
         print()
         print(format_pool(selection, f"{shape.generation} ({shape.topology})"))
-    return 1 if selection.stop else 0
+    return ExitCode.BUSY if selection.stop else ExitCode.OK

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from wikiengine.core.errors import ExitCode
+from wikiengine.demos import demo_git
 from wikiengine.demos.scaffold import TINY_GRID
 
 HELP = "run an autoresearch lane (default) or a tiny relay run end to end in a fresh directory"
@@ -55,16 +56,6 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def _git(cwd: Path, *args: str) -> str:
-    env_args = ["-c", "user.name=wiki demo", "-c", "user.email=demo@wikiengine.invalid", "-c", "init.defaultBranch=main"]
-    out = subprocess.run(["git", *env_args, *args], cwd=cwd, capture_output=True, text=True)
-    if out.returncode != 0:
-        from wikiengine.core.errors import WikiError
-
-        raise WikiError(f"git {args[0]} failed: {out.stderr.strip()[-200:]}", cwd)
-    return out.stdout
-
-
 def pin_sources(target: Path, trainer_json: str) -> tuple[str, str]:
     """Commit the training sources and the run's trainer config into a git repository at ``target``.
 
@@ -78,10 +69,10 @@ def pin_sources(target: Path, trainer_json: str) -> tuple[str, str]:
         shutil.copytree(PACKAGE_ROOT / package, target / package,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "gke", "tests"))
     (target / "run.json").write_text(trainer_json)
-    _git(target, "init", "--quiet")
-    _git(target, "add", "-A")
-    _git(target, "commit", "--quiet", "-m", "pinned training sources and run config for the demo")
-    rev = _git(target, "rev-parse", "HEAD").strip()
+    demo_git(target, "init", "--quiet")
+    demo_git(target, "add", "-A")
+    demo_git(target, "commit", "--quiet", "-m", "pinned training sources and run config for the demo")
+    rev = demo_git(target, "rev-parse", "HEAD").strip()
     return rev, launcher_sha(target, rev)
 
 
@@ -113,25 +104,24 @@ def demo_config(root: Path) -> dict:
 
 def scaffold(root: Path) -> None:
     """Create the demo wiki, memory, store and git repository in ``root``."""
-    import datetime as dt
-
+    from wikiengine.core.clock import utcnow
+    from wikiengine.demos.scaffold import DEMO_TEMPLATE, run_program_text
     from wikiengine.executors.local_store import LocalGitStore
     from wikiengine.model import memory
-    from wikiengine.demos.scaffold import DEMO_TEMPLATE, run_program_text
 
     config = demo_config(root)
     shutil.copytree(DEMO_TEMPLATE / "wiki", root / "wiki", dirs_exist_ok=True)
     (root / "wiki" / "runs" / DEMO_RUN).mkdir(parents=True, exist_ok=True)
     (root / "wiki" / "runs" / DEMO_RUN / "program.md").write_text(run_program_text(DEMO_RUN, config, "wiki demo", DEMO_NOTE))
     LocalGitStore.create(root / "store", description="tiny demo checkpoint store")
-    memory.scaffold(root, DEMO_RUN, dt.datetime.now(dt.timezone.utc))
+    memory.scaffold(root, DEMO_RUN, utcnow())
     (root / ".gitignore").write_text(".wiki/\nstore/\n")
-    _git(root, "init", "--quiet")
-    _git(root, "add", ".gitignore", "wiki", "memory")
-    _git(root, "commit", "--quiet", "-m", "demo: scaffold the tiny relay run (wiki, memory)")
+    demo_git(root, "init", "--quiet")
+    demo_git(root, "add", ".gitignore", "wiki", "memory")
+    demo_git(root, "commit", "--quiet", "-m", "demo: scaffold the tiny relay run (wiki, memory)")
     # wiki step commits with the repository's identity
-    _git(root, "config", "user.name", "wiki demo")
-    _git(root, "config", "user.email", "demo@wikiengine.invalid")
+    demo_git(root, "config", "user.name", "wiki demo")
+    demo_git(root, "config", "user.email", "demo@wikiengine.invalid")
 
 
 def watch_session(root: Path, progress: bool) -> None:
@@ -200,11 +190,11 @@ def run(args) -> int:
         from wikiengine.demos.autoresearch import run_demo
 
         print(f"wiki demo autoresearch: an mlp / cpu lane in {root}")
-        _git(root, "init", "--quiet")
-        _git(root, "config", "user.name", "wiki demo")
-        _git(root, "config", "user.email", "demo@wikiengine.invalid")
+        demo_git(root, "init", "--quiet")
+        demo_git(root, "config", "user.name", "wiki demo")
+        demo_git(root, "config", "user.email", "demo@wikiengine.invalid")
         started = time.monotonic()
-        code = run_demo(root, lambda cwd, *a: _git(cwd, *a), progress=not args.no_progress)
+        code = run_demo(root, lambda cwd, *a: demo_git(cwd, *a), progress=not args.no_progress)
         print(f"demo {'complete' if code == 0 else 'FAILED'} in {time.monotonic() - started:.0f} s: {root}")
         return code
     return run_relay(root, args)
@@ -230,10 +220,10 @@ def run_relay(root: Path, args) -> int:
             break
         if result.decision == "blocked":
             print("\nthe run is blocked: see memory/ERRORS.md", file=sys.stderr)
-            return 3
+            return result.exit_code
     else:
         print(f"\nthe run did not complete in {MAX_WAKES} wakes", file=sys.stderr)
-        return 1
+        return ExitCode.INCOMPLETE
     if args.json:
         import json
 
@@ -245,7 +235,7 @@ def run_relay(root: Path, args) -> int:
     print("==== memory/QUOTA.md (ledger) ====")
     print((root / "memory" / "QUOTA.md").read_text())
     print("==== git log --oneline ====")
-    print(_git(root, "log", "--oneline"))
+    print(demo_git(root, "log", "--oneline"))
     print(f"demo complete in {time.monotonic() - started:.0f} s: {root}")
     return 0
 

@@ -89,9 +89,9 @@ def _cluster(args):
     import tempfile
 
     from wikiengine.core.errors import WikiError
-    from wikiengine.executors.gke.clusters import parse_cluster_file, parse_tpu
     from wikiengine.core.identity import resolve_user_prefix
     from wikiengine.demos.scaffold import Cluster
+    from wikiengine.executors.gke.clusters import parse_cluster_file, parse_tpu
 
     given = {flag: getattr(args, flag) for flag in ("cluster", "tpu", "location", "project")}
     if not any(given.values()):
@@ -135,10 +135,9 @@ def _enclosing_wiki() -> Path:
 
 
 def run(args) -> int:
-    import datetime as dt
-
-    from wikiengine.demos import scaffold
+    from wikiengine.core.clock import utcnow
     from wikiengine.core.errors import WikiError
+    from wikiengine.demos import scaffold
 
     request = _request(args)
     root = args.directory.resolve() if args.directory else _enclosing_wiki()
@@ -147,7 +146,7 @@ def run(args) -> int:
     root.mkdir(parents=True, exist_ok=True)
     existing = {p.relative_to(root).as_posix() for d in ("wiki/models", "wiki/kernels") for p in (root / d).glob("*.md")}
     configured = _has_tool_wiki(root) and not (root / "wiki.toml").exists()
-    now = dt.datetime.now(dt.timezone.utc)
+    now = utcnow()
     files = scaffold.plan(request, now.date(), existing, configured=configured)
     scaffold.check_inside(root, [f.rel for f in files] + (scaffold.relay_rels(request.run) if request.run else []))
     outcome = scaffold.apply(root, files)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from wikiengine._cli._verbs import add_verb_parser, add_writer_options, print_result, verb_root
+from wikiengine.core.errors import ExitCode
 
 HELP = "run a kernel family: start, stub, candidates, verify, file, close (seed 003 Step 1, K0 to K9)"
 DESCRIPTION = """\
@@ -53,7 +54,8 @@ here. On a pod session (the `gke` extra; the cluster from $KUBECONFIG) stub's de
 query, cand's quick measurement and verify run the same verifier on the pod through
 the Kubernetes exec API, after sending it the hashed reference, candidate and verifier
 bytes; the receipt is sealed here. Exit 2 on bad input or a pod failure (pending past
-its deadline, evicted, past its TTL, API errors), 3 on a refused close.
+its deadline, evicted, past its TTL), 69 when the cluster's API cannot be reached, 3 on
+a refused close, 9 when a close or pause is committed but its pod's teardown failed.
 """
 
 
@@ -215,7 +217,7 @@ def _watch(root: Path, family, args) -> int:
                       for f in doc["findings"]]
             print("\n".join(lines + ([doc["all_clear"]] if doc["clean"] else [])), flush=True)
         if args.once:
-            return 1 if audit.findings else 0
+            return ExitCode.FINDINGS if audit.findings else ExitCode.OK
         time.sleep(args.interval)
 
 
@@ -307,5 +309,5 @@ def run(args) -> int:
     if teardown.get("error"):  # the close or pause is committed; the pod is not gone: say so, loudly
         print(f"error: {teardown['error']}; the pod still runs until its TTL: `wiki kernel pod down "
               f"{result['family']}`", file=sys.stderr)
-        return 2
+        return ExitCode.INCOMPLETE
     return 0

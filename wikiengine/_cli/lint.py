@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from wikiengine.core.errors import ExitCode
 from wikiengine.model.targets import ROOT_HELP
 
 HELP = "check the wiki's rules (pre-commit, CI, the watcher)"
@@ -206,4 +207,4 @@ def run(args) -> int:
             print(f"Fixed {counted(result.fixed, 'finding')}.")
         if result.baselined:
             print(f"({counted(result.baselined, 'finding')} accepted by {baseline_mod.BASELINE_FILE}.)")
-    return 1 if findings else 0
+    return ExitCode.FINDINGS if findings else ExitCode.OK

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from wikiengine._cli._verbs import add_verb_parser, verb_root
+from wikiengine.core.errors import ExitCode
 from wikiengine.model.targets import ROOT_HELP
 
 HELP = "start a lane session (seed Steps 1-9b) or show it"
@@ -17,7 +18,8 @@ DESCRIPTION = """\
       record the session constants (USER_PREFIX, MODEL_NAME, LANE, the tracks) in
       the lane journal, delete a leftover .stop-authorized, write the start marker at
       the top of the lane log, point memory/STATE.md at the session, commit.
-      Zero free clusters: exit 1 with each candidate's attribution, nothing written.
+      Zero free clusters: exit 7 with each candidate's attribution, nothing written;
+      a start declined at the prompt: exit 3.
   wiki loop status [--json]
       the picture a wake sees (tracks, decisions, what is owed), read only.
   wiki loop stop [--pause] [--yes] [--json]
@@ -89,7 +91,7 @@ def run(args) -> int:
                        f"on {args.backend}? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("not started")
-            return 1
+            return ExitCode.REFUSED
     result = start_session(root, lane, parallelism=args.parallelism, backend=args.backend, tpu=args.tpu,
                            topology=args.topology, first=args.first, dry_run=args.dry_run)
     if args.json:

@@ -1,8 +1,11 @@
 """The `wiki` command line: a thin shell over the subcommand modules.
 
-Bad input raises :class:`wikiengine.core.errors.WikiError`, printed here as one line on
-stderr with exit status 2; commands return their own exit status otherwise. Anything
-else is a bug: one line and exit status 70 (``WIKI_TRACEBACK=1`` re-raises it).
+The boundary where errors become exit statuses (:class:`wikiengine.core.errors.ExitCode`,
+the one table): a :class:`~wikiengine.core.errors.WikiError` that reaches it is printed as
+one line on stderr and exits with its family's status (:func:`~wikiengine.core.errors.exit_code_of`:
+bad input 2, a refusal 3, something busy 7, a backend that cannot be reached 69, ...);
+commands return their own status otherwise. Anything else is a bug: one line and exit
+status 70 (``WIKI_TRACEBACK=1`` re-raises it).
 """
 
 from __future__ import annotations
@@ -12,10 +15,9 @@ import importlib
 import os
 import sys
 
+from wikiengine.core.errors import ExitCode, WikiError, exit_code_of
 from wikiengine.core.version import __version__
-from wikiengine.core.errors import WikiError
 
-INTERNAL_ERROR = 70  # EX_SOFTWARE: distinct from bad input (2) and findings (1)
 COMMANDS = ("init", "resolve", "lint", "step", "loop", "watch", "exp", "log", "backfill", "unblock", "demo", "clusters",
             "kernel", "mcp")
 
@@ -40,21 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()
-        return 2
+        return ExitCode.BAD_INPUT
     try:
         return args.handler(args)
     except WikiError as err:
         print(f"error: {err}", file=sys.stderr)
-        return err.exit_code
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 0
+        return exit_code_of(err)
+    except (KeyboardInterrupt, BrokenPipeError) as exc:
+        return exit_code_of(exc)
     except Exception as exc:  # a bug, not bad input: one line; the traceback on request
         if os.environ.get("WIKI_TRACEBACK"):
             raise
         print(f"error: internal error: {exception_name(exc)}: {exc} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
-        return INTERNAL_ERROR
+        return exit_code_of(exc)
 
 
 def exception_name(exc: BaseException) -> str:

@@ -14,6 +14,8 @@ import json
 import sys
 from dataclasses import dataclass
 
+from wikiengine.core.errors import ExitCode
+
 HELP = "serve the wiki commands as MCP tools over stdio (for coding agents)"
 DESCRIPTION = """\
 Serve a Model Context Protocol server on stdin/stdout. Each tool runs one `wiki` command
@@ -33,7 +35,7 @@ class Tool:
     name: str
     command: tuple[str, ...]
     omit: tuple[str, ...] = ()  # options whose output is not the command's JSON, or that never return
-    ok_exits: tuple[int, ...] = (0,)
+    ok_exits: tuple[int, ...] = (ExitCode.OK,)
     fixed: tuple[str, ...] = ()  # options every call passes (a tool call must return)
 
 
@@ -41,15 +43,17 @@ class Tool:
 # `kernel start` and `kernel close` ask a person first (or hold a pod), so they are no tools.
 TOOLS = (
     Tool("resolve", ("resolve",), omit=("audit",)),
-    Tool("lint", ("lint",), omit=("format", "statistics", "list_rules", "explain", "write_baseline"), ok_exits=(0, 1)),
-    Tool("step", ("step",), ok_exits=(0, 3)),
+    Tool("lint", ("lint",), omit=("format", "statistics", "list_rules", "explain", "write_baseline"),
+         ok_exits=(ExitCode.OK, ExitCode.FINDINGS)),
+    Tool("step", ("step",), ok_exits=(ExitCode.OK, 3)),  # 3: a blocked run, until step/relay/wake.py returns BLOCKED
     Tool("exp_new", ("exp", "new")),
     Tool("exp_file", ("exp", "file")),
     Tool("exp_retry", ("exp", "retry")),
     Tool("log_add", ("log", "add")),
     Tool("backfill", ("backfill",)),
     Tool("loop_status", ("loop", "status")),
-    Tool("watch", ("watch",), omit=("once", "interval"), ok_exits=(0, 1, 4), fixed=("--once",)),
+    Tool("watch", ("watch",), omit=("once", "interval"), ok_exits=(ExitCode.OK, ExitCode.FINDINGS, ExitCode.REVIVED),
+         fixed=("--once",)),
     Tool("kernel_status", ("kernel", "status")),
     Tool("kernel_stub", ("kernel", "stub")),
     Tool("kernel_cand", ("kernel", "cand")),
@@ -74,8 +78,8 @@ def add_parser(subparsers) -> None:
 
 
 def tool_parser(tool: Tool) -> argparse.ArgumentParser:
-    from wikiengine.core import argschema
     from wikiengine._cli.main import build_parser
+    from wikiengine.core import argschema
 
     return argschema.subparser(build_parser(), tool.command)
 

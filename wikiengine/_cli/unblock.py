@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from pathlib import Path
 
 from wikiengine.model.targets import ROOT_HELP
@@ -17,6 +16,9 @@ in the commit. The next `wiki step` checks everything again: a cause still prese
 store (a pointer below the high-water mark, a changed cursor hash, wrong token arithmetic,
 an altered checkpoint) blocks the run again; a loss jump or a crash loop that a person
 cleared is not judged again (one new launch is allowed).
+
+Exit status: 0 cleared; 7 a `wiki step` holds the wake lock (retry when it is done); 2 bad
+input (the run is not blocked, memory has uncommitted changes).
 """
 
 
@@ -34,26 +36,21 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     import sys
 
-    from filelock import FileLock, Timeout
-
+    from wikiengine.core.errors import ExitCode, WikiError
+    from wikiengine.core.locks import try_hold
     from wikiengine.model import targets
-    from wikiengine.core.errors import WikiError
     from wikiengine.step.engine import lock_path
 
     root = targets.repository_root(args.root)
     reason = " ".join(args.reason.split())
     if not reason:
         raise WikiError("--reason must say why the blocker no longer holds")
-    lock = FileLock(str(lock_path(root)))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
+    lock = try_hold(lock_path(root))
+    if lock is None:
         print("locked: a wiki step is running; retry when it is done", file=sys.stderr)
-        return 1
-    try:
+        return ExitCode.BUSY
+    with lock:
         return _unblock(root, reason, as_json=args.json)
-    finally:
-        lock.release()
 
 
 def _unblock(root, reason: str, *, as_json: bool = False) -> int:
@@ -72,8 +69,8 @@ def _unblock(root, reason: str, *, as_json: bool = False) -> int:
     if state.status != "blocked":
         raise WikiError(f"run {state.run} is {state.status}, not blocked: nothing to clear",
                         memory.memory_path(root, memory.STATE_FILE))
-    now = dt.datetime.now(dt.timezone.utc)
-    memory.prepend_error(root, now.strftime("%Y-%m-%d"), "unblocked", reason, state.run, state.last_seen_step,
+    now = clock.utcnow()
+    memory.prepend_error(root, clock.utc_date(now), "unblocked", reason, state.run, state.last_seen_step,
                          "unblocked by a person", f"cleared blocker: {state.blocker}\nreason: {reason}")
     cleared = dataclasses.replace(state, status="running", blocker=None, updated_at=clock.utc_iso(now),
                                   unblocked_session=state.session)

@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from wikiengine.core.errors import ExitCode
 from wikiengine.model.targets import ROOT_HELP
 
 HELP = "audit the lane since .audit-cursor; authorize a stop after a clean closing audit; revive an idle session"
@@ -32,7 +33,6 @@ from a timer, with no agent: contrib/watch/ (systemd, cron, Kubernetes CronJob).
 Exit status: 0 clean; 1 findings; 4 clean but the session was idle and was revived;
 2 bad input.
 """
-EXIT_REVIVED = 4
 
 
 def add_parser(subparsers) -> None:
@@ -48,12 +48,12 @@ def add_parser(subparsers) -> None:
 
 
 def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) -> tuple[dict, int]:
-    import datetime as dt
-
+    from wikiengine.core.clock import utcnow
+    from wikiengine.model.state import state_mode
     from wikiengine.step import writers as lane_writers
     from wikiengine.step.audit import run_audit, write_authorization, write_cursor
     from wikiengine.step.lane.wake import lane_config, last_wake, make_backend, session_tracks
-    from wikiengine.model.state import LaneState, state_mode
+    from wikiengine.model.state import LaneState
 
     state = LaneState.read(root) if state_mode(root) == "lane" else None
     if names:
@@ -69,7 +69,7 @@ def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) 
     backend = make_backend(state.backend, root, lane, config, session_tracks(root, lane)) if live else None
     audit = run_audit(root, lane, closing=closing, backend=backend, config=config)
     doc = audit.as_json()
-    now = dt.datetime.now(dt.timezone.utc)
+    now = utcnow()
     write_cursor(root, lane, audit.wiki_sha, audit.code_sha)
     if closing and audit.clean:
         write_authorization(root, audit, now)
@@ -83,7 +83,7 @@ def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) 
             woken = run_step(root, mode="lane", backend=backend)  # under the wake lock, like `wiki step`
             doc["revive"] = {"idle_s": int(now.timestamp() - last), "wake": woken.as_json()}
             revived = True
-    code = 1 if audit.findings else (EXIT_REVIVED if revived else 0)
+    code = ExitCode.FINDINGS if audit.findings else (ExitCode.REVIVED if revived else ExitCode.OK)
     return doc, code
 
 

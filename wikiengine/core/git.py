@@ -1,29 +1,217 @@
-"""Commit memory and lane changes back to the wiki's git repository, through git's own CLI
-(one short process per step: gitpython read the whole index in Python, 1 s on a 10,000-page wiki).
+"""Git, through git's own CLI: the one runner, and the commit protocol of memory and lanes.
+
+Every git process of the project starts here (:func:`run`, :func:`out`, :func:`ok`,
+:func:`start`): one place decides the working folder or bare repository, the environment,
+text or bytes, the deadline, and what a failure raises (one line, ``git VERB failed:
+<git's last stderr line>``). Reads never take git's optional index lock
+(``--no-optional-locks``), so a lint or a status never blocks a writer's commit. The
+exceptions cannot import the project: ``training/bootstrap.py`` and ``training/launcher.py``
+run from pinned, hashed bytes before the tree exists.
 
 :func:`commit_paths` commits exactly the named paths (``git commit --only``), so stray
 files of the work tree are never swept in (RELIABILITY row 36). It refuses, with one
 clear line, when the repository is mid-merge (row 37), when an ``index.lock`` is held
 (row 35: removing it is left to a person, and only when no git process runs), or when
 the text being committed holds a secret this process can see (row 46).
+
+Stdlib only at import (the trainer's store imports it on remote machines); GitPython is
+imported only by :func:`open_repo`, which nothing on the lint or resolve path calls.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import GitError, WikiError
 
+TIMEOUT_S = 120.0
 IDENTITY = {"GIT_AUTHOR_NAME": "wiki step", "GIT_AUTHOR_EMAIL": "step@wikiengine.invalid",
             "GIT_COMMITTER_NAME": "wiki step", "GIT_COMMITTER_EMAIL": "step@wikiengine.invalid"}
+# isolated=True: a bare store's git reads no system config, asks for no password, speaks C.
+ISOLATED = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
 
 
-class GitCommitError(WikiError):
+class GitCommitError(GitError):
     """The memory commit was refused (merge in progress, lock held, secret found, git failed)."""
 
 
+# ---------------------------------------------------------------- the runner
+
+
+@dataclass(frozen=True)
+class Result:
+    """A finished git: its arguments (as the caller gave them), status and output."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: Any  # str, or bytes with binary=True
+    stderr: Any
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def error_line(self) -> str:
+        """Git's last non-empty stderr line, else the exit status."""
+        text = self.stderr.decode("utf-8", "replace") if isinstance(self.stderr, bytes) else (self.stderr or "")
+        lines = text.strip().splitlines()
+        return lines[-1].strip() if lines else str(self.returncode)
+
+
+def verb(args: Sequence[str]) -> str:
+    """The subcommand a message names: the first argument that is not an option."""
+    return next((a for a in args if not a.startswith("-")), args[0] if args else "")
+
+
+def command(args: Sequence[str], *, git_dir: str | Path | None = None, config: Mapping[str, str] | None = None,
+            optional_locks: bool = False) -> list[str]:
+    """The argv of ``git <args>``: ``--git-dir`` for a bare repository, ``-c`` settings, and
+    ``--no-optional-locks`` unless asked otherwise."""
+    argv = ["git"]
+    if not optional_locks:
+        argv.append("--no-optional-locks")
+    if git_dir is not None:
+        argv += ["--git-dir", str(git_dir)]
+    for key, value in (config or {}).items():
+        argv += ["-c", f"{key}={value}"]
+    return argv + list(args)
+
+
+def environment(env: Mapping[str, str] | None = None, *, isolated: bool = False) -> dict[str, str] | None:
+    """The environment git runs with: this process's (without ``GIT_*`` when ``isolated``) plus ``env``."""
+    if not env and not isolated:
+        return None
+    base = {k: v for k, v in os.environ.items() if not (isolated and k.startswith("GIT_"))}
+    return {**base, **(ISOLATED if isolated else {}), **(env or {})}
+
+
+class Running:
+    """A git started now and read later (:meth:`result`), so that it runs beside the caller's work."""
+
+    def __init__(self, root: str | Path | None, args: Sequence[str], *, git_dir: str | Path | None = None,
+                 env: Mapping[str, str] | None = None, isolated: bool = False,
+                 config: Mapping[str, str] | None = None, binary: bool = False, stdin: bool = False,
+                 stderr: bool = True, optional_locks: bool = False, error: type[WikiError] = GitError,
+                 unavailable: type[WikiError] | None = None):
+        self.root, self.args, self.error, self.unavailable = root, tuple(args), error, unavailable or error
+        where = root if root is not None else git_dir
+        try:
+            self.proc = subprocess.Popen(
+                command(args, git_dir=git_dir, config=config, optional_locks=optional_locks), cwd=root,
+                env=environment(env, isolated=isolated), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
+                **({} if binary else {"encoding": "utf-8", "errors": "surrogateescape"}),  # a file name need not be UTF-8
+            )
+        except OSError as exc:
+            raise self.unavailable(f"git {verb(args)} failed: {exc.strerror or exc}", where) from None
+        self.where = where
+
+    def result(self, *, input: str | bytes | None = None, timeout: float | None = TIMEOUT_S,
+               check: bool = True) -> Result:
+        """Wait for git; its :class:`Result`. Raises ``error`` when it ran past ``timeout`` or,
+        with ``check``, when it failed."""
+        try:
+            stdout, stderr = self.proc.communicate(input=input, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            self.close()
+            raise self.unavailable(f"git {verb(self.args)} failed: {exc}", self.where) from None
+        done = Result(self.args, self.proc.returncode, stdout, stderr)
+        if check and not done.ok:
+            raise self.error(f"git {verb(self.args)} failed: {done.error_line}", self.where)
+        return done
+
+    def close(self) -> None:
+        """Stop and reap git, whose answer is not wanted."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def start(root: str | Path | None, *args: str, **options: Any) -> Running:
+    """``git <args>`` started in ``root`` (options as :class:`Running`); read it with ``.result()``."""
+    return Running(root, args, **options)
+
+
+def run(root: str | Path | None, *args: str, input: str | bytes | None = None, timeout: float | None = TIMEOUT_S,
+        check: bool = True, **options: Any) -> Result:
+    """Run ``git <args>`` in ``root`` (None with ``git_dir=`` for a bare repository).
+
+    Options: ``git_dir``, ``env`` (added to this process's), ``isolated``, ``config``
+    (``-c`` settings), ``binary`` (bytes in and out, else UTF-8 text), ``stderr=False``
+    (discard it), ``optional_locks``, ``error`` (the WikiError class a failure with ``check``
+    raises) and ``unavailable`` (the one raised when git cannot start or runs past
+    ``timeout``; ``error`` unless given).
+    """
+    return Running(root, args, stdin=input is not None, **options).result(input=input, timeout=timeout, check=check)
+
+
+def out(root: str | Path | None, *args: str, check: bool = False, **options: Any) -> str:
+    """The stdout of ``git <args>``; "" when git fails (raises instead with ``check``)."""
+    done = run(root, *args, check=check, **options)
+    return done.stdout if done.ok else ("" if not options.get("binary") else b"")
+
+
+def ok(root: str | Path | None, *args: str, **options: Any) -> bool:
+    """Did ``git <args>`` succeed? False also when git cannot start or runs past its deadline."""
+    try:
+        return run(root, *args, check=False, **options).ok
+    except WikiError:
+        return False
+
+
+def run_all(root: str | Path | None, commands: Sequence[Sequence[str]], **options: Any) -> list[Result]:
+    """Several gits at once (each costs a process start, which a pre-commit run feels); unchecked."""
+    running: list[Running] = []
+    try:
+        for args in commands:
+            running.append(Running(root, args, **options))
+        return [r.result(check=False) for r in running]
+    except BaseException:
+        for r in running:
+            r.close()
+        raise
+
+
+def cat_file_batch(root: str | Path, names: Sequence[str], *, timeout: float | None = TIMEOUT_S) -> list[bytes | None]:
+    """The blobs ``<rev>:<path>`` of ``names`` from one ``git cat-file --batch``, in order (None
+    for a missing one or a non-blob)."""
+    if not names:
+        return []
+    if any("\n" in name for name in names):  # cat-file reads one name per line
+        raise GitError("a file name with a newline cannot be read from git", root)
+    data = run(root, "cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode(), binary=True,
+               timeout=timeout, check=False).stdout
+    blobs: list[bytes | None] = []
+    pos = 0
+    for _ in names:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            blobs.append(None)
+            continue
+        header = data[pos:end].split()
+        size = int(header[2]) if len(header) == 3 and header[2].isdigit() else None
+        blobs.append(data[end + 1:end + 1 + size] if size is not None and header[1] == b"blob" else None)
+        pos = end + 1 + (size + 1 if size is not None else 0)
+    return blobs
+
+
+def is_ancestor(root: Path, older: str, newer: str) -> bool:
+    """Is commit ``older`` an ancestor of (or equal to) ``newer``?"""
+    return ok(root, "merge-base", "--is-ancestor", older, newer)
+
+
 def open_repo(root: Path):
-    """The git repository at ``root``; GitCommitError when there is none."""
+    """The GitPython repository at ``root``; GitCommitError when there is none. (Only the relay
+    wake's crash recovery still reads through GitPython; everything else uses :func:`run`.)"""
     import git
 
     try:
@@ -32,41 +220,16 @@ def open_repo(root: Path):
         raise GitCommitError("not a git repository (wiki step commits memory through git)", root) from None
 
 
-def _start(root: Path, *args: str, env: dict | None = None):
-    """``git <args>`` started in ``root``; :func:`_finish` reads it."""
-    import os
-    import subprocess
-
-    try:
-        return subprocess.Popen(["git", *args], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, **env} if env else None)
-    except OSError as exc:
-        raise GitCommitError(f"git {args[0]} failed: {exc}", root) from None
-
-
-def _finish(root: Path, proc, what: str) -> str:
-    """The stdout of a started git, or GitCommitError with git's last line."""
-    import subprocess
-
-    try:
-        out, err = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired as exc:
-        proc.kill()
-        proc.communicate()
-        raise GitCommitError(f"git {what} failed: {exc}", root) from None
-    if proc.returncode != 0:
-        detail = err.strip().splitlines()
-        raise GitCommitError(f"git {what} failed: {detail[-1] if detail else proc.returncode}", root)
-    return out
+# ---------------------------------------------------------------- the commit protocol
 
 
 def _git(root: Path, *args: str, env: dict | None = None) -> str:
     """``git <args>`` in ``root``: its stdout, or GitCommitError with git's last line."""
-    return _finish(root, _start(root, *args, env=env), next(a for a in args if not a.startswith("-")))
+    return run(root, *args, env=env, error=GitCommitError).stdout
 
 
-STAGED = ("--no-optional-locks", "diff", "--cached", "--name-status", "--no-renames", "-z")
-STATUS = ("--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--")
+STAGED = ("diff", "--cached", "--name-status", "--no-renames", "-z")
+STATUS = ("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--")
 
 
 def _staged(root: Path, out: str) -> set[str]:
@@ -92,23 +255,19 @@ class CommitProbe:
 
     def __init__(self, root: Path, paths: list[str]):
         self.root, self.paths = root, list(paths)
-        self._staged = _start(root, *STAGED)
-        self._status = _start(root, *STATUS, *self.paths)
+        self._staged = start(root, *STAGED, error=GitCommitError)
+        self._status = start(root, *STATUS, *self.paths, error=GitCommitError)
 
     def staged(self) -> set[str]:
-        return _staged(self.root, _finish(self.root, self._staged, "diff"))
+        return _staged(self.root, self._staged.result().stdout)
 
     def changed(self) -> list[str]:
-        return _changed(_finish(self.root, self._status, "status"), self.paths)
+        return _changed(self._status.result().stdout, self.paths)
 
     def close(self) -> None:
         """Reap both processes, whose answers are not wanted (the write was refused or failed)."""
-        for proc in (self._staged, self._status):
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            for pipe in (proc.stdout, proc.stderr):
-                pipe.close()
+        self._staged.close()
+        self._status.close()
 
 
 def git_dir(root: Path) -> Path:
@@ -208,6 +367,12 @@ def head_sha(root: Path) -> str:
     return _git(root, "rev-parse", "HEAD").strip()
 
 
+def common_dir(root: Path) -> Path:
+    """The git directory every worktree of ``root``'s repository shares (its branches, its
+    shared locks): a linked worktree's ``commondir``, else its own git directory."""
+    return _common_dir(git_dir(root))
+
+
 def _common_dir(git_dir_path: Path) -> Path:
     """A linked worktree's branches live in the main repository's git directory (``commondir``)."""
     common = git_dir_path / "commondir"
@@ -215,25 +380,3 @@ def _common_dir(git_dir_path: Path) -> Path:
         return git_dir_path
     path = Path(common.read_text(encoding="utf-8").strip())
     return path if path.is_absolute() else (git_dir_path / path).resolve()
-
-
-def git_out(root: Path, *args: str, check: bool = False) -> str:
-    """The stdout of ``git <args>`` in ``root`` ("" when git fails, unless ``check``)."""
-    import subprocess
-
-    try:
-        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise WikiError(f"git {args[0]} failed: {exc}", root) from None
-    if out.returncode != 0 and check:
-        raise WikiError(f"git {args[0]} failed: {(out.stderr.strip().splitlines() or ['?'])[-1]}", root)
-    return out.stdout if out.returncode == 0 else ""
-
-
-def is_ancestor(root: Path, older: str, newer: str) -> bool:
-    """Is commit ``older`` an ancestor of (or equal to) ``newer``?"""
-    import subprocess
-
-    done = subprocess.run(["git", "merge-base", "--is-ancestor", older, newer], cwd=root, capture_output=True,
-                          timeout=60, check=False)
-    return done.returncode == 0

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,13 +61,12 @@ def explicit_user_prefix(program_text: str) -> str | None:
 
 
 def _git_user_name(cwd: Path | None) -> str:
+    from wikiengine.core import git
+
     try:
-        out = subprocess.run(
-            ["git", "config", "user.name"], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        return git.out(cwd, "config", "user.name", timeout=10).strip()
+    except WikiError:  # git missing or hung
         return ""
-    return out.stdout.strip()
 
 
 def resolve_user_prefix(model_program_text: str | None, *, env=None, cwd: Path | None = None, program_path=None) -> UserPrefix:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from wikiengine.core.errors import ExitCode
 from wikiengine.model.lanes import Lane
 
 LANE = Lane("mlp_autoresearch_optimization", "cpu")
@@ -166,11 +167,10 @@ def measure_baseline(folder: Path) -> float:
 
 def scaffold(root: Path, git) -> None:
     """The wiki of the demo lane, committed."""
-    import datetime as dt
-
+    from wikiengine.core import clock
     from wikiengine.training.autoresearch_queue import QUEUE
 
-    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    today = clock.today()
     say("measuring the baseline (its own frontier, interleaved) ...")
     baseline = measure_baseline(root / ".wiki" / "baseline")
     say(f"baseline: {baseline:.1f} samples/s")
@@ -194,11 +194,12 @@ def scaffold(root: Path, git) -> None:
 
 def _frontier_config(root: Path) -> dict:
     """The knobs of the row's Current best (its Setup's yaml block), else the baseline's."""
-    from wikiengine.training.autoresearch_queue import baseline_config
-    from wikiengine.step.lane.wake import setup_config
+    import re
+
     from wikiengine.core.page import parse_page
     from wikiengine.model.variant_matrix import CURRENT_BEST, cell_reference, parse_matrix
-    import re
+    from wikiengine.step.lane.wake import setup_config
+    from wikiengine.training.autoresearch_queue import baseline_config
 
     rel = "wiki/models/mlp-cpu.md"
     matrix = parse_matrix(parse_page((root / rel).read_text(encoding="utf-8"), rel))
@@ -274,8 +275,8 @@ def run_demo(root: Path, git, progress: bool = True) -> int:
     """Scaffold, start, and wake until the queue is used up; print what an agent would read."""
     import subprocess
 
-    from wikiengine.step.lane.start import start_session
     from wikiengine.step.engine import run_step
+    from wikiengine.step.lane.start import start_session
 
     started = time.monotonic()
     scaffold(root, git)
@@ -308,4 +309,4 @@ def run_demo(root: Path, git, progress: bool = True) -> int:
     lint = subprocess.run([sys.executable, "-m", "wikiengine", "lint"], cwd=root, capture_output=True, text=True)
     say(f"\n==== wiki lint ====\n{(lint.stdout + lint.stderr).strip()}")
     say("\n==== git log --oneline ====\n" + git(root, "log", "--oneline").strip())
-    return 0 if lint.returncode == 0 and agent.finished else 1
+    return ExitCode.OK if lint.returncode == 0 and agent.finished else ExitCode.INCOMPLETE

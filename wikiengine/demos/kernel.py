@@ -30,6 +30,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from wikiengine.demos import demo_git
+
 FAMILY = "layernorm"
 OP_POINT = "rows512x1024"
 CLASS_PAGE = "wiki/concepts/kernel-class-normalization.md"
@@ -138,16 +140,6 @@ PROPOSALS = {
 }
 
 
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-c", "user.name=wiki demo", "-c", "user.email=demo@wikiengine.invalid",
-                           "-c", "init.defaultBranch=main", *args], cwd=cwd, capture_output=True, text=True)
-    if done.returncode != 0:
-        from wikiengine.core.errors import WikiError
-
-        raise WikiError(f"git {args[0]} failed: {done.stderr.strip()[-200:]}", cwd)
-    return done.stdout
-
-
 def scaffold(root: Path) -> Path:
     """A git repository with the kernel root program and the class page; the authoring folder."""
     (root / "wiki" / "kernel_experiments").mkdir(parents=True)
@@ -155,11 +147,11 @@ def scaffold(root: Path) -> Path:
     (root / "wiki" / "kernel_experiments" / "program.md").write_text(ROOT_PROGRAM)
     (root / CLASS_PAGE).write_text(CLASS_PAGE_TEXT)
     (root / ".gitignore").write_text(".wiki/\n.wiki_cache/\n")
-    _git(root, "init", "--quiet")
-    _git(root, "config", "user.name", "wiki demo")
-    _git(root, "config", "user.email", "demo@wikiengine.invalid")
-    _git(root, "add", "-A")
-    _git(root, "commit", "--quiet", "-m", "demo: the kernel root program and the normalization class page")
+    demo_git(root, "init", "--quiet")
+    demo_git(root, "config", "user.name", "wiki demo")
+    demo_git(root, "config", "user.email", "demo@wikiengine.invalid")
+    demo_git(root, "add", "-A")
+    demo_git(root, "commit", "--quiet", "-m", "demo: the kernel root program and the normalization class page")
     authoring = root / ".wiki" / "authoring"
     authoring.mkdir(parents=True)
     (authoring / "reference.py").write_text(REFERENCE)
@@ -273,7 +265,7 @@ def run_demo(root: Path, say=print) -> dict:
     from wikiengine.lint.runner import lint
 
     findings = [f.render() for f in lint(root, base=None, jobs=1, use_cache=False).findings]
-    branches = _git(root, "branch", "--list", "kernel/*", "--format=%(refname:short)").split()
+    branches = demo_git(root, "branch", "--list", "kernel/*", "--format=%(refname:short)").split()
     say(f"lint     {'clean' if not findings else f'{len(findings)} finding(s)'}; branches {', '.join(branches)}; "
         f"{time.monotonic() - began:.0f}s")
     for finding in findings:
@@ -295,5 +287,5 @@ def run_command(directory: Path | None) -> int:
     print(f"wiki demo kernel: a layer-norm kernel family on the CPU in {root}")
     result = run_demo(root, say=lambda line: print(line, flush=True))
     print("\n==== git log --oneline --all ====")
-    print(_git(root, "log", "--oneline", "--all"), end="")
+    print(demo_git(root, "log", "--oneline", "--all"), end="")
     return 0 if not result["findings"] else 1

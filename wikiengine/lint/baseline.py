@@ -15,9 +15,10 @@ import hashlib
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
+from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.errors import WikiError
 from wikiengine.lint.finding import Finding
 
@@ -90,9 +91,7 @@ def write(path: Path, findings: list[Finding], unreadable: set[str] = frozenset(
         for (p, c, h), n in sorted(counts.items())
     ]
     text = json.dumps({"version": 1, "entries": entries}, indent=2, ensure_ascii=False) + "\n"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, text)
     return len(entries)
 
 

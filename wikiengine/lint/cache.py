@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from wikiengine.core.atomic import atomic_write_bytes
 from wikiengine.core.errors import PageError
 from wikiengine.core.page import MAX_PAGE_BYTES, read_regular
 
@@ -275,9 +276,7 @@ class LintCache:
             blob = sign(marshal.dumps(payload), self.root)
             if blob is None:
                 return
-            tmp = self.directory / f"{CACHE_FILE}.{os.getpid()}.tmp"
-            tmp.write_bytes(blob)
-            tmp.replace(self.directory / CACHE_FILE)
+            atomic_write_bytes(self.directory / CACHE_FILE, blob, durable=False)  # a lost cache only costs speed
         except (OSError, ValueError):
             pass  # a cache that cannot be written only costs speed
 

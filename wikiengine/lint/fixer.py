@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from wikiengine.core.atomic import atomic_write_bytes
 from wikiengine.core.errors import WikiError
+from wikiengine.core.page import load_page, parse_page
 from wikiengine.lint import suppress
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.context import LintContext, PageInfo
 from wikiengine.lint.finding import Finding
 from wikiengine.lint.kinds import kind_of
-from wikiengine.core.page import load_page, parse_page
 
 
 def is_verdict_page(info: PageInfo) -> bool:
@@ -64,8 +65,6 @@ def apply_fixes(root: Path, config: LintConfig, findings: list[Finding], files: 
         data = text.encode("utf-8")
         if data != original:
             parse_page(text, path)  # a fix must leave a readable page
-            tmp = path.with_name(path.name + ".wiki-lint.tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)
+            atomic_write_bytes(path, data)  # a unique temp name: two `--fix` runs never share one
             written.append(rel)
     return written

@@ -9,44 +9,23 @@ about 10^4 times slower over a large wiki).
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikiengine.core.errors import WikiError
+from wikiengine.core import git
+from wikiengine.core.clock import from_epoch
+from wikiengine.core.errors import GitError, WikiError
 
 
-def _git(root: Path, *args: str, check: bool = True) -> str:
-    (result,) = _git_all(root, [list(args)])
-    return _checked(args, result) if check else result[1]
+def _git(root: Path, *args: str) -> str:
+    return git.run(root, *args).stdout
 
 
-def _git_all(root: Path, commands: list[list[str]]) -> list[tuple[int, str, str]]:
-    """``(returncode, stdout, stderr)`` of several git commands run at the same time (each
-    costs a process start, which a pre-commit run feels)."""
-    procs = []
-    try:
-        for args in commands:
-            procs.append(subprocess.Popen(
-                ["git", *args], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                encoding="utf-8", errors="surrogateescape",  # a file name need not be UTF-8
-            ))
-        outputs = [proc.communicate(timeout=120) for proc in procs]
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-        raise WikiError(f"git {commands[min(len(procs), len(commands) - 1)][0]} failed: {exc}") from None
-    return [(proc.returncode, stdout, stderr) for proc, (stdout, stderr) in zip(procs, outputs)]
-
-
-def _checked(args, result: tuple[int, str, str]) -> str:
-    """The output of a git command; WikiError (its last stderr line) when it failed."""
-    returncode, stdout, stderr = result
-    if returncode != 0:
-        detail = stderr.strip().splitlines()[-1] if stderr.strip() else returncode
-        raise WikiError(f"git {' '.join(args[:2])} failed: {detail}")
-    return stdout
+def _checked(result: git.Result) -> str:
+    """The output of a git command; GitError (its last stderr line) when it failed."""
+    if not result.ok:
+        raise GitError(f"git {' '.join(result.args[:2])} failed: {result.error_line}")
+    return result.stdout
 
 
 def check_revision(rev: str) -> str:
@@ -59,13 +38,7 @@ def check_revision(rev: str) -> str:
 
 def in_git_repo(root: Path) -> bool:
     """Is ``root`` inside a git work tree with at least one commit?"""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root, capture_output=True, text=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return out.returncode == 0
+    return git.ok(root, "rev-parse", "--verify", "-q", "HEAD", timeout=30)
 
 
 @dataclass
@@ -89,11 +62,11 @@ class GitView:
             ["diff", "--name-status", "-z", "-M", "--relative", "--end-of-options", commit, "--", "."],
             ["ls-files", "-z", "--others", "--exclude-standard"],
         ]
-        parsed, diffed, listed = _git_all(root, commands)
-        sha = parsed[1].strip() if parsed[0] == 0 else ""
+        parsed, diffed, listed = git.run_all(root, commands)
+        sha = parsed.stdout.strip() if parsed.ok else ""
         if not sha:
             raise WikiError(f"unknown git revision {base!r}")
-        out, untracked = _checked(commands[1], diffed), _checked(commands[2], listed)
+        out, untracked = _checked(diffed), _checked(listed)
         view = cls(root, sha)
         parts = out.split("\0")
         index = 0
@@ -128,28 +101,9 @@ class GitView:
         if not rels:
             return {}
         names = [f"{self.base}:./{self.renamed_from.get(rel, rel)}" for rel in rels]
-        if any("\n" in name for name in names):  # cat-file reads one name per line
-            raise WikiError("a file name with a newline cannot be read from git")
-        try:
-            out = subprocess.run(
-                ["git", "cat-file", "--batch"], cwd=self.root, input="".join(f"{n}\n" for n in names).encode(),
-                capture_output=True, timeout=120,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise WikiError(f"git cat-file failed: {exc}") from None
-        texts: dict[str, str | None] = {}
-        data, pos = out.stdout, 0
-        for rel in rels:
-            end = data.find(b"\n", pos)
-            header = data[pos:end].split() if end >= 0 else []
-            if len(header) == 3 and header[1] == b"blob" and header[2].isdigit():
-                size = int(header[2])
-                texts[rel] = data[end + 1 : end + 1 + size].decode("utf-8", errors="replace")
-                pos = end + 1 + size + 1
-            else:  # "<name> missing", or not a file
-                texts[rel] = None
-                pos = end + 1 + (int(header[2]) + 1 if len(header) == 3 and header[2].isdigit() else 0)
-        return texts
+        blobs = git.cat_file_batch(self.root, names)
+        return {rel: blob.decode("utf-8", errors="replace") if blob is not None else None
+                for rel, blob in zip(rels, blobs)}
 
     def commit_times(self, rel: str) -> tuple[dt.datetime, dt.datetime] | None:
         """(first, last) commit time of ``rel`` up to the base, from one ``git log`` pass."""
@@ -163,7 +117,7 @@ class GitView:
                 lines = block.strip().splitlines()
                 if not lines:
                     continue
-                when = dt.datetime.fromtimestamp(int(lines[0]), dt.timezone.utc)
+                when = from_epoch(int(lines[0]))
                 for name in lines[1:]:
                     if name:
                         first, last = self._times.get(name, (when, when))
@@ -189,29 +143,25 @@ class TrackedTree:
         return cls.finish(cls.start(root))
 
     @staticmethod
-    def start(root: Path) -> subprocess.Popen | None:
+    def start(root: Path) -> git.Running | None:
         """Start the ``git ls-files`` that :meth:`finish` reads (it runs while lint works)."""
         try:
-            return subprocess.Popen(
-                ["git", "ls-files", "--stage", "-z"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-            )
-        except OSError:
+            return git.start(root, "ls-files", "--stage", "-z", binary=True, stderr=False)
+        except GitError:
             return None
 
     @classmethod
-    def finish(cls, proc: subprocess.Popen | None) -> TrackedTree | None:
-        if proc is None:
+    def finish(cls, running: git.Running | None) -> TrackedTree | None:
+        if running is None:
             return None
         try:
-            out, _ = proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            done = running.result(check=False)
+        except GitError:  # past its deadline
             return None
-        if proc.returncode != 0:
+        if not done.ok:
             return None  # not a git work tree
         files, gitlinks = set(), {}
-        for entry in out.decode("utf-8", errors="surrogateescape").split("\0"):
+        for entry in done.stdout.decode("utf-8", errors="surrogateescape").split("\0"):
             if not entry:
                 continue
             meta, _, path = entry.partition("\t")
@@ -235,13 +185,11 @@ def ignored_paths(root: Path, rels: list[str]) -> set[str]:
     if not rels:
         return set()
     try:
-        proc = subprocess.run(
-            ["git", "check-ignore", "--stdin", "-z"], cwd=root, input="\0".join(rels).encode() + b"\0",
-            capture_output=True, timeout=120,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        done = git.run(root, "check-ignore", "--stdin", "-z", input="\0".join(rels).encode() + b"\0", binary=True,
+                       check=False)
+    except GitError:
         return set()
-    return {p for p in proc.stdout.decode("utf-8", errors="surrogateescape").split("\0") if p}
+    return {p for p in done.stdout.decode("utf-8", errors="surrogateescape").split("\0") if p}
 
 
 def declared_submodules(root: Path) -> list[str]:

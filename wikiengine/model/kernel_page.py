@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from wikiengine.core.page import Page, split_lines, title_key
 from wikiengine.model.variant_matrix import split_row
-from wikiengine.core.git import git_out
+from wikiengine.core.git import out as git_out
 
 CANDIDATE_PLAN = "Candidate plan"
 CANDIDATE_LEDGER = "Candidate ledger"

@@ -7,34 +7,11 @@ discard | crash | parked | inconclusive``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 COLUMNS = ("exp_id", "date", "tps", "mfu_percent", "step_time_ms", "peak_hbm_gib", "config", "status", "description")
 STATUSES = ("keep", "discard", "crash", "parked", "inconclusive")
 HEADER = "\t".join(COLUMNS) + "\n"
 # The RESULTS.tsv status of each verdict.
 STATUS_OF_VERDICT = {"supported": "keep", "refuted": "discard", "inconclusive": "inconclusive", "invalid": "crash"}
-
-
-@dataclass(frozen=True)
-class ResultRow:
-    line: int
-    values: dict[str, str]
-
-    @property
-    def exp_id(self) -> str:
-        return self.values.get("exp_id", "")
-
-
-def parse_results(text: str) -> list[ResultRow]:
-    """The data rows (the header line, when present, is skipped)."""
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or (number == 1 and line.split("\t")[0] == COLUMNS[0]):
-            continue
-        cells = line.split("\t")
-        rows.append(ResultRow(number, dict(zip(COLUMNS, cells))))
-    return rows
 
 
 def _clean(value) -> str:

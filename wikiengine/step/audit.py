@@ -27,12 +27,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikiengine.core.clock import timestamp
+from wikiengine.core.atomic import atomic_write_text
+from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
+from wikiengine.core.git import is_ancestor
+from wikiengine.core.git import out as git_out
 from wikiengine.model import experiment as ex
 from wikiengine.model.journal import parse_journal
-from wikiengine.core.git import git_out, is_ancestor
 from wikiengine.model.lanes import Lane
-from wikiengine.core.atomic import atomic_write_text
 
 CURSOR = ".audit-cursor"
 STOP_AUTHORIZED = ".stop-authorized"
@@ -182,7 +183,7 @@ def thrashing(lane: Lane, records: list[dict], pages: dict, k: int) -> list[Audi
             if not key[1]:
                 continue
             streaks[key] = streaks.get(key, []) + [record["vid"]] if weak else []
-    for (kind, value), vids in sorted(streaks.items()):
+    for (kind, _value), vids in sorted(streaks.items()):
         if len(vids) >= k:
             found.append(AuditFinding("thrashing", pages[vids[-1]].rel, 1,
                                       f"{len(vids)} consecutive invalid/inconclusive results on one {kind} ({', '.join(vids)})",
@@ -217,8 +218,8 @@ def session_start_commit(root: Path, lane: Lane, session: int) -> str | None:
 
 
 def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None, closing: bool) -> list[AuditFinding]:
-    from wikiengine.model.logbook import parse_entries
     from wikiengine.core.page import parse_page
+    from wikiengine.model.logbook import parse_entries
 
     log = root / lane.log
     entries = parse_entries(parse_page(log.read_text(encoding="utf-8"), lane.log)) if log.is_file() else []
@@ -233,7 +234,7 @@ def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None,
     newer = [r for r in retrospective_commits(root, lane) if start_commit is None or not is_ancestor(root, r[2], start_commit)]
     if newer or not claims:
         return []
-    target = f"wiki/analyses/{dt.date.today().isoformat()}-{lane.model_name}-{lane.name}-retrospective.md"
+    target = f"wiki/analyses/{today()}-{lane.model_name}-{lane.name}-retrospective.md"
     return [AuditFinding("no-retrospective", lane.log, entry.line if entry else 1,
                          ("the stop about to be made" if entry is None else f"'{entry.title}'")
                          + f" has no retrospective of {lane.model_name}/{lane.name} committed since the session began",
@@ -267,7 +268,7 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
         except ComputeError as exc:
             audit.findings.append(AuditFinding("backend", lane.dir, 1, f"the backend cannot be listed: {exc}",
                                                "check the cluster credentials; an audit that cannot see the backend is not clean"))
-    now = now if now is not None else dt.datetime.now(dt.timezone.utc).timestamp()
+    now = now if now is not None else utcnow().timestamp()
     audit.findings += _lane_checks(root, lane, records, pages, workloads, now,
                                    float(config.get("stale_stub_hours", DEFAULT_STALE_HOURS)),
                                    int(config.get("thrash_k", DEFAULT_THRASH_K)))
@@ -290,7 +291,7 @@ def _signature(payload: str) -> str | None:
 def write_authorization(root: Path, audit: Audit, moment: dt.datetime) -> str:
     """``.stop-authorized`` after a clean closing audit; returns its text."""
     payload = (f"{audit.all_clear}\nwiki={audit.wiki_sha}\ncode={audit.code_sha}\nsession={audit.session}\n"
-               f"at={moment.strftime('%Y-%m-%dT%H:%M:%SZ')}\n")
+               f"at={utc_iso(moment)}\n")
     signature = _signature(payload)
     if signature is None:
         from wikiengine.core.errors import WikiError

@@ -142,11 +142,11 @@ def lock_path(root: Path) -> Path:
 
     ``wiki step`` and ``wiki unblock`` take it; a second holder exits "locked".
     """
-    import git
+    from wikiengine.core.git import GitCommitError, git_dir
 
     try:
-        return Path(git.Repo(root).git_dir) / LOCK_NAME
-    except (git.exc.InvalidGitRepositoryError, git.exc.NoSuchPathError):
+        return git_dir(root) / LOCK_NAME
+    except GitCommitError:
         state_dir = root / ".wiki"
         state_dir.mkdir(exist_ok=True)
         return state_dir / LOCK_NAME
@@ -155,8 +155,7 @@ def lock_path(root: Path) -> Path:
 def run_step(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.datetime] | None = None,
              mode: str | None = None, **backends) -> WakeResult:
     """One wake of whatever memory names (see the module docstring), under the wake lock."""
-    from filelock import FileLock, Timeout
-
+    from wikiengine.core.locks import try_hold
     from wikiengine.model.state import state_mode
 
     root = Path(root)
@@ -165,12 +164,8 @@ def run_step(root: Path, *, dry_run: bool = False, clock: Callable[[], dt.dateti
         raise WikiError("memory/STATE.md does not exist: start a lane (wiki loop start), a kernel session (wiki kernel start) "
                         "or a relay run (wiki init --memory)")
     chosen = load_mode(name)
-    lock = FileLock(str(lock_path(root)))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
+    lock = try_hold(lock_path(root))
+    if lock is None:
         return locked_result(name)
-    try:
+    with lock:
         return wake(chosen, root, dry_run=dry_run, clock=clock, **backends)
-    finally:
-        lock.release()

@@ -16,21 +16,20 @@ A writer killed anywhere leaves either no record (nothing happened, or the commi
 or one that the next holder of the key's lock finishes first (:func:`recover`): the texts
 are whole, so replaying twice writes the same bytes and commits once. A relay wake, which
 writes memory file by file between its commits, leaves an :class:`UndoRecord` instead: the
-texts before, put back by the same :func:`recover`. The lock is an ``flock`` of a file in
-the git directory, so concurrent writers of one lane (one per track) take turns. It is
-taken with ``fcntl`` directly, as ``filelock`` does on POSIX: importing ``filelock`` 4.3
-costs 17-40 ms (logging, secrets, decimal), a tenth of a writer's run.
+texts before, put back by the same :func:`recover`. The lock is the one lock of
+:mod:`wikiengine.core.locks` (an ``flock`` of a file in the git directory), so concurrent
+writers of one lane (one per track) take turns.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from wikiengine.core.errors import WikiError
 from wikiengine.core.git import CommitProbe, git_dir
+from wikiengine.core.locks import FileLock
 from wikiengine.model.lanes import Lane
 from wikiengine.core.atomic import atomic_write_text
 
@@ -240,24 +239,11 @@ class LaneLock:
         self.path = lock_path(root, lane)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.root, self.lane, self.recovered, self.timeout = root, lane, None, timeout
-        self._fd: int | None = None
+        self._lock: FileLock | None = None
 
     def __enter__(self) -> LaneLock:
-        import fcntl
-        import time
-
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise WikiError(f"lane {self.lane.model_dir}/{self.lane.name} is locked by another writer") from None
-                time.sleep(self.POLL_S)
-        self._fd = fd
+        busy = f"lane {self.lane.model_dir}/{self.lane.name} is locked by another writer"
+        self._lock = FileLock(self.path, timeout=self.timeout, poll=self.POLL_S, busy=busy).acquire()
         try:
             done = recover(self.root, lane_key(self.lane))
             self.recovered = done.commit if done else None
@@ -267,5 +253,5 @@ class LaneLock:
         return self
 
     def __exit__(self, *exc) -> None:
-        os.close(self._fd)  # closing the descriptor releases the flock
-        self._fd = None
+        self._lock.release()  # closing the descriptor releases the flock
+        self._lock = None

@@ -18,7 +18,7 @@ from wikiengine.model import experiment as ex
 from wikiengine.model.experiment import ExperimentPage
 from wikiengine.model import logbook
 from wikiengine.model import results_tsv
-from wikiengine.core.clock import now_iso, today
+from wikiengine.core.clock import Clock, now_iso, today, utcnow
 from wikiengine.core.errors import WikiError
 from wikiengine.core.text import folded
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, parse_journal, used_ids
@@ -248,7 +248,7 @@ def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: s
 
 
 def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_path: Path, track: int | None,
-                   dry_run: bool = False, date: str | None = None) -> dict:
+                   dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki exp new`: allocate the next v-id, write the stub, claim it in the journal, commit."""
     from wikiengine.core.identity import workload_name
 
@@ -257,7 +257,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
     if re.search(r"-[a-z]$", slug):
         raise WikiError(f"slug {slug!r} ends in a one-letter word, which reads as a retry letter: {slug[:-2]}, or a longer word")
     proposal = parse_proposal(proposal_path)
-    date = date or today()
+    date = date or today(clock)
     settings = lane_settings(root, lane)
     model_rel, _text, _page, matrix = _model_page(root, lane)
     if matrix.row(variant) is None:
@@ -276,7 +276,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
                                    posixpath.basename(model_rel)[:-3]))
         txn.write(lane.journal, append_record(journal, {"op": "claim", "vid": vid, "slug": slug, "track": track,
                                                         "variant": variant, "workload": workload, "page": rel,
-                                                        "at": now_iso()}))
+                                                        "at": now_iso(clock)}))
         index_add(txn, root, [(f"{vid} {slug}", rel)])
         result = {"vid": vid, "page": rel, "workload_name": workload, "artifacts": paths, "track": track,
                   "recovered": lock.recovered}
@@ -286,11 +286,11 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         return result
 
 
-def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False, date: str | None = None) -> dict:
+def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki exp retry`: a new stub ``<vid><next letter>`` with the same hypothesis and mechanism."""
     from wikiengine.core.identity import workload_name
 
-    date = date or today()
+    date = date or today(clock)
     settings = lane_settings(root, lane)
     with LaneLock(root, lane) as lock:
         original = find_page(root, lane, vid)
@@ -321,7 +321,7 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
         txn.write(lane.journal, append_record(journal, {"op": "retry", "vid": str(retry), "of": original.exp_id,
                                                         "slug": slug, "track": track if isinstance(track, int) else None,
                                                         "variant": original.frontmatter.get("variant"),
-                                                        "workload": workload, "page": rel, "at": now_iso()}))
+                                                        "workload": workload, "page": rel, "at": now_iso(clock)}))
         index_add(txn, root, [(f"{retry} {slug}", rel)])
         result = {"vid": str(retry), "retry_of": original.exp_id, "page": rel, "workload_name": workload,
                   "artifacts": paths, "recovered": lock.recovered}
@@ -463,14 +463,14 @@ class Filing:
 
 def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: dict[str, float],
                     outcome: RunOutcome = RunOutcome(), profile_path: Path | None, hlo_path: Path | None, reason: str | None, dry_run: bool = False,
-                    date: str | None = None) -> dict:
+                    date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki exp file`: Results, Profile, HLO Dump and Verdict (capped), the status flip, the
     model page's row, the lane log, RESULTS.tsv, the hypothesis page and the journal: one commit."""
     if verdict not in ex.VERDICTS:
         raise WikiError(f"--verdict {verdict!r} is not one of {', '.join(ex.VERDICTS)}")
     profile = _read_text_file(profile_path, "profile")
     hlo = _read_text_file(hlo_path, "HLO dump")
-    date = date or today()
+    date = date or today(clock)
     settings = lane_settings(root, lane)
     with LaneLock(root, lane) as lock:
         target = find_page(root, lane, vid)
@@ -485,7 +485,7 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         moved = filing.verdict == "supported" and value is not None and is_better(value, filing.frontier,
                                                                                   settings.higher_is_better)
         _update_model_page(txn, model, filing, moved)
-        _record_filing(txn, root, lane, filing)
+        _record_filing(txn, root, lane, filing, at=now_iso(clock))
         result = {"vid": target.exp_id, "page": target.rel, "verdict": filing.verdict, "requested": verdict,
                   "capped": filing.caps, "metric": filing.metric, "value": value, "baseline": filing.baseline,
                   "delta": filing.measured.delta, "noise_band": filing.measured.noise_band, "current_best_moved": moved,
@@ -569,7 +569,7 @@ def _update_model_page(txn: LaneTxn, model, filing: Filing, moved: bool) -> None
               if model_page.has_frontmatter else new_text)
 
 
-def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing) -> None:
+def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: str) -> None:
     """The filing's lane log line, RESULTS.tsv row, hypothesis page evidence and journal record."""
     target, slug, date = filing.target, filing.slug, filing.date
     delta_text = filing.delta_text
@@ -583,7 +583,7 @@ def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing) -> None
     }))
     _hypothesis_update(txn, root, target, slug, filing.verdict, delta_text, date)
     txn.write(lane.journal, append_record(txn.read(lane.journal), {
-        "op": "file", "vid": target.exp_id, "verdict": filing.verdict, "requested": filing.requested, "at": now_iso()}))
+        "op": "file", "vid": target.exp_id, "verdict": filing.verdict, "requested": filing.requested, "at": at}))
 
 
 def _results_figures(metrics: dict[str, float], metric: str, recorded: float | None) -> dict[str, str]:
@@ -658,9 +658,9 @@ def _hypothesis_update(txn: LaneTxn, root: Path, target: ExperimentPage, slug: s
 
 
 def add_log_entry(root: Path, op: str, subject: str, lane: Lane | None, fields: dict[str, str], *,
-                  dry_run: bool = False, date: str | None = None) -> dict:
+                  dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki log add`: one entry in the right tier, full form, newest first."""
-    date = date or today()
+    date = date or today(clock)
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", op):
         raise WikiError(f"op {op!r} is not a word")
     tier = "lane" if lane is not None else "global"
@@ -724,9 +724,9 @@ def render_backfill(lane: Lane, workload, variant: str | None, model_page_stem: 
     return verdict, reason, "\n".join(lines) + "\n" + "\n".join(body)
 
 
-def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: str | None = None) -> dict:
+def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki backfill`: a page for every finished workload of the lane that has none."""
-    date = date or today()
+    date = date or today(clock)
     settings = lane_settings(root, lane)
     prefix = f"{settings.user_prefix}-{lane.model_name}-{lane.name}"
     workloads = [w for w in backend.list_workloads(prefix) if w.is_finished]
@@ -748,7 +748,7 @@ def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: st
             rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, workload.slug)}"
             txn.write(rel, text)
             journal_text = append_record(journal_text, {"op": "backfill", "vid": vid, "workload": workload.name,
-                                                        "verdict": verdict, "page": rel, "at": now_iso()})
+                                                        "verdict": verdict, "page": rel, "at": now_iso(clock)})
             entry = logbook.render_entry(date, "backfill", f"{vid}-{workload.slug} filed from logs ({verdict})",
                                          {"Pages created": rel, "Key result": reason,
                                           "Notes": "Hypothesis not recovered; never supported or refuted without the analyzer."})

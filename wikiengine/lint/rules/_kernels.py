@@ -11,12 +11,13 @@ rule whose branch is absent says nothing).
 
 from __future__ import annotations
 
-import subprocess
 from typing import TYPE_CHECKING
 
+
+from wikiengine.core import git as core_git
+from wikiengine.model.kernels import family_of_path
 from wikiengine.lint.rules._experiments import lint_cache
 from wikiengine.model.experiment import ExperimentPage
-from wikiengine.model.kernels import family_of_path
 
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
@@ -44,16 +45,13 @@ def kernel_pages_in_git(ctx: LintContext) -> list:
 def _in_git(ctx: LintContext) -> bool:
     cache = lint_cache(ctx, "kernel-git")
     if "in" not in cache:
-        done = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ctx.root, capture_output=True,
-                              text=True, timeout=60, check=False)
-        cache["in"] = done.returncode == 0 and done.stdout.strip() == "true"
+        cache["in"] = core_git.out(ctx.root, "rev-parse", "--is-inside-work-tree", timeout=60).strip() == "true"
     return cache["in"]
 
 
 def git(ctx: LintContext, *args: str) -> str:
     """The stdout of a git command in the linted repository ("" when it fails)."""
-    done = subprocess.run(["git", *args], cwd=ctx.root, capture_output=True, text=True, timeout=60, check=False)
-    return done.stdout if done.returncode == 0 else ""
+    return core_git.out(ctx.root, *args, timeout=60)
 
 
 def frontmatter_line(info: PageInfo, key: str) -> int:

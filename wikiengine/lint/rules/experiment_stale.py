@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from wikiengine.core.clock import utcnow
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._shared import target_experiments
@@ -51,7 +52,7 @@ class StaleStub(Rule):
         days = ctx.config.option(self.code, "max-age-days")
         hours = float(days) * 24 if days is not None else float(ctx.config.option(self.code, "max-age-hours",
                                                                                    DEFAULT_MAX_AGE_HOURS))
-        now = dt.datetime.now(dt.UTC)
+        now = utcnow()  # the wall clock: lint runs in a fork pool, out of reach of a wake's clock
         for info, facts in target_experiments(ctx):
             if not is_open(facts.frontmatter):
                 continue

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from wikiengine.model import memory
+from wikiengine.core.clock import utc_iso
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._memory import ASSETS, QUOTA, ledger_table_rows, memory_text, misnumbered
+from wikiengine.model import memory
 
 BOOKED_ACCELERATORS = ("gpu", "tpu")
 
@@ -59,7 +60,7 @@ class LaunchBooked(Rule):
             booked = bookings.get(launch.job, [])
             if not any(when <= submitted for when in booked):
                 why = (
-                    f"its only booking is later ({min(booked).strftime('%Y-%m-%dT%H:%M:%SZ')})"
+                    f"its only booking is later ({utc_iso(min(booked))})"
                     if booked else f"no 'booked' row for job {launch.job!r} in {QUOTA}"
                 )
                 yield self.finding(

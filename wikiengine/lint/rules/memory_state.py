@@ -6,7 +6,6 @@ from wikiengine.core.errors import WikiError
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import key_line
 from wikiengine.lint.rules._memory import STATE, memory_text
-from wikiengine.model import memory
 
 
 class StateValid(Rule):

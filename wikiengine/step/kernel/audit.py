@@ -12,13 +12,13 @@ whose helpers take a :class:`~wikiengine.model.kernels.KernelFamily` as they tak
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
+from wikiengine.core.clock import timestamp, utcnow
+from wikiengine.core.git import out as git_out
 from wikiengine.model import experiment as ex
-from wikiengine.step.kernel.verdicts import k9_state
+from wikiengine.model.journal import parse_journal
 from wikiengine.model.kernels import KernelFamily
-from wikiengine.core.clock import timestamp
 from wikiengine.step.audit import (
     CURSOR,
     DEFAULT_STALE_HOURS,
@@ -26,13 +26,12 @@ from wikiengine.step.audit import (
     Audit,
     AuditFinding,
     first_commit_time,
-    thrashing,
     head_sha,
     read_cursor,
     session_start,
+    thrashing,
 )
-from wikiengine.model.journal import parse_journal
-from wikiengine.core.git import git_out
+from wikiengine.step.kernel.verdicts import k9_state
 
 
 def _battery(root: Path, family: KernelFamily, since: str | None) -> list[AuditFinding]:
@@ -69,7 +68,7 @@ def run_family_audit(root: Path, family: KernelFamily, *, now: float | None = No
                                            "nothing to do: this audit was full, and the cursor is written after it"))
     audit.findings += _battery(root, family, audit.since)
     pages = {p.exp_id: p for p in family_pages(root, family)}
-    now = now if now is not None else dt.datetime.now(dt.timezone.utc).timestamp()
+    now = now if now is not None else utcnow().timestamp()
     for vid, page in sorted(pages.items()):
         committed = first_commit_time(root, page.rel)
         if ex.is_open(page.frontmatter) and committed is not None and now - committed > stale_hours * 3600:

@@ -20,34 +20,29 @@ deleting its pod (teardown is mandatory).
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
+from wikiengine.core.clock import Clock, utc_date, utc_iso, utcnow
+from wikiengine.core.errors import Refused, WikiError
+from wikiengine.core.git import out as git_out
+from wikiengine.core.page import parse_page
 from wikiengine.model import experiment as ex
+from wikiengine.model import kernel_page as kp
+from wikiengine.model import logbook
+from wikiengine.model.journal import append_record
+from wikiengine.model.kernels import KernelFamily
+from wikiengine.model.variant_matrix import FRONTIER_EXP, cell_text, parse_matrix
 from wikiengine.step.kernel import git as kernel_git
 from wikiengine.step.kernel import run as kernel_run
-from wikiengine.model import logbook
-from wikiengine.model import kernel_page as kp
-from wikiengine.core.errors import WikiError
 from wikiengine.step.kernel.verdicts import LeverFact, StopFacts, evidence_table, k9_state, lever_table, stop_rule
 from wikiengine.model.state import stage_end
 from wikiengine.step.kernel.writers import family_pages, journal_records, read_binding, resolve_receipt
-from wikiengine.model.kernels import KernelFamily
-from wikiengine.model.journal import append_record
 from wikiengine.step.txn import LaneLock, LaneTxn
-from wikiengine.core.git import git_out
 from wikiengine.step.writers import frontmatter_yaml
-from wikiengine.core.clock import now_iso, today
-from wikiengine.core.page import parse_page
-from wikiengine.model.variant_matrix import FRONTIER_EXP, cell_text, parse_matrix
-
-EXIT_REFUSED = 3
 
 
-class CloseRefused(WikiError):
+class CloseRefused(Refused):
     """The stop rule is not met (exit 3, nothing written)."""
-
-    exit_code = EXIT_REFUSED
 
 
 def _page(root: Path, rel: str):
@@ -163,12 +158,16 @@ def status(root: Path, family: KernelFamily) -> dict:
             "stop_rule": stop_rule(facts)}
 
 
-def close(root: Path, family: KernelFamily, *, pause: bool = False, dry_run: bool = False, date: str | None = None) -> dict:
-    """The gated close (see the module docstring); raises CloseRefused with the reasons."""
-    from wikiengine.step.audit import Audit, head_sha, write_authorization
-    from wikiengine.lint.runner import lint
+def close(root: Path, family: KernelFamily, *, pause: bool = False, dry_run: bool = False, date: str | None = None,
+          clock: Clock = utcnow) -> dict:
+    """The gated close (see the module docstring); raises CloseRefused with the reasons.
 
-    date = date or today()
+    ``clock``: the time its journal records, log entries and ``.stop-authorized`` carry."""
+    from wikiengine.lint.runner import lint
+    from wikiengine.step.audit import Audit, head_sha, write_authorization
+
+    now = clock()
+    date = date or utc_date(now)
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
         records = journal_records(txn, family)
@@ -198,15 +197,15 @@ def close(root: Path, family: KernelFamily, *, pause: bool = False, dry_run: boo
         result = {"family": family.slug, "session": session, "retrospective": retro, "frontier": facts.frontier,
                   "evidence": evidence_table(facts), "levers": lever_table(facts), "recovered": lock.recovered}
         journal = append_record(txn.read(family.journal), {"op": "retrospective", "path": retro,
-                                                           "frontier": facts.frontier, "at": now_iso()})
+                                                           "frontier": facts.frontier, "at": utc_iso(now)})
         if pause:
             entry = logbook.render_entry(date, "pause", f"session {session} of kernel family {family.slug} paused", {
                 "Pages created": retro, "Key result": f"frontier {facts.frontier or 'none'}",
                 "Notes": f"rank-1 resume action: {action}; no ceiling claim"})
             txn.write(family.log, logbook.insert_entry(txn.read(family.log), entry))
             txn.write(family.journal, append_record(journal, {"op": "pause", "session": session, "resume": action,
-                                                              "at": now_iso()}))
-            stage_end(txn, family, status="paused", at=now_iso(), lines=[f"Rank-1 resume action: {action}."])
+                                                              "at": utc_iso(now)}))
+            stage_end(txn, family, status="paused", at=utc_iso(now), lines=[f"Rank-1 resume action: {action}."])
             result.update({"paused": True, "resume_action": action})
             if dry_run:
                 return {**result, "dry_run": True, "would_write": txn.changed()}
@@ -219,15 +218,15 @@ def close(root: Path, family: KernelFamily, *, pause: bool = False, dry_run: boo
         code = kernel_git.branch_sha(root, read_binding(root, family).get("integration_branch",
                                                                           family.integration_branch)) or head_sha(root)
         audit = Audit(lane=family, session=session, wiki_sha=head_sha(root), code_sha=code, since=None, closing=True)
-        write_authorization(root, audit, dt.datetime.now(dt.timezone.utc))
+        write_authorization(root, audit, now)
         txn = LaneTxn(root, family.txn_lane)
         entry = logbook.render_entry(date, "stop", f"wiki kernel close: session {session} of {family.slug} closed", {
             "Final audit": audit.all_clear, "Pages created": retro,
             "Notes": f"stop rule met at frontier {facts.frontier}; {extra['filed']} experiment(s) filed"})
         txn.write(family.log, logbook.insert_entry(txn.read(family.log), entry))
         txn.write(family.journal, append_record(txn.read(family.journal), {
-            "op": "stop", "session": session, "final_audit": audit.all_clear, "at": now_iso()}))
-        stage_end(txn, family, status="stopped", at=now_iso(), lines=[f"Closed: {audit.all_clear}."])
+            "op": "stop", "session": session, "final_audit": audit.all_clear, "at": utc_iso(now)}))
+        stage_end(txn, family, status="stopped", at=utc_iso(now), lines=[f"Closed: {audit.all_clear}."])
         result["commit"] = txn.commit(f"kernel({family.slug}): stop session {session} ({audit.all_clear})")
     removed = []
     for record in records:

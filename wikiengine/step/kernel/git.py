@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from wikiengine.core.errors import WikiError
-from wikiengine.core.git import git_out
+from wikiengine.core.git import is_ancestor
+from wikiengine.core.git import out as git_out
 
 
 def branch_exists(root: Path, branch: str) -> bool:
@@ -64,10 +65,7 @@ def fast_forward(root: Path, branch: str, to_sha: str) -> bool:
     old = branch_sha(root, branch)
     if old is None or old == to_sha:
         return False
-    import subprocess
-
-    if subprocess.run(["git", "merge-base", "--is-ancestor", old, to_sha], cwd=root, capture_output=True,
-                      timeout=60, check=False).returncode != 0:
+    if not is_ancestor(root, old, to_sha):
         return False
     git_out(root, "update-ref", f"refs/heads/{branch}", to_sha, old, check=True)
     return True

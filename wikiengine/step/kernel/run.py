@@ -160,7 +160,7 @@ def session_teardown(target: dict) -> dict:
     """``{"pod_teardown": ...}`` after a close or pause of a pod session (``{}`` on a local chip).
 
     Teardown is mandatory; when the cluster cannot be asked, the failure is reported (the
-    caller exits 2 and names `wiki kernel pod down`), and the pod's TTL still reaps it.
+    caller exits 9, INCOMPLETE, and names `wiki kernel pod down`), and the pod's TTL still reaps it.
     """
     if not is_pod(target):
         return {}

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +31,11 @@ from wikiengine.step.kernel.verdicts import KernelEvidence, cap_kernel_verdict
 from wikiengine.model.kernels import KernelFamily, derive_slug
 from wikiengine.model.journal import append_record, next_id, parse_journal, used_ids
 from wikiengine.step.txn import LaneLock, LaneTxn
-from wikiengine.core.git import git_out
+from wikiengine.core.git import ok as git_ok
+from wikiengine.core.git import out as git_out
 from wikiengine.core.text import folded
 from wikiengine.step.writers import frontmatter_yaml, parse_proposal, stub_head
-from wikiengine.core.clock import now_iso, today
+from wikiengine.core.clock import Clock, now_iso, today, utcnow
 from wikiengine.model.lanes import is_experiment_path
 from wikiengine.core.page import parse_page
 from wikiengine.model.variant_matrix import CURRENT_BEST, FRONTIER_EXP, parse_matrix, render_matrix, set_cells
@@ -186,14 +186,14 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
           topology: str | None = None, chips: int | None = None, hours: float = 8.0, artifacts: str | None = None,
           image: str | None = None, context: str | None = None, namespace: str = "default",
           reference: Path | None = None, op_points: list[str] | None = None, class_page: str | None = None,
-          bar: float = DEFAULT_BAR, first_pick: str | None = None, dry_run: bool = False, date: str | None = None) -> dict:
+          bar: float = DEFAULT_BAR, first_pick: str | None = None, dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki kernel start`: derive the slug, bootstrap a new family, record the run target,
     clear a leftover ``.stop-authorized``, write the start marker, point ``memory/STATE.md``
     at the session (:mod:`wikiengine.model.state`): one commit. On a pod the session's
     pod is brought up first (or attached to: a second start is idempotent)."""
     from wikiengine.model.state import stage_start
 
-    date = date or today()
+    date = date or today(clock)
     family = KernelFamily(derive_slug(root, named))
     target = run_target(chip, pod, accelerator, topology, chips, hours, artifacts, image=image, context=context,
                         namespace=namespace)
@@ -227,8 +227,8 @@ def start(root: Path, named: str, *, chip: int | None = None, pod: str | None = 
                              bar=bar, date=date, dry_run=dry_run)
         stale = root / family.dir / ".stop-authorized"
         write_start_marker(txn, root, family, target, session=session, first_pick=first_pick, bootstrapped=bootstrapped,
-                           stale=stale.exists(), date=date)
-        left_alone = stage_start(txn, family, session=session, run_target=target_line(target), at=now_iso())
+                           stale=stale.exists(), date=date, at=now_iso(clock))
+        left_alone = stage_start(txn, family, session=session, run_target=target_line(target), at=now_iso(clock))
         result = {"family": family.slug, "session": session, "bootstrapped": bootstrapped,
                   "run_target": target_line(target), "target": target, "stale_stop_authorized": stale.exists(),
                   "recovered": lock.recovered, **({"pod": pod_up} if pod_up else {}),
@@ -275,7 +275,7 @@ def bootstrap_family(txn: LaneTxn, root: Path, family: KernelFamily, target: dic
 
 
 def write_start_marker(txn: LaneTxn, root: Path, family: KernelFamily, target: dict, *, session: int,
-                       first_pick: str | None, bootstrapped: bool, stale: bool, date: str) -> None:
+                       first_pick: str | None, bootstrapped: bool, stale: bool, date: str, at: str) -> None:
     """The start marker of the family log and the journal's start record."""
     pick = first_pick or _first_pick(root, family)
     entry = logbook.render_entry(date, "start", f"/start-experiment session {session} of kernel family {family.slug}", {
@@ -285,7 +285,7 @@ def write_start_marker(txn: LaneTxn, root: Path, family: KernelFamily, target: d
                  + ("; a leftover .stop-authorized was deleted" if stale else "")})
     txn.write(family.log, logbook.insert_entry(txn.read(family.log) or f"# {family.slug} kernel log\n\n", entry))
     txn.write(family.journal, append_record(txn.read(family.journal), {
-        "op": "start", "session": session, "target": target, "at": now_iso()}))
+        "op": "start", "session": session, "target": target, "at": at}))
 
 
 def _first_pick(root: Path, family: KernelFamily) -> str:
@@ -318,7 +318,7 @@ def render_kernel_stub(family: KernelFamily, vid: str, slug: str, variant: str, 
 def stub(root: Path, family: KernelFamily, *, slug: str, proposal_path: Path, op_point: str, lever: str,
          levers: list[str], plan_items: list[str], intervention_class: str, category: str,
          activity: str = "capability-eval", profile: str | None = None, bar: float | None = None,
-         dry_run: bool = False, date: str | None = None) -> dict:
+         dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki kernel stub` (K3): the page of one mechanism, committed before any candidate."""
     if not _SLUG_RE.fullmatch(slug) or not _SLUG_RE.fullmatch(lever):
         raise WikiError("the slug and the lever are lower-case words joined by '-'")
@@ -332,7 +332,7 @@ def stub(root: Path, family: KernelFamily, *, slug: str, proposal_path: Path, op
         raise WikiError("the Candidate plan needs at least one --plan item")
     proposal = parse_proposal(proposal_path)
     binding = read_binding(root, family)
-    date = date or today()
+    date = date or today(clock)
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
         records = journal_records(txn, family)
@@ -362,7 +362,7 @@ def stub(root: Path, family: KernelFamily, *, slug: str, proposal_path: Path, op
         txn.write(rel, render_kernel_stub(family, vid, slug, variant, proposal, front, levers or [lever], plan_items,
                                           bar, date))
         txn.write(family.journal, append_record(txn.read(family.journal), {
-            "op": "claim", "vid": vid, "slug": slug, "variant": variant, "lever": lever, "page": rel, "at": now_iso()}))
+            "op": "claim", "vid": vid, "slug": slug, "variant": variant, "lever": lever, "page": rel, "at": now_iso(clock)}))
         result = {"family": family.slug, "vid": vid, "page": rel, "variant": variant, "speedup_bar": bar,
                   "recovered": lock.recovered}
         if dry_run:
@@ -385,7 +385,7 @@ def _check_reference(binding: dict, text: str) -> None:
 
 
 def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Path, mechanism: str | None = None,
-         vid: str | None = None, dry_run: bool = False) -> dict:
+         vid: str | None = None, dry_run: bool = False, clock: Clock = utcnow) -> dict:
     """`wiki kernel cand N`: one commit on the experiment's branch and its ledger row."""
     binding = read_binding(root, family)
     try:
@@ -396,8 +396,7 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
         txn = LaneTxn(root, family.txn_lane)
         records, page_ref = open_experiment(root, family, txn, vid)
         target = session_target(records)
-        if subprocess.run(["git", "cat-file", "-e", f"HEAD:{page_ref.rel}"], cwd=root, capture_output=True,
-                          timeout=60, check=False).returncode != 0:
+        if not git_ok(root, "cat-file", "-e", f"HEAD:{page_ref.rel}"):
             raise WikiError("the stub is not committed: a candidate is authored only after its stub", page_ref.rel)
         if mechanism is not None and folded(mechanism) != page_ref.mechanism:
             nxt = next_id(used_ids(root, family, txn.read(family.journal)))
@@ -426,7 +425,7 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
             kernel_git.create_branch(root, branch, integration)
             txn.write(family.journal, append_record(txn.read(family.journal), {
                 "op": "branch", "vid": page_ref.exp_id, "branch": branch, "wanted": family.experiment_branch(page_ref.exp_id),
-                "from": integration, "from_sha": kernel_git.branch_sha(root, integration), "at": now_iso()}))
+                "from": integration, "from_sha": kernel_git.branch_sha(root, integration), "at": now_iso(clock)}))
             txn.commit(f"kernel({family.slug} {page_ref.exp_id}): branch {branch} from {integration}")
             txn = LaneTxn(root, family.txn_lane)
         tree = kernel_git.ensure_worktree(root, branch, family.worktree(root, branch))
@@ -457,7 +456,7 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
         page = page.with_frontmatter({"branch": branch})
         txn.write(page_ref.rel, page.to_text())
         txn.write(family.journal, append_record(txn.read(family.journal), {"op": "cand", "vid": page_ref.exp_id, "cand": f"cand{number}",
-                                                          "commit": sha, "branch": branch, "at": now_iso()}))
+                                                          "commit": sha, "branch": branch, "at": now_iso(clock)}))
         commit = txn.commit(f"kernel({family.slug} {page_ref.exp_id}): ledger row cand{number} ({summary})")
         return {"family": family.slug, "vid": page_ref.exp_id, "cand": f"cand{number}", "branch": branch,
                 "new_branch": new_branch, "branch_suffixed": new_branch and branch != family.experiment_branch(page_ref.exp_id),
@@ -469,7 +468,7 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
 
 
 def verify(root: Path, family: KernelFamily, *, vid: str | None = None, cand_name: str | None = None,
-           mode: str = "full", dry_run: bool = False) -> dict:
+           mode: str = "full", dry_run: bool = False, clock: Clock = utcnow) -> dict:
     """`wiki kernel verify`: the verifier on one ledger candidate, in a fresh process; the sealed
     receipt under ``receipts/`` and the page's ``verification_receipt``: one commit."""
     binding = read_binding(root, family)
@@ -509,7 +508,7 @@ def verify(root: Path, family: KernelFamily, *, vid: str | None = None, cand_nam
         txn.write(page_ref.rel, page.with_frontmatter({"verification_receipt": _rel_link(page_ref.rel, receipt_rel)}).to_text())
         txn.write(family.journal, append_record(txn.read(family.journal), {
             "op": "verify", "vid": page_ref.exp_id, "cand": row.cand, "receipt": receipt_rel, "verdict": data["verdict"],
-            "mode": mode, "at": now_iso()}))
+            "mode": mode, "at": now_iso(clock)}))
         sha = txn.commit(f"kernel({family.slug} {page_ref.exp_id}): {mode} receipt of {row.cand} — {data['verdict']}")
         return {"family": family.slug, "vid": page_ref.exp_id, "cand": row.cand, "receipt": receipt_rel,
                 "verdict": data["verdict"], "reasons": reasons, "speedup": data.get("timing", {}).get("speedup"),
@@ -606,20 +605,20 @@ class KernelFiling:
 
 
 def file_verdict(root: Path, family: KernelFamily, *, verdict: str, reason: str | None = None, vid: str | None = None,
-                 leads: dict[str, str] | None = None, dry_run: bool = False, date: str | None = None) -> dict:
+                 leads: dict[str, str] | None = None, dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki kernel file` (K7, K8): the capped verdict, the page's Results, Profile, HLO Dump,
     Verdict and leads; the family page's Current best, Frontier exp and hypotheses;
     RESULTS.tsv and the log's digest line: one commit."""
     if verdict not in ex.VERDICTS:
         raise WikiError(f"--verdict {verdict!r} is not one of {', '.join(ex.VERDICTS)}")
-    date = date or today()
+    date = date or today(clock)
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
         records, page_ref = open_experiment(root, family, txn, vid)
         filing = decide_kernel_filing(root, family, records, page_ref, verdict, leads, date)
         txn.write(page_ref.rel, kernel_filed_page_text(filing, reason))
         moved = _update_family_page(txn, root, family, filing)
-        _record_kernel_filing(txn, family, filing, moved)
+        _record_kernel_filing(txn, family, filing, moved, at=now_iso(clock))
         result = {"family": family.slug, "vid": page_ref.exp_id, "page": page_ref.rel, "verdict": filing.verdict,
                   "requested": verdict, "capped": filing.caps, "speedup": filing.ratio, "current_best_moved": moved,
                   "leads": sorted(filing.leads), "recovered": lock.recovered}
@@ -721,7 +720,7 @@ def _family_leads(family_page, family: KernelFamily, filing: KernelFiling):
         variant_section.body if variant_section else "", {}, {lever}))
 
 
-def _record_kernel_filing(txn: LaneTxn, family: KernelFamily, filing: KernelFiling, moved: bool) -> None:
+def _record_kernel_filing(txn: LaneTxn, family: KernelFamily, filing: KernelFiling, moved: bool, *, at: str) -> None:
     """The filing's log digest line, RESULTS.tsv row and journal record."""
     page_ref, ratio, filed = filing.page_ref, filing.ratio, filing.verdict
     delta = f"{ratio:.3g}x vs reference" if ratio else "no speedup measured"
@@ -735,7 +734,7 @@ def _record_kernel_filing(txn: LaneTxn, family: KernelFamily, filing: KernelFili
         "description": f"{filing.lever}: {page_ref.frontmatter.get('hypothesis', '')}"}))
     txn.write(family.journal, append_record(txn.read(family.journal), {
         "op": "file", "vid": page_ref.exp_id, "verdict": filed, "requested": filing.requested,
-        "receipt": filing.receipt_rel, "frontier_moved": moved, "at": now_iso()}))
+        "receipt": filing.receipt_rel, "frontier_moved": moved, "at": at}))
 
 
 def open_validation_stub(root: Path, family: KernelFamily, page_ref: ExperimentPage, ratio: float | None,
@@ -768,14 +767,14 @@ def open_validation_stub(root: Path, family: KernelFamily, page_ref: ExperimentP
 
 
 def rule_out(root: Path, family: KernelFamily, lever: str, *, reason: str, dry_run: bool = False,
-             date: str | None = None) -> dict:
+             date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki kernel rule-out`: record on the family page that a lever of the class page
     cannot apply, and why on mechanism (the close counts it as covered)."""
     if not _SLUG_RE.fullmatch(lever):
         raise WikiError(f"lever {lever!r} is not lower-case words joined by '-'")
     if len(reason.split()) < 4 or ex.is_placeholder(reason):
         raise WikiError("--reason must say why the lever cannot apply, on mechanism (a sentence, not a placeholder)")
-    date = date or today()
+    date = date or today(clock)
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
         if not txn.exists(family.family_page):
@@ -788,7 +787,7 @@ def rule_out(root: Path, family: KernelFamily, lever: str, *, reason: str, dry_r
             page = page.with_frontmatter({"updated": date})
         txn.write(family.family_page, page.to_text())
         txn.write(family.journal, append_record(txn.read(family.journal), {
-            "op": "rule-out", "lever": lever, "reason": " ".join(reason.split()), "at": now_iso()}))
+            "op": "rule-out", "lever": lever, "reason": " ".join(reason.split()), "at": now_iso(clock)}))
         result = {"family": family.slug, "lever": lever, "reason": " ".join(reason.split()), "recovered": lock.recovered}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}

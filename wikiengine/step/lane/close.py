@@ -14,37 +14,33 @@ line quoting the ALL-CLEAR verbatim, marks the session stopped, and commits.
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
+from wikiengine.core.clock import utc_date, utc_iso, utcnow
+from wikiengine.core.errors import Refused, WikiError
 from wikiengine.model import experiment as ex
-from wikiengine.step import writers as lw
 from wikiengine.model import logbook
-from wikiengine.core.errors import WikiError
-from wikiengine.step.audit import check_authorization, run_audit
 from wikiengine.model.journal import append_record
 from wikiengine.step.lane.wake import STATE_REL, load_lane_run
-from wikiengine.core.clock import utc_iso
+from wikiengine.step import writers as lw
+from wikiengine.step.audit import check_authorization, run_audit
 from wikiengine.step.txn import LaneLock, LaneTxn
 from wikiengine.model.journal import dispatch_expectations
 
-EXIT_REFUSED = 3
 
-
-class StopRefused(WikiError):
+class StopRefused(Refused):
     """The gate stays shut (exit 3)."""
-
-    exit_code = EXIT_REFUSED
 
 
 def pause(root: Path, *, clock=None, dry_run: bool = False, backend=None) -> dict:
     run = load_lane_run(root, backend)
-    now = (clock or (lambda: dt.datetime.now(dt.timezone.utc)))()
+    clock = clock or utcnow
+    now = clock()
     if run.state.status != "running":
         raise WikiError(f"the session is {run.state.status}, not running: nothing to pause")
     with LaneLock(root, run.lane):
         txn = LaneTxn(root, run.lane)
-        entry = logbook.render_entry(now.date().isoformat(), "pause", f"session {run.state.session} paused",
+        entry = logbook.render_entry(utc_date(now), "pause", f"session {run.state.session} paused",
                                      {"Notes": "paused by wiki loop stop --pause; the lane stays open; "
                                                "no ceiling or stop claim is made"})
         txn.write(run.lane.log, logbook.insert_entry(txn.read(run.lane.log), entry))
@@ -59,7 +55,8 @@ def pause(root: Path, *, clock=None, dry_run: bool = False, backend=None) -> dic
 def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, backend=None) -> dict:
     """The gated stop (see the module docstring); raises StopRefused with the reasons."""
     run = load_lane_run(root, backend)
-    now = (clock or (lambda: dt.datetime.now(dt.timezone.utc)))()
+    clock = clock or utcnow
+    now = clock()
     if run.state.status == "stopped":
         raise WikiError("the session is already stopped")
     audit = run_audit(root, run.lane, closing=True, backend=run.backend, config=run.config)
@@ -80,7 +77,7 @@ def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, ba
     for workload in running:
         run.backend.delete(workload.name)
         actions.append(f"reaped {workload.name}")
-    done = lw.backfill(root, run.lane, run.backend)
+    done = lw.backfill(root, run.lane, run.backend, clock=clock)
     actions += [f"backfilled {b['vid']} ({b['verdict']})" for b in done["backfilled"]]
     records_text = (root / run.lane.journal).read_text(encoding="utf-8") if (root / run.lane.journal).is_file() else ""
     dispatched = dispatch_expectations(lw.parse_journal(records_text, run.lane.journal))
@@ -91,7 +88,8 @@ def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, ba
         lw.file_experiment(root, run.lane, page.exp_id, verdict="invalid" if never_ran else "inconclusive",
                            metrics={}, profile_path=None, hlo_path=None,
                            reason=("never dispatched: resolved by wiki loop stop" if never_ran
-                                   else "the session stopped before a verdict: resolved by wiki loop stop"))
+                                   else "the session stopped before a verdict: resolved by wiki loop stop"),
+                           clock=clock)
         actions.append(f"resolved open stub {page.exp_id} ({'invalid' if never_ran else 'inconclusive'})")
     from wikiengine.lint.runner import lint
 
@@ -100,7 +98,7 @@ def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, ba
         raise StopRefused("stop refused: wiki lint is not clean after closing the lane:\n  " + "\n  ".join(left[:10]))
     with LaneLock(root, run.lane):
         txn = LaneTxn(root, run.lane)
-        entry = logbook.render_entry(now.date().isoformat(), "stop", f"wiki loop stop: session {run.state.session} closed",
+        entry = logbook.render_entry(utc_date(now), "stop", f"wiki loop stop: session {run.state.session} closed",
                                      {"Final audit": record["all_clear"],
                                       "Notes": "; ".join(actions) or "nothing left to reap or resolve"})
         txn.write(run.lane.log, logbook.insert_entry(txn.read(run.lane.log), entry))

@@ -10,28 +10,25 @@ clusters: nothing is written.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from wikiengine.step import writers as lw
+from wikiengine.core.clock import utc_date, utc_iso, utcnow
+from wikiengine.core.errors import Busy, WikiError
 from wikiengine.model import logbook
-from wikiengine.core.errors import WikiError
 from wikiengine.model.journal import append_record, parse_journal
 from wikiengine.step.lane.wake import STATE_REL, lane_config
-from wikiengine.core.clock import utc_iso
 from wikiengine.model.state import LaneState
 from wikiengine.step.txn import LaneLock, LaneTxn
 from wikiengine.model.lanes import Lane
+from wikiengine.step import writers as lw
 
 STOP_AUTHORIZED = ".stop-authorized"
 MAX_LOCAL_TRACKS = 8
 
 
-class NoFreeClusters(WikiError):
-    """Every candidate cluster is busy or unknown (exit 1, nothing written)."""
-
-    exit_code = 1
+class NoFreeClusters(Busy):
+    """Every candidate cluster is busy or unknown (exit 7, nothing written)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +86,7 @@ def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "lo
         raise WikiError(f"the lane's program has no launch_cmd in its ## Config: {lane.program}")
     settings = lw.lane_settings(root, lane)
     pool = local_pool(wanted) if backend == "local" else gke_pool(root, lane, wanted, tpu, topology)
-    now = (clock or (lambda: dt.datetime.now(dt.timezone.utc)))()
+    now = (clock or utcnow)()
     with LaneLock(root, lane):
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
@@ -98,7 +95,7 @@ def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "lo
                      "tracks": pool.slots, "backend": backend, "parallelism": len(pool.slots)}
         txn.write(lane.journal, append_record(journal, {"op": "start", "session": session, **constants,
                                                         "first": first, "at": utc_iso(now)}))
-        entry = logbook.render_entry(now.date().isoformat(), "start", "wiki loop start session begin", {
+        entry = logbook.render_entry(utc_date(now), "start", "wiki loop start session begin", {
             "Cluster pool": pool.description, "Parallelism": str(len(pool.slots)),
             "First-pick hypothesis": first or "to be formulated at the first wake",
             "Notes": f"session {session}; USER_PREFIX {settings.user_prefix}, MODEL_NAME {lane.model_name}, "

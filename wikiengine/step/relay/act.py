@@ -20,15 +20,15 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
+from wikiengine.core.clock import utc_date, utc_iso
+from wikiengine.core.errors import Refused, WikiError
 from wikiengine.executors.compute import CapacityError, ComputeBackend, LaunchRecord, LaunchRequest, Quota, SessionState
 from wikiengine.model import memory
-from wikiengine.core.errors import WikiError
 from wikiengine.model.state import Claim, RelayState
-from wikiengine.core.clock import utc_iso
 from wikiengine.step.relay.decide import Decision, SessionView
 
 
-class LaunchRefused(Exception):
+class LaunchRefused(Refused):
     """The backend refused the launch for capacity: infrastructure, the row closes unspent (row 25)."""
 
 
@@ -136,7 +136,7 @@ def record_emergencies(root: Path, state: RelayState, decision: Decision, now: d
     from wikiengine.core.secrets import redact
 
     for emergency in reversed(decision.emergencies):  # newest first: the first emergency ends on top
-        memory.prepend_error(root, now.strftime("%Y-%m-%d"), emergency.kind, redact(emergency.summary), state.run,
+        memory.prepend_error(root, utc_date(now), emergency.kind, redact(emergency.summary), state.run,
                              decision.step if decision.step is not None else "none", "blocked: no launch",
                              redact(emergency.evidence))
     first = decision.emergencies[0]

@@ -33,10 +33,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wikiengine.core.errors import ExitCode
 from wikiengine.executors.store import FINAL_PATH, checkpoint_path
 from wikiengine.step.relay.decide import Emergency
 from wikiengine.step.relay.records import FINAL_KEY
-
 
 
 @dataclass
@@ -67,7 +67,13 @@ def verify_all(store, revision: str, max_steps: int, recorded: dict[str, str]) -
     recorded digest, and every recorded checkpoint must still be in the store. Raises
     :class:`training.checkpoint.CheckpointError` naming the checkpoint and the file that differs.
     """
-    from wikiengine.training.checkpoint import FINAL_FILES, MANIFEST_NAME, CheckpointError, read_verified_from_store, verify_files
+    from wikiengine.training.checkpoint import (
+        FINAL_FILES,
+        MANIFEST_NAME,
+        CheckpointError,
+        read_verified_from_store,
+        verify_files,
+    )
 
     steps = sorted({int(p.split("/")[1].split("-")[1]) for p in store.list_files("ckpt", revision)
                     if p.count("/") >= 2 and p.split("/")[1].startswith("checkpoint-")
@@ -127,7 +133,7 @@ def run_in_clean_room(argv: list[str]) -> subprocess.CompletedProcess:
 
 def publish(final_files: dict[str, bytes], target: Path, run: str) -> Path:
     """Write the final weights and their manifest to ``target`` (atomically, file by file)."""
-    from wikiengine.training.checkpoint import atomic_write_bytes
+    from wikiengine.core.atomic import atomic_write_bytes
 
     target.mkdir(parents=True, exist_ok=True)
     model = final_files["model.safetensors"]
@@ -272,10 +278,9 @@ def report_path(root: Path, run: str, config: dict) -> tuple[Path, bool]:
 
 def finish_run(run, state, clock) -> FinishResult:
     """Every stage of seed section 4 that has not already left its result."""
+    from wikiengine.core.atomic import atomic_write_text
     from wikiengine.executors.store import StoreError
     from wikiengine.training.checkpoint import CheckpointError
-
-    from wikiengine.core.atomic import atomic_write_text
 
     result = FinishResult()
     store, config, root = run.store, run.config, run.root
@@ -298,7 +303,7 @@ def finish_run(run, state, clock) -> FinishResult:
     try:
         check = run_in_clean_room([sys.executable, "-m", "wikiengine.step.relay.finish", "clean-room-check", str(target)])
     except CleanRoomError as exc:
-        check = subprocess.CompletedProcess([], 3, "", str(exc))
+        check = subprocess.CompletedProcess([], ExitCode.REFUSED, "", str(exc))
     if check.returncode != 0:
         result.emergency = Emergency("publish_failed", "the clean-room check failed",
                                      (check.stderr or check.stdout)[-2000:])
@@ -339,6 +344,6 @@ def finish_run(run, state, clock) -> FinishResult:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "clean-room-check":
         print(json.dumps(clean_room_check(Path(sys.argv[2]))))
-        raise SystemExit(0)
+        raise SystemExit(ExitCode.OK)
     print("usage: python -m wikiengine.step.relay.finish clean-room-check DIR", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(ExitCode.BAD_INPUT)

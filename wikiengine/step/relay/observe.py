@@ -20,12 +20,13 @@ import hashlib
 import json
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from wikiengine.executors.compute import ComputeBackend, ComputeError, SessionState
+from wikiengine.core.errors import WikiError
 from wikiengine.core.secrets import redact
+from wikiengine.executors.compute import ComputeBackend, ComputeError, SessionState
 from wikiengine.executors.store import (
     CheckpointStore,
     Pointer,
@@ -38,7 +39,6 @@ from wikiengine.executors.store import (
     pointer_message,
 )
 from wikiengine.model import memory
-from wikiengine.core.errors import WikiError
 from wikiengine.model.memory import AssetRow, parse_iso
 from wikiengine.model.state import RelayState
 from wikiengine.step.relay.decide import Finding, Observations, SessionView, Settings
@@ -407,7 +407,7 @@ def claimed_view(compute: ComputeBackend, job: str, slug: str) -> SessionView:
         sessions = compute.list_sessions()
     except ComputeError:
         return SessionView(job, slug, SessionState.UNKNOWN)
-    for ref, state in sessions:
+    for ref, _state in sessions:
         if ref == slug or ref.split("/")[-1] == slug.split("/")[-1]:
             return session_view(compute, job, ref, None)
     if any(state == SessionState.UNKNOWN for _, state in sessions):
@@ -605,17 +605,15 @@ def append_only_edits(root: Path) -> tuple[str, ...]:
     reverted leaves nothing to report. A ``wiki unblock`` commit (a person's recorded
     decision) accepts the tables as they stand at that commit.
     """
-    import subprocess
+    from wikiengine.core import git
 
     paths = sorted({f"{memory.MEMORY_DIR}/{name}" for name, _, _ in APPEND_ONLY})
-    log = subprocess.run(["git", "log", "--reverse", "--format=%H%x00%s", "--", *paths,
-                          f"{memory.MEMORY_DIR}/{memory.STATE_FILE}"], cwd=root, capture_output=True, text=True)
-    commits = [line.split("\x00", 1) for line in log.stdout.splitlines() if "\x00" in line]
-    if log.returncode != 0 or not commits:
+    log = git.out(root, "log", "--reverse", "--format=%H%x00%s", "--", *paths, f"{memory.MEMORY_DIR}/{memory.STATE_FILE}")
+    commits = [line.split("\x00", 1) for line in log.splitlines() if "\x00" in line]
+    if not commits:
         return ()
-    wanted = "".join(f"{sha}:{path}\n" for sha, _ in commits for path in paths)
-    batch = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input=wanted.encode(), capture_output=True)
-    blobs = iter(_batch_blobs(batch.stdout, len(commits) * len(paths)))
+    blobs = iter(blob.decode("utf-8", errors="replace") if blob is not None else None
+                 for blob in git.cat_file_batch(root, [f"{sha}:{path}" for sha, _ in commits for path in paths]))
     introduced: dict[tuple[str, str, int], tuple[tuple[str, ...], str]] = {}
     last: dict[tuple[str, str], list[tuple[str, ...]]] = {}
     changed_in: dict[tuple[str, str, int], str] = {}  # the first commit where a row left its first content
@@ -650,22 +648,6 @@ def append_only_edits(root: Path) -> tuple[str, ...]:
             found.append(f"{path}: row {number + 1} of '## {section}' was '{' | '.join(first)}' when {origin[:12]} "
                          f"added it; {changed_in[(path, section, number)][:12]} {change}")
     return tuple(found)
-
-
-def _batch_blobs(out: bytes, count: int) -> list[str | None]:
-    """The blobs of ``git cat-file --batch`` output, in request order (None for a missing one)."""
-    blobs, at = [], 0
-    for _ in range(count):
-        end = out.index(b"\n", at)
-        header = out[at:end].split()
-        at = end + 1
-        if len(header) < 3 or header[1] != b"blob":
-            blobs.append(None)
-            continue
-        size = int(header[2])
-        blobs.append(out[at:at + size].decode("utf-8", errors="replace"))
-        at += size + 1
-    return blobs
 
 
 def _table_rows(text: str, section: str, columns: tuple[str, ...]) -> list[tuple[str, ...]] | None:
