@@ -615,7 +615,6 @@ def _lane(w: _Real, model: str, lane: str, count: int, subdir: bool, sizes, hws)
     stubs = set(range(count - 2, count))  # the last two are stubs left in progress
     lane_log: list[tuple[dt.date, str]] = []
     results = ["exp_id\tdate\ttps\tmfu_percent\tstep_time_ms\tpeak_hbm_gib\tconfig\tstatus\tdescription"]
-    best: dict[str, tuple[float, str, str]] = {}  # row -> (mfu, id, rel)
     supported: dict[str, list[tuple[float, str, str]]] = {}
     filed_by_day: list[tuple[dt.date, str, str]] = []
     number = 0
@@ -791,7 +790,6 @@ def _experiment(w, rel, page_id, slug, topic, day, variant, verdict, in_progress
 
 
 def _lane_files(w: _Real, model: str, lane: str, lane_dir: str, lane_log: list, results: list, heavy: bool) -> None:
-    rng = w.rng
     folder = lane_dir.rsplit("/", 1)[0]
     older = (model, lane) == OLDER_LANE
     if f"{folder}/program.md" not in w.files:

@@ -8,10 +8,10 @@ import textwrap
 
 import pytest
 
+from tests.fakes.fixtures import hub_env, kaggle_env, loopback_only  # noqa: F401 - pytest fixtures
 from wikiengine.executors.hub_store import HubStore
 from wikiengine.executors.kaggle_compute import KaggleCompute
 from wikiengine.executors.registry import BackendConfigError, make_compute, make_store
-from tests.fakes.fixtures import hub_env, kaggle_env, loopback_only  # noqa: F401 - pytest fixtures
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wikiengine.model.cascade import Layer, fold, layer_of, resolve
 from wikiengine.core.errors import CascadeError, SchemaError, WikiError
 from wikiengine.core.page import parse_page
+from wikiengine.model.cascade import Layer, fold, layer_of, resolve
 from wikiengine.model.targets import target_for_kernel, target_for_model, target_for_run
 
 ROOT = """# Root

@@ -11,9 +11,6 @@ import json
 
 import pytest
 
-from wikiengine.executors.compute import ComputeBackend, ComputeUnavailableError, SessionState
-from wikiengine.executors.kaggle_compute import KaggleCompute
-from wikiengine.executors.local_compute import LocalProcessCompute
 from tests.fakes.fake_kaggle import Run, status_fault
 from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
     KAGGLE_TEST_USER,
@@ -23,6 +20,9 @@ from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
     loopback_only,
     sleeps,
 )
+from wikiengine.executors.compute import ComputeBackend, ComputeUnavailableError, SessionState
+from wikiengine.executors.kaggle_compute import KaggleCompute
+from wikiengine.executors.local_compute import LocalProcessCompute
 from wikiengine.step.relay.observe import claimed_view
 
 pytest.importorskip("kubernetes")

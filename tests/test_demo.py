@@ -60,9 +60,8 @@ def test_wiki_demo_from_a_fresh_clone_ends_complete(tmp_path):
 
 def test_the_scaffolded_tiny_program_resolves_and_validates(tmp_path):
     """The demo's program passes the run-config schema and pins a bootstrap that renders."""
-    from wikiengine.model import cascade
-    from wikiengine.model import targets
     from wikiengine._cli.demo import scaffold
+    from wikiengine.model import cascade, targets
     from wikiengine.step.relay.act import bootstrap_text
     from wikiengine.step.relay.decide import Settings, session_boundaries
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -230,7 +229,7 @@ def scaffold_run(root: Path, changes: dict) -> None:
     (root / "wiki" / "runs" / "program.md").write_text("# runs\n\n## Session grid\n\nOn the grid.\n")
     (root / "wiki" / "runs" / "r" / "program.md").write_text(f"# r\n\n## Config\n\n```yaml\n{text}```\n")
     if not os.path.lexists(root / "memory" / "STATE.md"):
-        memory.scaffold(root, "r", dt.datetime(2026, 9, 21, 3, tzinfo=dt.timezone.utc))
+        memory.scaffold(root, "r", dt.datetime(2026, 9, 21, 3, tzinfo=dt.UTC))
     LocalGitStore.create(root / "store")
 
 

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from wikiengine.core.secrets import redact, safe_message
 from wikiengine.executors.http_policy import (
     DeadlineExceeded,
     RetriesExhausted,
@@ -15,7 +16,6 @@ from wikiengine.executors.http_policy import (
     call_with_retries,
     retry_after_seconds,
 )
-from wikiengine.core.secrets import redact, safe_message
 
 
 class Flaky(Exception):

@@ -8,6 +8,17 @@ import time
 
 import pytest
 
+from tests.fakes.fake_hub import Fault, status_fault
+from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
+    REPO_ID,
+    RecordingSleep,
+    fake_hub,
+    fast_policy,
+    hub_env,
+    hub_store,
+    loopback_only,
+    sleeps,
+)
 from wikiengine.executors.hub_store import HubStore
 from wikiengine.executors.store import (
     FileMissingError,
@@ -16,17 +27,6 @@ from wikiengine.executors.store import (
     StoreError,
     StoreUnavailableError,
     checkpoint_path,
-)
-from tests.fakes.fake_hub import Fault, status_fault
-from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
-    loopback_only,
-    REPO_ID,
-    RecordingSleep,
-    fake_hub,
-    fast_policy,
-    hub_env,
-    hub_store,
-    sleeps,
 )
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
@@ -293,10 +293,10 @@ def test_config_never_holds_a_token(tmp_path, hub_env):
 def test_trainer_saves_and_relay_check_run_end_to_end_through_the_hub(hub_store, fake_hub, tmp_path):
     """The trainer's session saves to the Hub (with a lost commit answer and a 429 on the way)
     and the relay's section 1 check, pinned to one head, finds nothing wrong."""
-    from wikiengine.training import session
-    from wikiengine.training.demo import create_demo_run
     from wikiengine.step.relay.decide import Settings
     from wikiengine.step.relay.observe import read_snapshot, run_checks
+    from wikiengine.training import session
+    from wikiengine.training.demo import create_demo_run
 
     run = create_demo_run(tmp_path / "demo", max_steps=8, session_steps=8)
     fake_hub.inject("commit", Fault("call", action=lambda: None), Fault("land_then_status", status=502))

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.core.page import parse_page
+from wikiengine.lint.config import LintConfig, load_config
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL_DIR = "wiki/experiments/gemma4_autoresearch_optimization"
@@ -202,9 +202,9 @@ def test_dir_that_is_a_file_is_bad_input(tmp_path):
 
 
 def test_memory_scaffolds_a_relay_that_wiki_step_can_wake_on(tmp_path):
+    from wikiengine.demos.scaffold import DEMO_TEMPLATE
     from wikiengine.model import memory
     from wikiengine.model.state import RelayState
-    from wikiengine.demos.scaffold import DEMO_TEMPLATE
 
     out = init(tmp_path, "--memory", "ounce")
     assert {"memory/STATE.md", "memory/QUOTA.md", "memory/ASSETS.md", "memory/ERRORS.md", "store/",

@@ -8,6 +8,17 @@ import json
 
 import pytest
 
+from tests.fakes.fake_kaggle import Fault, Run, status_fault
+from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
+    KAGGLE_TEST_KEY,
+    KAGGLE_TEST_USER,
+    fake_kaggle,
+    fast_policy,
+    kaggle_env,
+    kaggle_json,
+    loopback_only,
+    sleeps,
+)
 from wikiengine.executors.compute import (
     CapacityError,
     ComputeError,
@@ -17,17 +28,6 @@ from wikiengine.executors.compute import (
     SessionStatus,
 )
 from wikiengine.executors.kaggle_compute import KaggleCompute, LaunchBlockedError, classify_exit, split_ref
-from tests.fakes.fake_kaggle import Fault, Run, status_fault
-from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
-    loopback_only,
-    KAGGLE_TEST_KEY,
-    KAGGLE_TEST_USER,
-    fake_kaggle,
-    fast_policy,
-    kaggle_env,
-    kaggle_json,
-    sleeps,
-)
 
 SLUG = f"{KAGGLE_TEST_USER}/ounce100m-p4-session2"
 BOOTSTRAP = 'import os\nos.environ["QUOTA_LEFT_HOURS"] = "22.5"\nprint("bootstrap")\n'
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.usefixtures("loopback_only")
 
 class Clock:
     def __init__(self):
-        self.now = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.timezone.utc)
+        self.now = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.UTC)
 
     def __call__(self):
         return self.now
@@ -113,7 +113,7 @@ def test_status_life_and_log_tail_poll_the_returned_ref(compute, fake_kaggle):
 def test_quota_reads_used_total_and_refresh(compute, fake_kaggle):
     quota = compute.quota()
     assert quota.used_hours == 7.5 and quota.total_hours == 30.0 and quota.left_hours == 22.5
-    assert quota.refresh_at == dt.datetime(2026, 12, 5, tzinfo=dt.timezone.utc)
+    assert quota.refresh_at == dt.datetime(2026, 12, 5, tzinfo=dt.UTC)
 
 
 def test_exit_inside_two_minutes_is_refused_to_start_with_the_reason_from_the_log(compute, fake_kaggle):

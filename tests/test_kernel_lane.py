@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from wikiengine.model import receipt as kernel_receipt
 from wikiengine._cli.main import main
-from wikiengine.demos.kernel import CANDIDATES, CLASS_PAGE, FAMILY, OP_POINT, REFERENCE, _CANDIDATE_HEAD, scaffold
 from wikiengine.core.errors import WikiError
+from wikiengine.demos.kernel import _CANDIDATE_HEAD, CANDIDATES, CLASS_PAGE, FAMILY, OP_POINT, REFERENCE, scaffold
+from wikiengine.lint.runner import lint
+from wikiengine.model import receipt as kernel_receipt
+from wikiengine.model.kernels import KernelFamily, derive_slug, operation_name
 from wikiengine.step.kernel.verdicts import KernelEvidence, LeverFact, StopFacts, cap_kernel_verdict, stop_rule
 from wikiengine.step.kernel.verify import verify
-from wikiengine.model.kernels import KernelFamily, derive_slug, operation_name
-from wikiengine.lint.runner import lint
 
 FAM = KernelFamily(FAMILY)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from wikiengine.core.page import parse_page
 from wikiengine.model import kernel_page as kp
 from wikiengine.model import receipt as kernel_receipt
-from wikiengine.core.page import parse_page
 
 LINES = st.sampled_from([
     "## Candidate ledger", "## Candidate ledger — 3 candidates", "## Candidate plan", "## Next hypotheses",

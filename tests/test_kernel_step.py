@@ -18,10 +18,10 @@ import pytest
 from tests.test_kernel_lane import FAM, family, git, kernel  # noqa: F401 - family is a fixture
 from wikiengine._cli.main import main
 from wikiengine.demos.kernel import FAMILY, OP_POINT
-from wikiengine.step.kernel.verdicts import KernelEvidence
-from wikiengine.step.kernel.decide import KernelView, Lead, decide, next_wake_s
-from wikiengine.model.state import KernelState, state_mode
 from wikiengine.lint.runner import lint
+from wikiengine.model.state import KernelState, state_mode
+from wikiengine.step.kernel.decide import KernelView, Lead, decide, next_wake_s
+from wikiengine.step.kernel.verdicts import KernelEvidence
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
+from wikiengine.core.identity import workload_name
 from wikiengine.executors.compute import CapacityError, ComputeError, ComputeUnavailableError
 from wikiengine.executors.lane_backend import ARTIFACT_KEYS, LaneBackend, LaunchConflict, LaunchSpec, WorkloadNotFound
 from wikiengine.executors.lane_local import LocalLaneBackend
 from wikiengine.executors.lane_runner import group_members
-from wikiengine.core.identity import workload_name
 
 ENV_DIR = Path(__file__).parent / "data" / "env"
 USER, MODEL, LANE = "alice", "gemma4", "tpu"
@@ -115,8 +115,8 @@ class GkeHarness(Harness):
     python = "python3"
 
     def __init__(self, api, kube, cluster):
-        from wikiengine.executors.gke.occupancy import Me
         from wikiengine.executors.gke.lane import GkeLaneBackend
+        from wikiengine.executors.gke.occupancy import Me
 
         self.api, self.kube = api, kube
         self.backend = GkeLaneBackend(kube, cluster.namespace, cluster=cluster, me=Me(USER, MODEL, LANE),
@@ -184,8 +184,8 @@ def harness(request, tmp_path, monkeypatch):
         yield LocalHarness(tmp_path)
         return
     pytest.importorskip("kubernetes")
-    from wikiengine.executors.gke.clusters import parse_cluster_file
     from tests.fakes.fake_k8s import FakeKubeApi
+    from wikiengine.executors.gke.clusters import parse_cluster_file
 
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     with FakeKubeApi(stall_s=5.0) as api:
@@ -541,8 +541,8 @@ def test_gke_a_jobset_failed_before_any_pod_ran_has_no_exit_code_but_a_reason(gk
 @pytest.mark.parametrize("harness", ["gke"], indirect=True)
 def test_gke_connect_reaches_the_cluster_through_its_kubeconfig_context(gke, tmp_path):
     from wikiengine.executors.gke.clusters import parse_cluster_file
-    from wikiengine.executors.gke.occupancy import Me
     from wikiengine.executors.gke.lane import GkeLaneBackend
+    from wikiengine.executors.gke.occupancy import Me
 
     cluster = parse_cluster_file(ENV_DIR / "gke-v5p-2x2x2-dave.md")
     kubeconfig = gke.api.write_kubeconfig(tmp_path / "kubeconfig", [cluster.context])

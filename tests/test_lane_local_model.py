@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
+from tests.test_lane_backend_contract import MODEL_DIR, _alive, wait_for
+from wikiengine.core.identity import workload_name
 from wikiengine.executors.compute import CapacityError
 from wikiengine.executors.lane_backend import LaunchConflict, LaunchSpec
 from wikiengine.executors.lane_local import LocalLaneBackend, _group_alive, _runner_alive
-from tests.test_lane_backend_contract import MODEL_DIR, _alive, wait_for
-from wikiengine.core.identity import workload_name
 
 KINDS = {
     "ok": "print('started', flush=True)",
@@ -114,7 +114,7 @@ class LocalLaneModel(RuleBasedStateMachine):
             for name in self.launched:
                 assert self.backend.status(name).is_finished
                 pgid = _runner_pid(self.backend.folder / name)  # the runner leads the run's group
-                wait_for(lambda: not _group_alive(pgid), f"{name} to be dead", deadline_s=5)
+                wait_for(lambda pgid=pgid: not _group_alive(pgid), f"{name} to be dead", deadline_s=5)
         finally:
             self.tmp.cleanup()
 

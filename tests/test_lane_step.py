@@ -18,9 +18,9 @@ from wikiengine.core.errors import ExitCode
 from wikiengine.executors.compute import ComputeUnavailableError
 from wikiengine.executors.lane_backend import LaneWorkload
 from wikiengine.lint.runner import lint
+from wikiengine.model.journal import Expectation
 from wikiengine.model.lanes import Lane
 from wikiengine.step import writers as lw
-from wikiengine.model.journal import Expectation
 from wikiengine.step.lane.decide import LaneLimits, TrackView, decide_track, next_wake_s
 from wikiengine.step.lane.start import NoFreeClusters, start_session
 from wikiengine.step.lane.wake import wake

@@ -21,12 +21,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from tests.test_lane_step import LANE, MemoryBackend
 from tests.test_lane_writers import PROPOSAL, REPO
+from wikiengine.lint.runner import lint
 from wikiengine.model import experiment as ex
 from wikiengine.step import txn as lane_txn
 from wikiengine.step import writers as lw
-from wikiengine.step.lane.wake import wake
 from wikiengine.step.lane.start import start_session
-from wikiengine.lint.runner import lint
+from wikiengine.step.lane.wake import wake
 
 pytestmark = pytest.mark.slow
 

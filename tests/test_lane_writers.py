@@ -10,7 +10,6 @@ the verdict caps of seeds 001/003 hold.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -369,8 +368,8 @@ def test_row22_a_writer_killed_anywhere_is_finished_by_the_next(wiki, point):
 
 
 def test_a_torn_redo_record_is_discarded(wiki):
-    from wikiengine.step.txn import LaneLock, redo_path
     from wikiengine.model.lanes import Lane
+    from wikiengine.step.txn import LaneLock, redo_path
 
     lane = Lane("gemma4_autoresearch_optimization", "tpu")
     record = redo_path(wiki, lane)

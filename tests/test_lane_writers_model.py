@@ -35,11 +35,11 @@ from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from wikiengine.core.errors import WikiError
+from wikiengine.lint.runner import lint
+from wikiengine.model.lanes import Lane
 from wikiengine.step import txn as lane_txn
 from wikiengine.step import writers as lane_writers
-from wikiengine.core.errors import WikiError
-from wikiengine.model.lanes import Lane
-from wikiengine.lint.runner import lint
 
 REPO = Path(__file__).resolve().parent.parent
 LANE = Lane("gemma4_autoresearch_optimization", "tpu")

@@ -57,7 +57,7 @@ def test_save_is_two_commits_checkpoint_then_pointer(store, tmp_path):
     assert [c.title for c in commits[:2]] == ["latest -> 127", "checkpoint 127"]
     assert [c.id for c in commits[:2]] == [pointer, checkpoint]
     assert commits[1].date <= commits[0].date
-    assert abs((dt.datetime.now(dt.timezone.utc) - commits[0].date).total_seconds()) < 3600  # real times
+    assert abs((dt.datetime.now(dt.UTC) - commits[0].date).total_seconds()) < 3600  # real times
     assert store.read_pointer(pointer) == Pointer(127, "ckpt/checkpoint-127")
     assert store.read_pointer(checkpoint) is None  # the folder commit alone does not move the pointer
     assert store.read_file("latest.json", pointer) == b'{"step": 127, "path_in_repo": "ckpt/checkpoint-127"}\n'

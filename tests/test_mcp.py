@@ -17,9 +17,9 @@ import anyio
 import jsonschema
 import pytest
 
-from wikiengine.core import argschema
-from wikiengine._cli.main import build_parser
 from wikiengine._cli import mcp as mcp_command
+from wikiengine._cli.main import build_parser
+from wikiengine.core import argschema
 
 pytest.importorskip("mcp")
 

@@ -11,7 +11,7 @@ from wikiengine.model import memory
 from wikiengine.model.memory import MemoryFormatError
 from wikiengine.model.state import Claim, RelayState
 
-NOW = dt.datetime(2026, 9, 21, 3, 14, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 9, 21, 3, 14, tzinfo=dt.UTC)
 
 
 @pytest.fixture()

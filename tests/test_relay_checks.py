@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_relay_support import CONFIG, checkpoint_files, save_checkpoint
 
 from wikiengine.executors.local_store import LocalGitStore
-from test_relay_support import CONFIG, checkpoint_files, save_checkpoint
 from wikiengine.step.relay.decide import Settings
 from wikiengine.step.relay.observe import read_snapshot, run_checks
 

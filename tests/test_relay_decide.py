@@ -21,8 +21,8 @@ from wikiengine.step.relay.decide import (
 )
 from wikiengine.step.relay.records import SessionRecord
 
-NOW = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.timezone.utc)
-RESET = dt.datetime(2026, 9, 26, 0, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.UTC)
+RESET = dt.datetime(2026, 9, 26, 0, 0, tzinfo=dt.UTC)
 SEED = Settings(max_steps=3814, save_steps=127, session_steps=762, tokens_per_step=262144, samples_per_step=256,
                 dataset_files_sha="53df4708526da5c8", shuffle_perm_sha="c6f617b96f502d96", session_hours=7.0,
                 reserve_hours=0.5, session_timeout_s=25200, claim_ttl_s=600)
@@ -282,9 +282,9 @@ def test_a_warning_finding_does_not_block():
 
 
 def test_settings_from_the_seed_program_config():
-    from wikiengine.model import cascade
-    from wikiengine.model import targets
     from pathlib import Path
+
+    from wikiengine.model import cascade, targets
 
     root = Path(__file__).resolve().parents[1]
     config = cascade.resolve(targets.target_for_run(root, "ounce100m")).config
@@ -296,10 +296,10 @@ def test_settings_from_the_seed_program_config():
 
 @pytest.mark.parametrize("bad", [3814.0, True, "3814"])
 def test_row10_a_count_that_is_not_an_exact_int_is_refused(bad):
-    from wikiengine.model import cascade
-    from wikiengine.model import targets
-    from wikiengine.core.errors import WikiError
     from pathlib import Path
+
+    from wikiengine.core.errors import WikiError
+    from wikiengine.model import cascade, targets
 
     root = Path(__file__).resolve().parents[1]
     config = dict(cascade.resolve(targets.target_for_run(root, "ounce100m")).config, max_steps=bad)

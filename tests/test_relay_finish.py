@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_relay_support import checkpoint_files, final_files, save_checkpoint, save_final
 
 from wikiengine.executors.local_store import LocalGitStore
-from test_relay_support import checkpoint_files, final_files, save_checkpoint, save_final
-from wikiengine.training.checkpoint import CheckpointError, build_manifest
 from wikiengine.step.relay import finish
+from wikiengine.training.checkpoint import CheckpointError, build_manifest
 
 
 def _recorded(*steps, final=None):

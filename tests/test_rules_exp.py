@@ -8,9 +8,7 @@ import pytest
 
 from tests.rules_wiki import (
     LANE,
-    MODEL_PAGE,
     NOT_RECOVERED,
-    OTHER_LANE,
     assert_finds,
     commit_all,
     experiment_page,

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from tests.rules_wiki import commit_all, git, git_init
-from wikiengine.model import receipt as kernel_receipt
 from wikiengine.lint import lint
 from wikiengine.lint.config import LintConfig
+from wikiengine.model import receipt as kernel_receipt
 
 FAMILY_DIR = "wiki/kernel_experiments/layernorm/pallas"
 FAMILY_PAGE = "wiki/kernels/layernorm.md"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.rules_wiki import LANE, assert_finds, experiment_page, findings, write
+from tests.rules_wiki import LANE, experiment_page, findings, write
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.rules._logs import parse_heading
 from wikiengine.lint.runner import lint

@@ -13,7 +13,7 @@ from tests.rules_wiki import commit_all, findings, git_init, write
 from wikiengine.model import memory
 
 RUN = "ounce100m"
-NOW = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 9, 21, 3, 0, tzinfo=dt.UTC)
 QUOTA, ASSETS, STATE, ERRORS = "memory/QUOTA.md", "memory/ASSETS.md", "memory/STATE.md", "memory/ERRORS.md"
 
 

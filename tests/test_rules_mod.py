@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from tests.rules_wiki import LANE, MODEL_PAGE, TEMPLATE_SECTIONS, assert_finds, experiment_page, findings, write
+from tests.rules_wiki import LANE, MODEL_PAGE, assert_finds, experiment_page, findings, write
 
 MODEL = "wiki/models/gemma4-tpu.md"
 V042 = f"{LANE}/2026-06-02-v042-splash.md"

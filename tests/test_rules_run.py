@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-from tests.rules_wiki import LANE, MODEL_DIR, assert_finds, findings, frontmatter, write
+from tests.rules_wiki import LANE, findings, write
 
 LANE_LOG = f"{LANE}/log.md"
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 
-import pytest
-
 from tests.rule_fixtures import build, expected, rendered
 from tests.rules_wiki import git
 from wikiengine.lint import lint
 from wikiengine.lint.baseline import BASELINE_FILE
 from wikiengine.lint.config import LintConfig
+
 
 def test_lnk001_checks_a_submodule_once_it_is_checked_out(tmp_path):
     """The fixture's absent submodule is unverifiable; checked out, its links are checked."""

@@ -4,9 +4,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-from tests.rules_wiki import LANE, assert_finds, experiment_page, findings, write
+from tests.rules_wiki import LANE, experiment_page, findings, write
 
 PAGE = f"{LANE}/2026-06-02-v042-splash.md"
 

@@ -10,7 +10,17 @@ from pathlib import Path
 import pytest
 
 from wikiengine.core.errors import ExitCode, WikiError
-from wikiengine.model.journal import LAPSED, MET, PENDING, REASK, SEEN, UNKNOWN, UNSEEN, Expectation, dispatch_expectations
+from wikiengine.model.journal import (
+    LAPSED,
+    MET,
+    PENDING,
+    REASK,
+    SEEN,
+    UNKNOWN,
+    UNSEEN,
+    Expectation,
+    dispatch_expectations,
+)
 from wikiengine.step import engine
 from wikiengine.step.result import WakeResult, locked_result
 from wikiengine.step.txn import REDO, UNDO, UndoRecord, record_path, recover

@@ -7,8 +7,8 @@ import copy
 import json
 
 import pytest
+from test_relay_support import CONFIG, Clock, checkpoint_files, git, make_wiki
 
-from wikiengine.executors.hub_store import HubStore
 from tests.fakes.fake_hub import Fault as HubFault
 from tests.fakes.fake_kaggle import Fault as KaggleFault
 from tests.fakes.fake_kaggle import Run
@@ -22,7 +22,7 @@ from tests.fakes.fixtures import (  # noqa: F401 - pytest fixtures
     kaggle_env,
     loopback_only,
 )
-from test_relay_support import CONFIG, Clock, checkpoint_files, git, make_wiki
+from wikiengine.executors.hub_store import HubStore
 from wikiengine.model import memory
 from wikiengine.model.state import RelayState
 from wikiengine.step.relay.wake import run_step

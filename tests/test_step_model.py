@@ -19,11 +19,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings, strategies as st
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from test_relay_support import CONFIG, Clock, FakeCompute, git, make_wiki, save_checkpoint
 
 from wikiengine.executors.compute import SessionState
-from test_relay_support import CONFIG, Clock, FakeCompute, git, make_wiki, save_checkpoint
 from wikiengine.model import memory
 from wikiengine.model.state import RelayState
 from wikiengine.step.relay import act

@@ -12,8 +12,6 @@ import sys
 import time
 
 import pytest
-
-from wikiengine.executors.local_store import LocalGitStore
 from relay_process import (
     pointer_step,
     process_wiki,
@@ -24,10 +22,12 @@ from relay_process import (
     wiki_step,
 )
 from test_relay_support import checkpoint_files, save_checkpoint
-from wikiengine.training.checkpoint import build_manifest
+
 from wikiengine.core import clock
+from wikiengine.executors.local_store import LocalGitStore
 from wikiengine.model import memory
 from wikiengine.model.state import RelayState
+from wikiengine.training.checkpoint import build_manifest
 
 
 @pytest.fixture()
@@ -43,7 +43,7 @@ def run_sessions(root, count):
     for number in range(1, count + 1):
         code, out, err = wiki_step(root)
         assert out.get("decision") == "launch", (out, err)
-        wait_for(lambda: session_ended(root, number), what=f"session {number} to end")
+        wait_for(lambda number=number: session_ended(root, number), what=f"session {number} to end")
     return wiki_step(root)
 
 
@@ -55,7 +55,7 @@ def test_row08_item1_a_rewritten_checkpoint_and_manifest_never_complete(tmp_path
     for number in (1, 2, 3):
         code, out, err = wiki_step(root)
         assert out["decision"] == "launch", (out, err)
-        wait_for(lambda: session_ended(root, number), what=f"session {number}")
+        wait_for(lambda number=number: session_ended(root, number), what=f"session {number}")
     store = LocalGitStore(root / "store")
     files = checkpoint_files(24)
     files["model.safetensors"] = b"weights 24!"
@@ -178,10 +178,10 @@ def test_row27_item8_a_kill_after_real_progress_is_not_a_fast_exit(tmp_path, cle
     for number, step in ((1, 4), (2, 8)):
         code, out, err = wiki_step(root)
         assert out["decision"] == "launch", (out, err)
-        wait_for(lambda: pointer_step(root) == step, what=f"checkpoint {step}")
+        wait_for(lambda step=step: pointer_step(root) == step, what=f"checkpoint {step}")
         pid = json.loads((session_dir(root, number) / "session.json").read_text())["pid"]
         os.killpg(pid, signal.SIGKILL)
-        wait_for(lambda: _dead(pid), what="the kill")
+        wait_for(lambda pid=pid: _dead(pid), what="the kill")
     code, out, err = wiki_step(root)
     assert out["decision"] == "launch", (out, err)
     assert memory.read_errors(root) == []
@@ -252,7 +252,7 @@ def test_row38_item6_an_edited_ledger_row_blocks_even_after_the_trusted_commit_i
 def _now():
     import datetime as dt
 
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 @pytest.mark.parametrize("block, key", [("store", "token"), ("compute", "key")])

@@ -23,10 +23,10 @@ from test_relay_support import (
     save_final,
 )
 
-from wikiengine.model.state import RelayState
 from wikiengine.core.errors import WikiError
 from wikiengine.executors.compute import SessionState
 from wikiengine.model import memory
+from wikiengine.model.state import RelayState
 from wikiengine.step.engine import lock_path
 from wikiengine.step.relay import act
 from wikiengine.step.relay.wake import run_step
@@ -849,7 +849,7 @@ def test_row28_item7_a_park_whose_reset_has_passed_reads_the_quota_again(wiki):
     compute.quota_left = 1.0
     assert step(wiki).decision == "park"
     assert RelayState.read(root).reset_at == "2026-09-26T00:00:00Z"
-    clock.now = dt.datetime(2026, 9, 27, 1, 0, tzinfo=dt.timezone.utc)  # the reset passed; still not funded
+    clock.now = dt.datetime(2026, 9, 27, 1, 0, tzinfo=dt.UTC)  # the reset passed; still not funded
     result = step(wiki)
     assert result.decision == "park" and RelayState.read(root).reset_at == "2026-10-03T00:00:00Z"
     compute.quota_left = 30.0

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
 
 from wikiengine.training.demo import create_demo_run
 from wikiengine.training.launch import (
@@ -26,9 +27,6 @@ from wikiengine.training.launch import (
     pin_bootstrap,
     render_bootstrap,
 )
-
-
-from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
 
 PROJECT = Path(__file__).resolve().parents[1]
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid", "GIT_COMMITTER_NAME": "t",

@@ -9,6 +9,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
 
 from wikiengine.training.checkpoint import read_verified_local, write_checkpoint
 from wikiengine.training.config import ConfigError, RunConfig, config_from_dict, load_config, tiny_demo_config
@@ -23,9 +24,6 @@ from wikiengine.training.data import (
 from wikiengine.training.make_corpus import generate
 from wikiengine.training.model import PRESETS, build_model, count_parameters
 from wikiengine.training.trainer import Trainer, lr_at, resolve_precision
-
-
-from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
 
 
 def test_shipped_corpus_regenerates_byte_for_byte(tmp_path):

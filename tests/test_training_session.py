@@ -12,14 +12,12 @@ import textwrap
 
 import pytest
 import torch
+from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
 
 from wikiengine.executors.local_store import LocalGitStore
 from wikiengine.training import session
 from wikiengine.training.checkpoint import read_cursor, read_trainer_state, read_verified_from_store
 from wikiengine.training.demo import create_demo_run
-
-
-from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
 
 
 def _events(capsys) -> list[dict]:

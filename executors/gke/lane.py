@@ -25,6 +25,7 @@ import re
 import shlex
 from pathlib import Path
 
+from wikiengine.core.errors import WikiError
 from wikiengine.executors.compute import ComputeError, SessionState
 from wikiengine.executors.gke.clusters import ClusterFile
 from wikiengine.executors.gke.dispatch import (
@@ -56,7 +57,6 @@ from wikiengine.executors.lane_backend import (
     parse_workload_name,
     split_workload_name,
 )
-from wikiengine.core.errors import WikiError
 
 _STATE = {SessionState.QUEUED: "queued", SessionState.RUNNING: "running",
           SessionState.COMPLETE: "succeeded", SessionState.ERROR: "failed"}

@@ -189,7 +189,7 @@ class FakeKubeApi:
                 {"name": "slice-job", "active": active, "ready": active, "succeeded": 0, "failed": 0, "suspended": 0}
             ]
         }
-        now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         conds = [
             {"type": c, "status": "True", "reason": c, "message": f"jobset {c.lower()}", "lastTransitionTime": now}
             for c in (conditions or [])
@@ -217,7 +217,7 @@ class FakeKubeApi:
         self, name: str, jobset: str, log: str, *, namespace: str = "default", exit_code: int | None = None
     ) -> None:
         """Seed a pod of a JobSet with its log text; ``exit_code`` makes its container terminated with it."""
-        now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         status: dict = {"phase": "Succeeded", "startTime": now}
         if exit_code is not None:
             status["phase"] = "Succeeded" if exit_code == 0 else "Failed"
@@ -279,7 +279,7 @@ class FakeKubeApi:
         fits = [n for n in sorted(self.nodes) if self.scheduling
                 and all(self.nodes[n]["metadata"]["labels"].get(k) == v for k, v in selector.items())
                 and int(self.nodes[n]["status"]["allocatable"].get(TPU_RESOURCE, 0)) - used.get(n, 0) >= wanted]
-        now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         if not fits:
             status.update({"phase": "Pending", "conditions": [{
                 "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
@@ -298,8 +298,8 @@ class FakeKubeApi:
         """The kubelet's view on read: a pod past its activeDeadlineSeconds has failed."""
         deadline, start = pod["spec"].get("activeDeadlineSeconds"), pod["status"].get("startTime")
         if deadline is not None and start and pod["status"].get("phase") == "Running":
-            started = dt.datetime.strptime(start, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
-            if (dt.datetime.now(dt.timezone.utc) - started).total_seconds() > int(deadline):
+            started = dt.datetime.strptime(start, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+            if (dt.datetime.now(dt.UTC) - started).total_seconds() > int(deadline):
                 pod["status"].update({"phase": "Failed", "reason": "DeadlineExceeded",
                                       "message": "Pod was active on the node longer than the specified deadline"})
         return pod
@@ -322,7 +322,7 @@ class FakeKubeApi:
     def _stamp(obj: dict) -> None:
         meta = obj["metadata"]
         meta.setdefault("uid", str(uuid.uuid4()))
-        meta.setdefault("creationTimestamp", dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        meta.setdefault("creationTimestamp", dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
         meta["resourceVersion"] = str(uuid.uuid4().int % 10**9)
 
     # -- serving ----------------------------------------------------------------------

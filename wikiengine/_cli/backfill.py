@@ -45,10 +45,10 @@ def backend_for(args, root, lane):
 
 
 def run(args) -> int:
-    from wikiengine.executors.compute import ComputeError
-    from wikiengine.step import writers as lane_writers
     from wikiengine.core.errors import WikiError
+    from wikiengine.executors.compute import ComputeError
     from wikiengine.model.targets import repository_root
+    from wikiengine.step import writers as lane_writers
 
     root = repository_root(args.root)
     lane = lane_writers.lane_for(root, args.names)

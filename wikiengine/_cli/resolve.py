@@ -41,8 +41,8 @@ def add_parser(subparsers) -> None:
 
 
 def _pick_target(args, root):
-    from wikiengine.model import targets
     from wikiengine.core.errors import WikiError
+    from wikiengine.model import targets
 
     # `--kernel ''` is a bad name, not a missing one: test for None, not for truth.
     chosen = [bool(args.names), args.kernel is not None, args.run_name is not None]
@@ -103,8 +103,7 @@ def identity_of(program) -> dict:
 
 
 def run(args) -> int:
-    from wikiengine.model import cascade
-    from wikiengine.model import targets
+    from wikiengine.model import cascade, targets
 
     root = targets.repository_root(args.root)
     if args.list:

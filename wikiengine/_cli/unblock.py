@@ -54,11 +54,11 @@ def run(args) -> int:
 
 
 def _unblock(root, reason: str, *, as_json: bool = False) -> int:
+    from wikiengine.core import clock
+    from wikiengine.core.errors import WikiError
     from wikiengine.core.git import check_repository, commit_paths, dirty_paths
     from wikiengine.model import memory
     from wikiengine.model.state import RelayState
-    from wikiengine.core import clock
-    from wikiengine.core.errors import WikiError
     from wikiengine.step.relay.wake import MEMORY_PATHS
 
     check_repository(root)

@@ -49,11 +49,10 @@ def add_parser(subparsers) -> None:
 
 def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) -> tuple[dict, int]:
     from wikiengine.core.clock import utcnow
-    from wikiengine.model.state import state_mode
+    from wikiengine.model.state import LaneState, state_mode
     from wikiengine.step import writers as lane_writers
     from wikiengine.step.audit import run_audit, write_authorization, write_cursor
     from wikiengine.step.lane.wake import lane_config, last_wake, make_backend, session_tracks
-    from wikiengine.model.state import LaneState
 
     state = LaneState.read(root) if state_mode(root) == "lane" else None
     if names:

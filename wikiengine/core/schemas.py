@@ -29,7 +29,7 @@ def schema_names() -> list[str]:
     return sorted(p.name[: -len(".schema.json")] for p in schema_dir().glob("*.schema.json"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_schema(name: str) -> dict:
     """The schema called ``name`` (``experiment`` -> ``schema/experiment.schema.json``)."""
     path = schema_dir() / f"{name}.schema.json"
@@ -41,7 +41,7 @@ def load_schema(name: str) -> dict:
         raise WikiError(f"schema is not valid JSON: {exc.msg}", path, exc.lineno) from None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _validator(name: str):
     import jsonschema
 

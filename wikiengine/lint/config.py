@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from wikiengine.model.logbook import DEFAULT_OPS
-from wikiengine.model.cascade import DEFAULT_ADDITIVE_MARKER
 from wikiengine.core.errors import WikiError
 from wikiengine.lint.options import Option, check, selector, unknown_name
+from wikiengine.model.cascade import DEFAULT_ADDITIVE_MARKER
+from wikiengine.model.logbook import DEFAULT_OPS
 
 DEFAULT_LOG_OPS = DEFAULT_OPS  # wikiengine.model.logbook: the vocabulary of each tier
 
@@ -98,9 +99,9 @@ class LintConfig:
 
 def check_selectors(selectors: list[str], known: list[str], what: str, where: Path | None = None) -> None:
     """WikiError naming ``what`` (and ``where``) for a selector that matches no rule code."""
-    for selector in selectors:
-        if not any(code.startswith(selector) for code in known):
-            raise WikiError(f"{what} names no rule: {selector!r}", where)
+    for wanted in selectors:
+        if not any(code.startswith(wanted) for code in known):
+            raise WikiError(f"{what} names no rule: {wanted!r}", where)
 
 
 # Every rule takes ``since``; a rule declares its own options in ``Rule.options``.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from wikiengine.lint.finding import Finding
 from wikiengine.core.text import counted
+from wikiengine.lint.finding import Finding
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 

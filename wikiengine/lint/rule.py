@@ -42,14 +42,15 @@ cannot afford on a wiki of thousands of pages.
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, ClassVar, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, ClassVar
 
 from wikiengine.lint.finding import Finding
 from wikiengine.lint.options import Option
 
 if TYPE_CHECKING:
-    from wikiengine.lint.context import LintContext, PageInfo
     from wikiengine.core.page import Page
+    from wikiengine.lint.context import LintContext, PageInfo
 
 
 class Rule:

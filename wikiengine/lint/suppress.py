@@ -11,6 +11,7 @@ directive. A code that silenced nothing is reported as ``WK100`` (like ruff's RU
 from __future__ import annotations
 
 import re
+
 from wikiengine.lint.finding import Finding
 
 MARK = "wiki-lint:"

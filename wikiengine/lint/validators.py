@@ -11,7 +11,7 @@ page that failed) agree.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 _IMPORT_LINE = "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException"
 

@@ -22,12 +22,12 @@ The family page keeps leads under ``## Cross-variant open hypotheses`` and
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
+from wikiengine.core.git import out as git_out
 from wikiengine.core.page import Page, split_lines, title_key
 from wikiengine.model.variant_matrix import split_row
-from wikiengine.core.git import out as git_out
 
 CANDIDATE_PLAN = "Candidate plan"
 CANDIDATE_LEDGER = "Candidate ledger"

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from wikiengine.model.experiment import is_experiment_file_name
 from wikiengine.core.identity import MODEL_DIR_SUFFIX, model_name
+from wikiengine.model.experiment import is_experiment_file_name
 
 EXPERIMENTS_ROOT = "wiki/experiments"
 MODELS_DIR = "wiki/models"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from wikiengine.model.experiment import real_date
 from wikiengine.core.page import Page
+from wikiengine.model.experiment import real_date
 
 GLOBAL_LOG = "wiki/log.md"
 # Ops of each tier (conventions.md), plus the ones this engine and older wikis write.

@@ -8,10 +8,10 @@ from pathlib import Path
 
 def lane_owner(root: Path | None, model: str | None, lane: str | None, user_prefix: str | None = None):
     """Whose workloads count as mine: (USER_PREFIX, model, lane), and where the prefix came from."""
-    from wikiengine.executors.gke.occupancy import Me
     from wikiengine.core import identity
-    from wikiengine.model import targets
     from wikiengine.core.errors import WikiError
+    from wikiengine.executors.gke.occupancy import Me
+    from wikiengine.model import targets
 
     if not model or not lane:
         raise WikiError("name the MODEL and LANE whose workloads count as mine (or use --list)")
@@ -36,8 +36,8 @@ def lane_owner(root: Path | None, model: str | None, lane: str | None, user_pref
 
 def candidate_clusters(env_dir: Path, tpu: str | None, topology: str | None):
     """The cluster files of ``env_dir`` of the one TPU shape asked for (or the only one there)."""
-    from wikiengine.executors.gke.clusters import discover_clusters, shapes
     from wikiengine.core.errors import WikiError
+    from wikiengine.executors.gke.clusters import discover_clusters, shapes
 
     everything = discover_clusters(env_dir)
     if not everything:

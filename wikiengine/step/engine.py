@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from wikiengine.core.clock import Clock, utcnow
 from wikiengine.core.errors import WikiError

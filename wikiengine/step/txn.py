@@ -27,11 +27,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.errors import WikiError
 from wikiengine.core.git import CommitProbe, git_dir
 from wikiengine.core.locks import FileLock
 from wikiengine.model.lanes import Lane
-from wikiengine.core.atomic import atomic_write_text
 
 LOCK_TIMEOUT_S = 120
 REDO, UNDO = "redo", "undo"  # a killed write is finished (lane and kernel writers) or undone (a relay wake)

@@ -14,19 +14,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from wikiengine.model import experiment as ex
-from wikiengine.model.experiment import ExperimentPage
-from wikiengine.model import logbook
-from wikiengine.model import results_tsv
 from wikiengine.core.clock import Clock, now_iso, today, utcnow
 from wikiengine.core.errors import WikiError
-from wikiengine.core.text import folded
-from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, parse_journal, used_ids
-from wikiengine.step.txn import LaneLock, LaneTxn
-from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.core.page import parse_page
+from wikiengine.core.text import folded
+from wikiengine.model import experiment as ex
+from wikiengine.model import logbook, results_tsv
+from wikiengine.model.experiment import ExperimentPage
+from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, parse_journal, used_ids
+from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, cell_number, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
+from wikiengine.step.txn import LaneLock, LaneTxn
 
 DEFAULT_METRIC = "mfu"
 DEFAULT_NOISE_BAND_PCT = 1.0
@@ -67,9 +66,8 @@ def lane_for(root: Path, names: list[str]) -> Lane:
 
 def lane_settings(root: Path, lane: Lane) -> LaneSettings:
     """USER_PREFIX and the metric settings from the lane's resolved program."""
-    from wikiengine.model import cascade
-    from wikiengine.model import targets
     from wikiengine.core.identity import resolve_user_prefix
+    from wikiengine.model import cascade, targets
 
     # PRG002 validates the config against its schema; the writers only read it
     program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name), validate=False)

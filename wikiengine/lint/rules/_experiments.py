@@ -20,6 +20,8 @@ import bisect
 import re
 from typing import TYPE_CHECKING
 
+from wikiengine.core.identity import MODEL_DIR_SUFFIX, model_name
+from wikiengine.lint.kinds import experiment_lane, kind_of
 from wikiengine.model.experiment import (  # noqa: F401 - the rules import these from here
     DEFAULT_ID_PATTERN,
     FILED,
@@ -40,8 +42,6 @@ from wikiengine.model.experiment import (  # noqa: F401 - the rules import these
     section_titles,
     sections_led_by,
 )
-from wikiengine.core.identity import MODEL_DIR_SUFFIX, model_name
-from wikiengine.lint.kinds import experiment_lane, kind_of
 from wikiengine.model.lanes import Lane
 
 if TYPE_CHECKING:
@@ -89,8 +89,8 @@ def lane_conventions(ctx: LintContext, lane_key: tuple[str, str]) -> dict:
     """
     cache = lint_cache(ctx, "lane-conventions")
     if lane_key not in cache:
-        from wikiengine.model.cascade import resolve
         from wikiengine.core.errors import WikiError
+        from wikiengine.model.cascade import resolve
         from wikiengine.model.targets import target_for_path
 
         try:

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-
 from wikiengine.core import git as core_git
-from wikiengine.model.kernels import family_of_path
 from wikiengine.lint.rules._experiments import lint_cache
 from wikiengine.model.experiment import ExperimentPage
+from wikiengine.model.kernels import family_of_path
 
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo

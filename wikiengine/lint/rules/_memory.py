@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from wikiengine.model import memory
 from wikiengine.core.errors import WikiError
 from wikiengine.core.page import parse_page
+from wikiengine.model import memory
 
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext

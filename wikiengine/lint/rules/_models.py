@@ -10,15 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wikiengine.model.experiment import ExperimentPage, metric_of
 from wikiengine.lint.rules._experiments import (
     canonical_id,
     compiled,
     experiment_facts,
-    lint_cache,
     lane_ids,
+    lint_cache,
     sections_led_by,
 )
+from wikiengine.model.experiment import ExperimentPage, metric_of
 from wikiengine.model.variant_matrix import CURRENT_BEST, VARIANT_MATRIX, VariantMatrix, cell_reference, parse_matrix
 
 if TYPE_CHECKING:

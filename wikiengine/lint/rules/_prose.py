@@ -4,7 +4,7 @@ line numbers kept, for rules that read ids or callouts in text (CON001, HYP003).
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _CODE_SPAN_RE = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from wikiengine.core.errors import WikiError
+from wikiengine.core.page import parse_page
 from wikiengine.lint.kinds import kind_of
 from wikiengine.lint.rule import Rule
-from wikiengine.core.page import parse_page
 from wikiengine.lint.rules._experiments import resolve_verdict
 
 

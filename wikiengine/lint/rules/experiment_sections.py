@@ -8,7 +8,6 @@ from dataclasses import replace
 from wikiengine.core.page import parse_page, split_lines
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
-from wikiengine.model.experiment import HYPOTHESIS_SECTION, LABELS, missing_labels  # noqa: F401 - --fix and tests use them here
 from wikiengine.lint.rules._experiments import (
     IN_PROGRESS,
     NOT_RECOVERED,
@@ -19,6 +18,7 @@ from wikiengine.lint.rules._experiments import (
     sections_led_by,
 )
 from wikiengine.lint.rules._shared import ExperimentPageRule
+from wikiengine.model.experiment import HYPOTHESIS_SECTION, LABELS, missing_labels  # noqa: F401 - --fix and tests use them here
 
 
 def _required(ctx, code: str = "EXP002", lane_key=None) -> tuple[str, ...]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from wikiengine.model.lanes import MODELS_DIR
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import key_line
+from wikiengine.model.lanes import MODELS_DIR
 from wikiengine.model.variant_matrix import parse_matrix
 
 

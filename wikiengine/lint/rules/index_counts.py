@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from wikiengine.model.lanes import INDEX
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules.broken_link import page_links
+from wikiengine.model.lanes import INDEX
 
 # Section name (lower case) -> the frontmatter `type` it catalogs (conventions.md).
 SECTION_TYPES = {

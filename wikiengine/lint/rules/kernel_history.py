@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from wikiengine.model.experiment import resolve_verdict
-from wikiengine.model.kernel_page import candidate_commits
-from wikiengine.model.kernel_page import ledger
-from wikiengine.lint.rule import Rule
 from wikiengine.core.page import parse_page
+from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._kernels import frontmatter_line, git, kernel_facts, kernel_pages_in_git
+from wikiengine.model.experiment import resolve_verdict
+from wikiengine.model.kernel_page import candidate_commits, ledger
 
 
 def _branch_exists(ctx, branch: str) -> bool:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from wikiengine.model.kernel_page import VERIFIER, ledger
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._kernels import frontmatter_line, kernel_facts, verdict_line
+from wikiengine.model.kernel_page import VERIFIER, ledger
 
 
 class SupportedNeedsVerifier(Rule):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from wikiengine.lint.rule import Rule
 from wikiengine.core.page import split_lines
+from wikiengine.lint.rule import Rule
 
 _FIELD_RE = re.compile(r"\*\*(?:Run|Step|Decision)\*\*")
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")

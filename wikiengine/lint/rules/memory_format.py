@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from wikiengine.model import memory
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._memory import ledger_table_rows, misnumbered
+from wikiengine.model import memory
 
 _PARSERS = {
     "memory-quota": memory.parse_ledger,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from wikiengine.model.experiment import frontmatter_date
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import experiment_facts, key_line, lane_files, model_page_lane
+from wikiengine.model.experiment import frontmatter_date
 
 
 def filed_on(facts) -> str | None:

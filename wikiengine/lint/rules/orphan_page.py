@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 
-from wikiengine.model.lanes import INDEX
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules.broken_link import page_links
+from wikiengine.model.lanes import INDEX
 
 # Pages that are found without a link: the catalog and logs, the cascade areas (reached
 # by folder: lanes, kernel families, runs), and generated pages (rule docs, codebase silos).

@@ -43,8 +43,8 @@ class ProgramConfigSchema(Rule):
     summary = "a resolved config block does not validate against its schema"
 
     def check_wiki(self, ctx):
-        from wikiengine.model.cascade import resolve
         from wikiengine.core.errors import WikiError
+        from wikiengine.model.cascade import resolve
         from wikiengine.model.targets import target_for_path
 
         seen = set()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from wikiengine.model.experiment import base_id, canonical_id
 from wikiengine.core.identity import MODEL_DIR_SUFFIX
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import compiled, lane_dirs, lane_ids
 from wikiengine.lint.rules._prose import prose_lines
+from wikiengine.model.experiment import base_id, canonical_id
 
 REFUTED_PATTERNS = "refuted-patterns.md"
 

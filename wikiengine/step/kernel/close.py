@@ -31,11 +31,11 @@ from wikiengine.model import kernel_page as kp
 from wikiengine.model import logbook
 from wikiengine.model.journal import append_record
 from wikiengine.model.kernels import KernelFamily
+from wikiengine.model.state import stage_end
 from wikiengine.model.variant_matrix import FRONTIER_EXP, cell_text, parse_matrix
 from wikiengine.step.kernel import git as kernel_git
 from wikiengine.step.kernel import run as kernel_run
 from wikiengine.step.kernel.verdicts import LeverFact, StopFacts, evidence_table, k9_state, lever_table, stop_rule
-from wikiengine.model.state import stage_end
 from wikiengine.step.kernel.writers import family_pages, journal_records, read_binding, resolve_receipt
 from wikiengine.step.txn import LaneLock, LaneTxn
 from wikiengine.step.writers import frontmatter_yaml

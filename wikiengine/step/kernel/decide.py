@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wikiengine.step.kernel.verdicts import KernelEvidence, cap_kernel_verdict
 from wikiengine.step.engine import MAX_WAKE_S, MIN_WAKE_S
+from wikiengine.step.kernel.verdicts import KernelEvidence, cap_kernel_verdict
 
 
 @dataclass(frozen=True)

@@ -179,7 +179,7 @@ def verify(reference_path: Path, candidate_path: Path, op_point: str, *, mode: s
     return {"verdict": "PASS" if not reasons else "FAIL", "reasons": reasons, "probe": probe, "parity": parity,
             "firing": firing, "timing": timing, "leads": leads, "hardware": device_token(), "mode": mode,
             "verifier": VERIFIER, "sources": sources(reference_path, candidate_path),
-            "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                   "probe": {}, "parity": {"pass": False}, "firing": {"pass": False}, "timing": {}, "leads": [],
                   "hardware": device_token(), "mode": args.mode, "verifier": VERIFIER,
                   "sources": sources(args.reference, args.candidate),
-                  "created": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+                  "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     json.dump(result, sys.stdout)
     return 0
 

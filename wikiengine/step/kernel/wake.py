@@ -24,18 +24,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from wikiengine.core.clock import utc_iso
+from wikiengine.core.errors import WikiError
+from wikiengine.core.page import parse_page
 from wikiengine.model import experiment as ex
 from wikiengine.model import kernel_page as kp
-from wikiengine.core.errors import WikiError
-from wikiengine.step import engine
-from wikiengine.step.result import WakeResult
-from wikiengine.model.state import STATE_REL, KernelState
-from wikiengine.step.kernel.decide import KernelDecision, KernelView, Lead, decide, next_wake_s
-from wikiengine.model.kernels import KernelFamily
 from wikiengine.model.journal import parse_journal
-from wikiengine.model.state import write_heartbeat
-from wikiengine.core.clock import utc_iso
-from wikiengine.core.page import parse_page
+from wikiengine.model.kernels import KernelFamily
+from wikiengine.model.state import STATE_REL, KernelState, write_heartbeat
+from wikiengine.step import engine
+from wikiengine.step.kernel.decide import KernelDecision, KernelView, Lead, decide, next_wake_s
+from wikiengine.step.result import WakeResult
 
 _WAKE_RE = re.compile(r"^Wake: (?P<line>.*)$", re.M)
 

@@ -17,28 +17,27 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from wikiengine.model import experiment as ex
-from wikiengine.model.experiment import ExperimentPage
-from wikiengine.step.kernel import git as kernel_git
-from wikiengine.model import receipt as kernel_receipt
-from wikiengine.step.kernel import run as kernel_run
-from wikiengine.model import logbook
-from wikiengine.model import results_tsv
-from wikiengine.model import kernel_page as kp
-from wikiengine.model.kernel_page import candidate_commits
+from wikiengine.core.clock import Clock, now_iso, today, utcnow
 from wikiengine.core.errors import WikiError
-from wikiengine.step.kernel.verdicts import KernelEvidence, cap_kernel_verdict
-from wikiengine.model.kernels import KernelFamily, derive_slug
-from wikiengine.model.journal import append_record, next_id, parse_journal, used_ids
-from wikiengine.step.txn import LaneLock, LaneTxn
 from wikiengine.core.git import ok as git_ok
 from wikiengine.core.git import out as git_out
-from wikiengine.core.text import folded
-from wikiengine.step.writers import frontmatter_yaml, parse_proposal, stub_head
-from wikiengine.core.clock import Clock, now_iso, today, utcnow
-from wikiengine.model.lanes import is_experiment_path
 from wikiengine.core.page import parse_page
+from wikiengine.core.text import folded
+from wikiengine.model import experiment as ex
+from wikiengine.model import kernel_page as kp
+from wikiengine.model import logbook, results_tsv
+from wikiengine.model import receipt as kernel_receipt
+from wikiengine.model.experiment import ExperimentPage
+from wikiengine.model.journal import append_record, next_id, parse_journal, used_ids
+from wikiengine.model.kernel_page import candidate_commits
+from wikiengine.model.kernels import KernelFamily, derive_slug
+from wikiengine.model.lanes import is_experiment_path
 from wikiengine.model.variant_matrix import CURRENT_BEST, FRONTIER_EXP, parse_matrix, render_matrix, set_cells
+from wikiengine.step.kernel import git as kernel_git
+from wikiengine.step.kernel import run as kernel_run
+from wikiengine.step.kernel.verdicts import KernelEvidence, cap_kernel_verdict
+from wikiengine.step.txn import LaneLock, LaneTxn
+from wikiengine.step.writers import frontmatter_yaml, parse_proposal, stub_head
 
 BINDING = "Family binding"
 DEFAULT_BAR = 1.05
@@ -741,8 +740,8 @@ def open_validation_stub(root: Path, family: KernelFamily, page_ref: ExperimentP
                          *, dry_run: bool) -> dict:
     """A supported optimization opens the model lane's validation stub (the lane writer's
     `wiki exp new`); it never moves a model page's Current best itself."""
-    from wikiengine.step import writers as lw
     from wikiengine.model.lanes import lane_of_path
+    from wikiengine.step import writers as lw
 
     profile = str(page_ref.frontmatter.get("profile", ""))
     lane = lane_of_path(profile)

@@ -20,12 +20,11 @@ from wikiengine.core.clock import utc_date, utc_iso, utcnow
 from wikiengine.core.errors import Refused, WikiError
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook
-from wikiengine.model.journal import append_record
-from wikiengine.step.lane.wake import STATE_REL, load_lane_run
+from wikiengine.model.journal import append_record, dispatch_expectations
 from wikiengine.step import writers as lw
 from wikiengine.step.audit import check_authorization, run_audit
+from wikiengine.step.lane.wake import STATE_REL, load_lane_run
 from wikiengine.step.txn import LaneLock, LaneTxn
-from wikiengine.model.journal import dispatch_expectations
 
 
 class StopRefused(Refused):

@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from wikiengine.model.journal import REASK, SEEN, UNKNOWN, UNSEEN, Expectation
-
 from wikiengine.step.engine import MAX_WAKE_S, MIN_WAKE_S
 
 

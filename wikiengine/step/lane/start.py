@@ -17,11 +17,11 @@ from wikiengine.core.clock import utc_date, utc_iso, utcnow
 from wikiengine.core.errors import Busy, WikiError
 from wikiengine.model import logbook
 from wikiengine.model.journal import append_record, parse_journal
-from wikiengine.step.lane.wake import STATE_REL, lane_config
-from wikiengine.model.state import LaneState
-from wikiengine.step.txn import LaneLock, LaneTxn
 from wikiengine.model.lanes import Lane
+from wikiengine.model.state import LaneState
 from wikiengine.step import writers as lw
+from wikiengine.step.lane.wake import STATE_REL, lane_config
+from wikiengine.step.txn import LaneLock, LaneTxn
 
 STOP_AUTHORIZED = ".stop-authorized"
 MAX_LOCAL_TRACKS = 8

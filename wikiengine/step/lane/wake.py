@@ -23,18 +23,18 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikiengine.model import experiment as ex
-from wikiengine.step import writers as lw
 from wikiengine.core.clock import timestamp, utc_iso
 from wikiengine.core.errors import WikiError
-from wikiengine.step import engine
-from wikiengine.step.result import WakeResult
-from wikiengine.step.lane.decide import LaneLimits, TrackDecision, TrackView, decide
-from wikiengine.model.journal import append_record, dispatch_expectations, parse_journal
-from wikiengine.model.state import heartbeat_path, write_heartbeat, LaneState, require_lane
-from wikiengine.step.txn import LaneLock, LaneTxn
-from wikiengine.model.lanes import Lane
 from wikiengine.core.page import parse_page
+from wikiengine.model import experiment as ex
+from wikiengine.model.journal import append_record, dispatch_expectations, parse_journal
+from wikiengine.model.lanes import Lane
+from wikiengine.model.state import LaneState, heartbeat_path, require_lane, write_heartbeat
+from wikiengine.step import engine
+from wikiengine.step import writers as lw
+from wikiengine.step.lane.decide import LaneLimits, TrackDecision, TrackView, decide
+from wikiengine.step.result import WakeResult
+from wikiengine.step.txn import LaneLock, LaneTxn
 
 STATE_REL = "memory/STATE.md"
 _YAML_BLOCK_RE = re.compile(r"```ya?ml\n(?P<body>.*?)```", re.S)
@@ -59,8 +59,7 @@ class LaneRun:
 
 
 def lane_config(root: Path, lane: Lane) -> dict:
-    from wikiengine.model import cascade
-    from wikiengine.model import targets
+    from wikiengine.model import cascade, targets
 
     try:
         return cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name)).config or {}
@@ -77,8 +76,8 @@ def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[d
         return LocalLaneBackend(root, lane.model_dir, lane.name)
     if kind == "gke":
         from wikiengine.executors.gke.clusters import discover_clusters
-        from wikiengine.executors.gke.occupancy import Me
         from wikiengine.executors.gke.lane import GkeLaneBackend
+        from wikiengine.executors.gke.occupancy import Me
         from wikiengine.executors.lane_pool import TrackPool
 
         image, storage = config.get("image"), config.get("storage_root")
@@ -600,7 +599,7 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
         "op": "complete", "vid": decision.vid, "workload": workload.name if workload else None,
         "state": workload.state if workload else None, "exit_code": exit_code, "metrics": metrics,
         "parity": parity, "baseline": baseline, "noise_band": band, "artifacts": run_outputs(arts),
-        "at": utc_iso(dt.datetime.fromtimestamp(lane.now, dt.timezone.utc))})
+        "at": utc_iso(dt.datetime.fromtimestamp(lane.now, dt.UTC))})
     lane.subjects.append(f"exp({decision.vid}): results of {workload.name if workload else decision.vid}")
     result.actions.append(f"track {decision.track}: processed {decision.vid} (Setup and Results filled); a verdict is owed")
 

@@ -11,22 +11,21 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
+from wikiengine.core.clock import utc_iso, utcnow
+from wikiengine.core.errors import WikiError
 from wikiengine.executors.compute import ComputeError
 from wikiengine.model import memory
-from wikiengine.core.errors import WikiError
-from wikiengine.core.clock import utcnow
-from wikiengine.step import engine
-from wikiengine.step.result import WakeResult
-from wikiengine.step.txn import UndoRecord, recover
 from wikiengine.model.state import RelayState as State
-from wikiengine.core.clock import utc_iso
+from wikiengine.step import engine
 from wikiengine.step.relay import act
 from wikiengine.step.relay.decide import Decision, Memory, Settings, decide
 from wikiengine.step.relay.observe import append_only_edits, new_digests, observe, slug_for
+from wikiengine.step.result import WakeResult
+from wikiengine.step.txn import UndoRecord, recover
 
 MEMORY_PATHS = tuple(f"{memory.MEMORY_DIR}/{name}" for name in memory.MEMORY_FILES)
 RELAY_KEY = "relay"  # the name of the relay's write record (its lock is the engine's wake lock)
@@ -51,9 +50,7 @@ class Run:
 def load_run(root: Path, state: State, store=None, compute=None) -> Run:
     """Resolve ``wiki/runs/<run>/program.md`` (validated, its written directories confined to
     the repository) and build its store and compute backends."""
-    from wikiengine.model import cascade
-    from wikiengine.model import runconfig
-    from wikiengine.model import targets
+    from wikiengine.model import cascade, runconfig, targets
 
     program = cascade.resolve(targets.target_for_run(root, state.run))
     config = program.config
