@@ -4,13 +4,7 @@ It pins a git revision and the sha256 of the session launcher, fetches the launc
 that revision, refuses to run it when the hash differs, and executes the very bytes
 it hashed. Only line 13 (QUOTA_LEFT_HOURS) changes per launch: see training.launch.
 """
-import hashlib  # noqa: E401
-import json
-import os
-import re
-import subprocess
-import sys
-import tempfile
+import hashlib, json, os, re, subprocess, sys, tempfile  # noqa: E401
 
 REPO = "UNPINNED"
 REV = "UNPINNED"
