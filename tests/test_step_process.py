@@ -24,6 +24,7 @@ from relay_process import (
 from test_relay_support import checkpoint_files, save_checkpoint
 
 from wikiengine.core import clock
+from wikiengine.core.errors import ExitCode
 from wikiengine.executors.local_store import LocalGitStore
 from wikiengine.model import memory
 from wikiengine.model.state import RelayState
@@ -62,7 +63,7 @@ def test_row08_item1_a_rewritten_checkpoint_and_manifest_never_complete(tmp_path
     files["manifest.json"] = build_manifest({k: v for k, v in files.items() if k != "manifest.json"}, 24)
     save_checkpoint(store, 24, files)
     code, out, err = wiki_step(root)
-    assert (code, out["decision"]) == (3, "blocked"), (out, err)
+    assert (code, out["decision"]) == (ExitCode.BLOCKED, "blocked"), (out, err)
     entry = memory.read_errors(root)[0]
     assert entry.kind == "checkpoint_altered" and "checkpoint-24" in entry.evidence
     assert RelayState.read(root).status == "blocked"
@@ -97,7 +98,7 @@ def test_row02_item2_a_pointer_regression_no_wake_saw_is_an_emergency(tmp_path, 
         four = next(c.id for c in store.list_commits(store.head()) if c.title == "latest -> 4")
         subprocess.run(["git", "--git-dir", str(store.path), "update-ref", "refs/heads/main", four], check=True)
     code, out, err = wiki_step(root)
-    assert (code, out["decision"]) == (3, "blocked"), (out, err)
+    assert (code, out["decision"]) == (ExitCode.BLOCKED, "blocked"), (out, err)
     entry = memory.read_errors(root)[0]
     assert entry.kind == "pointer_backwards"
     assert ("latest -> 8" in entry.evidence) if tamper == "new_pointer_commit" else ("session-1" in entry.evidence)
@@ -131,7 +132,7 @@ def test_item4_a_block_cancels_the_live_session(tmp_path, cleanup):
     assert out["decision"] == "launch", (out, err)
     wait_for(lambda: pointer_step(root) >= 8, what="checkpoint 8")
     code, out, err = wiki_step(root)
-    assert (code, out["decision"]) == (3, "blocked"), (out, err)
+    assert (code, out["decision"]) == (ExitCode.BLOCKED, "blocked"), (out, err)
     assert memory.read_errors(root)[0].kind == "loss_discontinuity"
     assert any("cancelled the live session-1" in a for a in out["actions"]), out["actions"]
     assert any("still running" in r for r in out["reasons"])
@@ -162,7 +163,7 @@ def test_row27_item8_a_corrupt_checkpoint_blocks_after_one_refusal(tmp_path, cle
     assert out["decision"] == "launch", (out, err)
     wait_for(lambda: session_ended(root, 2), what="session 2")
     code, out, err = wiki_step(root)
-    assert (code, out["decision"]) == (3, "blocked"), (out, err)
+    assert (code, out["decision"]) == (ExitCode.BLOCKED, "blocked"), (out, err)
     entry = memory.read_errors(root)[0]
     assert entry.kind == "checkpoint_corrupt" and "optimizer.pt" in entry.evidence
     assert not session_dir(root, 3).exists()
@@ -243,7 +244,7 @@ def test_row38_item6_an_edited_ledger_row_blocks_even_after_the_trusted_commit_i
     state.write_text(re.sub(r"trusted_commit: \S+", f"trusted_commit: {edit}", state.read_text()))
     git(root, "commit", "--quiet", "--no-verify", "-am", "move the trusted commit")
     code, out, err = wiki_step(root)
-    assert (code, out["decision"]) == (3, "blocked"), (out, err)
+    assert (code, out["decision"]) == (ExitCode.BLOCKED, "blocked"), (out, err)
     entry = memory.read_errors(root)[0]
     assert entry.kind == "immutable_page_edited" and "QUOTA.md: row 1" in entry.evidence and edit[:12] in entry.evidence
     assert not session_dir(root, 2).exists()

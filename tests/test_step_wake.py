@@ -23,7 +23,7 @@ from test_relay_support import (
     save_final,
 )
 
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import ExitCode, WikiError
 from wikiengine.executors.compute import SessionState
 from wikiengine.model import memory
 from wikiengine.model.state import RelayState
@@ -322,7 +322,7 @@ def test_row27_two_fast_exits_for_the_same_reason_block(wiki):
                 failure="refused: not enough free space")
     clock.advance(minutes=5)
     result = step(wiki)
-    assert result.decision == "blocked" and result.exit_code == 3
+    assert result.decision == "blocked" and result.exit_code == ExitCode.BLOCKED
     assert len(compute.launches) == 2
     (entry,) = memory.read_errors(root)
     assert entry.kind == "crash_loop" and "free space" in entry.evidence
@@ -354,7 +354,7 @@ def test_fault_tampered_store_blocks_with_evidence_and_no_launch(wiki, tmp_path,
         save_checkpoint(store, 20, checkpoint_files(20, cursor={"tokens_consumed": 20 * 512 + 1}))
     clock.advance(hours=1)
     result = step(wiki)
-    assert result.decision == "blocked" and result.exit_code == 3
+    assert result.decision == "blocked" and result.exit_code == ExitCode.BLOCKED
     assert len(compute.launches) == 2
     entry = memory.read_errors(root)[0]
     assert entry.kind == kind and entry.evidence

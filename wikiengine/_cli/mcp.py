@@ -45,7 +45,7 @@ TOOLS = (
     Tool("resolve", ("resolve",), omit=("audit",)),
     Tool("lint", ("lint",), omit=("format", "statistics", "list_rules", "explain", "write_baseline"),
          ok_exits=(ExitCode.OK, ExitCode.FINDINGS)),
-    Tool("step", ("step",), ok_exits=(ExitCode.OK, 3)),  # 3: a blocked run, until step/relay/wake.py returns BLOCKED
+    Tool("step", ("step",), ok_exits=(ExitCode.OK, ExitCode.BLOCKED)),  # a blocked run is an answer, not a failure
     Tool("exp_new", ("exp", "new")),
     Tool("exp_file", ("exp", "file")),
     Tool("exp_retry", ("exp", "retry")),

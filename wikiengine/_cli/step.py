@@ -29,7 +29,7 @@ act through the run's store and compute backends, write memory, commit it, print
 summary. Acts are idempotent: a wake re-run after a crash launches at most once.
 
 Exit status: 0 running / launched / parked / finished / waiting / locked (and every
-lane and kernel wake); 3 blocked (an
+lane and kernel wake); 5 blocked (an
 emergency, or a run a person must clear with `wiki unblock`); 2 bad input.
 """
 
