@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from wikiengine.core.errors import WikiError
 from wikiengine.executors.compute import Quota, SessionState
+from wikiengine.model.journal import MET, PENDING, SEEN, UNKNOWN, UNSEEN, Expectation
 from wikiengine.step.relay.records import CORRUPT_REASON, SessionRecord
 
 # ---------------------------------------------------------------- inputs
@@ -471,22 +472,28 @@ def _pointer_reasons(obs: Observations) -> tuple[str, ...]:
 
 def _claimed_launch(obs: Observations, mem: Memory, settings: Settings, reasons: tuple[str, ...],
                     check_at: dt.datetime) -> Decision | str:
-    """An unrecorded claim: wait while it is unknown or young, adopt it when it launched, else the
+    """An unrecorded claim is an expectation (``model/journal.py``), settled by what the backend
+    says of its job: wait while it is unknown or young, adopt it when it launched, else the
     reason to close it as unspent (rows 22, 23)."""
     claimed, step = obs.claimed, obs.pointer_step
-    if claimed is None or claimed.state == SessionState.UNKNOWN:
-        return Decision("wait", reasons + (f"the claimed launch {mem.claim_job} cannot be looked up "
-                        "(unknown is not gone); retry next wake",), step, next_check_at=check_at)
-    if claimed.state != SessionState.GONE:
+    claim = Expectation("launch", mem.claim_job, mem.claimed_at.timestamp() if mem.claimed_at else None,
+                        settings.claim_ttl_s)
+    sighting = (UNKNOWN if claimed is None or claimed.state == SessionState.UNKNOWN
+                else UNSEEN if claimed.state == SessionState.GONE else SEEN)
+    now = obs.now.timestamp()
+    settled = claim.settle(sighting, now)
+    if settled == MET:
         return Decision("adopt", reasons + (f"{mem.claim_job} was launched by an earlier wake "
                         f"({claimed.ref}, {claimed.state.value}): record it, launch nothing",), step,
                         job=mem.claim_job, next_check_at=check_at)
-    age = (obs.now - mem.claimed_at).total_seconds() if mem.claimed_at else float("inf")
-    if age < settings.claim_ttl_s:
+    if settled == PENDING and sighting == UNKNOWN:
+        return Decision("wait", reasons + (f"the claimed launch {mem.claim_job} cannot be looked up "
+                        "(unknown is not gone); retry next wake",), step, next_check_at=check_at)
+    if settled == PENDING:
         return Decision("wait", reasons + (f"{mem.claim_job} is claimed but not visible yet "
-                        f"({age:.0f} s < {settings.claim_ttl_s:.0f} s); launch nothing",), step,
+                        f"({claim.age(now):.0f} s < {settings.claim_ttl_s:.0f} s); launch nothing",), step,
                         next_check_at=check_at)
-    return f"{mem.claim_job} was claimed {age:.0f} s ago and never launched: close it as unspent"
+    return f"{mem.claim_job} was claimed {claim.age(now):.0f} s ago and never launched: close it as unspent"
 
 
 def _last_session(last: SessionView, obs: Observations, settings: Settings, reasons: tuple[str, ...],
