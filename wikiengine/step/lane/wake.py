@@ -7,9 +7,10 @@ observe (journal, backend, pages) -> :func:`wikiengine.step.lane.decide.decide` 
    retrospective) goes into the result, for the agent to read;
 2. per track: ``process`` a finished run (Setup gets the command that ran, Results the
    metrics the run wrote; then a verdict is owed), ``skip`` one in flight, ``dispatch``
-   a ready stub (the journal's dispatch record is committed before the backend is
-   asked; a lost answer is re-asked and adopted by name, never launched twice),
+   a ready stub (the journal's dispatch record, an expectation, is committed before the
+   backend is asked; a lost answer is re-asked and adopted by name, never launched twice),
    ``kill`` a hung run or one past its ceiling, ``wait`` when the backend cannot be read;
+   every track's expectations are one commit, what the acts learned one more;
 3. reconcile journal, backend, pages and log, and say what disagreed;
 4. ``next_wake_s`` (120..600 s) and ``needs``: the judgement the agent owes, with inputs.
 """
