@@ -14,8 +14,8 @@ clear line, when the repository is mid-merge (row 37), when an ``index.lock`` is
 (row 35: removing it is left to a person, and only when no git process runs), or when
 the text being committed holds a secret this process can see (row 46).
 
-Stdlib only at import (the trainer's store imports it on remote machines); GitPython is
-imported only by :func:`open_repo`, which nothing on the lint or resolve path calls.
+Stdlib only (the trainer's store imports it on remote machines): this is the project's one
+git runner, a ``git`` subprocess with a deadline, so nothing else starts git or loads GitPython.
 """
 
 from __future__ import annotations
@@ -207,20 +207,6 @@ def cat_file_batch(root: str | Path, names: Sequence[str], *, timeout: float | N
 def is_ancestor(root: Path, older: str, newer: str) -> bool:
     """Is commit ``older`` an ancestor of (or equal to) ``newer``?"""
     return ok(root, "merge-base", "--is-ancestor", older, newer)
-
-
-def open_repo(root: Path):
-    """The GitPython repository at ``root``; GitCommitError when there is none. (Only the relay
-    wake's crash recovery still reads through GitPython; everything else uses :func:`run`.)"""
-    import git
-
-    try:
-        return git.Repo(root)
-    except (git.exc.InvalidGitRepositoryError, git.exc.NoSuchPathError):
-        raise GitCommitError("not a git repository (wiki step commits memory through git)", root) from None
-
-
-# ---------------------------------------------------------------- the commit protocol
 
 
 def _git(root: Path, *args: str, env: dict | None = None) -> str:

@@ -19,10 +19,10 @@ record here are both read as one.
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from wikiengine.core import git
 from wikiengine.core.clock import timestamp
 from wikiengine.core.errors import WikiError
 from wikiengine.model.experiment import VId, parse_file_name, parse_vid
@@ -79,36 +79,28 @@ class BranchIds:
         self._history = self._start("log", "--all", "--format=", "--name-only", "--diff-filter=A", "--", lane.dir + "/")
         self._refs = self._start("for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes")
 
-    def _start(self, *args: str) -> subprocess.Popen:
-        try:
-            return subprocess.Popen(["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                    text=True)
-        except OSError as exc:
-            raise WikiError(f"git {args[0]} failed: {exc}", self.root) from None
+    def _start(self, *args: str) -> git.Running:
+        return git.start(self.root, *args, stderr=False)
 
     @staticmethod
-    def _out(proc: subprocess.Popen) -> str:
-        out, _ = proc.communicate(timeout=60)
-        return out if proc.returncode == 0 else ""  # not a repository yet, or no commit: no history
+    def _out(running: git.Running) -> str:
+        done = running.result(timeout=60, check=False)
+        return done.stdout if done.ok else ""  # not a repository yet, or no commit: no history
 
     def __enter__(self) -> BranchIds:
         return self
 
     def __exit__(self, *exc) -> None:
-        for proc in (self._history, self._refs):
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            proc.stdout.close()
+        self._history.close()
+        self._refs.close()
 
     def ids(self) -> set[VId]:
         history = self._out(self._history)
         used = _ids_in_names(line for line in history.splitlines() if line.endswith(".md"))
         refs = self._out(self._refs).split()
         if refs:
-            batch = "".join(f"{ref}:{self.lane.journal}\n" for ref in refs)
-            out = subprocess.run(["git", "cat-file", "--batch"], cwd=self.root, input=batch, capture_output=True,
-                                 text=True, timeout=60, check=False).stdout
+            blobs = git.cat_file_batch(self.root, [f"{ref}:{self.lane.journal}" for ref in refs], timeout=60)
+            out = "\n".join(b.decode("utf-8", "replace") for b in blobs if b is not None)
             used |= _journal_ids(_records_in_batch(out))
         return used
 

@@ -35,18 +35,27 @@ class Evidence:
     higher_is_better: bool = True
 
 
+class Capped:
+    """A requested verdict and the caps the evidence puts on it, each with its reason (lane and
+    kernel verdicts alike): ``invalid`` always wins, any other cap only lowers a strong verdict,
+    and ``refuted`` only replaces ``supported``."""
+
+    def __init__(self, requested: str):
+        if requested not in VERDICTS:
+            raise ValueError(f"verdict {requested!r} is not one of {', '.join(VERDICTS)}")
+        self.verdict, self.reasons = requested, []
+
+    def cap(self, to: str, why: str) -> None:
+        verdict = self.verdict
+        if verdict != to and (to == "invalid" or verdict in STRONG) and not (to == "refuted" and verdict != "supported"):
+            self.reasons.append(f"{verdict} capped at {to}: {why}")
+            self.verdict = to
+
+
 def cap_verdict(evidence: Evidence) -> tuple[str, list[str]]:
     """``(verdict, reasons)``: the verdict to file and why the request was capped."""
-    if evidence.requested not in VERDICTS:
-        raise ValueError(f"verdict {evidence.requested!r} is not one of {', '.join(VERDICTS)}")
-    verdict, reasons = evidence.requested, []
-
-    def cap(to: str, why: str) -> None:
-        nonlocal verdict
-        if verdict != to and (to == "invalid" or verdict in STRONG):
-            reasons.append(f"{verdict} capped at {to}: {why}")
-            verdict = to
-
+    capped = Capped(evidence.requested)
+    cap = capped.cap
     if evidence.crashed:
         cap("invalid", "the run crashed")
     if evidence.parity_failed:
@@ -61,7 +70,7 @@ def cap_verdict(evidence: Evidence) -> tuple[str, list[str]]:
         cap("inconclusive", "no hypothesis-firing audit line in the HLO Dump")
     elif evidence.firing == "silent no-op":
         cap("inconclusive", "the firing audit says silent no-op")
-    if verdict == "supported":
+    if capped.verdict == "supported":
         if evidence.delta is None:
             cap("inconclusive", "no measured delta against the baseline")
         else:
@@ -69,7 +78,7 @@ def cap_verdict(evidence: Evidence) -> tuple[str, list[str]]:
             gain = evidence.delta if evidence.higher_is_better else -evidence.delta
             if gain <= band:
                 cap("inconclusive", f"the delta {evidence.delta:+g} is not beyond the noise band ±{band:g} in the improving direction")
-    return verdict, reasons
+    return capped.verdict, capped.reasons
 
 
 def is_better(value: float, than: float | None, higher_is_better: bool) -> bool:

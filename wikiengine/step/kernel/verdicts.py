@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wikiengine.model.experiment import VERDICTS
-
-STRONG = ("supported", "refuted")
+from wikiengine.model.verdicts import Capped
 
 
 @dataclass(frozen=True)
@@ -27,16 +25,8 @@ class KernelEvidence:
 
 def cap_kernel_verdict(evidence: KernelEvidence) -> tuple[str, list[str]]:
     """``(verdict, reasons)``: the verdict to file and why the request was capped."""
-    if evidence.requested not in VERDICTS:
-        raise ValueError(f"verdict {evidence.requested!r} is not one of {', '.join(VERDICTS)}")
-    verdict, reasons = evidence.requested, []
-
-    def cap(to: str, why: str) -> None:
-        nonlocal verdict
-        if verdict != to and (to == "invalid" or verdict in STRONG) and not (to == "refuted" and verdict != "supported"):
-            reasons.append(f"{verdict} capped at {to}: {why}")
-            verdict = to
-
+    capped = Capped(evidence.requested)
+    cap = capped.cap
     receipt = evidence.receipt
     if receipt is None:
         cap("inconclusive", f"no valid receipt ({evidence.receipt_problem or 'none cited'})")
@@ -48,7 +38,7 @@ def cap_kernel_verdict(evidence: KernelEvidence) -> tuple[str, list[str]]:
             cap("inconclusive", "the receipt has no measured speedup")
         elif ratio <= 1.0:
             cap("refuted", f"the speedup {ratio:.3g}x is at or below 1.0x: the kernel is not faster than the reference")
-        elif verdict == "supported":
+        elif capped.verdict == "supported":
             if receipt.get("mode") != "full":
                 cap("inconclusive", "the receipt is a quick-mode measurement; supported needs a full-mode receipt")
             elif evidence.bar is None:
@@ -60,7 +50,7 @@ def cap_kernel_verdict(evidence: KernelEvidence) -> tuple[str, list[str]]:
                             f"{evidence.branch_commits} candidate commits")
     elif evidence.branch_commits is None and evidence.ledger_rows:
         cap("inconclusive", f"the ledger has {evidence.ledger_rows} rows but the candidate branch does not exist")
-    return verdict, reasons
+    return capped.verdict, capped.reasons
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wikiengine.core.clock import utc_iso
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import BackendUnavailable, WikiError
 from wikiengine.core.page import parse_page
 from wikiengine.model import experiment as ex
 from wikiengine.model import kernel_page as kp
@@ -152,12 +152,17 @@ def owed(family: KernelFamily, decision: KernelDecision, obs: Observed) -> dict 
 # --- the wake -----------------------------------------------------------------------------------
 
 
-def act_verify(root: Path, family: KernelFamily, decision: KernelDecision, result: WakeResult) -> None:
-    """K6 by the wake itself: the existing writer (a fresh process, the receipt, one commit)."""
+def act_verify(root: Path, family: KernelFamily, decision: KernelDecision, result: WakeResult, clock=None) -> None:
+    """K6 by the wake itself: the existing writer (a fresh process, the receipt, one commit). A
+    pod that cannot be reached now is a wait (the next wake verifies), not a failed verify."""
+    from wikiengine.core.clock import utcnow
     from wikiengine.step.kernel.writers import verify
 
     try:
-        done = verify(root, family, vid=decision.vid, cand_name=decision.cand, mode="full")
+        done = verify(root, family, vid=decision.vid, cand_name=decision.cand, mode="full", clock=clock or utcnow)
+    except BackendUnavailable as exc:
+        result.actions.append(f"verify of {decision.vid} {decision.cand} waits: {exc.message}; the next wake asks again")
+        return
     except WikiError as exc:
         result.actions.append(f"verify of {decision.vid} {decision.cand} failed: {exc.message}")
         result.needs.append({"kind": "verify-failed", "vid": decision.vid, "inputs": {"error": exc.message},
@@ -244,7 +249,7 @@ def _act(wake: engine.Wake) -> None:
     if wake.dry_run:
         wake.result.actions.append(f"(dry run) would verify {first.vid} {first.cand}")
         return
-    act_verify(wake.root, kernel.family, first, wake.result)
+    act_verify(wake.root, kernel.family, first, wake.result, wake.clock)
     kernel.obs = observe(wake.root, kernel.family, kernel.state)  # the world after the act, read once
 
 

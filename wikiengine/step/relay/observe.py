@@ -195,16 +195,21 @@ def check_checkpoint_files(snap: StoreSnapshot, settings: Settings, seen_step: i
     return found
 
 
+def _json_object(data: bytes, name: str) -> dict | Finding:
+    """A store file that must hold one JSON object, or the finding that it does not."""
+    try:
+        obj = lenient_json(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return Finding(name, "store_format", f"not valid JSON: {exc}")
+    if not isinstance(obj, dict):
+        return Finding(name, "store_format", "not a JSON object")
+    return obj
+
+
 def _cursor(snap: StoreSnapshot) -> dict | Finding | None:
     if snap.pointer is None or snap.pointer.step == 0 or snap.cursor is None:
         return None
-    try:
-        obj = lenient_json(snap.cursor)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return Finding("cursor.json", "store_format", f"not valid JSON: {exc}")
-    if not isinstance(obj, dict):
-        return Finding("cursor.json", "store_format", "not a JSON object")
-    return obj
+    return _json_object(snap.cursor, "cursor.json")
 
 
 def _arithmetic(key: str, per_step: int, label: str) -> CheckFn:
@@ -255,13 +260,7 @@ def _trainer_state(snap: StoreSnapshot) -> dict | Finding | None:
         return None
     if snap.trainer_state is None:
         return Finding("trainer_state.json", "checkpoint_incomplete", "missing")
-    try:
-        obj = lenient_json(snap.trainer_state)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return Finding("trainer_state.json", "store_format", f"not valid JSON: {exc}")
-    if not isinstance(obj, dict):
-        return Finding("trainer_state.json", "store_format", "not a JSON object")
-    return obj
+    return _json_object(snap.trainer_state, "trainer_state.json")
 
 
 def check_trainer_state(snap: StoreSnapshot, settings: Settings, seen_step: int = 0) -> list[Finding]:

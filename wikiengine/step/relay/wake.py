@@ -189,9 +189,9 @@ def _record(wake: engine.Wake) -> None:
 
 
 def _own_commit_path(root: Path) -> Path:
-    from wikiengine.core.git import open_repo
+    from wikiengine.core.git import git_dir
 
-    return Path(open_repo(root).git_dir) / "wiki-step-last-commit"
+    return git_dir(root) / "wiki-step-last-commit"
 
 
 def _record_own_commit(root: Path) -> None:
@@ -209,24 +209,15 @@ def _relint_base(root: Path, trusted: str | None) -> str | None:
     if not trusted or not path.is_file():
         return trusted
     own = path.read_text().strip()
-    import git
+    from wikiengine.core.git import is_ancestor
 
-    try:
-        if git.Repo(root).is_ancestor(trusted, own) and git.Repo(root).is_ancestor(own, "HEAD"):
-            return own
-    except (git.exc.GitError, ValueError):
-        pass
-    return trusted
+    return own if is_ancestor(root, trusted, own) and is_ancestor(root, own, "HEAD") else trusted
 
 
 def _head(root: Path) -> str | None:
-    import git
+    from wikiengine.core import git
 
-    try:
-        repo = git.Repo(root)
-        return repo.head.commit.hexsha if repo.head.is_valid() else None
-    except git.exc.GitError:
-        return None
+    return git.out(root, "rev-parse", "--verify", "-q", "HEAD").strip() or None
 
 
 def _pointer_text(step: int | None) -> str:
