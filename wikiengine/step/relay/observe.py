@@ -37,6 +37,7 @@ from wikiengine.executors.store import (
     checkpoint_path,
     final_message,
     pointer_message,
+    unique_keys,
 )
 from wikiengine.model import memory
 from wikiengine.model.memory import AssetRow, parse_iso
@@ -95,16 +96,7 @@ class _NotNumber(str):
 
 def lenient_json(data: bytes) -> object:
     """JSON whose NaN/Infinity are kept as text markers; duplicate keys refused (ValueError)."""
-
-    def pairs(items):
-        obj = {}
-        for key, value in items:
-            if key in obj:
-                raise ValueError(f"duplicate key {key!r}")
-            obj[key] = value
-        return obj
-
-    return json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_constant=_NotNumber)
+    return json.loads(data.decode("utf-8"), object_pairs_hook=unique_keys(ValueError), parse_constant=_NotNumber)
 
 
 def exact_int(value) -> bool:
