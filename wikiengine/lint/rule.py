@@ -1,5 +1,5 @@
 """The rule contract. One rule per module under ``wikiengine/lint/rules/`` (or a small family
-per module), listed in the registry ``wikiengine/lint/rules/__init__.py``.
+per module), listed in the registry ``wikiengine/lint/registry.py``.
 
 A rule declares ``code``, ``name`` and ``summary``, and a docstring in four parts
 (*What it does*, *Why is this bad?*, *Example*, *Options*) that ``wiki lint --explain``
