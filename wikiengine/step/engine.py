@@ -15,7 +15,7 @@ sanity      refuse an unresolved merge, a stale index lock, the mode's own files
 reconcile   bring the record up to the world first (a lane's backfill)             skipped
 observe     read the world: store, backend, journal, pages (read only)             runs
 decide      a pure function of what was observed and what memory says              runs
-act         the mode's acts, looked up by decision: what a backend is asked for is   planned
+act         the mode's acts, looked up by decision: a request to a backend is        planned
             committed first (the expectation), what the acts learned after, each
             through the one write transaction (``step/txn.py``)
 needs       what the agent owes, with its inputs and the exact command             runs
