@@ -88,8 +88,8 @@ class LocalLaneModel(RuleBasedStateMachine):
 
     @rule()
     def let_runs_progress(self):
-        """Time passes: runners start, quick runs end."""
-        time.sleep(0.15)
+        """Time passes: runners start (a runner takes about 0.2 s to start here), quick runs end."""
+        time.sleep(0.4)
 
     @invariant()
     def each_run_starts_once_and_finished_stays_finished(self):
