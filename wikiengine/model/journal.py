@@ -18,6 +18,7 @@ record here are both read as one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,12 @@ def parse_journal(text: str, rel: str = "") -> list[dict]:
         if isinstance(record, dict):
             records.append(record)
     return records
+
+
+def page_digest(text: str) -> str:
+    """The digest a ``file`` record keeps of the page as it was filed (``sha256:<hex>`` of
+    its UTF-8 text): every later audit compares the page on disk with it."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def append_record(text: str, record: dict) -> str:

@@ -21,7 +21,7 @@ from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook, results_tsv
 from wikiengine.model.experiment import ExperimentPage
-from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, parse_journal, used_ids
+from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, cell_number, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
@@ -581,7 +581,8 @@ def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: 
     }))
     _hypothesis_update(txn, root, target, slug, filing.verdict, delta_text, date)
     txn.write(lane.journal, append_record(txn.read(lane.journal), {
-        "op": "file", "vid": target.exp_id, "verdict": filing.verdict, "requested": filing.requested, "at": at}))
+        "op": "file", "vid": target.exp_id, "verdict": filing.verdict, "requested": filing.requested,
+        "page": target.rel, "digest": page_digest(txn.read(target.rel)), "at": at}))
 
 
 def _results_figures(metrics: dict[str, float], metric: str, recorded: float | None) -> dict[str, str]:
@@ -746,7 +747,8 @@ def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: st
             rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, workload.slug)}"
             txn.write(rel, text)
             journal_text = append_record(journal_text, {"op": "backfill", "vid": vid, "workload": workload.name,
-                                                        "verdict": verdict, "page": rel, "at": now_iso(clock)})
+                                                        "verdict": verdict, "page": rel, "digest": page_digest(text),
+                                                        "at": now_iso(clock)})
             entry = logbook.render_entry(date, "backfill", f"{vid}-{workload.slug} filed from logs ({verdict})",
                                          {"Pages created": rel, "Key result": reason,
                                           "Notes": "Hypothesis not recovered; never supported or refuted without the analyzer."})

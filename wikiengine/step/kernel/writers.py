@@ -28,7 +28,7 @@ from wikiengine.model import kernel_page as kp
 from wikiengine.model import logbook, results_tsv
 from wikiengine.model import receipt as kernel_receipt
 from wikiengine.model.experiment import ExperimentPage
-from wikiengine.model.journal import append_record, next_id, parse_journal, used_ids
+from wikiengine.model.journal import append_record, next_id, page_digest, parse_journal, used_ids
 from wikiengine.model.kernel_page import candidate_commits
 from wikiengine.model.kernels import KernelFamily, derive_slug
 from wikiengine.model.lanes import is_experiment_path
@@ -733,7 +733,8 @@ def _record_kernel_filing(txn: LaneTxn, family: KernelFamily, filing: KernelFili
         "description": f"{filing.lever}: {page_ref.frontmatter.get('hypothesis', '')}"}))
     txn.write(family.journal, append_record(txn.read(family.journal), {
         "op": "file", "vid": page_ref.exp_id, "verdict": filed, "requested": filing.requested,
-        "receipt": filing.receipt_rel, "frontier_moved": moved, "at": at}))
+        "receipt": filing.receipt_rel, "frontier_moved": moved, "page": page_ref.rel,
+        "digest": page_digest(txn.read(page_ref.rel)), "at": at}))
 
 
 def open_validation_stub(root: Path, family: KernelFamily, page_ref: ExperimentPage, ratio: float | None,
