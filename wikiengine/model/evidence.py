@@ -40,6 +40,8 @@ class RunEvidence:
     frontier: str | None = None  # the frontier page it was dispatched against ("" or None: the Baseline)
     artifacts: dict = field(default_factory=dict)
     session: int | None = None  # the session it was dispatched in
+    op_digest: str | None = None  # the ops the candidate's step dispatched, hashed by the run
+    frontier_op_digest: str | None = None  # the same of the frontier, in the same run
     dispatch_index: int | None = None  # where its dispatch record is in the journal
 
     @property
@@ -52,6 +54,11 @@ class RunEvidence:
         if self.run_state == "failed":
             return "the backend reports it failed"
         return None
+
+    @property
+    def no_op(self) -> bool:
+        """The run's op digests say the candidate dispatched exactly the frontier's ops."""
+        return self.op_digest is not None and self.op_digest == self.frontier_op_digest
 
     @property
     def unrecorded_exit(self) -> bool:
@@ -88,6 +95,7 @@ def run_evidence(records: list[dict], vid: str) -> RunEvidence:
     return RunEvidence(vid, COMPLETED, run_state=complete.get("state"),
                        exit_code=exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None,
                        metrics=metrics, parity=complete.get("parity"), artifacts=dict(complete.get("artifacts") or {}),
+                       op_digest=complete.get("op_digest"), frontier_op_digest=complete.get("frontier_op_digest"),
                        **common)
 
 

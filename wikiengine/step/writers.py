@@ -578,7 +578,8 @@ def decide_filing(root: Path, lane: Lane, settings: LaneSettings, target: Experi
         parity_failed="fail" in (evidence.parity, claimed_outcome.parity), backfilled=target.backfilled,
         external=external, exit_unrecorded=evidence.unrecorded_exit,
         band_measured=band is not None, has_profile=bool(profile and profile.strip()),
-        has_hlo=bool(hlo and hlo.strip()), firing=firing_match.group(1).lower() if firing_match else None,
+        has_hlo=bool(hlo and hlo.strip()),
+        firing="silent no-op" if evidence.no_op else firing_match.group(1).lower() if firing_match else None,
         delta=measured.delta, noise_band=measured.noise_band, higher_is_better=settings.higher_is_better,
     ))
     return Filing(target, target.slug or target.exp_id, variant, requested, filed, caps, metric, evidence.metrics,

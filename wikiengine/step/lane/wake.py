@@ -593,20 +593,25 @@ def run_outputs(arts: dict) -> dict[str, str]:
     return found
 
 
-def read_run_metrics(arts: dict) -> tuple[dict[str, float], str | None]:
-    """The numbers and the parity check a run wrote into its own metrics.json."""
+_DIGEST_RE = re.compile(r"[0-9a-f]{8,64}")
+
+
+def read_run_metrics(arts: dict) -> tuple[dict[str, float], dict]:
+    """The numbers a run wrote into its own metrics.json, and its checks: ``parity`` (pass |
+    fail) and the op digests of candidate and frontier (equal: the change never fired)."""
     path = Path(arts["metrics"]) if arts.get("metrics") else None
-    if path is None or not path.is_file():
-        return {}, None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8")) if path is not None and path.is_file() else {}
     except (OSError, ValueError):
-        return {}, None
+        data = {}
     if not isinstance(data, dict):
-        return {}, None
-    parity = data.get("parity") if data.get("parity") in ("pass", "fail") else None
+        return {}, {}
+    checks = {"parity": data.get("parity") if data.get("parity") in ("pass", "fail") else None}
+    for key in ("op_digest", "frontier_op_digest"):
+        if isinstance(data.get(key), str) and _DIGEST_RE.fullmatch(data[key]):
+            checks[key] = data[key]
     return {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-            and k != "exit_code" and float(v) == float(v) and abs(float(v)) != float("inf")}, parity
+            and k != "exit_code" and float(v) == float(v) and abs(float(v)) != float("inf")}, checks
 
 
 def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
@@ -622,11 +627,11 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
     argv = dispatches[-1].get("argv", []) if dispatches else []
     command = workload.command if workload is not None and workload.command else (shlex.join(argv) if argv else None)
     arts = dict(run.backend.artifacts(workload.name)) if workload is not None else {}
-    metrics, parity = read_run_metrics(arts)
+    metrics, checks = read_run_metrics(arts)
+    parity = checks["parity"]
     record = {"op": "complete", "vid": decision.vid, "workload": workload.name if workload else None,
               "state": workload.state if workload else None, "exit_code": workload.exit_code if workload else None,
-              "metrics": metrics, "parity": parity, "artifacts": run_outputs(arts),
-              "at": calibrate.stamp(lane.now)}
+              "metrics": metrics, **checks, "artifacts": run_outputs(arts), "at": calibrate.stamp(lane.now)}
     records = obs.records + lane.completions + [record]
     evidence = run_evidence(records, decision.vid)
     model = lw.model_page_of(run.root, run.lane)
