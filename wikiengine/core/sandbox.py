@@ -17,7 +17,9 @@
   ones included, is killed and reaped, so nothing of the run outlives it;
 - where the kernel offers Landlock (``landlock_create_ruleset``; ABI 1 and later), a
   file-system domain: read and execute only the system trees, the interpreter's prefixes
-  and the trees the caller lists; write only the scratch directory and ``/dev/null``; from
+  and the trees the caller lists, and of ``/proc`` only its own entry and the system-wide
+  files (never another process's ``environ``: Landlock's ptrace scoping does not cover
+  that read on every kernel); write only the scratch directory and ``/dev/null``; from
   ABI 4 no TCP bind or connect, from ABI 6 no signal and no abstract socket outside the
   domain. Without Landlock (``Outcome.confinement["landlock"] == 0``) the command runs with
   the user's file permissions: the fresh HOME hides ``~`` but an absolute path still reaches
@@ -44,7 +46,11 @@ from pathlib import Path
 from wikiengine.core.errors import WikiError
 
 WARDEN = Path(__file__).with_name("warden.py")
-SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys",
+# /proc only for the child itself (the rules are made in the child, where /proc/self is its own
+# directory) and the system-wide files a runtime reads: never another process's environ or cmdline
+PROC_READ = ("/proc/self", "/proc/thread-self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/sys",
+             "/proc/filesystems", "/proc/loadavg")
+SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/sys", *PROC_READ,
                "/dev/urandom", "/dev/random", "/dev/zero")
 SYSTEM_WRITE = ("/dev/null",)
 MAX_OUTPUT = 16 * 1024 * 1024
@@ -152,8 +158,10 @@ def _spec(argv: Sequence[str], base: Path, env: dict, limits: Limits, read: Iter
 def _run_warden(spec: dict, limits: Limits) -> dict:
     """The warden's report; a SIGTERM (never a SIGKILL) when this process is interrupted,
     so that the warden still kills what the command started."""
+    # the warden's own environment is empty: the child may see the warden's /proc entries
     warden = subprocess.Popen([sys.executable, "-I", "-S", str(WARDEN)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                              env={"LC_ALL": "C.UTF-8"})
     try:
         out, err = warden.communicate(json.dumps(spec), timeout=limits.wall_s + WARDEN_GRACE_S)
     except BaseException:

@@ -6,8 +6,10 @@ The run target recorded by ``wiki kernel start`` decides it, once per session:
   sandbox (:mod:`wikiengine.core.sandbox`: a scratch directory, a clean HOME and
   environment, rlimits, a deadline, Landlock where the kernel has it, nothing left
   running), under the chip's lock and a compile slot; the repository and ``.git`` are
-  compared before and after (:mod:`wikiengine.core.repo_guard`), and a change makes the
-  measurement a FAIL naming the paths; a run cut at its deadline or by a limit is a FAIL;
+  compared before and after (:mod:`wikiengine.core.repo_guard`): a change fails the
+  measurement with :class:`RepositoryChanged` naming the paths, and nothing is committed
+  (a planted hook would run at the writer's commit); a run cut at its deadline or by a
+  limit is a FAIL measurement;
 - ``{"kind": "pod", ...}``: the same verifier bytes sent to the session's pod and run
   there (:mod:`wikiengine.executors.gke.kernel_pod`), under the pod's lock and a compile
   slot.
@@ -35,6 +37,7 @@ from wikiengine.step.kernel.verify import VERIFIER, verifier_args
 
 VERIFY_TIMEOUT_S = 900
 VERIFY_LIMITS = Limits(wall_s=VERIFY_TIMEOUT_S, cpu_s=VERIFY_TIMEOUT_S, address_space=16 << 30)
+VERIFY_LANDLOCK = "try"  # Landlock where the kernel has it ("require" refuses to run without it)
 
 
 def _sha256(data: bytes) -> str:
@@ -98,21 +101,30 @@ def _measure_locally(root: Path, chip: int, reference: str, candidate: str, op_p
                *verifier_args("reference.py", "candidate.py", op_point, mode, atol, rtol)]
     with chip_lock(root, chip), compile_slot(root):
         before = repo_guard.snapshot(root)
-        outcome = run_confined(command, files=files, env=_child_env(), limits=VERIFY_LIMITS, read_paths=_torch_paths())
+        outcome = run_confined(command, files=files, env=_child_env(), limits=VERIFY_LIMITS, read_paths=_torch_paths(),
+                               landlock=VERIFY_LANDLOCK)
         changed = repo_guard.changed_paths(before, repo_guard.snapshot(root))
+    if changed:
+        raise RepositoryChanged(changed, bool(outcome.confinement.get("landlock")))
     measured = _measured(outcome, files, mode)
     measured["sandbox"] = {"where": "local", "landlock_abi": outcome.confinement.get("landlock", 0),
                            "subreaper": outcome.confinement.get("subreaper", False),
                            "nproc_enforced": outcome.confinement.get("nproc_enforced", False),
                            "killed_at_end": outcome.killed, "timed_out": outcome.timed_out}
-    if changed:
-        measured["verdict"] = "FAIL"
-        where = "another process wrote there: the candidate could not, under Landlock" if outcome.confinement.get(
-            "landlock") else "the candidate ran with the user's file permissions"
-        measured["reasons"] = [*measured.get("reasons", []), f"the repository changed during the run ({where}): "
-                               + ", ".join(changed[:20]) + (f" and {len(changed) - 20} more" if len(changed) > 20 else "")]
-        measured["repository_changed"] = changed
     return measured
+
+
+class RepositoryChanged(WikiError):
+    """The repository or ``.git`` changed while candidate code ran: the measurement fails and
+    nothing is committed (a commit would run a planted hook); nothing is reverted either."""
+
+    def __init__(self, changed: list[str], landlock: bool):
+        self.changed = changed
+        who = ("another process wrote there (the candidate could not, under Landlock)" if landlock else
+               "the candidate ran with the user's file permissions")
+        shown = ", ".join(changed[:20]) + (f" and {len(changed) - 20} more" if len(changed) > 20 else "")
+        super().__init__(f"verifier FAIL: the repository changed during the run ({who}): {shown}; nothing was "
+                         "committed and nothing reverted: inspect and restore these paths before any commit")
 
 
 def _measured(outcome: Outcome, files: dict[str, bytes], mode: str) -> dict:
