@@ -111,6 +111,10 @@ def _measure_locally(root: Path, chip: int, reference: str, candidate: str, op_p
                            "subreaper": outcome.confinement.get("subreaper", False),
                            "nproc_enforced": outcome.confinement.get("nproc_enforced", False),
                            "killed_at_end": outcome.killed, "timed_out": outcome.timed_out}
+    if outcome.survivors:
+        measured["verdict"] = "FAIL"
+        measured["reasons"] = [*measured.get("reasons", []), "processes of the run survived the warden's kill: "
+                               + ", ".join(map(str, outcome.survivors))]
     return measured
 
 
