@@ -295,8 +295,21 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=str(REPO))
 
 
-def _verifier_of(session: int, timeout: float = 120.0) -> int:
-    """The pid of the verifier child in process session ``session`` (waits until it runs)."""
+def _ancestors(pid: int) -> list[int]:
+    chain = []
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+        except OSError:
+            break
+        pid = int(stat[stat.rfind(b")") + 2:].split()[1])
+        chain.append(pid)
+    return chain
+
+
+def _verifier_of(wake_pid: int, timeout: float = 120.0) -> int:
+    """The pid of the verifier child the wake ``wake_pid`` started (through the sandbox's
+    warden, in a session of its own): waits until it runs."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for entry in Path("/proc").iterdir():
@@ -304,12 +317,24 @@ def _verifier_of(session: int, timeout: float = 120.0) -> int:
                 continue
             try:
                 cmdline = (entry / "cmdline").read_bytes()
-                if b"wikiengine.step.kernel.verify" in cmdline and os.getsid(int(entry.name)) == session:
+                if b"verify.py\0--reference" in cmdline and wake_pid in _ancestors(int(entry.name)):
                     return int(entry.name)
             except OSError:
                 continue
         time.sleep(0.05)
     raise AssertionError("the wake never started the verifier")
+
+
+def _gone(pid: int, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_bytes().split(b") ")[1][:1] == b"Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _wake_process(root: Path) -> subprocess.Popen:
@@ -331,9 +356,10 @@ def test_row_22_a_wake_killed_during_the_verifier_leaves_the_family_consistent(w
     root = with_candidate
     head = git(root, "rev-parse", "HEAD")
     wake = _wake_process(root)
-    _verifier_of(wake.pid)
+    verifier = _verifier_of(wake.pid)
     os.killpg(wake.pid, signal.SIGKILL)
     wake.wait(timeout=60)
+    assert _gone(verifier), "the verifier outlived the killed wake (the sandbox's warden must kill it)"
     assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain", "--untracked-files=no") == ""
     assert not (root / FAM.receipts_dir).exists()
     assert lint(root, base=None, jobs=1, use_cache=False).findings == []

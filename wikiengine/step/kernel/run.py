@@ -2,8 +2,14 @@
 
 The run target recorded by ``wiki kernel start`` decides it, once per session:
 
-- ``{"kind": "local", "chip": N}``: the verifier in a fresh local process, under the
-  chip's lock and a compile slot;
+- ``{"kind": "local", "chip": N}``: the verifier in a fresh local process, confined by the
+  sandbox (:mod:`wikiengine.core.sandbox`: a scratch directory, a clean HOME and
+  environment, rlimits, a deadline, Landlock where the kernel has it, nothing left
+  running), under the chip's lock and a compile slot; the repository and ``.git`` are
+  compared before and after (:mod:`wikiengine.core.repo_guard`): a change fails the
+  measurement with :class:`RepositoryChanged` naming the paths, and nothing is committed
+  (a planted hook would run at the writer's commit); a run cut at its deadline or by a
+  limit is a FAIL measurement;
 - ``{"kind": "pod", ...}``: the same verifier bytes sent to the session's pod and run
   there (:mod:`wikiengine.executors.gke.kernel_pod`), under the pod's lock and a compile
   slot.
@@ -17,18 +23,21 @@ the measurements run.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+from wikiengine.core import repo_guard
+from wikiengine.core.clock import now_iso
 from wikiengine.core.errors import WikiError
+from wikiengine.core.sandbox import Limits, Outcome, run_confined
 from wikiengine.step.kernel.chip import chip_lock, compile_slot, pod_lock
-from wikiengine.step.kernel.verify import verifier_args
+from wikiengine.step.kernel.verify import VERIFIER, verifier_args
 
 VERIFY_TIMEOUT_S = 900
+VERIFY_LIMITS = Limits(wall_s=VERIFY_TIMEOUT_S, cpu_s=VERIFY_TIMEOUT_S, address_space=16 << 30)
+VERIFY_LANDLOCK = "try"  # Landlock where the kernel has it ("require" refuses to run without it)
 
 
 def _sha256(data: bytes) -> str:
@@ -47,6 +56,7 @@ def measure(root: Path, target: dict, binding: dict, reference: str, candidate: 
             "verifier": _sha256(verifier_bytes())}
     if is_pod(target):
         measured = _measure_on_pod(root, target, reference, candidate, op_point, mode, atol, rtol)
+        measured["sandbox"] = {"where": f"pod {target.get('pod')}"}
     else:
         measured = _measure_locally(root, int(target.get("chip", 0)), reference, candidate, op_point, mode, atol, rtol)
     if measured.get("sources") != sent:
@@ -81,21 +91,66 @@ def verifier_bytes() -> bytes:
 
 def _measure_locally(root: Path, chip: int, reference: str, candidate: str, op_point: str, mode: str,
                      atol: float, rtol: float) -> dict:
-    """The verifier in a fresh process, on the pinned chip, in a compile slot."""
-    with tempfile.TemporaryDirectory(prefix="wiki-kernel-") as tmp:
-        ref_path, cand_path = Path(tmp, "reference.py"), Path(tmp, "candidate.py")
-        ref_path.write_text(reference, encoding="utf-8")
-        cand_path.write_text(candidate, encoding="utf-8")
-        # -P: the caller's working directory is not on the child's sys.path, so a stray
-        # ``statistics.py`` there cannot shadow what the verifier imports
-        command = [sys.executable, "-P", "-m", "wikiengine.step.kernel.verify",
-                   *verifier_args(str(ref_path), str(cand_path), op_point, mode, atol, rtol)]
-        with chip_lock(root, chip), compile_slot(root):
-            done = subprocess.run(command, capture_output=True, text=True, timeout=VERIFY_TIMEOUT_S, check=False,
-                                  env=_child_env())
-    if done.returncode != 0:
-        raise WikiError("the verifier failed: " + ((done.stderr.strip().splitlines() or ["no output"])[-1])[:300])
-    return json.loads(done.stdout)
+    """The verifier in the sandbox (:mod:`wikiengine.core.sandbox`), on the pinned chip, in a
+    compile slot; the repository compared before and after (:mod:`wikiengine.core.repo_guard`)."""
+    files = {"reference.py": reference.encode(), "candidate.py": candidate.encode(), "verify.py": verifier_bytes()}
+    # -P: the scratch directory is not on the child's sys.path, so a ``statistics.py`` written
+    # there cannot shadow what the verifier imports; the verifier runs as a file, so the child
+    # imports nothing of wikiengine
+    command = [sys.executable, "-P", "verify.py",
+               *verifier_args("reference.py", "candidate.py", op_point, mode, atol, rtol)]
+    with chip_lock(root, chip), compile_slot(root):
+        before = repo_guard.snapshot(root)
+        outcome = run_confined(command, files=files, env=_child_env(), limits=VERIFY_LIMITS, read_paths=_torch_paths(),
+                               landlock=VERIFY_LANDLOCK)
+        changed = repo_guard.changed_paths(before, repo_guard.snapshot(root))
+    if changed:
+        raise RepositoryChanged(changed, bool(outcome.confinement.get("landlock")))
+    measured = _measured(outcome, files, mode)
+    measured["sandbox"] = {"where": "local", "landlock_abi": outcome.confinement.get("landlock", 0),
+                           "subreaper": outcome.confinement.get("subreaper", False),
+                           "nproc_enforced": outcome.confinement.get("nproc_enforced", False),
+                           "killed_at_end": outcome.killed, "timed_out": outcome.timed_out}
+    if outcome.survivors:
+        measured["verdict"] = "FAIL"
+        measured["reasons"] = [*measured.get("reasons", []), "processes of the run survived the warden's kill: "
+                               + ", ".join(map(str, outcome.survivors))]
+    return measured
+
+
+class RepositoryChanged(WikiError):
+    """The repository or ``.git`` changed while candidate code ran: the measurement fails and
+    nothing is committed (a commit would run a planted hook); nothing is reverted either."""
+
+    def __init__(self, changed: list[str], landlock: bool):
+        self.changed = changed
+        who = ("another process wrote there (the candidate could not, under Landlock)" if landlock else
+               "the candidate ran with the user's file permissions")
+        shown = ", ".join(changed[:20]) + (f" and {len(changed) - 20} more" if len(changed) > 20 else "")
+        super().__init__(f"verifier FAIL: the repository changed during the run ({who}): {shown}; nothing was "
+                         "committed and nothing reverted: inspect and restore these paths before any commit")
+
+
+def _measured(outcome: Outcome, files: dict[str, bytes], mode: str) -> dict:
+    """The verifier's JSON; a FAIL measurement when the run was cut (deadline, a limit's signal);
+    WikiError when it ended without a report for another reason."""
+    if outcome.ok:
+        try:
+            measured = json.loads(outcome.stdout)
+        except ValueError:
+            measured = None
+        if isinstance(measured, dict):
+            return measured
+    cut = (f"killed at its deadline ({VERIFY_LIMITS.wall_s:g} s)" if outcome.timed_out else
+           f"killed by signal {-outcome.returncode}" if (outcome.returncode or 0) < 0 else None)
+    if cut is None:
+        last = (outcome.stderr.strip().splitlines() or [outcome.confinement.get("error") or "no output"])[-1]
+        raise WikiError("the verifier failed: " + last[:300])
+    sent = {"reference": _sha256(files["reference.py"]), "candidate": _sha256(files["candidate.py"]),
+            "verifier": _sha256(files["verify.py"])}
+    return {"verdict": "FAIL", "reasons": [f"the verifier run was {cut}; nothing of it outlived it"], "probe": {},
+            "parity": {"pass": False}, "firing": {"pass": False}, "timing": {}, "leads": [], "hardware": None,
+            "mode": mode, "verifier": VERIFIER, "sources": sent, "created": now_iso()}
 
 
 def _measure_on_pod(root: Path, target: dict, reference: str, candidate: str, op_point: str, mode: str,
@@ -112,11 +167,19 @@ def _measure_on_pod(root: Path, target: dict, reference: str, candidate: str, op
         return pod.run_verifier(_sha256(files[2]), verifier_args(ref_sha, cand_sha, op_point, mode, atol, rtol), paths)
 
 
+def _torch_paths() -> list[str]:
+    """The directory torch is imported from (its ``site-packages``), without importing it."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [str(Path(next(iter(spec.submodule_search_locations))).parent)]
+
+
 def _child_env() -> dict:
-    """The verifier's environment: what Python and torch need, no credentials."""
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    """What the verifier adds to the sandbox's clean environment: where torch is, one thread."""
+    env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    if _torch_paths():
+        env["PYTHONPATH"] = _torch_paths()[0]
     return env
 
 

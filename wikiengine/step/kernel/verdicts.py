@@ -21,6 +21,7 @@ class KernelEvidence:
     bar: float | None  # the page's pre-registered speedup bar
     ledger_rows: int
     branch_commits: int | None  # candidate commits on the branch (None: no branch)
+    refusal: str | None = None  # the cited receipt is forged, re-sealed, borrowed or unbound: `file` refuses
 
 
 def cap_kernel_verdict(evidence: KernelEvidence) -> tuple[str, list[str]]:

@@ -35,6 +35,7 @@ from wikiengine.model.lanes import is_experiment_path
 from wikiengine.model.variant_matrix import CURRENT_BEST, FRONTIER_EXP, parse_matrix, render_matrix, set_cells
 from wikiengine.step.kernel import git as kernel_git
 from wikiengine.step.kernel import run as kernel_run
+from wikiengine.step.kernel import sealing
 from wikiengine.step.kernel.verdicts import KernelEvidence, cap_kernel_verdict
 from wikiengine.step.txn import LaneLock, LaneTxn
 from wikiengine.step.writers import frontmatter_yaml, parse_proposal, stub_head
@@ -501,13 +502,13 @@ def verify(root: Path, family: KernelFamily, *, vid: str | None = None, cand_nam
             reasons.append(f"the chip reports {measured.get('hardware')!r}, not the page's {variant.split('/', 1)[-1]!r}")
         data = {**measured, "family": family.slug, "vid": page_ref.exp_id, "candidate": row.cand, "commit": full,
                 "variant": variant, "run_target": {k: v for k, v in target.items() if v is not None}, "reasons": reasons, "verdict": "PASS" if not reasons else "FAIL"}
-        text = kernel_receipt.seal(data)
+        text = sealing.seal_receipt(root, data)
         receipt_rel = f"{family.receipts_dir}/{page_ref.exp_id}-{row.cand}-{mode}.json"
         txn.write(receipt_rel, text)
         txn.write(page_ref.rel, page.with_frontmatter({"verification_receipt": _rel_link(page_ref.rel, receipt_rel)}).to_text())
         txn.write(family.journal, append_record(txn.read(family.journal), {
             "op": "verify", "vid": page_ref.exp_id, "cand": row.cand, "receipt": receipt_rel, "verdict": data["verdict"],
-            "mode": mode, "at": now_iso(clock)}))
+            "mode": mode, **sealing.verify_fields(text), "at": now_iso(clock)}))
         sha = txn.commit(f"kernel({family.slug} {page_ref.exp_id}): {mode} receipt of {row.cand} — {data['verdict']}")
         return {"family": family.slug, "vid": page_ref.exp_id, "cand": row.cand, "receipt": receipt_rel,
                 "verdict": data["verdict"], "reasons": reasons, "speedup": data.get("timing", {}).get("speedup"),
@@ -533,15 +534,28 @@ def verdict_evidence(root: Path, family: KernelFamily, records: list[dict], page
     """K7's evidence for filing ``page_ref`` as ``requested`` (the page's cited receipt, its
     bar, its ledger against the branch's candidate commits), and the receipt's repo path."""
     receipt_rel, receipt, problem = resolve_receipt(root, page_ref.rel, page_ref.frontmatter.get("verification_receipt"))
-    if receipt is not None and (receipt.get("vid") != page_ref.exp_id or receipt.get("family") != family.slug):
-        receipt, problem = None, f"the receipt is of {receipt.get('family')} {receipt.get('vid')}, not this page"
     ledger = kp.ledger(page_ref.page)
     branch = page_branch(records, page_ref.exp_id)
-    commits = (len(candidate_commits(root, branch, family.slug, page_ref.exp_id))
-               if branch and kernel_git.branch_exists(root, branch) else None)
+    branch = branch if branch and kernel_git.branch_exists(root, branch) else None
+    refusal = None
+    if receipt is not None:
+        refusal, problem = _receipt_binding(root, family, records, page_ref.exp_id, branch, receipt_rel, receipt)
+        receipt = None if refusal or problem else receipt
+        problem = refusal or problem
+    commits = len(candidate_commits(root, branch, family.slug, page_ref.exp_id)) if branch else None
     return KernelEvidence(requested=requested, receipt=receipt, receipt_problem=problem,
                           bar=kp.speedup_bar(page_ref.frontmatter), ledger_rows=len(ledger.rows) if ledger else 0,
-                          branch_commits=commits), receipt_rel
+                          branch_commits=commits, refusal=refusal), receipt_rel
+
+
+def _receipt_binding(root: Path, family: KernelFamily, records: list[dict], vid: str, branch: str | None,
+                     receipt_rel: str, receipt: dict) -> tuple[str | None, str | None]:
+    """:func:`sealing.check_bound` of a cited receipt; a missing key refuses as well."""
+    try:
+        return sealing.check_bound(root, family, records, vid, branch, receipt_rel, receipt,
+                                   read_binding(root, family)["candidate"])
+    except WikiError as err:
+        return f"the receipt {receipt_rel} cannot be checked: {err.message}", None
 
 
 def _results_table(receipt: dict | None) -> str:
@@ -636,6 +650,8 @@ def decide_kernel_filing(root: Path, family: KernelFamily, records: list[dict], 
                          requested: str, leads: dict[str, str] | None, date: str) -> KernelFiling:
     """K7: cap the requested verdict by the evidence (:func:`verdict_evidence`)."""
     evidence, receipt_rel = verdict_evidence(root, family, records, page_ref, requested)
+    if evidence.refusal:
+        raise WikiError(evidence.refusal)
     receipt = evidence.receipt
     filed, caps = cap_kernel_verdict(evidence)
     ratio = kernel_receipt.speedup(receipt) if receipt else None
