@@ -190,3 +190,13 @@ def test_external_runs_are_at_most_inconclusive(session):
     filed = json.loads(done.stdout)
     assert filed["verdict"] == "inconclusive" and not filed["current_best_moved"] and filed["value"] is None
     assert "external: true" in (session / filed["page"]).read_text()
+
+
+def test_equal_op_digests_cap_a_silent_no_op_whatever_hlo_the_agent_passes(session):
+    vid = stub(session, "no-op", mfu=45.0, extra={"op_digest": "abcd1234", "frontier_op_digest": "abcd1234"})
+    need = owed_verdict(session, vid)
+    assert need["inputs"]["strongest_verdict"] == "inconclusive"
+    hlo = session.parent / "hlo.md"
+    hlo.write_text("Hypothesis-firing audit: CONFIRMED.\n")
+    filed = json.loads(paste(session, need, "supported", "--hlo", str(hlo)).stdout)
+    assert filed["verdict"] == "inconclusive" and any("silent no-op" in c for c in filed["capped"])
