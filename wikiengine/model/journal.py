@@ -51,7 +51,13 @@ def parse_journal(text: str, rel: str = "") -> list[dict]:
 def page_digest(text: str) -> str:
     """The digest a ``file`` record keeps of the page as it was filed (``sha256:<hex>`` of
     its UTF-8 text): every later audit compares the page on disk with it."""
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return bytes_digest(text.encode("utf-8"))
+
+
+def bytes_digest(data: bytes) -> str:
+    """:func:`page_digest` of a page's bytes as they are on disk (the writers write the
+    filed text as UTF-8, newlines as given)."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def append_record(text: str, record: dict) -> str:
