@@ -19,7 +19,7 @@ from wikiengine.core import git
 from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.page import read_regular
 from wikiengine.model.journal import bytes_digest, parse_journal
-from wikiengine.model.kernels import KERNEL_EXPERIMENTS_ROOT
+from wikiengine.model.kernels import KERNEL_EXPERIMENTS_ROOT, family_of_path
 from wikiengine.model.lanes import EXPERIMENTS_ROOT, lane_of_path
 
 FILING_OPS = ("file", "backfill", "amend")
@@ -90,6 +90,19 @@ def drifted_pages(root: Path, records: list[dict], only: set[str] | None = None)
         if now != digest and not _rerun_filed(records, vid, index):
             found.append(Drift(vid, rel, digest, now is None))
     return found
+
+
+def restores_filing(root: Path, rel: str) -> bool:
+    """Is the page ``rel`` on disk exactly the text its journal's newest filing record keeps?
+    (A change that makes it so is a repair, not an edit of a filed page.)"""
+    folder = lane_of_path(rel) or family_of_path(rel)
+    try:
+        text = (root / folder.journal).read_text(encoding="utf-8") if folder is not None else ""
+        records = parse_journal(text, folder.journal) if text else []
+    except (OSError, UnicodeDecodeError, WikiError):
+        return False
+    digests = [r.get("digest") for r in records if r.get("op") in FILING_OPS and r.get("page") == rel]
+    return bool(digests) and isinstance(digests[-1], str) and _on_disk(root, rel) == digests[-1]
 
 
 def filing_commit(root: Path, journal_rel: str, digest: str) -> str | None:
