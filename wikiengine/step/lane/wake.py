@@ -38,7 +38,6 @@ from wikiengine.step.result import WakeResult
 from wikiengine.step.txn import LaneLock, LaneTxn
 
 STATE_REL = "memory/STATE.md"
-_YAML_BLOCK_RE = re.compile(r"```ya?ml\n(?P<body>.*?)```", re.S)
 
 
 # --- settings -------------------------------------------------------------------------------
@@ -256,16 +255,13 @@ def owed(run: LaneRun, decision: TrackDecision, obs: Observed, summary: dict) ->
 # --- act ----------------------------------------------------------------------------------------
 
 
-def setup_config(text: str) -> dict:
-    """The yaml block of a page's Setup: the knobs the run gets as its config."""
-    import yaml
+def setup_config(text: str, rel: str | None = None) -> dict:
+    """The knobs the run gets as its config (:func:`~wikiengine.model.knobs.parse_knobs`:
+    the yaml block of the page's Setup; none: {})."""
+    from wikiengine.model.knobs import parse_knobs
 
-    section = parse_page(text).section("Setup")
-    match = _YAML_BLOCK_RE.search(section.body) if section else None
-    if not match:
-        return {}
-    data = yaml.safe_load(match.group("body"))
-    return data if isinstance(data, dict) else {}
+    knobs = parse_knobs(parse_page(text, rel), rel)
+    return knobs.values if knobs is not None else {}
 
 
 def _frontier_page(run: LaneRun, variant: str) -> ex.ExperimentPage | None:
@@ -305,9 +301,9 @@ def launch_spec(run: LaneRun, page: ex.ExperimentPage, track: int):
     frontier = _frontier_page(run, variant)
     candidate_cfg = folder / f"{page.exp_id}.json"
     frontier_cfg = folder / f"{page.exp_id}-frontier.json"
-    candidate_cfg.write_text(json.dumps(setup_config(page.text), sort_keys=True))
+    candidate_cfg.write_text(json.dumps(setup_config(page.text, page.rel), sort_keys=True))
     baseline = run.config.get("baseline_config") if isinstance(run.config.get("baseline_config"), dict) else {}
-    frontier_cfg.write_text(json.dumps(setup_config(frontier.text) if frontier else baseline, sort_keys=True))
+    frontier_cfg.write_text(json.dumps(setup_config(frontier.text, frontier.rel) if frontier else baseline, sort_keys=True))
     values = {"config": candidate_cfg, "frontier": frontier_cfg, "artifacts": run.root / artifacts, "python": sys.executable}
     argv = [a.format(**values) for a in shlex.split(template)]
     vid = ex.parse_vid(page.exp_id)
