@@ -153,3 +153,23 @@ def test_row73_a_kernel_family_audit_and_close_flag_an_edited_filed_page(family,
     git(root, "checkout", filing, "--", rel)
     git(root, "commit", "-q", "-m", "restore the filed page")
     assert [f for f in run_family_audit(root, FAM).findings if f.check == DRIFT_CODE] == []
+
+
+def test_row73_a_filing_not_yet_committed_is_a_write_in_progress_not_an_edit(lane_wiki):
+    """A writer killed after writing the journal and before the page leaves a filing record
+    ahead of its page; the next writer finishes it. Until a commit holds the filing, it is
+    no finding; once committed, a page that is not its filed text is."""
+    root = lane_wiki
+    stub = lw.new_experiment(root, LANE, slug="splash-qb", variant="2B/v5p-16", proposal_path=proposal(root, "a"),
+                             track=1)
+    journal = root / LANE.journal
+    record = {"op": "file", "vid": stub["vid"], "verdict": "refuted", "page": stub["page"],
+              "digest": "sha256:" + "0" * 64, "at": "2026-12-01T00:00:00Z"}
+    journal.write_text(journal.read_text() + json.dumps(record) + "\n")
+
+    def found():
+        return [f.path for f in lint(root, base=None, use_cache=False).findings if f.code == DRIFT_CODE]
+
+    assert found() == [] and drift_checks(run_audit(root, LANE), stub["page"]) == []
+    git(root, "commit", "-q", "--no-verify", "-am", "a filing record with no filed page")
+    assert found() == [stub["page"]] and drift_checks(run_audit(root, LANE), stub["page"]) == [DRIFT_CODE]

@@ -111,20 +111,35 @@ def filing_commit(root: Path, journal_rel: str, digest: str) -> str | None:
     return shas[-1] if shas else None
 
 
+def committed_drifts(root: Path, journal_rel: str, records: list[dict],
+                     only: set[str] | None = None) -> list[tuple[Drift, str | None]]:
+    """:func:`drifted_pages`, each with the commit that filed it. In a git repository a
+    filing that no commit holds yet is left out: it is a write in progress (a writer
+    killed between its files, which the next writer finishes), not an edit of a filed page."""
+    drifts = drifted_pages(root, records, only)
+    in_git = bool(drifts) and git.ok(root, "rev-parse", "--git-dir")
+    found = []
+    for drift in drifts:
+        commit = filing_commit(root, journal_rel, drift.digest) if in_git else None
+        if commit is not None or not in_git:
+            found.append((drift, commit))
+    return found
+
+
 def journal_rels(root: Path) -> list[str]:
     """Every lane and kernel family journal of the wiki at ``root``."""
     return sorted({p.relative_to(root).as_posix() for pattern in JOURNAL_GLOBS for p in root.glob(pattern)
                    if p.is_file()})
 
 
-def wiki_drifts(root: Path, only: set[str] | None = None) -> list[tuple[str, Drift]]:
-    """``(journal, drift)`` of every journal of the wiki (:func:`drifted_pages`); a journal
-    that cannot be read is skipped here (the writers refuse it with its line)."""
+def wiki_drifts(root: Path, only: set[str] | None = None) -> list[tuple[Drift, str | None]]:
+    """:func:`committed_drifts` of every journal of the wiki; a journal that cannot be read
+    is skipped here (the writers refuse it with its line)."""
     found = []
     for rel in journal_rels(root):
         try:
             records = parse_journal((root / rel).read_text(encoding="utf-8"), rel)
         except (OSError, UnicodeDecodeError, WikiError):
             continue
-        found += [(rel, drift) for drift in drifted_pages(root, records, only)]
+        found += committed_drifts(root, rel, records, only)
     return found

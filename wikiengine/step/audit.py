@@ -34,7 +34,7 @@ from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
 from wikiengine.core.git import is_ancestor
 from wikiengine.core.git import out as git_out
 from wikiengine.model import experiment as ex
-from wikiengine.model.filings import drifted_pages, filing_commit
+from wikiengine.model.filings import committed_drifts
 from wikiengine.model.journal import parse_journal
 from wikiengine.model.lanes import Lane
 
@@ -149,11 +149,8 @@ DRIFT_CODE = "EXP014"  # the audits report a drift under the code of its lint ru
 
 def drift_findings(root: Path, journal_rel: str, records: list[dict]) -> list[AuditFinding]:
     """Every filed page of the journal that differs from its filing digest (not only the delta's)."""
-    found = []
-    for drift in drifted_pages(root, records):
-        commit = filing_commit(root, journal_rel, drift.digest)
-        found.append(AuditFinding(DRIFT_CODE, drift.page, 1, drift.describe(), drift.repair(commit)))
-    return found
+    return [AuditFinding(DRIFT_CODE, drift.page, 1, drift.describe(), drift.repair(commit))
+            for drift, commit in committed_drifts(root, journal_rel, records)]
 
 
 def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workloads, now: float,

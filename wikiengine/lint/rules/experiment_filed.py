@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wikiengine.lint.rule import Rule
-from wikiengine.model.filings import filing_commit, wiki_drifts
+from wikiengine.model.filings import wiki_drifts
 
 
 class FiledPageMatchesJournal(Rule):
@@ -13,7 +13,8 @@ class FiledPageMatchesJournal(Rule):
     `wiki backfill` or `wiki kernel file` with the digest (`sha256:` of the filed text)
     that its newest filing record keeps. A page whose text differs, or that is gone, is
     flagged on every run, not only on the run that sees the edit: the journal, not the
-    base revision, is what it is compared with.
+    base revision, is what it is compared with. In a git repository only committed
+    filings count (a filing not yet committed is a write in progress).
 
     It is repaired by restoring the filed text (`git checkout <filing commit> -- PAGE`;
     the message names the commit) or, for a lane page, by filing a rerun
@@ -48,5 +49,5 @@ class FiledPageMatchesJournal(Rule):
         only = None
         if ctx.targets is not ctx.files:
             only = set(ctx.targets) | set(ctx.git.deleted() if ctx.git is not None else ())
-        for journal, drift in wiki_drifts(ctx.root, only):
-            yield self.finding(drift.page, 1, drift.message(filing_commit(ctx.root, journal, drift.digest)))
+        for drift, commit in wiki_drifts(ctx.root, only):
+            yield self.finding(drift.page, 1, drift.message(commit))
