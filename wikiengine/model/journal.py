@@ -4,7 +4,10 @@
 with ``op`` (``claim``, ``file``, ``retry``, ``backfill``; later ``dispatch`` and
 ``complete``), ``vid``, ``at`` and op-specific fields. A claim is written in the same
 commit as its stub, so an id that was ever handed out stays in the journal even when
-its page is deleted.
+its page is deleted. A filing record (``file``, ``backfill``; ``amend`` for an engine
+writer that rewrites a filed page, which none does today) keeps the ``page`` and the
+:func:`page_digest` of its filed text, which :mod:`wikiengine.model.filings` compares
+with the page on disk.
 
 :func:`used_ids` is what v-id allocation reads: the lane's pages on disk, the journal,
 every page path ever added under the lane on any local or remote-tracking branch (one
