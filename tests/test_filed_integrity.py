@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from tests.lane_runs import record_run
 from tests.test_kernel_lane import family  # noqa: F401 - fixtures
 from tests.test_lane_step import LANE, MemoryBackend, lane_wiki  # noqa: F401 - fixtures
 from tests.test_lane_watch import retrospective, watch_cli
@@ -31,9 +32,15 @@ def file_one(root, slug="splash-qb", tag="a") -> dict:
                             track=1)["vid"]
     (root.parent / "hlo.md").write_text(HLO)
     (root.parent / "profile.md").write_text("Splash 19.4% of step time.\n")
-    return lw.file_experiment(root, LANE, vid, verdict="supported", metrics={"mfu": 42.6, "tps": 1100.0},
-                              profile_path=root.parent / "profile.md", hlo_path=root.parent / "hlo.md",
-                              reason="as measured")
+    record_run(root, LANE.dir, vid, variant="2B/v5p-16", metrics={"mfu": 42.6, "tps": 1100.0})
+    return lw.file_experiment(root, LANE, vid, verdict="supported", profile_path=root.parent / "profile.md",
+                              hlo_path=root.parent / "hlo.md", reason="as measured")
+
+
+def file_rerun(root, vid: str) -> None:
+    """File ``vid`` (a retry) after journalling a run of it."""
+    record_run(root, LANE.dir, vid, variant="2B/v5p-16", metrics={"mfu": 42.0})
+    lw.file_experiment(root, LANE, vid, verdict="inconclusive", reason="rerun of an edited page")
 
 
 def hand_edit(root, rel: str) -> str:
@@ -97,8 +104,7 @@ def test_row73_a_filed_rerun_repairs_it(lane_wiki):
     hand_edit(root, filed["page"])
     retry = lw.retry_experiment(root, LANE, filed["vid"])
     assert drift_checks(run_audit(root, LANE), filed["page"]) == [DRIFT_CODE]  # a stub is no rerun yet
-    lw.file_experiment(root, LANE, retry["vid"], verdict="inconclusive", metrics={"mfu": 42.0}, profile_path=None,
-                       hlo_path=None, reason="rerun of an edited page")
+    file_rerun(root, retry["vid"])
     assert drift_checks(run_audit(root, LANE), filed["page"]) == []
     assert [f for f in lint(root, base=None, use_cache=False).findings if f.code == DRIFT_CODE] == []
 
@@ -130,8 +136,7 @@ def test_row73_the_example_wiki_and_its_writers_leave_no_drift(lane_wiki):
     root = lane_wiki
     filed = file_one(root)
     retry = lw.retry_experiment(root, LANE, filed["vid"])
-    lw.file_experiment(root, LANE, retry["vid"], verdict="invalid", metrics={}, profile_path=None, hlo_path=None,
-                       reason="never ran")
+    file_rerun(root, retry["vid"])
     assert drifted_pages(root, parse_journal((root / LANE.journal).read_text())) == []
 
 

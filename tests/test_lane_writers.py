@@ -19,12 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.lane_runs import record_run
 from wikiengine.lint.runner import lint
 from wikiengine.model.verdicts import Evidence, cap_verdict
 
 REPO = Path(__file__).resolve().parent.parent
 LANE_DIR = "wiki/experiments/gemma4_autoresearch_optimization/tpu"
 MODEL_PAGE = "wiki/models/gemma4-tpu.md"
+V046 = LANE_DIR + "/experiments/2026-06-10-v046-splash-blocks.md"
 PROPOSAL = """\
 **Hypothesis**: raising the splash q block to 1024 lifts MFU by 0.3 points.
 
@@ -204,10 +206,14 @@ def test_malformed_metrics_file_names_its_line(wiki):
 # --- exp file ------------------------------------------------------------------------------
 
 
-def _file(wiki, vid, verdict="supported", mfu="42.6", hlo=HLO, profile="Splash 19.4% of step time.\n", *extra):
+def _file(wiki, vid, verdict="supported", mfu="42.6", hlo=HLO, profile="Splash 19.4% of step time.\n", *extra,
+          exit_code=0, run_metrics=None, frontier=None, band=0.3):
+    """File ``vid`` after journalling its run as the wake would (figures from the run)."""
     (wiki.parent / "hlo.md").write_text(hlo)
     (wiki.parent / "profile.md").write_text(profile)
-    args = ["exp", "file", vid, "gemma4", "tpu", "--verdict", verdict, "--metric", f"mfu={mfu}",
+    record_run(wiki, LANE_DIR, vid, variant="2B/v5p-16", metrics={"mfu": float(mfu), **(run_metrics or {})},
+               exit_code=exit_code, frontier=frontier, band=band)
+    args = ["exp", "file", vid, "gemma4", "tpu", "--verdict", verdict,
             "--hlo", str(wiki.parent / "hlo.md"), "--profile", str(wiki.parent / "profile.md"), "--reason", "as measured",
             "--json", *extra]
     return json.loads(wiki_cmd(wiki, *args).stdout)
@@ -251,7 +257,7 @@ def test_file_caps_a_supported_claim(wiki, case, kwargs, expected):
 
 def test_a_crashed_run_is_invalid(wiki):
     vid = new(wiki, "splash-qb")["vid"]
-    result = _file(wiki, vid, "supported", "42.6", HLO, "p\n", "--exit-code", "1")
+    result = _file(wiki, vid, "supported", "42.6", HLO, "p\n", exit_code=1)
     assert result["verdict"] == "invalid"
     assert (wiki / LANE_DIR / "RESULTS.tsv").read_text().splitlines()[1].split("\t")[7] == "crash"
 
@@ -418,15 +424,14 @@ def test_a_frontier_co_measured_in_the_run_is_the_reference(wiki):
     the recorded figure is rescaled to the frontier's recorded one (v046: mfu 42.0), so
     figures recorded under different loads stay comparable."""
     vid = new(wiki, "splash-qb")["vid"]
-    result = _file(wiki, vid, "supported", "40.0", HLO, "p\n", "--metric", "frontier_mfu=38.0",
-                   "--metric", "noise_band=0.5")
+    result = _file(wiki, vid, "supported", "40.0", HLO, "p\n", run_metrics={"frontier_mfu": 38.0}, frontier=V046, band=0.5)
     assert result["verdict"] == "supported" and result["current_best_moved"]
     assert result["value"] == pytest.approx(42.0 * 40.0 / 38.0) and result["delta"] == pytest.approx(2.0)
     page = (wiki / result["page"]).read_text()
     assert "| mfu | 38 | 40 | +2 | ±0.5 |" in page and "the frontier, co-measured in the same process" in page
     within = new(wiki, "within", tag="w")["vid"]
-    capped = _file(wiki, within, "supported", "38.2", HLO, "p\n", "--metric", "frontier_mfu=38.0",
-                   "--metric", "noise_band=0.5")
+    capped = _file(wiki, within, "supported", "38.2", HLO, "p\n", run_metrics={"frontier_mfu": 38.0}, frontier=V046,
+                   band=0.5)
     assert capped["verdict"] == "inconclusive" and not capped["current_best_moved"]
     assert lint_codes(wiki) == []
 

@@ -15,10 +15,15 @@ lane log and RESULTS.tsv cannot drift:
                 [--rerun-reason TEXT]
       allocate the next v-id (never reused: pages, the lane journal and every branch),
       write the stub (status: in_progress), claim it in the journal, commit.
-  wiki exp file VID [MODEL LANE] --verdict V [--metrics FILE | --metric NAME=VALUE ...]
-                [--profile FILE] [--hlo FILE] [--reason TEXT]
-      fill Results, Profile, HLO Dump and Verdict (capped by the evidence), flip the
-      status to filed, move Current best when it is beaten, log, RESULTS.tsv: one commit.
+  wiki exp file VID [MODEL LANE] --verdict V [--reason TEXT] [--profile FILE] [--hlo FILE]
+                [--metrics FILE | --metric NAME=VALUE ...] [--external]
+      fill Results, Profile, HLO Dump and Verdict, flip the status to filed, move
+      Current best when it is beaten, log, RESULTS.tsv: one commit. The evidence is what
+      the engine recorded of the run (the journal's completion record: exit code, the
+      metrics the run wrote, parity) and the lane's measured A/A noise band: a crash or
+      a kill is invalid whatever is asked. A stub never dispatched, or still in flight,
+      is refused (exit 2). Figures the agent passes only annotate the page; --external
+      files a run the engine did not launch, at most inconclusive.
   wiki exp retry VID [MODEL LANE]
       a new stub VID+letter with the same mechanism.
 
@@ -55,12 +60,17 @@ def add_parser(subparsers) -> None:
     filed.add_argument("vid", metavar="VID", help="the experiment id, e.g. v012 or v012b")
     filed.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
     filed.add_argument("--verdict", required=True, help="supported | refuted | inconclusive | invalid")
-    filed.add_argument("--metrics", type=Path, help="JSON object of metric name -> number (optional exit_code)")
-    filed.add_argument("--metric", action="append", default=[], metavar="NAME=VALUE", help="one metric (repeatable)")
-    filed.add_argument("--profile", type=Path, help="the analyzer's Profile section, pasted verbatim")
-    filed.add_argument("--hlo", type=Path, help="the analyzer's HLO Dump section (with the firing-audit line)")
+    filed.add_argument("--metrics", type=Path, help="the agent's figures, a JSON object of name -> number: an "
+                                                    "annotation, never evidence")
+    filed.add_argument("--metric", action="append", default=[], metavar="NAME=VALUE",
+                       help="one figure of the agent's (repeatable): an annotation, never evidence")
+    filed.add_argument("--profile", type=Path, help="the analyzer's Profile section (default: the run's profile.md)")
+    filed.add_argument("--hlo", type=Path, help="the analyzer's HLO Dump section, with the firing-audit line "
+                                                "(default: the run's hlo.md)")
+    filed.add_argument("--external", action="store_true",
+                       help="a run the engine did not launch: the agent's figures, filed at most inconclusive")
     filed.add_argument("--reason", help="why this verdict, in one line")
-    filed.add_argument("--exit-code", type=int, help="the run's exit code (non-zero: crashed, filed invalid)")
+    filed.add_argument("--exit-code", type=int, help="the exit code the agent saw (non-zero only lowers: invalid)")
     add_writer_options(filed)
 
     retry = verbs.add_parser("retry", help="a new stub VID+letter with the same mechanism")
@@ -91,7 +101,7 @@ def run(args) -> int:
             outcome = dataclasses.replace(outcome, exit_code=args.exit_code)
         result = lane_writers.file_experiment(root, lane, args.vid, verdict=args.verdict, metrics=metrics,
                                               outcome=outcome, profile_path=args.profile, hlo_path=args.hlo,
-                                              reason=args.reason, dry_run=args.dry_run)
+                                              reason=args.reason, external=args.external, dry_run=args.dry_run)
         text = f"{result['vid']}: filed {result['verdict']} ({result['page']})\n" + "".join(
             f"  {c}\n" for c in result["capped"]) + ("Current best moved\n" if result["current_best_moved"] else "")
     else:

@@ -89,9 +89,10 @@ def _short(message: str, limit: int = 160) -> str:
     return message if len(message) <= limit else message[: limit - 3] + "..."
 
 
-def check(instance, name: str, path=None, lines: dict[tuple, int] | None = None) -> None:
-    """Raise :class:`SchemaError` (file, line, key) for the first schema error, if any."""
-    found = issues(instance, name, lines)
+def check(instance, name: str, path=None, lines: dict[tuple, int] | None = None, keys=None) -> None:
+    """Raise :class:`SchemaError` (file, line, key) for the first schema error, if any (of the
+    top-level ``keys`` only, when given: what a caller is about to use)."""
+    found = [i for i in issues(instance, name, lines) if keys is None or (i.key_path and i.key_path[0] in keys)]
     if found:
         first = found[0]
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""

@@ -253,12 +253,9 @@ class ScriptedAgent:
                 done.append(f"track {need['track']}: stub {result['vid']} {proposal.slug} ({proposal.outcome} expected)")
             elif need["kind"] == "verdict" and need["vid"] in self.by_vid:
                 proposal = self.by_vid.pop(need["vid"])
-                arts = need["inputs"]["artifacts"]
-                metrics, outcome = lw.read_metrics(Path(arts["metrics"]) if arts.get("metrics") else None, [])
+                # the owed command needs only the judgement: the evidence is what the engine recorded
                 result = lw.file_experiment(
-                    self.root, LANE, need["vid"], verdict=proposal.requested_verdict, metrics=metrics, outcome=outcome,
-                    profile_path=Path(arts["profile"]) if arts.get("profile") else None,
-                    hlo_path=Path(arts["hlo"]) if arts.get("hlo") else None,
+                    self.root, LANE, need["vid"], verdict=proposal.requested_verdict,
                     reason=f"scripted agent: {proposal.outcome} expected; asked {proposal.requested_verdict}")
                 self.filed.append(proposal.slug) if result["verdict"] == "supported" else None
                 capped = f" (asked {result['requested']}, capped)" if result["capped"] else ""
@@ -296,7 +293,8 @@ def run_demo(root: Path, git, progress: bool = True) -> int:
             running = [d for d in result.decisions if d["decision"] == "skip"]
             if running:
                 print(f"\r  {time.monotonic() - started:5.0f} s: " + ", ".join(
-                    f"t{d['track']} {d['vid']} running" for d in running), end="", flush=True)
+                    f"t{d['track']} " + (f"A/A {d['aa_index']}" if "aa_index" in d else d["vid"]) + " running"
+                    for d in running), end="", flush=True)
         time.sleep(POLL_S if not any(d["decision"] in ("dispatch", "process") for d in result.decisions) else 0)
     print()
     say(f"\nqueue used up after {wakes} wakes in {time.monotonic() - started:.0f} s")

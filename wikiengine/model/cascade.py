@@ -196,11 +196,12 @@ class Program:
         return lines
 
 
-def resolve(target: Target, *, additive_marker: str = DEFAULT_ADDITIVE_MARKER, validate: bool = True) -> Program:
+def resolve(target: Target, *, additive_marker: str = DEFAULT_ADDITIVE_MARKER, validate: bool | frozenset = True) -> Program:
     """Resolve the effective program of ``target``.
 
     Raises :class:`CascadeError` when the area root has no ``program.md``, when a file
-    repeats a section title, or when the resolved config breaks its schema.
+    repeats a section title, or when the resolved config breaks its schema (``validate``: a
+    frozenset of top-level keys checks only those, the ones a caller is about to use).
     """
     root_program = target.levels[0].program
     if not _present(root_program):
@@ -225,7 +226,7 @@ def resolve(target: Target, *, additive_marker: str = DEFAULT_ADDITIVE_MARKER, v
             from wikiengine.core import schemas
 
             schemas.check(program.config, target.area.config_schema, target.relative(config_section.origin.path),
-                          program.config_lines())
+                          program.config_lines(), keys=validate if isinstance(validate, frozenset) else None)
     return program
 
 

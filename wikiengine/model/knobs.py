@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from wikiengine.core.errors import PageError, SchemaError
+from wikiengine.core.errors import PageError
 from wikiengine.core.page import Page, Section
 
 SETUP_TITLES = ("Setup", "Planned setup")
@@ -66,21 +66,6 @@ def parse_knobs(page: Page, path=None) -> Knobs | None:
 def canonical(knobs: dict) -> str:
     """The knob set as one string, independent of the order it was written in."""
     return json.dumps(knobs, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def check_declaration(config: dict, path=None, lines: dict[tuple, int] | None = None) -> dict | None:
-    """The ``knobs`` a lane's resolved config declares (None: it declares none), checked
-    against the program-config schema (SchemaError naming the program's file and line)."""
-    from wikiengine.core import schemas
-
-    declared = config.get("knobs")
-    if declared is None:
-        return None
-    found = [i for i in schemas.issues(config, "program-config", lines) if i.key_path[:1] == ("knobs",)]
-    if found:
-        first = found[0]
-        raise SchemaError(f"{first.where()}: {first.message} [schema program-config]", path, first.line)
-    return declared
 
 
 def knob_problems(knobs: dict, declared: dict) -> list[tuple[str, str]]:

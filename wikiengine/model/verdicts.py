@@ -3,13 +3,15 @@
 The agent asks for a verdict; :func:`cap_verdict` returns the strongest verdict the
 evidence allows and why anything was capped:
 
-- a crashed run, or one whose parity check failed (it broke numerics), is ``invalid``;
-- a backfilled page is ``invalid`` or ``inconclusive`` (no analyzer ran);
+- a crashed run (a non-zero exit, a kill), or one whose parity check failed (it broke
+  numerics), is ``invalid``;
+- a backfilled page, or a run the engine did not launch (``--external``), is at most
+  ``inconclusive``; so is a run whose exit code the engine never recorded;
 - no Profile, no HLO Dump, or no hypothesis-firing audit line caps at ``inconclusive``
   (a run that never executed needs no Profile, but then it can only be ``invalid``);
 - a firing audit that says ``silent no-op`` caps at ``inconclusive``;
-- ``supported`` needs a delta beyond the noise band in the direction the lane's target
-  metric improves.
+- ``supported`` needs a measured noise band (the lane's A/A runs) and a delta beyond it in
+  the direction the lane's target metric improves.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ STRONG = ("supported", "refuted")
 class Evidence:
     requested: str
     crashed: bool = False
+    crash_reason: str = "the run crashed"
+    external: bool = False  # the engine did not launch the run: its figures are the agent's
+    exit_unrecorded: bool = False  # the run completed but no exit code was recorded
+    band_measured: bool = True  # the noise band is the lane's own A/A figure
     parity_failed: bool = False  # the run's numerics differ from the reference beyond tolerance
     backfilled: bool = False
     has_profile: bool = True
@@ -57,11 +63,15 @@ def cap_verdict(evidence: Evidence) -> tuple[str, list[str]]:
     capped = Capped(evidence.requested)
     cap = capped.cap
     if evidence.crashed:
-        cap("invalid", "the run crashed")
+        cap("invalid", evidence.crash_reason)
     if evidence.parity_failed:
         cap("invalid", "the parity check failed: the change broke numerics")
     if evidence.backfilled:
         cap("inconclusive", "a backfilled page had no analyzer")
+    if evidence.external:
+        cap("inconclusive", "the engine did not launch the run: its figures are the agent's")
+    if evidence.exit_unrecorded:
+        cap("inconclusive", "the engine recorded no exit code for the run")
     if not evidence.has_profile:
         cap("inconclusive", "no Profile")
     if not evidence.has_hlo:
@@ -73,6 +83,8 @@ def cap_verdict(evidence: Evidence) -> tuple[str, list[str]]:
     if capped.verdict == "supported":
         if evidence.delta is None:
             cap("inconclusive", "no measured delta against the baseline")
+        elif not evidence.band_measured:
+            cap("inconclusive", "no measured A/A noise band for the frontier it ran against")
         else:
             band = evidence.noise_band or 0.0
             gain = evidence.delta if evidence.higher_is_better else -evidence.delta
@@ -92,8 +104,10 @@ def is_better(value: float, than: float | None, higher_is_better: bool) -> bool:
 class Comparison:
     """How a run's target metric compares with its reference, and the figure the page records.
 
-    With a frontier co-measured in the same process (``frontier_<metric>`` in the run's
-    metrics) the delta is against it, so machine load cancels, and the recorded figure is
+    The band is the caller's (the lane's measured A/A figure); a run's own ``noise_band``
+    metric is only ever a detail. With a frontier co-measured in the same process
+    (``frontier_<metric>`` in the run's metrics) the delta is against it, so machine load
+    cancels, and the recorded figure is
     rescaled to the frontier's recorded one (``recorded_frontier x value / co-measured``),
     so recorded figures of one row stay comparable across runs made under other loads.
     Without one, the delta is against the row's Baseline and the figure is recorded as
@@ -119,10 +133,7 @@ def compare(metric: str, metrics: dict[str, float], baseline: float | None, fron
         return Comparison(None, baseline, "the row's Baseline", None, None, band, band_source, False)
     if co is not None and co > 0:
         scale = frontier_recorded if frontier_recorded is not None else baseline
-        own_band = metrics.get("noise_band")
         return Comparison(value, co, "the frontier, co-measured in the same process", value - co,
-                          scale * value / co if scale is not None else value,
-                          own_band if own_band is not None else band,
-                          "the run's own A/A timing of the frontier" if own_band is not None else band_source, True)
+                          scale * value / co if scale is not None else value, band, band_source, True)
     delta = value - baseline if baseline is not None else None
     return Comparison(value, baseline, "the row's Baseline", delta, value, band, band_source, False)

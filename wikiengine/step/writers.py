@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wikiengine.core.clock import Clock, now_iso, today, utcnow
@@ -20,9 +20,19 @@ from wikiengine.core.page import parse_page
 from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook, results_tsv
+from wikiengine.model.evidence import (
+    AA_VID,
+    COMPLETED,
+    IN_FLIGHT,
+    NEVER_DISPATCHED,
+    Band,
+    RunEvidence,
+    band_for_run,
+    run_evidence,
+)
 from wikiengine.model.experiment import ExperimentPage
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
-from wikiengine.model.knobs import Knobs, canonical, check_declaration, knob_problems, parse_knobs
+from wikiengine.model.knobs import Knobs, canonical, knob_problems, parse_knobs
 from wikiengine.model.knobs import setup_section as setup_section_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, cell_number, parse_matrix, set_cells
@@ -30,7 +40,10 @@ from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare
 from wikiengine.step.txn import LaneLock, LaneTxn
 
 DEFAULT_METRIC = "mfu"
-DEFAULT_NOISE_BAND_PCT = 1.0
+DEFAULT_NOISE_BAND_PCT = 0.0  # a floor under the measured band: none unless the lane sets one
+# The config keys the writers and the lane wake read: bounded by the schema before any use.
+USED_CONFIG_KEYS = frozenset({"target_metric", "higher_is_better", "noise_band_pct", "noise_band_runs",
+                              "noise_band_every_s", "storage_root", "hung_after_s", "ceiling_s", "wake_interval_s"})
 _SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,59}")
 
 
@@ -71,8 +84,9 @@ def lane_settings(root: Path, lane: Lane) -> LaneSettings:
     from wikiengine.core.identity import resolve_user_prefix
     from wikiengine.model import cascade, targets
 
-    # PRG002 validates the config against its schema; the writers only read it
-    program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name), validate=False)
+    # PRG002 reports every schema error of the config; the writers refuse (exit 2, file:line)
+    # only an out-of-range value of a key they are about to use
+    program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name), validate=USED_CONFIG_KEYS)
     config = program.config or {}
     model_program = root / f"wiki/experiments/{lane.model_dir}/program.md"
     text = model_program.read_text(encoding="utf-8") if model_program.is_file() else None
@@ -113,7 +127,7 @@ def find_page(root: Path, lane: Lane, vid: str) -> ExperimentPage:
     return found[0]
 
 
-def _model_page(root: Path, lane: Lane):
+def model_page_of(root: Path, lane: Lane):
     rel = lane.model_page(root)
     if rel is None:
         raise WikiError(f"lane {lane.model_prefix}/{lane.name} has no model page ({' or '.join(lane.model_page_names())} "
@@ -177,10 +191,9 @@ def declared_knobs(root: Path, lane: Lane) -> dict | None:
     against the schema; None when it declares none."""
     from wikiengine.model import cascade, targets
 
-    program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name), validate=False)
-    origin = program.config_origin
-    path = program.target.relative(origin.path) if origin is not None else None
-    return check_declaration(program.config or {}, path, program.config_lines() if origin is not None else None)
+    program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name),
+                              validate=frozenset({"knobs"}))
+    return (program.config or {}).get("knobs")
 
 
 def refuse_undeclared_knobs(knobs: Knobs, declared: dict | None, path) -> None:
@@ -315,7 +328,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         refuse_undeclared_knobs(proposal.knobs, declared_knobs(root, lane), proposal_path)
     date = date or today(clock)
     settings = lane_settings(root, lane)
-    model_rel, _text, _page, matrix = _model_page(root, lane)
+    model_rel, _text, _page, matrix = model_page_of(root, lane)
     if matrix.row(variant) is None:
         raise WikiError(f"variant {variant!r} is not a row of the variant matrix (rows: {', '.join(matrix.keys()) or 'none'})",
                         model_rel, matrix.header_line)
@@ -459,25 +472,31 @@ def _read_text_file(path: Path | None, what: str) -> str | None:
         raise WikiError(f"cannot read the {what} file: {exc}", path) from None
 
 
-def noise_band(pages: list[ExperimentPage], variant: str, metric: str, baseline: float | None, pct: float) -> tuple[float, str]:
-    """Half the spread of the lane's repeated baseline runs of ``variant``, else ``pct`` of the baseline."""
-    runs = [ex.metric_of(p.frontmatter, metric) for p in pages
-            if "baseline" in p.rel.rsplit("/", 1)[-1] and str(p.frontmatter.get("variant")) == variant and ex.is_filed(p.frontmatter)]
-    runs = [r for r in runs if r is not None]
-    if len(runs) >= 2:
-        return (max(runs) - min(runs)) / 2, f"half the spread of {len(runs)} baseline runs"
-    if baseline is None:
-        return 0.0, "no baseline"
-    return abs(baseline) * pct / 100, f"{pct:g}% of the baseline (lane config noise_band_pct)"
+def lane_band(records: list[dict], evidence: RunEvidence, variant: str, measured: Comparison, floor_pct: float,
+              run_metrics: dict[str, float]) -> tuple[Band | None, Comparison]:
+    """The noise band a run is judged by: the lane's measured A/A band in force when it was
+    dispatched, never narrower than ``noise_band_pct`` of the reference, widened (never
+    narrowed) by the run's own in-process A/A figure when it reports a positive one."""
+    band = band_for_run(records, evidence, variant)
+    width = band.half_width if band else 0.0
+    source = (f"the lane's A/A band ({band.n} runs of the unchanged frontier, MAD {band.mad:.3g})" if band
+              else "no measured A/A band")
+    floor = abs(measured.reference) * floor_pct / 100 if measured.reference and floor_pct > 0 else 0.0
+    if floor > width:
+        width, source = floor, source + f"; floored at {floor_pct:g}% of the reference (noise_band_pct)"
+    own = run_metrics.get("noise_band")
+    if own is not None and own > width:
+        width, source = own, source + "; widened to the run's own in-process A/A figure"
+    return band, replace(measured, noise_band=width, noise_source=source)
 
 
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.6g}"
 
 
-def results_table(metrics: dict[str, float], metric: str, measured: Comparison) -> str:
-    """Results as the table metric x baseline x this run x delta x noise band, and how the
-    target metric was compared."""
+def results_table(metrics: dict[str, float], metric: str, measured: Comparison, band: Band | None = None) -> str:
+    """Results as the table metric x baseline x this run x delta x noise band, how the target
+    metric was compared, and the band's n and the delta's confidence."""
     rows = ["| metric | baseline | this run | delta | noise band |", "|---|---|---|---|---|"]
     for name, value in metrics.items():
         own = name == metric
@@ -486,6 +505,10 @@ def results_table(metrics: dict[str, float], metric: str, measured: Comparison) 
         rows.append(f"| {name} | {_fmt(base)} | {_fmt(value)} | {'—' if delta is None else f'{delta:+.6g}'} | "
                     f"{('±' + _fmt(measured.noise_band)) if own else '—'} |")
     note = f"\nThe {metric} baseline is {measured.reference_label}; noise band: {measured.noise_source}."
+    confidence = band.confidence(measured.delta) if band else None
+    if band is not None:
+        note += (f" A/A band n={band.n}, MAD {band.mad:.3g}"
+                 + (f"; the delta is {confidence:.1f} MADs." if confidence is not None else "; MAD 0: no confidence figure."))
     if measured.co_measured and measured.recorded is not None:
         note += f" Recorded {metric} (rescaled to the frontier's recorded figure): {measured.recorded:.6g}."
     return "\n".join(rows) + "\n" + note
@@ -497,7 +520,8 @@ def _rel_link(from_rel: str, to_rel: str) -> str:
 
 @dataclass(frozen=True)
 class Filing:
-    """What `wiki exp file` decided for one page: the capped verdict and the figures behind it."""
+    """What `wiki exp file` decided for one page: the capped verdict and the figures behind it
+    (``metrics``: what the engine recorded; ``claimed``: what the agent passed, an annotation)."""
 
     target: ExperimentPage
     slug: str
@@ -511,6 +535,11 @@ class Filing:
     baseline: float | None
     frontier: float | None
     date: str
+    evidence: RunEvidence
+    band: Band | None = None
+    claimed: dict[str, float] = field(default_factory=dict)
+    claimed_outcome: RunOutcome = RunOutcome()
+    external: bool = False  # filed with --external: the engine did not launch the run
 
     @property
     def delta_text(self) -> str:
@@ -521,26 +550,55 @@ class Filing:
                 if measured.value is not None and versus else "no metric")
 
 
-def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: dict[str, float],
-                    outcome: RunOutcome = RunOutcome(), profile_path: Path | None, hlo_path: Path | None, reason: str | None, dry_run: bool = False,
+def run_on_record(records: list[dict], target: ExperimentPage, external: bool, stopping: bool = False) -> RunEvidence:
+    """The engine's record of the page's run; exit 2 when there is nothing to file yet (never
+    dispatched without ``--external``, or still in flight) or ``--external`` names a run the
+    engine launched. ``stopping``: `wiki loop stop` resolves whatever is open, as it is."""
+    evidence = run_evidence(records, target.exp_id)
+    if stopping:
+        return evidence
+    if external:
+        if evidence.state != NEVER_DISPATCHED:
+            raise WikiError(f"{target.exp_id} was dispatched by the engine ({evidence.workload}): file it without "
+                            "--external, from what the engine recorded", target.rel)
+        return evidence
+    if evidence.state == NEVER_DISPATCHED:
+        raise WikiError(f"{target.exp_id} was never dispatched (no dispatch record in the lane journal): `wiki step` "
+                        "runs it; a run made outside the engine is filed with --external (at most inconclusive)",
+                        target.rel)
+    if evidence.state == IN_FLIGHT:
+        raise WikiError(f"{target.exp_id} is in flight ({evidence.workload} dispatched, no completion recorded): "
+                        "the next `wiki step` processes it, then a verdict is owed", target.rel)
+    return evidence
+
+
+def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: dict[str, float] | None = None,
+                    outcome: RunOutcome = RunOutcome(), profile_path: Path | None = None, hlo_path: Path | None = None,
+                    reason: str | None = None, external: bool = False, stopping: bool = False, dry_run: bool = False,
                     date: str | None = None, clock: Clock = utcnow) -> dict:
-    """`wiki exp file`: Results, Profile, HLO Dump and Verdict (capped), the status flip, the
-    model page's row, the lane log, RESULTS.tsv, the hypothesis page and the journal: one commit."""
+    """`wiki exp file`: Results, Profile, HLO Dump and Verdict (capped by what the engine
+    recorded of the run), the status flip, the model page's row, the lane log, RESULTS.tsv,
+    the hypothesis page and the journal: one commit. ``metrics``/``outcome`` are the
+    agent's: they annotate the page and can only lower the verdict."""
     if verdict not in ex.VERDICTS:
         raise WikiError(f"--verdict {verdict!r} is not one of {', '.join(ex.VERDICTS)}")
-    profile = _read_text_file(profile_path, "profile")
-    hlo = _read_text_file(hlo_path, "HLO dump")
     date = date or today(clock)
     settings = lane_settings(root, lane)
     with LaneLock(root, lane) as lock:
         target = find_page(root, lane, vid)
         if target.is_filed:
             raise WikiError(f"{target.exp_id} is filed and immutable; a rerun is `wiki exp retry {target.exp_id}`", target.rel)
-        model = _model_page(root, lane)
-        filing = decide_filing(root, lane, settings, target, model, requested=verdict, metrics=metrics, outcome=outcome,
-                               profile=profile, hlo=hlo, date=date)
         txn = LaneTxn(root, lane)
-        txn.write(target.rel, filed_page_text(filing, outcome, profile, hlo, reason))
+        records = parse_journal(txn.read(lane.journal), lane.journal)
+        evidence = run_on_record(records, target, external, stopping)
+        arts = evidence.artifacts
+        profile = _read_text_file(profile_path or _path_or_none(arts.get("profile")), "profile")
+        hlo = _read_text_file(hlo_path or _path_or_none(arts.get("hlo")), "HLO dump")
+        model = model_page_of(root, lane)
+        filing = decide_filing(root, lane, settings, target, model, requested=verdict, evidence=evidence,
+                               records=records, claimed=metrics or {}, claimed_outcome=outcome, profile=profile,
+                               hlo=hlo, date=date, external=external)
+        txn.write(target.rel, filed_page_text(filing, profile, hlo, reason))
         value = filing.measured.recorded
         moved = filing.verdict == "supported" and value is not None and is_better(value, filing.frontier,
                                                                                   settings.higher_is_better)
@@ -548,19 +606,50 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         _record_filing(txn, root, lane, filing, at=now_iso(clock))
         result = {"vid": target.exp_id, "page": target.rel, "verdict": filing.verdict, "requested": verdict,
                   "capped": filing.caps, "metric": filing.metric, "value": value, "baseline": filing.baseline,
-                  "delta": filing.measured.delta, "noise_band": filing.measured.noise_band, "current_best_moved": moved,
-                  "recovered": lock.recovered}
+                  "delta": filing.measured.delta, "noise_band": filing.measured.noise_band,
+                  "band_n": filing.band.n if filing.band else None,
+                  "confidence": filing.band.confidence(filing.measured.delta) if filing.band else None,
+                  "evidence": {"state": evidence.state, "workload": evidence.workload, "exit_code": evidence.exit_code,
+                               "killed": evidence.killed, "parity": evidence.parity},
+                  "current_best_moved": moved, "recovered": lock.recovered}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}
         result["commit"] = txn.commit(f"exp({target.exp_id}): file {filing.slug} — {filing.verdict}")
         return result
 
 
+def _path_or_none(value) -> Path | None:
+    return Path(value) if value else None
+
+
 def decide_filing(root: Path, lane: Lane, settings: LaneSettings, target: ExperimentPage, model, *, requested: str,
-                  metrics: dict[str, float], outcome: RunOutcome, profile: str | None, hlo: str | None,
-                  date: str) -> Filing:
-    """Measure the run against its frontier and the lane's noise band, and cap the requested
-    verdict by the evidence (:func:`~wikiengine.model.verdicts.cap_verdict`)."""
+                  evidence: RunEvidence, records: list[dict], claimed: dict[str, float], claimed_outcome: RunOutcome,
+                  profile: str | None, hlo: str | None, date: str, external: bool = False) -> Filing:
+    """Measure the recorded run against its frontier and the lane's band, and cap the requested
+    verdict by the evidence (:func:`~wikiengine.model.verdicts.cap_verdict`); the agent's
+    figures never enter the comparison, its outcome only lowers."""
+    variant = str(target.frontmatter.get("variant", ""))
+    metric = settings.target_metric
+    baseline, frontier, band, measured = measure_run(root, settings, target, model, records, evidence)
+    firing_match = ex.FIRING_AUDIT_RE.search(hlo or "")
+    crash = evidence.crash or (f"the agent reports exit code {claimed_outcome.exit_code}"
+                               if claimed_outcome.exit_code not in (None, 0) else None)
+    filed, caps = cap_verdict(Evidence(
+        requested=requested, crashed=crash is not None, crash_reason=f"the run crashed: {crash}" if crash else "",
+        parity_failed="fail" in (evidence.parity, claimed_outcome.parity), backfilled=target.backfilled,
+        external=external, exit_unrecorded=evidence.unrecorded_exit,
+        band_measured=band is not None, has_profile=bool(profile and profile.strip()),
+        has_hlo=bool(hlo and hlo.strip()), firing=firing_match.group(1).lower() if firing_match else None,
+        delta=measured.delta, noise_band=measured.noise_band, higher_is_better=settings.higher_is_better,
+    ))
+    return Filing(target, target.slug or target.exp_id, variant, requested, filed, caps, metric, evidence.metrics,
+                  measured, baseline, frontier, date, evidence, band, dict(claimed), claimed_outcome, external)
+
+
+def measure_run(root: Path, settings: LaneSettings, target: ExperimentPage, model, records: list[dict],
+                evidence: RunEvidence) -> tuple[float | None, float | None, Band | None, Comparison]:
+    """``(baseline, Current best, band, comparison)`` of a recorded run: its target metric
+    against the frontier it was dispatched against, judged by the lane's band."""
     model_rel, _text, _page, matrix = model
     variant = str(target.frontmatter.get("variant", ""))
     row = matrix.row(variant)
@@ -568,29 +657,61 @@ def decide_filing(root: Path, lane: Lane, settings: LaneSettings, target: Experi
         raise WikiError(f"variant {variant!r} of {target.exp_id} is not a row of the variant matrix", model_rel)
     metric = settings.target_metric
     baseline = cell_number(row.cell(BASELINE))
-    band, band_source = noise_band(lane_pages(root, lane), variant, metric, baseline, settings.noise_band_pct)
-    frontier = frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric)
-    against = _measured_against(root, lane, target.exp_id, metric, baseline, frontier)
-    measured = compare(metric, metrics, baseline, against, band, band_source)
-    firing_match = ex.FIRING_AUDIT_RE.search(hlo or "")
-    filed, caps = cap_verdict(Evidence(
-        requested=requested, crashed=outcome.exit_code not in (None, 0), parity_failed=outcome.parity == "fail",
-        backfilled=target.backfilled, has_profile=bool(profile and profile.strip()), has_hlo=bool(hlo and hlo.strip()),
-        firing=firing_match.group(1).lower() if firing_match else None,
-        delta=measured.delta, noise_band=measured.noise_band, higher_is_better=settings.higher_is_better,
-    ))
-    return Filing(target, target.slug or target.exp_id, variant, requested, filed, caps, metric, metrics, measured,
-                  baseline, frontier, date)
+    frontier = frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric, records)
+    against = _measured_against(root, records, evidence, metric, baseline, frontier)
+    band, measured = lane_band(records, evidence, variant, compare(metric, evidence.metrics, baseline, against, 0.0, ""),
+                               settings.noise_band_pct, evidence.metrics)
+    return baseline, frontier, band, measured
 
 
-def filed_page_text(filing: Filing, outcome: RunOutcome, profile: str | None, hlo: str | None,
-                    reason: str | None) -> str:
+def preview_filing(root: Path, lane: Lane, vid: str) -> Filing:
+    """What `wiki exp file VID --verdict supported` would decide now, written nowhere: the
+    evidence the engine holds and the caps that apply (the wake's ``needs``)."""
+    settings = lane_settings(root, lane)
+    target = find_page(root, lane, vid)
+    path = root / lane.journal
+    records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
+    evidence = run_on_record(records, target, external=False)
+    arts = evidence.artifacts
+    profile = _read_text_file(_path_or_none(arts.get("profile")), "profile")
+    hlo = _read_text_file(_path_or_none(arts.get("hlo")), "HLO dump")
+    return decide_filing(root, lane, settings, target, model_page_of(root, lane), requested="supported",
+                         evidence=evidence, records=records, claimed={}, claimed_outcome=RunOutcome(),
+                         profile=profile, hlo=hlo, date=today())
+
+
+def _claims_text(filing: Filing) -> str:
+    """The agent's figures, as an annotation that says it is one."""
+    said = [f"{k}={v:g}" for k, v in filing.claimed.items()]
+    said += [f"exit_code={filing.claimed_outcome.exit_code}"] if filing.claimed_outcome.exit_code is not None else []
+    said += [f"parity={filing.claimed_outcome.parity}"] if filing.claimed_outcome.parity else []
+    if not said:
+        return ""
+    return ("\n\nFigures the agent passed to `wiki exp file` (its annotation, not evidence: they never raise the "
+            f"verdict, enter the table above or move Current best): {', '.join(said)}.")
+
+
+def _outcome_text(evidence: RunEvidence, external: bool) -> str:
+    if external:
+        return " The engine did not launch this run (filed with --external): nothing above was measured by it."
+    if evidence.state != COMPLETED:
+        return f" The run was {evidence.state} when the lane stopped: nothing was measured."
+    parts = [f"Workload {evidence.workload}", f"exit code {evidence.exit_code if evidence.exit_code is not None else 'not recorded'}"]
+    if evidence.killed:
+        parts.append(f"killed by the wake ({evidence.killed})")
+    if evidence.parity:
+        parts.append(f"parity check {evidence.parity}")
+    return " " + "; ".join(parts) + " (the journal's completion record)."
+
+
+def filed_page_text(filing: Filing, profile: str | None, hlo: str | None, reason: str | None) -> str:
     """The page as filed: Results, Profile, HLO Dump, Verdict and the frontmatter's status flip."""
     page = filing.target.page
-    exit_code = outcome.exit_code
-    page = page.with_section_body(section_title(page, "Results"), "\n" + results_table(filing.metrics, filing.metric, filing.measured)
-                                  + (f" Exit code {exit_code}." if exit_code is not None else "") + "\n\n")
-    missing = "Not captured: no {what} was given to `wiki exp file`, so the verdict is at most inconclusive."
+    evidence = filing.evidence
+    table = results_table(filing.metrics, filing.metric, filing.measured, filing.band) if filing.metrics else "No figures recorded by the engine."
+    page = page.with_section_body(section_title(page, "Results"), "\n" + table + _outcome_text(evidence, filing.external)
+                                  + _claims_text(filing) + "\n\n")
+    missing = "Not captured: the run left no {what} and none was given to `wiki exp file`, so the verdict is at most inconclusive."
     page = page.with_section_body(section_title(page, "Profile"), "\n" + (profile.strip() if profile and profile.strip()
                                                                    else missing.format(what="profile")) + "\n\n")
     page = page.with_section_body(section_title(page, "HLO Dump"), "\n" + (hlo.strip() if hlo and hlo.strip()
@@ -605,10 +726,12 @@ def filed_page_text(filing: Filing, outcome: RunOutcome, profile: str | None, hl
         updates["reason"] = " ".join(reason.split())
     if value is not None:
         updates[filing.metric] = round(value, 6)
-    if exit_code is not None:
-        updates["exit_code"] = exit_code
-    if outcome.parity is not None:
-        updates["parity"] = outcome.parity
+    if evidence.exit_code is not None:
+        updates["exit_code"] = evidence.exit_code
+    if evidence.parity in ("pass", "fail"):
+        updates["parity"] = evidence.parity
+    if filing.external:
+        updates["external"] = True
     return page.with_frontmatter(updates).to_text()
 
 
@@ -636,14 +759,20 @@ def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: 
     entry = logbook.render_entry(date, "loop-iteration",
                                  f"{target.exp_id}-{slug} on {filing.variant}: {filing.verdict} ({delta_text})")
     txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
+    description = str(target.frontmatter.get("hypothesis", ""))
     txn.write(lane.results, results_tsv.append_row(txn.read(lane.results), {
         "exp_id": f"{target.exp_id}-{slug}", "date": date,
         **_results_figures(filing.metrics, filing.metric, filing.measured.recorded), "config": filing.variant,
-        "status": results_tsv.STATUS_OF_VERDICT[filing.verdict], "description": target.frontmatter.get("hypothesis", ""),
+        "status": results_tsv.STATUS_OF_VERDICT[filing.verdict],
+        "description": f"(external run: no figures measured by the engine) {description}" if filing.external else description,
     }))
     _hypothesis_update(txn, root, target, slug, filing.verdict, delta_text, date)
+    band = filing.band
     txn.write(lane.journal, append_record(txn.read(lane.journal), {
         "op": "file", "vid": target.exp_id, "verdict": filing.verdict, "requested": filing.requested,
+        "workload": filing.evidence.workload, "external": filing.external or None, "metric": filing.metric,
+        "value": filing.measured.recorded,
+        "band": band.half_width if band else None, "band_n": band.n if band else None,
         "page": target.rel, "digest": page_digest(txn.read(target.rel)), "at": at}))
 
 
@@ -666,38 +795,38 @@ def section_title(page, leading: str) -> str:
     return section.title if section is not None else leading
 
 
-def frontier_value(root: Path, cell: str, model_rel: str, metric: str) -> float | None:
-    """The Current best's metric: from the page it links, else the number in the cell."""
+def frontier_value(root: Path, cell: str, model_rel: str, metric: str, records: list[dict] = ()) -> float | None:
+    """The Current best's metric: the figure the page it links was filed with (the journal
+    ``records``, else its frontmatter), else the number in the cell."""
     from wikiengine.model.variant_matrix import cell_reference
 
     ref = cell_reference(cell, model_rel, re.compile(r"(?P<id>v\d{3,}[a-z]?)"))
     if ref is not None and ref.target and (root / ref.target).is_file():
-        try:
-            value = ex.metric_of(parse_page((root / ref.target).read_text(encoding="utf-8")).frontmatter, metric)
-        except WikiError:
-            value = None
+        value = _filed_value(root, list(records), ref.target, metric)
         if value is not None:
             return value
     return cell_number(cell) if ref is not None else None
 
 
-def _measured_against(root: Path, lane: Lane, vid: str, metric: str, baseline: float | None,
-                      current_best: float | None) -> float | None:
-    """The recorded figure of the frontier a run was dispatched against (the journal's
-    dispatch record names it; None there means the row's Baseline); without a dispatch
-    record, today's Current best."""
-    path = root / lane.journal
-    records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
-    dispatches = [r for r in records if r.get("op") == "dispatch" and r.get("vid") == vid and "frontier" in r]
-    if not dispatches:
-        return current_best
-    page = dispatches[-1]["frontier"]
-    if not page:
-        return baseline
+def _filed_value(root: Path, records: list[dict], page: str, metric: str) -> float | None:
+    """The figure a filed page was filed with: the journal's ``file`` record of it (what the
+    engine wrote, immune to a later hand edit), else the page's frontmatter (older journals)."""
+    filed = [r for r in records if r.get("op") == "file" and r.get("page") == page and r.get("metric") == metric]
+    if filed and isinstance(filed[-1].get("value"), (int, float)):
+        return float(filed[-1]["value"])
     try:
         return ex.metric_of(parse_page((root / page).read_text(encoding="utf-8")).frontmatter, metric)
     except (OSError, WikiError):
         return None
+
+
+def _measured_against(root: Path, records: list[dict], evidence: RunEvidence, metric: str, baseline: float | None,
+                      current_best: float | None) -> float | None:
+    """The recorded figure of the frontier a run was dispatched against (the dispatch record
+    names its page; none there means the row's Baseline); an external run: today's Current best."""
+    if evidence.state == NEVER_DISPATCHED:
+        return current_best
+    return _filed_value(root, records, evidence.frontier, metric) if evidence.frontier else baseline
 
 
 def _hypothesis_update(txn: LaneTxn, root: Path, target: ExperimentPage, slug: str, verdict: str, delta: str, date: str) -> None:
@@ -790,7 +919,7 @@ def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: st
     date = date or today(clock)
     settings = lane_settings(root, lane)
     prefix = f"{settings.user_prefix}-{lane.model_name}-{lane.name}"
-    workloads = [w for w in backend.list_workloads(prefix) if w.is_finished]
+    workloads = [w for w in backend.list_workloads(prefix) if w.is_finished and w.vid != AA_VID]  # A/A runs: no page
     with LaneLock(root, lane) as lock:
         txn = LaneTxn(root, lane)
         journal_text = txn.read(lane.journal)

@@ -85,7 +85,7 @@ def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, ba
             continue
         never_ran = page.exp_id not in dispatched
         lw.file_experiment(root, run.lane, page.exp_id, verdict="invalid" if never_ran else "inconclusive",
-                           metrics={}, profile_path=None, hlo_path=None,
+                           stopping=True,
                            reason=("never dispatched: resolved by wiki loop stop" if never_ran
                                    else "the session stopped before a verdict: resolved by wiki loop stop"),
                            clock=clock)

@@ -22,6 +22,12 @@ stub open, dispatched, not yet processed         finished, or killed  ``process`
 stub open, processed                             (any)                ``need_verdict``
 ==============================================  ===================  =====================
 
+The lane's A/A noise band comes first (:func:`calibrate_track`): a stub whose frontier has
+no measured band in this session is not dispatched; its track runs one of the ``k`` A/A runs
+of the unchanged frontier instead (``aa_dispatch``), or waits for the others. An A/A run on
+a track is watched like any run: ``aa_process`` when it ended, ``aa_kill`` when it hung or
+passed the ceiling, ``aa_dispatch`` again (same name) when the backend lost it.
+
 :func:`next_wake_s` clamps the next wake to 120..600 s, as the seed says.
 """
 
@@ -47,11 +53,42 @@ class TrackView:
     backend_state: str | None = None  # running | succeeded | failed | None (not found) | "unknown"
     started_at: float | None = None
     progress_at: float | None = None
+    band_key: tuple | None = None  # (variant, frontier, round): the A/A band this stub waits for
+    aa: AaView | None = None  # the A/A run journalled on this track and not yet processed
 
     @property
     def sighting(self) -> str:
         """What the backend says of the expected workload."""
         return UNKNOWN if self.backend_state == "unknown" else UNSEEN if self.backend_state is None else SEEN
+
+
+@dataclass(frozen=True)
+class AaView:
+    """One journalled A/A run: its key, index and name, and what the backend says of it."""
+
+    key: tuple  # (variant, frontier, round)
+    index: int
+    workload: str
+    backend_state: str | None = None  # as TrackView.backend_state
+    started_at: float | None = None
+    progress_at: float | None = None
+    killed: bool = False
+
+
+@dataclass(frozen=True)
+class BandNeed:
+    """Where one band's A/A runs stand: k wanted, how many succeeded, failed, are in flight."""
+
+    k: int
+    succeeded: int = 0
+    failed: int = 0
+    in_flight: int = 0
+    next_index: int = 1
+
+    @property
+    def quota(self) -> int:
+        """How many more A/A runs may start now."""
+        return 0 if self.failed >= self.k else max(0, self.k - self.succeeded - self.in_flight)
 
 
 @dataclass(frozen=True)
@@ -64,12 +101,14 @@ class LaneLimits:
 @dataclass(frozen=True)
 class TrackDecision:
     track: int
-    kind: str  # wait | need_hypothesis | dispatch | skip | kill | process | need_verdict
+    kind: str  # wait | need_hypothesis | dispatch | skip | kill | process | need_verdict | aa_*
     vid: str | None
     reason: str
+    aa: tuple | None = None  # an A/A decision: (variant, frontier, round, index)
 
     def as_json(self) -> dict:
-        return {"track": self.track, "decision": self.kind, "vid": self.vid, "reason": self.reason}
+        found = {"track": self.track, "decision": self.kind, "vid": self.vid, "reason": self.reason}
+        return {**found, "aa_index": self.aa[3]} if self.aa else found
 
 
 @dataclass(frozen=True)
@@ -104,26 +143,62 @@ def decide_track(view: TrackView, now: float, limits: LaneLimits) -> TrackDecisi
                                 "(a launch that landed is adopted by name)")
     if state in ("succeeded", "failed"):
         return said("process", f"{view.workload} {state}: fill Setup and Results")
-    if view.started_at is not None and now - view.started_at > limits.ceiling_s:
-        return said("kill", f"{view.workload} ran {int(now - view.started_at)} s, past the ceiling of "
-                            f"{int(limits.ceiling_s)} s")
-    last = view.progress_at if view.progress_at is not None else view.started_at
-    if last is not None and now - last > limits.hung_after_s:
-        return said("kill", f"{view.workload} shows no progress for {int(now - last)} s (hung after "
-                            f"{int(limits.hung_after_s)} s)")
+    overdue = _overdue(view.workload, view.started_at, view.progress_at, now, limits)
+    if overdue:
+        return said("kill", overdue)
     return said("skip", f"{view.workload} is in flight")
+
+
+def _overdue(name: str | None, started_at: float | None, progress_at: float | None, now: float,
+             limits: LaneLimits) -> str | None:
+    """Why a running workload is killed (past the ceiling, or hung), else None."""
+    if started_at is not None and now - started_at > limits.ceiling_s:
+        return f"{name} ran {int(now - started_at)} s, past the ceiling of {int(limits.ceiling_s)} s"
+    last = progress_at if progress_at is not None else started_at
+    if last is not None and now - last > limits.hung_after_s:
+        return f"{name} shows no progress for {int(now - last)} s (hung after {int(limits.hung_after_s)} s)"
+    return None
+
+
+def calibrate_track(view: TrackView, decision: TrackDecision, now: float, limits: LaneLimits,
+                    needs: dict[tuple, BandNeed]) -> TrackDecision:
+    """The A/A part of a track's decision (the module docstring); ``needs`` is updated as
+    this wake hands out A/A runs."""
+    aa = view.aa
+    if aa is not None and view.backend_state != "unknown":
+        key = (*aa.key, aa.index)
+        if aa.killed or aa.backend_state in ("succeeded", "failed"):
+            return TrackDecision(view.track, "aa_process", view.vid, f"A/A run {aa.workload} ended: record its figure", key)
+        if aa.backend_state is None:
+            return TrackDecision(view.track, "aa_dispatch", view.vid, f"the backend has no {aa.workload}: ask again "
+                                 "(a launch that landed is adopted by name)", key)
+        overdue = _overdue(aa.workload, aa.started_at, aa.progress_at, now, limits)
+        if overdue:
+            return TrackDecision(view.track, "aa_kill", view.vid, overdue, key)
+        return TrackDecision(view.track, "skip", view.vid, f"A/A run {aa.workload} is in flight", key)
+    if decision.kind != "dispatch" or view.expected is not None or view.band_key is None:
+        return decision
+    need = needs.get(view.band_key) or BandNeed(k=0)
+    if need.quota > 0:
+        needs[view.band_key] = BandNeed(need.k, need.succeeded, need.failed, need.in_flight + 1, need.next_index + 1)
+        return TrackDecision(view.track, "aa_dispatch", view.vid, f"{view.vid} waits for the lane's A/A noise band: "
+                             f"run {need.next_index} of the unchanged frontier", (*view.band_key, need.next_index))
+    return TrackDecision(view.track, "wait", view.vid, f"{view.vid} waits for the lane's A/A noise band "
+                         f"({need.succeeded} of {need.k} runs measured)")
 
 
 def next_wake_s(decisions: list[TrackDecision], limits: LaneLimits) -> int:
     """The next wake: the configured interval, sooner (but not under 120 s) when a track
     waits on something that moves fast; always within 120..600 s."""
     wanted = limits.wake_interval_s
-    if any(d.kind in ("dispatch", "process", "wait") for d in decisions):
+    if any(d.kind in ("dispatch", "process", "wait", "aa_dispatch", "aa_process") for d in decisions):
         wanted = MIN_WAKE_S
     return max(MIN_WAKE_S, min(MAX_WAKE_S, int(wanted)))
 
 
-def decide(views: list[TrackView], now: float, limits: LaneLimits, disagreements: list[str] = ()) -> LaneDecision:
-    """Every track's decision and the next wake."""
-    decisions = [decide_track(v, now, limits) for v in views]
+def decide(views: list[TrackView], now: float, limits: LaneLimits, disagreements: list[str] = (),
+           needs: dict[tuple, BandNeed] | None = None) -> LaneDecision:
+    """Every track's decision and the next wake (``needs``: the A/A bands stubs wait for)."""
+    needs = dict(needs or {})
+    decisions = [calibrate_track(v, decide_track(v, now, limits), now, limits, needs) for v in views]
     return LaneDecision(tuple(decisions), next_wake_s(decisions, limits), tuple(disagreements))

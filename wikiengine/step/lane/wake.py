@@ -21,18 +21,21 @@ import datetime as dt
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wikiengine.core.clock import timestamp, utc_iso
 from wikiengine.core.errors import WikiError
 from wikiengine.core.page import parse_page
 from wikiengine.model import experiment as ex
+from wikiengine.model import logbook
+from wikiengine.model.evidence import AA_VID
 from wikiengine.model.journal import append_record, dispatch_expectations, parse_journal
 from wikiengine.model.lanes import Lane
 from wikiengine.model.state import LaneState, heartbeat_path, require_lane, write_heartbeat
 from wikiengine.step import engine
 from wikiengine.step import writers as lw
+from wikiengine.step.lane import calibrate
 from wikiengine.step.lane.decide import LaneLimits, TrackDecision, TrackView, decide
 from wikiengine.step.result import WakeResult
 from wikiengine.step.txn import LaneLock, LaneTxn
@@ -128,9 +131,10 @@ class Observed:
     views: list[TrackView]
     disagreements: list[str]
     backend_error: str | None = None
+    band_needs: dict = field(default_factory=dict)  # (variant, frontier, round) -> BandNeed
 
 
-def observe(run: LaneRun) -> Observed:
+def observe(run: LaneRun, now: float) -> Observed:
     from wikiengine.executors.compute import ComputeError
 
     journal_text = (run.root / run.lane.journal).read_text(encoding="utf-8") if (run.root / run.lane.journal).is_file() else ""
@@ -138,9 +142,12 @@ def observe(run: LaneRun) -> Observed:
     pages = {p.exp_id: p for p in lw.lane_pages(run.root, run.lane)}
     error = None
     try:
-        workloads = {w.vid: w for w in run.backend.list_workloads(run.prefix)}
+        listed = run.backend.list_workloads(run.prefix)
     except ComputeError as exc:
-        workloads, error = None, str(exc)
+        listed, error = None, str(exc)
+    workloads = None if listed is None else {w.vid: w for w in listed if w.vid != AA_VID}
+    aa_runs = calibrate.open_aa_runs(records, run.state.session,
+                                     None if listed is None else {w.name: w for w in listed if w.vid == AA_VID})
     session_start = max((i for i, r in enumerate(records) if r.get("op") == "start"), default=-1)
     by_track: dict[int, str] = {}
     ops: dict[str, set[str]] = {}
@@ -161,15 +168,20 @@ def observe(run: LaneRun) -> Observed:
                                                "filed" if ex.is_filed(page.frontmatter) else "open")
         done = ops.get(vid, set()) if vid else set()
         workload = None if workloads is None or vid is None else workloads.get(vid)
-        views.append(TrackView(
+        view = TrackView(
             track=track, vid=vid, page_state=page_state, expected=expected.get(vid) if vid else None, processed="complete" in done,
             killed="kill" in done, workload=page.frontmatter.get("workload_name") if page else None,
             backend_state="unknown" if workloads is None else (workload.state if workload else None),
             started_at=timestamp(getattr(workload, "started", None)),
-            progress_at=timestamp(getattr(workload, "progress_at", None)),
-        ))
+            progress_at=timestamp(getattr(workload, "progress_at", None)), aa=aa_runs.get(track),
+        )
+        if page_state == "open" and view.expected is None:
+            frontier = _frontier_page(run, str(page.frontmatter.get("variant", "")))
+            view = replace(view, band_key=calibrate.band_key(run, records, view, page, frontier.rel if frontier else None, now))
+        views.append(view)
     disagreements = reconcile(records, pages, workloads, ops)
-    return Observed(records, pages, workloads, views, disagreements, error)
+    needs = calibrate.band_needs(run, records, {v.band_key for v in views if v.band_key})
+    return Observed(records, pages, workloads, views, disagreements, error, needs)
 
 
 def reconcile(records, pages, workloads, ops) -> list[str]:
@@ -230,26 +242,25 @@ def owed(run: LaneRun, decision: TrackDecision, obs: Observed, summary: dict) ->
                            "in_flight": in_flight, "frontier": summary["frontier"]},
                 "command": f"wiki exp new {lane_args} --track {decision.track} --slug SLUG --variant KEY --proposal FILE"}
     if decision.kind == "need_verdict":
-        done = [r for r in obs.records if r.get("vid") == decision.vid and r.get("op") == "complete"]
-        record = done[-1] if done else {}
-        arts = record.get("artifacts") or {}
-        caps = []
-        if record.get("exit_code") not in (None, 0):
-            caps.append("the run crashed: invalid")
-        if record.get("parity") == "fail":
-            caps.append("the parity check failed: invalid")
-        if not arts.get("profile"):
-            caps.append("no Profile: at most inconclusive")
-        if not arts.get("hlo"):
-            caps.append("no HLO Dump: at most inconclusive")
-        flags = " ".join(f"--{k} {shlex.quote(v)}" for k, v in (("metrics", arts.get("metrics")), ("profile", arts.get("profile")),
-                                                                 ("hlo", arts.get("hlo"))) if v)
-        return {"kind": "verdict", "track": decision.track, "vid": decision.vid,
-                "inputs": {"metrics": record.get("metrics", {}), "baseline": record.get("baseline"),
-                           "noise_band": record.get("noise_band"), "metric": run.settings.target_metric,
-                           "caps": caps, "artifacts": arts},
-                "command": f"wiki exp file {decision.vid} {lane_args} --verdict V {flags} --reason TEXT".replace("  ", " ")}
+        return _verdict_owed(run, decision, lane_args)
     return None
+
+
+def _verdict_owed(run: LaneRun, decision: TrackDecision, lane_args: str) -> dict:
+    """The verdict owed for a processed run: the evidence the engine holds (figures, band,
+    confidence, the caps that apply to `supported`) and a command that needs only the
+    agent's judgement."""
+    preview = lw.preview_filing(run.root, run.lane, decision.vid)
+    evidence, band, measured = preview.evidence, preview.band, preview.measured
+    inputs = {"metric": preview.metric, "metrics": preview.metrics, "value": measured.value,
+              "reference": measured.reference, "reference_label": measured.reference_label, "delta": measured.delta,
+              "noise_band": measured.noise_band, "noise_source": measured.noise_source,
+              "band_n": band.n if band else None, "band_mad": band.mad if band else None,
+              "confidence_mads": band.confidence(measured.delta) if band else None,
+              "exit_code": evidence.exit_code, "killed": evidence.killed, "parity": evidence.parity,
+              "caps": preview.caps, "strongest_verdict": preview.verdict, "artifacts": evidence.artifacts}
+    return {"kind": "verdict", "track": decision.track, "vid": decision.vid, "inputs": inputs,
+            "command": f"wiki exp file {decision.vid} {lane_args} --verdict V --reason TEXT"}
 
 
 # --- act ----------------------------------------------------------------------------------------
@@ -286,6 +297,35 @@ def launch_spec(run: LaneRun, page: ex.ExperimentPage, track: int):
     Current best, else the lane's ``baseline_config``), ``{artifacts}`` (where the run
     writes metrics.json, profile.md and hlo.md) and ``{python}``.
     """
+    variant = str(page.frontmatter.get("variant", ""))
+    frontier = _frontier_page(run, variant)
+    vid = ex.parse_vid(page.exp_id)
+    spec = _spec(run, name=page.frontmatter.get("workload_name"), vid=page.exp_id,
+                 slug=ex.parse_file_name(page.rel.rsplit("/", 1)[-1]).slug or "", track=track,
+                 config=setup_config(page.text, page.rel), frontier=_frontier_config(run, frontier), stem=page.exp_id,
+                 env={"WIKI_VID": str(vid) if vid else page.exp_id})
+    return spec, (frontier.rel if frontier else None)
+
+
+def aa_launch_spec(run: LaneRun, decision: TrackDecision):
+    """The LaunchSpec of an A/A run: the frontier's config measured against itself."""
+    variant, frontier_rel, _round, _index = decision.aa
+    frontier = ex.ExperimentPage.at(run.root, frontier_rel) if frontier_rel and (run.root / frontier_rel).is_file() else None
+    config = _frontier_config(run, frontier)
+    name = calibrate.aa_name(run, decision.aa)
+    return _spec(run, name=name, vid=AA_VID, slug=name.split(f"-{AA_VID}-", 1)[1], track=decision.track,
+                 config=config, frontier=config, stem=name, env={"WIKI_VID": AA_VID, "WIKI_AA_VARIANT": variant})
+
+
+def _frontier_config(run: LaneRun, frontier: ex.ExperimentPage | None) -> dict:
+    """The knobs of a frontier page's Setup, else the lane's ``baseline_config``."""
+    baseline = run.config.get("baseline_config") if isinstance(run.config.get("baseline_config"), dict) else {}
+    return setup_config(frontier.text, frontier.rel) if frontier else baseline
+
+
+def _spec(run: LaneRun, *, name: str, vid: str, slug: str, track: int, config: dict, frontier: dict, stem: str,
+          env: dict):
+    """A LaunchSpec of the lane's ``launch_cmd`` with its two config files written."""
     import sys
 
     from wikiengine.executors.lane_backend import LaunchSpec
@@ -293,24 +333,16 @@ def launch_spec(run: LaneRun, page: ex.ExperimentPage, track: int):
     template = run.config.get("launch_cmd")
     if not template:
         raise WikiError(f"lane {run.state.lane} has no launch_cmd in its program's ## Config")
-    name = page.frontmatter.get("workload_name")
     folder = run.root / ".wiki" / "lane-configs" / run.lane.model_dir / run.lane.name
     folder.mkdir(parents=True, exist_ok=True)
     artifacts = f".wiki/lane-artifacts/{run.lane.model_dir}/{run.lane.name}/{name}"
-    variant = str(page.frontmatter.get("variant", ""))
-    frontier = _frontier_page(run, variant)
-    candidate_cfg = folder / f"{page.exp_id}.json"
-    frontier_cfg = folder / f"{page.exp_id}-frontier.json"
-    candidate_cfg.write_text(json.dumps(setup_config(page.text, page.rel), sort_keys=True))
-    baseline = run.config.get("baseline_config") if isinstance(run.config.get("baseline_config"), dict) else {}
-    frontier_cfg.write_text(json.dumps(setup_config(frontier.text, frontier.rel) if frontier else baseline, sort_keys=True))
+    candidate_cfg, frontier_cfg = folder / f"{stem}.json", folder / f"{stem}-frontier.json"
+    candidate_cfg.write_text(json.dumps(config, sort_keys=True))
+    frontier_cfg.write_text(json.dumps(frontier, sort_keys=True))
     values = {"config": candidate_cfg, "frontier": frontier_cfg, "artifacts": run.root / artifacts, "python": sys.executable}
     argv = [a.format(**values) for a in shlex.split(template)]
-    vid = ex.parse_vid(page.exp_id)
-    spec = LaunchSpec(name=name, vid=page.exp_id, slug=ex.parse_file_name(page.rel.rsplit("/", 1)[-1]).slug or "",
-                      track=track, argv=argv, env={"WIKI_VID": str(vid) if vid else page.exp_id},
-                      artifact_dir=artifacts, timeout_s=run.limits.ceiling_s)
-    return spec, (frontier.rel if frontier else None)
+    return LaunchSpec(name=name, vid=vid, slug=slug, track=track, argv=argv, env=env, artifact_dir=artifacts,
+                      timeout_s=run.limits.ceiling_s)
 
 
 def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None, **_unused) -> WakeResult:
@@ -371,13 +403,13 @@ def _reconcile(wake: engine.Wake) -> None:
 
 
 def _observe(wake: engine.Wake) -> None:
-    wake.run.obs = observe(wake.run.run)
     wake.run.now = wake.clock().timestamp()
+    wake.run.obs = observe(wake.run.run, wake.run.now)
 
 
 def _decide(wake: engine.Wake) -> None:
     lane, result = wake.run, wake.result
-    lane.decision = decide(lane.obs.views, lane.now, lane.run.limits, lane.obs.disagreements)
+    lane.decision = decide(lane.obs.views, lane.now, lane.run.limits, lane.obs.disagreements, lane.obs.band_needs)
     result.decisions = [d.as_json() for d in lane.decision.tracks]
     result.disagreements = list(lane.obs.disagreements)
     if lane.obs.backend_error:
@@ -402,7 +434,7 @@ def _commit_outcome(wake: engine.Wake) -> None:
     """One commit of what the acts learned: the pages and ``complete`` records of every
     finished run, re-linted (the needs that follow read them)."""
     lane, root = wake.run, wake.root
-    if not lane.outcome:
+    if not lane.outcome and not lane.completions:
         return
     run = lane.run
     with LaneLock(root, run.lane):
@@ -437,6 +469,15 @@ def _expect(wake: engine.Wake) -> None:
             records.append({"op": "kill", "vid": decision.vid, "workload": name, "reason": decision.reason,
                             "at": utc_iso(wake.clock())})
             subjects.append(f"exp({decision.vid}): kill {name}: {decision.reason[:60]}")
+        elif decision.kind == "aa_dispatch":
+            spec = aa_launch_spec(lane.run, decision)
+            lane.launches[decision.aa] = spec
+            if view.aa is None:
+                records.append(calibrate.aa_dispatch_record(lane.run, decision, spec, utc_iso(wake.clock())))
+                subjects.append(f"band: A/A run {spec.name} on track {decision.track}")
+        elif decision.kind == "aa_kill":
+            records.append(calibrate.aa_kill_record(lane.run, decision, utc_iso(wake.clock())))
+            subjects.append(f"band: kill A/A run {view.aa.workload}: {decision.reason[:60]}")
     if not records:
         return
     run = lane.run
@@ -453,10 +494,10 @@ def _expect(wake: engine.Wake) -> None:
 
 def _needs(wake: engine.Wake) -> None:
     lane = wake.run
-    fresh = observe(lane.run) if not wake.dry_run else lane.obs  # the world after this wake's acts, read once
+    fresh = observe(lane.run, lane.now) if not wake.dry_run else lane.obs  # the world after this wake's acts, read once
     summary = reground(lane.run, fresh)
     wake.result.reground = summary
-    for decision in decide(fresh.views, lane.now, lane.run.limits).tracks:
+    for decision in decide(fresh.views, lane.now, lane.run.limits, needs=fresh.band_needs).tracks:
         need = owed(lane.run, decision, fresh, summary)
         if need:
             wake.result.needs.append(need)
@@ -547,10 +588,27 @@ def run_outputs(arts: dict) -> dict[str, str]:
     return found
 
 
+def read_run_metrics(arts: dict) -> tuple[dict[str, float], str | None]:
+    """The numbers and the parity check a run wrote into its own metrics.json."""
+    path = Path(arts["metrics"]) if arts.get("metrics") else None
+    if path is None or not path.is_file():
+        return {}, None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}, None
+    if not isinstance(data, dict):
+        return {}, None
+    parity = data.get("parity") if data.get("parity") in ("pass", "fail") else None
+    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and k != "exit_code" and float(v) == float(v) and abs(float(v)) != float("inf")}, parity
+
+
 def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
-    """Fill Setup with the command that ran and Results with the run's metrics (staged for the
-    acts' one outcome commit); a verdict is then owed."""
-    from wikiengine.model.variant_matrix import BASELINE, cell_number, parse_matrix
+    """Record the run's completion (exit code, the metrics it wrote, parity: the evidence `wiki
+    exp file` files from) and fill Setup with the command that ran and Results with the
+    comparison (staged for the acts' one outcome commit); a verdict is then owed."""
+    from wikiengine.model.evidence import run_evidence
 
     run, obs = lane.run, lane.obs
     page = obs.pages[decision.vid]
@@ -559,49 +617,78 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
     argv = dispatches[-1].get("argv", []) if dispatches else []
     command = workload.command if workload is not None and workload.command else (shlex.join(argv) if argv else None)
     arts = dict(run.backend.artifacts(workload.name)) if workload is not None else {}
-    metrics, parity = {}, None
-    metrics_path = Path(arts.get("metrics", "")) if arts.get("metrics") else None
-    if metrics_path is not None and metrics_path.is_file():
-        try:
-            data = json.loads(metrics_path.read_text(encoding="utf-8"))
-        except ValueError:
-            data = {}
-        parity = data.get("parity") if isinstance(data, dict) else None
-        metrics = {k: float(v) for k, v in (data.items() if isinstance(data, dict) else ())
-                   if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "exit_code"}
-    exit_code = workload.exit_code if workload is not None else None
-    model_rel = run.lane.model_page(run.root)
-    matrix = parse_matrix(parse_page((run.root / model_rel).read_text(encoding="utf-8"), model_rel)) if model_rel else None
-    row = matrix.row(str(page.frontmatter.get("variant"))) if matrix else None
+    metrics, parity = read_run_metrics(arts)
+    record = {"op": "complete", "vid": decision.vid, "workload": workload.name if workload else None,
+              "state": workload.state if workload else None, "exit_code": workload.exit_code if workload else None,
+              "metrics": metrics, "parity": parity, "artifacts": run_outputs(arts),
+              "at": calibrate.stamp(lane.now)}
+    records = obs.records + lane.completions + [record]
+    evidence = run_evidence(records, decision.vid)
+    model = lw.model_page_of(run.root, run.lane)
+    baseline, _best, band, measured = lw.measure_run(run.root, run.settings, page, model, records, evidence)
+    record.update(baseline=baseline, noise_band=measured.noise_band, band_n=band.n if band else None)
     metric = run.settings.target_metric
-    baseline = cell_number(row.cell(BASELINE)) if row else None
-    band, _source = lw.noise_band(list(obs.pages.values()), str(page.frontmatter.get("variant")), metric, baseline,
-                                  run.settings.noise_band_pct)
     shown = {k: v for k, v in metrics.items() if k in (metric, "step_time_ms", "peak_hbm_gib", "mfu", "tps")} or metrics
     text = parse_page(page.text, page.rel)
     setup = text.section("Setup")
     ran = f"**Command that ran**: `{command}`" if command else "**Command that ran**: unknown (no dispatch record)"
-    setup_body = (setup.body.rstrip("\n") + "\n\n" if setup else "\n") + ran + "\n\n"
-    text = text.with_section_body(setup.title if setup else "Setup", setup_body)
-    from wikiengine.model.verdicts import compare
-
-    measured = compare(metric, metrics, baseline, lw.frontier_value(run.root, row.cell("Current best"), model_rel, metric)
-                       if row else None, band, _source)
-    results = "\n" + lw.results_table(shown, metric, measured) + (
-        f"\nExit code {exit_code}; state {workload.state if workload else 'unknown'}"
+    text = text.with_section_body(setup.title if setup else "Setup",
+                                  (setup.body.rstrip("\n") + "\n\n" if setup else "\n") + ran + "\n\n")
+    results = "\n" + lw.results_table(shown, metric, measured, band) + (
+        f"\nExit code {record['exit_code']}; state {record['state'] or 'unknown'}"
         + (f"; parity check {parity}" if parity else "") + ".\n\n")
-    text = text.with_section_body(lw.section_title(text, "Results"), results)
-    lane.outcome[page.rel] = text.to_text()
-    lane.completions.append({
-        "op": "complete", "vid": decision.vid, "workload": workload.name if workload else None,
-        "state": workload.state if workload else None, "exit_code": exit_code, "metrics": metrics,
-        "parity": parity, "baseline": baseline, "noise_band": band, "artifacts": run_outputs(arts),
-        "at": utc_iso(dt.datetime.fromtimestamp(lane.now, dt.UTC))})
-    lane.subjects.append(f"exp({decision.vid}): results of {workload.name if workload else decision.vid}")
+    lane.outcome[page.rel] = text.with_section_body(lw.section_title(text, "Results"), results).to_text()
+    lane.completions.append(record)
+    lane.subjects.append(f"exp({decision.vid}): results of {record['workload'] or decision.vid}")
     result.actions.append(f"track {decision.track}: processed {decision.vid} (Setup and Results filled); a verdict is owed")
 
 
-ACTS = {"dispatch": act_dispatch, "kill": act_kill, "process": act_process}
+def act_aa_dispatch(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
+    """Ask the backend for the A/A run its committed ``aa-dispatch`` record names."""
+    from wikiengine.executors.compute import ComputeError
+
+    spec = lane.launches[decision.aa]
+    try:
+        lane.run.backend.launch(spec)
+    except ComputeError as exc:
+        result.actions.append(f"track {decision.track}: A/A launch of {spec.name} unknown ({exc}); asked again next wake")
+        return
+    result.actions.append(f"track {decision.track}: A/A run {decision.aa[3]} of the frontier as {spec.name}")
+
+
+def act_aa_kill(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
+    name = calibrate.aa_name(lane.run, decision.aa)
+    lane.run.backend.delete(name)
+    result.actions.append(f"track {decision.track}: killed A/A run {name} ({decision.reason})")
+
+
+def act_aa_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
+    """Record an ended A/A run's figure; the run that completes the set records the band and
+    its lane log entry."""
+    run = lane.run
+    name = calibrate.aa_name(run, decision.aa)
+    from wikiengine.executors.compute import ComputeError
+
+    try:
+        workload = run.backend.status(name)
+    except ComputeError:
+        workload = None  # unknown: no exit code recorded, so the run counts as failed
+    at = calibrate.stamp(lane.now)
+    lane.completions.append(calibrate.aa_complete(run, decision, workload, at))
+    lane.subjects.append(f"band: A/A run {name} ended")
+    band = calibrate.band_record(run, lane.obs.records + lane.completions, decision.aa[:3], at)
+    if band is not None:
+        lane.completions.append(band)
+        log = lane.outcome.get(run.lane.log) or (run.root / run.lane.log).read_text(encoding="utf-8")
+        lane.outcome[run.lane.log] = logbook.insert_entry(log, calibrate.band_log_entry(run, band, at[:10]))
+        lane.subjects.append(f"band: {band['variant']} measured")
+        figure = "not measured" if band.get("band") is None else f"±{band['band']:.4g} {band['metric']} (n={band['n']})"
+        result.actions.append(f"the lane's A/A noise band of {band['variant']}: {figure}")
+    result.actions.append(f"track {decision.track}: recorded A/A run {name}")
+
+
+ACTS = {"dispatch": act_dispatch, "kill": act_kill, "process": act_process, "aa_dispatch": act_aa_dispatch,
+        "aa_kill": act_aa_kill, "aa_process": act_aa_process}
 
 
 MODE = engine.Mode("lane", load=_load, observe=_observe, decide=_decide, act=_act, record=_record,
