@@ -51,3 +51,17 @@ def record_run(root: Path, lane_dir: str, vid: str, *, variant: str, metrics: di
         subprocess.run(["git", "add", str(path)], cwd=root, check=True, capture_output=True)
         subprocess.run(["git", "commit", "-qm", f"exp({vid}): the wake's records of its run"], cwd=root, check=True,
                        capture_output=True)
+
+
+def seed_band(root: Path, lane_dir: str, *, variant: str, frontier: str | None, band: float = 0.3, n: int = 3) -> None:
+    """Journal (and commit) a measured A/A band for the newest session, as if its A/A runs
+    had run: for tests of the dispatch protocol, which start right at the dispatch."""
+    path = root / lane_dir / ".journal.jsonl"
+    text = path.read_text(encoding="utf-8")
+    session = [r["session"] for r in parse_journal(text) if r.get("op") == "start"][-1]
+    text = append_record(text, {"op": "band", "session": session, "variant": variant, "frontier": frontier,
+                                "round": 1, "band": band, "mad": band / 2, "n": n, "samples": [band / 2] * n,
+                                "co_measured": False, "at": AT})
+    path.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "add", str(path)], cwd=root, check=True, capture_output=True)
+    subprocess.run(["git", "commit", "-qm", "band: seeded A/A band"], cwd=root, check=True, capture_output=True)

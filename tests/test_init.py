@@ -266,7 +266,7 @@ def test_the_lane_writers_work_on_a_fresh_init_and_it_stays_clean(tmp_path):
     steps = [
         ["exp", "new", "gemma4", "tpu", "--slug", "remat", "--variant", "2b/v5p-8", "--proposal", str(proposal)],
         ["lint", "--no-cache"],
-        ["exp", "file", "v001", "gemma4", "tpu", "--verdict", "inconclusive", "--metric", "mfu=41.0",
+        ["exp", "file", "v001", "gemma4", "tpu", "--verdict", "inconclusive", "--external", "--metric", "mfu=41.0",
          "--profile", str(tmp_path / "profile.md"), "--hlo", str(tmp_path / "hlo.md"), "--reason", "no baseline yet"],
         ["lint", "--no-cache"],
     ]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_lane_writers import HLO, git, proposal, wiki  # noqa: F401 - the fixture
+from tests.lane_runs import seed_band
+from tests.test_lane_writers import HLO, V046, git, proposal, wiki  # noqa: F401 - the fixture
 from wikiengine.core.errors import ExitCode
 from wikiengine.executors.compute import ComputeUnavailableError
 from wikiengine.executors.lane_backend import LaneWorkload
@@ -131,6 +132,7 @@ def test_a_session_runs_new_dispatch_process_file(lane_wiki, tmp_path):
     root = lane_wiki
     backend = MemoryBackend(tmp_path / "art")
     started = start_session(root, LANE, parallelism="2", backend="local", first="splash q blocks")
+    seed_band(root, LANE.dir, variant="2B/v5p-16", frontier=V046)
     assert [s["name"] for s in started["pool"]] == ["local-1", "local-2"]
     log = (root / LANE.log).read_text()
     assert "] start | wiki loop start session begin\n\n**Op**: start\n**Cluster pool**: local-1, local-2\n" in log
@@ -150,13 +152,12 @@ def test_a_session_runs_new_dispatch_process_file(lane_wiki, tmp_path):
     fourth = wake(root, backend=backend)
     assert [d["decision"] for d in fourth.decisions] == ["process", "skip"]
     (need,) = [n for n in fourth.needs if n["kind"] == "verdict"]
-    assert need["vid"] == "v048" and need["inputs"]["metrics"]["mfu"] == 42.9 and need["inputs"]["baseline"] == 38.9
+    inputs = need["inputs"]
+    assert need["vid"] == "v048" and inputs["metrics"]["mfu"] == 42.9 and inputs["value"] == 42.9
+    assert inputs["band_n"] == 3 and inputs["exit_code"] == 0 and need["command"].endswith("--verdict V --reason TEXT")
     page = (root / lw.find_page(root, LANE, "v048").rel).read_text()
-    assert "**Command that ran**: `python -m bench --config" in page and "| mfu | 38.9 | 42.9 |" in page
-    arts = need["inputs"]["artifacts"]
-    metrics, outcome = lw.read_metrics(Path(arts["metrics"]), [])
-    lw.file_experiment(root, LANE, "v048", verdict="supported", metrics=metrics, outcome=outcome,
-                       profile_path=Path(arts["profile"]), hlo_path=Path(arts["hlo"]), reason="signal seen")
+    assert "**Command that ran**: `python -m bench --config" in page and "| 42.9 |" in page
+    lw.file_experiment(root, LANE, "v048", verdict="supported", reason="signal seen")
     fifth = wake(root, backend=backend)
     assert [d["decision"] for d in fifth.decisions] == ["need_hypothesis", "skip"]
     assert fifth.reground["last_verdicts"][-1]["vid"] == "v048"
@@ -168,6 +169,7 @@ def _one_track_with_a_stub(root, tmp_path, slug: str) -> MemoryBackend:
     """A session of one track and the stub ``slug`` on it; the backend it will launch on."""
     backend = MemoryBackend(tmp_path / "art")
     start_session(root, LANE, parallelism="1")
+    seed_band(root, LANE.dir, variant="2B/v5p-16", frontier=V046)
     lw.new_experiment(root, LANE, slug=slug, variant="2B/v5p-16", proposal_path=proposal(root, slug), track=1)
     return backend
 
@@ -205,13 +207,15 @@ def test_a_hung_run_is_killed_then_processed_as_crashed(lane_wiki, tmp_path):
     after = wake(root, backend=backend, clock=later)
     assert [d["decision"] for d in after.decisions] == ["process"]
     (need,) = after.needs
-    assert need["kind"] == "verdict" and any("no Profile" in c for c in need["inputs"]["caps"])
+    assert need["kind"] == "verdict" and any("the wake killed it" in c for c in need["inputs"]["caps"])
+    assert need["inputs"]["strongest_verdict"] == "invalid"
 
 
 def test_a_workload_with_no_stub_is_reported(lane_wiki, tmp_path):
     root = lane_wiki
     backend = MemoryBackend(tmp_path / "art")
     start_session(root, LANE, parallelism="1")
+    seed_band(root, LANE.dir, variant="2B/v5p-16", frontier=V046)
     backend.runs["demo-gemma4-tpu-v070-rogue"] = LaneWorkload("demo-gemma4-tpu-v070-rogue", "v070", "rogue", "running",
                                                               None, None, None, "")
     result = wake(root, backend=backend)

@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
+from tests.lane_runs import record_run, seed_band
 from tests.test_lane_step import LANE, MemoryBackend, lane_wiki  # noqa: F401 - fixtures
-from tests.test_lane_writers import git, proposal, wiki  # noqa: F401 - fixtures
+from tests.test_lane_writers import V046, git, proposal, wiki  # noqa: F401 - fixtures
 from wikiengine._cli.watch import watch_once
 from wikiengine.core import clock
 from wikiengine.step import writers as lw
@@ -84,8 +85,8 @@ def test_stale_stub_and_thrashing_are_found(lane_wiki):
     for i in range(3):
         vid = lw.new_experiment(lane_wiki, LANE, slug=f"try{i}", variant="2B/v5p-16",
                                 proposal_path=proposal(lane_wiki, "same-mechanism"), track=1)["vid"]
-        lw.file_experiment(lane_wiki, LANE, vid, verdict="refuted", metrics={"mfu": 38.0}, profile_path=None,
-                           hlo_path=None, reason="no profile captured")
+        record_run(lane_wiki, LANE.dir, vid, variant="2B/v5p-16", metrics={"mfu": 38.0})
+        lw.file_experiment(lane_wiki, LANE, vid, verdict="refuted", reason="no profile captured")
     lw.new_experiment(lane_wiki, LANE, slug="idle", variant="2B/v5p-16", proposal_path=proposal(lane_wiki, "idle"),
                       track=1)
     later = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=30)).timestamp()
@@ -137,6 +138,7 @@ def test_a_stale_authorization_is_refused(lane_wiki, tmp_path):
 def test_an_authorized_stop_writes_the_marker_and_leaves_nothing_running(lane_wiki, tmp_path):
     backend = MemoryBackend(tmp_path / "art")
     start_session(lane_wiki, LANE, parallelism="2")
+    seed_band(lane_wiki, LANE.dir, variant="2B/v5p-16", frontier=V046)
     lw.new_experiment(lane_wiki, LANE, slug="inflight", variant="2B/v5p-16", proposal_path=proposal(lane_wiki, "a"),
                       track=1)
     lw.new_experiment(lane_wiki, LANE, slug="never", variant="2B/v5p-16", proposal_path=proposal(lane_wiki, "b"),

@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from tests.lane_runs import record_run
 from wikiengine.core.errors import WikiError
 from wikiengine.lint.runner import lint
 from wikiengine.model.lanes import Lane
@@ -51,7 +52,7 @@ STRONG = ("supported", "refuted")
 # What the example's model page holds (the test re-reads it at start and checks this).
 BASELINES = {"2B/v5p-16": 38.9, "9B/v5p-16": None}
 VARIANTS = (*BASELINES, "4B/v5p-16")  # the last is no row of the matrix
-NOISE_BAND_PCT = 1.0  # the engine's default (the example's lane config sets none)
+MEASURED_BAND = 0.4  # the A/A band the runs are journalled with (tests/lane_runs.py)
 MECHANISMS = (
     "set block_q=1024 in the splash attention config.",
     "enable async collective fusion for the gradient all-reduce.",
@@ -228,12 +229,8 @@ class LaneWritersModel(RuleBasedStateMachine):
         return any(e.status == "in_progress" and e.track != track and e.mechanism == mechanism for e in self.exps.values())
 
     def noise_band(self, variant: str) -> float:
-        runs = [e.mfu for e in self.exps.values() if "baseline" in e.slug and e.variant == variant
-                and e.status == "filed" and e.mfu is not None]
-        if len(runs) >= 2:
-            return (max(runs) - min(runs)) / 2
-        baseline = BASELINES.get(variant)
-        return 0.0 if baseline is None else abs(baseline) * NOISE_BAND_PCT / 100
+        """The lane's measured A/A band (journalled with each run; the example sets no floor)."""
+        return MEASURED_BAND
 
     def expected_verdict(self, exp: Exp, requested: str, mfu: float | None, profile: bool, hlo: bool,
                          firing: str | None, crashed: bool) -> str:
@@ -393,6 +390,7 @@ class LaneWritersModel(RuleBasedStateMachine):
           hlo=st.sampled_from(("confirmed", "confirmed", "silent no-op", "partial", "no-audit-line", None)),
           exit_code=st.sampled_from((None, 0, 0, 1)), parity=st.sampled_from((None, None, None, "pass", "fail")),
           kill=st.sampled_from(KILL_POINTS))
+    @precondition(lambda self: "lane" not in self.pending)  # the run is journalled first (a pending replay would drop it)
     def file(self, which, pick, verdict, mfu, profile, hlo, exit_code, parity, kill):
         """File a page: mostly an open stub, sometimes any page (filed ones are immutable,
         deleted ones are gone)."""
@@ -418,11 +416,13 @@ class LaneWritersModel(RuleBasedStateMachine):
         else:  # no Profile or HLO Dump is filed too, capped (inconclusive; a crash invalid)
             expect = "ok"
         crashed = exit_code not in (None, 0) or parity == "fail"
+        if expect == "ok" and verdict in VERDICTS:  # the wake's records of the run: what filing rests on
+            record_run(self.root, LANE.dir, exp.vid, variant=exp.variant, metrics=metrics,
+                       exit_code=exit_code or 0, parity=parity, band=MEASURED_BAND)
         want = self.expected_verdict(exp, verdict, mfu, profile, hlo is not None, firing, crashed) \
             if verdict in VERDICTS else None
         outcome, value = self.call("lane", kill if expect == "ok" else None, lambda: lane_writers.file_experiment(
-            self.root, LANE, exp.vid, verdict=verdict, metrics=metrics,
-            outcome=lane_writers.RunOutcome(exit_code=exit_code, parity=parity), profile_path=profile_path,
+            self.root, LANE, exp.vid, verdict=verdict, profile_path=profile_path,
             hlo_path=hlo_path, reason="measured by the model test"), takes_lock=expect != "refused-early")
         event(f"file: {expect} -> {outcome}" + (f" {want}" if outcome != "refused" else ""))
         if expect.startswith("refused"):

@@ -34,6 +34,7 @@ from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
 from wikiengine.core.git import is_ancestor
 from wikiengine.core.git import out as git_out
 from wikiengine.model import experiment as ex
+from wikiengine.model.evidence import AA_VID
 from wikiengine.model.filings import committed_drifts
 from wikiengine.model.journal import parse_journal
 from wikiengine.model.lanes import Lane
@@ -277,7 +278,8 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
         try:
             settings = lw.lane_settings(root, lane)
             prefix = f"{settings.user_prefix}-{lane.model_name}-{lane.name}"
-            workloads = {w.vid: w for w in backend.list_workloads(prefix)}
+            # A/A runs (v000) have no page by design: their aa-dispatch record is their stub
+            workloads = {w.vid: w for w in backend.list_workloads(prefix) if w.vid != AA_VID}
         except ComputeError as exc:
             audit.findings.append(AuditFinding("backend", lane.dir, 1, f"the backend cannot be listed: {exc}",
                                                "check the cluster credentials; an audit that cannot see the backend is not clean"))

@@ -132,6 +132,7 @@ class Observed:
     disagreements: list[str]
     backend_error: str | None = None
     band_needs: dict = field(default_factory=dict)  # (variant, frontier, round) -> BandNeed
+    aa_workloads: dict = field(default_factory=dict)  # name -> LaneWorkload of the A/A runs listed
 
 
 def observe(run: LaneRun, now: float) -> Observed:
@@ -146,8 +147,8 @@ def observe(run: LaneRun, now: float) -> Observed:
     except ComputeError as exc:
         listed, error = None, str(exc)
     workloads = None if listed is None else {w.vid: w for w in listed if w.vid != AA_VID}
-    aa_runs = calibrate.open_aa_runs(records, run.state.session,
-                                     None if listed is None else {w.name: w for w in listed if w.vid == AA_VID})
+    aa_workloads = None if listed is None else {w.name: w for w in listed if w.vid == AA_VID}
+    aa_runs = calibrate.open_aa_runs(records, run.state.session, aa_workloads)
     session_start = max((i for i, r in enumerate(records) if r.get("op") == "start"), default=-1)
     by_track: dict[int, str] = {}
     ops: dict[str, set[str]] = {}
@@ -181,7 +182,7 @@ def observe(run: LaneRun, now: float) -> Observed:
         views.append(view)
     disagreements = reconcile(records, pages, workloads, ops)
     needs = calibrate.band_needs(run, records, {v.band_key for v in views if v.band_key})
-    return Observed(records, pages, workloads, views, disagreements, error, needs)
+    return Observed(records, pages, workloads, views, disagreements, error, needs, aa_workloads or {})
 
 
 def reconcile(records, pages, workloads, ops) -> list[str]:
@@ -667,12 +668,7 @@ def act_aa_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) 
     its lane log entry."""
     run = lane.run
     name = calibrate.aa_name(run, decision.aa)
-    from wikiengine.executors.compute import ComputeError
-
-    try:
-        workload = run.backend.status(name)
-    except ComputeError:
-        workload = None  # unknown: no exit code recorded, so the run counts as failed
+    workload = lane.obs.aa_workloads.get(name)  # None (killed, gone): no exit code, so the run counts as failed
     at = calibrate.stamp(lane.now)
     lane.completions.append(calibrate.aa_complete(run, decision, workload, at))
     lane.subjects.append(f"band: A/A run {name} ended")
