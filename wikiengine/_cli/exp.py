@@ -12,6 +12,7 @@ The lifecycle of an experiment page, so that ids, stubs, verdicts, the model pag
 lane log and RESULTS.tsv cannot drift:
 
   wiki exp new [MODEL LANE] --slug S --variant KEY --proposal FILE [--track N]
+                [--rerun-reason TEXT]
       allocate the next v-id (never reused: pages, the lane journal and every branch),
       write the stub (status: in_progress), claim it in the journal, commit.
   wiki exp file VID [MODEL LANE] --verdict V [--reason TEXT] [--profile FILE] [--hlo FILE]
@@ -31,6 +32,15 @@ labelled paragraphs (**Hypothesis**, **Mechanism**, **Predicted signal**,
 **Falsification criterion**) and an optional `## Setup` (the planned setup). Every write
 takes the lane lock, re-lints what it wrote and commits; a killed writer is finished by
 the next one. Exit 2 on bad input, with nothing written.
+
+Knobs are data: the first ```yaml block of the proposal's `## Setup` is the run's config
+(a mapping of knob: value), parsed at `exp new` (bad YAML, or a block that is not a
+mapping: exit 2 with the proposal's file:line). When the lane's program declares
+`knobs:` in its `## Config` (name -> type, choices, minimum, maximum), an undeclared
+knob, a wrong type or a value out of range is exit 2 naming the knob. The same knob set
+(in any order, whatever the prose says) is refused while a stub with it is open on any
+track, and after it was filed `refuted` on the same variant unless --rerun-reason says
+why (recorded on the stub and in the claim).
 """
 
 
@@ -42,6 +52,8 @@ def add_parser(subparsers) -> None:
     new.add_argument("--variant", required=True, help="a row key of the model page's variant matrix, e.g. 2B/v5p-16")
     new.add_argument("--proposal", required=True, type=Path, help="markdown with the four labelled paragraphs")
     new.add_argument("--track", type=int, help="the track (cluster slot) this experiment runs on")
+    new.add_argument("--rerun-reason", metavar="TEXT",
+                     help="why knobs already filed refuted on this variant should run again (kept on the stub)")
     add_writer_options(new)
 
     filed = verbs.add_parser("file", help="file a verdict: results, profile, HLO dump, model page, log")
@@ -77,7 +89,8 @@ def run(args) -> int:
     lane = lane_writers.lane_for(root, args.names)
     if args.verb == "new":
         result = lane_writers.new_experiment(root, lane, slug=args.slug, variant=args.variant,
-                                             proposal_path=args.proposal, track=args.track, dry_run=args.dry_run)
+                                             proposal_path=args.proposal, track=args.track,
+                                             rerun_reason=args.rerun_reason, dry_run=args.dry_run)
         text = f"{result['vid']}: stub {result['page']}\nworkload: {result['workload_name']}\n" + "".join(
             f"{k}: {v}\n" for k, v in result["artifacts"].items())
     elif args.verb == "file":

@@ -53,6 +53,26 @@ def split_lines(text: str) -> list[str]:
     return out
 
 
+_INFO_FENCE_RE = re.compile(r"^(`{3,}|~{3,})[ \t]*(\w*)")
+
+
+def fenced_block(text: str, languages: tuple[str, ...] = ("yaml", "yml")) -> tuple[str, int, bool] | None:
+    """The first fenced code block of ``text`` whose info string is one of ``languages``
+    (case-insensitive): its body, the 0-based index in ``text`` of the body's first line,
+    and whether a closing fence ends it. None when ``text`` has no such block."""
+    lines = split_lines(text)
+    for index, line in enumerate(lines):
+        match = _INFO_FENCE_RE.match(line)
+        if match and match.group(2).lower() in languages:
+            fence = match.group(1)
+            for end in range(index + 1, len(lines)):
+                closing = lines[end].strip()
+                if closing.startswith(fence[0] * len(fence)) and not closing.strip(fence[0]):
+                    return "".join(lines[index + 1 : end]), index + 1, True
+            return "".join(lines[index + 1 :]), index + 1, False
+    return None
+
+
 def title_key(title: str) -> str:
     """How section titles are compared: trimmed, inner whitespace collapsed, case-folded."""
     return _WS_RE.sub(" ", title.strip()).casefold()

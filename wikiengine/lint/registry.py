@@ -22,6 +22,7 @@ REGISTRY: dict[str, str] = {
     "EXP011": "wikiengine.lint.rules.experiment_stale:StaleStub",
     "EXP012": "wikiengine.lint.rules.experiment_sections:DuplicateSection",
     "EXP013": "wikiengine.lint.rules.experiment_logged:VerdictLogged",
+    "EXP014": "wikiengine.lint.rules.experiment_filed:FiledPageMatchesJournal",
     "HYP001": "wikiengine.lint.rules.hypothesis_experiments:HypothesisExperimentsExist",
     "HYP002": "wikiengine.lint.rules.hypothesis_variants:HypothesisVariantsAreRows",
     "HYP003": "wikiengine.lint.rules.refuted_patterns:RefutedPatternIdsExist",

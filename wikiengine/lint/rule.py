@@ -12,6 +12,8 @@ and formats.
 - ``needs_git``: the rule compares with a base revision (skipped outside git);
 - ``reads_tracked``: the rule asks ``ctx.tracked()`` (what git tracks, read by one
   ``git ls-files`` that then starts with the run);
+- ``reports_absent``: in a whole-wiki run, the rule's ``check_wiki`` findings on a path
+  that is not on disk are kept (a page that should be there and is gone);
 - ``fix``: for ``fixable`` rules, the one safe mechanical fix of a page;
 - ``collect``: small per-page facts (JSON-like values) that ``check_wiki`` reads back
   through ``ctx.facts(code, rel)``; they are cached with the file, so a cross-file rule
@@ -64,6 +66,7 @@ class Rule:
     since: ClassVar[str | None] = None
     cache_wiki: ClassVar[bool] = True
     reads_tracked: ClassVar[bool] = False  # uses ctx.tracked(): its git process starts with the run
+    reports_absent: ClassVar[bool] = False  # keeps findings on paths that are gone (whole-wiki runs)
     # option name -> its kind, for [tool.wiki.rules.<CODE>]; documented under *Options*
     options: ClassVar[dict[str, Option]] = {}
 

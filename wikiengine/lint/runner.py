@@ -87,7 +87,7 @@ def lint(
     # its deletion (EXP007) is reported on its path in every run, PATH runs included.
     reported = set(ctx.targets) | set(ctx.git.deleted()) if ctx.git is not None else set(ctx.targets)
     findings.extend(_git_page_findings(ctx, rules, ran))
-    findings.extend(f for f in _wiki_findings(ctx, rules, ran) if f.path in reported)
+    findings.extend(f for f in _wiki_findings(ctx, rules, ran) if f.path in reported or _absent(ctx, rules, f, paths))
     if _reads_tracked(rules):
         ctx.tracked()  # reap the prefetched git process, should no rule have needed it
 
@@ -102,6 +102,12 @@ def lint(
         ctx.cache.save(ctx.files)
     return LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                       baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered, unreadable=unreadable)
+
+
+def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) -> bool:
+    """Is ``finding`` one a ``reports_absent`` rule made, in a whole-wiki run, on a path that is gone?"""
+    return (paths is None and any(r.code == finding.code and r.reports_absent for r in rules)
+            and not os.path.lexists(os.path.join(ctx.root, finding.path)))
 
 
 def _reads_tracked(rules) -> bool:

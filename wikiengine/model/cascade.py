@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wikiengine.core.errors import CascadeError, WikiError
-from wikiengine.core.page import Page, Section, load_page, split_lines, title_key
+from wikiengine.core.page import Page, Section, fenced_block, load_page, split_lines, title_key
 from wikiengine.model.targets import Target, inside
 
 DEFAULT_ADDITIVE_MARKER = r"(?i)-specific\s+CAN\s+additions$"
@@ -171,6 +170,13 @@ class Program:
             previous = section.origin.path
         return out
 
+    def config_lines(self) -> dict[tuple, int]:
+        """The file line of each key path of the config block (empty: no config)."""
+        from wikiengine.core.yamlio import key_lines
+
+        section = self.section(CONFIG_SECTION)
+        return key_lines(*_yaml_block(section)) if section is not None else {}
+
     def audit_lines(self) -> list[str]:
         """The seed's audit: ``Setup  <- lane (overrides model + root)``."""
         width = max((len(s.title) for s in self.sections), default=0)
@@ -218,16 +224,9 @@ def resolve(target: Target, *, additive_marker: str = DEFAULT_ADDITIVE_MARKER, v
         program.config, program.config_origin = _config_of(config_section)
         if validate:
             from wikiengine.core import schemas
-            from wikiengine.core.yamlio import key_lines
 
-            text, first_line = _yaml_block(config_section)
-            schemas.check(
-                program.config,
-                target.area.config_schema,
-                target.relative(config_section.origin.path),
-                key_lines(text, first_line),
-                keys=validate if isinstance(validate, frozenset) else None,
-            )
+            schemas.check(program.config, target.area.config_schema, target.relative(config_section.origin.path),
+                          program.config_lines(), keys=validate if isinstance(validate, frozenset) else None)
     return program
 
 
@@ -237,21 +236,16 @@ def _present(path: Path) -> bool:
     return os.path.lexists(path)
 
 
-_FENCE_RE = re.compile(r"^(`{3,}|~{3,})[ \t]*(\w*)")
-
-
 def _yaml_block(section: EffectiveSection) -> tuple[str, int]:
     """The first fenced yaml block of a section: its text and the file line it starts on."""
-    lines = split_lines(section.text)
-    for index, line in enumerate(lines):
-        match = _FENCE_RE.match(line)
-        if match and match.group(2).lower() in ("yaml", "yml"):
-            fence = match.group(1)
-            for end in range(index + 1, len(lines)):
-                if lines[end].strip().startswith(fence[0] * len(fence)) and not lines[end].strip().strip(fence[0]):
-                    return "".join(lines[index + 1 : end]), section.origin.line + index + 1
-            raise CascadeError("unterminated yaml block", section.origin.path, section.origin.line + index)
-    raise CascadeError(f"section '## {section.title}' has no fenced yaml block", section.origin.path, section.origin.line)
+    found = fenced_block(section.text)
+    if found is None:
+        raise CascadeError(f"section '## {section.title}' has no fenced yaml block", section.origin.path,
+                           section.origin.line)
+    body, index, closed = found
+    if not closed:
+        raise CascadeError("unterminated yaml block", section.origin.path, section.origin.line + index - 1)
+    return body, section.origin.line + index
 
 
 def _non_finite(value, key_path: tuple = ()):

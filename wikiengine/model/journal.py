@@ -4,7 +4,10 @@
 with ``op`` (``claim``, ``file``, ``retry``, ``backfill``; later ``dispatch`` and
 ``complete``), ``vid``, ``at`` and op-specific fields. A claim is written in the same
 commit as its stub, so an id that was ever handed out stays in the journal even when
-its page is deleted.
+its page is deleted. A filing record (``file``, ``backfill``; ``amend`` for an engine
+writer that rewrites a filed page, which none does today) keeps the ``page`` and the
+:func:`page_digest` of its filed text, which :mod:`wikiengine.model.filings` compares
+with the page on disk.
 
 :func:`used_ids` is what v-id allocation reads: the lane's pages on disk, the journal,
 every page path ever added under the lane on any local or remote-tracking branch (one
@@ -51,7 +54,13 @@ def parse_journal(text: str, rel: str = "") -> list[dict]:
 def page_digest(text: str) -> str:
     """The digest a ``file`` record keeps of the page as it was filed (``sha256:<hex>`` of
     its UTF-8 text): every later audit compares the page on disk with it."""
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return bytes_digest(text.encode("utf-8"))
+
+
+def bytes_digest(data: bytes) -> str:
+    """:func:`page_digest` of a page's bytes as they are on disk (the writers write the
+    filed text as UTF-8, newlines as given)."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def append_record(text: str, record: dict) -> str:

@@ -9,7 +9,9 @@ journal, git history and the backend:
 - thrashing: K consecutive invalid or inconclusive results on one mechanism, or on the
   letters of one v-id;
 - a stop or at-ceiling claim (and, in a closing audit, the stop about to be made) with
-  no retrospective of the lane committed after the session's start.
+  no retrospective of the lane committed after the session's start;
+- a filed page whose text is no longer what its journal's filing record keeps (EXP014,
+  RELIABILITY row 73), on every audit, delta or full, until it is repaired.
 
 Each finding carries the correction to apply. The watcher writes only the cursor
 (``<lane>/.audit-cursor``: ``wiki=<sha>`` and ``code=<sha>``) and, after a clean closing
@@ -33,6 +35,7 @@ from wikiengine.core.git import is_ancestor
 from wikiengine.core.git import out as git_out
 from wikiengine.model import experiment as ex
 from wikiengine.model.evidence import AA_VID
+from wikiengine.model.filings import committed_drifts
 from wikiengine.model.journal import parse_journal
 from wikiengine.model.lanes import Lane
 
@@ -140,6 +143,15 @@ def _lint_battery(root: Path, lane: Lane, since: str | None) -> list[AuditFindin
         result = lint(root, sorted(paths), base=since, jobs=1)
     return [AuditFinding(f.code, f.path, f.line, f.message, f"wiki lint --explain {f.code}; then fix {f.path}:{f.line}")
             for f in result.findings]
+
+
+DRIFT_CODE = "EXP014"  # the audits report a drift under the code of its lint rule (lint/rules/experiment_filed.py)
+
+
+def drift_findings(root: Path, journal_rel: str, records: list[dict]) -> list[AuditFinding]:
+    """Every filed page of the journal that differs from its filing digest (not only the delta's)."""
+    return [AuditFinding(DRIFT_CODE, drift.page, 1, drift.describe(), drift.repair(commit))
+            for drift, commit in committed_drifts(root, journal_rel, records)]
 
 
 def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workloads, now: float,
@@ -258,7 +270,8 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
     if why_full:
         audit.findings.append(AuditFinding("cursor", f"{lane.dir}/{CURSOR}", 1, why_full,
                                            "nothing to do: this audit was full, and the cursor is written after it"))
-    audit.findings += _lint_battery(root, lane, audit.since)
+    audit.findings += [f for f in _lint_battery(root, lane, audit.since) if f.check != DRIFT_CODE]
+    audit.findings += drift_findings(root, lane.journal, records)
     pages = {p.exp_id: p for p in lw.lane_pages(root, lane)}
     workloads = None
     if backend is not None:

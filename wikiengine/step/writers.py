@@ -32,6 +32,8 @@ from wikiengine.model.evidence import (
 )
 from wikiengine.model.experiment import ExperimentPage
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
+from wikiengine.model.knobs import Knobs, canonical, knob_problems, parse_knobs
+from wikiengine.model.knobs import setup_section as setup_section_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, cell_number, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
@@ -146,6 +148,7 @@ class Proposal:
     paragraphs: dict[str, str]  # label -> text
     setup: str
     hypothesis_slug: str | None
+    knobs: Knobs | None = None  # the Setup's yaml block (None: the proposal sets no knobs)
 
 
 def parse_proposal(path: Path) -> Proposal:
@@ -169,10 +172,10 @@ def parse_proposal(path: Path) -> Proposal:
     if norm["Falsification criterion"] == norm["Predicted signal"]:
         raise WikiError("the falsification criterion only repeats the predicted signal: say what would refute it",
                         path, offset + found["Falsification criterion"][1])
-    setup_section = page.section("Setup") or page.section("Planned setup")
+    setup_section = setup_section_of(page)
     setup = setup_section.body.strip() if setup_section is not None else ""
     slug = page.frontmatter.get("hypothesis") if isinstance(page.frontmatter.get("hypothesis"), str) else None
-    return Proposal({label: found[label][0] for label in ex.LABELS}, setup, slug)
+    return Proposal({label: found[label][0] for label in ex.LABELS}, setup, slug, parse_knobs(page, path))
 
 
 def refuse_mechanism_in_flight(root: Path, lane: Lane, proposal: Proposal, track) -> None:
@@ -181,6 +184,52 @@ def refuse_mechanism_in_flight(root: Path, lane: Lane, proposal: Proposal, track
     for page in lane_pages(root, lane):
         if page.is_open and page.frontmatter.get("track") != track and page.mechanism == mechanism:
             raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
+
+
+def declared_knobs(root: Path, lane: Lane) -> dict | None:
+    """The knobs the lane's program declares (``knobs:`` in its ``## Config``), checked
+    against the schema; None when it declares none."""
+    from wikiengine.model import cascade, targets
+
+    program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name),
+                              validate=frozenset({"knobs"}))
+    return (program.config or {}).get("knobs")
+
+
+def refuse_undeclared_knobs(knobs: Knobs, declared: dict | None, path) -> None:
+    """Every knob of the stub is one the lane declares, of its type and within its range."""
+    if declared is None:
+        return
+    for name, problem in knob_problems(knobs.values, declared):
+        raise WikiError(f"knob {name!r}: {problem}", path, knobs.line(name))
+
+
+def _page_knobs(page: ExperimentPage) -> Knobs | None:
+    """A lane page's knobs; a page whose Setup does not parse (an older page) has none to compare."""
+    try:
+        return parse_knobs(page.page, page.rel) if page.page is not None else None
+    except WikiError:
+        return None
+
+
+def refuse_same_knobs(root: Path, lane: Lane, knobs: Knobs | None, variant: str, rerun_reason: str | None) -> None:
+    """One knob set is one change: not while it is in flight on any track (an open stub),
+    and not again after it was filed refuted on this variant unless a rerun reason is given."""
+    if knobs is None:
+        return
+    wanted = canonical(knobs.values)
+    for page in lane_pages(root, lane):
+        if not (page.is_open or page.verdict == "refuted"):
+            continue
+        theirs = _page_knobs(page)
+        if theirs is None or canonical(theirs.values) != wanted:
+            continue
+        if page.is_open:
+            raise WikiError(f"the same knobs are already in flight on track {page.frontmatter.get('track')} "
+                            f"({page.rel}): whatever the prose says, it is the same change")
+        if str(page.frontmatter.get("variant")) == variant and not rerun_reason:
+            raise WikiError(f"the same knobs were filed refuted on {variant} ({page.rel}); to run them again, "
+                            "say why with --rerun-reason TEXT")
 
 
 def frontmatter_yaml(values: dict) -> str:
@@ -202,7 +251,8 @@ def stub_head(front: dict, vid: str, slug: str, proposal) -> tuple[list[str], li
 
 
 def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposal, track: int | None,
-                workload: str, paths: dict[str, str], date: str, model_page_stem: str) -> str:
+                workload: str, paths: dict[str, str], date: str, model_page_stem: str,
+                rerun_reason: str | None = None) -> str:
     front = {
         "title": f"{vid} {slug}",
         "type": "experiment",
@@ -215,6 +265,7 @@ def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposa
         "track": track,
         "workload_name": workload,
         "artifacts": paths,
+        "rerun_reason": rerun_reason,
     }
     lines, body = stub_head(front, vid, slug, proposal)
     body += ["## Setup", "", proposal.setup or "Planned setup: see the lane program (`wiki resolve`).", "",
@@ -260,7 +311,8 @@ def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: s
 
 
 def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_path: Path, track: int | None,
-                   dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
+                   rerun_reason: str | None = None, dry_run: bool = False, date: str | None = None,
+                   clock: Clock = utcnow) -> dict:
     """`wiki exp new`: allocate the next v-id, write the stub, claim it in the journal, commit."""
     from wikiengine.core.identity import workload_name
 
@@ -268,7 +320,12 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         raise WikiError(f"slug {slug!r} is not lower-case [a-z0-9-] (at most 60 characters)")
     if re.search(r"-[a-z]$", slug):
         raise WikiError(f"slug {slug!r} ends in a one-letter word, which reads as a retry letter: {slug[:-2]}, or a longer word")
+    rerun_reason = " ".join(rerun_reason.split()) if rerun_reason is not None else None
+    if rerun_reason == "":
+        raise WikiError("--rerun-reason is empty: say why the same knobs should run again")
     proposal = parse_proposal(proposal_path)
+    if proposal.knobs is not None:
+        refuse_undeclared_knobs(proposal.knobs, declared_knobs(root, lane), proposal_path)
     date = date or today(clock)
     settings = lane_settings(root, lane)
     model_rel, _text, _page, matrix = model_page_of(root, lane)
@@ -278,6 +335,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
     # git reads the branches' ids while the lock is taken and the lane's pages are read
     with BranchIds(root, lane) as branches, LaneLock(root, lane) as lock:
         refuse_mechanism_in_flight(root, lane, proposal, track)
+        refuse_same_knobs(root, lane, proposal.knobs, variant, rerun_reason)
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
         vid = str(next_id(used_ids(root, lane, journal, branches)))
@@ -285,10 +343,10 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         paths = artifact_paths(settings, lane, vid, slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, slug)}"
         txn.write(rel, render_stub(lane, vid, slug, variant, proposal, track, workload, paths, date,
-                                   posixpath.basename(model_rel)[:-3]))
-        txn.write(lane.journal, append_record(journal, {"op": "claim", "vid": vid, "slug": slug, "track": track,
-                                                        "variant": variant, "workload": workload, "page": rel,
-                                                        "at": now_iso(clock)}))
+                                   posixpath.basename(model_rel)[:-3], rerun_reason))
+        claim = {"op": "claim", "vid": vid, "slug": slug, "track": track, "variant": variant, "workload": workload,
+                 "page": rel, "at": now_iso(clock)}
+        txn.write(lane.journal, append_record(journal, {**claim, "rerun_reason": rerun_reason} if rerun_reason else claim))
         index_add(txn, root, [(f"{vid} {slug}", rel)])
         result = {"vid": vid, "page": rel, "workload_name": workload, "artifacts": paths, "track": track,
                   "recovered": lock.recovered}
@@ -317,15 +375,18 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
         if any(not found.get(label, ("", 0))[0] for label in ex.LABELS):
             raise WikiError("the page has no four labelled paragraphs to retry; a new mechanism is `wiki exp new`",
                             original.rel)
-        setup = original.page.section("Setup")
+        setup = setup_section_of(original.page)
         proposal = Proposal({label: found[label][0] for label in ex.LABELS},
                             _planned_setup(setup.body if setup else ""),
-                            original.frontmatter.get("hypothesis") if isinstance(original.frontmatter.get("hypothesis"), str) else None)
+                            original.frontmatter.get("hypothesis") if isinstance(original.frontmatter.get("hypothesis"), str) else None,
+                            parse_knobs(original.page, original.rel))
         workload = workload_name(settings.user_prefix, lane.model_name, lane.name, retry.number, slug, retry.letter)
         paths = artifact_paths(settings, lane, str(retry), slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, str(retry), slug)}"
         track = original.frontmatter.get("track")
         refuse_mechanism_in_flight(root, lane, proposal, track)
+        refuse_same_knobs(root, lane, proposal.knobs, str(original.frontmatter.get("variant", "")),
+                          f"a retry of {original.exp_id}")
         text = render_stub(lane, str(retry), slug, str(original.frontmatter.get("variant", "")), proposal,
                            track if isinstance(track, int) else None, workload, paths, date,
                            str(original.frontmatter.get("model", lane.model_name)))

@@ -7,6 +7,7 @@ from wikiengine.core.page import parse_page
 from wikiengine.lint.kinds import kind_of
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import resolve_verdict
+from wikiengine.model.filings import restores_filing
 
 
 class VerdictPageImmutable(Rule):
@@ -18,7 +19,8 @@ class VerdictPageImmutable(Rule):
     a web editor) is still caught by the next `wiki lint --since <last trusted commit>`.
 
     Assigning the verdict itself (`in_progress` at the base, a verdict now) is the one
-    allowed change. A deletion is reported on the deleted page's path, in every run
+    allowed change, besides restoring the text that the lane journal's filing record
+    keeps (the repair of an earlier edit, EXP014). A deletion is reported on the deleted page's path, in every run
     (a pre-commit run on the staged files included), although the file is gone.
 
     ## Why is this bad?
@@ -72,7 +74,7 @@ class VerdictPageImmutable(Rule):
                 yield self.finding(
                     rel, 1, f"verdict page (verdict {verdict!r} at {git.base[:12]}) was renamed from {old_rel}"
                 )
-            elif _current_text(ctx, rel) != base_text:
+            elif _current_text(ctx, rel) != base_text and not restores_filing(ctx.root, rel):
                 yield self.finding(
                     rel, 1, f"verdict page (verdict {verdict!r} at {git.base[:12]}) was changed: verdict pages are immutable"
                 )

@@ -3,7 +3,8 @@
 The battery is ``wiki lint`` on the family's files changed since ``<family>/.audit-cursor``
 (plus the family page and the family log; every family file on a full audit), and the
 family checks: a stub idle past the configured age (24 h, from git time), thrashing (K
-consecutive invalid or inconclusive results on one mechanism), and K9's
+consecutive invalid or inconclusive results on one mechanism), a filed page that is no
+longer the text its filing record keeps (EXP014, on every audit), and K9's
 stop-at-first-win stall (a verdict followed by neither the next stub nor the stop
 chain for more than ``stall_minutes``, default 30). Each finding carries its correction; the audit then moves the cursor. The
 findings and the cursor are those of the lane watcher (:mod:`wikiengine.step.audit`),
@@ -23,8 +24,10 @@ from wikiengine.step.audit import (
     CURSOR,
     DEFAULT_STALE_HOURS,
     DEFAULT_THRASH_K,
+    DRIFT_CODE,
     Audit,
     AuditFinding,
+    drift_findings,
     first_commit_time,
     head_sha,
     read_cursor,
@@ -66,7 +69,8 @@ def run_family_audit(root: Path, family: KernelFamily, *, now: float | None = No
     if why_full:
         audit.findings.append(AuditFinding("cursor", f"{family.dir}/{CURSOR}", 1, why_full,
                                            "nothing to do: this audit was full, and the cursor is written after it"))
-    audit.findings += _battery(root, family, audit.since)
+    audit.findings += [f for f in _battery(root, family, audit.since) if f.check != DRIFT_CODE]
+    audit.findings += drift_findings(root, family.journal, records)
     pages = {p.exp_id: p for p in family_pages(root, family)}
     now = now if now is not None else utcnow().timestamp()
     for vid, page in sorted(pages.items()):

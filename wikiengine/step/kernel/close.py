@@ -164,7 +164,7 @@ def close(root: Path, family: KernelFamily, *, pause: bool = False, dry_run: boo
 
     ``clock``: the time its journal records, log entries and ``.stop-authorized`` carry."""
     from wikiengine.lint.runner import lint
-    from wikiengine.step.audit import Audit, head_sha, write_authorization
+    from wikiengine.step.audit import Audit, drift_findings, head_sha, write_authorization
 
     now = clock()
     date = date or utc_date(now)
@@ -184,6 +184,7 @@ def close(root: Path, family: KernelFamily, *, pause: bool = False, dry_run: boo
             reasons = stop_rule(facts)
             if open_pages:
                 reasons.append(f"open stubs: {', '.join(open_pages)} (file them first)")
+            reasons += [f.render() for f in drift_findings(root, family.journal, records)]
             if reasons:
                 raise CloseRefused("close refused:\n  " + "\n  ".join(reasons))
             findings = [f.render() for f in lint(root, [*family.page_rels(root), family.log, family.family_page],

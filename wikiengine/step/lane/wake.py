@@ -41,7 +41,6 @@ from wikiengine.step.result import WakeResult
 from wikiengine.step.txn import LaneLock, LaneTxn
 
 STATE_REL = "memory/STATE.md"
-_YAML_BLOCK_RE = re.compile(r"```ya?ml\n(?P<body>.*?)```", re.S)
 
 
 # --- settings -------------------------------------------------------------------------------
@@ -268,16 +267,13 @@ def _verdict_owed(run: LaneRun, decision: TrackDecision, lane_args: str) -> dict
 # --- act ----------------------------------------------------------------------------------------
 
 
-def setup_config(text: str) -> dict:
-    """The yaml block of a page's Setup: the knobs the run gets as its config."""
-    import yaml
+def setup_config(text: str, rel: str | None = None) -> dict:
+    """The knobs the run gets as its config (:func:`~wikiengine.model.knobs.parse_knobs`:
+    the yaml block of the page's Setup; none: {})."""
+    from wikiengine.model.knobs import parse_knobs
 
-    section = parse_page(text).section("Setup")
-    match = _YAML_BLOCK_RE.search(section.body) if section else None
-    if not match:
-        return {}
-    data = yaml.safe_load(match.group("body"))
-    return data if isinstance(data, dict) else {}
+    knobs = parse_knobs(parse_page(text, rel), rel)
+    return knobs.values if knobs is not None else {}
 
 
 def _frontier_page(run: LaneRun, variant: str) -> ex.ExperimentPage | None:
@@ -307,7 +303,7 @@ def launch_spec(run: LaneRun, page: ex.ExperimentPage, track: int):
     vid = ex.parse_vid(page.exp_id)
     spec = _spec(run, name=page.frontmatter.get("workload_name"), vid=page.exp_id,
                  slug=ex.parse_file_name(page.rel.rsplit("/", 1)[-1]).slug or "", track=track,
-                 config=setup_config(page.text), frontier=_frontier_config(run, frontier), stem=page.exp_id,
+                 config=setup_config(page.text, page.rel), frontier=_frontier_config(run, frontier), stem=page.exp_id,
                  env={"WIKI_VID": str(vid) if vid else page.exp_id})
     return spec, (frontier.rel if frontier else None)
 
@@ -325,7 +321,7 @@ def aa_launch_spec(run: LaneRun, decision: TrackDecision):
 def _frontier_config(run: LaneRun, frontier: ex.ExperimentPage | None) -> dict:
     """The knobs of a frontier page's Setup, else the lane's ``baseline_config``."""
     baseline = run.config.get("baseline_config") if isinstance(run.config.get("baseline_config"), dict) else {}
-    return setup_config(frontier.text) if frontier else baseline
+    return setup_config(frontier.text, frontier.rel) if frontier else baseline
 
 
 def _spec(run: LaneRun, *, name: str, vid: str, slug: str, track: int, config: dict, frontier: dict, stem: str,
