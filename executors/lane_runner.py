@@ -11,7 +11,9 @@ the clean-room environment. It reads ``FOLDER/spec.json`` and
 - kills every other process of the group (SIGTERM, then SIGKILL after the grace period)
   when the run passes ``timeout_s``, when ``deleted.json`` appears (the backend's delete)
   or when the runner itself gets SIGTERM, and records why in ``reason`` and in the log;
-  whatever the run left behind is killed when it exits.
+  whatever the run left behind is killed when it exits: the runner is a child subreaper,
+  so a process the run moved to its own session (``setsid``, a double fork) is re-parented
+  to the runner, not to init, and killed with the rest (RELIABILITY row 77).
 
 A runner killed with SIGKILL writes nothing more; the backend tells that from the
 runner's pid being gone while ``status.json`` still says ``running``.
@@ -27,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from wikiengine.core import warden
 from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import now_iso
 from wikiengine.core.errors import ExitCode
@@ -84,6 +87,7 @@ def supervise(folder: Path) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopped.append("the runner got SIGTERM: process group killed"))
     spec = json.loads((folder / "spec.json").read_text(encoding="utf-8"))
     pgid = os.getpgid(0)  # the runner leads the run's process group: known before the run exists
+    warden.become_subreaper()  # orphans of the run come back to the runner, whatever their session
     status = {"state": "running", "exit_code": None, "started": now_iso(timespec=MS), "finished": None,
               "runner_pid": os.getpid(), "pid": None, "pgid": pgid, "reason": None, "timeout_s": spec["timeout_s"]}
     atomic_write_json(folder / "status.json", status)
@@ -124,7 +128,8 @@ def supervise(folder: Path) -> int:
             if reason:
                 kill_group(pgid, child, float(spec["kill_grace_s"]))
                 break
-    signal_group(pgid, signal.SIGKILL)  # nothing the run started outlives it
+    signal_group(pgid, signal.SIGKILL)  # nothing the run started outlives it: its group,
+    warden.kill_all()  # and whatever left the group (its own session) under this subreaper
     return finish(exit_code_of(child.returncode), reason)
 
 

@@ -350,6 +350,18 @@ def test_local_nothing_a_run_started_outlives_it(local):
     assert local.nothing_running(spec)
 
 
+def test_row77_local_a_setsid_child_of_the_run_does_not_outlive_it(local):
+    """A grandchild in its own session (``start_new_session``: setsid) leaves the run's
+    process group; the runner, a child subreaper, still finds and kills it."""
+    code = ("import subprocess, sys; child = subprocess.Popen(['sleep', '120'], start_new_session=True); "
+            "print('escaped', child.pid, flush=True); sys.exit(0)")
+    spec = local.spec(32, "escapee", code)
+    local.backend.launch(spec)
+    assert local.finished(spec.name).state == "succeeded"
+    escaped = int(local.backend.logs(spec.name).split()[-1])
+    wait_for(lambda: not _alive(escaped), "the setsid grandchild to be killed", 5.0)
+
+
 def test_local_a_runner_killed_with_sigkill_is_failed_with_a_reason(local):
     spec = local.spec(21, "orphan", program("step 1", sleep_s=120))
     local.backend.launch(spec)

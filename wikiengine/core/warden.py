@@ -240,9 +240,15 @@ def wait_for(pid: int, wall_s: float) -> tuple[int | None, str | None]:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
+def become_subreaper() -> bool:
+    """Make this process the reaper of every orphan of its descendants (``setsid`` and
+    double-forked ones included), so :func:`kill_all` finds them; False where refused."""
+    return _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
 def run(spec: dict) -> dict:
     """Start the child of ``spec``, wait, kill what is left: the report."""
-    subreaper = _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    subreaper = become_subreaper()
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != spec["parent"]:
         return {"error": "the caller died before the child started"}
