@@ -112,14 +112,16 @@ def test_wiki_demo_autoresearch_runs_the_queue_to_its_end_and_lints_clean(tmp_pa
     assert "queue used up" in out and "All checks passed" in out
     lane = demo_dir / "wiki/experiments/mlp_autoresearch_optimization/cpu"
     rows = (lane / "RESULTS.tsv").read_text().splitlines()
-    slugs = [r.split("\t")[0].split("-", 1)[1] for r in rows[1:]]
+    journal = [json.loads(line) for line in (lane / ".journal.jsonl").read_text().splitlines()]
+    slug_of = {r["vid"]: r["slug"] for r in journal if r["op"] == "claim"}
+    slugs = [slug_of[r.split("\t")[0]] for r in rows[1:]]  # exp_id is the bare id, as the ledger spec says
     assert sorted(slugs) == sorted(["batch256", "microbatch16", "adamw-foreach", "microbatch48", "fast-xent",
                                     "pin-memory", "bf16-autocast"])
-    verdicts = {r.split("\t")[0].split("-", 1)[1]: r.split("\t")[7] for r in rows[1:]}
+    assert all("=" in r.split("\t")[6] for r in rows[1:])  # config: the run's knobs, never the variant key
+    verdicts = {slug_of[r.split("\t")[0]]: r.split("\t")[7] for r in rows[1:]}
     # the load-independent outcomes land where the queue says, whatever the machine's load
     assert verdicts["microbatch48"] == "crash" and verdicts["fast-xent"] == "crash"
     assert verdicts["pin-memory"] == "inconclusive" and verdicts["batch256"] == "keep"
-    journal = [json.loads(line) for line in (lane / ".journal.jsonl").read_text().splitlines()]
     dispatched = [r["vid"] for r in journal if r["op"] == "dispatch"]
     assert len(dispatched) == len(set(dispatched)) == 7
     model = (demo_dir / "wiki/models/mlp-cpu.md").read_text()

@@ -443,3 +443,34 @@ def test_a_slug_never_ends_in_what_reads_as_a_retry_letter(wiki):
     from wikiengine.core.identity import workload_name
 
     assert workload_name("demo", "gemma4", "tpu", 48, "abcdefghijklmno-q-rest") == "demo-gemma4-tpu-v048-abcdefghijklmno"
+
+
+def test_adopt_a_results_row_follows_the_header_the_file_has(wiki):
+    """The ledger spec of a hand-grown wiki: the file's own columns and order, the bare id,
+    MFU as a percent though the run reported a fraction, config as the run's knobs."""
+    ledger = wiki / LANE_DIR / "RESULTS.tsv"
+    ledger.write_text("exp_id\tstatus\tmfu_percent\tconfig\tdate\n")
+    git(wiki, "add", "-A")
+    git(wiki, "commit", "-qm", "a ledger with its own column order")
+    path = proposal(wiki, "knobs")
+    path.write_text(path.read_text() + "\n```yaml\nblock_q: 1024\nremat: full\n```\n")
+    vid = json.loads(wiki_cmd(wiki, "exp", "new", "gemma4", "tpu", "--slug", "splash-qb", "--variant", "2B/v5p-16",
+                              "--proposal", str(path), "--json").stdout)["vid"]
+    record_run(wiki, LANE_DIR, vid, variant="2B/v5p-16", metrics={"mfu": 0.412})
+    wiki_cmd(wiki, "exp", "file", vid, "gemma4", "tpu", "--verdict", "refuted", "--reason", "r")
+    header, row = ledger.read_text().splitlines()[0], ledger.read_text().splitlines()[-1]
+    assert header == "exp_id\tstatus\tmfu_percent\tconfig\tdate"
+    assert row.split("\t")[:4] == [vid, "inconclusive", "41.2", "block_q=1024 remat=full"]  # no Profile: capped
+
+
+def test_adopt_a_ledger_with_an_unknown_header_is_refused_with_its_line(wiki):
+    ledger = wiki / LANE_DIR / "RESULTS.tsv"
+    ledger.write_text("id\twhen\tscore\n")
+    git(wiki, "add", "-A")
+    git(wiki, "commit", "-qm", "a ledger this engine cannot fill")
+    vid = new(wiki, "splash-qb")["vid"]
+    record_run(wiki, LANE_DIR, vid, variant="2B/v5p-16", metrics={"mfu": 42.0})
+    head = git(wiki, "rev-parse", "HEAD")
+    done = wiki_cmd(wiki, "exp", "file", vid, "gemma4", "tpu", "--verdict", "refuted", check=False)
+    assert done.returncode == 2 and "RESULTS.tsv:1:" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert git(wiki, "rev-parse", "HEAD") == head and clean(wiki)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wikiengine.core.clock import Clock, now_iso, today, utcnow
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.page import parse_page
 from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
@@ -761,12 +761,16 @@ def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: 
                                  f"{target.exp_id}-{slug} on {filing.variant}: {filing.verdict} ({delta_text})")
     txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
     description = str(target.frontmatter.get("hypothesis", ""))
+    try:
+        knobs = parse_knobs(target.page, target.rel)
+    except PageError:
+        knobs = None  # a hand-written Setup block that does not parse: the ledger says nothing of the knobs
     txn.write(lane.results, results_tsv.append_row(txn.read(lane.results), {
-        "exp_id": f"{target.exp_id}-{slug}", "date": date,
-        **_results_figures(filing.metrics, filing.metric, filing.measured.recorded), "config": filing.variant,
+        "exp_id": target.exp_id, "date": date, **_results_figures(filing.metrics, filing.metric, filing.measured.recorded),
+        "config": results_tsv.config_string(knobs.values if knobs else None),
         "status": results_tsv.STATUS_OF_VERDICT[filing.verdict],
         "description": f"(external run: no figures measured by the engine) {description}" if filing.external else description,
-    }))
+    }, lane.results))
     _hypothesis_update(txn, root, target, slug, filing.verdict, delta_text, date)
     band = filing.band
     txn.write(lane.journal, append_record(txn.read(lane.journal), {
@@ -779,11 +783,12 @@ def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: 
 
 def _results_figures(metrics: dict[str, float], metric: str, recorded: float | None) -> dict[str, str]:
     """The RESULTS.tsv figures of a run (the target metric as recorded on the page)."""
-    figures = {"tps": metrics.get("tps"), "mfu_percent": metrics.get("mfu", metrics.get("mfu_percent")),
+    figures = {"tps": metrics.get("tps"), "mfu_percent": metrics.get("mfu_percent", metrics.get("mfu")),
                "step_time_ms": metrics.get("step_time_ms"), "peak_hbm_gib": metrics.get("peak_hbm_gib")}
     column = {"mfu": "mfu_percent"}.get(metric, metric)
     if column in figures and recorded is not None:
         figures[column] = recorded
+    figures["mfu_percent"] = results_tsv.mfu_percent(figures["mfu_percent"])
     return {k: (f"{v:.6g}" if v is not None else None) for k, v in figures.items()}
 
 

@@ -744,9 +744,9 @@ def _record_kernel_filing(txn: LaneTxn, family: KernelFamily, filing: KernelFili
     txn.write(family.log, logbook.insert_entry(txn.read(family.log), entry))
     timing = (filing.receipt or {}).get("timing", {})
     txn.write(family.results, results_tsv.append_row(txn.read(family.results), {
-        "exp_id": f"{page_ref.exp_id}-{filing.slug}", "date": filing.date, "step_time_ms": timing.get("candidate_p50_ms"),
+        "exp_id": page_ref.exp_id, "date": filing.date, "step_time_ms": timing.get("candidate_p50_ms"),
         "config": filing.variant, "status": results_tsv.STATUS_OF_VERDICT[filed],
-        "description": f"{filing.lever}: {page_ref.frontmatter.get('hypothesis', '')}"}))
+        "description": f"{filing.lever}: {page_ref.frontmatter.get('hypothesis', '')}"}, family.results))
     txn.write(family.journal, append_record(txn.read(family.journal), {
         "op": "file", "vid": page_ref.exp_id, "verdict": filed, "requested": filing.requested,
         "receipt": filing.receipt_rel, "frontier_moved": moved, "page": page_ref.rel,
