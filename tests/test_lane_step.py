@@ -248,3 +248,26 @@ def test_a_lane_with_no_program_is_refused(lane_wiki):
 
 def test_no_free_cluster_is_exit_busy_class():
     assert NoFreeClusters("x").exit_code == ExitCode.BUSY == 7
+
+
+def test_adopt_a_lane_with_no_program_or_log_starts_from_the_cascade_and_a_flag(lane_wiki):
+    """A hand-grown lane: pages, but no program.md and no log.md. The cascade gives its config;
+    the launch command comes from --launch-cmd, kept in the start record for every wake."""
+    from wikiengine.step.lane.wake import load_lane_run
+
+    jax = lane_wiki / "wiki/experiments/gemma4_autoresearch_optimization/jax"
+    git(lane_wiki, "rm", "-q", str(jax / "program.md"), str(jax / "log.md"))
+    git(lane_wiki, "commit", "-qm", "a lane that grew by hand")
+    refused = subprocess.run([sys.executable, "-m", "wikiengine", "loop", "start", "gemma4", "jax", "--yes"],
+                             cwd=lane_wiki, capture_output=True, text=True)
+    assert refused.returncode == 2 and "--launch-cmd" in refused.stderr
+    started = subprocess.run([sys.executable, "-m", "wikiengine", "loop", "start", "gemma4", "jax", "--yes", "--json",
+                              "--launch-cmd", "python -m bench --config {config}"], cwd=lane_wiki, capture_output=True,
+                             text=True)
+    assert started.returncode == 0, started.stderr
+    run = load_lane_run(lane_wiki, backend=object())
+    assert run.config["launch_cmd"] == "python -m bench --config {config}"
+    assert "] start | wiki loop start session begin" in (jax / "log.md").read_text()
+    status = subprocess.run([sys.executable, "-m", "wikiengine", "loop", "status", "--json"], cwd=lane_wiki,
+                            capture_output=True, text=True)
+    assert status.returncode == 0, status.stderr

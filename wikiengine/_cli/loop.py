@@ -44,6 +44,8 @@ def add_parser(subparsers) -> None:
     start.add_argument("--tpu", metavar="GEN", help="TPU generation (gke)")
     start.add_argument("--topology", metavar="T", help="slice topology (gke)")
     start.add_argument("--first", metavar="TEXT", help="the first-pick hypothesis, for the start marker")
+    start.add_argument("--launch-cmd", metavar="CMD", help="the run command when the resolved ## Config has no "
+                       "launch_cmd ({config}, {frontier}, {artifacts}, {python} are filled in); kept for the session")
     start.add_argument("--yes", action="store_true", help="start without asking (agents, scripts)")
     status = verbs.add_parser("status", help="the session as a wake sees it; writes nothing")
     stop = verbs.add_parser("stop", help="the gated stop (or --pause)")
@@ -93,7 +95,8 @@ def run(args) -> int:
             print("not started")
             return ExitCode.REFUSED
     result = start_session(root, lane, parallelism=args.parallelism, backend=args.backend, tpu=args.tpu,
-                           topology=args.topology, first=args.first, dry_run=args.dry_run)
+                           topology=args.topology, first=args.first, launch_cmd=args.launch_cmd,
+                           dry_run=args.dry_run)
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:

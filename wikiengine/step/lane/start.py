@@ -73,17 +73,20 @@ def gke_pool(root: Path, lane: Lane, parallelism, tpu: str | None, topology: str
 
 
 def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "local", tpu: str | None = None,
-                  topology: str | None = None, first: str | None = None, dry_run: bool = False,
-                  clock=None) -> dict:
-    """Start a lane session (see the module docstring); the JSON result of `wiki loop start`."""
+                  topology: str | None = None, first: str | None = None, launch_cmd: str | None = None,
+                  dry_run: bool = False, clock=None) -> dict:
+    """Start a lane session (see the module docstring); the JSON result of `wiki loop start`.
+    The lane's program is optional (the cascade resolves the model's); the launch command is
+    the resolved Config's ``launch_cmd``, else ``launch_cmd`` (recorded in the start record)."""
     if backend not in ("local", "gke"):
         raise WikiError(f"--backend {backend!r} is not local or gke")
     wanted = parse_parallelism(str(parallelism))
-    if not (root / lane.program).is_file():
-        raise WikiError(f"lane {lane.model_prefix}/{lane.name} has no program: write {lane.program} first")
     config = lane_config(root, lane)
-    if not config.get("launch_cmd"):
-        raise WikiError(f"the lane's program has no launch_cmd in its ## Config: {lane.program}")
+    if launch_cmd is not None and not launch_cmd.strip():
+        raise WikiError("--launch-cmd is empty")
+    if not config.get("launch_cmd") and not launch_cmd:
+        raise WikiError(f"no launch_cmd: the resolved ## Config of {lane.model_prefix}/{lane.name} (`wiki resolve "
+                        f"{lane.model_prefix} {lane.name}`) has none; add one there or pass --launch-cmd")
     settings = lw.lane_settings(root, lane)
     pool = local_pool(wanted) if backend == "local" else gke_pool(root, lane, wanted, tpu, topology)
     now = (clock or utcnow)()
@@ -94,7 +97,7 @@ def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "lo
         constants = {"user_prefix": settings.user_prefix, "model_name": lane.model_name, "lane": lane.name,
                      "tracks": pool.slots, "backend": backend, "parallelism": len(pool.slots)}
         txn.write(lane.journal, append_record(journal, {"op": "start", "session": session, **constants,
-                                                        "first": first, "at": utc_iso(now)}))
+                                                        "first": first, "launch_cmd": launch_cmd, "at": utc_iso(now)}))
         entry = logbook.render_entry(utc_date(now), "start", "wiki loop start session begin", {
             "Cluster pool": pool.description, "Parallelism": str(len(pool.slots)),
             "First-pick hypothesis": first or "to be formulated at the first wake",

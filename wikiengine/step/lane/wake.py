@@ -99,20 +99,28 @@ def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[d
     raise WikiError(f"unknown lane backend {kind!r} (local or gke)")
 
 
-def session_tracks(root: Path, lane: Lane) -> list[dict]:
-    """The pool of the newest session (the journal's start record)."""
+def session_start(root: Path, lane: Lane) -> dict:
+    """The newest session's ``start`` record (its pool, and a launch command given to
+    `wiki loop start`); {} before the first session."""
     path = root / lane.journal
     records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
     starts = [r for r in records if r.get("op") == "start"]
-    return list(starts[-1].get("tracks", [])) if starts else []
+    return starts[-1] if starts else {}
+
+
+def session_tracks(root: Path, lane: Lane) -> list[dict]:
+    """The pool of the newest session (the journal's start record)."""
+    return list(session_start(root, lane).get("tracks", []))
 
 
 def load_lane_run(root: Path, backend=None) -> LaneRun:
+    """The session STATE.md points at, with the lane's resolved config (a lane without its
+    own program.md inherits the model's: the cascade skips missing levels)."""
     state = LaneState.read(root)
     lane = require_lane(root, state)
-    if not (root / lane.program).is_file():
-        raise WikiError(f"lane {state.lane} has no program: {lane.program} does not exist")
     config = lane_config(root, lane)
+    if not config.get("launch_cmd") and session_start(root, lane).get("launch_cmd"):
+        config = {**config, "launch_cmd": session_start(root, lane)["launch_cmd"]}  # given to `wiki loop start`
     limits = LaneLimits(hung_after_s=float(config.get("hung_after_s", 1800)),
                         ceiling_s=float(config.get("ceiling_s", 6 * 3600)),
                         wake_interval_s=int(config.get("wake_interval_s", 600)))
