@@ -23,6 +23,13 @@ _BODY_RES = (
     re.compile(r"\*\*Workload(?: name)?\*\*\s*:?\s*`?([^\s`,)]+)", re.I),
 )
 _FRONTMATTER_KEYS = ("workload_name", "workload")
+# Shell and template fragments in prose are not names: `'$W'`, `${NAME}`, `(auto-generated`.
+_FRAGMENT_RE = re.compile(r"[$(){}<>*\[\]]|^[^A-Za-z0-9]")
+
+
+def is_fragment(text: str) -> bool:
+    """A captured "name" that is a shell variable, a template or a parenthesised remark."""
+    return bool(_FRAGMENT_RE.search(text))
 
 
 def _user_prefix(ctx, model_dir: str) -> str | None:
@@ -51,7 +58,7 @@ def workload_names(info) -> list[tuple[int, str]]:
         value = page.frontmatter.get(key)
         values = value if isinstance(value, list) else [value]
         for item in values:
-            if isinstance(item, str) and item and not is_placeholder(item):
+            if isinstance(item, str) and item and not is_placeholder(item) and not is_fragment(item):
                 line = next(
                     (n + 2 for n, ln in enumerate(page.frontmatter_text.splitlines()) if ln.startswith(f"{key}:")), 1
                 )
@@ -64,7 +71,7 @@ def workload_names(info) -> list[tuple[int, str]]:
             continue
         for pattern in _BODY_RES:
             for match in pattern.finditer(line):
-                if not is_placeholder(match.group(1)):
+                if not is_placeholder(match.group(1)) and not is_fragment(match.group(1)):
                     found.append((page.body_line + offset, match.group(1)))
     return found
 
@@ -78,7 +85,8 @@ class WorkloadName(Rule):
 
     Scanned: frontmatter `workload_name` / `workload` (string or list); in the body
     (fenced launch commands included) `workload_name: <name>`, `workload_name = "<name>"`,
-    `--workload <name>`, `**Workload**: `<name>`` and `**Workload name**: <name>`.
+    `--workload <name>`, `**Workload**: `<name>`` and `**Workload name**: <name>`. Shell and
+    template fragments are not names and are skipped: `'$W'`, `${NAME}`, `(auto-generated)`.
 
     USER_PREFIX is the option below, else the explicit `USER_PREFIX = <value>` line of the
     model-level `program.md`. `$USER` and git are not consulted: a lint must give the same
