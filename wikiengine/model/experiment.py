@@ -166,7 +166,17 @@ def parse_file_name(name: str, regexes: tuple[re.Pattern, re.Pattern] | None = N
         date = name[:10] if real_date(name[:10]) else None
         return FileName(date, None, None, False)
     date = match.group("date") if real_date(match.group("date")) else None
-    return FileName(date, canonical_id(match.group("id")), match.group("slug"), conforming)
+    exp_id, slug = canonical_id(match.group("id")), match.group("slug")
+    hyphened = _HYPHEN_RETRY_RE.match(slug or "")
+    vid = parse_vid(exp_id)
+    if hyphened and vid is not None and not vid.letter:  # `v057-e-rerun`: the retry v057e, hyphen-written
+        exp_id, slug = str(VId(vid.number, hyphened.group(1))), hyphened.group(2) or None
+    return FileName(date, exp_id, slug, conforming)
+
+
+# A retry letter written after a hyphen (`v057-e`, `v057-f-longer-warmup`): conventions.md
+# met 27 reruns of one id in that form. Only b-z: `a` is never a retry letter.
+_HYPHEN_RETRY_RE = re.compile(r"([b-z])(?:-(.+))?$")
 
 
 _DEFAULT_REGEXES = file_name_regexes()

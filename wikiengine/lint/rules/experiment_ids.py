@@ -11,7 +11,8 @@ class DuplicateExperimentId(Rule):
     """## What it does
     Checks that no two experiment pages of one lane share an id (`v<NNN>`, or the
     configured scheme). Pages directly in `<lane>/` and in `<lane>/experiments/` belong
-    to the same lane; `v45` and `v045` are the same id, `v043b` (a retry) is another, and
+    to the same lane; `v45` and `v045` are the same id, `v043b` (a retry) is another, so is
+    `v043-e` (a retry letter written after a hyphen, as some wikis do), and
     a page with text before its id (`2026-06-03-qwen3-jax-v024-...`) still has that id.
     Different lanes may reuse ids. The finding is on the later page of a pair (by the
     date in its name, or `created`), naming the earlier one, which may be filed and
