@@ -125,7 +125,7 @@ class RequiredSections(ExperimentPageRule):
 
 RUN_SECTIONS = ("Profile", "HLO Dump")
 _NEVER_RAN_RE = re.compile(r"(?i)never (?:ran|executed|started)|did not (?:run|execute|start)|compile[- ]time oom"
-                           r"|before step 0|crashed before")
+                           r"|before step 0|crashed before|\b(?:0|zero|no) steps?\b|no step ran|before (?:the )?first step")
 
 
 def _never_executed(facts) -> bool:
