@@ -7,6 +7,7 @@ Example (``wiki.toml`` uses the same keys at top level, tables without the ``too
     ignore = ["LNK001"]
     additive-marker = "(?i)-specific\\s+CAN\\s+additions$"
     artifact-paths = ["raw/profiles/"]      # gitignored by design: links into them are not broken
+    checkout-paths = ["raw/code/"]          # <path>/<repo>/: a submodule or an untracked local checkout
 
     [tool.wiki.per-file-ignores]
     "wiki/legacy/*.md" = ["EXP"]
@@ -37,6 +38,7 @@ DEFAULT_LOG_OPS = DEFAULT_OPS  # wikiengine.model.logbook: the vocabulary of eac
 
 # Folders a wiki keeps out of git by design (traces, HLO dumps): conventions.md.
 DEFAULT_ARTIFACT_PATHS = ["raw/profiles/"]
+DEFAULT_CHECKOUT_PATHS = ["raw/code/"]  # each <path>/<repo>/ a submodule or a local checkout git does not track
 
 
 @dataclass
@@ -47,6 +49,7 @@ class LintConfig:
     log_ops: dict[str, list[str]] = field(default_factory=lambda: {k: list(v) for k, v in DEFAULT_LOG_OPS.items()})
     additive_marker: str = DEFAULT_ADDITIVE_MARKER
     artifact_paths: list[str] = field(default_factory=lambda: list(DEFAULT_ARTIFACT_PATHS))
+    checkout_paths: list[str] = field(default_factory=lambda: list(DEFAULT_CHECKOUT_PATHS))
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-rule options, by code
     source: Path | None = None
 
@@ -70,7 +73,7 @@ class LintConfig:
         """Everything that can change what a rule finds (for the lint cache)."""
         return repr((
             sorted(self.select), sorted(self.ignore), sorted(self.log_ops.items()), self.additive_marker,
-            sorted(self.artifact_paths),
+            sorted(self.artifact_paths), sorted(self.checkout_paths),
             sorted((code, sorted(options.items(), key=repr)) for code, options in self.rules.items()),
         ))
 
@@ -150,6 +153,7 @@ KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "log-ops": ("log_ops", _log_ops),
     "additive-marker": ("additive_marker", _regex),
     "artifact-paths": ("artifact_paths", _artifact_paths),
+    "checkout-paths": ("checkout_paths", _artifact_paths),
     "rules": ("rules", _rules),
 }
 

@@ -279,6 +279,7 @@ class TargetJudge:
         self.ctx = ctx
         self.root = str(ctx.root)
         self.artifacts = tuple(p.strip("/") + "/" for p in ctx.config.artifact_paths)
+        self.checkouts = tuple(p.strip("/") + "/" for p in ctx.config.checkout_paths)
         self._tree = self._submodules = self._pages = None  # read on first need
         self.verdicts: dict[str, str] = {}
         self.candidates: list[str] = []  # on disk but not tracked: ignored, or simply not added yet
@@ -304,6 +305,15 @@ class TargetJudge:
             verdict = self.verdicts[target] = self._judge(target)
         return verdict
 
+    def in_local_checkout(self, target: str) -> bool:
+        """Is ``target`` inside ``<checkout path>/<repo>/`` of a repo git does not track (an
+        untracked local checkout, present or not)? A clone cannot check such a target."""
+        prefix = next((p for p in self.checkouts if target.startswith(p)), None)
+        repo = target[len(prefix):].split("/", 1)[0] if prefix else ""
+        if not repo or "/" not in target[len(prefix):] or self.tree is None:
+            return False
+        return not self.tree.has_directory(prefix + repo)
+
     def submodule_of(self, target: str) -> str | None:
         for path in self.submodules:
             if target == path or target.startswith(path + "/"):
@@ -326,6 +336,8 @@ class TargetJudge:
             if not self.submodules[submodule]:
                 return UNVERIFIABLE
             return OK if os.path.exists(os.path.join(self.root, target)) else BROKEN
+        if self.in_local_checkout(target):
+            return UNVERIFIABLE
         if tree is not None and tree.has_directory(target):
             return OK
         if not os.path.exists(os.path.join(self.root, target)):
@@ -398,7 +410,10 @@ class BrokenLink(Rule):
       clone without `--recursive`): it cannot be checked; with the submodule checked
       out, the target must exist in it;
     - a target under a declared artifact path (`raw/profiles/` by default), which the
-      wiki keeps out of git by design.
+      wiki keeps out of git by design;
+    - a target inside `<checkout path>/<repo>/` (`raw/code/` by default) when git tracks
+      nothing of that repo: an untracked local checkout (gitignored, not a submodule),
+      which a clone does not have; it cannot be checked.
 
     A target that exists only because git ignores it is LNK002, not this.
 
@@ -417,7 +432,8 @@ class BrokenLink(Rule):
 
     ## Options
     `artifact-paths` (top level of `[tool.wiki]`, a list of folders, default
-    `["raw/profiles/"]`): folders whose contents are never in git.
+    `["raw/profiles/"]`): folders whose contents are never in git. `checkout-paths` (top
+    level, default `["raw/code/"]`): folders whose sub-folders are code checkouts.
 
     A baseline entry of this rule about a target under a submodule is never reported
     stale: whether it matches depends on which submodules the clone has checked out.
