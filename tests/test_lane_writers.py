@@ -474,3 +474,81 @@ def test_adopt_a_ledger_with_an_unknown_header_is_refused_with_its_line(wiki):
     done = wiki_cmd(wiki, "exp", "file", vid, "gemma4", "tpu", "--verdict", "refuted", check=False)
     assert done.returncode == 2 and "RESULTS.tsv:1:" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert git(wiki, "rev-parse", "HEAD") == head and clean(wiki)
+
+
+# --- a wiki that grew by hand (issue 22): a write is judged by what it adds ------------------------
+
+LANE_LOG = LANE_DIR + "/log.md"
+# Defects a hand-grown lane log carries, each quoting another entry's line: an iteration
+# after a stop with no new start (RUN004), a stop with no retrospective since the start
+# below it (RUN001), an entry below an older one (LOG002).
+AFTER_STOP = "## [2026-06-09] loop-iteration | v045b-megablox on 2B/v5p-16: invalid (after the stop)\n\n"
+OLD_SESSION = ("## [2026-05-30] stop | /stop-experiment, no retrospective\n\n**Op**: stop\n\n"
+               "## [2026-05-29] start | /start-experiment session zero\n\n**Op**: start\n\n"
+               "## [2026-06-07] analyze | a misplaced note\n\n**Op**: analyze\n")
+
+
+def identities(root: Path) -> list:
+    return sorted(f.identity() for f in lint(root, base=None, use_cache=False).findings)
+
+
+def _grown_log(wiki) -> list:
+    path = wiki / LANE_LOG
+    text = path.read_text().replace("## [2026-06-09] stop |", AFTER_STOP + "## [2026-06-09] stop |")
+    path.write_text(text.rstrip("\n") + "\n\n" + OLD_SESSION)
+    git(wiki, "commit", "-qam", "a hand-grown lane log")
+    before = identities(wiki)
+    assert {code for code, _p, _s in before} >= {"LOG002", "RUN001", "RUN004"}, before
+    return before
+
+
+def test_adopt_log_add_and_exp_new_file_in_a_lane_log_with_defects(wiki):
+    before = _grown_log(wiki)
+    wiki_cmd(wiki, "log", "add", "analyze", "splash sweep", "gemma4", "tpu", "--field", "Key result=block 2048 best")
+    vid = new(wiki, "splash-qb")["vid"]
+    result = _file(wiki, vid)
+    assert result["verdict"] == "supported"
+    assert "loop-iteration | v048-splash-qb" in (wiki / LANE_LOG).read_text()
+    assert clean(wiki) and identities(wiki) == before  # the writers' pages lint clean, the old findings unchanged
+
+
+def test_adopt_a_write_that_adds_a_finding_is_still_refused(wiki):
+    path = wiki / LANE_LOG
+    stop = "## [2026-06-12] stop | /stop-experiment, lane stopped\n\n**Op**: stop\n\n"
+    path.write_text(path.read_text().replace("## [2026-06-12] run-experiment", stop + "## [2026-06-12] run-experiment"))
+    git(wiki, "commit", "-qam", "the lane stopped")
+    before, head = identities(wiki), git(wiki, "rev-parse", "HEAD")
+    refused = wiki_cmd(wiki, "log", "add", "loop-iteration", "v048-more on 2B/v5p-16: supported", "gemma4", "tpu",
+                       check=False)
+    assert refused.returncode == 2 and "RUN004" in refused.stderr and "refused" in refused.stderr
+    assert "RUN001" not in refused.stderr  # the stop's own finding was there before the write
+    assert git(wiki, "rev-parse", "HEAD") == head and clean(wiki) and identities(wiki) == before
+
+
+def test_adopt_an_index_section_listing_one_page_twice(wiki):
+    index = wiki / "wiki/index.md"
+    link = "- [v046 splash blocks](" + V046[len("wiki/"):] + ")\n"
+    section = "## Experiments (1)\n\n" + link + link + "\n"
+    index.write_text(index.read_text().replace("## Rules", section + "## Rules"))
+    git(wiki, "commit", "-qam", "an index that lists one page twice")
+    assert lint_codes(wiki) == []
+    vid = new(wiki, "splash-qb")["vid"]
+    text = index.read_text()
+    assert "## Experiments (2)\n" in text and f"[{vid} splash-qb](" in text
+    assert text.index(f"[{vid} splash-qb](") < text.index("## Rules")
+    assert lint_codes(wiki) == [] and clean(wiki)
+
+
+def test_adopt_a_baselined_finding_the_filing_fixes_is_pruned_in_its_commit(wiki):
+    model = wiki / MODEL_PAGE
+    model.write_text(model.read_text().replace("updated: 2026-06-11", "updated: 2026-06-01", 1))
+    wiki_cmd(wiki, "lint", "--write-baseline", check=False)
+    accepted = json.loads((wiki / ".wiki-lint-baseline.json").read_text())["entries"]
+    assert [(e["path"], e["code"]) for e in accepted] == [(MODEL_PAGE, "MOD004")]
+    git(wiki, "add", "-A")
+    git(wiki, "commit", "-qm", "adopt the linter: accept the old findings")
+    vid = new(wiki, "splash-qb")["vid"]
+    _file(wiki, vid)
+    assert json.loads(git(wiki, "show", "HEAD:.wiki-lint-baseline.json"))["entries"] == []
+    assert ".wiki-lint-baseline.json" in git(wiki, "show", "--name-only", "--format=", "HEAD").split()
+    assert clean(wiki) and lint_codes(wiki) == []

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 from tests.lint_support import NOTE, gen_wiki, write
+from wikiengine.core.links import _scan_links, link_destinations, markdown_it_links, relative_target
 from wikiengine.core.page import load_page
 from wikiengine.lint import lint
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.context import discover
-from wikiengine.lint.rules.broken_link import _scan_links, link_destinations, markdown_it_links, relative_target
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = REPO / "tests" / "data" / "commonmark" / "spec.json"
@@ -93,7 +93,7 @@ def test_link_scan_agrees_with_markdown_it_on_generated_pages(tmp_path):
 def test_link_scan_agrees_with_markdown_it_on_real_shape_pages(tmp_path):
     """The one-pass scan of plain pages (generated codebase pages, table rows with code
     spans and line-anchored links) finds what CommonMark finds, at the same lines."""
-    from wikiengine.lint.rules.broken_link import _plain
+    from wikiengine.core.links import _plain
 
     root = tmp_path / "real"
     gen_wiki().generate_real(root, seed=2, git=False)
@@ -119,7 +119,7 @@ _LINKISH = st.text(alphabet="[]()`!# ab./-:\n\"'", max_size=80)
 def test_plain_scan_equals_the_careful_scan(text):
     """Row 41: the whole-text pass and the line-by-line pass give the same answer (links,
     lines, columns, or 'not certain') on every text the plain pass accepts."""
-    from wikiengine.lint.rules.broken_link import _plain, _scan_careful, _scan_plain
+    from wikiengine.core.links import _plain, _scan_careful, _scan_plain
 
     if _plain(text):
         assert _scan_plain(text, 3) == _scan_careful(text, 3)

@@ -13,24 +13,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.errors import WikiError
-from wikiengine.lint.finding import Finding
+from wikiengine.lint.finding import Finding, without_line_refs
 
 BASELINE_FILE = ".wiki-lint-baseline.json"
 STALE_CODE = "WK101"
-_LINE_REF_RE = re.compile(r"\b(lines?) \d+(?:\s*-\s*\d+)?")
 
 
 def message_hash(message: str) -> str:
     """A short hash of ``message`` with line references ("line 12") normalised away."""
-    normalised = _LINE_REF_RE.sub(r"\1 N", message)
-    return hashlib.sha1(normalised.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha1(without_line_refs(message).encode("utf-8")).hexdigest()[:16]
 
 
 def _key(finding: Finding) -> tuple[str, str, str]:
@@ -86,13 +83,39 @@ def write(path: Path, findings: list[Finding], unreadable: set[str] = frozenset(
     for key, entry in previous.items():
         if key[0] in unreadable and key not in counts:
             counts[key], messages[key] = entry["count"], entry["message"]
+    atomic_write_text(path, render({key: {"count": n, "message": messages[key]} for key, n in counts.items()}))
+    return len(counts)
+
+
+def render(baseline: dict[tuple[str, str, str], dict]) -> str:
+    """The baseline file's text for entries as :func:`load` gives them."""
     entries = [
-        {"path": p, "code": c, "hash": h, "count": n, "message": messages[(p, c, h)]}
-        for (p, c, h), n in sorted(counts.items())
+        {"path": p, "code": c, "hash": h, "count": entry["count"], "message": entry["message"]}
+        for (p, c, h), entry in sorted(baseline.items())
     ]
-    text = json.dumps({"version": 1, "entries": entries}, indent=2, ensure_ascii=False) + "\n"
-    atomic_write_text(path, text)
-    return len(entries)
+    return json.dumps({"version": 1, "entries": entries}, indent=2, ensure_ascii=False) + "\n"
+
+
+def pruned(baseline: dict[tuple[str, str, str], dict], stale: list[Finding], unfiltered: list[Finding]) -> dict:
+    """``baseline`` less what was fixed: each entry a ``stale`` finding (WK101) reports is
+    cut down to the findings of ``unfiltered`` (the run's findings before the baseline)
+    that still match it, and dropped at none."""
+    matched = Counter(_key(f) for f in unfiltered)
+    out = dict(baseline)
+    for finding in stale:
+        key = stale_key(finding)
+        if key in out:
+            if matched[key]:
+                out[key] = {**out[key], "count": min(out[key]["count"], matched[key])}
+            else:
+                del out[key]
+    return out
+
+
+def stale_key(finding: Finding) -> tuple[str, str, str]:
+    """The baseline entry a stale finding (WK101) reports: its subject is ``code hash``."""
+    code, _, digest = (finding.subject or "").partition(" ")
+    return (finding.path, code, digest)
 
 
 def apply(
@@ -138,6 +161,7 @@ def apply(
                 STALE_CODE,
                 f"baseline entry {code} ({entry['message'][:60]!r}) matched {matched} of {entry['count']}: "
                 "it was fixed, run `wiki lint --write-baseline`",
+                subject=f"{code} {_hash}",
             )
         )
     return kept, stale, silenced

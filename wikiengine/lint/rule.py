@@ -92,9 +92,11 @@ class Rule:
         """The fixed page, or None when no safe fix applies."""
         return None
 
-    def finding(self, path: str, line: int, message: str, col: int = 1, date: str | None = None) -> Finding:
-        """A finding of this rule (``date``: of the log entry it is about, see Finding.date)."""
-        return Finding(path, max(1, line), col, self.code, message, self.fixable, date)
+    def finding(self, path: str, line: int, message: str, col: int = 1, date: str | None = None,
+                subject: str | None = None) -> Finding:
+        """A finding of this rule (``date``: of the log entry it is about, see Finding.date;
+        ``subject``: what it is about when the message quotes other lines, see Finding.subject)."""
+        return Finding(path, max(1, line), col, self.code, message, self.fixable, date, subject)
 
     @classmethod
     def doc(cls) -> str:

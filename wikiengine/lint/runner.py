@@ -281,7 +281,7 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
     for rule in page_rules:
         if kind in rule.kinds and (info.page is not None or (rule.code == UNREADABLE_CODE and info.error is not None)):
             for f in rule.check_page(info, ctx):
-                page_findings.append((f.line, f.col, f.code, f.message, f.fixable, f.date))
+                page_findings.append((f.line, f.col, f.code, f.message, f.fixable, f.date, f.subject))
     facts = {}
     if info.page is not None:
         for rule in fact_rules:
@@ -360,7 +360,8 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
         cached = ctx.cache.wiki_findings(wiki_fp)
         if cached is None:
             fresh = [f for rule in cacheable for f in rule.check_wiki(ctx)]
-            ctx.cache.store_wiki_findings(wiki_fp, [(f.path, f.line, f.col, f.code, f.message, f.fixable, f.date) for f in fresh])
+            ctx.cache.store_wiki_findings(wiki_fp, [(f.path, f.line, f.col, f.code, f.message, f.fixable, f.date, f.subject)
+                                                  for f in fresh])
             found.extend(fresh)
         else:
             found.extend(Finding(*row) for row in cached)

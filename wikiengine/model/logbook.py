@@ -70,6 +70,12 @@ class LogEntry:
         """The date a finding about this entry carries (``since`` compares with it)."""
         return self.date or UNDATED
 
+    @property
+    def subject(self) -> str:
+        """What a finding about this entry is about: its heading, ``[date] op | text`` (never
+        its line, which moves when an entry is prepended above it)."""
+        return " ".join(self.title.split())
+
     def has_op(self, op: str) -> bool:
         return any(o.casefold() == op.casefold() for o in self.ops)
 

@@ -24,6 +24,7 @@ writers of one lane (one per track) take turns.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,27 +82,11 @@ class LaneTxn:
             return None
         record = redo_path(self.root, self.lane)
         record.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(record, json.dumps({"policy": REDO, "message": message,
-                                              "files": {p: self.texts[p] for p in paths}}))
+        _write_record(record, message, {p: self.texts[p] for p in paths})
         _apply(self.root, {p: self.texts[p] for p in paths})
         probe = CommitProbe(self.root, paths)  # git answers what the commit asks while the re-lint runs
         if relint:
-            try:
-                after = findings_on(self.root, paths, use_baseline=True)
-            except BaseException:
-                probe.close()
-                raise
-            problems = []
-            if after:  # were they there before? Linting the old texts swaps files under the probe
-                probe.close()
-                probe = None
-                problems = introduced(self.root, paths, self.old, after)
-            if problems:
-                _restore(self.root, {p: self.old.get(p) for p in paths})
-                record.unlink(missing_ok=True)
-                raise LaneWriteRefused(
-                    "refused: the write would leave lint findings (nothing committed): " + "; ".join(problems[:5])
-                )
+            paths, probe = self._relint(paths, record, message, probe)
         try:
             sha = _commit(self.root, paths, message, probe)
         finally:
@@ -109,6 +94,33 @@ class LaneTxn:
                 probe.close()
         record.unlink(missing_ok=True)
         return sha
+
+    def _relint(self, paths: list[str], record: Path, message: str, probe: CommitProbe):
+        """``(paths, probe)`` to commit once the written files are judged: refused (the old
+        texts put back) when the write added a finding; with the lint baseline when the
+        write fixed findings it accepted (their entries pruned, in the same commit)."""
+        try:
+            after = lint_paths(self.root, paths)
+        except BaseException:
+            probe.close()
+            raise
+        if not after.findings:
+            return paths, probe
+        probe.close()  # were they there before? Linting the old texts swaps files under the probe
+        problems = introduced(self.root, paths, self.old, after.findings)
+        if problems:
+            _restore(self.root, {p: self.old.get(p) for p in paths})
+            record.unlink(missing_ok=True)
+            raise LaneWriteRefused(
+                "refused: the write would leave lint findings (nothing committed): " + "; ".join(problems[:5])
+            )
+        baseline = pruned_baseline(self.root, after)
+        if baseline is not None:
+            files = {p: self.texts[p] for p in paths} | baseline
+            _write_record(record, message, files)
+            _apply(self.root, baseline)
+            paths = sorted(files)
+        return paths, None
 
 
 def lane_key(lane: Lane) -> str:
@@ -208,25 +220,65 @@ def recover(root: Path, key: str) -> Recovered | None:
     return Recovered(REDO, commit=sha)
 
 
-def findings_on(root: Path, paths: list[str], *, use_baseline: bool) -> dict:
-    """The lint findings on ``paths`` (cross-file rules see the whole wiki), keyed by what they say."""
+def lint_paths(root: Path, paths: list[str]):
+    """The lint of ``paths`` (cross-file rules see the whole wiki), its findings and the
+    ones before the baseline only those on ``paths``."""
     from wikiengine.lint.runner import lint
 
-    result = lint(root, paths, base=None, use_baseline=use_baseline, jobs=1)
-    return {(f.path, f.code, f.message): f for f in result.findings if f.path in paths}
+    result = lint(root, paths, base=None, use_baseline=True, jobs=1)
+    result.findings = [f for f in result.findings if f.path in paths]
+    result.unfiltered = [f for f in result.unfiltered if f.path in paths]
+    return result
 
 
-def introduced(root: Path, paths: list[str], old: dict[str, str | None], after: dict) -> list[str]:
+def introduced(root: Path, paths: list[str], old: dict[str, str | None], after: list) -> list[str]:
     """Which of the findings ``after`` the write introduced (one the old texts had too is not
     the writer's: pre-existing problems are ``wiki lint``'s to report). Lints the old texts
     in place, then puts the new ones back."""
     new_texts = {p: (root / p).read_text(encoding="utf-8") for p in paths}
     _restore(root, {p: old.get(p) for p in paths})
     try:
-        before = findings_on(root, [p for p in paths if old.get(p) is not None], use_baseline=True)
+        before = lint_paths(root, [p for p in paths if old.get(p) is not None]).findings
     finally:
         _apply(root, new_texts)
-    return [f.render() for key, f in sorted(after.items()) if key not in before]
+    return added(before, after)
+
+
+def added(before: list, after: list) -> list[str]:
+    """The findings of ``after`` that ``before`` does not have, compared by identity (code,
+    path, subject: never a line number, which an entry prepended above shifts), each
+    counted; a stale baseline entry (WK101) is never one: the write fixed what it accepted."""
+    from wikiengine.lint.baseline import STALE_CODE
+
+    left = Counter(f.identity() for f in before)
+    found = []
+    for finding in sorted(after):
+        if finding.code == STALE_CODE:
+            continue
+        if left[finding.identity()] > 0:
+            left[finding.identity()] -= 1
+        else:
+            found.append(finding.render())
+    return found
+
+
+def pruned_baseline(root: Path, after) -> dict[str, str] | None:
+    """``{baseline file: new text}`` when the lint ``after`` found baseline entries the write
+    fixed (WK101), cut down to what still matches; None when there are none."""
+    from wikiengine.lint import baseline as baseline_mod
+
+    stale = [f for f in after.findings if f.code == baseline_mod.STALE_CODE]
+    if not stale:
+        return None
+    accepted = baseline_mod.load(root / baseline_mod.BASELINE_FILE)
+    kept = baseline_mod.pruned(accepted, stale, after.unfiltered)
+    if kept == accepted:
+        return None
+    return {baseline_mod.BASELINE_FILE: baseline_mod.render(kept)}
+
+
+def _write_record(record: Path, message: str, files: dict[str, str]) -> None:
+    atomic_write_text(record, json.dumps({"policy": REDO, "message": message, "files": files}))
 
 
 class LaneLock:

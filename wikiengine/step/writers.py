@@ -31,6 +31,7 @@ from wikiengine.model.evidence import (
     run_evidence,
 )
 from wikiengine.model.experiment import ExperimentPage
+from wikiengine.model.index import counted_sections, section_pages
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
 from wikiengine.model.knobs import Knobs, canonical, knob_problems, parse_knobs
 from wikiengine.model.knobs import setup_section as setup_section_of
@@ -290,24 +291,25 @@ def _touch_model_page(txn: LaneTxn, model_rel: str | None, date: str) -> None:
 
 def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: str = "Experiments",
               create: bool = False) -> None:
-    """List new pages (``(label, rel)``) in ``wiki/index.md``'s ``## <section> (N)`` section,
-    keeping its count equal to what it lists (IDX001), when the wiki has an index; with
-    ``create`` a missing section is added at the end."""
+    """List new pages (``(label, rel)``) in ``wiki/index.md``'s first ``## <section> (N)``
+    section, N then counting the distinct pages it links (:func:`section_pages`, IDX001's
+    count), when the wiki has an index; with ``create`` a missing section is added at the end."""
     if not pages or not (root / INDEX).is_file():
         return
-    text = txn.read(INDEX)
-    match = re.search(r"(?m)^## " + re.escape(section) + r" \((?P<n>\d+)\)[ \t]*$", text)
+    index = parse_page(txn.read(INDEX), INDEX)
     items = "".join(f"- [{label}]({posixpath.relpath(rel, 'wiki')})\n" for label, rel in pages)
-    if match is None:
+    found = next((c for c in counted_sections(index) if c.name == section), None)
+    if found is None:
         if create:
-            txn.write(INDEX, text.rstrip("\n") + f"\n\n## {section} ({len(pages)})\n\n{items}")
+            txn.write(INDEX, index.to_text().rstrip("\n") + f"\n\n## {section} ({len(pages)})\n\n{items}")
         return
-    rest = text[match.end():]
-    stop = re.search(r"(?m)^#{1,2} ", rest)
-    body, after = (rest[: stop.start()], rest[stop.start():]) if stop else (rest, "")
-    listed = len(re.findall(r"(?m)^[-*] ", body)) + len(pages)
-    body = body.rstrip("\n") + "\n" + items + ("\n" if after else "")
-    txn.write(INDEX, text[: match.start()] + f"## {section} ({listed})" + body + after)
+    old = found.section
+    count = len(section_pages(old, INDEX) | {rel for _label, rel in pages})
+    last = old is index.sections[-1]
+    body = old.body.rstrip("\n") + "\n" + items + ("" if last else "\n")
+    heading = re.sub(r"\(\d+\)(\s*)$", lambda m: f"({count}){m.group(1)}", old.heading, count=1)
+    sections = [replace(s, heading=heading, body=body) if s is old else s for s in index.sections]
+    txn.write(INDEX, index.bom + index.frontmatter_block + index.preamble + "".join(s.text for s in sections))
 
 
 def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_path: Path, track: int | None,

@@ -109,6 +109,7 @@ class AdditiveTitleCollision(Rule):
                                 section.line,
                                 f"'## {section.title}' is {which} in the {level} program "
                                 f"({parent.rel}:{theirs.line}): the cascade replaces instead of adding",
+                                subject=f"{section.title} <- {parent.rel} {theirs.title}",
                             )
                     if additive and lead != section.key:
                         for theirs, their_additive in index.by_key.get(lead, ()):
@@ -119,6 +120,7 @@ class AdditiveTitleCollision(Rule):
                                     f"additive section '## {section.title}' is led by the {level} program's "
                                     f"'## {theirs.title}' ({parent.rel}:{theirs.line}): it adds a second section "
                                     "instead of adding to that one",
+                                    subject=f"{section.title} <- {parent.rel} {theirs.title}",
                                 )
 
 
@@ -175,6 +177,7 @@ class LeadingTitleShadow(Rule):
                             f"'## {section.title}' shares its leading title with the {level} program's "
                             f"'## {theirs.title}' ({parent.rel}:{theirs.line}) but does not replace it: "
                             "the effective program gets both",
+                            subject=f"{section.title} <- {parent.rel} {theirs.title}",
                         )
                         break
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
-from wikiengine.lint.rules.broken_link import page_links
+from wikiengine.model.index import counted_sections, section_pages
 from wikiengine.model.lanes import INDEX
 
 # Section name (lower case) -> the frontmatter `type` it catalogs (conventions.md).
@@ -15,7 +13,6 @@ SECTION_TYPES = {
     "hypotheses": "hypothesis", "experiments": "experiment", "observations": "observation",
     "analyses": "analysis",
 }
-_COUNTED_RE = re.compile(r"(?P<name>.*?\S)\s*\((?P<count>\d+)\)")
 _GENERATED_PREFIX = "wiki/codebases/"
 _PATH_TYPES = ("experiment", "model", "hypothesis")  # the type of a page without `type:`, from its path
 
@@ -69,15 +66,14 @@ class IndexSectionCount(Rule):
             name, _, kind = entry.partition("=")
             if kind.strip():
                 types[name.strip().lower()] = kind.strip()
-        counted = [(s, m) for s in page.sections if (m := _COUNTED_RE.fullmatch(s.title.strip()))]
+        counted = counted_sections(page)
         if not counted:
             return
-        links = page_links(info)
-        by_type = self._pages_by_type(ctx) if any(m.group("name").lower() in types for _s, m in counted) else {}
-        for section, match in counted:
-            said = int(match.group("count"))
-            listed = len({t for line, _c, _f, _r, t in links if t and section.line <= line <= section.end_line})
-            kind = types.get(match.group("name").lower())
+        by_type = self._pages_by_type(ctx) if any(c.name.lower() in types for c in counted) else {}
+        for entry in counted:
+            said, section = entry.count, entry.section
+            listed = len(section_pages(section, INDEX))
+            kind = types.get(entry.name.lower())
             if said == listed or (kind is not None and said == by_type.get(kind, 0)):
                 continue
             count = by_type.get(kind, 0)

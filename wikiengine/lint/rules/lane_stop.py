@@ -121,4 +121,4 @@ class IterationAfterStop(Rule):
             elif stopped is not None and any(entry.has_op(op) for op in ITERATION_OPS):
                 yield self.finding(info.rel, entry.line, f"{entry.ops[0]} on {entry.date} after the stop of "
                                    f"{stopped.date} (line {stopped.line}) with no new start: run `wiki loop start` first",
-                                   date=entry.finding_date)
+                                   date=entry.finding_date, subject=entry.subject)

@@ -73,7 +73,7 @@ class LogNewestFirst(Rule):
                 yield self.finding(
                     info.rel, entry.line,
                     f"entry of {entry.date} is below an entry of {previous.date} (line {previous.line}): logs are newest-first",
-                    date=entry.finding_date,
+                    date=entry.finding_date, subject=entry.subject,
                 )
             else:
                 previous = entry

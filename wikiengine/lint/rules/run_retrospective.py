@@ -58,7 +58,7 @@ class StopNeedsRetrospective(LaneLogRule):
                 yield self.finding(
                     info.rel, entry.line,
                     f"stop on {entry.date} has no retrospective of {model_name(lane[0])}/{lane[1]} filed {since}",
-                    date=entry.finding_date,
+                    date=entry.finding_date, subject=entry.subject,
                 )
 
 

@@ -1,0 +1,203 @@
+"""The links CommonMark sees in a markdown text: ``(line, col, destination)``, and the
+file part of a relative one. A fast line scan where it is certain, else markdown-it-py."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from urllib.parse import unquote
+
+# Inline links and images: [text](dest "title"), with one level of nested brackets in the
+# text, an <angle> destination or one with balanced parentheses, and an optional title.
+# The repetitions are possessive: their alternatives start with different characters and
+# cannot end on the character that follows, so giving text back never finds another
+# match, and possessive runs are several times faster on long link-heavy pages.
+_INLINE_RE = re.compile(
+    r"!?\[(?:[^\[\]\\]++|\\.|\[(?:[^\[\]\\]++|\\.)*+\])*+\]"
+    r"\(\s*+(<[^<>\n]*>|(?:[^\s()\\]++|\\.|\((?:[^\s()\\]++|\\.)*+\))*+)"
+    r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)"
+)
+_CODE_SPAN_RE = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)")
+_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}:")
+_ODD_SPACE_RE = re.compile(r"[^\S \t\n]")
+_ESCAPE_RE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def link_destinations(text: str, first_line: int = 1) -> list[tuple[int, int, str]]:
+    """``(line, col, destination)`` of every link and image that CommonMark sees in ``text``.
+
+    A line scan where it is certain (inline ``[text](dest)`` on ordinary lines outside
+    fences and code spans), else markdown-it-py's parser (about 2 ms a page): reference
+    links, HTML, escapes, entities, indented code or link text spread over lines send the
+    page to markdown-it. A page with none of those constructs anywhere (most pages, and
+    generated codebase pages) is scanned in one pass over the whole text instead of line
+    by line, with the same answers. ``tests/test_rules_lnk.py`` checks the scans against
+    each other and against markdown-it on the CommonMark spec examples, the example wiki,
+    generated pages and generated texts.
+    """
+    found = _scan_links(text, first_line)
+    if found is None:
+        return markdown_it_links(text, first_line)
+    return found
+
+
+def _scan_links(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
+    if "](" not in text and "]:" not in text and "][" not in text:
+        return []  # no inline link, reference link or definition can exist
+    if _plain(text):
+        return _scan_plain(text, first_line)
+    return _scan_careful(text, first_line)
+
+
+def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
+    """The line-by-line scan, for texts with constructs it must look at twice."""
+    found = []
+    fence = ""
+    for number, line in enumerate(text.splitlines(), start=first_line):
+        if fence:
+            if fence[0] in line:
+                closer = _FENCE_RE.match(line)
+                if closer and closer.group(1)[0] == fence[0] and len(closer.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
+                    fence = ""
+            continue
+        if "`" in line or "~" in line:
+            opener = _FENCE_RE.match(line)
+            if opener and not (opener.group(1)[0] == "`" and "`" in line[opener.end():]):
+                fence = opener.group(1)
+                continue
+        brackets = "[" in line or "]" in line
+        if not brackets and "<" not in line and "\t" not in line:
+            continue
+        stripped = line.lstrip(" ")
+        if stripped.startswith("<!--") and "-->" in stripped[4:] and len(line) - len(stripped) <= 3:
+            continue  # a one-line HTML comment block: no links in it
+        if not brackets:
+            if stripped.startswith("<") or "\t" in line:
+                return None  # an HTML block or a tab the scan cannot place
+            continue
+        if line.startswith("    ") or "\t" in line or stripped.startswith("<"):
+            return None
+        masked = _masked_code_spans(line) if "`" in line else line
+        if masked is None or "`" in masked or "\\" in masked or "&" in masked or "<" in masked or "]:" in masked or "][" in masked:
+            return None
+        if masked.count("[") != masked.count("]") or _ODD_SPACE_RE.search(masked):
+            return None  # link text spread over lines, or Unicode spaces the regex reads differently
+        last = 0
+        for match in _INLINE_RE.finditer(masked):
+            if match.group(0).count("](") > 1 or "](" in masked[last : match.start()]:
+                return None  # an image inside link text, or something link-like the scan does not understand
+            found.append((number, match.start() + 1, _clean(match.group(1))))
+            last = match.end()
+        if "](" in masked[last:]:
+            return None
+    return found
+
+
+# What makes the careful scan look twice at a line: fences, HTML, tabs, escapes, entities,
+# reference links, indented code; and ASCII spaces other than ' ' and newline (they would
+# also make str.split("\n") differ from str.splitlines()). Non-ASCII text is always careful.
+_CARE_MARKERS = ("```", "~~~", "]:", "][", "\n    ")
+_CARE_CHARS_RE = re.compile(r"[<\t\\&\r\x0b\x0c\x1c-\x1f]")
+# The inline link pattern without the optional "!" of images, so that the regex engine
+# can jump from "[" to "[" (an image's "!" is looked up before the match).
+_BRACKET_LINK_RE = re.compile(_INLINE_RE.pattern[2:])
+
+
+def _plain(text: str) -> bool:
+    return (
+        text.isascii() and not text.startswith("    ") and not any(marker in text for marker in _CARE_MARKERS)
+        and not _CARE_CHARS_RE.search(text)
+    )
+
+
+def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
+    """:func:`_scan_links` for a :func:`_plain` text (most pages, generated ones included),
+    in one pass over the whole text instead of line by line: code spans blanked out at
+    once, every line's brackets balanced, one regex scan; the same answers."""
+    parts = text.split("`")
+    if "``" in text or len(parts) % 2 == 0 or any("\n" in parts[i] for i in range(1, len(parts), 2)):
+        return _scan_careful(text, first_line)  # a backtick string the line scan must pair
+    if len(parts) > 1:
+        masked = [parts[0]]
+        for index in range(1, len(parts), 2):
+            masked.append(" " * (len(parts[index]) + 2))
+            masked.append(parts[index + 1])
+        text = "".join(masked)
+    starts = [0]
+    for line in text.split("\n"):
+        if line.count("[") != line.count("]"):
+            return None  # link text spread over lines
+        starts.append(starts[-1] + len(line) + 1)
+    found = []
+    last = 0
+    find = text.find
+    for match in _BRACKET_LINK_RE.finditer(text):
+        start, end = match.span()
+        if start > last and text[start - 1] == "!":
+            start -= 1  # an image
+        if find("\n", start, end) >= 0 or find("](", find("](", start, end) + 2, end) >= 0 or find("](", last, start) >= 0:
+            return None
+        index = bisect.bisect_right(starts, start) - 1
+        found.append((first_line + index, start - starts[index] + 1, _clean(match.group(1))))
+        last = end
+    if find("](", last) >= 0:
+        return None
+    return found
+
+
+def _masked_code_spans(line: str) -> str | None:
+    """``line`` with its code spans blanked out (same length), or None when a backtick is
+    left unpaired. Single-backtick spans are paired by splitting (generated pages have
+    one on every table row); longer backtick strings go through the regex."""
+    if "``" in line:
+        masked = _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line)
+        return None if "`" in masked else masked
+    parts = line.split("`")
+    if len(parts) % 2 == 0:
+        return None  # an odd number of backticks
+    out = [parts[0]]
+    for index in range(1, len(parts), 2):
+        out.append(" " * (len(parts[index]) + 2))
+        out.append(parts[index + 1])
+    return "".join(out)
+
+
+_MD = None
+
+
+def markdown_it_links(text: str, first_line: int = 1) -> list[tuple[int, int, str]]:
+    """Links and images according to markdown-it-py (CommonMark), with their lines."""
+    global _MD
+    if _MD is None:
+        from markdown_it import MarkdownIt
+
+        _MD = MarkdownIt("commonmark")
+    found = []
+    for token in _MD.parse(text):
+        if token.type != "inline" or not token.children:
+            continue
+        line = (token.map[0] if token.map else 0) + first_line
+        for child in token.children:
+            if child.type in ("softbreak", "hardbreak"):
+                line += 1
+            elif child.type == "link_open":
+                found.append((line, 1, unquote(child.attrs.get("href", ""))))
+            elif child.type == "image":
+                found.append((line, 1, unquote(child.attrs.get("src", ""))))
+    return found
+
+
+def _clean(dest: str) -> str:
+    if dest.startswith("<") and dest.endswith(">"):
+        dest = dest[1:-1]
+    if "\\" in dest:
+        dest = _ESCAPE_RE.sub(r"\1", dest)
+    return unquote(dest) if "%" in dest else dest
+
+
+def relative_target(dest: str) -> str | None:
+    """The file part of a relative link (no scheme, no bare ``#anchor``), else None."""
+    if not dest or dest.startswith(("#", "/", "?")) or (":" in dest and _SCHEME_RE.match(dest)):
+        return None
+    return dest.split("#", 1)[0].split("?", 1)[0] or None
