@@ -807,8 +807,8 @@ def cell_figure(model, row, column: str, metric: str) -> float | None:
     if found.reason is not None:
         model_rel, _text, _page, matrix = model
         raise WikiError(f"row {row.key}: cannot read the {metric} figure of the {matrix.header_of(column)!r} cell "
-                        f"{cell!r}: {found.reason}; mark the figure with its unit (e.g. '20.5% MFU', '31,955 TPS', "
-                        "'512 ms')", model_rel, row.line)
+                        f"{cell!r}: {found.reason}; write one {metric} figure there, marked by its unit "
+                        "(e.g. '512 ms / 31,955 TPS / 20.5% MFU')", model_rel, row.line)
     return found.value
 
 
