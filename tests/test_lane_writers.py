@@ -237,6 +237,64 @@ def test_file_supported_moves_current_best_logs_and_appends_results(wiki):
     assert clean(wiki) and lint_codes(wiki) == []
 
 
+def _real_shape_model_page(wiki, baseline="1,284 ms / 6,380 TPS / 38.9% MFU",
+                           best_figures="1,190 ms / 6,880 TPS / 42.0% MFU") -> None:
+    """The example model page with the template's own headers and multi-figure cells, as a
+    hand-grown wiki writes them (conventions.md, "A wiki that grew by hand"); committed."""
+    path = wiki / MODEL_PAGE
+    text = path.read_text().replace("| Baseline | Current best |",
+                                    "| Baseline (step / TPS / MFU) | Current best (step / TPS / MFU) |")
+    text = text.replace("| live | 38.9% MFU |", f"| live | {baseline} |").replace(".md) 42.0% MFU |", f".md) {best_figures} |")
+    path.write_text(text)
+    git(wiki, "commit", "-qam", "model page in the real shape")
+
+
+def test_file_reads_the_mfu_figure_of_multi_figure_cells_and_keeps_their_form(wiki):
+    """Issue 22: under 'Baseline (step / TPS / MFU)' the MFU baseline is 38.9 (found by its
+    unit), not 1,284 (the first number), and Current best moves in the cell's own form."""
+    _real_shape_model_page(wiki)
+    vid = new(wiki, "splash-qb")["vid"]
+    result = _file(wiki, vid, run_metrics={"tps": 6912.0, "step_time_ms": 1183.4})
+    assert result["baseline"] == 38.9 and result["verdict"] == "supported" and result["current_best_moved"]
+    assert "| mfu | 38.9 | 42.6 | +3.7 |" in (wiki / result["page"]).read_text()
+    row = next(ln for ln in (wiki / MODEL_PAGE).read_text().splitlines() if ln.startswith("| 2B |"))
+    assert ("| 1,284 ms / 6,380 TPS / 38.9% MFU | [v048-splash-qb](../experiments/gemma4_autoresearch_optimization/"
+            "tpu/experiments/") in row
+    assert row.endswith(".md) 1,183 ms / 6,912 TPS / 42.6% MFU | 2 | v048-splash-qb |")
+    assert clean(wiki) and lint_codes(wiki) == []
+
+
+def test_file_writes_the_documented_form_when_the_cell_holds_more_than_figures(wiki):
+    """A Current best cell with prose or a change would be left half stale: it is rewritten
+    whole, in the documented form (the run's step / TPS / MFU)."""
+    _real_shape_model_page(wiki, best_figures="42.0% MFU (+3.1 over baseline)")
+    vid = new(wiki, "splash-qb")["vid"]
+    _file(wiki, vid, run_metrics={"tps": 6912.0})
+    row = next(ln for ln in (wiki / MODEL_PAGE).read_text().splitlines() if ln.startswith("| 2B |"))
+    assert row.endswith(".md) 6,912 TPS / 42.6% MFU | 2 | v048-splash-qb |")
+
+
+@pytest.mark.parametrize("baseline,reason", [
+    ("1,284 / 6,380 / 38.9", "none of its figures (1,284, 6,380, 38.9) is marked as mfu"),
+    ("1,284 ms / 6,380 TPS", "none of its figures (1,284 ms, 6,380 TPS) is marked as mfu"),
+    ("38.9% MFU / 39.4% MFU", "several mfu figures"),
+])
+def test_file_refuses_an_unreadable_cell_naming_the_model_page_line(wiki, baseline, reason):
+    """A cell whose MFU figure cannot be told is reported with the model page's file:line
+    and the cell, exit 2, nothing written: never a wrong delta on an immutable page."""
+    _real_shape_model_page(wiki, baseline=baseline)
+    vid = new(wiki, "splash-qb")["vid"]
+    (wiki.parent / "hlo.md").write_text(HLO)
+    record_run(wiki, LANE_DIR, vid, variant="2B/v5p-16", metrics={"mfu": 42.6})
+    head = git(wiki, "rev-parse", "HEAD")
+    result = wiki_cmd(wiki, "exp", "file", vid, "gemma4", "tpu", "--verdict", "supported", "--hlo",
+                      str(wiki.parent / "hlo.md"), check=False)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"error: {MODEL_PAGE}:26: ") and "'Baseline (step / TPS / MFU)' cell" in result.stderr
+    assert baseline in result.stderr and reason in result.stderr
+    assert git(wiki, "rev-parse", "HEAD") == head and clean(wiki)
+
+
 @pytest.mark.parametrize(
     "case,kwargs,expected",
     [

@@ -63,3 +63,28 @@ def test_mod002_reads_the_lane_programs_target_metric(tmp_path):
     write(tmp_path, {**pages, MODEL: MODEL_PAGE.format(best="v043")})
     (found,) = findings(tmp_path, "MOD002")
     assert "tps 8800" in found.message and V042 in found.message
+
+
+# The template's own headers and multi-figure cells, as a hand-grown wiki writes them
+# (conventions.md, "A wiki that grew by hand").
+REAL_SHAPE = MODEL_PAGE.replace(
+    "| Size | Hardware | Status | Baseline | Current best | Open hyps | Frontier exp |",
+    "| Size | Hardware | Status | Baseline (step / TPS / MFU) | Current best (step / TPS / MFU) | Open hyps | Frontier exp |",
+).replace("| live | 38.9% |", "| live | 1,284 ms / 6,380 TPS / 38.9% MFU |")
+
+
+@pytest.mark.parametrize("best,codes", [
+    (f"[v043-blocks](../../{V043}) 1,190 ms / 6,880 TPS / 42.0% MFU", {}),
+    ("v042 1,250 ms / 6,500 TPS / 41.3% MFU", {"MOD002": [V043]}),  # v043 is better
+    (f"[v044-remat](../../{V044}) 1,100 ms / 7,000 TPS / 43.0% MFU", {"MOD001": ["'refuted'"]}),
+    ("512 ms / 31,955 TPS / 20.5% MFU", {"MOD002": ["names no experiment", V043]}),
+])
+def test_mod_rules_read_headers_with_units_and_multi_figure_cells(tmp_path, best, codes):
+    """``Current best (step / TPS / MFU)`` is the Current best column: MOD001 and MOD002 run
+    on its cells and MOD003 finds the column (no false 'no Current best column')."""
+    write(tmp_path, {**PAGES, MODEL: REAL_SHAPE.format(best=best)})
+    for code in ("MOD001", "MOD002", "MOD003"):
+        found = findings(tmp_path, code)
+        assert len(found) == (1 if code in codes else 0), (code, [f.render() for f in found])
+        for part in codes.get(code, ()):
+            assert part in found[0].message and found[0].path == MODEL and found[0].line == 11

@@ -2,7 +2,9 @@
 
 One pipe table under ``## Variant matrix`` with the columns
 ``Size | Hardware | Status | Baseline | Current best | Open hyps | Frontier exp``
-(``shared/reference/conventions.md``). A row's key is the join ``Size/Hardware``
+(``shared/reference/conventions.md``). A column is found by its leading title, case
+aside: ``Current best (step / TPS / MFU)`` and ``Baseline MFU`` are the Current best and
+Baseline columns (:func:`column_of`); every reader sees them under the plain title. A row's key is the join ``Size/Hardware``
 (``"3B/v6e-8"``): the string experiment pages cite as ``variant:``. Kernel family pages
 key rows the same way by ``<op-point>/<hardware>``. A table without Size and Hardware
 columns (an older form) is keyed by its first column.
@@ -31,8 +33,9 @@ BASELINE = "Baseline"
 ROW_STATUSES = ("live", "open", "blocked", "parked")
 _KEY_COLUMNS = (("size", "hardware"), ("op-point", "hardware"), ("op point", "hardware"))
 _DELIMITER_RE = re.compile(r"\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*")
-_LINK_RE = re.compile(r"\[(?P<text>[^\]]*)\]\(\s*<?(?P<target>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?")
+LINK_RE = re.compile(r"\[(?P<text>[^\]]*)\]\(\s*<?(?P<target>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+# The titles a header is matched against by its leading words (the key columns included).
+_KNOWN_TITLES = tuple(sorted({*COLUMNS, *(c for kc in _KEY_COLUMNS for c in kc)}, key=len, reverse=True))
 
 
 def split_row(line: str) -> list[str]:
@@ -43,6 +46,27 @@ def split_row(line: str) -> list[str]:
     if body.endswith("|") and not body.endswith("\\|"):
         body = body[:-1]
     return [c.strip() for c in re.split(r"(?<!\\)\|", body)]
+
+
+def column_of(header: str) -> str:
+    """The column a header cell names, casefolded: a known title that leads it, followed by
+    nothing or by units / a parenthesised list (``Current best (step / TPS / MFU)`` ->
+    ``current best``); any other header is its own title."""
+    folded = " ".join(cell_text(header).casefold().split())
+    for title in _KNOWN_TITLES:
+        key = title.casefold()
+        if folded == key or (folded.startswith(key) and not folded[len(key)].isalnum()):
+            return key
+    return folded
+
+
+def _columns(header: tuple[str, ...]) -> tuple[str, ...]:
+    """The column of each header cell; a known column named twice is the first one's."""
+    columns: list[str] = []
+    for title in header:
+        column = column_of(title)
+        columns.append(column if column not in columns else " ".join(cell_text(title).casefold().split()))
+    return tuple(columns)
 
 
 def cell_text(cell: str) -> str:
@@ -77,6 +101,7 @@ class CellReference:
 class VariantMatrix:
     section_line: int
     header: tuple[str, ...]  # as written
+    columns: tuple[str, ...]  # the column of each header cell (:func:`column_of`)
     header_line: int
     rows: tuple[MatrixRow, ...]
     keyed_by_columns: bool  # Size/Hardware (True) or the first column (older form)
@@ -88,7 +113,12 @@ class VariantMatrix:
         return [r.key for r in self.rows]
 
     def has_column(self, column: str) -> bool:
-        return column.casefold() in (h.casefold() for h in self.header)
+        return column.casefold() in self.columns
+
+    def header_of(self, column: str) -> str | None:
+        """The header cell as written of a column (None: no such column)."""
+        folded = column.casefold()
+        return next((h for h, c in zip(self.header, self.columns) if c == folded), None)
 
 
 def _row_key(cells: dict[str, str], first: str, key_columns: tuple[str, str] | None) -> str:
@@ -109,7 +139,7 @@ def parse_matrix(page: Page) -> VariantMatrix | None:
             if not _DELIMITER_RE.fullmatch(lines[index + 1].rstrip("\r\n")):
                 continue
             header = tuple(cell_text(c) for c in split_row(line))
-            folded = [h.casefold() for h in header]
+            folded = _columns(header)
             key_columns = next((kc for kc in _KEY_COLUMNS if all(c in folded for c in kc)), None)
             rows = []
             for offset in range(index + 2, len(lines)):
@@ -121,7 +151,8 @@ def parse_matrix(page: Page) -> VariantMatrix | None:
                 key = _row_key(cells, values[0] if values else "", key_columns)
                 if key.strip("/"):
                     rows.append(MatrixRow(key, section.body_line + offset, cells))
-            return VariantMatrix(section.line, header, section.body_line + index, tuple(rows), key_columns is not None)
+            return VariantMatrix(section.line, header, folded, section.body_line + index, tuple(rows),
+                                 key_columns is not None)
         return None
     return None
 
@@ -129,8 +160,8 @@ def parse_matrix(page: Page) -> VariantMatrix | None:
 def cell_reference(cell: str, page_rel: str, id_re: re.Pattern) -> CellReference | None:
     """The experiment a cell names: its first link to a page or its first bare id,
     whichever comes first (``v046 on 2B (+0.7 over [v042](...))`` names v046)."""
-    link = next((m for m in _LINK_RE.finditer(cell) if m.group("target").split("#")[0].endswith(".md")), None)
-    bare = id_re.search(_LINK_RE.sub(lambda m: "\0" * len(m.group(0)), cell))
+    link = next((m for m in LINK_RE.finditer(cell) if m.group("target").split("#")[0].endswith(".md")), None)
+    bare = id_re.search(LINK_RE.sub(lambda m: "\0" * len(m.group(0)), cell))
     if link is not None and (bare is None or link.start() < bare.start()):
         target = link.group("target").split("#")[0]
         resolved = (
@@ -143,12 +174,6 @@ def cell_reference(cell: str, page_rel: str, id_re: re.Pattern) -> CellReference
     return None
 
 
-def cell_number(cell: str) -> float | None:
-    """The first number of a cell (``42.0% MFU`` -> 42.0), or None."""
-    match = _NUMBER_RE.search(_LINK_RE.sub(lambda m: m.group("text"), cell).replace(",", ""))
-    return float(match.group(0)) if match else None
-
-
 def set_cells(text: str, matrix: VariantMatrix, key: str, values: dict[str, str]) -> str:
     """``text`` with the cells ``values`` (column -> new cell) of row ``key`` replaced."""
     row = matrix.row(key)
@@ -158,10 +183,9 @@ def set_cells(text: str, matrix: VariantMatrix, key: str, values: dict[str, str]
     old = lines[row.line - 1]
     ending = old[len(old.rstrip("\r\n")) :]
     cells = split_row(old)
-    folded = [h.casefold() for h in matrix.header]
-    cells += [""] * (len(folded) - len(cells))
+    cells += [""] * (len(matrix.columns) - len(cells))
     for column, value in values.items():
-        cells[folded.index(column.casefold())] = value.replace("|", "\\|")
+        cells[matrix.columns.index(column.casefold())] = value.replace("|", "\\|")
     lines[row.line - 1] = "| " + " | ".join(cells) + " |" + ending
     return "".join(lines)
 

@@ -20,6 +20,7 @@ from wikiengine.core.page import parse_page
 from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook, results_tsv
+from wikiengine.model.cell_figures import read_figure, restated
 from wikiengine.model.evidence import (
     AA_VID,
     COMPLETED,
@@ -36,7 +37,7 @@ from wikiengine.model.journal import BranchIds, append_record, next_id, next_ret
 from wikiengine.model.knobs import Knobs, canonical, knob_problems, parse_knobs
 from wikiengine.model.knobs import setup_section as setup_section_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
-from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, cell_number, parse_matrix, set_cells
+from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
 from wikiengine.step.txn import LaneLock, LaneTxn
 
@@ -659,8 +660,8 @@ def measure_run(root: Path, settings: LaneSettings, target: ExperimentPage, mode
     if row is None:
         raise WikiError(f"variant {variant!r} of {target.exp_id} is not a row of the variant matrix", model_rel)
     metric = settings.target_metric
-    baseline = cell_number(row.cell(BASELINE))
-    frontier = frontier_value(root, row.cell(CURRENT_BEST), model_rel, metric, records)
+    baseline = cell_figure(model, row, BASELINE, metric)
+    frontier = frontier_value(root, model, row, metric, records)
     against = _measured_against(root, records, evidence, metric, baseline, frontier)
     band, measured = lane_band(records, evidence, variant, compare(metric, evidence.metrics, baseline, against, 0.0, ""),
                                settings.noise_band_pct, evidence.metrics)
@@ -746,9 +747,10 @@ def _update_model_page(txn: LaneTxn, model, filing: Filing, moved: bool) -> None
         _touch_model_page(txn, model_rel, filing.date)
         return
     target = filing.target
+    link = f"[{target.exp_id}-{filing.slug}]({_rel_link(model_rel, target.rel)})"
+    figures = {**filing.metrics, filing.metric: filing.measured.recorded}
     new_text = set_cells(model_text, matrix, filing.variant, {
-        CURRENT_BEST: f"[{target.exp_id}-{filing.slug}]({_rel_link(model_rel, target.rel)}) "
-                      f"{filing.measured.recorded:.6g} {filing.metric}",
+        CURRENT_BEST: restated(matrix.row(filing.variant).cell(CURRENT_BEST), link, figures, filing.metric),
         FRONTIER_EXP: f"{target.exp_id}-{filing.slug}",
     })
     txn.write(model_rel, parse_page(new_text, model_rel).with_frontmatter({"updated": filing.date}).to_text()
@@ -803,17 +805,34 @@ def section_title(page, leading: str) -> str:
     return section.title if section is not None else leading
 
 
-def frontier_value(root: Path, cell: str, model_rel: str, metric: str, records: list[dict] = ()) -> float | None:
-    """The Current best's metric: the figure the page it links was filed with (the journal
-    ``records``, else its frontmatter), else the number in the cell."""
+def cell_figure(model, row, column: str, metric: str) -> float | None:
+    """The figure of ``metric`` in a cell of the variant matrix, found by its unit (None: the
+    cell holds no figure); exit 2 naming the model page's line and the cell when the cell
+    holds figures and none can be said to be it: a wrong number would file a wrong delta."""
+    cell = row.cell(column)
+    found = read_figure(cell, metric)
+    if found.reason is not None:
+        model_rel, _text, _page, matrix = model
+        raise WikiError(f"row {row.key}: cannot read the {metric} figure of the {matrix.header_of(column)!r} cell "
+                        f"{cell!r}: {found.reason}; write one {metric} figure there, marked by its unit "
+                        "(e.g. '512 ms / 31,955 TPS / 20.5% MFU')", model_rel, row.line)
+    return found.value
+
+
+def frontier_value(root: Path, model, row, metric: str, records: list[dict] = ()) -> float | None:
+    """The Current best's metric: the figure the page its cell links was filed with (the
+    journal ``records``, else its frontmatter), else the cell's figure of the metric."""
     from wikiengine.model.variant_matrix import cell_reference
 
-    ref = cell_reference(cell, model_rel, re.compile(r"(?P<id>v\d{3,}[a-z]?)"))
-    if ref is not None and ref.target and (root / ref.target).is_file():
+    model_rel = model[0]
+    ref = cell_reference(row.cell(CURRENT_BEST), model_rel, re.compile(r"(?P<id>v\d{3,}[a-z]?)"))
+    if ref is None:
+        return None
+    if ref.target and (root / ref.target).is_file():
         value = _filed_value(root, list(records), ref.target, metric)
         if value is not None:
             return value
-    return cell_number(cell) if ref is not None else None
+    return cell_figure(model, row, CURRENT_BEST, metric)
 
 
 def _filed_value(root: Path, records: list[dict], page: str, metric: str) -> float | None:
