@@ -59,8 +59,8 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-class _Deadline(Exception):
-    pass
+class _Deadline(BaseException):
+    """The wait's deadline struck (a signal, like KeyboardInterrupt: never an error to catch)."""
 
 
 class _Terminated(_Deadline):
