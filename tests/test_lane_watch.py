@@ -192,3 +192,49 @@ def test_shipped_timer_units_run_watch_once():
     container = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
     assert job["kind"] == "CronJob" and "wiki watch --once" in container["command"][-1]
     assert "wiki watch --once" in (folder / "README.md").read_text()
+
+
+def _plant_out_of_order_entry(root):
+    """A lane-log entry dated after the one above it (LOG002), as hand-grown logs have."""
+    log = root / LANE.log
+    text = log.read_text()
+    head, sep, rest = text.partition("\n## [")
+    log.write_text(head + "\n## [2020-01-01] note | an entry out of order, from the wiki's past\n\n**Op**: note\n"
+                   + sep + rest)
+    git(root, "commit", "-qam", "a hand-grown lane log")
+
+
+def test_adopt_findings_older_than_the_session_are_inherited_and_a_clean_session_may_stop(lane_wiki, tmp_path):
+    _plant_out_of_order_entry(lane_wiki)
+    codes = subprocess.run([sys.executable, "-m", "wikiengine", "lint", "--no-cache", LANE.log], cwd=lane_wiki,
+                           capture_output=True, text=True)
+    assert codes.returncode == 1 and "LOG002" in codes.stdout  # a real defect, older than the session
+    start_session(lane_wiki, LANE, parallelism="1")
+    first = json.loads(watch_cli(lane_wiki).stdout)
+    inherited = first["inherited"]
+    assert inherited["count"] >= 1 and any(f["check"] == "LOG002" for f in inherited["findings"])
+    assert not any(f["check"] == "LOG002" for f in first["findings"])
+    second = json.loads(watch_cli(lane_wiki).stdout)
+    assert second["clean"] and second["inherited"]["count"] >= 1 and second["inherited"]["findings"] == []
+    retrospective(lane_wiki)
+    closing = watch_cli(lane_wiki, "--closing")
+    assert closing.returncode == 0, closing.stdout
+    assert json.loads(closing.stdout)["authorized"]
+    text = subprocess.run([sys.executable, "-m", "wikiengine", "watch", "--once", "--closing"], cwd=lane_wiki,
+                          capture_output=True, text=True).stdout
+    assert "predate this session" in text and "the session added no finding" in text
+    stopped = lane_close.stop(lane_wiki, backend=MemoryBackend(tmp_path / "art"), yes=True)
+    assert stopped["stopped"]  # the gated stop passes over the wiki's own past, not over the session's
+
+
+def test_adopt_a_finding_the_session_adds_is_not_inherited(lane_wiki):
+    _plant_out_of_order_entry(lane_wiki)
+    start_session(lane_wiki, LANE, parallelism="1")
+    watch_cli(lane_wiki)
+    page = lane_wiki / LANE.dir / "experiments" / "2026-06-12-v047-fsdp-overlap.md"
+    page.write_text(page.read_text() + "\nSee [the missing note](no-such-note.md).\n")
+    git(lane_wiki, "commit", "-qam", "a broken link, written in this session")
+    doc = json.loads(watch_cli(lane_wiki).stdout)
+    checks = [f["check"] for f in doc["findings"]]
+    assert not doc["clean"] and "LNK001" in checks and "LOG002" not in checks
+    assert doc["inherited"]["count"] >= 1

@@ -109,8 +109,14 @@ def _text(doc: dict) -> str:
              + ("clean" if doc["clean"] else f"{len(doc['findings'])} finding(s)")]
     for f in doc["findings"]:
         lines += [f"{f['path']}:{f['line']}: {f['check']} {f['message']}", f"    fix: {f['correction']}"]
+    inherited = doc.get("inherited") or {}
+    if inherited.get("count"):
+        lines.append(f"{inherited['count']} finding(s) predate this session (start {inherited['since'][:12]}): "
+                     "inherited, not counted" + ("; listed once:" if inherited["findings"] else ""))
+        lines += [f"  {f['path']}:{f['line']}: {f['check']} {f['message']}" for f in inherited["findings"]]
     if doc["clean"]:
-        lines.append(doc["all_clear"])
+        lines.append(doc["all_clear"] + (" (the session added no finding; the inherited ones remain)"
+                                         if inherited.get("count") else ""))
     if doc.get("authorized"):
         lines.append(".stop-authorized written: `wiki loop stop` may close the session")
     if doc.get("revive"):

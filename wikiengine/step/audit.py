@@ -13,6 +13,15 @@ journal, git history and the backend:
 - a filed page whose text is no longer what its journal's filing record keeps (EXP014,
   RELIABILITY row 73), on every audit, delta or full, until it is repaired.
 
+The audit judges the session, not the wiki's past: a lint finding that was already there
+at the session's start commit (the same identity: code, path and subject, never a line
+number) is *inherited*. Inherited findings are listed once, on the session's first audit
+(or a full one), and counted after that; they never make an audit unclean, so a closing
+audit can pass in a lane with defects older than the session when the session added none,
+and says so. What was there is found by linting the start commit once, in a temporary
+worktree, and kept in ``.git/wiki-lane/inherited-<sha>.json``. A drift of a filed page
+(EXP014) is never inherited: it must be repaired.
+
 Each finding carries the correction to apply. The watcher writes only the cursor
 (``<lane>/.audit-cursor``: ``wiki=<sha>`` and ``code=<sha>``) and, after a clean closing
 audit, ``<lane>/.stop-authorized``: the ALL-CLEAR line, the shas and a signature made
@@ -31,6 +40,7 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
+from wikiengine.core.errors import WikiError
 from wikiengine.core.git import is_ancestor
 from wikiengine.core.git import out as git_out
 from wikiengine.model import experiment as ex
@@ -54,6 +64,7 @@ class AuditFinding:
     line: int
     message: str
     correction: str
+    identity: tuple | None = field(default=None, compare=False)  # a lint finding's (code, path, subject)
 
     def as_json(self) -> dict:
         return {"check": self.check, "path": self.path, "line": self.line, "message": self.message,
@@ -72,6 +83,9 @@ class Audit:
     since: str | None  # the cursor's wiki sha (None: a full audit)
     closing: bool
     findings: list[AuditFinding] = field(default_factory=list)
+    inherited: list[AuditFinding] = field(default_factory=list)  # lint findings older than the session
+    inherited_from: str | None = None  # the session's start commit
+    list_inherited: bool = False  # the session's first (or a full) audit lists them; later ones count them
 
     @property
     def clean(self) -> bool:
@@ -86,7 +100,9 @@ class Audit:
         return {"lane": f"{self.lane.model_prefix}/{self.lane.name}", "session": self.session,
                 "wiki": self.wiki_sha, "code": self.code_sha, "since": self.since, "full": self.since is None,
                 "closing": self.closing, "clean": self.clean, "all_clear": self.all_clear if self.clean else None,
-                "findings": [f.as_json() for f in self.findings]}
+                "findings": [f.as_json() for f in self.findings],
+                "inherited": {"count": len(self.inherited), "since": self.inherited_from,
+                              "findings": [f.as_json() for f in self.inherited] if self.list_inherited else []}}
 
 
 def head_sha(root: Path) -> str:
@@ -141,8 +157,49 @@ def _lint_battery(root: Path, lane: Lane, since: str | None) -> list[AuditFindin
         model = lane.model_page(root)
         paths |= {p for p in (lane.log, model) if p and (root / p).is_file()}
         result = lint(root, sorted(paths), base=since, jobs=1)
-    return [AuditFinding(f.code, f.path, f.line, f.message, f"wiki lint --explain {f.code}; then fix {f.path}:{f.line}")
-            for f in result.findings]
+    return [AuditFinding(f.code, f.path, f.line, f.message, f"wiki lint --explain {f.code}; then fix {f.path}:{f.line}",
+                         f.identity()) for f in result.findings]
+
+
+def inherited_identities(root: Path, start: str) -> set[tuple]:
+    """The identities of the lint findings the wiki had at commit ``start`` (a session's
+    start): linted once in a temporary worktree, then read from ``.git/wiki-lane/``."""
+    import json
+    import tempfile
+
+    from wikiengine.core import git
+    from wikiengine.core.atomic import atomic_write_json
+    from wikiengine.lint.runner import lint
+
+    cache = git.git_dir(root) / "wiki-lane" / f"inherited-{start}.json"
+    try:
+        return {tuple(item) for item in json.loads(cache.read_text(encoding="utf-8"))}
+    except (OSError, ValueError, TypeError):
+        pass
+    with tempfile.TemporaryDirectory(prefix="wiki-inherited-") as tmp:
+        tree = Path(tmp) / "tree"
+        git.run(root, "worktree", "add", "--detach", "--quiet", str(tree), start)
+        try:
+            found = sorted({f.identity() for f in lint(tree, base="HEAD", use_cache=False, jobs=1).findings})
+        except WikiError:
+            found = []  # the start commit cannot be linted (its config is broken): nothing counts as inherited
+        finally:
+            git.run(root, "worktree", "remove", "--force", str(tree), check=False)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(cache, [list(item) for item in found])
+    return set(found)
+
+
+def split_inherited(audit: Audit, root: Path, battery: list[AuditFinding], start: str | None) -> list[AuditFinding]:
+    """The battery's findings the session added; the ones already there at ``start`` go to
+    ``audit.inherited`` (listed when the audit covers the session's start)."""
+    if start is None:
+        return battery
+    known = inherited_identities(root, start)
+    audit.inherited = [f for f in battery if f.identity in known]
+    audit.inherited_from = start
+    audit.list_inherited = audit.since is None or not is_ancestor(root, start, audit.since)
+    return [f for f in battery if f.identity not in known]
 
 
 DRIFT_CODE = "EXP014"  # the audits report a drift under the code of its lint rule (lint/rules/experiment_filed.py)
@@ -270,7 +327,9 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
     if why_full:
         audit.findings.append(AuditFinding("cursor", f"{lane.dir}/{CURSOR}", 1, why_full,
                                            "nothing to do: this audit was full, and the cursor is written after it"))
-    audit.findings += [f for f in _lint_battery(root, lane, audit.since) if f.check != DRIFT_CODE]
+    start = session_start_commit(root, lane, session) if session else None
+    battery = [f for f in _lint_battery(root, lane, audit.since) if f.check != DRIFT_CODE]
+    audit.findings += split_inherited(audit, root, battery, start)
     audit.findings += drift_findings(root, lane.journal, records)
     pages = {p.exp_id: p for p in lw.lane_pages(root, lane)}
     workloads = None
@@ -287,7 +346,7 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
     audit.findings += _lane_checks(root, lane, records, pages, workloads, now,
                                    float(config.get("stale_stub_hours", DEFAULT_STALE_HOURS)),
                                    int(config.get("thrash_k", DEFAULT_THRASH_K)))
-    audit.findings += _claims_need_retrospective(root, lane, session_start_commit(root, lane, session), closing)
+    audit.findings += _claims_need_retrospective(root, lane, start, closing)
     if closing and cursor is None:
         audit.findings = [f for f in audit.findings if f.check != "cursor"]  # a closing audit is full anyway
     return audit

@@ -22,7 +22,7 @@ from wikiengine.model import experiment as ex
 from wikiengine.model import logbook
 from wikiengine.model.journal import append_record, dispatch_expectations
 from wikiengine.step import writers as lw
-from wikiengine.step.audit import check_authorization, run_audit
+from wikiengine.step.audit import check_authorization, inherited_identities, run_audit, session_start_commit
 from wikiengine.step.lane.wake import STATE_REL, load_lane_run
 from wikiengine.step.txn import LaneLock, LaneTxn
 
@@ -92,7 +92,9 @@ def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, ba
         actions.append(f"resolved open stub {page.exp_id} ({'invalid' if never_ran else 'inconclusive'})")
     from wikiengine.lint.runner import lint
 
-    left = [f.render() for f in lint(root, base=None, jobs=1).findings]
+    start = session_start_commit(root, run.lane, run.state.session)
+    known = inherited_identities(root, start) if start else set()  # defects older than the session are not its own
+    left = [f.render() for f in lint(root, base=None, jobs=1).findings if f.identity() not in known]
     if left:
         raise StopRefused("stop refused: wiki lint is not clean after closing the lane:\n  " + "\n  ".join(left[:10]))
     with LaneLock(root, run.lane):
