@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from wikiengine.core.atomic import atomic_write_text
+from wikiengine.core.text import counted
 from wikiengine.lint import baseline
 from wikiengine.lint.config import KEYS, LintConfig
 from wikiengine.lint.survey import LaneSurvey, WikiWide, survey, wiki_wide
@@ -60,7 +61,7 @@ def proposed_keys(wide: WikiWide, config: LintConfig) -> list[Key]:
                         "clone, so links into them are not broken"))
     if wide.early_lane_ops and wide.split_date is None and wide.first_lane_entry:
         keys.append(Key(SPLIT_DATE, wide.first_lane_entry,
-                        f"{wide.early_lane_ops} global-log entries with lane ops predate the first lane-log entry "
+                        f"{counted(wide.early_lane_ops, 'global-log entry', 'global-log entries')} with lane ops predate the first lane-log entry "
                         f"({wide.first_lane_entry}): pinned, so that a lane log backfilled later does not turn "
                         "that history into findings (LOG003, LOG004)"))
     return keys

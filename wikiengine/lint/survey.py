@@ -20,9 +20,8 @@ from wikiengine.core.errors import WikiError
 from wikiengine.core.page import load_page
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.gitview import TrackedTree, ignored_paths
-from wikiengine.lint.rules.model_page import DEFAULT_METRIC
 from wikiengine.model import cascade, targets
-from wikiengine.model.cell_figures import read_figure
+from wikiengine.model.cell_figures import DEFAULT_METRIC, read_figure
 from wikiengine.model.experiment import parse_file_name, parse_vid
 from wikiengine.model.kernels import KERNEL_EXPERIMENTS_ROOT, KernelFamily
 from wikiengine.model.lanes import Lane
