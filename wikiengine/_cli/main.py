@@ -18,7 +18,7 @@ import sys
 from wikiengine.core.errors import ExitCode, WikiError, exit_code_of
 from wikiengine.core.version import __version__
 
-COMMANDS = ("init", "resolve", "lint", "step", "loop", "watch", "exp", "log", "backfill", "unblock", "demo", "clusters",
+COMMANDS = ("init", "adopt", "resolve", "lint", "step", "loop", "watch", "exp", "log", "backfill", "unblock", "demo", "clusters",
             "kernel", "mcp")
 
 

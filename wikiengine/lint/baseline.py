@@ -69,7 +69,14 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
 
 
 def write(path: Path, findings: list[Finding], unreadable: set[str] = frozenset()) -> int:
-    """Write every finding into the baseline; return the number of entries.
+    """Write every finding into the baseline; return the number of entries (see :func:`accepted`)."""
+    text, count = accepted(path, findings, unreadable)
+    atomic_write_text(path, text)
+    return count
+
+
+def accepted(path: Path, findings: list[Finding], unreadable: set[str] = frozenset()) -> tuple[str, int]:
+    """The baseline file's text that accepts every finding, and its number of entries.
 
     Entries of the old baseline on ``unreadable`` pages (whose findings are unknown this
     run) are kept: a page that broke must not throw away what was accepted on it.
@@ -83,8 +90,7 @@ def write(path: Path, findings: list[Finding], unreadable: set[str] = frozenset(
     for key, entry in previous.items():
         if key[0] in unreadable and key not in counts:
             counts[key], messages[key] = entry["count"], entry["message"]
-    atomic_write_text(path, render({key: {"count": n, "message": messages[key]} for key, n in counts.items()}))
-    return len(counts)
+    return render({key: {"count": n, "message": messages[key]} for key, n in counts.items()}), len(counts)
 
 
 def render(baseline: dict[tuple[str, str, str], dict]) -> str:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from wikiengine.model.variant_matrix import LINK_RE
 
+DEFAULT_METRIC = "mfu"  # a lane's target metric when its program's Config names none
+
 # metric -> the names a lane config may give it and the units that mark it in a cell
 # (casefolded; a unit's scale turns the figure as written into the metric's unit).
 _METRICS = {

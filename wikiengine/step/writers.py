@@ -20,7 +20,7 @@ from wikiengine.core.page import parse_page
 from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook, results_tsv
-from wikiengine.model.cell_figures import read_figure, restated
+from wikiengine.model.cell_figures import DEFAULT_METRIC, read_figure, restated
 from wikiengine.model.evidence import (
     AA_VID,
     COMPLETED,
@@ -41,7 +41,6 @@ from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
 from wikiengine.step.txn import LaneLock, LaneTxn
 
-DEFAULT_METRIC = "mfu"
 DEFAULT_NOISE_BAND_PCT = 0.0  # a floor under the measured band: none unless the lane sets one
 # The config keys the writers and the lane wake read: bounded by the schema before any use.
 USED_CONFIG_KEYS = frozenset({"target_metric", "higher_is_better", "noise_band_pct", "noise_band_runs",

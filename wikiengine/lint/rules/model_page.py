@@ -13,8 +13,7 @@ from wikiengine.lint.rules._models import (
     matrix_of,
     metric_value,
 )
-
-DEFAULT_METRIC = "mfu"
+from wikiengine.model.cell_figures import DEFAULT_METRIC
 
 
 class _CurrentBestRule(Rule):
