@@ -63,7 +63,20 @@ SECTION_ALIASES = {"Verdict": ("Verdict + reasoning", "Verdict and reasoning")}
 NOT_RECOVERED = "**Hypothesis not recovered**"
 # Files of a lane folder that are not experiment pages (upper-case notes are not either).
 LANE_FILES = frozenset({"program.md", "log.md", "readme.md", "index.md", "refuted-patterns.md"})
-FIRING_AUDIT_RE = re.compile(r"(?i)\bfiring[- ]audit\b[^\n]*?\b(confirmed|silent no-op|partial)\b")
+# The firing-audit line of an HLO Dump, in the forms real wikis write (conventions.md):
+# ``Hypothesis-firing audit: <outcome>``, or the bare upper-case ``FIRING CONFIRMED``,
+# ``SILENT NO-OP``, ``PARTIAL`` at the start of a line. Group 1 or 2 holds the outcome.
+FIRING_AUDIT_RE = re.compile(
+    r"(?i:\bfiring[- ]audit\b[^\n]*?\b(confirmed|silent no-op|partial)\b)"
+    r"|^[ \t>*_-]*(?:FIRING (CONFIRMED)|(SILENT NO-OP)|(PARTIAL))\b",
+    re.M,
+)
+
+
+def firing_audit(text: str | None) -> str | None:
+    """The outcome of the HLO Dump's firing-audit line (``confirmed | silent no-op | partial``), or None."""
+    match = FIRING_AUDIT_RE.search(text or "")
+    return next(g for g in match.groups() if g).lower() if match else None
 
 DEFAULT_ID_PATTERN = r"v\d{3,}[a-z]?"
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
