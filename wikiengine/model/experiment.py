@@ -190,6 +190,15 @@ def parse_file_name(name: str, regexes: tuple[re.Pattern, re.Pattern] | None = N
 # A retry letter written after a hyphen (`v057-e`, `v057-f-longer-warmup`): conventions.md
 # met 27 reruns of one id in that form. Only b-z: `a` is never a retry letter.
 _HYPHEN_RETRY_RE = re.compile(r"([b-z])(?:-(.+))?$")
+_HYPHEN_LETTER_RE = re.compile(r"-([b-z])(?![A-Za-z0-9])")
+
+
+def with_hyphen_retry(exp_id: str, text: str, end: int) -> str:
+    """``exp_id`` as read at ``text[:end]``, with a retry letter written after a hyphen
+    right after it (`v196-b-rerun` in a log heading names the retry v196b)."""
+    vid = parse_vid(exp_id)
+    letter = _HYPHEN_LETTER_RE.match(text, end)
+    return str(VId(vid.number, letter.group(1))) if vid is not None and not vid.letter and letter else exp_id
 
 
 _DEFAULT_REGEXES = file_name_regexes()

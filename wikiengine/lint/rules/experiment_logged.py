@@ -13,14 +13,16 @@ from wikiengine.lint.rules._experiments import (
 )
 from wikiengine.lint.rules._logs import log_entries
 from wikiengine.lint.rules._shared import target_experiments
+from wikiengine.model.experiment import with_hyphen_retry
 
 
 class VerdictLogged(Rule):
     """## What it does
     Checks that every experiment page with a verdict is named (by its id, in an entry
     heading) somewhere in its lane's `log.md`: the `loop-iteration` entry the loop
-    appends when it assigns a verdict, or a `backfill` entry. A lane with verdict pages
-    and no `log.md` at all is flagged on each page.
+    appends when it assigns a verdict, or a `backfill` entry. An id written with its retry
+    letter after a hyphen (`v196-b-rerun`) names the retry `v196b`. A lane with no `log.md`
+    at all is one finding of the lane (LAY003), not one per page.
 
     ## Why is this bad?
     Agents re-ground from the last lines of the lane's log, not from a directory
@@ -51,8 +53,8 @@ class VerdictLogged(Rule):
         if lane is None:
             return None
         patterns = [compiled(ctx)["id"], _id_regex(lane_id_pattern(ctx, lane))]
-        return sorted({canonical_id(m.group("id")) for entry in log_entries(info, ctx) for id_re in patterns
-                       for m in id_re.finditer(entry.title)})
+        return sorted({with_hyphen_retry(canonical_id(m.group("id")), entry.title, m.end())
+                       for entry in log_entries(info, ctx) for id_re in patterns for m in id_re.finditer(entry.title)})
 
     def check_wiki(self, ctx):
         # From the pages reported on: each reads its lane log's ids from the cache.
@@ -69,9 +71,7 @@ class VerdictLogged(Rule):
                 continue
             if facts.exp_id in _before_split(ctx, facts):
                 continue  # logged in the global log, before the wiki split its logs
-            if mentioned is None:
-                yield self.finding(facts.rel, 1, f"verdict {facts.verdict!r} but lane {facts.folder.name!r} has no log.md")
-            elif facts.exp_id not in mentioned:
+            if mentioned is not None and facts.exp_id not in mentioned:
                 yield self.finding(
                     facts.rel, 1, f"verdict {facts.verdict!r} but no entry of the lane's log.md names {facts.exp_id}"
                 )
