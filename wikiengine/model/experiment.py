@@ -63,7 +63,26 @@ SECTION_ALIASES = {"Verdict": ("Verdict + reasoning", "Verdict and reasoning")}
 NOT_RECOVERED = "**Hypothesis not recovered**"
 # Files of a lane folder that are not experiment pages (upper-case notes are not either).
 LANE_FILES = frozenset({"program.md", "log.md", "readme.md", "index.md", "refuted-patterns.md"})
-FIRING_AUDIT_RE = re.compile(r"(?i)\bfiring[- ]audit\b[^\n]*?\b(confirmed|silent no-op|partial)\b")
+# The hypothesis-firing audit line of a ``## HLO Dump``: ``Hypothesis-firing audit: CONFIRMED``,
+# ``Firing audit: partial — ...``, ``FIRING CONFIRMED``, ``SILENT NO-OP``, or a line led by a
+# bare ``PARTIAL`` (``**PARTIAL** — fired in 2 of 3 layers``). A bare ``partial`` or ``confirmed`` in
+# prose ("a partial fusion") is not an audit; read the outcome with :func:`firing_audit`.
+FIRING_AUDIT_RE = re.compile(
+    r"(?im)\bfiring[- ]audit\b[^\n]*?\b(?P<audit>confirmed|silent[- ]no[- ]?op|partial)\b"
+    r"|\bfiring[- ](?P<firing>confirmed|partial)\b"
+    r"|\b(?P<silent>silent[- ]no[- ]?op)\b"
+    r"|^[ \t>*_#+-]*(?:(?:hypothesis[- ])?audit\W*)?(?P<bare>partial)\b"
+)
+
+
+def firing_audit(text: str) -> str | None:
+    """The outcome of the first firing-audit line in ``text``: ``confirmed``, ``silent no-op``
+    or ``partial`` (None: no audit line)."""
+    match = FIRING_AUDIT_RE.search(text or "")
+    if match is None:
+        return None
+    outcome = next(g for g in match.groups() if g).lower()
+    return "silent no-op" if outcome.startswith("silent") else outcome
 
 DEFAULT_ID_PATTERN = r"v\d{3,}[a-z]?"
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")

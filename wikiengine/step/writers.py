@@ -634,7 +634,7 @@ def decide_filing(root: Path, lane: Lane, settings: LaneSettings, target: Experi
     variant = str(target.frontmatter.get("variant", ""))
     metric = settings.target_metric
     baseline, frontier, band, measured = measure_run(root, settings, target, model, records, evidence)
-    firing_match = ex.FIRING_AUDIT_RE.search(hlo or "")
+    firing = ex.firing_audit(hlo or "")
     crash = evidence.crash or (f"the agent reports exit code {claimed_outcome.exit_code}"
                                if claimed_outcome.exit_code not in (None, 0) else None)
     filed, caps = cap_verdict(Evidence(
@@ -643,7 +643,7 @@ def decide_filing(root: Path, lane: Lane, settings: LaneSettings, target: Experi
         external=external, exit_unrecorded=evidence.unrecorded_exit,
         band_measured=band is not None, has_profile=bool(profile and profile.strip()),
         has_hlo=bool(hlo and hlo.strip()),
-        firing="silent no-op" if evidence.no_op else firing_match.group(1).lower() if firing_match else None,
+        firing="silent no-op" if evidence.no_op else firing,
         delta=measured.delta, noise_band=measured.noise_band, higher_is_better=settings.higher_is_better,
     ))
     return Filing(target, target.slug or target.exp_id, variant, requested, filed, caps, metric, evidence.metrics,
