@@ -15,7 +15,7 @@ class FiringAuditMissing(ExperimentPageRule):
     `Hypothesis-firing audit: CONFIRMED` (or `SILENT NO-OP`, `PARTIAL`),
     `Firing audit: partial — ...`, `FIRING CONFIRMED`, `SILENT NO-OP`, or a line led by
     `PARTIAL`. A page still in progress, a `backfilled: true` page, a page with verdict
-    `invalid`, a run whose Verdict says it never executed, and a page with no HLO Dump
+    `invalid` or `inconclusive` (what `wiki exp file` caps a run without an audit at), a run whose Verdict says it never executed, and a page with no HLO Dump
     (EXP002's business) or an empty one (EXP004's) are not checked.
 
     ## Why is this bad?
@@ -44,7 +44,7 @@ class FiringAuditMissing(ExperimentPageRule):
     summary = "a filed experiment's HLO Dump has no hypothesis-firing audit line (CONFIRMED / SILENT NO-OP / PARTIAL)"
 
     def check_facts(self, info, facts, ctx):
-        if facts.verdict in (None, "invalid") or facts.backfilled or never_executed(facts):
+        if facts.verdict in (None, "invalid", "inconclusive") or facts.backfilled or never_executed(facts):
             return
         found = facts.sections_led_by("HLO Dump")
         if not found or not has_content(found):
