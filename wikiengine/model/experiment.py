@@ -63,20 +63,26 @@ SECTION_ALIASES = {"Verdict": ("Verdict + reasoning", "Verdict and reasoning")}
 NOT_RECOVERED = "**Hypothesis not recovered**"
 # Files of a lane folder that are not experiment pages (upper-case notes are not either).
 LANE_FILES = frozenset({"program.md", "log.md", "readme.md", "index.md", "refuted-patterns.md"})
-# The firing-audit line of an HLO Dump, in the forms real wikis write (conventions.md):
-# ``Hypothesis-firing audit: <outcome>``, or the bare upper-case ``FIRING CONFIRMED``,
-# ``SILENT NO-OP``, ``PARTIAL`` at the start of a line. Group 1 or 2 holds the outcome.
+# The hypothesis-firing audit line of a ``## HLO Dump`` (conventions.md): ``Hypothesis-firing
+# audit: CONFIRMED``, ``Firing audit: partial — ...`` anywhere in a line; ``FIRING CONFIRMED``,
+# ``SILENT NO-OP`` or a bare ``PARTIAL`` (``**PARTIAL** — fired in 2 of 3 layers``) leading a
+# line. The same words inside prose ("a partial fusion", "maybe a silent no-op") are not an
+# audit; read the outcome with :func:`firing_audit`.
 FIRING_AUDIT_RE = re.compile(
-    r"(?i:\bfiring[- ]audit\b[^\n]*?\b(confirmed|silent no-op|partial)\b)"
-    r"|^[ \t>*_-]*(?:FIRING (CONFIRMED)|(SILENT NO-OP)|(PARTIAL))\b",
-    re.M,
+    r"(?im)\bfiring[- ]audit\b[^\n]*?\b(?P<audit>confirmed|silent[- ]no[- ]?op|partial)\b"
+    r"|^[ \t>*_#+-]*(?:(?:hypothesis[- ])?audit\W*)?"
+    r"(?:firing[- ](?P<firing>confirmed|partial)|(?P<silent>silent[- ]no[- ]?op)|(?P<bare>partial))\b"
 )
 
 
 def firing_audit(text: str | None) -> str | None:
-    """The outcome of the HLO Dump's firing-audit line (``confirmed | silent no-op | partial``), or None."""
+    """The outcome of the first firing-audit line in ``text``: ``confirmed``, ``silent no-op``
+    or ``partial`` (None: no audit line)."""
     match = FIRING_AUDIT_RE.search(text or "")
-    return next(g for g in match.groups() if g).lower() if match else None
+    if match is None:
+        return None
+    outcome = next(g for g in match.groups() if g).lower()
+    return "silent no-op" if outcome.startswith("silent") else outcome
 
 DEFAULT_ID_PATTERN = r"v\d{3,}[a-z]?"
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")

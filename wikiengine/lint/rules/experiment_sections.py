@@ -87,7 +87,7 @@ class RequiredSections(ExperimentPageRule):
         for title in _required(ctx, lane_key=facts.lane_key):
             found = facts.sections_led_by(title)
             if not found and title in RUN_SECTIONS and (facts.verdict == "invalid" or facts.backfilled
-                                                           or _never_executed(facts)):
+                                                           or never_executed(facts)):
                 continue  # a run that crashed or never executed has no profile; backfilled pages say so
             if not found:
                 finding = self.finding(info.rel, 1, f"missing required section '## {title}'")
@@ -128,7 +128,7 @@ _NEVER_RAN_RE = re.compile(r"(?i)never (?:ran|executed|started)|did not (?:run|e
                            r"|before step 0|crashed before|\b(?:0|zero|no) steps?\b|no step ran|before (?:the )?first step")
 
 
-def _never_executed(facts) -> bool:
+def never_executed(facts) -> bool:
     """Does the Verdict (title or text) say the run never executed (compile-time OOM, a
     crash before step 0)? Such a page omits Profile and says why in its Verdict."""
     return any(_NEVER_RAN_RE.search(s.title + "\n" + s.body) for s in facts.sections_led_by("Verdict"))

@@ -1,6 +1,8 @@
-"""EXP010."""
+"""EXP010 and EXP016: an experiment's variant and the lane's variant matrix."""
 
 from __future__ import annotations
+
+import re
 
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import key_line, model_page_for
@@ -50,3 +52,62 @@ class VariantInMatrix(Rule):
                     info.rel, key_line(info, "variant"),
                     f"variant {variant!r} is not a row of the variant matrix in {model.rel} (rows: {known})",
                 )
+
+
+# A backfilled page saying its variant could not be recovered ("variant not recovered",
+# "unknown variant", "variant: unknown").
+_NOT_RECOVERED_RE = re.compile(
+    r"(?i)\bvariant\b[^\n]{0,60}?\b(?:not|never|could not be|couldn't be)\s+(?:recovered|known|recorded)"
+    r"|\b(?:unknown|unrecovered)\s+variant\b|\bvariant\W{1,4}(?:unknown|not recovered)\b"
+)
+
+
+class VariantMissing(Rule):
+    """## What it does
+    Reports an experiment page with no `variant` in its frontmatter (or an empty one) in
+    a lane whose model page has a variant matrix. A `backfilled: true` page that says the
+    variant was not recovered ("variant not recovered", "unknown variant") is exempt; a
+    lane without a model page, or a model page without a matrix, is not checked (MOD003
+    reports the missing matrix). A variant that is not a row is EXP010's finding.
+
+    ## Why is this bad?
+    The loop moves Current best and picks the next hypothesis per variant. A page with no
+    variant belongs to no row: its result never reaches the matrix, and its baseline and
+    noise band cannot be told apart from another variant's.
+
+    ## Example
+    ```yaml
+    model: gemma4-tpu
+    hypothesis: splash-attention-long-seq
+    status: filed
+    verdict: supported
+    ```
+    in a lane whose matrix has the rows `2B/v5p-16` and `9B/v5p-16`. Add the row key the
+    run used: `variant: 2B/v5p-16`.
+
+    ## Options
+    None. Pages written before the wiki adopted variants: use `since`.
+    """
+
+    code = "EXP016"
+    name = "experiment-variant-missing"
+    summary = "an experiment page has no variant, in a lane whose model page has a variant matrix"
+
+    def check_wiki(self, ctx):
+        for info, facts in target_experiments(ctx):
+            variant = facts.frontmatter.get("variant")
+            if variant is not None and str(variant).strip():
+                continue  # a variant that is no row (TBD included) is EXP010's
+            model = model_page_for(facts, ctx)
+            if model is None or model.page is None:
+                continue
+            matrix = matrix_of(model, ctx)
+            if matrix is None or not list(matrix.keys()):
+                continue
+            if facts.backfilled and _NOT_RECOVERED_RE.search(facts.text):
+                continue
+            yield self.finding(
+                info.rel, key_line(info, "variant"),
+                f"no variant: name the row of the variant matrix in {model.rel} this run used "
+                f"({', '.join(sorted(matrix.keys()))})",
+            )

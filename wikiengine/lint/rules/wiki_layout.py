@@ -1,10 +1,14 @@
-"""LAY001 and LAY002: the layout that `wiki resolve` and `wiki lint` read, so that a wiki
+"""LAY001, LAY002 and LAY003: the layout that `wiki resolve` and `wiki lint` read, so that a wiki
 they cannot see is a finding rather than "All checks passed"."""
 
 from __future__ import annotations
 
 from wikiengine.core.identity import MODEL_DIR_SUFFIX
+from wikiengine.lint.kinds import kind_of
 from wikiengine.lint.rule import Rule
+from wikiengine.lint.rules._experiments import lane_dirs, lane_files, model_dirs
+from wikiengine.lint.rules._logs import log_split_date
+from wikiengine.model.experiment import parse_file_name
 from wikiengine.model.targets import AREAS, PROGRAM, is_model_folder, suggested_model_folder
 
 EXPERIMENTS = next(a for a in AREAS if a.name == "experiments").path
@@ -98,3 +102,61 @@ class RootProgramMissing(Rule):
                     f"{root_program} is missing: every program of {area.path}/ inherits from it, "
                     "so wiki resolve refuses them all",
                 )
+
+
+def _lanes_with_pages(ctx) -> dict[str, list[str]]:
+    """``{lane folder: its experiment pages}`` of every model lane and kernel family lane."""
+    lanes = {}
+    for model_dir in model_dirs(ctx):
+        for lane in lane_dirs(ctx, model_dir):
+            pages = lane_files(ctx, (model_dir, lane))
+            if pages:
+                lanes[f"wiki/experiments/{model_dir}/{lane}"] = pages
+    for rel in ctx.files_under("wiki/kernel_experiments/"):
+        if kind_of(rel) == "kernel-experiment":
+            lanes.setdefault(rel.rsplit("/", 1)[0], []).append(rel)
+    return lanes
+
+
+class LaneLogMissing(Rule):
+    """## What it does
+    Reports a lane (`wiki/experiments/<model>_autoresearch_optimization/<lane>/`, or a
+    kernel family's `pallas/` lane) that holds experiment pages but no `log.md`, once, on
+    the lane's `program.md` (else its first page). A model lane whose pages all predate
+    the wiki's log split (`[tool.wiki.rules.LOG003] split-date`, else the oldest lane-log
+    entry) is not reported: its iterations are in the global log, where they stay; a wiki
+    with no lane log at all never split its logs and is not checked.
+
+    ## Why is this bad?
+    The lane log is the lane's history: `loop-iteration`, `start` and `stop` entries go
+    there, the watcher audits from it, and the next session reads it to learn what ran.
+    A lane without one has pages nobody logged, and its next entry has nowhere to go.
+
+    ## Example
+    `wiki/experiments/gemma4_autoresearch_optimization/jax/` holding
+    `2026-06-01-v001-baseline.md` and no `log.md`.
+
+    Create the lane's `log.md` with an entry per filed page (`wiki log` writes them).
+
+    ## Options
+    None.
+    """
+
+    code = "LAY003"
+    name = "lane-log-missing"
+    summary = "a lane holds experiment pages but no log.md"
+
+    def check_wiki(self, ctx):
+        split = log_split_date(ctx)
+        for folder, pages in _lanes_with_pages(ctx).items():
+            if ctx.exists(f"{folder}/log.md"):
+                continue
+            if folder.startswith(EXPERIMENTS + "/"):
+                dates = [parse_file_name(rel.rsplit("/", 1)[-1]).date for rel in pages]
+                if split is None or all(d is not None and d < split for d in dates):
+                    continue  # logged in the global log, from before the split (or the wiki never split)
+            program = f"{folder}/{PROGRAM}"
+            yield self.finding(
+                program if ctx.exists(program) else pages[0], 1,
+                f"{folder}/ holds {len(pages)} experiment page(s) but no log.md: the lane's iterations are logged nowhere",
+            )
