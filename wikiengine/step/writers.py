@@ -932,6 +932,7 @@ def render_backfill(lane: Lane, workload, variant: str | None, model_page_stem: 
         "context was lost; treat this experiment as observation-only.", "",
         "## Setup", "", f"**Workload**: `{workload.name}` (started {workload.started or 'unknown'}, finished "
         f"{workload.finished or 'unknown'}, exit code {workload.exit_code if workload.exit_code is not None else 'unknown'}).", "",
+        *(["Variant not recovered: no claim in the lane journal recorded it.", ""] if variant is None else []),
         "## Results", "", "Log tail, as the backend returned it:", "", "```text", tail or "(empty)", "```", "",
         "## Profile", "", "Not captured: the profile analyzer was not dispatched (backfilled page).", "",
         "## HLO Dump", "", "Not captured: the profile analyzer was not dispatched (backfilled page).", "",
