@@ -440,6 +440,8 @@ class _Real:
         self.profiles: list[str] = []  # profile folders linked from experiment pages
         self.concepts: list[str] = []  # concept pages that others may link
         self.hyp_slugs: list[str] = []
+        self.hyp_named: dict[str, tuple[dt.date, bool]] = {}  # slug -> (newest day a page names it, one is open)
+        self.hyp_open: dict[str, str] = {}  # an open hypothesis page's slug -> its path
         self.lane_ids: dict[tuple[str, str], set[str]] = {}
         self.rows: dict[str, list[str]] = {}  # model page slug -> variant row keys
 
@@ -741,11 +743,14 @@ def _experiment(w, rel, page_id, slug, topic, day, variant, verdict, in_progress
     model_slug = rel.split("/")[2].split("_")[0] + "-" + rel.split("/")[3]
     if model_slug == "-".join(NO_LOG_LANE) and rng.random() < 0.3:
         model_slug = "-".join(HEAVY_LANE)  # names another lane's model page (its variant is a row there too)
+        w.plant("EXP017", rel, "model: names another lane's model page")
     keys = {"title": f'"{page_id}: {what}"', "type": "experiment", "hypothesis": rng.choice(w.hyp_slugs[:-OPEN_HYPS]),
             "model": model_slug, "variant": f'"{variant}"', "commit": f'"{_sha(rng, 7)}"'}
     if pos in plants["bad-variant"]:
         keys["variant"] = '"8B/v6e-32"'
         w.plant("EXP010", rel, "variant is not a row of the model page's matrix")
+    last, opened = w.hyp_named.get(keys["hypothesis"], (day, False))
+    w.hyp_named[keys["hypothesis"]] = (max(last, day), opened or in_progress)
     if in_progress:
         status = "in_progress"
         if pos in plants["running"]:
@@ -822,6 +827,7 @@ def _experiment(w, rel, page_id, slug, topic, day, variant, verdict, in_progress
     s += ["## Observations\n", w.words(rng.randint(12, 20)) + "\n", w.words(rng.randint(8, 14)) + "\n"]
     if rng.random() < 0.03:  # a superseded claim, marked with a callout other than "Contradicted by"
         s.append(f"> [!warning] Refuted by v{rng.randint(10, 60):03d}: the gain held only at 8k context.\n")
+        w.plant("CON002", rel, "a Refuted by callout with no Resolved line")
     said = "refuted" if pos in plants["status-verdict"] else verdict  # says what its status says
     if pos in plants["verdict-disagrees"]:
         said = "refuted" if verdict != "refuted" else "supported"
@@ -864,8 +870,10 @@ def _lane_files(w: _Real, model: str, lane: str, lane_dir: str, lane_log: list, 
     lane_log.append((SPLIT_DATE, f"## [{SPLIT_DATE.isoformat()}] start | session after the log split\n\n**Op**: start\n"
                                  f"**Cluster pool**: {REAL_PREFIX}-v5p-16\n**Parallelism**: 2\n"
                                  f"**First-pick hypothesis**: {w.hyp_slugs[0]}\n**Notes**: lane log begins here.\n"))
-    if (model, lane) == NO_LOG_LANE:
-        return  # pages, but no log.md
+    if (model, lane) == NO_LOG_LANE:  # pages, but no log.md: the LINT skill names the lane (on its first page)
+        first = min(rel for rel in w.files if rel.startswith(lane_dir + "/") and rel.endswith(".md"))
+        w.plant("LAY003", first, "a lane with experiment pages but no log.md")
+        return
     if heavy or (model, lane) == ("llama3", "torchax"):
         stop = dt.date(2026, 6, 15)
         # before the rule's adoption (RULE_ADOPTED) a stop's audit was advisory: torchax's quotes no ALL-CLEAR
@@ -1009,15 +1017,32 @@ def _hypotheses(w: _Real) -> None:
         if i in planted:
             variants = ["8B/v6e-32"]
             w.plant("HYP002", rel, "variants names a row the model page does not have")
-        text = _fm(title=slug, type="hypothesis", model=model, variants=variants,
-                   status="open" if i >= 150 - OPEN_HYPS else
-                   rng.choice(("open", "in_progress", "supported", "refuted", "inconclusive", "retired")),
+        status = "open" if i >= 150 - OPEN_HYPS else rng.choice(
+            ("open", "in_progress", "supported", "refuted", "inconclusive", "retired"))
+        if status in ("open", "in_progress"):
+            w.hyp_open[slug] = rel
+        text = _fm(title=slug, type="hypothesis", model=model, variants=variants, status=status,
                    expected_gain='"+1-3% MFU"', confidence=rng.choice(("low", "medium", "high")),
                    effort=rng.choice("SML"), origin=rng.choice(("profile", "paper", "retrospective")),
-                   tags=["hypothesis"], created="2026-04-20", updated="2026-05-20")
+                   tags=["hypothesis"], created="2026-04-20", updated=HYP_UPDATED.isoformat())
         concept = rng.choice(w.concepts)
         text += f"# {slug}\n\n{w.words(3)}\n\nBackground: [{concept.rsplit('/', 1)[1][:-3]}]({_rel(concept, rel)}).\n"
         w.add(rel, text, "Hypotheses", slug, "hypothesis")
+
+
+HYP_UPDATED = dt.date(2026, 5, 20)  # every hypothesis page's own `updated:`
+IDLE_DAYS = 14  # the wiki's LINT skill: an open hypothesis nothing tested for two weeks
+
+
+def _plant_idle_hypotheses(w: _Real) -> None:
+    """The open hypotheses no page has named within IDLE_DAYS of the newest experiment, and
+    none still open names: the wiki's own LINT skill lists them (HYP004)."""
+    newest = max(day for day, _open in w.hyp_named.values())
+    for slug, rel in sorted(w.hyp_open.items()):
+        last, opened = w.hyp_named.get(slug, (None, False))
+        touched = max(d for d in (last, HYP_UPDATED) if d is not None)
+        if not opened and (newest - touched).days > IDLE_DAYS:
+            w.plant("HYP004", rel, f"open, last touched {touched}: idle {(newest - touched).days} days")
 
 
 def _refuted_patterns(w: _Real) -> None:
@@ -1177,6 +1202,7 @@ def generate_real(out: Path, *, seed: int = 0, git: bool = True) -> list[dict]:
     _knowledge(w)
     _hypotheses(w)
     _lanes(w)
+    _plant_idle_hypotheses(w)
     _refuted_patterns(w)
     _kernels(w)
     _global_and_index(w)
@@ -1186,10 +1212,13 @@ def generate_real(out: Path, *, seed: int = 0, git: bool = True) -> list[dict]:
         for repo in REPOS
     )
     # the wiki's own configuration says what SCHEMA.md says: stops before the rule are advisory
-    w.files["wiki.toml"] = f'[rules.RUN003]\nsince = "{RULE_ADOPTED.isoformat()}"\n'
+    w.files["wiki.toml"] = (f'[rules.RUN003]\nsince = "{RULE_ADOPTED.isoformat()}"\n\n'
+                            f'[rules.EXP015]\nsince = "{FIRING_RULE_DATE.isoformat()}"\n')
     w.files["SCHEMA.md"] = ("# Schema\n\nSee the conventions: experiment pages, model pages, logs, index.\n\n"
                             "## Stop markers\n\nA stop marker's **Final audit** quotes the auditor's ALL-CLEAR line, "
-                            f"for markers written after {RULE_ADOPTED.isoformat()}; earlier ones are advisory.\n")
+                            f"for markers written after {RULE_ADOPTED.isoformat()}; earlier ones are advisory.\n\n"
+                            "## HLO Dump\n\nA filed page's HLO Dump carries the hypothesis-firing audit line, for "
+                            f"pages dated from {FIRING_RULE_DATE.isoformat()}; older pages lack it.\n")
     for rel, text in w.files.items():
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)

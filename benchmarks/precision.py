@@ -30,15 +30,21 @@ HERE = Path(__file__).resolve().parent
 
 
 def ensure_corpus(corpus: Path, seed: int) -> None:
-    """Generate the real-shape corpus unless ``corpus`` already holds this seed's."""
-    manifest = corpus / "manifest.json"
-    if manifest.is_file() and json.loads(manifest.read_text())["seed"] == seed:
+    """Generate the real-shape corpus unless ``corpus`` already holds this seed's, made by
+    this generator (its sha256 is kept beside the corpus: a changed generator regenerates)."""
+    import hashlib
+
+    manifest, stamp = corpus / "manifest.json", corpus.parent / f"{corpus.name}.generator"
+    generator = hashlib.sha256((HERE / "gen_wiki.py").read_bytes()).hexdigest()
+    if (manifest.is_file() and json.loads(manifest.read_text())["seed"] == seed and stamp.is_file()
+            and stamp.read_text().strip() == generator):
         return
     import shutil
 
     shutil.rmtree(corpus, ignore_errors=True)
     print(f"generating the real-shape corpus into {corpus} ...", file=sys.stderr)
     _gen_wiki().generate_real(corpus, seed=seed)
+    stamp.write_text(generator + "\n")
 
 
 def _gen_wiki():
