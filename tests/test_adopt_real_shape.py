@@ -140,3 +140,40 @@ def test_every_writer_succeeds_in_a_hand_grown_lane(corpus, model, lane, variant
     (runs / "log.txt").write_text("step 0\nRuntimeError: RESOURCE_EXHAUSTED: HBM OOM at compile time\n")
     back, _ = run_writer(corpus, {journal, log, ledger, index}, "backfill", model, lane)
     assert [b["verdict"] for b in back["backfilled"]] == ["invalid"], back
+
+
+def test_the_watcher_and_a_gated_stop_pass_over_the_wikis_own_defects(corpus):
+    """A session on the hand-grown wiki: the watcher lists what predates it once, as inherited
+    (lint findings, stubs left idle before it began), a closing audit passes when the session
+    added nothing, and the gated stop closes it (a defect the session adds is its own:
+    tests/test_lane_watch.py)."""
+    import datetime as dt
+    import re
+
+    model, lane = "gemma3", "maxtext"
+    start = wiki_cmd(corpus, "loop", "start", model, lane, "--yes", "--launch-cmd", "python -c pass")
+    assert start["inherited_findings"] > 100  # the corpus's planted defects and more, recorded at the start
+    first = wiki_cmd_code(corpus, 1, "watch", "--once")  # exit 1: the first audit is full (the cursor finding)
+    assert [f["check"] for f in first["findings"]] == ["cursor"] and first["inherited"]["findings"]
+    assert wiki_cmd_code(corpus, 0, "watch", "--once")["inherited"]["findings"] == []  # listed once
+    today = dt.datetime.now(dt.UTC).date().isoformat()
+    retro = f"wiki/analyses/{today}-{model}-{lane}-retrospective.md"
+    (corpus / retro).write_text(f"---\ntitle: {model} {lane} retrospective\ntype: analysis\nmodel: {model}\n"
+                                f"lane: {lane}\ncreated: {today}\n---\n# Retrospective\n\nThe frontier held.\n")
+    index = (corpus / "wiki/index.md").read_text()
+    found = re.search(r"## Analyses \(\d+\)\n\n", index)
+    (corpus / "wiki/index.md").write_text(index[:found.end()] + f"- [{model} {lane} retrospective]"
+                                          f"(analyses/{retro.rsplit('/', 1)[1]})\n" + index[found.end():])
+    git(corpus, "add", "-A")
+    git(corpus, "commit", "-qm", "the session's retrospective")
+    closing = wiki_cmd_code(corpus, 0, "watch", "--once", "--closing")
+    assert closing["clean"] and closing["authorized"] and closing["inherited"]["count"] > 0
+    stopped = wiki_cmd(corpus, "loop", "stop", "--yes")
+    assert stopped["stopped"] and stopped["final_audit"].startswith(f"ALL-CLEAR {model}/{lane} session 1")
+
+
+def wiki_cmd_code(root: Path, code: int, *args: str) -> dict:
+    result = subprocess.run([sys.executable, "-m", "wikiengine", *args, "--json"], cwd=root, capture_output=True,
+                            text=True, timeout=300, env={**os.environ, **ENV})
+    assert result.returncode == code, f"wiki {' '.join(args)}:\n{result.stdout}{result.stderr}"
+    return json.loads(result.stdout)

@@ -19,7 +19,7 @@ number) is *inherited*. Inherited findings are listed once, on the session's fir
 (or a full one), and counted after that; they never make an audit unclean, so a closing
 audit can pass in a lane with defects older than the session when the session added none,
 and says so. What was there is found by linting the start commit once, in a temporary
-worktree, and kept in ``.git/wiki-lane/inherited-<sha>.json``. A drift of a filed page
+worktree, and kept in ``.git/wiki-lane/inherited-<sha>-<engine>.json``. A drift of a filed page
 (EXP014) is never inherited: it must be repaired.
 
 Each finding carries the correction to apply. The watcher writes only the cursor
@@ -161,9 +161,34 @@ def _lint_battery(root: Path, lane: Lane, since: str | None) -> list[AuditFindin
                          f.identity()) for f in result.findings]
 
 
+def _inherited_cache(root: Path, start: str) -> Path:
+    from wikiengine.core.git import git_dir
+    from wikiengine.lint.cache import engine_fingerprint
+
+    # keyed by the engine's source too: another version of the rules finds other identities
+    return git_dir(root) / "wiki-lane" / f"inherited-{start}-{engine_fingerprint('', [])[:12]}.json"
+
+
+def record_inherited(root: Path, start: str) -> int:
+    """At a session's start (``wiki loop start``, HEAD = ``start``): keep the identities of the
+    wiki's lint findings as they are now, the exact set later audits call inherited (the same
+    work tree: checked-out submodules, ignored files). Returns how many."""
+    from wikiengine.core.atomic import atomic_write_json
+    from wikiengine.lint.runner import lint
+
+    found = sorted({f.identity() for f in lint(root, base="HEAD", jobs=1).findings})
+    cache = _inherited_cache(root, start)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(cache, [list(item) for item in found])
+    return len(found)
+
+
 def inherited_identities(root: Path, start: str) -> set[tuple]:
     """The identities of the lint findings the wiki had at commit ``start`` (a session's
-    start): linted once in a temporary worktree, then read from ``.git/wiki-lane/``."""
+    start): what ``wiki loop start`` recorded, else (another clone, another engine version)
+    the start commit linted once in a temporary worktree, kept in ``.git/wiki-lane/``. The
+    worktree has no submodule checked out and no ignored file: a finding that depends on
+    them may count as the session's there."""
     import json
     import tempfile
 
@@ -171,7 +196,7 @@ def inherited_identities(root: Path, start: str) -> set[tuple]:
     from wikiengine.core.atomic import atomic_write_json
     from wikiengine.lint.runner import lint
 
-    cache = git.git_dir(root) / "wiki-lane" / f"inherited-{start}.json"
+    cache = _inherited_cache(root, start)
     try:
         return {tuple(item) for item in json.loads(cache.read_text(encoding="utf-8"))}
     except (OSError, ValueError, TypeError):
@@ -188,6 +213,15 @@ def inherited_identities(root: Path, start: str) -> set[tuple]:
     cache.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(cache, [list(item) for item in found])
     return set(found)
+
+
+def _older_stubs_inherited(audit: Audit, root: Path, checks: list[AuditFinding], start: str | None) -> list[AuditFinding]:
+    """Lane checks without the stale stubs committed before the session began (inherited, as
+    their lint twin EXP011 is): the session neither made them nor could run them yet."""
+    began = float(git_out(root, "log", "-1", "--format=%ct", start).strip() or 0) if start else None
+    older = [f for f in checks if began is not None and f.check == "stale-stub" and float(f.identity[2]) < began]
+    audit.inherited += older
+    return [f for f in checks if f not in older]
 
 
 def split_inherited(audit: Audit, root: Path, battery: list[AuditFinding], start: str | None) -> list[AuditFinding]:
@@ -236,7 +270,8 @@ def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workl
             hours = (now - committed) / 3600
             found.append(AuditFinding("stale-stub", page.rel, 1, f"{vid} has been in progress for {hours:.0f} h "
                                       f"(more than {stale_hours:g} h)",
-                                      f"wiki exp file {vid} {lane_args} --verdict invalid --reason \"stub idle {hours:.0f} h\""))
+                                      "`wiki step` dispatches, processes or kills it on a free track; `wiki loop stop` "
+                                      f"resolves what is left ({lane_args})", ("stale-stub", page.rel, str(committed))))
     found += thrashing(lane, records, pages, thrash_k)
     return found
 
@@ -343,9 +378,10 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
             audit.findings.append(AuditFinding("backend", lane.dir, 1, f"the backend cannot be listed: {exc}",
                                                "check the cluster credentials; an audit that cannot see the backend is not clean"))
     now = now if now is not None else utcnow().timestamp()
-    audit.findings += _lane_checks(root, lane, records, pages, workloads, now,
-                                   float(config.get("stale_stub_hours", DEFAULT_STALE_HOURS)),
-                                   int(config.get("thrash_k", DEFAULT_THRASH_K)))
+    checks = _lane_checks(root, lane, records, pages, workloads, now,
+                          float(config.get("stale_stub_hours", DEFAULT_STALE_HOURS)),
+                          int(config.get("thrash_k", DEFAULT_THRASH_K)))
+    audit.findings += _older_stubs_inherited(audit, root, checks, start)
     audit.findings += _claims_need_retrospective(root, lane, start, closing)
     if closing and cursor is None:
         audit.findings = [f for f in audit.findings if f.check != "cursor"]  # a closing audit is full anyway

@@ -39,9 +39,9 @@ def hypothesis_slug(value) -> str | None:
     return text.casefold() if re.fullmatch(r"[\w.-]+", text) else None
 
 
-def _page_date(facts) -> dt.date | None:
+def _page_date(facts, keys=("updated", "created")) -> dt.date | None:
     fm = facts.frontmatter
-    for key in ("updated", "created"):
+    for key in keys:
         day = frontmatter_date(fm.get(key))
         if day:
             return real_date(day)
@@ -49,7 +49,7 @@ def _page_date(facts) -> dt.date | None:
 
 
 def experiment_index(ctx) -> tuple[dt.date | None, dict[str, tuple[dt.date | None, bool]]]:
-    """``(newest experiment date, {hypothesis slug: (newest date of a page naming it, is one open)})``,
+    """``(newest experiment begun (created), {hypothesis slug: (newest date of a page naming it, is one open)})``,
     once per lint, from the cached frontmatter of every experiment page."""
     cache = lint_cache(ctx, "hypothesis-activity")
     if "index" not in cache:
@@ -58,9 +58,9 @@ def experiment_index(ctx) -> tuple[dt.date | None, dict[str, tuple[dt.date | Non
             facts = experiment_facts(info, ctx)
             if facts is None:
                 continue
-            day = _page_date(facts)
-            if day is not None and (newest is None or day > newest):
-                newest = day
+            day, started = _page_date(facts), _page_date(facts, ("created",))
+            if started is not None and (newest is None or started > newest):
+                newest = started  # "now" is the newest experiment begun: filing an old stub does not move it
             slug = hypothesis_slug(facts.frontmatter.get("hypothesis"))
             if slug is not None:
                 last, running = named.get(slug, (None, False))
@@ -100,8 +100,9 @@ class HypothesisIdle(Rule):
     (with its `model` and `lane`). A hypothesis that an in-progress experiment names is
     being tested (a stub left too long is EXP011's). An undated hypothesis is not judged.
 
-    "Now" is the newest `updated`/`created` date of any experiment page in the wiki,
-    never the clock: the same wiki always lints the same.
+    "Now" is the newest `created` date (else the file-name date) of any experiment page in
+    the wiki, never the clock: the same wiki always lints the same, and filing an old stub
+    (its `updated` moves, its `created` does not) does not make every hypothesis idle.
 
     ## Why is this bad?
     An open hypothesis is a promise that someone will test it. One left open for weeks
@@ -149,5 +150,5 @@ class HypothesisIdle(Rule):
                 info.rel, key_line(info, "status"),
                 f"hypothesis is {status.strip()} but idle: last touched {max(dates)}, "
                 f"{(newest - max(dates)).days} days before the wiki's newest experiment ({newest}); "
-                "test it, or retire it with the reason",
+                "test it, or retire it with the reason", subject="idle hypothesis",
             )

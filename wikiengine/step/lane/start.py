@@ -117,4 +117,9 @@ def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "lo
             return {**result, "dry_run": True, "would_write": txn.changed()}
         stale.unlink(missing_ok=True)
         result["commit"] = txn.commit(f"loop({lane.name}): start session {session} with {len(pool.slots)} track(s)")
-        return result
+    if result["commit"]:
+        from wikiengine.step.audit import record_inherited
+
+        # what the wiki's lint finds now is the wiki's past: the watcher does not count it against the session
+        result["inherited_findings"] = record_inherited(root, result["commit"])
+    return result
