@@ -93,8 +93,10 @@ def test_stale_stub_and_thrashing_are_found(lane_wiki):
     audit = run_audit(lane_wiki, LANE, now=later)
     checks = {f.check for f in audit.findings}
     assert {"thrashing", "stale-stub"} <= checks
-    stale = {f.correction.split()[3] for f in audit.findings if f.check == "stale-stub"}
-    assert stale == {"v047", "v051"}  # the example's own v047 stub too, 30 h on
+    stale = {f.message.split()[0] for f in audit.findings if f.check == "stale-stub"}
+    assert stale == {"v051"}  # the session's own stub, idle 30 h on
+    # the example's own v047 stub was idle before the session began: inherited, not the session's
+    assert {f.message.split()[0] for f in audit.inherited if f.check == "stale-stub"} == {"v047"}
     assert run_audit(lane_wiki, LANE).findings[0].check == "cursor"  # now: nothing is stale yet
 
 
