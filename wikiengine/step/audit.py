@@ -218,8 +218,11 @@ def inherited_identities(root: Path, start: str) -> set[tuple]:
 def _older_stubs_inherited(audit: Audit, root: Path, checks: list[AuditFinding], start: str | None) -> list[AuditFinding]:
     """Lane checks without the stale stubs committed before the session began (inherited, as
     their lint twin EXP011 is): the session neither made them nor could run them yet."""
-    began = float(git_out(root, "log", "-1", "--format=%ct", start).strip() or 0) if start else None
-    older = [f for f in checks if began is not None and f.check == "stale-stub" and float(f.identity[2]) < began]
+    def predates(rel: str) -> bool:  # the commit that added the stub is part of the start's history
+        added = git_out(root, "log", "--diff-filter=A", "--format=%H", "--", rel).split()
+        return bool(added) and is_ancestor(root, added[-1], start)
+
+    older = [f for f in checks if start is not None and f.check == "stale-stub" and predates(f.path)]
     audit.inherited += older
     return [f for f in checks if f not in older]
 
@@ -271,7 +274,7 @@ def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workl
             found.append(AuditFinding("stale-stub", page.rel, 1, f"{vid} has been in progress for {hours:.0f} h "
                                       f"(more than {stale_hours:g} h)",
                                       "`wiki step` dispatches, processes or kills it on a free track; `wiki loop stop` "
-                                      f"resolves what is left ({lane_args})", ("stale-stub", page.rel, str(committed))))
+                                      f"resolves what is left ({lane_args})", ("stale-stub", page.rel, vid)))
     found += thrashing(lane, records, pages, thrash_k)
     return found
 
