@@ -114,8 +114,10 @@ class TargetJudge:
         untracked local checkout, present or not)? A clone cannot check such a target."""
         prefix = next((p for p in self.checkouts if target.startswith(p)), None)
         repo = target[len(prefix):].split("/", 1)[0] if prefix else ""
-        if not repo or "/" not in target[len(prefix):] or self.tree is None:
+        if not repo or "/" not in target[len(prefix):]:
             return False
+        if self.tree is None:  # outside git: a checkout that is not on disk cannot be checked
+            return not os.path.isdir(os.path.join(self.root, prefix + repo))
         return not self.tree.has_directory(prefix + repo)
 
     def submodule_of(self, target: str) -> str | None:
