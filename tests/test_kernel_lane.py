@@ -391,9 +391,9 @@ def test_one_measurement_per_chip(tmp_path):
 def test_the_family_watcher_audits_since_its_cursor_and_names_the_stall(family, capsys):
     root, _authoring, _stub = family
     capsys.readouterr()
-    assert main(["kernel", "watch", FAMILY, "--once", "--root", str(root), "--json"]) == 1  # first audit is full
+    assert main(["kernel", "watch", FAMILY, "--once", "--root", str(root), "--json"]) == 0  # full: news, no finding
     first = json.loads(capsys.readouterr().out)
-    assert [f["check"] for f in first["findings"]] == ["cursor"]
+    assert first["findings"] == [] and first["full"] and "no .audit-cursor" in first["notes"][0]
     cursor = (root / FAM.dir / ".audit-cursor").read_text()
     assert cursor.startswith("wiki=") and "\ncode=" in cursor
     assert main(["kernel", "watch", FAMILY, "--once", "--root", str(root)]) == 0

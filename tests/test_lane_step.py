@@ -271,3 +271,43 @@ def test_adopt_a_lane_with_no_program_or_log_starts_from_the_cascade_and_a_flag(
     status = subprocess.run([sys.executable, "-m", "wikiengine", "loop", "status", "--json"], cwd=lane_wiki,
                             capture_output=True, text=True)
     assert status.returncode == 0, status.stderr
+
+
+def test_row83_loop_start_over_a_live_session_is_refused(lane_wiki):
+    start_session(lane_wiki, LANE, parallelism="1")
+    head = git(lane_wiki, "rev-parse", "HEAD")
+    again = subprocess.run([sys.executable, "-m", "wikiengine", "loop", "start", "gemma4", "tpu", "--yes"],
+                           cwd=lane_wiki, capture_output=True, text=True)
+    assert again.returncode == ExitCode.REFUSED and "is running" in again.stderr and "--pause" in again.stderr
+    assert git(lane_wiki, "rev-parse", "HEAD") == head and _clean(lane_wiki)
+
+
+def test_row75_a_stub_after_the_lane_was_stopped_is_refused_until_a_new_start(lane_wiki, tmp_path):
+    from tests.test_lane_watch import retrospective, watch_cli
+    from wikiengine.step.lane import close as lane_close
+
+    start_session(lane_wiki, LANE, parallelism="1")
+    retrospective(lane_wiki)
+    watch_cli(lane_wiki)
+    watch_cli(lane_wiki, "--closing")
+    lane_close.stop(lane_wiki, backend=MemoryBackend(tmp_path / "art"), yes=True)
+    stub = ["exp", "new", "gemma4", "tpu", "--slug", "late", "--variant", "2B/v5p-16", "--proposal",
+            str(proposal(lane_wiki, "late")), "--track", "1"]
+    late = subprocess.run([sys.executable, "-m", "wikiengine", *stub], cwd=lane_wiki, capture_output=True, text=True)
+    assert late.returncode == ExitCode.REFUSED and "was stopped" in late.stderr and "wiki loop start" in late.stderr
+    start_session(lane_wiki, LANE, parallelism="1")
+    after = subprocess.run([sys.executable, "-m", "wikiengine", *stub], cwd=lane_wiki, capture_output=True, text=True)
+    assert after.returncode == 0, after.stderr
+
+
+@pytest.mark.parametrize("command,problem", [
+    ("python run.py --token ${HF_TOKEN} --config {config}", "has a brace"),
+    ("python -c 'print({1})' {config}", "has a brace"),
+    ("CUDA_VISIBLE_DEVICES=0 python run.py {config}", "runs without a shell"),
+])
+def test_row82_a_launch_cmd_no_wake_could_run_is_refused_at_loop_start(lane_wiki, command, problem):
+    head = git(lane_wiki, "rev-parse", "HEAD")
+    done = subprocess.run([sys.executable, "-m", "wikiengine", "loop", "start", "gemma4", "jax", "--yes",
+                           "--launch-cmd", command], cwd=lane_wiki, capture_output=True, text=True)
+    assert done.returncode == 2 and problem in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert git(lane_wiki, "rev-parse", "HEAD") == head

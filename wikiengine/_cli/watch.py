@@ -30,8 +30,8 @@ It writes only the cursor and .stop-authorized (and what a revived wake commits)
 Without --once it audits every --interval seconds until interrupted. Units to run it
 from a timer, with no agent: contrib/watch/ (systemd, cron, Kubernetes CronJob).
 
-Exit status: 0 clean; 1 findings; 4 clean but the session was idle and was revived;
-2 bad input.
+Exit status: 0 clean (a first or otherwise full audit says so in a note, not a finding);
+1 findings; 4 clean but the session was idle and was revived; 2 bad input.
 """
 
 
@@ -107,6 +107,7 @@ def run(args) -> int:
 def _text(doc: dict) -> str:
     lines = [f"audit of {doc['lane']} ({'full' if doc['full'] else 'since ' + doc['since'][:12]}): "
              + ("clean" if doc["clean"] else f"{len(doc['findings'])} finding(s)")]
+    lines += [f"note: {note}" for note in doc.get("notes", [])]
     for f in doc["findings"]:
         lines += [f"{f['path']}:{f['line']}: {f['check']} {f['message']}", f"    fix: {f['correction']}"]
     inherited = doc.get("inherited") or {}

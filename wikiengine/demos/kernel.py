@@ -217,7 +217,8 @@ def _watch(root, say, expect: int = 0) -> None:
     """One firing of the family watcher (the scheduler would repeat it)."""
     audit = _kernel(root, say, "watch", FAMILY, "--once", expect=expect)
     say("watch    " + ("clean: " + audit["all_clear"] if audit.get("clean") else
-                        ", ".join(f["check"] for f in audit["findings"])))
+                        ", ".join(f["check"] for f in audit["findings"]))
+        + "".join(f" ({note})" for note in audit.get("notes", [])))
 
 
 def _verify_and_file(root, say, verdict, *leads):
@@ -242,7 +243,7 @@ def run_demo(root: Path, say=print) -> dict:
                       str(authoring / "reference.py"), "--op-point", OP_POINT, "--class-page", CLASS_PAGE)
     say(f"start    family {started['family']} session {started['session']} on {started['run_target']}"
         f"{' (bootstrapped)' if started['bootstrapped'] else ''}")
-    _watch(root, say, expect=1)  # armed once: the first audit is full (no cursor yet)
+    _watch(root, say)  # armed once: the first audit is full (no cursor yet), a note and no finding
     _stub(root, say, "single-pass-fusion", "fused-layernorm", ["unbiased variance in one var_mean call",
                                                                "the native fused layer norm pass"])
     _cand(root, say, 1, "var_mean in one call", "unbiased")

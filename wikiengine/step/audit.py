@@ -86,6 +86,7 @@ class Audit:
     inherited: list[AuditFinding] = field(default_factory=list)  # lint findings older than the session
     inherited_from: str | None = None  # the session's start commit
     list_inherited: bool = False  # the session's first (or a full) audit lists them; later ones count them
+    notes: list[str] = field(default_factory=list)  # what the reader should know that is no finding
 
     @property
     def clean(self) -> bool:
@@ -101,6 +102,7 @@ class Audit:
                 "wiki": self.wiki_sha, "code": self.code_sha, "since": self.since, "full": self.since is None,
                 "closing": self.closing, "clean": self.clean, "all_clear": self.all_clear if self.clean else None,
                 "findings": [f.as_json() for f in self.findings],
+                "notes": list(self.notes),
                 "inherited": {"count": len(self.inherited), "since": self.inherited_from,
                               "findings": [f.as_json() for f in self.inherited] if self.list_inherited else []}}
 
@@ -363,8 +365,7 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
     cursor, why_full = read_cursor(root, lane)
     audit = Audit(lane, session, head_sha(root), code_sha(root, config), cursor["wiki"] if cursor else None, closing)
     if why_full:
-        audit.findings.append(AuditFinding("cursor", f"{lane.dir}/{CURSOR}", 1, why_full,
-                                           "nothing to do: this audit was full, and the cursor is written after it"))
+        audit.notes.append(why_full)  # a full audit is news, not a finding: a cron watcher pages nobody for it
     start = session_start_commit(root, lane, session) if session else None
     battery = [f for f in _lint_battery(root, lane, audit.since) if f.check != DRIFT_CODE]
     audit.findings += split_inherited(audit, root, battery, start)
@@ -386,8 +387,6 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
                           int(config.get("thrash_k", DEFAULT_THRASH_K)))
     audit.findings += _older_stubs_inherited(audit, root, checks, start)
     audit.findings += _claims_need_retrospective(root, lane, start, closing)
-    if closing and cursor is None:
-        audit.findings = [f for f in audit.findings if f.check != "cursor"]  # a closing audit is full anyway
     return audit
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wikiengine.core.clock import Clock, now_iso, today, utcnow
-from wikiengine.core.errors import PageError, WikiError
+from wikiengine.core.errors import PageError, Refused, WikiError
 from wikiengine.core.page import parse_page
 from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
@@ -179,6 +179,19 @@ def parse_proposal(path: Path) -> Proposal:
     return Proposal({label: found[label][0] for label in ex.LABELS}, setup, slug, parse_knobs(page, path))
 
 
+class LaneStopped(Refused):
+    """The lane's newest session was stopped: no new stub until `wiki loop start` (exit 3)."""
+
+
+def refuse_stopped_lane(journal_text: str, lane: Lane) -> None:
+    """A stub after `wiki loop stop` would never be dispatched: the newest of the journal's
+    ``start``/``stop`` records must not be a stop (a lane never started takes stubs)."""
+    marks = [r.get("op") for r in parse_journal(journal_text, lane.journal) if r.get("op") in ("start", "stop")]
+    if marks and marks[-1] == "stop":
+        raise LaneStopped(f"lane {lane.model_prefix}/{lane.name} was stopped (`wiki loop stop`): start a session "
+                          f"first (`wiki loop start {lane.model_prefix} {lane.name}`)")
+
+
 def refuse_mechanism_in_flight(root: Path, lane: Lane, proposal: Proposal, track) -> None:
     """One mechanism in flight at a time: no open stub of another track may test it."""
     mechanism = folded(proposal.paragraphs["Mechanism"])
@@ -340,6 +353,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         refuse_same_knobs(root, lane, proposal.knobs, variant, rerun_reason)
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
+        refuse_stopped_lane(journal, lane)
         vid = str(next_id(used_ids(root, lane, journal, branches)))
         workload = workload_name(settings.user_prefix, lane.model_name, lane.name, int(vid[1:]), slug)
         paths = artifact_paths(settings, lane, vid, slug, date)
@@ -371,6 +385,7 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
             raise WikiError(f"{original.exp_id} is not a v<NNN> id: retries take a letter after v<NNN>")
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
+        refuse_stopped_lane(journal, lane)
         retry = next_retry(used_ids(root, lane, journal), parsed)
         slug = original.slug or "retry"
         found = original.paragraphs

@@ -21,7 +21,6 @@ from wikiengine.model import experiment as ex
 from wikiengine.model.journal import parse_journal
 from wikiengine.model.kernels import KernelFamily
 from wikiengine.step.audit import (
-    CURSOR,
     DEFAULT_STALE_HOURS,
     DEFAULT_THRASH_K,
     DRIFT_CODE,
@@ -67,8 +66,7 @@ def run_family_audit(root: Path, family: KernelFamily, *, now: float | None = No
     audit = Audit(family, session_start(records), head_sha(root), code or head_sha(root),
                   cursor["wiki"] if cursor else None, False)
     if why_full:
-        audit.findings.append(AuditFinding("cursor", f"{family.dir}/{CURSOR}", 1, why_full,
-                                           "nothing to do: this audit was full, and the cursor is written after it"))
+        audit.notes.append(why_full)  # a full audit is news, not a finding
     audit.findings += [f for f in _battery(root, family, audit.since) if f.check != DRIFT_CODE]
     audit.findings += drift_findings(root, family.journal, records)
     pages = {p.exp_id: p for p in family_pages(root, family)}

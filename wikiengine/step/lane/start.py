@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wikiengine.core.clock import utc_date, utc_iso, utcnow
-from wikiengine.core.errors import Busy, WikiError
+from wikiengine.core.errors import Busy, Refused, WikiError
 from wikiengine.model import logbook
 from wikiengine.model.journal import append_record, parse_journal
 from wikiengine.model.lanes import Lane
 from wikiengine.model.state import LaneState
 from wikiengine.step import writers as lw
-from wikiengine.step.lane.wake import STATE_REL, lane_config
+from wikiengine.step.lane.wake import STATE_REL, check_launch_cmd, lane_config
 from wikiengine.step.txn import LaneLock, LaneTxn
 
 STOP_AUTHORIZED = ".stop-authorized"
@@ -72,6 +72,22 @@ def gke_pool(root: Path, lane: Lane, parallelism, tpu: str | None, topology: str
     return Pool(slots, ", ".join(f"{s['name']} ({s['context']})" for s in slots))
 
 
+class SessionLive(Refused):
+    """A lane session is running: `wiki loop start` would orphan it (exit 3, nothing written)."""
+
+
+def refuse_live_session(root: Path) -> None:
+    """A running lane session in memory/STATE.md is stopped or paused before another starts."""
+    from wikiengine.model.state import state_mode
+
+    if state_mode(root) != "lane":
+        return
+    state = LaneState.read(root)
+    if state.status == "running":
+        raise SessionLive(f"session {state.session} of {state.lane} is running: stop it (`wiki loop stop`) or pause "
+                          "it (`wiki loop stop --pause`) before a new `wiki loop start`")
+
+
 def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "local", tpu: str | None = None,
                   topology: str | None = None, first: str | None = None, launch_cmd: str | None = None,
                   dry_run: bool = False, clock=None) -> dict:
@@ -81,12 +97,14 @@ def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "lo
     if backend not in ("local", "gke"):
         raise WikiError(f"--backend {backend!r} is not local or gke")
     wanted = parse_parallelism(str(parallelism))
+    refuse_live_session(root)
     config = lane_config(root, lane)
     if launch_cmd is not None and not launch_cmd.strip():
         raise WikiError("--launch-cmd is empty")
     if not config.get("launch_cmd") and not launch_cmd:
         raise WikiError(f"no launch_cmd: the resolved ## Config of {lane.model_prefix}/{lane.name} (`wiki resolve "
                         f"{lane.model_prefix} {lane.name}`) has none; add one there or pass --launch-cmd")
+    check_launch_cmd(launch_cmd or config["launch_cmd"], "--launch-cmd" if launch_cmd else f"launch_cmd of {lane.program}")
     settings = lw.lane_settings(root, lane)
     pool = local_pool(wanted) if backend == "local" else gke_pool(root, lane, wanted, tpu, topology)
     now = (clock or utcnow)()

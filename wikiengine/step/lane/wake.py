@@ -332,6 +332,32 @@ def _frontier_config(run: LaneRun, frontier: ex.ExperimentPage | None) -> dict:
     return setup_config(frontier.text, frontier.rel) if frontier else baseline
 
 
+LAUNCH_FIELDS = ("config", "frontier", "artifacts", "python")
+
+
+def check_launch_cmd(template: str, where: str) -> None:
+    """A launch command every wake can fill: shell-split, each word formatted with only
+    ``{config}``, ``{frontier}``, ``{artifacts}`` and ``{python}`` (``${VAR}`` or another brace
+    would stop every wake later; the command runs without a shell, so no ``VAR=1 cmd`` either)."""
+    import shlex
+
+    try:
+        words = shlex.split(template)
+    except ValueError as exc:
+        raise WikiError(f"{where}: not a command line: {exc}") from None
+    if not words:
+        raise WikiError(f"{where} is empty")
+    for word in words:
+        try:
+            word.format(**{name: "x" for name in LAUNCH_FIELDS})
+        except (KeyError, IndexError, ValueError) as exc:
+            raise WikiError(f"{where}: {word!r} has a brace that is not one of {{{'}, {'.join(LAUNCH_FIELDS)}}} "
+                            f"({type(exc).__name__}: {exc}); write a literal brace as {{{{ or }}}}") from None
+    if "=" in words[0] and not words[0].startswith(("/", ".")):
+        raise WikiError(f"{where}: {words[0]!r} reads as a variable assignment, but the command runs without a shell: "
+                        "put it in the lane's environment, or run `env VAR=value cmd`")
+
+
 def _spec(run: LaneRun, *, name: str, vid: str, slug: str, track: int, config: dict, frontier: dict, stem: str,
           env: dict):
     """A LaunchSpec of the lane's ``launch_cmd`` with its two config files written."""
@@ -342,6 +368,7 @@ def _spec(run: LaneRun, *, name: str, vid: str, slug: str, track: int, config: d
     template = run.config.get("launch_cmd")
     if not template:
         raise WikiError(f"lane {run.state.lane} has no launch_cmd in its program's ## Config")
+    check_launch_cmd(template, f"launch_cmd of {run.lane.model_prefix}/{run.lane.name}")
     folder = run.root / ".wiki" / "lane-configs" / run.lane.model_dir / run.lane.name
     folder.mkdir(parents=True, exist_ok=True)
     artifacts = f".wiki/lane-artifacts/{run.lane.model_dir}/{run.lane.name}/{name}"
