@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from wikiengine._cli.main import main
+from tests.test_kernel_lane import family, kernel  # noqa: F401 - the fixture
 from wikiengine.core import repo_guard
 from wikiengine.core.sandbox import Limits, run_confined
 from wikiengine.core.warden import landlock_abi
-from wikiengine.demos.kernel import CLASS_PAGE, FAMILY, OP_POINT, scaffold
+from wikiengine.demos.kernel import FAMILY
 from wikiengine.model import receipt as kernel_receipt
 from wikiengine.model.kernels import KernelFamily
 from wikiengine.step.kernel import run as kernel_run
@@ -33,13 +33,6 @@ from wikiengine.step.kernel import sealing
 FAM = KernelFamily(FAMILY)
 REPO = Path(__file__).resolve().parent.parent
 LANDLOCK = landlock_abi() > 0
-
-
-def kernel(root: Path, capsys, *args: str) -> tuple[int, dict | str]:
-    capsys.readouterr()
-    status = main(["kernel", *args, "--root", str(root), "--json"])
-    out, err = capsys.readouterr()
-    return status, (json.loads(out) if status == 0 else err.strip())
 
 
 def git(root: Path, *args: str) -> str:
@@ -65,19 +58,6 @@ def tree_state(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"<dir>") for p in sorted(folder.rglob("*"))}
 
 
-@pytest.fixture
-def family(tmp_path, capsys):
-    """A started family with one committed stub (no candidate yet)."""
-    authoring = scaffold(tmp_path)
-    status, _ = kernel(tmp_path, capsys, "start", "bench_layernorm.py", "--reference", str(authoring / "reference.py"),
-                       "--op-point", OP_POINT, "--class-page", CLASS_PAGE, "--yes")
-    assert status == 0
-    status, stub = kernel(tmp_path, capsys, "stub", FAMILY, "--slug", "fused-layernorm", "--proposal",
-                          str(authoring / "single-pass-fusion.md"), "--op-point", OP_POINT, "--lever",
-                          "single-pass-fusion", "--intervention-class", "fusion", "--category", "memory-bound",
-                          "--plan", "the native fused pass")
-    assert status == 0, stub
-    return tmp_path, authoring
 
 
 # --- row 77: nothing of a run outlives it ------------------------------------------------------
@@ -201,7 +181,7 @@ def test_row78_landlock_keeps_the_child_out_of_home_and_the_repository(tmp_path)
 
 
 def test_row78_the_guard_names_every_change_to_the_work_tree_and_git(family):
-    root, _authoring = family
+    root, _authoring, _stub = family
     before = repo_guard.snapshot(root)
     assert repo_guard.changed_paths(before, repo_guard.snapshot(root)) == []
     (root / "pwned.txt").write_text("x")
@@ -254,7 +234,7 @@ def fake_home(tmp_path_factory, monkeypatch):
 
 @pytest.mark.skipif(not LANDLOCK, reason="this kernel offers no Landlock")
 def test_row78_a_hostile_candidate_fails_and_changes_nothing(family, fake_home, capsys, monkeypatch, tmp_path):
-    root, _authoring = family
+    root, _authoring, _stub = family
     marker = f"row78-{uuid.uuid4().hex}"
     monkeypatch.setattr(kernel_run, "VERIFY_LIMITS", Limits(wall_s=12, cpu_s=60, address_space=16 << 30))
     home_before, program_before = tree_state(fake_home), (root / FAM.program).read_bytes()
@@ -274,7 +254,7 @@ def test_row78_a_hostile_candidate_fails_and_changes_nothing(family, fake_home, 
 
 def test_row78_without_landlock_a_write_to_the_repository_refuses_the_measurement(family, fake_home, capsys,
                                                                                   monkeypatch, tmp_path):
-    root, _authoring = family
+    root, _authoring, _stub = family
     marker = f"row78-{uuid.uuid4().hex}"
     monkeypatch.setattr(kernel_run, "VERIFY_LIMITS", Limits(wall_s=12, cpu_s=60, address_space=16 << 30))
     monkeypatch.setattr(kernel_run, "VERIFY_LANDLOCK", "off")
@@ -296,7 +276,7 @@ def test_row78_without_landlock_a_write_to_the_repository_refuses_the_measuremen
 @pytest.fixture
 def verified(family, capsys):
     """v001 with a PASS full receipt of cand1 (the fused kernel), cited by the page."""
-    root, authoring = family
+    root, authoring, _stub = family
     assert kernel(root, capsys, "cand", FAMILY, "1", "--note", "fused", "--source", str(authoring / "fused.py"))[0] == 0
     status, done = kernel(root, capsys, "verify", FAMILY)
     assert status == 0 and done["verdict"] == "PASS", done

@@ -339,27 +339,27 @@ def test_row31_local_a_run_past_its_timeout_is_killed_and_reported(local):
     assert local.nothing_running(spec)
 
 
-def test_local_nothing_a_run_started_outlives_it(local):
-    code = ("import subprocess, sys; child = subprocess.Popen(['sleep', '120']); "
-            "print('grandchild', child.pid, flush=True); sys.exit(0)")
-    spec = local.spec(31, "leaky", code)
+def _left_behind(local, number: int, slug: str, popen_options: str = "") -> tuple:
+    """Launch a run that starts ``sleep 120`` (with ``popen_options``) and exits 0; once it
+    finished, the sleeper's pid is waited on until it is gone."""
+    code = (f"import subprocess, sys; child = subprocess.Popen(['sleep', '120']{popen_options}); "
+            "print('child', child.pid, flush=True); sys.exit(0)")
+    spec = local.spec(number, slug, code)
     local.backend.launch(spec)
     assert local.finished(spec.name).state == "succeeded"
-    grandchild = int(local.backend.logs(spec.name).split()[-1])
-    wait_for(lambda: not _alive(grandchild), "the left-behind process to be killed", 5.0)
-    assert local.nothing_running(spec)
+    child = int(local.backend.logs(spec.name).split()[-1])
+    wait_for(lambda: not _alive(child), "the left-behind process to be killed", 5.0)
+    return spec
+
+
+def test_local_nothing_a_run_started_outlives_it(local):
+    assert local.nothing_running(_left_behind(local, 31, "leaky"))
 
 
 def test_row77_local_a_setsid_child_of_the_run_does_not_outlive_it(local):
     """A grandchild in its own session (``start_new_session``: setsid) leaves the run's
     process group; the runner, a child subreaper, still finds and kills it."""
-    code = ("import subprocess, sys; child = subprocess.Popen(['sleep', '120'], start_new_session=True); "
-            "print('escaped', child.pid, flush=True); sys.exit(0)")
-    spec = local.spec(32, "escapee", code)
-    local.backend.launch(spec)
-    assert local.finished(spec.name).state == "succeeded"
-    escaped = int(local.backend.logs(spec.name).split()[-1])
-    wait_for(lambda: not _alive(escaped), "the setsid grandchild to be killed", 5.0)
+    _left_behind(local, 32, "escapee", ", start_new_session=True")
 
 
 def test_local_a_runner_killed_with_sigkill_is_failed_with_a_reason(local):
