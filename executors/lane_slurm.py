@@ -77,6 +77,7 @@ _FAILED_REASONS = {
     "DEADLINE": "Slurm ended it at its deadline",
     "FAILED": None,
 }
+_LANE_RE = re.compile(r"^(.*)-v\d{3,}-")
 _RUNNING = ("RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING")
 
 
@@ -305,8 +306,9 @@ class SlurmLaneBackend:
                 if current is not None and current.attempt > 0:
                     if current.state != preemption.PREEMPTED or spec.attempt <= current.attempt:
                         return current  # adopt: it was launched before (this attempt or a later one)
-                busy = sorted({j.name for j in jobs if j.track == spec.track and j.name != spec.name and
-                               job_state(j, None, False)[0] in (*IN_FLIGHT, preemption.RETRYING)})
+                lane = _lane_prefix(spec.name)
+                busy = sorted({j.name for j in jobs if j.track == spec.track and j.name != spec.name
+                               and _lane_prefix(j.name) == lane and job_state(j, None, False)[0] in IN_FLIGHT})
                 if busy:
                     raise CapacityError(f"track {spec.track} is busy with {busy[0]}: one run per track at a time")
                 if recorded is None:
@@ -323,7 +325,7 @@ class SlurmLaneBackend:
     def delete(self, name: str) -> None:
         folder = self._folder(name)
         jobs = [j for j in self.jobs() if j.name == name]
-        live = [j for j in jobs if job_state(j, None, False)[0] in (*IN_FLIGHT, preemption.RETRYING)]
+        live = [j for j in jobs if job_state(j, None, False)[0] in IN_FLIGHT]
         if not live:
             return
         if folder.is_dir() and not (folder / "deleted.json").exists():
@@ -332,7 +334,7 @@ class SlurmLaneBackend:
         done = self._command(["scancel", *ids], f"scancel {' '.join(ids)}")
         if done.returncode != 0 and "Invalid job id" not in done.stderr:
             raise ComputeUnavailableError(f"slurm: scancel {' '.join(ids)}: {done.stderr.strip()}")
-        _wait(lambda: not any(j.name == name and job_state(j, None, False)[0] in (*IN_FLIGHT, preemption.RETRYING)
+        _wait(lambda: not any(j.name == name and job_state(j, None, False)[0] in IN_FLIGHT
                               for j in self.jobs()), self.cancel_wait_s,
               f"slurm: scancel {' '.join(ids)} was asked but the job is still there: unknown")
 
@@ -410,6 +412,12 @@ class SlurmLaneBackend:
             job_id = found[-1]
         jobs = (_read_json(folder / "jobs.json") or {}).get("jobs", [])
         atomic_write_json(folder / "jobs.json", {"jobs": [*jobs, job_id]})
+
+
+def _lane_prefix(name: str) -> str:
+    """``<USER_PREFIX>-<MODEL_NAME>-<LANE>`` of a workload name ("" when it is none)."""
+    match = _LANE_RE.match(name)
+    return match.group(1) if match else ""
 
 
 def _wait(predicate, deadline_s: float, unknown: str) -> None:
