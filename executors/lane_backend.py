@@ -107,7 +107,7 @@ class LaneWorkload:
 
     @property
     def crashed(self) -> bool:
-        return self.state == "failed" or self.exit_code not in (None, 0)
+        return self.state == "failed" or (self.state != PREEMPTED and self.exit_code not in (None, 0))
 
 
 @dataclass(frozen=True)

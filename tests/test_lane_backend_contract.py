@@ -220,18 +220,6 @@ def _kube(url: str, cluster: str, deadline_s: float = 2.0):
     return Kube.from_configuration(client.Configuration(host=url), cluster=cluster, deadline_s=deadline_s)
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster(tmp_path_factory):
-    """One real Slurm cluster for the test session (tests/slurm_cluster.py)."""
-    from tests.slurm_cluster import SlurmCluster, missing
-
-    why = missing()
-    if why:
-        pytest.skip(why)
-    with SlurmCluster(tmp_path_factory.mktemp("slurm")) as cluster:
-        yield cluster
-
-
 _SLURM_USERS = iter(range(1, 10_000))
 
 

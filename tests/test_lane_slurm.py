@@ -1,0 +1,269 @@
+"""The Slurm lane backend's own answers, on a real one-node cluster (tests/slurm_cluster.py).
+
+The shared contract runs in tests/test_lane_backend_contract.py; here are the answers only
+Slurm gives: a controller stopped mid-wake, a job cancelled behind the engine, a drained
+node, ``PREEMPTED`` and ``REQUEUED`` jobs (preemption is not failure), a job past its time
+limit, a job the controller forgot. RELIABILITY rows 110-115. The parsing and the state
+table are pure and tested without a cluster.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wikiengine.core.identity import workload_name
+from wikiengine.executors import preemption
+from wikiengine.executors.compute import ComputeError, ComputeUnavailableError
+from wikiengine.executors.lane_backend import LaunchSpec
+from wikiengine.executors.lane_slurm import SlurmJob, SlurmLaneBackend, job_state, parse_show_job
+
+MODEL, LANE, MODEL_DIR = "gemma4", "tpu", "gemma4_autoresearch_optimization"
+DEADLINE_S = 60.0
+_USERS = iter(range(1, 10_000))
+
+SHOW_JOB = (
+    "JobId=41 JobName=alice-gemma4-tpu-v007-remat UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=1 "
+    "Nice=0 Account=(null) QOS=(null) JobState=PREEMPTED Reason=None Dependency=(null) Requeue=1 Restarts=2 "
+    "BatchFlag=1 Reboot=0 ExitCode=0:15 RunTime=00:00:03 TimeLimit=00:02:00 TimeMin=N/A "
+    "SubmitTime=2026-12-02T05:13:09 EligibleTime=2026-12-02T05:13:09 StartTime=2026-12-02T05:13:12 "
+    "EndTime=2026-12-02T05:13:15 Deadline=N/A Partition=low AllocNode:Sid=localhost:1908 "
+    "Comment=wikiengine:track=3 Command=/w/job.sh WorkDir=/w StdOut=/w/log.txt Power=\n"
+)
+
+
+def wait_for(predicate, what: str, deadline_s: float = DEADLINE_S):
+    end = time.monotonic() + deadline_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+# -- pure: parsing and the state table -----------------------------------------------------------
+
+
+def test_show_job_lines_are_parsed_with_signals_as_shell_codes():
+    [job] = parse_show_job("No jobs in the system\n" + SHOW_JOB)
+    assert (job.job_id, job.name, job.state, job.restarts, job.track, job.partition) == (
+        41, "alice-gemma4-tpu-v007-remat", "PREEMPTED", 2, 3, "low")
+    assert job.exit_code == 143 and job.started.startswith("2026-12-02T") and job.ended.endswith("Z")
+    assert parse_show_job("No jobs in the system\n") == []
+
+
+def _job(state: str, restarts: int = 0, exit_code: int | None = 0, reason: str = "None") -> SlurmJob:
+    return SlurmJob(1, "n", state, reason, restarts, exit_code, None, None, None, 1, "debug")
+
+
+@pytest.mark.parametrize("state, restarts, exit_code, expected", [
+    ("PENDING", 0, 0, "queued"),
+    ("PENDING", 1, 0, "retrying"),  # requeued: Slurm runs it again
+    ("REQUEUED", 1, 0, "retrying"),
+    ("REQUEUE_HOLD", 1, 0, "retrying"),
+    ("SUSPENDED", 0, 0, "retrying"),  # PreemptMode=SUSPEND: it resumes
+    ("RUNNING", 0, 0, "running"),
+    ("COMPLETING", 0, 0, "running"),
+    ("COMPLETED", 0, 0, "succeeded"),
+    ("FAILED", 0, 3, "failed"),
+    ("TIMEOUT", 0, 143, "failed"),
+    ("CANCELLED", 0, 143, "failed"),
+    ("OUT_OF_MEMORY", 0, 137, "failed"),
+    ("PREEMPTED", 0, 143, "preempted"),
+    ("NODE_FAIL", 0, None, "preempted"),
+    ("BOOT_FAIL", 0, None, "preempted"),
+])
+def test_row112_the_slurm_state_table(state, restarts, exit_code, expected):
+    got, code, reason = job_state(_job(state, restarts, exit_code), None, False)
+    assert got == expected
+    if expected == "failed":
+        assert code == exit_code and reason
+    if expected in preemption.DISRUPTED:
+        assert "not the run's failure" in reason or "restarts it" in reason
+
+
+def test_a_cancel_says_whether_the_lane_asked_for_it():
+    assert "behind its back" in job_state(_job("CANCELLED", exit_code=143), None, False)[2]
+    assert job_state(_job("CANCELLED", exit_code=143), None, True)[2] == "deleted by the lane"
+
+
+def test_the_exit_record_the_job_wrote_wins_over_slurms_code():
+    assert job_state(_job("FAILED", exit_code=1), {"exit_code": 3}, False)[:2] == ("failed", 3)
+
+
+@pytest.mark.parametrize("setting", [{"partition": "a b"}, {"account": "x;rm"}, {"gres": "gpu:2 --wrap"}])
+def test_a_setting_that_is_not_a_slurm_name_is_refused(tmp_path, setting):
+    with pytest.raises(ComputeError, match="not a plain Slurm name"):
+        SlurmLaneBackend(tmp_path, MODEL_DIR, LANE, **setting)
+
+
+# -- on the real cluster ---------------------------------------------------------------------------
+
+
+class Lane:
+    """A fresh lane (its own user prefix: the controller keeps every earlier test's jobs)."""
+
+    def __init__(self, root: Path, cluster, **settings):
+        self.user = f"t{next(_USERS):04d}"
+        self.prefix = f"{self.user}-{MODEL}-{LANE}"
+        self.cluster = cluster
+        self.backend = SlurmLaneBackend(root, MODEL_DIR, LANE, env=cluster.env, command_timeout_s=10.0, **settings)
+
+    def spec(self, vid: int, slug: str, code: str, *, timeout_s: float = 120.0, attempt: int = 1,
+             track: int = 1) -> LaunchSpec:
+        argv = ["bash", "-c", f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"]
+        return LaunchSpec(workload_name(self.user, MODEL, LANE, vid, slug), f"v{vid:03d}", slug, track, argv,
+                          {}, None, timeout_s, attempt)
+
+    def state(self, name: str, *states: str):
+        return wait_for(lambda: (w := self.backend.status(name)) is not None and w.state in states and w,
+                        f"{name} to be {' or '.join(states)}")
+
+    def job_id(self, name: str) -> int:
+        return max(job.job_id for job in self.backend.jobs() if job.name == name)
+
+    def slurm(self, *argv: str) -> str:
+        done = subprocess.run(argv, env={**__import__("os").environ, **self.cluster.env}, capture_output=True,
+                              text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def cleanup(self) -> None:
+        for workload in self.backend.list_workloads(self.prefix):
+            if workload.in_flight:
+                self.backend.delete(workload.name)
+
+
+@pytest.fixture
+def lane(request, tmp_path, slurm_cluster):
+    made = []
+
+    def make(**settings) -> Lane:
+        made.append(Lane(tmp_path, slurm_cluster, **settings))
+        return made[-1]
+
+    yield make
+    for each in made:
+        each.cleanup()
+
+
+SLEEPER = "import time; print('step 1', flush=True); time.sleep(120)"
+
+
+def test_row110_controller_stopped_mid_wake_is_unknown_never_gone_and_launch_submits_nothing(lane, slurm_cluster):
+    lane = lane()
+    running = lane.spec(1, "held", SLEEPER)
+    lane.backend.launch(running)
+    lane.state(running.name, "running")
+    slurm_cluster.stop_daemon("slurmctld")
+    try:
+        with pytest.raises(ComputeUnavailableError):
+            lane.backend.list_workloads(lane.prefix)
+        with pytest.raises(ComputeUnavailableError):
+            lane.backend.status(running.name)
+        with pytest.raises(ComputeUnavailableError):
+            lane.backend.launch(lane.spec(2, "blind", "print(1)", track=2))
+        with pytest.raises(ComputeUnavailableError):
+            lane.backend.delete(running.name)
+    finally:
+        slurm_cluster.restart_controller()
+    assert lane.backend.status(running.name).state == "running"  # the job went on; nothing was lost
+    assert lane.backend.status(lane.spec(2, "blind", "print(1)").name) is None  # asked while unknown: never submitted
+    assert not [job for job in lane.backend.jobs() if job.name.endswith("v002-blind")]
+
+
+def test_row111_a_job_cancelled_behind_the_engine_is_failed_and_says_so(lane):
+    lane = lane()
+    spec = lane.spec(3, "scancel", SLEEPER)
+    lane.backend.launch(spec)
+    lane.state(spec.name, "running")
+    lane.slurm("scancel", str(lane.job_id(spec.name)))
+    done = lane.state(spec.name, "failed")
+    assert "behind its back" in done.reason and done.crashed
+
+
+def test_row113_a_drained_node_leaves_the_job_queued_with_the_reason_not_failed(lane, slurm_cluster):
+    lane = lane()
+    node = slurm_cluster.node
+    slurm_cluster.scontrol("update", f"NodeName={node}", "State=DRAIN", "Reason=wikiengine-test")
+    try:
+        spec = lane.spec(4, "drained", "print('ran', flush=True)")
+        queued = lane.backend.launch(spec)
+        time.sleep(1.0)
+        queued = lane.backend.status(spec.name)
+        assert queued.state == "queued" and not queued.crashed
+        assert "ReqNodeNotAvail" in queued.reason or "Resources" in queued.reason or "Priority" in queued.reason
+    finally:
+        slurm_cluster.scontrol("update", f"NodeName={node}", "State=RESUME")
+    done = lane.state(spec.name, "succeeded")
+    assert lane.backend.logs(spec.name) == "ran" and done.attempt == 1
+
+
+def test_row114_a_preempted_job_is_preempted_not_failed_and_its_relaunch_is_the_next_attempt(lane):
+    lane = lane(partition="low")
+    victim = lane.spec(5, "victim", "import time; print('attempt', flush=True); time.sleep(60)")
+    lane.backend.launch(victim)
+    lane.state(victim.name, "running")
+    lane.slurm("sbatch", "--partition=high", "--exclusive", "--job-name=preemptor", "--output=/dev/null",
+               "--wrap", "sleep 1")
+    preempted = lane.state(victim.name, "preempted")
+    assert not preempted.crashed and not preempted.is_finished and not preempted.in_flight
+    assert preempted.attempt == 1 and "not the run's failure" in preempted.reason
+    assert lane.backend.launch(victim).attempt == 1  # the same attempt again: adopted, nothing submitted
+    relaunched = lane.backend.launch(LaunchSpec(**{**victim.__dict__, "attempt": 2}))
+    assert relaunched.attempt == 2
+    assert lane.backend.launch(LaunchSpec(**{**victim.__dict__, "attempt": 2})).attempt == 2  # a lost answer: adopted
+    assert len([job for job in lane.backend.jobs() if job.name == victim.name]) == 2
+    wait_for(lambda: lane.backend.logs(victim.name).splitlines().count("attempt") == 2, "the second attempt to run")
+    assert "DUE TO PREEMPTION" in lane.backend.logs(victim.name)  # Slurm's own line, between the attempts
+
+
+def test_row115_a_requeued_job_is_retrying_then_completes_as_its_second_attempt(lane):
+    lane = lane()
+    spec = lane.spec(6, "requeue", "import time; print('go', flush=True); time.sleep(3)")
+    lane.backend.launch(spec)
+    lane.state(spec.name, "running")
+    lane.slurm("scontrol", "requeue", str(lane.job_id(spec.name)))
+    retrying = lane.state(spec.name, "retrying")
+    assert retrying.in_flight and not retrying.crashed and "restarts it" in retrying.reason
+    wait_for(lambda: lane.slurm("scontrol", "update", f"JobId={lane.job_id(spec.name)}", "StartTime=now") is not None,
+             "the begin time Slurm gives a requeued job to be moved forward")
+    done = lane.state(spec.name, "succeeded")
+    assert done.attempt == 2 and done.exit_code == 0
+    log = lane.backend.logs(spec.name)
+    assert "DUE TO JOB REQUEUE" in log and log.splitlines()[-1] == "go"  # the attempts append to one log
+    assert len([job for job in lane.backend.jobs() if job.name == spec.name]) == 1  # Slurm's requeue: one job id
+
+
+def test_row31_slurm_a_job_past_its_time_limit_is_failed_timed_out(lane):
+    lane = lane()
+    spec = lane.spec(7, "slow", SLEEPER, timeout_s=90)
+    lane.backend.launch(spec)
+    lane.state(spec.name, "running")
+    assert "TimeLimit=00:02:00" in lane.slurm("scontrol", "show", "job", "-o", str(lane.job_id(spec.name)))
+    now = time.strftime("%Y-%m-%dT%H:%M:%S")  # bring the limit forward: Slurm checks limits every 30 s or so
+    lane.slurm("scontrol", "update", f"JobId={lane.job_id(spec.name)}", f"EndTime={now}")
+    done = lane.state(spec.name, "failed")
+    assert "time limit" in done.reason and done.exit_code == 143 and done.crashed
+
+
+def test_row116_a_job_the_controller_forgot_is_read_from_its_folder(lane):
+    lane = lane()
+    spec = lane.spec(8, "forgot", "import sys; print('x'); sys.exit(3)")
+    lane.backend.launch(spec)
+    done = lane.state(spec.name, "failed")
+    assert done.exit_code == 3
+    lane.backend.jobs = list  # what the controller says after MinJobAge: nothing of it
+    forgotten = lane.backend.status(spec.name)
+    assert (forgotten.state, forgotten.exit_code) == ("failed", 3)
+    exit_records = list((lane.backend.folder / spec.name).glob("exit-*.json"))
+    exit_records[0].unlink()
+    lost = lane.backend.status(spec.name)
+    assert lost.state == "failed" and lost.exit_code is None and "no longer knows" in lost.reason
