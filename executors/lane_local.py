@@ -21,6 +21,11 @@ writes ``deleted.json`` (the runner kills the process group and records why), ki
 group itself when the runner is gone, and keeps the folder: the log and artifacts of
 a deleted run are what its page and ``wiki backfill`` are written from.
 
+A run that ended by SIGTERM from outside the lane (its runner got it, or the run died of
+it while the runner sent none) is ``preempted``, not failed (:mod:`executors.preemption`);
+a launch with a higher ``attempt`` moves its ``status.json`` and ``runner.json`` to
+``attempt-<n>/`` and starts it again, appending to the same log.
+
 A ``status.json`` that says ``running`` while neither the runner nor the run's process
 group is alive is reported ``failed`` (the runner was killed). One without a runner pid
 (written by another tool) is taken as it says.
@@ -42,10 +47,12 @@ from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import from_epoch, now_iso, utc_iso
 from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
 from wikiengine.core.locks import FileLock
+from wikiengine.executors import preemption
 from wikiengine.executors.clean_room import clean_environment
 from wikiengine.executors.compute import CapacityError, ComputeError, ComputeUnavailableError
 from wikiengine.executors.lane_backend import (
     ARTIFACT_ENV,
+    PREEMPTED,
     LaneWorkload,
     LaunchConflict,
     LaunchSpec,
@@ -128,6 +135,11 @@ def _runner_alive(pid: int | None, folder: Path) -> bool:
     return state != "Z" and str(folder).encode() in cmdline
 
 
+def _attempts(folder: Path) -> int:
+    """This attempt's number: 1 + the preempted attempts set aside in ``attempt-<n>/``."""
+    return 1 + sum(1 for entry in folder.glob("attempt-*") if entry.is_dir())
+
+
 def _group_alive(pgid: int | None) -> bool:
     return bool(group_members(pgid))
 
@@ -194,7 +206,7 @@ class LocalLaneBackend:
             else:
                 state, reason = "queued", "launch was interrupted before the runner started: launch it again"
             return LaneWorkload(folder.name, vid, slug, state, None, None, _mtime_iso(log) if state == "failed" else None,
-                                _tail(log, 200), progress, reason, None, command)
+                                _tail(log, 200), progress, reason, None, command, _attempts(folder))
         state = str(status.get("state", "unknown"))
         reason = status.get("reason")
         finished = status.get("finished")
@@ -208,8 +220,11 @@ class LocalLaneBackend:
                 if state == "running":
                     state, finished = "failed", _mtime_iso(log)
                     reason = "the runner died before the run ended (killed?): exit code unknown"
-        return LaneWorkload(folder.name, vid, slug, state, _int(status.get("exit_code")), status.get("started"),
-                            finished, _tail(log, 200), progress, reason, _int(status.get("pid")), command)
+        exit_code = _int(status.get("exit_code"))
+        if state == "failed" and preemption.local(exit_code, reason) == PREEMPTED:
+            state, reason = PREEMPTED, f"{reason or 'SIGTERM'}: sent from outside the lane (not the run's failure)"
+        return LaneWorkload(folder.name, vid, slug, state, exit_code, status.get("started"), finished, _tail(log, 200),
+                            progress, reason, _int(status.get("pid")), command, _attempts(folder))
 
     # ------------------------------------------------------------------ acting
 
@@ -224,7 +239,10 @@ class LocalLaneBackend:
                     if recorded.get("argv") != list(spec.argv):
                         raise LaunchConflict(f"{spec.name} already ran another command: use the next retry suffix")
                     if (folder / "status.json").exists() or (folder / "runner.json").exists():
-                        return self.status(spec.name)  # adopt: it was launched before
+                        current = self.status(spec.name)
+                        if current.state != PREEMPTED or spec.attempt <= current.attempt:
+                            return current  # adopt: it was launched before (this attempt or a later one)
+                        self._archive_attempt(folder, current.attempt)
                 elif (folder / "status.json").exists():
                     return self.status(spec.name)  # a workload recorded by another tool
                 busy = [name for name in self._in_flight_on(spec.track) if name != spec.name]
@@ -265,6 +283,15 @@ class LocalLaneBackend:
                 atomic_write_json(folder / "status.json", status)
 
     # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _archive_attempt(folder: Path, attempt: int) -> None:
+        """Move a preempted attempt's records to ``attempt-<n>/`` (the log goes on appending)."""
+        aside = folder / f"attempt-{attempt}"
+        aside.mkdir(exist_ok=True)
+        for name in ("status.json", "runner.json"):
+            if (folder / name).exists():
+                os.replace(folder / name, aside / name)
 
     def _folder(self, name: str) -> Path:
         if not NAME_RE.fullmatch(name) or len(name) >= MAX_WORKLOAD_LEN:

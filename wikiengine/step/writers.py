@@ -717,6 +717,9 @@ def _outcome_text(evidence: RunEvidence, external: bool) -> str:
     parts = [f"Workload {evidence.workload}", f"exit code {evidence.exit_code if evidence.exit_code is not None else 'not recorded'}"]
     if evidence.killed:
         parts.append(f"killed by the wake ({evidence.killed})")
+    if evidence.preempted:
+        parts.append(f"attempt {evidence.attempts} of {evidence.attempts}: the {evidence.preempted} before it were "
+                     "preempted (not failures; filed from the completed attempt)")
     if evidence.parity:
         parts.append(f"parity check {evidence.parity}")
     return " " + "; ".join(parts) + " (the journal's completion record)."

@@ -13,6 +13,11 @@ stub open, not dispatched                        —                    ``dispat
 stub open, dispatched                            not found            ``dispatch`` (re-ask:
                                                                       the launch is adopted
                                                                       by name, never doubled)
+stub open, dispatched                            retrying (the        ``wait`` (not a crash)
+                                                 backend restarts it)
+stub open, dispatched                            preempted            ``redispatch`` (the
+                                                                      same v-id, the next
+                                                                      attempt; not a crash)
 stub open, dispatched                            running, progress    ``skip``
 stub open, dispatched                            running, no progress ``kill`` (hung)
                                                  for ``hung_after_s``
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from wikiengine.executors.preemption import PREEMPTED, RETRYING
 from wikiengine.model.journal import REASK, SEEN, UNKNOWN, UNSEEN, Expectation
 from wikiengine.step.engine import MAX_WAKE_S, MIN_WAKE_S
 
@@ -50,7 +56,8 @@ class TrackView:
     processed: bool = False
     killed: bool = False
     workload: str | None = None
-    backend_state: str | None = None  # running | succeeded | failed | None (not found) | "unknown"
+    backend_state: str | None = None  # running | retrying | preempted | succeeded | failed | None | "unknown"
+    attempt: int = 1  # how many times the backend started the workload
     started_at: float | None = None
     progress_at: float | None = None
     band_key: tuple | None = None  # (variant, frontier, round): the A/A band this stub waits for
@@ -101,7 +108,7 @@ class LaneLimits:
 @dataclass(frozen=True)
 class TrackDecision:
     track: int
-    kind: str  # wait | need_hypothesis | dispatch | skip | kill | process | need_verdict | aa_*
+    kind: str  # wait | need_hypothesis | dispatch | redispatch | skip | kill | process | need_verdict | aa_*
     vid: str | None
     reason: str
     aa: tuple | None = None  # an A/A decision: (variant, frontier, round, index)
@@ -141,6 +148,11 @@ def decide_track(view: TrackView, now: float, limits: LaneLimits) -> TrackDecisi
     if view.expected.settle(view.sighting, now) == REASK:
         return said("dispatch", f"{view.vid} was dispatched but the backend has no {view.workload}: ask again "
                                 "(a launch that landed is adopted by name)")
+    if state == PREEMPTED:
+        return said("redispatch", f"{view.workload} was preempted (attempt {view.attempt}): run it again as attempt "
+                                  f"{view.attempt + 1} under {view.vid}; preemption is not a crash")
+    if state == RETRYING:
+        return said("wait", f"{view.workload} is retrying (attempt {view.attempt}): the backend restarts it itself")
     if state in ("succeeded", "failed"):
         return said("process", f"{view.workload} {state}: fill Setup and Results")
     overdue = _overdue(view.workload, view.started_at, view.progress_at, now, limits)
@@ -191,7 +203,7 @@ def next_wake_s(decisions: list[TrackDecision], limits: LaneLimits) -> int:
     """The next wake: the configured interval, sooner (but not under 120 s) when a track
     waits on something that moves fast; always within 120..600 s."""
     wanted = limits.wake_interval_s
-    if any(d.kind in ("dispatch", "process", "wait", "aa_dispatch", "aa_process") for d in decisions):
+    if any(d.kind in ("dispatch", "redispatch", "process", "wait", "aa_dispatch", "aa_process") for d in decisions):
         wanted = MIN_WAKE_S
     return max(MIN_WAKE_S, min(MAX_WAKE_S, int(wanted)))
 

@@ -9,6 +9,8 @@ observe (journal, backend, pages) -> :func:`wikiengine.step.lane.decide.decide` 
    metrics the run wrote; then a verdict is owed), ``skip`` one in flight, ``dispatch``
    a ready stub (the journal's dispatch record, an expectation, is committed before the
    backend is asked; a lost answer is re-asked and adopted by name, never launched twice),
+   ``redispatch`` a preempted run as its next attempt (a ``preempted`` record first; never
+   a crash), ``wait`` while the backend restarts a run itself (``retrying``),
    ``kill`` a hung run or one past its ceiling, ``wait`` when the backend cannot be read;
    every track's expectations are one commit, what the acts learned one more;
 3. reconcile journal, backend, pages and log, and say what disagreed;
@@ -181,6 +183,7 @@ def observe(run: LaneRun, now: float) -> Observed:
             track=track, vid=vid, page_state=page_state, expected=expected.get(vid) if vid else None, processed="complete" in done,
             killed="kill" in done, workload=page.frontmatter.get("workload_name") if page else None,
             backend_state="unknown" if workloads is None else (workload.state if workload else None),
+            attempt=getattr(workload, "attempt", 1) or 1,
             started_at=timestamp(getattr(workload, "started", None)),
             progress_at=timestamp(getattr(workload, "progress_at", None)), aa=aa_runs.get(track),
         )
@@ -500,6 +503,13 @@ def _expect(wake: engine.Wake) -> None:
                 records.append({"op": "dispatch", "vid": decision.vid, "track": decision.track, "workload": spec.name,
                                 "argv": spec.argv, "frontier": frontier, "at": utc_iso(wake.clock())})
                 subjects.append(f"exp({decision.vid}): dispatch {spec.name} on track {decision.track}")
+        elif decision.kind == "redispatch":
+            spec, _frontier = launch_spec(lane.run, lane.obs.pages[decision.vid], decision.track)
+            lane.launches[decision.vid] = replace(spec, attempt=view.attempt + 1)
+            if not _preemption_recorded(lane.obs.records, decision.vid, view.attempt):
+                records.append({"op": "preempted", "vid": decision.vid, "workload": spec.name, "attempt": view.attempt,
+                                "track": decision.track, "reason": decision.reason, "at": utc_iso(wake.clock())})
+                subjects.append(f"exp({decision.vid}): {spec.name} preempted; attempt {view.attempt + 1}")
         elif decision.kind == "kill":
             name = lane.obs.pages[decision.vid].frontmatter.get("workload_name")
             records.append({"op": "kill", "vid": decision.vid, "workload": name, "reason": decision.reason,
@@ -526,6 +536,13 @@ def _expect(wake: engine.Wake) -> None:
         sha = txn.commit("; ".join(subjects), relint=False)
         if sha:
             wake.result.commits.append(sha)
+
+
+def _preemption_recorded(records: list[dict], vid: str, attempt: int) -> bool:
+    """The journal already counts this attempt of ``vid``'s newest dispatch as preempted."""
+    since = max((i for i, r in enumerate(records) if r.get("op") == "dispatch" and r.get("vid") == vid), default=-1)
+    return any(r.get("op") == "preempted" and r.get("vid") == vid and r.get("attempt") == attempt
+               for r in records[since + 1:])
 
 
 def _needs(wake: engine.Wake) -> None:
@@ -597,7 +614,8 @@ def act_dispatch(lane: LaneWake, decision: TrackDecision, result: WakeResult) ->
         result.actions.append(f"track {decision.track}: launch of {spec.name} unknown ({exc}); the dispatch record "
                               "stays and the next wake asks again")
         return
-    result.actions.append(f"track {decision.track}: dispatched {decision.vid} as {workload.name}")
+    again = f" (attempt {spec.attempt}: the one before was preempted)" if decision.kind == "redispatch" else ""
+    result.actions.append(f"track {decision.track}: dispatched {decision.vid} as {workload.name}{again}")
 
 
 def act_kill(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
@@ -662,6 +680,7 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
     parity = checks["parity"]
     record = {"op": "complete", "vid": decision.vid, "workload": workload.name if workload else None,
               "state": workload.state if workload else None, "exit_code": workload.exit_code if workload else None,
+              "attempt": workload.attempt if workload else None,
               "metrics": metrics, **checks, "artifacts": run_outputs(arts), "at": calibrate.stamp(lane.now)}
     records = obs.records + lane.completions + [record]
     evidence = run_evidence(records, decision.vid)
@@ -677,7 +696,9 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
                                   (setup.body.rstrip("\n") + "\n\n" if setup else "\n") + ran + "\n\n")
     results = "\n" + lw.results_table(shown, metric, measured, band) + (
         f"\nExit code {record['exit_code']}; state {record['state'] or 'unknown'}"
-        + (f"; parity check {parity}" if parity else "") + ".\n\n")
+        + (f"; parity check {parity}" if parity else "")
+        + (f"; attempt {evidence.attempts} ({evidence.preempted} preempted before it: not failures)"
+           if evidence.preempted else "") + ".\n\n")
     lane.outcome[page.rel] = text.with_section_body(lw.section_title(text, "Results"), results).to_text()
     lane.completions.append(record)
     lane.subjects.append(f"exp({decision.vid}): results of {record['workload'] or decision.vid}")
@@ -723,7 +744,7 @@ def act_aa_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) 
     result.actions.append(f"track {decision.track}: recorded A/A run {name}")
 
 
-ACTS = {"dispatch": act_dispatch, "kill": act_kill, "process": act_process, "aa_dispatch": act_aa_dispatch,
+ACTS = {"dispatch": act_dispatch, "redispatch": act_dispatch, "kill": act_kill, "process": act_process, "aa_dispatch": act_aa_dispatch,
         "aa_kill": act_aa_kill, "aa_process": act_aa_process}
 
 
