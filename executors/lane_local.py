@@ -33,7 +33,6 @@ group is alive is reported ``failed`` (the runner was killed). One without a run
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
@@ -44,7 +43,7 @@ import time
 from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_json
-from wikiengine.core.clock import from_epoch, now_iso, utc_iso
+from wikiengine.core.clock import now_iso
 from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
 from wikiengine.core.locks import FileLock
 from wikiengine.executors import preemption
@@ -62,48 +61,9 @@ from wikiengine.executors.lane_backend import (
     split_workload_name,
 )
 from wikiengine.executors.lane_runner import MS, group_members, signal_group
+from wikiengine.executors.run_folder import newest_mtime_iso, read_state, tail_lines
 
 LOCK_TIMEOUT_S = 30.0
-TAIL_BYTES = 256 * 1024
-
-
-def _read_json(path: Path) -> dict | None:
-    """A state file, None when absent; unreadable or not an object is unknown state."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is unreadable: {exc}") from None
-    if not isinstance(data, dict):
-        raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is not a JSON object")
-    return data
-
-
-def _tail(path: Path, lines: int) -> str:
-    """The last ``lines`` lines of a text file ("" when it does not exist)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - TAIL_BYTES))
-            data = handle.read()
-    except FileNotFoundError:
-        return ""
-    except OSError as exc:
-        raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is unreadable: {exc}") from None
-    text = data.decode("utf-8", errors="replace")
-    return "\n".join(text.splitlines()[-lines:]) if lines > 0 else ""
-
-
-def _mtime_iso(*paths: Path) -> str | None:
-    times = []
-    for path in paths:
-        try:
-            times.append(path.stat().st_mtime)
-        except OSError:
-            continue
-    return utc_iso(from_epoch(max(times)), MS) if times else None
 
 
 def _exists(folder: Path) -> bool:
@@ -180,23 +140,23 @@ class LocalLaneBackend:
         folder = self._folder(name)
         if not _exists(folder):
             raise WorkloadNotFound(f"no local workload {name}")
-        return _tail(folder / "log.txt", tail)
+        return tail_lines(folder / "log.txt", tail)
 
     def artifacts(self, name: str) -> dict[str, str]:
         folder = self._folder(name)
         if not _exists(folder):
             raise WorkloadNotFound(f"no local workload {name}")
-        spec = _read_json(folder / "spec.json")
+        spec = read_state(folder / "spec.json")
         if spec is None:
             return self._paths(folder, None)
         return {key: spec["env"][env] for key, env in ARTIFACT_ENV.items()}
 
     def _workload(self, folder: Path, vid: str, slug: str) -> LaneWorkload:
-        status = _read_json(folder / "status.json")
-        runner = _read_json(folder / "runner.json") or {}
+        status = read_state(folder / "status.json")
+        runner = read_state(folder / "runner.json") or {}
         log = folder / "log.txt"
-        progress = _mtime_iso(folder / "progress", log, folder / "spec.json")
-        argv = (_read_json(folder / "spec.json") or {}).get("argv")
+        progress = newest_mtime_iso(folder / "progress", log, folder / "spec.json")
+        argv = (read_state(folder / "spec.json") or {}).get("argv")
         command = shlex.join(argv) if isinstance(argv, list) else None
         if status is None:
             if _runner_alive(_int(runner.get("pid")), folder):
@@ -205,8 +165,8 @@ class LocalLaneBackend:
                 state, reason = "failed", "the runner died before it started the run"
             else:
                 state, reason = "queued", "launch was interrupted before the runner started: launch it again"
-            return LaneWorkload(folder.name, vid, slug, state, None, None, _mtime_iso(log) if state == "failed" else None,
-                                _tail(log, 200), progress, reason, None, command, _attempts(folder))
+            return LaneWorkload(folder.name, vid, slug, state, None, None, newest_mtime_iso(log) if state == "failed" else None,
+                                tail_lines(log, 200), progress, reason, None, command, _attempts(folder))
         state = str(status.get("state", "unknown"))
         reason = status.get("reason")
         finished = status.get("finished")
@@ -215,15 +175,15 @@ class LocalLaneBackend:
             if _group_alive(pgid):
                 reason = "the runner died; the run goes on unsupervised (no timeout, no exit code)"
             else:
-                status = _read_json(folder / "status.json") or status  # it may have just finished
+                status = read_state(folder / "status.json") or status  # it may have just finished
                 state, reason, finished = str(status.get("state")), status.get("reason"), status.get("finished")
                 if state == "running":
-                    state, finished = "failed", _mtime_iso(log)
+                    state, finished = "failed", newest_mtime_iso(log)
                     reason = "the runner died before the run ended (killed?): exit code unknown"
         exit_code = _int(status.get("exit_code"))
         if state == "failed" and preemption.local(exit_code, reason) == PREEMPTED:
             state, reason = PREEMPTED, f"{reason or 'SIGTERM'}: sent from outside the lane (not the run's failure)"
-        return LaneWorkload(folder.name, vid, slug, state, exit_code, status.get("started"), finished, _tail(log, 200),
+        return LaneWorkload(folder.name, vid, slug, state, exit_code, status.get("started"), finished, tail_lines(log, 200),
                             progress, reason, _int(status.get("pid")), command, _attempts(folder))
 
     # ------------------------------------------------------------------ acting
@@ -234,7 +194,7 @@ class LocalLaneBackend:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             with self._lock():
-                recorded = _read_json(folder / "spec.json")
+                recorded = read_state(folder / "spec.json")
                 if recorded is not None:
                     if recorded.get("argv") != list(spec.argv):
                         raise LaunchConflict(f"{spec.name} already ran another command: use the next retry suffix")
@@ -263,13 +223,13 @@ class LocalLaneBackend:
         with self._lock():
             if not (folder / "deleted.json").exists():
                 atomic_write_json(folder / "deleted.json", {"at": now_iso(timespec=MS)})
-            runner_pid = _int((_read_json(folder / "runner.json") or {}).get("pid"))
+            runner_pid = _int((read_state(folder / "runner.json") or {}).get("pid"))
             deadline = time.monotonic() + self.kill_grace_s + 5.0
             while _runner_alive(runner_pid, folder) and time.monotonic() < deadline:
                 time.sleep(0.05)  # the runner sees deleted.json within its poll interval
             if _runner_alive(runner_pid, folder):
                 os.kill(runner_pid, signal.SIGKILL)
-            status = _read_json(folder / "status.json")
+            status = read_state(folder / "status.json")
             pgid = _int((status or {}).get("pgid")) or runner_pid
             if _group_alive(pgid):  # the runner is gone but the run goes on: stop it here
                 signal_group(pgid, signal.SIGTERM)
@@ -307,7 +267,7 @@ class LocalLaneBackend:
         """Names of the workloads of ``track`` that are queued or running."""
         names = []
         for entry in sorted(self.folder.iterdir()):
-            spec = _read_json(entry / "spec.json") if entry.is_dir() and not entry.name.startswith(".") else None
+            spec = read_state(entry / "spec.json") if entry.is_dir() and not entry.name.startswith(".") else None
             if spec is not None and spec.get("track") == track:
                 if self._workload(entry, *split_workload_name(entry.name)).in_flight:
                     names.append(entry.name)

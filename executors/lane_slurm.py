@@ -63,7 +63,7 @@ from wikiengine.executors.lane_backend import (
     parse_workload_name,
     split_workload_name,
 )
-from wikiengine.executors.lane_local import _mtime_iso, _read_json, _tail
+from wikiengine.executors.run_folder import newest_mtime_iso, read_state, tail_lines
 
 LOCK_TIMEOUT_S = 30.0
 COMMENT = "wikiengine:track="
@@ -219,6 +219,17 @@ class SlurmLaneBackend:
             raise ComputeUnavailableError(f"slurm: scontrol show job: {first}")
         return parse_show_job(done.stdout)
 
+    def check_partition(self) -> None:
+        """The controller answers and knows the partition (ComputeError names which is wrong)."""
+        if not self.partition:
+            return
+        done = self._command(["scontrol", "show", "partition", "-o", self.partition], "scontrol show partition")
+        if done.returncode != 0:
+            said = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()[0]
+            if "not found" in said.lower() or "invalid partition" in said.lower():
+                raise ComputeError(f"slurm has no partition {self.partition!r}: {said}")
+            raise ComputeUnavailableError(f"slurm: scontrol show partition {self.partition}: {said}")
+
     # ------------------------------------------------------------------ reading
 
     def list_workloads(self, prefix: str) -> list[LaneWorkload]:
@@ -247,11 +258,11 @@ class SlurmLaneBackend:
         folder = self._folder(name)
         if not folder.is_dir():
             raise WorkloadNotFound(f"no slurm workload {name}")
-        return _tail(folder / "log.txt", tail)
+        return tail_lines(folder / "log.txt", tail)
 
     def artifacts(self, name: str) -> dict[str, str]:
         folder = self._folder(name)
-        spec = _read_json(folder / "spec.json")
+        spec = read_state(folder / "spec.json")
         if spec is None:
             raise WorkloadNotFound(f"no slurm workload {name}")
         return {key: spec["env"][env] for key, env in ARTIFACT_ENV.items()}
@@ -259,23 +270,23 @@ class SlurmLaneBackend:
     def _workload(self, name: str, held: list[SlurmJob]) -> LaneWorkload | None:
         """The workload from the controller's jobs of its name and its folder; None: neither knows it."""
         folder = self.folder / name
-        spec = _read_json(folder / "spec.json")
-        submitted = [int(j) for j in (_read_json(folder / "jobs.json") or {}).get("jobs", []) if isinstance(j, int)]
+        spec = read_state(folder / "spec.json")
+        submitted = [int(j) for j in (read_state(folder / "jobs.json") or {}).get("jobs", []) if isinstance(j, int)]
         ids = sorted(set(submitted) | {job.job_id for job in held})
         if not ids and spec is None:
             return None
         vid, slug = split_workload_name(name)
         command = shlex.join(spec["argv"]) if spec and isinstance(spec.get("argv"), list) else None
         log = folder / "log.txt"
-        log_tail = _tail(log, 200)
+        log_tail = tail_lines(log, 200)
         if not ids:
             return LaneWorkload(name, vid, slug, "queued", None, None, None, log_tail, None,
                                 "launch was interrupted before sbatch answered: launch it again", None, command, 0)
         newest = max(ids)
         job = next((j for j in held if j.job_id == newest), None)
         attempt = len(ids) + sum(j.restarts for j in held)
-        exit_record = _read_json(folder / f"exit-{newest}.json")
-        progress = _mtime_iso(folder / "progress", log, folder / f"start-{newest}.json")
+        exit_record = read_state(folder / f"exit-{newest}.json")
+        progress = newest_mtime_iso(folder / "progress", log, folder / f"start-{newest}.json")
         if job is None:  # the controller forgot it (MinJobAge): the folder is all that is left
             code = exit_record.get("exit_code") if exit_record else None
             if isinstance(code, int):
@@ -283,7 +294,7 @@ class SlurmLaneBackend:
             else:
                 state, reason = "failed", f"Slurm no longer knows job {newest} and it left no exit record"
             return LaneWorkload(name, vid, slug, state, code if isinstance(code, int) else None,
-                                (_read_json(folder / f"start-{newest}.json") or {}).get("at"),
+                                (read_state(folder / f"start-{newest}.json") or {}).get("at"),
                                 (exit_record or {}).get("at") or progress, log_tail, progress, reason, None, command,
                                 attempt)
         state, code, reason = job_state(job, exit_record, (folder / "deleted.json").exists())
@@ -298,7 +309,7 @@ class SlurmLaneBackend:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             with self._lock():
-                recorded = _read_json(folder / "spec.json")
+                recorded = read_state(folder / "spec.json")
                 if recorded is not None and recorded.get("argv") != list(spec.argv):
                     raise LaunchConflict(f"{spec.name} already ran another command: use the next retry suffix")
                 jobs = self.jobs()
@@ -384,7 +395,7 @@ class SlurmLaneBackend:
 
     def _submit(self, folder: Path, spec: LaunchSpec) -> None:
         """``sbatch --parsable`` the job; its id goes to ``jobs.json``. A lost answer is found by name."""
-        record = _read_json(folder / "spec.json")
+        record = read_state(folder / "spec.json")
         atomic_write_text(folder / "job.sh", self._script(folder, record))
         os.chmod(folder / "job.sh", 0o755)
         minutes = max(1, math.ceil(spec.timeout_s / 60))
@@ -410,7 +421,7 @@ class SlurmLaneBackend:
                     raise ComputeError(f"slurm: sbatch refused {spec.name}: {why.splitlines()[0]}")
                 raise ComputeUnavailableError(f"slurm: sbatch {spec.name}: {why.splitlines()[0]}")
             job_id = found[-1]
-        jobs = (_read_json(folder / "jobs.json") or {}).get("jobs", [])
+        jobs = (read_state(folder / "jobs.json") or {}).get("jobs", [])
         atomic_write_json(folder / "jobs.json", {"jobs": [*jobs, job_id]})
 
 

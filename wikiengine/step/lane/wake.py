@@ -73,8 +73,9 @@ def lane_config(root: Path, lane: Lane) -> dict:
 
 
 def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[dict] | None = None):
-    """The lane backend named by the session: ``local`` (one slot per track, here), or
-    ``gke`` (each track's cluster of the session's pool, through its kubeconfig context)."""
+    """The lane backend named by the session: ``local`` (one slot per track, here), ``gke``
+    (each track's cluster of the session's pool, through its kubeconfig context) or
+    ``slurm`` (the partition, account and gres the session's pool recorded)."""
     if kind == "local":
         from wikiengine.executors.lane_local import LocalLaneBackend
 
@@ -98,7 +99,13 @@ def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[d
                 raise WikiError(f"track {slot.get('track')}: no cluster file for {slot.get('name')} in .env/")
             backends[int(slot["track"])] = GkeLaneBackend.connect(cluster, me, image, storage)
         return TrackPool(backends)
-    raise WikiError(f"unknown lane backend {kind!r} (local or gke)")
+    if kind == "slurm":
+        from wikiengine.executors.lane_slurm import SlurmLaneBackend
+
+        slot = (tracks or [{}])[0]
+        return SlurmLaneBackend.from_config({key: slot.get(key) or config.get(f"slurm_{key}")
+                                             for key in ("partition", "account", "gres")}, root, lane.model_dir, lane.name)
+    raise WikiError(f"unknown lane backend {kind!r} (local, gke or slurm)")
 
 
 def session_start(root: Path, lane: Lane) -> dict:
