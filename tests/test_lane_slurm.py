@@ -9,6 +9,7 @@ table are pure and tested without a cluster.
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_lane_step import lane_wiki  # noqa: F401 - the fixture
+from tests.test_lane_writers import wiki  # noqa: F401 - the fixture
 from wikiengine.core.identity import workload_name
 from wikiengine.executors import preemption
 from wikiengine.executors.compute import ComputeError, ComputeUnavailableError
@@ -267,3 +270,51 @@ def test_row116_a_job_the_controller_forgot_is_read_from_its_folder(lane):
     exit_records[0].unlink()
     lost = lane.backend.status(spec.name)
     assert lost.state == "failed" and lost.exit_code is None and "no longer knows" in lost.reason
+
+
+# -- a session on the real cluster ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def slurm_wiki(lane_wiki, slurm_cluster, monkeypatch):  # noqa: F811 - the fixture imported below
+    for key, value in slurm_cluster.env.items():
+        monkeypatch.setenv(key, value)
+    return lane_wiki
+
+
+def _wiki(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wikiengine", *args], cwd=root, capture_output=True, text=True,
+                          timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+
+
+def test_loop_start_on_slurm_checks_the_partition_and_a_wake_runs_the_stub_as_a_job(slurm_wiki):
+    from tests.lane_runs import seed_band
+    from tests.test_lane_step import LANE as STEP_LANE
+    from tests.test_lane_writers import V046, git, proposal
+    from wikiengine.step import writers as lw
+    from wikiengine.step.lane.wake import wake
+
+    root = slurm_wiki
+    head = git(root, "rev-parse", "HEAD")
+    refused = _wiki(root, "loop", "start", "gemma4", "tpu", "--backend", "slurm", "--partition", "nope", "--yes", "--json")
+    assert refused.returncode == 2 and "no partition 'nope'" in refused.stderr + refused.stdout
+    assert len((refused.stderr + refused.stdout).strip().splitlines()) <= 2  # one line (JSON or text), no traceback
+    assert git(root, "rev-parse", "HEAD") == head
+    started = _wiki(root, "loop", "start", "gemma4", "tpu", "--backend", "slurm", "--partition", "low", "-n", "2",
+                    "--yes", "--json")
+    assert started.returncode == 0, started.stderr
+    pool = json.loads(started.stdout)["pool"]
+    assert [(s["track"], s["partition"]) for s in pool] == [(1, "low"), (2, "low")]
+    seed_band(root, STEP_LANE.dir, variant="2B/v5p-16", frontier=V046)
+    lw.new_experiment(root, STEP_LANE, slug="onslurm", variant="2B/v5p-16", proposal_path=proposal(root, "onslurm"),
+                      track=1)
+    first = wake(root)
+    assert [d["decision"] for d in first.decisions][0] == "dispatch"
+    [job] = [j for j in __import__("wikiengine.executors.lane_slurm", fromlist=["x"]).SlurmLaneBackend(
+        root, STEP_LANE.model_dir, STEP_LANE.name).jobs() if j.name.endswith("v048-onslurm")]
+    assert job.partition == "low" and job.track == 1
+    processed = wait_for(lambda: (r := wake(root)).decisions[0]["decision"] == "process" and r, "the job to end")
+    assert any("processed v048" in a for a in processed.actions)  # `python -m bench` is no program here: a crash
+    journal = [json.loads(line) for line in (root / STEP_LANE.journal).read_text().splitlines()]
+    [complete] = [r for r in journal if r["op"] == "complete"]
+    assert complete["state"] == "failed" and complete["exit_code"] not in (None, 0)
