@@ -55,8 +55,9 @@ def _which(name: str) -> str:
 class SlurmCluster:
     """munged + slurmctld + slurmd under ``folder`` (see the module docstring)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, cpus: int | None = None):
         self.folder = Path(folder).resolve()
+        self.cpus = cpus  # None: the machine's; more declares CPUs the node lacks (config_overrides)
         self.conf = self.folder / "slurm.conf"
         self.node = socket.gethostname().split(".")[0]
 
@@ -75,7 +76,8 @@ class SlurmCluster:
             os.chmod(key, 0o400)
         ctld_port, d_port = _free_ports(2)
         user = pwd.getpwuid(os.geteuid()).pw_name
-        cpus = os.cpu_count() or 1
+        cpus = self.cpus or os.cpu_count() or 1
+        overrides = "SlurmdParameters=config_overrides\n" if cpus > (os.cpu_count() or 1) else ""
         f = self.folder
         self.conf.write_text(f"""\
 ClusterName=wikitest
@@ -116,7 +118,7 @@ SlurmdTimeout=30
 MessageTimeout=5
 JobRequeue=1
 SlurmctldParameters=enable_configless
-NodeName={self.node} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
+{overrides}NodeName={self.node} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
 PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP PriorityTier=1
 PartitionName=low Nodes={self.node} MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=CANCEL
 PartitionName=lowrq Nodes={self.node} MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE
