@@ -318,3 +318,18 @@ def test_loop_start_on_slurm_checks_the_partition_and_a_wake_runs_the_stub_as_a_
     journal = [json.loads(line) for line in (root / STEP_LANE.journal).read_text().splitlines()]
     [complete] = [r for r in journal if r["op"] == "complete"]
     assert complete["state"] == "failed" and complete["exit_code"] not in (None, 0)
+
+
+@pytest.mark.slow
+def test_wiki_demo_autoresearch_on_slurm_ends_with_the_embedded_demos_checks(tmp_path, slurm_cluster):
+    """`wiki demo autoresearch --backend slurm`: the demo's queue as batch jobs on the real cluster."""
+    from tests.test_demo import check_autoresearch_demo
+
+    demo_dir = tmp_path / "demo"
+    env = {**__import__("os").environ, **slurm_cluster.env, "PYTHONPATH": str(Path(__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", "autoresearch", str(demo_dir), "--no-progress",
+                           "--backend", "slurm"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
+    check_autoresearch_demo(done, demo_dir)
+    backend = SlurmLaneBackend(demo_dir, "mlp_autoresearch_optimization", "cpu", env=slurm_cluster.env)
+    ran = {job.name for job in backend.jobs() if job.name.startswith("demo-mlp-cpu-v0")}
+    assert {"demo-mlp-cpu-v001-batch256", "demo-mlp-cpu-v002-microbatch16"} <= ran  # the runs were Slurm jobs
