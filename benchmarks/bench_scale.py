@@ -16,6 +16,15 @@ launch is asked again right away, as after a lost answer. Each stub is a job tha
   completion was never seen): both must be 0.
 
     python benchmarks/bench_scale.py [--tracks 16] [--stubs 100] [--sleep 1] [--cpus 16]
+
+``wiki`` measures, for docs/scale.md, what many lanes on one wiki contend for, on a
+generated corpus (benchmarks/gen_wiki.py) committed to git: the lane lock (one per lane:
+acquire + release, uncontended), git (W writer processes, each on a lane of its own
+holding its lane lock, committing ``--commits`` times at once: commit latency and how many
+commits git refused because another writer held ``index.lock``), and the lint cache
+(``wiki lint`` with ``--no-cache``, then cold and warm with the cache)::
+
+    python benchmarks/bench_scale.py wiki [--pages 1000] [--writers 1,4,16] [--commits 5]
 """
 
 from __future__ import annotations
@@ -114,7 +123,89 @@ def report(result: dict, args, seconds: float) -> None:
           f"{result['lost']} (of {args.stubs} stubs)")
 
 
+def _writer(root: str, index: int, commits: int, queue) -> None:
+    """One lane's writer: under its own lane lock, commit a file of its own ``commits`` times."""
+    from wikiengine.core.git import GitCommitError, commit_paths
+    from wikiengine.model.lanes import Lane
+    from wikiengine.step.txn import LaneLock
+
+    lane = Lane("bench_autoresearch_optimization", f"lane{index}")
+    rel = f"bench/lane{index}/note.md"
+    (Path(root) / rel).parent.mkdir(parents=True, exist_ok=True)
+    for n in range(commits):
+        (Path(root) / rel).write_text(f"note {n} of lane {index}\n")
+        start = time.perf_counter()
+        try:
+            with LaneLock(Path(root), lane):
+                commit_paths(Path(root), [rel], f"bench: lane {index} note {n}")
+            queue.put(("ok", time.perf_counter() - start))
+        except GitCommitError as exc:
+            locked = "index.lock" in str(exc) or "remove the file manually" in str(exc)
+            queue.put(("refused" if locked else f"error: {exc}", time.perf_counter() - start))
+
+
+def wiki_contention(argv: list[str]) -> int:
+    """The ``wiki`` mode (see the module docstring)."""
+    import multiprocessing
+
+    from benchmarks.gen_wiki import generate
+    from wikiengine.model.lanes import Lane
+    from wikiengine.step.txn import LaneLock
+
+    parser = argparse.ArgumentParser(prog="bench_scale.py wiki")
+    parser.add_argument("--pages", type=int, default=1000)
+    parser.add_argument("--writers", default="1,4,16")
+    parser.add_argument("--commits", type=int, default=5)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-lanes-") as tmp:
+        root = Path(tmp) / "wiki"
+        generate(root, args.pages)
+        for command in (["init", "-q"], ["add", "-A"], ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm",
+                                                         "corpus"]):
+            subprocess.run(["git", *command], cwd=root, check=True, capture_output=True)
+        subprocess.run(["git", "config", "user.name", "bench"], cwd=root, check=True)
+        subprocess.run(["git", "config", "user.email", "bench@example.invalid"], cwd=root, check=True)
+        lane = Lane("gemma4_autoresearch_optimization", "tpu")
+        locks = []
+        for _ in range(200):
+            start = time.perf_counter()
+            with LaneLock(root, lane):
+                pass
+            locks.append(time.perf_counter() - start)
+        print(f"\n{args.pages} generated pages; lane lock acquire + release (uncontended, 200 times): median "
+              f"{statistics.median(locks) * 1000:.2f} ms, p90 {p90(locks) * 1000:.2f} ms\n")
+        print("| writers at once (one lane each) | commits | refused (index.lock) | commit median | p90 |")
+        print("|---|---|---|---|---|")
+        for writers in (int(w) for w in args.writers.split(",")):
+            queue = multiprocessing.Queue()
+            procs = [multiprocessing.Process(target=_writer, args=(str(root), i, args.commits, queue))
+                     for i in range(writers)]
+            for proc in procs:
+                proc.start()
+            results = [queue.get() for _ in range(writers * args.commits)]
+            for proc in procs:
+                proc.join()
+            done = [t for kind, t in results if kind == "ok"]
+            refused = sum(1 for kind, _ in results if kind == "refused")
+            errors = [kind for kind, _ in results if kind.startswith("error")]
+            print(f"| {writers} | {len(results)} | {refused} | {statistics.median(done) * 1000:.0f} ms | "
+                  f"{p90(done) * 1000:.0f} ms |" + (f" other errors: {errors[:2]}" if errors else ""))
+        lint = [sys.executable, "-m", "wikiengine", "lint", "--format", "json"]
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        rows = []
+        for label, extra in (("--no-cache", ["--no-cache"]), ("cache cold", []), ("cache warm", [])):
+            seconds, _ = timed(lambda extra=extra: subprocess.run([*lint, *extra], cwd=root, env=env,
+                                                                  capture_output=True))
+            rows.append((label, seconds))
+        print("\n| wiki lint | wall s |\n|---|---|")
+        for label, seconds in rows:
+            print(f"| {label} | {seconds:.2f} |")
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["wiki"]:
+        return wiki_contention(sys.argv[2:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tracks", type=int, default=16)
     parser.add_argument("--stubs", type=int, default=100)
