@@ -3,7 +3,7 @@
 The shared contract runs in tests/test_lane_backend_contract.py; here are the answers only
 Slurm gives: a controller stopped mid-wake, a job cancelled behind the engine, a drained
 node, ``PREEMPTED`` and ``REQUEUED`` jobs (preemption is not failure), a job past its time
-limit, a job the controller forgot. RELIABILITY rows 110-115. The parsing and the state
+limit, a job the controller forgot. RELIABILITY rows 110-117. The parsing and the state
 table are pure and tested without a cluster.
 """
 
@@ -83,7 +83,7 @@ def _job(state: str, restarts: int = 0, exit_code: int | None = 0, reason: str =
     ("NODE_FAIL", 0, None, "preempted"),
     ("BOOT_FAIL", 0, None, "preempted"),
 ])
-def test_row112_the_slurm_state_table(state, restarts, exit_code, expected):
+def test_row117_the_slurm_state_table(state, restarts, exit_code, expected):
     got, code, reason = job_state(_job(state, restarts, exit_code), None, False)
     assert got == expected
     if expected == "failed":
