@@ -20,14 +20,16 @@ One workload is one folder ``.wiki/lane-runs/<model folder>/<lane>/<workload nam
 - ``log.txt``: the job's output (every attempt appends); ``progress``: ``$PROGRESS_PATH``;
   ``artifacts/``: ``$ARTIFACT_DIR`` with ``$METRICS_PATH``, ``$XPROF_PATH``, ``$HLO_PATH``;
 - ``deleted.json``: written by delete before it cancels (a cancel without it was done
-  behind the lane's back, and says so).
+  behind the lane's back, and says so);
+- ``final-<job id>.json``: the ended state as this backend first read it from Slurm.
 
 States: ``PENDING`` is ``queued`` (the reason says why: a drained node, resources);
 ``RUNNING``/``COMPLETING`` ``running``; ``COMPLETED`` ``succeeded``; ``FAILED``,
 ``TIMEOUT``, ``CANCELLED``, ``OUT_OF_MEMORY``, ``DEADLINE`` ``failed`` with a reason;
 ``PREEMPTED``/``NODE_FAIL`` ``preempted`` and ``REQUEUED`` (or pending again after a
 requeue) ``retrying`` (:mod:`executors.preemption`). A job the controller no longer
-knows is read from its folder: its exit record, else ``failed`` with a reason.
+knows (``MinJobAge``) is read from its folder: the final state this backend saw (a
+``PREEMPTED`` job stays ``preempted``), else its exit record, else ``failed`` with a reason.
 
 A track is one slot: a launch while another job of the lane's track is in flight is a
 :class:`~wikiengine.executors.compute.CapacityError`. ``timeout_s`` becomes ``--time``
@@ -288,18 +290,36 @@ class SlurmLaneBackend:
         exit_record = read_state(folder / f"exit-{newest}.json")
         progress = newest_mtime_iso(folder / "progress", log, folder / f"start-{newest}.json")
         if job is None:  # the controller forgot it (MinJobAge): the folder is all that is left
-            code = exit_record.get("exit_code") if exit_record else None
-            if isinstance(code, int):
-                state, reason = ("succeeded" if code == 0 else "failed"), None
-            else:
-                state, reason = "failed", f"Slurm no longer knows job {newest} and it left no exit record"
-            return LaneWorkload(name, vid, slug, state, code if isinstance(code, int) else None,
-                                (read_state(folder / f"start-{newest}.json") or {}).get("at"),
-                                (exit_record or {}).get("at") or progress, log_tail, progress, reason, None, command,
-                                attempt)
+            return self._forgotten(name, folder, newest, exit_record, attempt, log_tail, progress, command)
         state, code, reason = job_state(job, exit_record, (folder / "deleted.json").exists())
-        return LaneWorkload(name, vid, slug, state, code, job.started, job.ended if state not in IN_FLIGHT else None,
+        ended = state not in IN_FLIGHT
+        if ended and folder.is_dir() and not (folder / f"final-{newest}.json").exists():
+            atomic_write_json(folder / f"final-{newest}.json", {  # what Slurm said, for after it forgets
+                "state": state, "exit_code": code, "reason": reason, "started": job.started, "ended": job.ended,
+                "attempt": attempt, "slurm_state": job.state})
+        return LaneWorkload(name, vid, slug, state, code, job.started, job.ended if ended else None,
                             log_tail, progress or job.started, reason, None, command, attempt)
+
+    @staticmethod
+    def _forgotten(name: str, folder: Path, job_id: int, exit_record: dict | None, attempt: int, log_tail: str,
+                   progress: str | None, command: str | None) -> LaneWorkload:
+        """A job the controller no longer holds: the final state this backend saw (``final-<id>.json``),
+        else the exit record the job wrote, else failed with a reason."""
+        vid, slug = split_workload_name(name)
+        final = read_state(folder / f"final-{job_id}.json")
+        if final is not None:
+            code = final.get("exit_code") if isinstance(final.get("exit_code"), int) else None
+            return LaneWorkload(name, vid, slug, str(final.get("state")), code, final.get("started"), final.get("ended"),
+                                log_tail, progress, final.get("reason"), None, command,
+                                max(attempt, int(final.get("attempt") or 1)))
+        code = exit_record.get("exit_code") if exit_record else None
+        if isinstance(code, int):
+            state, reason = ("succeeded" if code == 0 else "failed"), None
+        else:
+            state, reason = "failed", f"Slurm no longer knows job {job_id} and it left no exit record"
+        return LaneWorkload(name, vid, slug, state, code if isinstance(code, int) else None,
+                            (read_state(folder / f"start-{job_id}.json") or {}).get("at"),
+                            (exit_record or {}).get("at") or progress, log_tail, progress, reason, None, command, attempt)
 
     # ------------------------------------------------------------------ acting
 

@@ -219,6 +219,9 @@ def test_row114_a_preempted_job_is_preempted_not_failed_and_its_relaunch_is_the_
     preempted = lane.state(victim.name, "preempted")
     assert not preempted.crashed and not preempted.is_finished and not preempted.in_flight
     assert preempted.attempt == 1 and "not the run's failure" in preempted.reason
+    lane.backend.jobs = list  # the controller forgot it (MinJobAge): still preempted, never a crash
+    assert lane.backend.status(victim.name).state == "preempted"
+    del lane.backend.jobs
     assert lane.backend.launch(victim).attempt == 1  # the same attempt again: adopted, nothing submitted
     relaunched = lane.backend.launch(LaunchSpec(**{**victim.__dict__, "attempt": 2}))
     assert relaunched.attempt == 2
@@ -265,7 +268,10 @@ def test_row116_a_job_the_controller_forgot_is_read_from_its_folder(lane):
     assert done.exit_code == 3
     lane.backend.jobs = list  # what the controller says after MinJobAge: nothing of it
     forgotten = lane.backend.status(spec.name)
-    assert (forgotten.state, forgotten.exit_code) == ("failed", 3)
+    assert (forgotten.state, forgotten.exit_code) == ("failed", 3)  # the final state the backend saw
+    [final] = (lane.backend.folder / spec.name).glob("final-*.json")
+    final.unlink()
+    assert (lane.backend.status(spec.name).state, lane.backend.status(spec.name).exit_code) == ("failed", 3)
     exit_records = list((lane.backend.folder / spec.name).glob("exit-*.json"))
     exit_records[0].unlink()
     lost = lane.backend.status(spec.name)
