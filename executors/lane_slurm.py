@@ -79,6 +79,7 @@ _FAILED_REASONS = {
     "DEADLINE": "Slurm ended it at its deadline",
     "FAILED": None,
 }
+_TRANSIENT_RE = re.compile(r"Unable to contact|timed out|Socket|Connection refused|try again", re.IGNORECASE)
 _LANE_RE = re.compile(r"^(.*)-v\d{3,}-")
 _RUNNING = ("RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING")
 
@@ -345,7 +346,7 @@ class SlurmLaneBackend:
                 if recorded is None:
                     folder.mkdir(exist_ok=True)
                     atomic_write_json(folder / "spec.json", self._spec_record(folder, spec))
-                self._submit(folder, spec)
+                self._submit(folder, spec, {j.job_id for j in jobs if j.name == spec.name})
         except OSError as exc:
             raise ComputeUnavailableError(f"cannot launch {spec.name}: {exc}") from None
         workload = self.status(spec.name)
@@ -413,7 +414,7 @@ class SlurmLaneBackend:
             'exit "$code"\n'
         )
 
-    def _submit(self, folder: Path, spec: LaunchSpec) -> None:
+    def _submit(self, folder: Path, spec: LaunchSpec, before: set[int]) -> None:
         """``sbatch --parsable`` the job; its id goes to ``jobs.json``. A lost answer is found by name."""
         record = read_state(folder / "spec.json")
         atomic_write_text(folder / "job.sh", self._script(folder, record))
@@ -427,7 +428,6 @@ class SlurmLaneBackend:
         home = folder / "home"
         home.mkdir(exist_ok=True)
         env = clean_environment({**os.environ, **self.env}, home)  # what the job inherits: no credential
-        before = {j.job_id for j in self.jobs() if j.name == spec.name}
         try:
             done = self._command([*argv, str(folder / "job.sh")], f"sbatch {spec.name}", env=env)
         except ComputeUnavailableError:
@@ -437,7 +437,7 @@ class SlurmLaneBackend:
             found = sorted({j.job_id for j in self.jobs() if j.name == spec.name} - before)
             if not found:
                 why = "no answer" if done is None else (done.stderr.strip() or f"exit {done.returncode}")
-                if done is not None and done.returncode != 0 and "Unable to contact" not in why:
+                if done is not None and done.returncode != 0 and not _TRANSIENT_RE.search(why):
                     raise ComputeError(f"slurm: sbatch refused {spec.name}: {why.splitlines()[0]}")
                 raise ComputeUnavailableError(f"slurm: sbatch {spec.name}: {why.splitlines()[0]}")
             job_id = found[-1]

@@ -339,3 +339,18 @@ def test_wiki_demo_autoresearch_on_slurm_ends_with_the_embedded_demos_checks(tmp
     backend = SlurmLaneBackend(demo_dir, "mlp_autoresearch_optimization", "cpu", env=slurm_cluster.env)
     ran = {job.name for job in backend.jobs() if job.name.startswith("demo-mlp-cpu-v0")}
     assert {"demo-mlp-cpu-v001-batch256", "demo-mlp-cpu-v002-microbatch16"} <= ran  # the runs were Slurm jobs
+
+
+def test_the_account_reaches_slurm_and_a_gres_slurm_refuses_is_one_clear_error(lane):
+    charged = lane(account="proj42")
+    spec = charged.spec(9, "acct", "print('ok')")
+    charged.backend.launch(spec)
+    assert "Account=proj42" in charged.slurm("scontrol", "show", "job", "-o", str(charged.job_id(spec.name)))
+    assert charged.state(spec.name, "succeeded").exit_code == 0
+    greedy = lane(gres="gpu:1")  # this node has no GPU: sbatch refuses
+    refused = greedy.spec(10, "gres", "print('never')")
+    with pytest.raises(ComputeError, match="sbatch refused .*gres"):
+        greedy.backend.launch(refused)
+    assert not [job for job in greedy.backend.jobs() if job.name == refused.name]
+    again = greedy.backend.status(refused.name)  # recorded, never submitted: the next wake asks again
+    assert again.state == "queued" and again.attempt == 0 and "launch it again" in again.reason
