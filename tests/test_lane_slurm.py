@@ -10,7 +10,9 @@ table are pure and tested without a cluster.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -133,7 +135,7 @@ class Lane:
         return max(job.job_id for job in self.backend.jobs() if job.name == name)
 
     def slurm(self, *argv: str) -> str:
-        done = subprocess.run(argv, env={**__import__("os").environ, **self.cluster.env}, capture_output=True,
+        done = subprocess.run(argv, env={**os.environ, **self.cluster.env}, capture_output=True,
                               text=True, timeout=30)
         assert done.returncode == 0, done.stderr
         return done.stdout
@@ -290,7 +292,7 @@ def slurm_wiki(lane_wiki, slurm_cluster, monkeypatch):  # noqa: F811 - the fixtu
 
 def _wiki(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "wikiengine", *args], cwd=root, capture_output=True, text=True,
-                          timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
 
 
 def test_loop_start_on_slurm_checks_the_partition_and_a_wake_runs_the_stub_as_a_job(slurm_wiki):
@@ -316,8 +318,8 @@ def test_loop_start_on_slurm_checks_the_partition_and_a_wake_runs_the_stub_as_a_
                       track=1)
     first = wake(root)
     assert [d["decision"] for d in first.decisions][0] == "dispatch"
-    [job] = [j for j in __import__("wikiengine.executors.lane_slurm", fromlist=["x"]).SlurmLaneBackend(
-        root, STEP_LANE.model_dir, STEP_LANE.name).jobs() if j.name.endswith("v048-onslurm")]
+    backend = SlurmLaneBackend(root, STEP_LANE.model_dir, STEP_LANE.name)
+    [job] = [j for j in backend.jobs() if j.name.endswith("v048-onslurm")]
     assert job.partition == "low" and job.track == 1
     processed = wait_for(lambda: (r := wake(root)).decisions[0]["decision"] == "process" and r, "the job to end")
     assert any("processed v048" in a for a in processed.actions)  # `python -m bench` is no program here: a crash
@@ -332,7 +334,7 @@ def test_wiki_demo_autoresearch_on_slurm_ends_with_the_embedded_demos_checks(tmp
     from tests.test_demo import check_autoresearch_demo
 
     demo_dir = tmp_path / "demo"
-    env = {**__import__("os").environ, **slurm_cluster.env, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, **slurm_cluster.env, "PYTHONPATH": str(Path(__file__).parents[1])}
     done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", "autoresearch", str(demo_dir), "--no-progress",
                            "--backend", "slurm"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
     check_autoresearch_demo(done, demo_dir)
@@ -354,3 +356,21 @@ def test_the_account_reaches_slurm_and_a_gres_slurm_refuses_is_one_clear_error(l
     assert not [job for job in greedy.backend.jobs() if job.name == refused.name]
     again = greedy.backend.status(refused.name)  # recorded, never submitted: the next wake asks again
     assert again.state == "queued" and again.attempt == 0 and "launch it again" in again.reason
+
+
+def test_row110_an_sbatch_whose_answer_is_lost_is_found_by_name_and_adopted_never_submitted_twice(lane, tmp_path):
+    lane = lane()
+    slow = tmp_path / "lossy-bin"
+    slow.mkdir()
+    (slow / "sbatch").write_text(f"#!/bin/sh\n{shutil.which('sbatch')} \"$@\" >/dev/null\nsleep 30\n")  # submits, answers late
+    (slow / "sbatch").chmod(0o755)
+    lane.backend.env["PATH"] = f"{slow}:{os.environ['PATH']}"
+    lane.backend.command_timeout_s = 3.0
+    spec = lane.spec(11, "lost", "import time; print('once', flush=True); time.sleep(2)")
+    launched = lane.backend.launch(spec)  # sbatch timed out; the job is found by its name
+    assert launched.attempt == 1 and launched.state in ("queued", "running", "succeeded")
+    del lane.backend.env["PATH"]
+    lane.backend.command_timeout_s = 10.0
+    assert lane.backend.launch(spec).attempt == 1  # asked again: adopted
+    assert len([job for job in lane.backend.jobs() if job.name == spec.name]) == 1
+    assert lane.state(spec.name, "succeeded") and lane.backend.logs(spec.name) == "once"
