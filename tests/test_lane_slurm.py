@@ -374,3 +374,19 @@ def test_row110_an_sbatch_whose_answer_is_lost_is_found_by_name_and_adopted_neve
     assert lane.backend.launch(spec).attempt == 1  # asked again: adopted
     assert len([job for job in lane.backend.jobs() if job.name == spec.name]) == 1
     assert lane.state(spec.name, "succeeded") and lane.backend.logs(spec.name) == "once"
+
+
+def test_the_lane_config_names_the_partition_and_the_flag_wins(slurm_wiki):
+    from tests.test_lane_step import LANE as STEP_LANE
+    from tests.test_lane_writers import git
+    from wikiengine.step.lane.start import start_session
+
+    root = slurm_wiki
+    program = root / STEP_LANE.program
+    program.write_text(program.read_text().replace("wake_interval_s: 600\n", "wake_interval_s: 600\n"
+                                                   "slurm_partition: lowrq\nslurm_account: proj42\n"))
+    git(root, "commit", "-qam", "the lane runs on Slurm")
+    from_config = start_session(root, STEP_LANE, backend="slurm", dry_run=True)
+    assert {(s["partition"], s["account"]) for s in from_config["pool"]} == {("lowrq", "proj42")}
+    flagged = start_session(root, STEP_LANE, backend="slurm", partition="high", dry_run=True)
+    assert {s["partition"] for s in flagged["pool"]} == {"high"}
