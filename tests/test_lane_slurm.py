@@ -127,9 +127,9 @@ class Lane:
         return LaunchSpec(workload_name(self.user, MODEL, LANE, vid, slug), f"v{vid:03d}", slug, track, argv,
                           {}, None, timeout_s, attempt)
 
-    def state(self, name: str, *states: str):
+    def state(self, name: str, *states: str, deadline_s: float = DEADLINE_S):
         return wait_for(lambda: (w := self.backend.status(name)) is not None and w.state in states and w,
-                        f"{name} to be {' or '.join(states)}")
+                        f"{name} to be {' or '.join(states)}", deadline_s)
 
     def job_id(self, name: str) -> int:
         return max(job.job_id for job in self.backend.jobs() if job.name == name)
@@ -258,7 +258,7 @@ def test_row31_slurm_a_job_past_its_time_limit_is_failed_timed_out(lane):
     assert "TimeLimit=00:02:00" in lane.slurm("scontrol", "show", "job", "-o", str(lane.job_id(spec.name)))
     now = time.strftime("%Y-%m-%dT%H:%M:%S")  # bring the limit forward: Slurm checks limits every 30 s or so
     lane.slurm("scontrol", "update", f"JobId={lane.job_id(spec.name)}", f"EndTime={now}")
-    done = lane.state(spec.name, "failed")
+    done = lane.state(spec.name, "failed", deadline_s=180.0)  # slurmctld's periodic limit check, on a loaded machine
     assert "time limit" in done.reason and done.exit_code == 143 and done.crashed
 
 
