@@ -609,8 +609,8 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         records = parse_journal(txn.read(lane.journal), lane.journal)
         evidence = run_on_record(records, target, external, stopping)
         arts = evidence.artifacts
-        profile = _read_text_file(profile_path or _path_or_none(arts.get("profile")), "profile")
-        hlo = _read_text_file(hlo_path or _path_or_none(arts.get("hlo")), "HLO dump")
+        profile = _read_text_file(profile_path or _path_or_none(arts.get("profile"), root), "profile")
+        hlo = _read_text_file(hlo_path or _path_or_none(arts.get("hlo"), root), "HLO dump")
         model = model_page_of(root, lane)
         filing = decide_filing(root, lane, settings, target, model, requested=verdict, evidence=evidence,
                                records=records, claimed=metrics or {}, claimed_outcome=outcome, profile=profile,
@@ -635,8 +635,9 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         return result
 
 
-def _path_or_none(value) -> Path | None:
-    return Path(value) if value else None
+def _path_or_none(value, root: Path) -> Path | None:
+    """A recorded artifact path (repository-relative, or absolute outside the repository)."""
+    return root / value if value else None
 
 
 def decide_filing(root: Path, lane: Lane, settings: LaneSettings, target: ExperimentPage, model, *, requested: str,
@@ -691,8 +692,8 @@ def preview_filing(root: Path, lane: Lane, vid: str) -> Filing:
     records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
     evidence = run_on_record(records, target, external=False)
     arts = evidence.artifacts
-    profile = _read_text_file(_path_or_none(arts.get("profile")), "profile")
-    hlo = _read_text_file(_path_or_none(arts.get("hlo")), "HLO dump")
+    profile = _read_text_file(_path_or_none(arts.get("profile"), root), "profile")
+    hlo = _read_text_file(_path_or_none(arts.get("hlo"), root), "HLO dump")
     return decide_filing(root, lane, settings, target, model_page_of(root, lane), requested="supported",
                          evidence=evidence, records=records, claimed={}, claimed_outcome=RunOutcome(),
                          profile=profile, hlo=hlo, date=today())

@@ -13,12 +13,17 @@ no experiment has that id, so backfill and reconcile leave them alone.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from wikiengine.core.clock import timestamp, utc_iso
 from wikiengine.model import logbook
-from wikiengine.model.evidence import AA_NUMBER, DEFAULT_AA_RUNS, aa_sample, aa_slug, calibration, measure_band
+from wikiengine.model.evidence import (
+    AA_NUMBER,
+    DEFAULT_AA_RUNS,
+    aa_sample,
+    aa_slug,
+    calibration,
+    measure_band,
+    read_run_metrics,
+)
 from wikiengine.step.lane.decide import AaView, BandNeed, TrackDecision, TrackView
 
 
@@ -90,21 +95,12 @@ def aa_complete(run, decision: TrackDecision, workload, at: str) -> dict:
     """The ``aa-complete`` record of an ended A/A run: its exit code and figure."""
     variant, frontier, round_, index = decision.aa
     arts = dict(run.backend.artifacts(workload.name)) if workload is not None else {}
-    metrics = _metrics(Path(arts["metrics"])) if arts.get("metrics") else {}
+    metrics = read_run_metrics(arts.get("metrics")).figures
     sample = aa_sample(metrics, run.settings.target_metric)
     return {"op": "aa-complete", "session": run.state.session, "variant": variant, "frontier": frontier,
             "round": round_, "index": index, "workload": aa_name(run, decision.aa),
             "exit_code": workload.exit_code if workload is not None else None,
             "sample": sample[0] if sample else None, "co_measured": sample[1] if sample else None, "at": at}
-
-
-def _metrics(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} \
-        if isinstance(data, dict) else {}
 
 
 def band_record(run, records: list[dict], key: tuple, at: str) -> dict | None:
