@@ -310,7 +310,7 @@ def launch_spec(run: LaneRun, page: ex.ExperimentPage, track: int):
     variant = str(page.frontmatter.get("variant", ""))
     frontier = _frontier_page(run, variant)
     vid = ex.parse_vid(page.exp_id)
-    spec = _spec(run, name=page.frontmatter.get("workload_name"), vid=page.exp_id,
+    spec = build_spec(run, name=page.frontmatter.get("workload_name"), vid=page.exp_id,
                  slug=ex.parse_file_name(page.rel.rsplit("/", 1)[-1]).slug or "", track=track,
                  config=setup_config(page.text, page.rel), frontier=_frontier_config(run, frontier), stem=page.exp_id,
                  env={"WIKI_VID": str(vid) if vid else page.exp_id}, artifacts=declared_artifact_dir(page))
@@ -333,7 +333,7 @@ def aa_launch_spec(run: LaneRun, decision: TrackDecision):
     frontier = ex.ExperimentPage.at(run.root, frontier_rel) if frontier_rel and (run.root / frontier_rel).is_file() else None
     config = _frontier_config(run, frontier)
     name = calibrate.aa_name(run, decision.aa)
-    return _spec(run, name=name, vid=AA_VID, slug=name.split(f"-{AA_VID}-", 1)[1], track=decision.track,
+    return build_spec(run, name=name, vid=AA_VID, slug=name.split(f"-{AA_VID}-", 1)[1], track=decision.track,
                  config=config, frontier=config, stem=name, env={"WIKI_VID": AA_VID, "WIKI_AA_VARIANT": variant})
 
 
@@ -369,7 +369,7 @@ def check_launch_cmd(template: str, where: str) -> None:
                         "put it in the lane's environment, or run `env VAR=value cmd`")
 
 
-def _spec(run: LaneRun, *, name: str, vid: str, slug: str, track: int, config: dict, frontier: dict, stem: str,
+def build_spec(run: LaneRun, *, name: str, vid: str, slug: str, track: int, config: dict, frontier: dict, stem: str,
           env: dict, artifacts: str | None = None, smoke: bool = False, timeout_s: float | None = None):
     """A LaunchSpec of the lane's ``launch_cmd`` with its two config files written (the
     placeholders and the environment a run gets: docs/run-contract.md)."""
