@@ -34,7 +34,7 @@ from wikiengine.model.evidence import (
 from wikiengine.model.experiment import ExperimentPage
 from wikiengine.model.index import counted_sections, section_pages
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
-from wikiengine.model.knobs import Knobs, canonical, knob_problems, parse_knobs
+from wikiengine.model.knobs import Knobs, canonical, knob_problems, knobs_block, parse_knobs, stray_yaml_line
 from wikiengine.model.knobs import setup_section as setup_section_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, parse_matrix, set_cells
@@ -173,6 +173,11 @@ def parse_proposal(path: Path) -> Proposal:
     if norm["Falsification criterion"] == norm["Predicted signal"]:
         raise WikiError("the falsification criterion only repeats the predicted signal: say what would refute it",
                         path, offset + found["Falsification criterion"][1])
+    stray = stray_yaml_line(page)
+    if stray is not None:
+        raise WikiError("a yaml block outside the first one of ## Setup is never the run's config (the run would "
+                        "measure the frontier while the page claims the change): move the knobs into ## Setup's "
+                        "yaml block, or pass them with --knob KEY=VALUE", path, stray)
     setup_section = setup_section_of(page)
     setup = setup_section.body.strip() if setup_section is not None else ""
     slug = page.frontmatter.get("hypothesis") if isinstance(page.frontmatter.get("hypothesis"), str) else None
@@ -325,10 +330,23 @@ def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: s
     txn.write(INDEX, index.bom + index.frontmatter_block + index.preamble + "".join(s.text for s in sections))
 
 
+def with_knobs(proposal: Proposal, knobs: Knobs | None, proposal_path: Path) -> Proposal:
+    """The proposal with the knobs of ``--knob``/``--knobs`` as its Setup's yaml block (a
+    proposal that has its own block and options too is refused: one source of knobs)."""
+    if knobs is None:
+        return proposal
+    if proposal.knobs is not None:
+        raise WikiError("the proposal's ## Setup has a yaml block and --knob/--knobs were given: give the knobs one way",
+                        proposal_path)
+    setup = (proposal.setup + "\n\n" if proposal.setup else "") + knobs_block(knobs.values)
+    return replace(proposal, setup=setup, knobs=knobs)
+
+
 def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_path: Path, track: int | None,
-                   rerun_reason: str | None = None, dry_run: bool = False, date: str | None = None,
-                   clock: Clock = utcnow) -> dict:
-    """`wiki exp new`: allocate the next v-id, write the stub, claim it in the journal, commit."""
+                   rerun_reason: str | None = None, knobs: Knobs | None = None, dry_run: bool = False,
+                   date: str | None = None, clock: Clock = utcnow) -> dict:
+    """`wiki exp new`: allocate the next v-id, write the stub (``knobs``: from ``--knob``/``--knobs``,
+    its Setup's yaml block), claim it in the journal, commit."""
     from wikiengine.core.identity import workload_name
 
     if not _SLUG_RE.fullmatch(slug):
@@ -338,9 +356,9 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
     rerun_reason = " ".join(rerun_reason.split()) if rerun_reason is not None else None
     if rerun_reason == "":
         raise WikiError("--rerun-reason is empty: say why the same knobs should run again")
-    proposal = parse_proposal(proposal_path)
+    proposal = with_knobs(parse_proposal(proposal_path), knobs, proposal_path)
     if proposal.knobs is not None:
-        refuse_undeclared_knobs(proposal.knobs, declared_knobs(root, lane), proposal_path)
+        refuse_undeclared_knobs(proposal.knobs, declared_knobs(root, lane), proposal_path if knobs is None else "--knob")
     date = date or today(clock)
     settings = lane_settings(root, lane)
     model_rel, _text, _page, matrix = model_page_of(root, lane)
