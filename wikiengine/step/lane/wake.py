@@ -318,13 +318,18 @@ def launch_spec(run: LaneRun, page: ex.ExperimentPage, track: int):
 
 
 def declared_artifact_dir(page: ex.ExperimentPage) -> str | None:
-    """The artifact folder the stub declares (frontmatter ``artifacts.root``), when it is a
-    plain repository-relative path: the run writes where its page says it does."""
+    """The artifact folder the stub declares (frontmatter ``artifacts.root``): a plain
+    repository-relative path, or a URL (``gs://``, a ``storage_root``); the run writes where
+    its page says it does."""
     declared = page.frontmatter.get("artifacts")
     found = declared.get("root") if isinstance(declared, dict) else None
-    if not isinstance(found, str) or not found or "://" in found or found.startswith(("/", "~")):
+    if not isinstance(found, str) or not found.strip():
         return None
-    return None if ".." in Path(found).parts else found.rstrip("/")
+    if "://" in found:
+        return found.rstrip("/")
+    if found.startswith(("/", "~")) or ".." in Path(found).parts:
+        return None
+    return found.rstrip("/")
 
 
 def aa_launch_spec(run: LaneRun, decision: TrackDecision):
@@ -383,11 +388,14 @@ def build_spec(run: LaneRun, *, name: str, vid: str, slug: str, track: int, conf
     check_launch_cmd(template, f"launch_cmd of {run.lane.model_prefix}/{run.lane.name}")
     folder = run.root / ".wiki" / "lane-configs" / run.lane.model_dir / run.lane.name
     folder.mkdir(parents=True, exist_ok=True)
-    artifacts = artifacts or f".wiki/lane-artifacts/{run.lane.model_dir}/{run.lane.name}/{name}"
+    local = getattr(run.state, "backend", "local") == "local"
+    if not artifacts or ("://" in artifacts and local):  # a URL is a remote backend's place, never a local folder
+        artifacts = f".wiki/lane-artifacts/{run.lane.model_dir}/{run.lane.name}/{name}"
     candidate_cfg, frontier_cfg = folder / f"{stem}.json", folder / f"{stem}-frontier.json"
     candidate_cfg.write_text(json.dumps(config, sort_keys=True))
     frontier_cfg.write_text(json.dumps(frontier, sort_keys=True))
-    values = {"config": candidate_cfg, "frontier": frontier_cfg, "artifacts": run.root / artifacts,
+    values = {"config": candidate_cfg, "frontier": frontier_cfg,
+              "artifacts": artifacts if "://" in artifacts else run.root / artifacts,
               "python": sys.executable, "smoke": "1" if smoke else "0"}
     argv = [a.format(**values) for a in shlex.split(template)]
     env = {**env, "WIKI_CONFIG": str(candidate_cfg), "WIKI_FRONTIER": str(frontier_cfg)}
