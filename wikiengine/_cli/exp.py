@@ -113,7 +113,8 @@ def run(args) -> int:
         result = lane_writers.file_experiment(root, lane, args.vid, verdict=args.verdict, metrics=metrics,
                                               outcome=outcome, profile_path=args.profile, hlo_path=args.hlo,
                                               reason=args.reason, external=args.external, dry_run=args.dry_run)
-        text = f"{result['vid']}: filed {result['verdict']} ({result['page']})\n" + "".join(
+        kind = f" ({result['invalid']})" if result.get("invalid") else ""
+        text = f"{result['vid']}: filed {result['verdict']}{kind} ({result['page']})\n" + "".join(
             f"  {c}\n" for c in result["capped"]) + ("Current best moved\n" if result["current_best_moved"] else "")
     else:
         result = lane_writers.retry_experiment(root, lane, args.vid, dry_run=args.dry_run)

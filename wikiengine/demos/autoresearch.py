@@ -173,7 +173,7 @@ def scaffold(root: Path, git) -> None:
     today = clock.today()
     say("measuring the baseline (its own frontier, interleaved) ...")
     baseline = measure_baseline(root / ".wiki" / "baseline")
-    say(f"baseline: {baseline:.1f} samples/s")
+    say(f"baseline: {baseline:.1f} tps (the lane's target_metric: samples per second of the training step)")
     files = {
         "wiki/experiments/program.md": ROOT_PROGRAM,
         f"wiki/experiments/{LANE.model_dir}/program.md": MODEL_PROGRAM,
@@ -260,7 +260,9 @@ class ScriptedAgent:
                 self.filed.append(proposal.slug) if result["verdict"] == "supported" else None
                 capped = f" (asked {result['requested']}, capped)" if result["capped"] else ""
                 moved = "; Current best moved" if result["current_best_moved"] else ""
-                done.append(f"track {need['track']}: filed {need['vid']} {proposal.slug}: {result['verdict']}{capped}{moved}")
+                kind = f" ({result['invalid']})" if result.get("invalid") else ""
+                done.append(f"track {need['track']}: filed {need['vid']} {proposal.slug}: {result['verdict']}{kind}{capped}"
+                            f"{moved}")
         return done
 
     @property

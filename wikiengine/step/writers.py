@@ -577,6 +577,21 @@ class Filing:
     external: bool = False  # filed with --external: the engine did not launch the run
 
     @property
+    def invalid_kind(self) -> str | None:
+        """Why an ``invalid`` filing is invalid: ``crash`` (a non-zero exit, a kill, a lost run)
+        or ``parity`` (it ran, and broke numerics); None for another verdict or reason."""
+        if self.verdict != "invalid":
+            return None
+        if self.evidence.crash or self.claimed_outcome.exit_code not in (None, 0):
+            return "crash"
+        return "parity" if "fail" in (self.evidence.parity, self.claimed_outcome.parity) else None
+
+    @property
+    def verdict_label(self) -> str:
+        """The verdict as the log and the ledger say it: ``invalid (parity)`` apart from ``invalid (crash)``."""
+        return f"{self.verdict} ({self.invalid_kind})" if self.invalid_kind else self.verdict
+
+    @property
     def delta_text(self) -> str:
         """The change of the target metric against the frontier it was measured against."""
         measured = self.measured
@@ -639,7 +654,8 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
                                                                                   settings.higher_is_better)
         _update_model_page(txn, model, filing, moved)
         _record_filing(txn, root, lane, filing, at=now_iso(clock))
-        result = {"vid": target.exp_id, "page": target.rel, "verdict": filing.verdict, "requested": verdict,
+        result = {"vid": target.exp_id, "page": target.rel, "verdict": filing.verdict, "invalid": filing.invalid_kind,
+                  "requested": verdict,
                   "capped": filing.caps, "metric": filing.metric, "value": value, "baseline": filing.baseline,
                   "delta": filing.measured.delta, "noise_band": filing.measured.noise_band,
                   "band_n": filing.band.n if filing.band else None,
@@ -795,7 +811,7 @@ def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: 
     target, slug, date = filing.target, filing.slug, filing.date
     delta_text = filing.delta_text
     entry = logbook.render_entry(date, "loop-iteration",
-                                 f"{target.exp_id}-{slug} on {filing.variant}: {filing.verdict} ({delta_text})")
+                                 f"{target.exp_id}-{slug} on {filing.variant}: {filing.verdict_label} ({delta_text})")
     txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
     description = str(target.frontmatter.get("hypothesis", ""))
     try:
@@ -805,8 +821,9 @@ def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: 
     txn.write(lane.results, results_tsv.append_row(txn.read(lane.results), {
         "exp_id": target.exp_id, "date": date, **_results_figures(filing.metrics, filing.metric, filing.measured.recorded),
         "config": results_tsv.config_string(knobs.values if knobs else None),
-        "status": results_tsv.STATUS_OF_VERDICT[filing.verdict],
-        "description": f"(external run: no figures measured by the engine) {description}" if filing.external else description,
+        "status": results_tsv.status_of(filing.verdict, filing.invalid_kind),
+        "description": (f"invalid ({filing.invalid_kind}): " if filing.invalid_kind else "")
+        + (f"(external run: no figures measured by the engine) {description}" if filing.external else description),
     }, lane.results))
     _hypothesis_update(txn, root, target, slug, filing.verdict, delta_text, date)
     band = filing.band
