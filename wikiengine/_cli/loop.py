@@ -129,5 +129,7 @@ def run(args) -> int:
     else:
         print(f"session {result['session']} on {result['lane']}: {len(result['pool'])} track(s): "
               + ", ".join(s["name"] for s in result["pool"]))
+        for variant, how in result["empty_baselines"].items():
+            print(f"Baseline of {variant}: empty; {how}")
         print("run `wiki step` at each wake")
     return 0

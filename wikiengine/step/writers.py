@@ -20,7 +20,7 @@ from wikiengine.core.page import parse_page
 from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook, results_tsv
-from wikiengine.model.cell_figures import DEFAULT_METRIC, read_figure, restated
+from wikiengine.model.cell_figures import DEFAULT_METRIC, read_figure, render_figures, restated
 from wikiengine.model.evidence import (
     AA_VID,
     COMPLETED,
@@ -804,6 +804,49 @@ def _update_model_page(txn: LaneTxn, model, filing: Filing, moved: bool) -> None
     })
     txn.write(model_rel, parse_page(new_text, model_rel).with_frontmatter({"updated": filing.date}).to_text()
               if model_page.has_frontmatter else new_text)
+
+
+def empty_baselines(root: Path, lane: Lane) -> dict[str, str]:
+    """Rows of the lane's variant matrix whose Baseline cell is empty, and how it will be
+    filled: the A/A runs of a row with no Current best run its baseline config, and their
+    median is recorded (:func:`baseline_text`); a row with a Current best has its frontier
+    measured instead, so its Baseline stays empty until someone measures it."""
+    rel = lane.model_page(root)
+    matrix = parse_matrix(parse_page((root / rel).read_text(encoding="utf-8"), rel)) if rel else None
+    if matrix is None or matrix.header_of(BASELINE) is None:
+        return {}
+    found = {}
+    for row in matrix.rows:
+        cell = row.cell(BASELINE)
+        if cell.strip() and not ex.is_placeholder(cell):
+            continue
+        best = row.cell(CURRENT_BEST)
+        found[row.key] = ("recorded by the first wake's A/A runs of the baseline config, before the first dispatch"
+                          if not best.strip() or ex.is_placeholder(best) else
+                          "stays empty: the row has a Current best, so its A/A runs measure the frontier")
+    return found
+
+
+def baseline_text(model_rel: str, text: str, band: dict, date: str) -> str | None:
+    """The model page with the row's empty Baseline cell set from a measured A/A band of the
+    row's baseline config (``band``: its ``variant``, ``metric``, ``value`` the median of the
+    runs' figures, ``band``, ``n``); None when the row has no empty Baseline cell, or the
+    band measured a frontier page or has no figure. A cell that holds anything is never touched."""
+    if band.get("frontier") or band.get("value") is None or band.get("band") is None:
+        return None
+    page = parse_page(text, model_rel)
+    matrix = parse_matrix(page)
+    row = matrix.row(str(band.get("variant"))) if matrix else None
+    if row is None or matrix.header_of(BASELINE) is None:
+        return None
+    cell = row.cell(BASELINE)
+    if cell.strip() and not ex.is_placeholder(cell):
+        return None
+    figure = render_figures({band["metric"]: float(band["value"])}, band["metric"])
+    new_cell = f"{figure} ±{float(band['band']):.3g} (median of {band['n']} A/A runs, {date})"
+    new_text = set_cells(text, matrix, row.key, {BASELINE: new_cell})
+    return parse_page(new_text, model_rel).with_frontmatter({"updated": date}).to_text() if page.has_frontmatter \
+        else new_text
 
 
 def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: str) -> None:

@@ -13,6 +13,8 @@ no experiment has that id, so backfill and reconcile leave them alone.
 
 from __future__ import annotations
 
+import statistics
+
 from wikiengine.core.clock import timestamp, utc_iso
 from wikiengine.model import logbook
 from wikiengine.model.evidence import (
@@ -100,7 +102,8 @@ def aa_complete(run, decision: TrackDecision, workload, at: str) -> dict:
     return {"op": "aa-complete", "session": run.state.session, "variant": variant, "frontier": frontier,
             "round": round_, "index": index, "workload": aa_name(run, decision.aa),
             "exit_code": workload.exit_code if workload is not None else None,
-            "sample": sample[0] if sample else None, "co_measured": sample[1] if sample else None, "at": at}
+            "sample": sample[0] if sample else None, "co_measured": sample[1] if sample else None,
+            "value": metrics.get(run.settings.target_metric), "at": at}
 
 
 def band_record(run, records: list[dict], key: tuple, at: str) -> dict | None:
@@ -114,8 +117,11 @@ def band_record(run, records: list[dict], key: tuple, at: str) -> dict | None:
     co = all(r.get("co_measured") for r in cal.completed.values() if r.get("sample") is not None)
     band = measure_band(cal.succeeded, co) if len(cal.succeeded) >= k else None
     found = band.as_record() if band else {"band": None, "n": len(cal.succeeded), "why": f"{cal.failed} A/A runs failed"}
+    values = [float(r["value"]) for r in cal.completed.values()
+              if r.get("exit_code") == 0 and isinstance(r.get("value"), (int, float)) and r.get("sample") is not None]
     return {"op": "band", "session": run.state.session, "variant": variant, "frontier": frontier, "round": round_,
-            "metric": run.settings.target_metric, **found, "at": at}
+            "metric": run.settings.target_metric, **found,
+            "value": statistics.median(values) if band and values else None, "at": at}
 
 
 def band_log_entry(run, record: dict, date: str) -> str:
@@ -129,7 +135,9 @@ def band_log_entry(run, record: dict, date: str) -> str:
     return logbook.render_entry(date, "noise-band", f"A/A band of {record['variant']} against {against}", {
         "Key result": result,
         "Notes": f"session {record['session']}, round {record['round']}: {record.get('n')} runs of the unchanged "
-                 "frontier through the lane backend; supported needs a delta beyond it"})
+                 "frontier through the lane backend; supported needs a delta beyond it"
+                 + (f"; the runs' median, {record['value']:.6g} {record['metric']}, is a measurement of the row's "
+                    "Baseline config" if record.get("value") is not None and not record.get("frontier") else "")})
 
 
 def stamp(now: float) -> str:

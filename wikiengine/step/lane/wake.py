@@ -750,7 +750,24 @@ def act_aa_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) 
         lane.subjects.append(f"band: {band['variant']} measured")
         figure = "not measured" if band.get("band") is None else f"±{band['band']:.4g} {band['metric']} (n={band['n']})"
         result.actions.append(f"the lane's A/A noise band of {band['variant']}: {figure}")
+        _record_baseline(lane, band, at[:10], result)
     result.actions.append(f"track {decision.track}: recorded A/A run {name}")
+
+
+def _record_baseline(lane: LaneWake, band: dict, date: str, result: WakeResult) -> None:
+    """A band of the row's Baseline config is a measurement of the Baseline: an empty
+    Baseline cell gets the runs' median and the band (staged for the outcome commit)."""
+    run = lane.run
+    model_rel = run.lane.model_page(run.root)
+    if not model_rel:
+        return
+    text = lane.outcome.get(model_rel) or (run.root / model_rel).read_text(encoding="utf-8")
+    new = lw.baseline_text(model_rel, text, band, date)
+    if new is not None:
+        lane.outcome[model_rel] = new
+        lane.subjects.append(f"baseline: {band['variant']} measured by its A/A runs")
+        result.actions.append(f"the Baseline of {band['variant']}: {band['value']:.6g} {band['metric']} "
+                              f"±{band['band']:.3g} (median of {band['n']} A/A runs), recorded on {model_rel}")
 
 
 ACTS = {"dispatch": act_dispatch, "kill": act_kill, "process": act_process, "aa_dispatch": act_aa_dispatch,
