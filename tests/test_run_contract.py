@@ -105,7 +105,7 @@ def test_a_url_path_is_written_through_fsspec(tmp_path):
         assert "CONFIRMED" in handle.read()
 
 
-def test_the_evidence_reader_drops_what_breaks_the_schema_and_says_so(tmp_path):
+def test_row107_the_evidence_reader_drops_what_breaks_the_schema_and_says_so(tmp_path):
     found = parse_run_metrics({"tps": 10, "parity": "yes", "op_digest": "NOTHEX", "exit_code": 0, "step": 3,
                                "rounds": [1, 2], "flag": True, "artifacts": {"profile": "../../etc/passwd"}})
     assert found.figures == {"tps": 10.0}  # exit_code and step are fixed keys, never figures
@@ -176,7 +176,7 @@ def _check(root: Path, capsys, *extra: str) -> tuple[int, dict]:
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
-def test_lane_check_names_what_the_run_left_out(lane, capsys, name):
+def test_row108_lane_check_names_what_the_run_left_out(lane, capsys, name):
     script, expected = SCRIPTS[name]
     (lane / "train.py").write_text(textwrap.dedent(script))
     _set_config(lane, "{python} train.py --config {config} --smoke {smoke}")
@@ -192,7 +192,7 @@ def test_lane_check_names_what_the_run_left_out(lane, capsys, name):
         assert report["command"].endswith("--smoke 1")
 
 
-def test_lane_check_refuses_a_bare_python_and_a_missing_command(lane, capsys):
+def test_row108_lane_check_refuses_a_bare_python_and_a_missing_command(lane, capsys):
     (lane / "train.py").write_text(textwrap.dedent(GOOD))
     _set_config(lane, "python train.py")
     code, report = _check(lane, capsys)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -30,7 +31,8 @@ placeholders and environment a run gets and what it must write
 
 def add_parser(subparsers) -> None:
     parser, verbs = add_verb_parser(subparsers, "lane", HELP, DESCRIPTION)
-    check = verbs.add_parser("check", help="run the launch command once as a smoke run and say what it left out")
+    check = verbs.add_parser("check", help="run the launch command once as a smoke run and say what it left out",
+                             description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
     check.add_argument("--seconds", type=float, default=120.0, help="kill the smoke run after this long (default 120)")
     check.add_argument("--json", action="store_true", help="print one JSON object (on refusal too)")

@@ -532,7 +532,8 @@ def _expect(wake: engine.Wake) -> None:
             lane.launches[decision.vid] = spec
             if view.expected is None:
                 records.append({"op": "dispatch", "vid": decision.vid, "track": decision.track, "workload": spec.name,
-                                "argv": spec.argv, "frontier": frontier, "at": utc_iso(wake.clock())})
+                                "argv": [portable(a, root) for a in spec.argv], "frontier": frontier,
+                                "at": utc_iso(wake.clock())})
                 subjects.append(f"exp({decision.vid}): dispatch {spec.name} on track {decision.track}")
         elif decision.kind == "kill":
             name = lane.obs.pages[decision.vid].frontmatter.get("workload_name")
@@ -543,7 +544,8 @@ def _expect(wake: engine.Wake) -> None:
             spec = aa_launch_spec(lane.run, decision)
             lane.launches[decision.aa] = spec
             if view.aa is None:
-                records.append(calibrate.aa_dispatch_record(lane.run, decision, spec, utc_iso(wake.clock())))
+                record = calibrate.aa_dispatch_record(lane.run, decision, spec, utc_iso(wake.clock()))
+                records.append({**record, "argv": [portable(a, root) for a in spec.argv]})
                 subjects.append(f"band: A/A run {spec.name} on track {decision.track}")
         elif decision.kind == "aa_kill":
             records.append(calibrate.aa_kill_record(lane.run, decision, utc_iso(wake.clock())))
