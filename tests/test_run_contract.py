@@ -19,6 +19,7 @@ import pytest
 
 from wikiengine import run as wrun
 from wikiengine._cli.main import main
+from wikiengine.core.run_report import SMOKE_STEPS
 from wikiengine.core.schemas import issues
 from wikiengine.model.evidence import parse_run_metrics, read_run_metrics
 
@@ -89,7 +90,7 @@ def test_outside_a_lane_run_nothing_is_written_and_smoke_shortens(tmp_path, monk
     r.log(tps=1.0)
     r.finish()
     assert list(tmp_path.iterdir()) == [] and r.record["tps"] == 1.0
-    assert r.smoke and r.steps(1000) == wrun.SMOKE_STEPS and r.record["smoke"] is True
+    assert r.smoke and r.steps(1000) == SMOKE_STEPS and r.record["smoke"] is True
 
 
 def test_a_url_path_is_written_through_fsspec(tmp_path):

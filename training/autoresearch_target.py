@@ -505,7 +505,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from wikiengine import run as lane_run
+    from wikiengine.core import run_report as lane_run
 
     args = _arguments(argv)
     if lane_run.smoke():  # `wiki lane check`: the contract, not the figure, is what is checked
