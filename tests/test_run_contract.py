@@ -204,6 +204,14 @@ def test_row108_lane_check_refuses_a_bare_python_and_a_missing_command(lane, cap
                                                 "(launch_cmd runs without a shell)"]
 
 
+def test_init_ends_by_pointing_at_lane_check(tmp_path, capsys):
+    assert main(["init", str(tmp_path / "w"), "--model", "toy", "--lane", "cpu", "--lane", "gpu"]) == 0
+    out = capsys.readouterr().out
+    assert "run `wiki lane check toy cpu`" in out and "run `wiki lane check toy gpu`" in out
+    program = (tmp_path / "w/wiki/experiments/toy_autoresearch_optimization/cpu/program.md").read_text()
+    assert '# launch_cmd: "{python} -m train' in program
+
+
 def test_lane_check_without_a_launch_cmd_and_on_bad_input(lane, capsys):
     _set_config(lane, None)
     code, report = _check(lane, capsys)
