@@ -129,5 +129,5 @@ def test_wiki_demo_autoresearch_runs_the_queue_to_its_end_and_lints_clean(tmp_pa
     assert len(dispatched) == len(set(dispatched)) == 7
     model = (demo_dir / "wiki/models/mlp-cpu.md").read_text()
     assert "| 1.3M | cpu-2 | live |" in model and "[v0" in model  # Current best names a page
-    assert "tps ±" in model and "median of 3 A/A runs" in model  # the Baseline the engine measured, in tps
+    assert "TPS ±" in model and "median of 3 A/A runs" in model  # the Baseline the engine measured, in tps
     assert "samples/s" not in (lane / "log.md").read_text() + model
