@@ -14,6 +14,7 @@ no experiment has that id, so backfill and reconcile leave them alone.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from wikiengine.core.clock import timestamp, utc_iso
@@ -103,8 +104,8 @@ def _metrics(path: Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} \
-        if isinstance(data, dict) else {}
+    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and math.isfinite(v)} if isinstance(data, dict) else {}
 
 
 def band_record(run, records: list[dict], key: tuple, at: str) -> dict | None:
