@@ -425,6 +425,20 @@ def head_sha(root: Path) -> str:
     return _git(root, "rev-parse", "HEAD").strip()
 
 
+def exclude_locally(root: Path, patterns: list[str]) -> None:
+    """Add ``patterns`` to this clone's ``info/exclude`` (git's own per-clone ignore list, shared
+    by its worktrees), once each: files only this clone writes never show as untracked."""
+    from wikiengine.core.atomic import atomic_write_text
+
+    path = common_dir(root) / "info" / "exclude"
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    missing = [p for p in patterns if p not in text.splitlines()]
+    if missing:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        head = text if not text or text.endswith("\n") else text + "\n"
+        atomic_write_text(path, head + "".join(f"{p}\n" for p in missing))
+
+
 def common_dir(root: Path) -> Path:
     """The git directory every worktree of ``root``'s repository shares (its branches, its
     shared locks): a linked worktree's ``commondir``, else its own git directory."""

@@ -140,7 +140,25 @@ def read_cursor(root: Path, lane: Lane) -> tuple[dict | None, str | None]:
 
 
 def write_cursor(root: Path, lane: Lane, wiki: str, code: str) -> None:
+    keep_out_of_status(root)
     atomic_write_text(root / lane.dir / CURSOR, f"wiki={wiki}\ncode={code}\n")
+
+
+def keep_out_of_status(root: Path) -> None:
+    """The watcher's files never show as untracked in ``git status`` (the work tree stays clean
+    after every legitimate command): this clone's ``info/exclude`` lists them, not a committed
+    ``.gitignore``. A wiki that commits them gets them committed by the stop (:func:`watcher_files`)."""
+    from wikiengine.core.git import exclude_locally
+
+    exclude_locally(root, [CURSOR, STOP_AUTHORIZED])
+
+
+def watcher_files(root: Path, lane: Lane) -> list[str]:
+    """The watcher's files of ``lane`` that git tracks (a wiki that grew by hand may have
+    committed them), as they are on disk now: the stop's commit takes them along."""
+    rels = [f"{lane.dir}/{CURSOR}", f"{lane.dir}/{STOP_AUTHORIZED}"]
+    tracked = set(git_out(root, "ls-files", "--", *rels).splitlines())
+    return [rel for rel in rels if rel in tracked and (root / rel).is_file()]
 
 
 def first_commit_time(root: Path, rel: str) -> float | None:
@@ -327,7 +345,8 @@ def session_start_commit(root: Path, lane: Lane, session: int) -> str | None:
     return out[0] if out else None
 
 
-def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None, closing: bool) -> list[AuditFinding]:
+def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None, closing: bool,
+                               required: list[str]) -> list[AuditFinding]:
     from wikiengine.core.page import parse_page
     from wikiengine.model.logbook import parse_entries
 
@@ -342,14 +361,36 @@ def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None,
     if closing:
         claims.append(None)
     newer = [r for r in retrospective_commits(root, lane) if start_commit is None or not is_ancestor(root, r[2], start_commit)]
-    if newer or not claims:
+    if not claims:
+        return []
+    gaps = {rel: retrospective_gaps_of(root, rel, lane, required) for rel, _when, _sha in newer}
+    if any(not found for found in gaps.values()):
         return []
     target = f"wiki/analyses/{today()}-{lane.model_name}-{lane.name}-retrospective.md"
+    if gaps:  # written, but not one that may close this lane: say what each lacks
+        why = "; ".join(f"{rel}: {', '.join(found)}" for rel, found in gaps.items())
+        message, correction = (f" has no retrospective of {lane.model_name}/{lane.name} that may close it ({why})",
+                               "complete the retrospective (this lane, what the session learned"
+                               + (f", sections {', '.join(required)}" if required else "") + ") and commit it")
+    else:
+        message, correction = (f" has no retrospective of {lane.model_name}/{lane.name} committed since the session began",
+                               f"write {target} (type: analysis, model: {lane.model_prefix}, lane: {lane.name}"
+                               + (f", sections {', '.join(required)}" if required else "") + ") and commit it")
     return [AuditFinding("no-retrospective", lane.log, entry.line if entry else 1,
-                         ("the stop about to be made" if entry is None else f"'{entry.title}'")
-                         + f" has no retrospective of {lane.model_name}/{lane.name} committed since the session began",
-                         f"write {target} (type: analysis, model: {lane.model_prefix}, lane: {lane.name}) and commit it")
+                         ("the stop about to be made" if entry is None else f"'{entry.title}'") + message, correction)
             for entry in claims]
+
+
+def retrospective_gaps_of(root: Path, rel: str, lane: Lane, required: list[str]) -> list[str]:
+    """What keeps the retrospective at ``rel`` from closing ``lane`` (:mod:`model.retrospective`)."""
+    from wikiengine.core.page import read_text
+    from wikiengine.model.retrospective import retrospective_gaps
+
+    try:
+        text = read_text(root / rel, rel)
+    except WikiError as exc:
+        return [f"it cannot be read: {exc}"]
+    return retrospective_gaps(text, rel, model=lane.model_name, lane=lane.name, required=required)
 
 
 def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, config: dict | None = None,
@@ -386,7 +427,8 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
                           float(config.get("stale_stub_hours", DEFAULT_STALE_HOURS)),
                           int(config.get("thrash_k", DEFAULT_THRASH_K)))
     audit.findings += _older_stubs_inherited(audit, root, checks, start)
-    audit.findings += _claims_need_retrospective(root, lane, start, closing)
+    required = config.get("retrospective_sections") or []
+    audit.findings += _claims_need_retrospective(root, lane, start, closing, [str(title) for title in required])
     return audit
 
 
@@ -410,6 +452,7 @@ def write_authorization(root: Path, audit: Audit, moment: dt.datetime) -> str:
 
         raise WikiError("no per-user signing key (the lint cache key): cannot sign .stop-authorized")
     text = payload + f"signature={signature}\n"
+    keep_out_of_status(root)
     atomic_write_text(root / audit.lane.dir / STOP_AUTHORIZED, text)
     return text
 

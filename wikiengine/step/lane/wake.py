@@ -400,14 +400,19 @@ class LaneWake:
     subjects: list = field(default_factory=list)  # what the outcome commit says
 
 
+def settle(root: Path) -> str | None:
+    """Finish a writer of the session's lane killed mid-commit (its redo record replayed under
+    the lane's lock) before anything reads the session: the commit it made, if any (row 76)."""
+    lane = require_lane(root, LaneState.read(root))
+    with LaneLock(root, lane) as lock:
+        return lock.recovered
+
+
 def _recover(wake: engine.Wake) -> None:
-    """A writer of this lane killed mid-commit is finished first (its redo record replayed)."""
-    lane = require_lane(wake.root, LaneState.read(wake.root))
-    with LaneLock(wake.root, lane) as lock:
-        if lock.recovered:
-            wake.result.actions.append(f"finished a killed writer first: its redo record replayed as commit "
-                                       f"{lock.recovered[:12]}")
-            wake.result.commits.append(lock.recovered)
+    recovered = settle(wake.root)
+    if recovered:
+        wake.result.actions.append(f"finished a killed writer first: its redo record replayed as commit {recovered[:12]}")
+        wake.result.commits.append(recovered)
 
 
 def _load(wake: engine.Wake) -> None:
