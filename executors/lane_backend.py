@@ -89,6 +89,7 @@ class LaneWorkload:
     reason: str | None = None  # why it failed, timed out, was deleted, or cannot be judged yet
     pid: int | None = None  # local: the run's process; None on GKE
     command: str | None = None  # the command that ran, shlex-joined (for the page's Setup)
+    chips: int | None = None  # the accelerator chips the run holds (local: its one slot; GKE: the slice's chips)
 
     @property
     def is_finished(self) -> bool:
