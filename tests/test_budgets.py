@@ -42,6 +42,8 @@ BURN_TABLE = [
                               *run("demo-v000-aa1", at(10), at(11), op="aa-complete")], "max_experiments", 1, False, ""),
     ({"max_wall_hours": 2}, [START], "max_wall_hours", 2.0, True, ""),
     ({"max_wall_hours": 2.5}, [START], "max_wall_hours", 2.0, False, ""),
+]
+CHIP_TABLE = [
     # 1 h x 4 chips + 0.5 h x 4 chips = 6 chip-hours
     ({"max_chip_hours": 6}, [START, *run("v010", at(10), at(11)), *run("v011", at(10), at(10, 30))],
      "max_chip_hours", 6.0, True, ""),
@@ -59,6 +61,18 @@ BURN_TABLE = [
 
 @pytest.mark.parametrize("config,session,name,used,exhausted,note", BURN_TABLE)
 def test_row120_burn_counts_the_newest_session_against_the_program_limits(config, session, name, used, exhausted, note):
+    check_burn(config, session, name, used, exhausted, note)
+
+
+@pytest.mark.parametrize("config,session,name,used,exhausted,note", CHIP_TABLE)
+def test_row124_chip_hours_are_the_backends_times_x_chips_and_say_what_they_assume(config, session, name, used,
+                                                                                   exhausted, note):
+    check_burn(config, session, name, used, exhausted, note)
+    agent = [{**r, "metrics": {"chip_hours": 0.0}, "hours": 0} for r in session]  # what else a record says is not read
+    assert budgets.burn(config, OLD + agent, NOW)[name].used == pytest.approx(used)
+
+
+def check_burn(config, session, name, used, exhausted, note):
     found = budgets.burn(config, OLD + session, NOW)[name]
     assert found.used == pytest.approx(used)
     assert found.exhausted is exhausted
