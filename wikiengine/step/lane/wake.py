@@ -572,6 +572,7 @@ def _needs(wake: engine.Wake) -> None:
     fresh = observe(lane.run, lane.now) if not wake.dry_run else lane.obs  # the world after this wake's acts, read once
     summary = reground(lane.run, fresh)
     wake.result.reground = summary
+    wake.result.budgets = {name: burn.as_json() for name, burn in fresh.burn.items()}  # after this wake's dispatches
     for decision in decide(fresh.views, lane.now, lane.run.limits, needs=fresh.band_needs, gate=fresh.gate).tracks:
         need = owed(lane.run, decision, fresh, summary)
         if need:
