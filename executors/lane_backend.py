@@ -32,7 +32,8 @@ The contract every backend keeps (``tests/test_lane_backend_contract.py`` runs i
   knows more: timed out, deleted, its runner killed); in flight is ``queued`` or
   ``running``. Any other state (a record another tool wrote) is neither: treat it as unknown.
   ``progress_at`` is the last sign of life (the lane mode kills a run whose progress
-  is older than its hang limit).
+  is older than its hang limit). ``started``, ``finished`` and ``chips`` are the
+  backend's own: the lane journals them at completion, and ``max_chip_hours`` burns them.
 
 Log text comes from outside: quote it, never parse it as memory.
 """
