@@ -7,7 +7,10 @@ commit as its stub, so an id that was ever handed out stays in the journal even 
 its page is deleted. A filing record (``file``, ``backfill``; ``amend`` for an engine
 writer that rewrites a filed page, which none does today) keeps the ``page`` and the
 :func:`page_digest` of its filed text, which :mod:`wikiengine.model.filings` compares
-with the page on disk.
+with the page on disk; it also keeps ``moved`` (the filing moved Current best: what a
+stall counts, :mod:`wikiengine.model.progress`). A ``complete`` record keeps the backend's
+own ``started`` and ``finished`` times and the run's ``chips`` (what ``max_chip_hours``
+burns, :mod:`wikiengine.model.budgets`).
 
 :func:`used_ids` is what v-id allocation reads: the lane's pages on disk, the journal,
 every page path ever added under the lane on any local or remote-tracking branch (one

@@ -43,7 +43,7 @@ from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
 from wikiengine.core.errors import WikiError
 from wikiengine.core.git import is_ancestor
 from wikiengine.core.git import out as git_out
-from wikiengine.model import experiment as ex
+from wikiengine.model import progress
 from wikiengine.model.evidence import AA_VID
 from wikiengine.model.filings import committed_drifts
 from wikiengine.model.journal import parse_journal
@@ -52,7 +52,7 @@ from wikiengine.model.lanes import Lane
 CURSOR = ".audit-cursor"
 STOP_AUTHORIZED = ".stop-authorized"
 DEFAULT_STALE_HOURS = 24.0
-DEFAULT_THRASH_K = 3
+DEFAULT_THRASH_K = progress.DEFAULT_THRASH_K
 _SHA_RE = re.compile(r"[0-9a-f]{40}")
 _CEILING_RE = re.compile(r"(?i)\bat[- ]ceiling\b")
 
@@ -300,23 +300,14 @@ def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workl
 
 
 def thrashing(lane: Lane, records: list[dict], pages: dict, k: int) -> list[AuditFinding]:
-    """K consecutive invalid/inconclusive results on one mechanism, or on one v-id's letters."""
-    found, streaks = [], {}
-    for record in records:
-        if record.get("op") != "file" or record.get("vid") not in pages:
-            continue
-        page = pages[record["vid"]]
-        weak = record.get("verdict") in ("invalid", "inconclusive")
-        for key in (("mechanism", page.mechanism), ("v-id", ex.base_id(record["vid"]))):
-            if not key[1]:
-                continue
-            streaks[key] = streaks.get(key, []) + [record["vid"]] if weak else []
-    for (kind, _value), vids in sorted(streaks.items()):
-        if len(vids) >= k:
-            found.append(AuditFinding("thrashing", pages[vids[-1]].rel, 1,
-                                      f"{len(vids)} consecutive invalid/inconclusive results on one {kind} ({', '.join(vids)})",
-                                      "stop retrying this; formulate a different mechanism (wiki exp new), or retire the hypothesis"))
-    return found
+    """K consecutive invalid/inconclusive results on one mechanism, or on one v-id's letters
+    (:func:`wikiengine.model.progress.thrashing`: the computation `wiki exp new` gates on)."""
+    mechanisms = {vid: page.mechanism for vid, page in pages.items()}
+    return [AuditFinding("thrashing", pages[s.vids[-1]].rel, 1,
+                         f"{len(s.vids)} consecutive invalid/inconclusive results on one {s.kind} ({', '.join(s.vids)})",
+                         "stop retrying this; formulate a different mechanism (wiki exp new), or retire the hypothesis; "
+                         "a new stub on it needs --reformulated-because TEXT")
+            for s in progress.thrashing(records, mechanisms, k)]
 
 
 def session_start(records: list[dict]) -> int:
@@ -425,7 +416,7 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
     now = now if now is not None else utcnow().timestamp()
     checks = _lane_checks(root, lane, records, pages, workloads, now,
                           float(config.get("stale_stub_hours", DEFAULT_STALE_HOURS)),
-                          int(config.get("thrash_k", DEFAULT_THRASH_K)))
+                          progress.thrash_k(config))
     audit.findings += _older_stubs_inherited(audit, root, checks, start)
     required = config.get("retrospective_sections") or []
     audit.findings += _claims_need_retrospective(root, lane, start, closing, [str(title) for title in required])
