@@ -101,9 +101,16 @@ def aa_complete(run, decision: TrackDecision, workload, at: str) -> dict:
     sample = aa_sample(metrics, run.settings.target_metric)
     return {"op": "aa-complete", "session": run.state.session, "variant": variant, "frontier": frontier,
             "round": round_, "index": index, "workload": aa_name(run, decision.aa),
-            "exit_code": workload.exit_code if workload is not None else None,
+            "exit_code": workload.exit_code if workload is not None else None, **run_times(workload),
             "sample": sample[0] if sample else None, "co_measured": sample[1] if sample else None,
             "value": metrics.get(run.settings.target_metric), "at": at}
+
+
+def run_times(workload) -> dict:
+    """The backend's own start and end times of a run and its chip count, for the completion
+    record (what ``max_chip_hours`` burns, :mod:`wikiengine.model.budgets`)."""
+    return {"started": getattr(workload, "started", None), "finished": getattr(workload, "finished", None),
+            "chips": getattr(workload, "chips", None)}
 
 
 def band_record(run, records: list[dict], key: tuple, at: str) -> dict | None:
