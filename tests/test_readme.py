@@ -10,6 +10,7 @@ against ``.ci/run`` instead."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -177,6 +178,7 @@ def readme_outcome(out: str, scratch: Path) -> None:
     assert (root / "wiki/experiments/llama3_8B_autoresearch_optimization/tpu/RESULTS.tsv").is_file()
     assert (root / "wiki/kernel_experiments/flash_attention/pallas/program.md").is_file()
     assert (root / "wiki/runs/ounce100m/program.md").is_file() and (root / "memory/STATE.md").is_file()
+    assert json.loads((root / ".claude/settings.json").read_text())["hooks"]["Stop"]
 
 
 def lanes_outcome(out: str, scratch: Path) -> None:
