@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -190,3 +191,16 @@ def test_the_lint_hook_shows_findings_of_an_edited_page_and_ignores_other_files(
     assert found["decision"] == "block" and "IDX002" in found["reason"]
     assert hook(lane, "lint", {"tool_name": "Edit", "tool_input": {"file_path": str(lane / "train.py")}}, env) is None
     assert hook(lane, "lint", {"tool_name": "Edit", "tool_input": {"file_path": "wiki/index.md"}}, env) is None
+
+
+def test_the_harness_loop_sleeps_while_the_lane_runs_and_ends_once_it_is_paused(lane, env, monkeypatch):
+    harness = load_harness()
+    slept = []
+
+    def sleep(seconds):  # the first sleep: the session runs, so the loop would wake again; pause it
+        slept.append(seconds)
+        sh(lane, "wiki loop stop --pause", env)
+
+    monkeypatch.setattr(harness, "time", SimpleNamespace(sleep=sleep))  # this harness's clock only
+    assert harness.main(lane, lambda need: None) == 0
+    assert len(slept) == 1 and 120 <= slept[0] <= 600  # the wake's next_wake_s, then the paused wake ends it

@@ -49,7 +49,7 @@ def wake(root: Path, llm=ask_llm) -> dict:
 def main(root: Path = Path("."), llm=ask_llm, once: bool = False) -> int:
     while True:
         result = wake(root, llm)
-        if once or result.get("state") != "running":  # a paused, stopped or complete session ends the loop
+        if once or result.get("state") not in ("running", "parked"):  # paused, stopped, blocked, complete, an error
             return result.get("exit_code", 0)
         time.sleep(result.get("next_wake_s") or 600)
 
