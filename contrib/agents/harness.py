@@ -1,8 +1,9 @@
 """An agent's wake loop in a page: `wiki step --json`, each need to an LLM, the command it returns run.
 
 Replace `ask_llm` with your model call, then, from the wiki's root: `python harness.py [--once]`.
-The engine does everything deterministic; the LLM only gives what a need asks (a hypothesis, a verdict).
-"""
+The engine does everything deterministic; the LLM gives only what a need asks (a hypothesis, a verdict)."""
+from __future__ import annotations
+
 import json
 import shlex
 import subprocess

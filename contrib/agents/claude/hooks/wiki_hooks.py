@@ -4,6 +4,8 @@ Each reads the hook's JSON on stdin and answers the way Claude Code reads hooks:
 (exit 0) to let the agent go on, or ``{"decision": "block", "reason": ...}`` to show the
 agent what it must do first. Only the standard library; ``wiki`` must be on PATH.
 """
+from __future__ import annotations  # runs on an older python3 too
+
 import json
 import os
 import shutil
