@@ -203,11 +203,11 @@ def test_without_the_sdk_wiki_mcp_is_one_line_and_exit_2(tmp_path):
     assert done.stderr.strip() == "error: wiki mcp needs the mcp package: pip install 'wikiengine[mcp]'"
 
 
-def test_the_readme_registration_snippet_starts_this_server():
+def test_the_documented_registration_snippet_starts_this_server():
     import re
     import tomllib
 
-    blocks = re.findall(r"```json\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    blocks = re.findall(r"```json\n(.*?)```", (REPO / "docs" / "agents.md").read_text(), re.S)
     servers = [json.loads(b)["mcpServers"] for b in blocks if "mcpServers" in b]
     assert servers == [{"wiki": {"command": "wiki", "args": ["mcp"]}}]
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from wikiengine._cli._verbs import add_verb_parser, add_writer_options, print_result, verb_root
 
-HELP = "allocate, stub, file and retry experiments of a lane (seed 001 steps 2(a) and 2(c)(i.5))"
+HELP = "allocate, stub, file and retry experiments of a lane"
 DESCRIPTION = """\
 The lifecycle of an experiment page, so that ids, stubs, verdicts, the model page, the
 lane log and RESULTS.tsv cannot drift:

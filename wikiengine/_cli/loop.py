@@ -11,7 +11,7 @@ from wikiengine._cli._verbs import add_verb_parser, verb_root
 from wikiengine.core.errors import ExitCode
 from wikiengine.model.targets import ROOT_HELP
 
-HELP = "start a lane session (seed Steps 1-9b) or show it"
+HELP = "start, show or stop a lane session"
 DESCRIPTION = """\
   wiki loop start MODEL LANE [--parallelism N|all] [--backend local|gke]
                   [--tpu GEN --topology T] [--first TEXT] [--yes] [--json]
