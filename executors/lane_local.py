@@ -166,7 +166,7 @@ class LocalLaneBackend:
             else:
                 state, reason = "queued", "launch was interrupted before the runner started: launch it again"
             return LaneWorkload(folder.name, vid, slug, state, None, None, newest_mtime_iso(log) if state == "failed" else None,
-                                tail_lines(log, 200), progress, reason, None, command, _attempts(folder))
+                                tail_lines(log, 200), progress, reason, None, command, chips=1, attempt=_attempts(folder))
         state = str(status.get("state", "unknown"))
         reason = status.get("reason")
         finished = status.get("finished")
@@ -184,7 +184,7 @@ class LocalLaneBackend:
         if state == "failed" and preemption.local(exit_code, reason) == PREEMPTED:
             state, reason = PREEMPTED, f"{reason or 'SIGTERM'}: sent from outside the lane (not the run's failure)"
         return LaneWorkload(folder.name, vid, slug, state, exit_code, status.get("started"), finished, tail_lines(log, 200),
-                            progress, reason, _int(status.get("pid")), command, _attempts(folder))
+                            progress, reason, _int(status.get("pid")), command, chips=1, attempt=_attempts(folder))
 
     # ------------------------------------------------------------------ acting
 

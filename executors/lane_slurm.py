@@ -284,7 +284,7 @@ class SlurmLaneBackend:
         log_tail = tail_lines(log, 200)
         if not ids:
             return LaneWorkload(name, vid, slug, "queued", None, None, None, log_tail, None,
-                                "launch was interrupted before sbatch answered: launch it again", None, command, 0)
+                                "launch was interrupted before sbatch answered: launch it again", None, command, attempt=0)
         newest = max(ids)
         job = next((j for j in held if j.job_id == newest), None)
         attempt = len(ids) + sum(j.restarts for j in held)
@@ -299,7 +299,7 @@ class SlurmLaneBackend:
                 "state": state, "exit_code": code, "reason": reason, "started": job.started, "ended": job.ended,
                 "attempt": attempt, "slurm_state": job.state})
         return LaneWorkload(name, vid, slug, state, code, job.started, job.ended if ended else None,
-                            log_tail, progress or job.started, reason, None, command, attempt)
+                            log_tail, progress or job.started, reason, None, command, attempt=attempt)
 
     @staticmethod
     def _forgotten(name: str, folder: Path, job_id: int, exit_record: dict | None, attempt: int, log_tail: str,
@@ -312,7 +312,7 @@ class SlurmLaneBackend:
             code = final.get("exit_code") if isinstance(final.get("exit_code"), int) else None
             return LaneWorkload(name, vid, slug, str(final.get("state")), code, final.get("started"), final.get("ended"),
                                 log_tail, progress, final.get("reason"), None, command,
-                                max(attempt, int(final.get("attempt") or 1)))
+                                attempt=max(attempt, int(final.get("attempt") or 1)))
         code = exit_record.get("exit_code") if exit_record else None
         if isinstance(code, int):
             state, reason = ("succeeded" if code == 0 else "failed"), None
@@ -320,7 +320,8 @@ class SlurmLaneBackend:
             state, reason = "failed", f"Slurm no longer knows job {job_id} and it left no exit record"
         return LaneWorkload(name, vid, slug, state, code if isinstance(code, int) else None,
                             (read_state(folder / f"start-{job_id}.json") or {}).get("at"),
-                            (exit_record or {}).get("at") or progress, log_tail, progress, reason, None, command, attempt)
+                            (exit_record or {}).get("at") or progress, log_tail, progress, reason, None, command,
+                            attempt=attempt)
 
     # ------------------------------------------------------------------ acting
 

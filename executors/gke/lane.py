@@ -179,7 +179,7 @@ class GkeLaneBackend:
             self._log(pods, 200) if state in (*FINISHED, preemption.PREEMPTED) else "",
             max(times + starts + ([created] if created else []), default=None), reason, None,
             command[2] if command[:2] == ["bash", "-c"] and len(command) == 3 else shlex.join(command) or None,
-            restarts + 1,
+            chips=self.cluster.tpu.chips if self.cluster is not None else None, attempt=restarts + 1,
         )
 
     # ------------------------------------------------------------------ acting
