@@ -79,6 +79,7 @@ _FAILED_REASONS = {
     "DEADLINE": "Slurm ended it at its deadline",
     "FAILED": None,
 }
+_GPUS_RE = re.compile(r"gpu(?::[A-Za-z0-9_.-]+)?:(\d+)")
 _TRANSIENT_RE = re.compile(r"Unable to contact|timed out|Socket|Connection refused|try again", re.IGNORECASE)
 _LANE_RE = re.compile(r"^(.*)-v\d{3,}-")
 _RUNNING = ("RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING")
@@ -195,6 +196,9 @@ class SlurmLaneBackend:
         self.partition, self.account, self.gres = partition, account, gres
         self.env = dict(env or {})
         self.command_timeout_s, self.cancel_wait_s = command_timeout_s, cancel_wait_s
+        # what max_chip_hours burns: the GPUs of --gres gpu[:type]:N, else the one slot a track is
+        gpus = _GPUS_RE.fullmatch(gres or "")
+        self.chips = int(gpus.group(1)) if gpus else 1
 
     @classmethod
     def from_config(cls, config: dict, root: Path, model_dir: str, lane: str) -> SlurmLaneBackend:
@@ -284,7 +288,8 @@ class SlurmLaneBackend:
         log_tail = tail_lines(log, 200)
         if not ids:
             return LaneWorkload(name, vid, slug, "queued", None, None, None, log_tail, None,
-                                "launch was interrupted before sbatch answered: launch it again", None, command, attempt=0)
+                                "launch was interrupted before sbatch answered: launch it again", None, command,
+                                chips=self.chips, attempt=0)
         newest = max(ids)
         job = next((j for j in held if j.job_id == newest), None)
         attempt = len(ids) + sum(j.restarts for j in held)
@@ -299,19 +304,18 @@ class SlurmLaneBackend:
                 "state": state, "exit_code": code, "reason": reason, "started": job.started, "ended": job.ended,
                 "attempt": attempt, "slurm_state": job.state})
         return LaneWorkload(name, vid, slug, state, code, job.started, job.ended if ended else None,
-                            log_tail, progress or job.started, reason, None, command, attempt=attempt)
+                            log_tail, progress or job.started, reason, None, command, chips=self.chips, attempt=attempt)
 
-    @staticmethod
-    def _forgotten(name: str, folder: Path, job_id: int, exit_record: dict | None, attempt: int, log_tail: str,
-                   progress: str | None, command: str | None) -> LaneWorkload:
+    def _forgotten(self, name: str, folder: Path, job_id: int, exit_record: dict | None, attempt: int,
+                   log_tail: str, progress: str | None, command: str | None) -> LaneWorkload:
         """A job the controller no longer holds: the final state this backend saw (``final-<id>.json``),
         else the exit record the job wrote, else failed with a reason."""
-        vid, slug = split_workload_name(name)
+        vid, slug, chips = *split_workload_name(name), self.chips
         final = read_state(folder / f"final-{job_id}.json")
         if final is not None:
             code = final.get("exit_code") if isinstance(final.get("exit_code"), int) else None
             return LaneWorkload(name, vid, slug, str(final.get("state")), code, final.get("started"), final.get("ended"),
-                                log_tail, progress, final.get("reason"), None, command,
+                                log_tail, progress, final.get("reason"), None, command, chips=chips,
                                 attempt=max(attempt, int(final.get("attempt") or 1)))
         code = exit_record.get("exit_code") if exit_record else None
         if isinstance(code, int):
@@ -321,7 +325,7 @@ class SlurmLaneBackend:
         return LaneWorkload(name, vid, slug, state, code if isinstance(code, int) else None,
                             (read_state(folder / f"start-{job_id}.json") or {}).get("at"),
                             (exit_record or {}).get("at") or progress, log_tail, progress, reason, None, command,
-                            attempt=attempt)
+                            chips=chips, attempt=attempt)
 
     # ------------------------------------------------------------------ acting
 

@@ -103,6 +103,11 @@ def test_the_exit_record_the_job_wrote_wins_over_slurms_code():
     assert job_state(_job("FAILED", exit_code=1), {"exit_code": 3}, False)[:2] == ("failed", 3)
 
 
+@pytest.mark.parametrize("gres, chips", [(None, 1), ("gpu:4", 4), ("gpu:a100:2", 2), ("gpu", 1), ("shard:8", 1)])
+def test_chips_are_the_gpus_of_the_gres_else_the_one_slot(tmp_path, gres, chips):
+    assert SlurmLaneBackend(tmp_path, MODEL_DIR, LANE, gres=gres).chips == chips
+
+
 @pytest.mark.parametrize("setting", [{"partition": "a b"}, {"account": "x;rm"}, {"gres": "gpu:2 --wrap"}])
 def test_a_setting_that_is_not_a_slurm_name_is_refused(tmp_path, setting):
     with pytest.raises(ComputeError, match="not a plain Slurm name"):
