@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import sys
 
@@ -47,14 +48,25 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except WikiError as err:
         print(f"error: {err}", file=sys.stderr)
-        return exit_code_of(err)
+        return refused_json(args, str(err), exit_code_of(err))
     except (KeyboardInterrupt, BrokenPipeError) as exc:
         return exit_code_of(exc)
     except Exception as exc:  # a bug, not bad input: one line; the traceback on request
         if os.environ.get("WIKI_TRACEBACK"):
             raise
-        print(f"error: internal error: {exception_name(exc)}: {exc} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
-        return exit_code_of(exc)
+        line = f"internal error: {exception_name(exc)}: {exc}"
+        print(f"error: {line} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
+        return refused_json(args, line, exit_code_of(exc))
+
+
+def refused_json(args, message: str, code: int) -> int:
+    """With ``--json``, a refusal is JSON too: ``{"error", "exit_status"}`` on stdout (the
+    line on stderr stays), so a caller that parses stdout always gets an object."""
+    if getattr(args, "json", False) is True:
+        from wikiengine.core.secrets import redact
+
+        print(json.dumps({"error": redact(message), "exit_status": int(code)}))
+    return code
 
 
 def exception_name(exc: BaseException) -> str:

@@ -12,6 +12,10 @@ then :meth:`LaneTxn.commit`:
    introduced a finding;
 4. commits exactly those paths (``core.git.commit_paths``) and deletes the record.
 
+Before step 1 every new text and the message pass ``core.git.assert_no_secret`` (which
+``commit_paths`` applies again to every commit, of any writer): a secret-shaped string
+refuses the write with nothing written.
+
 A writer killed anywhere leaves either no record (nothing happened, or the commit is done)
 or one that the next holder of the key's lock finishes first (:func:`recover`): the texts
 are whole, so replaying twice writes the same bytes and commits once. A relay wake, which
@@ -30,7 +34,7 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.errors import WikiError
-from wikiengine.core.git import CommitProbe, git_dir
+from wikiengine.core.git import CommitProbe, assert_no_secret, git_dir
 from wikiengine.core.locks import FileLock
 from wikiengine.model.lanes import Lane
 
@@ -80,6 +84,9 @@ class LaneTxn:
         paths = self.changed()
         if not paths:
             return None
+        for rel in paths:  # refused before anything is written: the redo record would hold the secret too
+            assert_no_secret(self.texts[rel], rel)
+        assert_no_secret(message, "commit message")
         record = redo_path(self.root, self.lane)
         record.parent.mkdir(parents=True, exist_ok=True)
         _write_record(record, message, {p: self.texts[p] for p in paths})
