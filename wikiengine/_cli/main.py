@@ -16,6 +16,7 @@ import json
 import os
 import sys
 
+from wikiengine._cli._verbs import parse_args
 from wikiengine.core.errors import ExitCode, WikiError, exit_code_of
 from wikiengine.core.version import __version__
 
@@ -40,7 +41,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv else None)  # a misspelt command builds all, for the suggestion
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if not getattr(args, "handler", None):
         parser.print_help()
         return ExitCode.BAD_INPUT

@@ -88,25 +88,30 @@ def safe_message(exc: BaseException, limit: int = 300) -> str:
 
 # (rule, pattern): the token formats of gitleaks' default rules that a wiki page could hold.
 # Each prefix is specific enough that a hex digest, a git sha, a UUID or base64 of prose
-# never matches; the two generic shapes (``sk-...``, ``password=...``) also pass
-# :func:`_nontrivial` on the value.
+# never matches; the generic shapes (``sk-...``, ``password=...``, ``://user:pass@``) also
+# pass :func:`_nontrivial` on the value. Each pattern starts with a literal (the regex engine
+# then skips to it); a match must start a word (checked on the character before it).
 _SHAPES = (
-    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b")),
-    ("github-token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b")),
-    ("github-fine-grained-pat", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}")),
-    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("aws-access-key", re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b")),
+    ("github-token", re.compile(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b")),
+    ("github-fine-grained-pat", re.compile(r"github_pat_[A-Za-z0-9_]{40,}")),
+    ("huggingface-token", re.compile(r"hf_[A-Za-z0-9]{30,}\b")),
+    ("slack-token", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}")),
     ("slack-webhook", re.compile(r"hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}")),
-    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])")),
+    ("google-api-key", re.compile(r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])")),
     ("private-key", re.compile(r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----")),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")),
-    ("api-key", re.compile(r"\bsk-(?:ant-|proj-|svcacct-|admin-|live_|test_)?(?P<value>[A-Za-z0-9_-]{20,})")),
-    ("password-assignment", re.compile(
-        r"(?i)(?:password|passwd|passphrase|pwd|secret|api[_-]?key|access[_-]?key"
-        r"|secret[_-]?key|auth[_-]?token|access[_-]?token|client[_-]?secret|private[_-]?key)(?![A-Za-z0-9(])"
-        r"[\"'`]?[ \t]*(?:[:=]|:=|=>)[ \t]*[\"'`]?(?P<value>[^\s\"'`,;|<>)\]}]+)")),
-    ("url-credentials", re.compile(r"\b[a-z][a-z0-9+.-]*://[^/@\s:]+:(?P<value>[^/@\s]+)@[A-Za-z0-9.-]")),
+    ("jwt", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")),
+    ("api-key", re.compile(r"sk-(?:ant-|proj-|svcacct-|admin-|live_|test_)?(?P<value>[A-Za-z0-9_-]{20,})")),
+    ("url-credentials", re.compile(r"://[^/@\s:]+:(?P<value>[^/@\s]+)@[A-Za-z0-9.-]")),
 )
+# ``password = value`` and its kin: the keyword (any case, any prefix: DB_PASSWORD), an
+# assignment, a value. Run only on the lines holding one of the stems (a case-insensitive
+# alternation cannot skip ahead: it would cost 10x the rest of the scan).
+_ASSIGNMENT_STEMS = ("pass", "pwd", "secret", "apikey", "api_key", "api-key", "access", "auth", "private")
+_ASSIGNMENT = re.compile(
+    r"(?i)(?:password|passwd|passphrase|pwd|secret|api[_-]?key|access[_-]?key"
+    r"|secret[_-]?key|auth[_-]?token|access[_-]?token|client[_-]?secret|private[_-]?key)(?![A-Za-z0-9(])"
+    r"[\"'`]?[ \t]*(?:[:=]|:=|=>)[ \t]*[\"'`]?(?P<value>[^\s\"'`,;|<>)\]}]+)")
 # Values that name a secret rather than hold one: an environment variable, a template
 # placeholder, a masked or example value, a type or a code reference.
 _PLACEHOLDER = re.compile(
@@ -148,6 +153,16 @@ def secret_hits(text: str) -> list[SecretHit]:
             found.add((line_of(start), "secret-value"))
     for rule, pattern in _SHAPES:
         for match in pattern.finditer(text):
+            before = text[match.start() - 1] if match.start() else " "
+            if (before.isalnum() or before == "_") and text[match.start()].isalnum():
+                continue  # inside a longer word: not the token's start
             if "value" not in pattern.groupindex or _nontrivial(match.group("value")):
                 found.add((line_of(match.start()), rule))
+    lowered = text.lower()
+    if any(stem in lowered for stem in _ASSIGNMENT_STEMS):
+        for number, line in enumerate(text.splitlines(), start=1):
+            low = line.lower()
+            if any(stem in low for stem in _ASSIGNMENT_STEMS) and any(
+                    _nontrivial(m.group("value")) for m in _ASSIGNMENT.finditer(line)):
+                found.add((number, "password-assignment"))
     return [SecretHit(line, rule) for line, rule in sorted(found)]
