@@ -11,6 +11,7 @@ status 70 (``WIKI_TRACEBACK=1`` re-raises it).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
 import os
@@ -20,6 +21,9 @@ from wikiengine._cli._verbs import parse_args
 from wikiengine.core.errors import ExitCode, WikiError, exit_code_of
 from wikiengine.core.version import __version__
 
+# OSErrors that say the machine refused a write, not that the code is wrong (row 100): exit 2.
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG,
+                                errno.ENAMETOOLONG})
 COMMANDS = ("init", "adopt", "resolve", "lint", "step", "loop", "watch", "exp", "log", "backfill", "unblock", "demo", "clusters",
             "kernel", "mcp")
 
@@ -52,12 +56,24 @@ def main(argv: list[str] | None = None) -> int:
         return refused_json(args, str(err), exit_code_of(err))
     except (KeyboardInterrupt, BrokenPipeError) as exc:
         return exit_code_of(exc)
-    except Exception as exc:  # a bug, not bad input: one line; the traceback on request
-        if os.environ.get("WIKI_TRACEBACK"):
-            raise
-        line = f"internal error: {exception_name(exc)}: {exc}"
-        print(f"error: {line} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
-        return refused_json(args, line, exit_code_of(exc))
+    except OSError as exc:
+        if exc.errno not in ENVIRONMENT_ERRNOS:
+            return internal_error(args, exc)
+        where = f"{exc.filename}: " if exc.filename else ""
+        line = f"{where}{exc.strerror or exc}"
+        print(f"error: {line}", file=sys.stderr)
+        return refused_json(args, line, ExitCode.BAD_INPUT)
+    except Exception as exc:
+        return internal_error(args, exc)
+
+
+def internal_error(args, exc: Exception) -> int:
+    """A bug, not bad input: one line; the traceback on request."""
+    if os.environ.get("WIKI_TRACEBACK"):
+        raise exc
+    line = f"internal error: {exception_name(exc)}: {exc}"
+    print(f"error: {line} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
+    return refused_json(args, line, exit_code_of(exc))
 
 
 def refused_json(args, message: str, code: int) -> int:

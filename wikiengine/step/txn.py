@@ -88,9 +88,16 @@ class LaneTxn:
             assert_no_secret(self.texts[rel], rel)
         assert_no_secret(message, "commit message")
         record = redo_path(self.root, self.lane)
-        record.parent.mkdir(parents=True, exist_ok=True)
-        _write_record(record, message, {p: self.texts[p] for p in paths})
-        _apply(self.root, {p: self.texts[p] for p in paths})
+        where = record
+        try:
+            record.parent.mkdir(parents=True, exist_ok=True)
+            _write_record(record, message, {p: self.texts[p] for p in paths})
+            for rel in paths:
+                where = rel
+                _apply(self.root, {rel: self.texts[rel]})
+        except OSError as exc:  # a full disk, a read-only folder: the old texts back, one line (row 100)
+            self._undo_write(paths, record)
+            raise WikiError(f"cannot write: {exc.strerror or exc} (nothing written, nothing committed)", where) from None
         probe = CommitProbe(self.root, paths)  # git answers what the commit asks while the re-lint runs
         if relint:
             paths, probe = self._relint(paths, record, message, probe)
@@ -101,6 +108,18 @@ class LaneTxn:
                 probe.close()
         record.unlink(missing_ok=True)
         return sha
+
+    def _undo_write(self, paths: list[str], record: Path) -> None:
+        """Put back the old texts of the files a failed write may have replaced (each was
+        replaced whole or not at all) and drop its record; a path that cannot be put back
+        either is left to the record-less state, which is its old text or its new one."""
+        for rel in paths:
+            try:
+                if (self.root / rel).is_file() and (self.root / rel).read_text(encoding="utf-8") == self.texts[rel]:
+                    _restore(self.root, {rel: self.old.get(rel)})
+            except OSError:
+                pass
+        record.unlink(missing_ok=True)
 
     def _relint(self, paths: list[str], record: Path, message: str, probe: CommitProbe):
         """``(paths, probe)`` to commit once the written files are judged: refused (the old
