@@ -19,7 +19,8 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
     argparse looks over every remaining option string at each option it consumes, so n
     ``--field`` cost n^2/2 steps (16,000 took 6 s). The occurrences of :data:`REPEATABLE`
     options are taken out of ``argv`` in one pass, the rest parsed, and the values put on
-    the option's list in order; a command without that option parses ``argv`` as given
+    the option's list in order; a command without that option, or an occurrence argparse
+    would refuse (no value, a value that looks like an option), parses ``argv`` as given
     (argparse's own message)."""
     kept: list[str] = []
     taken: dict[str, list[str]] = {}
@@ -30,7 +31,7 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
             kept.extend(argv[index:])
             break
         flag, eq, value = token.partition("=")
-        if flag in REPEATABLE and (eq or index + 1 < len(argv)):
+        if flag in REPEATABLE and (eq or (index + 1 < len(argv) and not argv[index + 1].startswith("-"))):
             taken.setdefault(REPEATABLE[flag], []).append(value if eq else argv[index + 1])
             index += 1 if eq else 2
             continue
