@@ -113,11 +113,11 @@ _ASSIGNMENT = re.compile(
     r"|secret[_-]?key|auth[_-]?token|access[_-]?token|client[_-]?secret|private[_-]?key)(?![A-Za-z0-9(])"
     r"[\"'`]?[ \t]*(?:[:=]|:=|=>)[ \t]*[\"'`]?(?P<value>[^\s\"'`,;|<>)\]}]+)")
 # Values that name a secret rather than hold one: an environment variable, a template
-# placeholder, a masked or example value, a type or a code reference.
+# placeholder, a masked or example value, a type, a code reference (``args.password``) or a call.
 _PLACEHOLDER = re.compile(
     r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%\(?[a-z_]*\)?s?|[A-Z][A-Z0-9_]*|[*xX.#?-]+|<.*|\[.*"
     r"|(?i:true|false|none|null|nil|required|optional|redacted|changeme|example\w*|placeholder|dummy|secret|password"
-    r"|str|string|bytes|int|env|file|prompt|stdin|os\.environ.*|getenv.*|[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_.]*))$")
+    r"|str|string|bytes|int|env|file|prompt|stdin)|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\[.*)?|[^(]*\(.*)$")
 
 
 @dataclass(frozen=True)
