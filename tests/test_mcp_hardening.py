@@ -1,4 +1,4 @@
-"""`wiki mcp` under hostile calls (issue 24, RELIABILITY row 96): every call answers, in
+"""`wiki mcp` under hostile calls (issue 24, RELIABILITY rows 96 and 102): every call answers, in
 bounded time and memory, and the server never prints a traceback.
 
 Driven by the MCP SDK's own stdio client, as an agent runs it; the server's stderr goes
@@ -59,7 +59,7 @@ def lane_wiki(tmp_path):
     return root
 
 
-def test_row96_every_tool_has_a_one_line_description_and_documented_parameters():
+def test_row102_every_tool_has_a_one_line_description_and_documented_parameters():
     for tool in mcp_command.tool_listing():
         first = tool["description"].split("\n", 1)[0]
         assert first.strip() and len(first) <= 200 and not first.lstrip().startswith("wiki "), tool["name"]
