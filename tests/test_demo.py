@@ -120,9 +120,14 @@ def test_wiki_demo_autoresearch_runs_the_queue_to_its_end_and_lints_clean(tmp_pa
     assert all("=" in r.split("\t")[6] for r in rows[1:])  # config: the run's knobs, never the variant key
     verdicts = {slug_of[r.split("\t")[0]]: r.split("\t")[7] for r in rows[1:]}
     # the load-independent outcomes land where the queue says, whatever the machine's load
-    assert verdicts["microbatch48"] == "crash" and verdicts["fast-xent"] == "crash"
+    # a run that crashed is a crash row; one that ran and broke numerics is invalid (parity), a discard
+    assert verdicts["microbatch48"] == "crash" and verdicts["fast-xent"] == "discard"
+    notes = {slug_of[r.split("\t")[0]]: r.split("\t")[8] for r in rows[1:]}
+    assert notes["fast-xent"].startswith("invalid (parity): ") and notes["microbatch48"].startswith("invalid (crash): ")
     assert verdicts["pin-memory"] == "inconclusive" and verdicts["batch256"] == "keep"
     dispatched = [r["vid"] for r in journal if r["op"] == "dispatch"]
     assert len(dispatched) == len(set(dispatched)) == 7
     model = (demo_dir / "wiki/models/mlp-cpu.md").read_text()
     assert "| 1.3M | cpu-2 | live |" in model and "[v0" in model  # Current best names a page
+    assert "TPS ±" in model and "median of 3 A/A runs" in model  # the Baseline the engine measured, in tps
+    assert "samples/s" not in (lane / "log.md").read_text() + model

@@ -174,4 +174,7 @@ def run(args) -> int:
         print(f"note: {note}")
     print(f"\n{root}: {len(outcome.created)} created, {len(outcome.updated)} updated, {len(outcome.skipped)} skipped. "
           "Next: git init (if it is not a repository), pre-commit install, wiki lint.")
+    for model, lane in ((m, lane) for m in request.models for lane in request.lanes):
+        print(f"Then set launch_cmd in the {model}/{lane} lane program's ## Config and run "
+              f"`wiki lane check {model} {lane}`: it runs the command once and says what it does not write.")
     return 0

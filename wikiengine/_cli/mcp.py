@@ -63,6 +63,7 @@ TOOLS = (
     Tool("log_add", ("log", "add")),
     Tool("backfill", ("backfill",)),
     Tool("loop_status", ("loop", "status")),
+    Tool("lane_check", ("lane", "check"), ok_exits=(ExitCode.OK, ExitCode.FINDINGS)),  # 1: something is missing
     Tool("watch", ("watch",), omit=("once", "interval"), ok_exits=(ExitCode.OK, ExitCode.FINDINGS, ExitCode.REVIVED),
          fixed=("--once",)),
     Tool("kernel_status", ("kernel", "status")),
