@@ -55,7 +55,9 @@ class Experiment:
 
     @property
     def in_band(self) -> bool | None:
-        if self.delta is None or self.band is None:
+        """Is the delta inside the A/A band? None without both, or for an invalid run (its
+        figure measured nothing the band speaks of)."""
+        if self.delta is None or self.band is None or self.verdict == "invalid":
             return None
         return abs(self.delta) <= self.band
 

@@ -1,0 +1,96 @@
+"""`wiki report [MODEL LANE | --all] [-o DIR] [--json] [--open]`: a lane's history as static HTML and JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from wikiengine.core.errors import ExitCode, WikiError, exit_code_of
+from wikiengine.model.targets import ROOT_HELP
+
+HELP = "write a static report of a lane (or of every lane): the frontier, the deltas, keep-rate, crashes, signals"
+DESCRIPTION = """\
+Build a report from the wiki and the lane journals alone and write it as static HTML,
+readable offline (no script, no server, nothing fetched; the plots are inline SVG), with
+the same data as JSON beside each page:
+
+  - the frontier over time per variant row (Current best as a step line, each move a link
+    to its page) with the lane's A/A noise band around it;
+  - every filed experiment as a point (time x delta against its frontier), coloured by
+    verdict, with the band, and the share of deltas inside it;
+  - keep-rate, experiments per hour and per track, time from stub to verdict, the verdict
+    mix, crashes and their causes; budgets ("no budgets set" when none); the watcher's
+    thrash and stall signals; open stubs and their queue state.
+
+  wiki report mlp cpu                 one lane: DIR/mlp-cpu.html, DIR/mlp-cpu.json, DIR/index.html
+  wiki report --all -o /tmp/report    every lane with a program
+  wiki report mlp cpu --json          write it and print the data as one JSON object
+  wiki report mlp cpu --open          write, then open it in the browser
+
+DIR defaults to <root>/.wiki/report. Needs matplotlib (pip install 'wikiengine[report]').
+Exit status: 0 written; 2 bad input (no such lane, an unreadable journal or model page).
+"""
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("report", help=HELP, description=DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: the one the current directory is in)")
+    parser.add_argument("--all", action="store_true", help="every lane of the wiki that has its own program.md")
+    parser.add_argument("-o", "--out", type=Path, metavar="DIR", help="where to write (default: <root>/.wiki/report)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object: the lanes' data and the files written")
+    parser.add_argument("--open", action="store_true", help="open the report in the web browser once written")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    try:
+        return _run(args)
+    except WikiError as err:
+        if not args.json:
+            raise
+        print(json.dumps({"error": str(err), "exit": int(exit_code_of(err))}, indent=2))
+        print(f"error: {err}", file=sys.stderr)
+        return exit_code_of(err)
+
+
+def _run(args) -> int:
+    from wikiengine.model.targets import repository_root
+    from wikiengine.report.data import all_lanes
+    from wikiengine.step.writers import lane_for
+
+    root = repository_root(args.root)
+    if args.all and args.names:
+        raise WikiError("name a lane (MODEL LANE) or --all, not both")
+    lanes = all_lanes(root) if args.all else [lane_for(root, args.names)]
+    if not lanes:
+        raise WikiError("no lane with a program.md under wiki/experiments/: nothing to report")
+    try:
+        import matplotlib  # noqa: F401  (the report extra)
+    except ImportError:
+        raise WikiError("wiki report draws with matplotlib: pip install 'wikiengine[report]'") from None
+    from wikiengine.report.data import lane_report
+    from wikiengine.report.html import file_stem, write_report
+
+    reports = [lane_report(root, lane) for lane in lanes]
+    out = args.out if args.out is not None else root / ".wiki" / "report"
+    written = write_report(root, out, reports)
+    page = out / ("index.html" if len(reports) > 1 else f"{file_stem(reports[0])}.html")
+    if args.json:
+        print(json.dumps({"out": str(out), "page": str(page), "written": [str(p) for p in written],
+                          "lanes": [r.as_json() for r in reports]}, indent=2, sort_keys=True))
+    else:
+        for report in reports:
+            s = report.summary()
+            print(f"{report.lane}: {s['filed']} filed, {s['open']} open, keep-rate "
+                  + (f"{s['keep_rate'] * 100:.0f}%" if s["keep_rate"] is not None else "—")
+                  + f", {s['crashes']} crash(es), {len(report.signals)} signal(s)")
+        print(f"wrote {page}")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(page.resolve().as_uri())
+    return ExitCode.OK

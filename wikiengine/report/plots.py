@@ -1,0 +1,112 @@
+"""The report's two figures as inline SVG, drawn with matplotlib (the ``report`` extra).
+
+No pyplot, no display, no fonts fetched: a :class:`~matplotlib.figure.Figure` saved as SVG
+with ``svg.fonttype: none`` (text stays text, in the reader's sans-serif) and a fixed hash
+salt (the same report, the same bytes). Every point is a link to its experiment page
+(``link``: a repository path -> the href the HTML page uses).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from collections.abc import Callable
+
+from wikiengine.report.data import Experiment, VariantHistory
+
+VERDICT_COLOURS = {"supported": "#2e7d32", "refuted": "#c62828", "inconclusive": "#f9a825", "invalid": "#6a1b9a"}
+BAND_COLOUR = "#90a4ae"
+STYLE = {"svg.fonttype": "none", "svg.hashsalt": "wiki-report", "font.family": "sans-serif", "font.size": 9,
+         "axes.spines.top": False, "axes.spines.right": False}
+SIZE = (8.0, 3.2)
+
+
+def _when(at: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(at, dt.UTC).replace(tzinfo=None)
+
+
+def _svg(fig) -> str:
+    """The figure as an ``<svg>`` element for an HTML page (no XML prolog, no fixed size)."""
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _band_at(bands: tuple[tuple[float, float], ...], at: float) -> float:
+    """The half-width of the newest band measured at or before ``at`` (0: none yet)."""
+    return next((w for t, w in reversed(bands) if t <= at), 0.0)
+
+
+def _figure(title: str, ylabel: str):
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
+    with rc_context(STYLE):
+        fig = Figure(figsize=SIZE, layout="constrained")
+        ax = fig.subplots()
+        ax.set_title(title, loc="left")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+    return fig, ax
+
+
+def frontier_svg(variants: list[VariantHistory], metric: str, end: float, link: Callable[[str], str]) -> str:
+    """The frontier of each variant over time (a step line of Current best, each move a
+    linked point) with the lane's A/A band around it."""
+    from matplotlib import rc_context
+
+    fig, ax = _figure(f"Frontier ({metric}) per variant, with the A/A band", metric)
+    with rc_context(STYLE):
+        for variant in variants:
+            steps = [s for s in variant.steps if s.value is not None]
+            if not steps:
+                continue
+            times = sorted({*(s.at for s in steps), *(t for t, _w in variant.bands if t >= steps[0].at),
+                            max(end, steps[-1].at)})
+            values = [next(s.value for s in reversed(steps) if s.at <= t) for t in times]
+            widths = [_band_at(variant.bands, t) for t in times]
+            xs = [_when(t) for t in times]
+            line, = ax.step(xs, values, where="post", label=variant.key, linewidth=1.6)
+            ax.fill_between(xs, [v - w for v, w in zip(values, widths)], [v + w for v, w in zip(values, widths)],
+                            step="post", color=line.get_color(), alpha=0.18, linewidth=0)
+            moved = [s for s in steps if s.page]
+            if moved:
+                points = ax.scatter([_when(s.at) for s in moved], [s.value for s in moved], color=line.get_color(),
+                                    zorder=3, s=28)
+                points.set_urls([link(s.page) for s in moved])
+                for s in moved:
+                    ax.annotate(s.vid, (_when(s.at), s.value), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        if ax.lines:
+            ax.legend(loc="best", frameon=False)
+        fig.autofmt_xdate()
+        return _svg(fig)
+
+
+def delta_svg(experiments: list[Experiment], variants: list[VariantHistory], metric: str, end: float,
+              link: Callable[[str], str]) -> str:
+    """Every filed experiment as a point (time x delta against the frontier), coloured by
+    verdict, with the A/A band around zero."""
+    from matplotlib import rc_context
+
+    fig, ax = _figure(f"Delta vs frontier ({metric}) of every filed experiment", f"delta {metric}")
+    with rc_context(STYLE):
+        start = min((e.filed_at for e in experiments if e.filed_at is not None), default=end)
+        for variant in variants:
+            if not variant.bands:
+                continue
+            times = sorted({min(start, variant.bands[0][0]), *(t for t, _w in variant.bands), end})
+            widths = [_band_at(variant.bands, t) for t in times]
+            ax.fill_between([_when(t) for t in times], [-w for w in widths], widths, step="post", color=BAND_COLOUR,
+                            alpha=0.3, linewidth=0, label=f"A/A band {variant.key}")
+        ax.axhline(0.0, color="#555555", linewidth=0.8)
+        for verdict, colour in VERDICT_COLOURS.items():
+            mine = [e for e in experiments if e.verdict == verdict and e.delta is not None and e.filed_at is not None]
+            if mine:
+                points = ax.scatter([_when(e.filed_at) for e in mine], [e.delta for e in mine], color=colour,
+                                    label=verdict, zorder=3, s=26)
+                points.set_urls([link(e.page) for e in mine])
+        if ax.collections:
+            ax.legend(loc="best", frameon=False, fontsize=8)
+        fig.autofmt_xdate()
+        return _svg(fig)
