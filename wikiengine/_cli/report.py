@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -41,6 +42,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--all", action="store_true", help="every lane of the wiki that has its own program.md")
     parser.add_argument("-o", "--out", type=Path, metavar="DIR", help="where to write (default: <root>/.wiki/report)")
     parser.add_argument("--json", action="store_true", help="print one JSON object: the lanes' data and the files written")
+    parser.add_argument("-j", "--jobs", type=int, metavar="N",
+                        help="lanes built at once, in worker processes (default: the CPU count)")
     parser.add_argument("--open", action="store_true", help="open the report in the web browser once written")
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.set_defaults(handler=run)
@@ -63,6 +66,8 @@ def _run(args) -> int:
     from wikiengine.step.writers import lane_for
 
     root = repository_root(args.root)
+    if args.jobs is not None and args.jobs < 1:
+        raise WikiError(f"--jobs {args.jobs}: at least 1")
     if args.all and args.names:
         raise WikiError("name a lane (MODEL LANE) or --all, not both")
     lanes = all_lanes(root) if args.all else [lane_for(root, args.names)]
@@ -72,22 +77,20 @@ def _run(args) -> int:
         import matplotlib  # noqa: F401  (the report extra)
     except ImportError:
         raise WikiError("wiki report draws with matplotlib: pip install 'wikiengine[report]'") from None
-    from wikiengine.report.data import lane_report
-    from wikiengine.report.html import file_stem, write_report
+    from wikiengine.report.html import write_report
 
-    reports = [lane_report(root, lane) for lane in lanes]
     out = args.out if args.out is not None else root / ".wiki" / "report"
-    written = write_report(root, out, reports)
-    page = out / ("index.html" if len(reports) > 1 else f"{file_stem(reports[0])}.html")
+    lanes_data, written = write_report(root, out, lanes, jobs=args.jobs or os.cpu_count() or 1)
+    page = out / ("index.html" if len(lanes) > 1 else f"{lanes_data[0]['lane'].replace('/', '-')}.html")
     if args.json:
         print(json.dumps({"out": str(out), "page": str(page), "written": [str(p) for p in written],
-                          "lanes": [r.as_json() for r in reports]}, indent=2, sort_keys=True))
+                          "lanes": lanes_data}, indent=2, sort_keys=True))
     else:
-        for report in reports:
-            s = report.summary()
-            print(f"{report.lane}: {s['filed']} filed, {s['open']} open, keep-rate "
+        for data in lanes_data:
+            s = data["summary"]
+            print(f"{data['lane']}: {s['filed']} filed, {s['open']} open, keep-rate "
                   + (f"{s['keep_rate'] * 100:.0f}%" if s["keep_rate"] is not None else "—")
-                  + f", {s['crashes']} crash(es), {len(report.signals)} signal(s)")
+                  + f", {s['crashes']} crash(es), {len(data['signals'])} signal(s)")
         print(f"wrote {page}")
     if args.open:
         import webbrowser

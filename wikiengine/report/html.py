@@ -17,9 +17,10 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import timestamp
+from wikiengine.model.lanes import Lane
 from wikiengine.model.variant_matrix import LINK_RE
 from wikiengine.report import plots
-from wikiengine.report.data import Experiment, LaneReport
+from wikiengine.report.data import Experiment, LaneReport, lane_report
 
 STYLE = """
 body{font-family:sans-serif;margin:2em auto;max-width:70em;color:#222;line-height:1.4}
@@ -62,10 +63,12 @@ class Page:
     """One lane's HTML page, its links relative to the folder it is written in."""
 
     def __init__(self, root: Path, out: Path, report: LaneReport):
-        self.root, self.out, self.report = root.resolve(), out, report
+        self.report = report
+        self.prefix = Path(os.path.relpath(root.resolve(), out.resolve())).as_posix() + "/"
 
     def link(self, rel: str) -> str:
-        return Path(os.path.relpath(self.root / rel, self.out)).as_posix()
+        """The href of a repository path from the folder the page is written in."""
+        return posixpath.normpath(self.prefix + rel)
 
     def anchor(self, rel: str, text: str) -> str:
         return f'<a href="{escape(self.link(rel))}">{escape(text)}</a>'
@@ -164,24 +167,45 @@ def _document(title: str, body: str) -> str:
             f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")
 
 
-def index_html(reports: list[LaneReport]) -> str:
+def index_html(lanes: list[dict]) -> str:
+    """The index: one row per lane (its data as :meth:`LaneReport.as_json` gives it)."""
     rows = []
-    for r in reports:
-        s = r.summary()
-        rows.append([f'<a href="{escape(file_stem(r))}.html">{escape(r.lane)}</a>', str(s["filed"]), str(s["open"]),
-                     _pct(s["keep_rate"]), _num(s["per_hour"], 3), str(s["crashes"]), str(len(r.signals))])
+    for data in lanes:
+        s = data["summary"]
+        rows.append([f'<a href="{escape(data["lane"].replace("/", "-"))}.html">{escape(data["lane"])}</a>', str(s["filed"]),
+                     str(s["open"]), _pct(s["keep_rate"]), _num(s["per_hour"], 3), str(s["crashes"]),
+                     str(len(data["signals"]))])
     table = _table(["lane", "filed", "open", "keep-rate", "per hour", "crashes", "signals"], rows, "no lane")
     return _document("wiki report", f"<h1>wiki report</h1>\n{table}")
 
 
-def write_report(root: Path, out: Path, reports: list[LaneReport]) -> list[Path]:
-    """Write each lane's page and data and the index into ``out``; the paths written."""
+def render_lane(root: Path, out: Path, lane: Lane, budgets: dict | None = None) -> tuple[str, str, dict]:
+    """One lane's ``(file stem, HTML, data)``: the unit of work a worker process does."""
+    report = lane_report(root, lane, budgets=budgets)
+    return file_stem(report), Page(root, out, report).render(), report.as_json()
+
+
+def write_report(root: Path, out: Path, lanes: list[Lane], *, jobs: int = 1,
+                 budgets: dict[tuple[str, str], dict] | None = None) -> tuple[list[dict], list[Path]]:
+    """Build each lane's page and data (in ``jobs`` processes when there are several lanes),
+    write them and the index into ``out``: ``(the lanes' data, the paths written)``.
+    ``budgets``: a lane's key -> its {name: (used, limit)}."""
     out.mkdir(parents=True, exist_ok=True)
+    out = out.resolve()
+    budgets = budgets or {}
+    args = [(root, out, lane, budgets.get(lane.key)) for lane in lanes]
+    if jobs > 1 and len(lanes) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(min(jobs, len(lanes)), mp_context=multiprocessing.get_context("fork")) as pool:
+            built = list(pool.map(render_lane, *zip(*args)))
+    else:
+        built = [render_lane(*a) for a in args]
     written = []
-    for report in reports:
-        html_path, json_path = out / f"{file_stem(report)}.html", out / f"{file_stem(report)}.json"
-        atomic_write_text(html_path, Page(root, out.resolve(), report).render(), durable=False)
-        atomic_write_text(json_path, json.dumps(report.as_json(), indent=2, sort_keys=True) + "\n", durable=False)
-        written += [html_path, json_path]
-    atomic_write_text(out / "index.html", index_html(reports), durable=False)
-    return [*written, out / "index.html"]
+    for stem, page, data in built:
+        atomic_write_text(out / f"{stem}.html", page, durable=False)
+        atomic_write_text(out / f"{stem}.json", json.dumps(data, indent=2, sort_keys=True) + "\n", durable=False)
+        written += [out / f"{stem}.html", out / f"{stem}.json"]
+    atomic_write_text(out / "index.html", index_html([data for _s, _p, data in built]), durable=False)
+    return [data for _s, _p, data in built], [*written, out / "index.html"]

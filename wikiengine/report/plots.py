@@ -19,6 +19,9 @@ BAND_COLOUR = "#90a4ae"
 STYLE = {"svg.fonttype": "none", "svg.hashsalt": "wiki-report", "font.family": "sans-serif", "font.size": 9,
          "axes.spines.top": False, "axes.spines.right": False}
 SIZE = (8.0, 3.2)
+MARGINS = {"left": 0.09, "right": 0.78, "top": 0.9, "bottom": 0.2}
+LABELLED_MOVES = 12  # the newest frontier moves named beside their point (every point links)
+LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False, "fontsize": 8}
 
 
 def _when(at: float) -> dt.datetime:
@@ -43,7 +46,8 @@ def _figure(title: str, ylabel: str):
     from matplotlib.figure import Figure
 
     with rc_context(STYLE):
-        fig = Figure(figsize=SIZE, layout="constrained")
+        fig = Figure(figsize=SIZE)
+        fig.subplots_adjust(**MARGINS)  # fixed: a layout engine costs more than the drawing
         ax = fig.subplots()
         ax.set_title(title, loc="left")
         ax.set_ylabel(ylabel)
@@ -75,10 +79,10 @@ def frontier_svg(variants: list[VariantHistory], metric: str, end: float, link: 
                 points = ax.scatter([_when(s.at) for s in moved], [s.value for s in moved], color=line.get_color(),
                                     zorder=3, s=28)
                 points.set_urls([link(s.page) for s in moved])
-                for s in moved:
+                for s in moved[-LABELLED_MOVES:]:
                     ax.annotate(s.vid, (_when(s.at), s.value), textcoords="offset points", xytext=(4, 4), fontsize=8)
         if ax.lines:
-            ax.legend(loc="best", frameon=False)
+            ax.legend(**LEGEND)
         fig.autofmt_xdate()
         return _svg(fig)
 
@@ -107,6 +111,6 @@ def delta_svg(experiments: list[Experiment], variants: list[VariantHistory], met
                                     label=verdict, zorder=3, s=26)
                 points.set_urls([link(e.page) for e in mine])
         if ax.collections:
-            ax.legend(loc="best", frameon=False, fontsize=8)
+            ax.legend(**LEGEND)
         fig.autofmt_xdate()
         return _svg(fig)
