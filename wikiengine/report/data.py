@@ -279,7 +279,7 @@ def lane_report(root: Path, lane: Lane, *, budgets: dict[str, tuple[float, float
                         settings.higher_is_better, utc_iso(dt.datetime.fromtimestamp(now, dt.UTC)),
                         budgets=[Budget(n, float(u), float(limit)) for n, (u, limit) in (budgets or {}).items()])
     report.variants, report.experiments = _variants(root, lane, report, experiments, records)
-    report.signals = _signals(root, lane, records, pages, grouped, config, now)
+    report.signals = _signals(root, lane, records, pages, experiments, config, now)
     if not records:
         report.notes.append(f"{lane.journal} is absent or empty: every figure is read from the pages' frontmatter")
     return report
@@ -317,13 +317,13 @@ def _variants(root: Path, lane: Lane, report: LaneReport, experiments: list[Expe
 
 
 def _signals(root: Path, lane: Lane, records: list[dict], pages: list[ex.ExperimentPage],
-             grouped: dict[str, list[dict]], config: dict, now: float) -> list[Signal]:
-    """The watcher's thrash and stall checks (:mod:`wikiengine.step.audit`) on the lane as it is."""
+             experiments: list[Experiment], config: dict, now: float) -> list[Signal]:
+    """The watcher's thrash and stall checks (:mod:`wikiengine.step.audit`) on the lane as it
+    is; a stub's age from its first commit, else from its claim record or its ``created`` date."""
     by_vid = {p.exp_id: p for p in pages}
-    added = first_added(root, lane) if any(p.is_open for p in pages) else {}
-    claimed = {vid: timestamp(_last(mine, "claim", "retry").get("at")) for vid, mine in grouped.items()}
-    rel_vid = {p.rel: p.exp_id for p in pages}
-    findings = audit.stale_stubs(lane, by_vid, lambda rel: added.get(rel) or claimed.get(rel_vid.get(rel)), now,
+    added = first_added(root, lane) if any(e.verdict is None for e in experiments) else {}
+    stubbed = {e.page: e.stub_at for e in experiments}
+    findings = audit.stale_stubs(lane, by_vid, lambda rel: added.get(rel) or stubbed.get(rel), now,
                                  float(config.get("stale_stub_hours", audit.DEFAULT_STALE_HOURS)))
     findings += audit.thrashing(lane, records, by_vid, int(config.get("thrash_k", audit.DEFAULT_THRASH_K)))
     return [Signal(f.check, f.path, f.message, f.correction) for f in findings]
