@@ -23,10 +23,13 @@ the same data as JSON beside each page:
     verdict, with the band, and the share of deltas inside it;
   - keep-rate, experiments per hour and per track, time from stub to verdict, the verdict
     mix, crashes and their causes; budgets ("no budgets set" when none); the watcher's
-    thrash and stall signals; open stubs and their queue state.
+    thrash and stall signals; open stubs and their queue state;
+  - for a kernel family: the speedup of every verified candidate and what each receipt
+    is worth (signed and verified, unsigned, unbound, invalid, missing).
 
   wiki report mlp cpu                 one lane: DIR/mlp-cpu.html, DIR/mlp-cpu.json, DIR/index.html
-  wiki report --all -o /tmp/report    every lane with a program
+  wiki report --all -o /tmp/report    every lane with a program and every kernel family
+  wiki report --kernel layernorm      one kernel family: DIR/kernel-layernorm.html
   wiki report mlp cpu --json          write it and print the data as one JSON object
   wiki report mlp cpu --open          write, then open it in the browser
 
@@ -39,7 +42,9 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("report", help=HELP, description=DESCRIPTION,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: the one the current directory is in)")
-    parser.add_argument("--all", action="store_true", help="every lane of the wiki that has its own program.md")
+    parser.add_argument("--all", action="store_true",
+                        help="every lane of the wiki that has its own program.md, and every kernel family")
+    parser.add_argument("--kernel", metavar="FAMILY", help="a kernel family's report: speedup per candidate, receipts")
     parser.add_argument("-o", "--out", type=Path, metavar="DIR", help="where to write (default: <root>/.wiki/report)")
     parser.add_argument("--json", action="store_true", help="print one JSON object: the lanes' data and the files written")
     parser.add_argument("-j", "--jobs", type=int, metavar="N",
@@ -60,19 +65,30 @@ def run(args) -> int:
         return exit_code_of(err)
 
 
+def _family(root: Path, name: str):
+    from wikiengine.model.kernels import KernelFamily
+
+    family = KernelFamily(name)
+    if not (root / family.dir).is_dir():
+        raise WikiError(f"no kernel family folder {family.dir}")
+    return family
+
+
 def _run(args) -> int:
     from wikiengine.model.targets import repository_root
     from wikiengine.report.data import all_lanes
+    from wikiengine.report.kernels import all_families
     from wikiengine.step.writers import lane_for
 
     root = repository_root(args.root)
     if args.jobs is not None and args.jobs < 1:
         raise WikiError(f"--jobs {args.jobs}: at least 1")
-    if args.all and args.names:
-        raise WikiError("name a lane (MODEL LANE) or --all, not both")
-    lanes = all_lanes(root) if args.all else [lane_for(root, args.names)]
-    if not lanes:
-        raise WikiError("no lane with a program.md under wiki/experiments/: nothing to report")
+    if sum(map(bool, (args.all, args.names, args.kernel))) > 1:
+        raise WikiError("name one lane (MODEL LANE), one --kernel FAMILY, or --all, not both")
+    families = all_families(root) if args.all else [_family(root, args.kernel)] if args.kernel else []
+    lanes = all_lanes(root) if args.all else [] if args.kernel else [lane_for(root, args.names)]
+    if not lanes and not families:
+        raise WikiError("no lane with a program.md under wiki/experiments/ and no kernel family: nothing to report")
     try:
         import matplotlib  # noqa: F401  (the report extra)
     except ImportError:
@@ -80,17 +96,22 @@ def _run(args) -> int:
     from wikiengine.report.html import write_report
 
     out = args.out if args.out is not None else root / ".wiki" / "report"
-    lanes_data, written = write_report(root, out, lanes, jobs=args.jobs or os.cpu_count() or 1)
-    page = out / ("index.html" if len(lanes) > 1 else f"{lanes_data[0]['lane'].replace('/', '-')}.html")
+    lanes_data, families_data, written = write_report(root, out, lanes, families, jobs=args.jobs or os.cpu_count() or 1)
+    single = [f"{d['lane'].replace('/', '-')}.html" for d in lanes_data] + [f"kernel-{d['family']}.html" for d in families_data]
+    page = out / (single[0] if len(single) == 1 else "index.html")
     if args.json:
         print(json.dumps({"out": str(out), "page": str(page), "written": [str(p) for p in written],
-                          "lanes": lanes_data}, indent=2, sort_keys=True))
+                          "lanes": lanes_data, "kernel_families": families_data}, indent=2, sort_keys=True))
     else:
         for data in lanes_data:
             s = data["summary"]
             print(f"{data['lane']}: {s['filed']} filed, {s['open']} open, keep-rate "
                   + (f"{s['keep_rate'] * 100:.0f}%" if s["keep_rate"] is not None else "—")
                   + f", {s['crashes']} crash(es), {len(data['signals'])} signal(s)")
+        for data in families_data:
+            best = data["best"]
+            print(f"kernel {data['family']}: {len(data['candidates'])} receipt(s), best verified speedup "
+                  + (f"{best['speedup']:.3g}x ({best['vid']} {best['cand']})" if best else "—"))
         print(f"wrote {page}")
     if args.open:
         import webbrowser

@@ -17,13 +17,15 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import timestamp
+from wikiengine.model.kernels import KernelFamily
 from wikiengine.model.lanes import Lane
 from wikiengine.model.variant_matrix import LINK_RE
 from wikiengine.report import plots
 from wikiengine.report.data import Experiment, LaneReport, lane_report
+from wikiengine.report.kernels import FamilyReport, family_report
 
 STYLE = """
-body{font-family:sans-serif;margin:2em auto;max-width:70em;color:#222;line-height:1.4}
+body{font-family:sans-serif;margin:2em auto;padding:0 1.5em;max-width:70em;color:#222;line-height:1.4}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ddd;padding:.2em .5em;text-align:left}
 th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
@@ -59,11 +61,10 @@ def _table(header: list[str], rows: list[list[str]], empty: str) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-class Page:
-    """One lane's HTML page, its links relative to the folder it is written in."""
+class Links:
+    """Links to repository paths from the folder a page is written in."""
 
-    def __init__(self, root: Path, out: Path, report: LaneReport):
-        self.report = report
+    def __init__(self, root: Path, out: Path):
         self.prefix = Path(os.path.relpath(root.resolve(), out.resolve())).as_posix() + "/"
 
     def link(self, rel: str) -> str:
@@ -72,6 +73,14 @@ class Page:
 
     def anchor(self, rel: str, text: str) -> str:
         return f'<a href="{escape(self.link(rel))}">{escape(text)}</a>'
+
+
+class Page(Links):
+    """One lane's HTML page."""
+
+    def __init__(self, root: Path, out: Path, report: LaneReport):
+        super().__init__(root, out)
+        self.report = report
 
     def render(self) -> str:
         r = self.report
@@ -162,13 +171,42 @@ class Page:
                 f'<td class="n">{_num(e.band, 4)}</td>', inside]
 
 
+class FamilyPage(Links):
+    """One kernel family's HTML page: speedup per candidate and what each receipt is worth."""
+
+    def __init__(self, root: Path, out: Path, report: FamilyReport):
+        super().__init__(root, out)
+        self.report = report
+
+    def render(self) -> str:
+        r = self.report
+        best = r.best
+        rows = [[self.anchor(c.page, c.vid) if c.page else escape(c.vid), escape(c.cand), escape(c.mode),
+                 escape(c.verdict), f'<td class="n">{_num(c.speedup, 4)}</td>', self.anchor(c.receipt, c.status),
+                 _when(c.at)] for c in r.candidates]
+        mix = ", ".join(f'<span class="{v}">{v} {n}</span>' for v, n in sorted(r.verdicts.items())) or "none filed"
+        parts = [f"<h1>Kernel family {escape(r.family)}</h1>",
+                 f"<p>Generated {escape(r.generated_at)} from {escape(r.dir)}/.journal.jsonl and its receipts. "
+                 f'Filed pages: {mix}. Best verified candidate: '
+                 + (f"{escape(best.vid)} {escape(best.cand)} at {best.speedup:.3g}x" if best else "none")
+                 + '. <a href="index.html">All lanes</a>.</p>',
+                 "<h2>Speedup per candidate</h2>",
+                 '<figure id="plot-speedup">' + plots.speedup_svg(r.candidates, self.link) + "</figure>",
+                 "<h2>Receipts</h2>",
+                 _table(["page", "candidate", "mode", "verifier", "speedup", "receipt", "verified at"], rows,
+                        "no candidate verified")]
+        if r.notes:
+            parts += ["<h2>Notes</h2><ul>", *(f"<li>{escape(n)}</li>" for n in r.notes), "</ul>"]
+        return _document(f"wiki report: kernel family {r.family}", "\n".join(parts))
+
+
 def _document(title: str, body: str) -> str:
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
             f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")
 
 
-def index_html(lanes: list[dict]) -> str:
-    """The index: one row per lane (its data as :meth:`LaneReport.as_json` gives it)."""
+def index_html(lanes: list[dict], families: list[dict] = ()) -> str:
+    """The index: one row per lane and per kernel family (their data as ``as_json`` gives it)."""
     rows = []
     for data in lanes:
         s = data["summary"]
@@ -176,7 +214,11 @@ def index_html(lanes: list[dict]) -> str:
                      str(s["open"]), _pct(s["keep_rate"]), _num(s["per_hour"], 3), str(s["crashes"]),
                      str(len(data["signals"]))])
     table = _table(["lane", "filed", "open", "keep-rate", "per hour", "crashes", "signals"], rows, "no lane")
-    return _document("wiki report", f"<h1>wiki report</h1>\n{table}")
+    kernel_rows = [[f'<a href="kernel-{escape(f["family"])}.html">{escape(f["family"])}</a>', str(len(f["candidates"])),
+                    f'{f["best"]["speedup"]:.3g}x ({escape(f["best"]["vid"])} {escape(f["best"]["cand"])})'
+                    if f["best"] and f["best"]["speedup"] is not None else "—"] for f in families]
+    kernels = _table(["kernel family", "receipts", "best verified speedup"], kernel_rows, "no kernel family")
+    return _document("wiki report", f"<h1>wiki report</h1>\n<h2>Lanes</h2>\n{table}\n<h2>Kernel families</h2>\n{kernels}")
 
 
 def render_lane(root: Path, out: Path, lane: Lane, budgets: dict | None = None) -> tuple[str, str, dict]:
@@ -185,10 +227,15 @@ def render_lane(root: Path, out: Path, lane: Lane, budgets: dict | None = None) 
     return file_stem(report), Page(root, out, report).render(), report.as_json()
 
 
-def write_report(root: Path, out: Path, lanes: list[Lane], *, jobs: int = 1,
-                 budgets: dict[tuple[str, str], dict] | None = None) -> tuple[list[dict], list[Path]]:
-    """Build each lane's page and data (in ``jobs`` processes when there are several lanes),
-    write them and the index into ``out``: ``(the lanes' data, the paths written)``.
+def render_family(root: Path, out: Path, family: KernelFamily) -> tuple[str, str, dict]:
+    report = family_report(root, family)
+    return f"kernel-{family.slug}", FamilyPage(root, out, report).render(), report.as_json()
+
+
+def write_report(root: Path, out: Path, lanes: list[Lane], families: list[KernelFamily] = (), *, jobs: int = 1,
+                 budgets: dict[tuple[str, str], dict] | None = None) -> tuple[list[dict], list[dict], list[Path]]:
+    """Build each lane's and family's page and data (lanes in ``jobs`` processes when there are
+    several), write them and the index into ``out``: ``(lanes' data, families' data, paths written)``.
     ``budgets``: a lane's key -> its {name: (used, limit)}."""
     out.mkdir(parents=True, exist_ok=True)
     out = out.resolve()
@@ -202,10 +249,12 @@ def write_report(root: Path, out: Path, lanes: list[Lane], *, jobs: int = 1,
             built = list(pool.map(render_lane, *zip(*args)))
     else:
         built = [render_lane(*a) for a in args]
+    kernels = [render_family(root, out, family) for family in families]
     written = []
-    for stem, page, data in built:
+    for stem, page, data in [*built, *kernels]:
         atomic_write_text(out / f"{stem}.html", page, durable=False)
         atomic_write_text(out / f"{stem}.json", json.dumps(data, indent=2, sort_keys=True) + "\n", durable=False)
         written += [out / f"{stem}.html", out / f"{stem}.json"]
-    atomic_write_text(out / "index.html", index_html([data for _s, _p, data in built]), durable=False)
-    return [data for _s, _p, data in built], [*written, out / "index.html"]
+    lanes_data, families_data = [d for _s, _p, d in built], [d for _s, _p, d in kernels]
+    atomic_write_text(out / "index.html", index_html(lanes_data, families_data), durable=False)
+    return lanes_data, families_data, [*written, out / "index.html"]

@@ -114,3 +114,26 @@ def delta_svg(experiments: list[Experiment], variants: list[VariantHistory], met
             ax.legend(**LEGEND)
         fig.autofmt_xdate()
         return _svg(fig)
+
+
+def speedup_svg(candidates: list, link: Callable[[str], str]) -> str:
+    """The speedup of every verified candidate against the reference (1.0: as fast), each bar
+    a link to its page; a bar whose receipt is not signed and verified is hatched."""
+    from matplotlib import rc_context
+
+    from wikiengine.report.kernels import VERIFIED
+
+    fig, ax = _figure("Speedup per candidate (receipt timing)", "speedup x")
+    with rc_context(STYLE):
+        shown = [c for c in candidates if c.speedup is not None]
+        labels = [f"{c.vid} {c.cand} ({c.mode})" for c in shown]
+        colours = [VERDICT_COLOURS["supported"] if c.verdict == "PASS" else VERDICT_COLOURS["refuted"] for c in shown]
+        bars = ax.bar(range(len(shown)), [c.speedup for c in shown], color=colours)
+        for bar, c in zip(bars, shown):
+            if c.status != VERIFIED:
+                bar.set_hatch("//")
+            if c.page:
+                bar.set_url(link(c.page))
+        ax.axhline(1.0, color="#555555", linewidth=0.8)
+        ax.set_xticks(range(len(shown)), labels, rotation=30, ha="right", fontsize=8)
+        return _svg(fig)
