@@ -209,3 +209,51 @@ def test_a_lane_that_does_not_exist_is_one_json_refusal(generated):
     assert done.returncode == 2 and "error" in json.loads(done.stdout) and done.stderr.count("\n") == 1
     done = wiki("report", "gemma4", "tpu", "--all", "--root", str(generated))
     assert done.returncode == 2 and "not both" in done.stderr and "Traceback" not in done.stderr
+
+
+# --- kernel families -------------------------------------------------------------------------
+
+
+def _receipt(vid: str, cand: str, speedup: float, verdict: str = "PASS") -> dict:
+    return {"family": "layernorm", "vid": vid, "candidate": cand, "commit": "a" * 40, "mode": "quick",
+            "variant": "rows512/cpu", "verifier": "v1", "verdict": verdict, "parity": {}, "firing": {},
+            "timing": {"speedup": speedup}, "created": "2026-12-01T00:00:00Z"}
+
+
+def test_a_family_s_receipts_say_what_they_are_worth(tmp_path, monkeypatch):
+    from wikiengine.model.journal import append_record
+    from wikiengine.model.kernels import KernelFamily
+    from wikiengine.model.receipt import seal
+    from wikiengine.report.kernels import VERIFIED, family_report, receipt_status
+
+    family, key = KernelFamily("layernorm"), b"k" * 32
+    receipts = {"v001-cand1": seal(_receipt("v001", "cand1", 1.8), key), "v001-cand2": seal(_receipt("v001", "cand2", 3.0), key),
+                "v002-cand1": seal(_receipt("v002", "cand1", 9.0)), "v002-cand2": seal(_receipt("v002", "cand2", 5.0), key),
+                "v003-cand1": seal(_receipt("v003", "cand1", 7.0), key)}
+    receipts["v001-cand2"] = receipts["v001-cand2"].replace('"speedup": 3.0', '"speedup": 30.0')  # edited by hand
+    folder = tmp_path / family.receipts_dir
+    folder.mkdir(parents=True)
+    journal = ""
+    for name, text in receipts.items():
+        (folder / f"{name}.json").write_text(text)
+        digest = json.loads(text)["sha256"] if name != "v002-cand2" else "0" * 64  # v002-cand2: not the record's digest
+        journal = append_record(journal, {"op": "verify", "vid": name[:4], "cand": name[5:], "mode": "quick", "verdict": "PASS",
+                                          "receipt": f"{family.receipts_dir}/{name}.json", "receipt_sha256": digest})
+    journal = append_record(journal, {"op": "verify", "vid": "v004", "cand": "cand1", "verdict": "PASS",
+                                      "receipt": f"{family.receipts_dir}/gone.json"})
+    (tmp_path / family.journal).write_text(journal)
+    records = [json.loads(line) for line in journal.splitlines()]
+    statuses = {f"{r['vid']}-{r['cand']}": receipt_status(tmp_path, r, key, "")[1] for r in records}
+    assert statuses == {"v001-cand1": VERIFIED, "v001-cand2": statuses["v001-cand2"], "v002-cand1": "unsigned",
+                        "v002-cand2": "unbound: its digest is not the one the verify record committed",
+                        "v003-cand1": VERIFIED, "v004-cand1": "missing"}
+    assert statuses["v001-cand2"].startswith("invalid: its sha256 does not match")
+    assert receipt_status(tmp_path, records[0], b"x" * 32, "")[1] == "signature does not verify"
+    assert receipt_status(tmp_path, records[0], None, "no key here")[1] == "signed (not checked: no key here)"
+    monkeypatch.setattr("wikiengine.report.kernels._receipt_key", lambda root: (key, ""))  # the machine's key
+    report = family_report(tmp_path, family)
+    assert [c.speedup for c in report.candidates] == [1.8, None, 9.0, 5.0, 7.0, None]
+    assert [c.status == VERIFIED for c in report.candidates] == [True, False, False, False, True, False]
+    best = report.best  # the unsigned 9.0 and the unbound 5.0 do not count
+    assert (best.vid, best.cand, best.speedup) == ("v003", "cand1", 7.0)
+    assert report.as_json()["best"]["speedup"] == 7.0

@@ -34,7 +34,7 @@ the same data as JSON beside each page:
   wiki report mlp cpu --open          write, then open it in the browser
 
 DIR defaults to <root>/.wiki/report. Needs matplotlib (pip install 'wikiengine[report]').
-Exit status: 0 written; 2 bad input (no such lane, an unreadable journal or model page).
+Exit status: 0 written; 2 bad input (no such lane or family, an unreadable journal or program).
 """
 
 
