@@ -89,7 +89,7 @@ class Page(Links):
         parts = [f"<h1>Lane {escape(r.lane)}</h1>",
                  f'<p>Target metric <b>{escape(r.metric)}</b> ({"higher" if r.higher_is_better else "lower"} is better); '
                  f"model page {model}; generated {escape(r.generated_at)} from the wiki and "
-                 f'{escape(r.dir)}/.journal.jsonl. <a href="index.html">All lanes</a>.</p>',
+                 f'{escape(r.dir)}/.journal.jsonl. <a href="index.html">Index</a>.</p>',
                  "<h2>Summary</h2>", self.summary(),
                  "<h2>Frontier over time</h2>",
                  '<figure id="plot-frontier">' + plots.frontier_svg(r.variants, r.metric, end, self.link) + "</figure>",
@@ -189,7 +189,7 @@ class FamilyPage(Links):
                  f"<p>Generated {escape(r.generated_at)} from {escape(r.dir)}/.journal.jsonl and its receipts. "
                  f'Filed pages: {mix}. Best verified candidate: '
                  + (f"{escape(best.vid)} {escape(best.cand)} at {best.speedup:.3g}x" if best else "none")
-                 + '. <a href="index.html">All lanes</a>.</p>',
+                 + '. <a href="index.html">Index</a>.</p>',
                  "<h2>Speedup per candidate</h2>",
                  '<figure id="plot-speedup">' + plots.speedup_svg(r.candidates, self.link) + "</figure>",
                  "<h2>Receipts</h2>",
