@@ -257,3 +257,14 @@ def test_a_family_s_receipts_say_what_they_are_worth(tmp_path, monkeypatch):
     best = report.best  # the unsigned 9.0 and the unbound 5.0 do not count
     assert (best.vid, best.cand, best.speedup) == ("v003", "cand1", 7.0)
     assert report.as_json()["best"]["speedup"] == 7.0
+
+
+def test_a_torn_journal_line_mid_file_is_one_line_naming_it_even_from_a_worker(generated, tmp_path):
+    root = tmp_path / "wiki"
+    shutil.copytree(generated, root)
+    journal = root / "wiki/experiments/gemma4_autoresearch_optimization/tpu/.journal.jsonl"
+    journal.write_text('{"op": "claim"}\nnot json\n{"op": "start"}\n')
+    for jobs in ("1", "2"):
+        done = wiki("report", "--all", "--root", str(root), "-o", str(tmp_path / "out"), "-j", jobs)
+        assert done.returncode == 2
+        assert done.stderr == f"error: {journal.relative_to(root)}:2: journal line is not JSON\n"
