@@ -49,6 +49,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object: the lanes' data and the files written")
     parser.add_argument("-j", "--jobs", type=int, metavar="N",
                         help="lanes built at once, in worker processes (default: the CPU count)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="draw every figure again (by default DIR/.figures/ keeps each lane's figures until its data changes)")
     parser.add_argument("--open", action="store_true", help="open the report in the web browser once written")
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.set_defaults(handler=run)
@@ -96,7 +98,8 @@ def _run(args) -> int:
     from wikiengine.report.html import write_report
 
     out = args.out if args.out is not None else root / ".wiki" / "report"
-    lanes_data, families_data, written = write_report(root, out, lanes, families, jobs=args.jobs or os.cpu_count() or 1)
+    lanes_data, families_data, written = write_report(root, out, lanes, families, jobs=args.jobs or os.cpu_count() or 1,
+                                                      cache=not args.no_cache)
     single = [f"{d['lane'].replace('/', '-')}.html" for d in lanes_data] + [f"kernel-{d['family']}.html" for d in families_data]
     page = out / (single[0] if len(single) == 1 else "index.html")
     if args.json:

@@ -126,6 +126,13 @@ class LaneReport:
     def open(self) -> list[Experiment]:
         return [e for e in self.experiments if e.verdict is None]
 
+    @property
+    def end(self) -> float:
+        """The lane's last recorded moment (the plots end there: the same data, the same figure)."""
+        times = [t for e in self.experiments for t in (e.stub_at, e.filed_at) if t is not None]
+        times += [s.at for v in self.variants for s in v.steps] + [t for v in self.variants for t, _w in v.bands]
+        return max(times, default=timestamp(self.generated_at) or 0.0)
+
     def summary(self) -> dict:
         """The figures of the lane: keep-rate, throughput, stub-to-verdict, the verdict mix."""
         filed = self.filed

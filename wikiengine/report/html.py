@@ -12,11 +12,11 @@ import datetime as dt
 import json
 import os
 import posixpath
+from dataclasses import asdict
 from html import escape
 from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text
-from wikiengine.core.clock import timestamp
 from wikiengine.model.kernels import KernelFamily
 from wikiengine.model.lanes import Lane
 from wikiengine.model.variant_matrix import LINK_RE
@@ -24,6 +24,7 @@ from wikiengine.report import plots
 from wikiengine.report.data import Experiment, LaneReport, lane_report
 from wikiengine.report.kernels import FamilyReport, family_report
 
+FIGURES = ".figures"  # the figures kept between runs (plots.cached)
 STYLE = """
 body{font-family:sans-serif;margin:2em auto;padding:0 1.5em;max-width:70em;color:#222;line-height:1.4}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ddd}
@@ -76,15 +77,27 @@ class Links:
 
 
 class Page(Links):
-    """One lane's HTML page."""
+    """One lane's HTML page (``cache``: where its figures are kept between runs, None: none)."""
 
-    def __init__(self, root: Path, out: Path, report: LaneReport):
+    def __init__(self, root: Path, out: Path, report: LaneReport, cache: Path | None = None):
         super().__init__(root, out)
-        self.report = report
+        self.report, self.cache = report, cache
+
+    def frontier(self) -> str:
+        r = self.report
+        return plots.cached(self.cache, f"{file_stem(r)}-frontier", [[asdict(v) for v in r.variants], r.metric, r.end,
+                                                                    self.prefix],
+                            lambda: plots.frontier_svg(r.variants, r.metric, r.end, self.link))
+
+    def delta(self) -> str:
+        r = self.report
+        points = [(e.filed_at, e.delta, e.verdict, e.page) for e in r.filed]
+        return plots.cached(self.cache, f"{file_stem(r)}-delta", [points, [v.bands for v in r.variants], r.metric, r.end,
+                                                                 self.prefix],
+                            lambda: plots.delta_svg(r.filed, r.variants, r.metric, r.end, self.link))
 
     def render(self) -> str:
         r = self.report
-        end = timestamp(r.generated_at) or 0.0
         model = self.anchor(r.model_page, r.model_page) if r.model_page else "no model page"
         parts = [f"<h1>Lane {escape(r.lane)}</h1>",
                  f'<p>Target metric <b>{escape(r.metric)}</b> ({"higher" if r.higher_is_better else "lower"} is better); '
@@ -92,10 +105,10 @@ class Page(Links):
                  f'{escape(r.dir)}/.journal.jsonl. <a href="index.html">Index</a>.</p>',
                  "<h2>Summary</h2>", self.summary(),
                  "<h2>Frontier over time</h2>",
-                 '<figure id="plot-frontier">' + plots.frontier_svg(r.variants, r.metric, end, self.link) + "</figure>",
+                 '<figure id="plot-frontier">' + self.frontier() + "</figure>",
                  self.variants(),
                  "<h2>Every filed experiment against its frontier</h2>",
-                 '<figure id="plot-delta">' + plots.delta_svg(r.filed, r.variants, r.metric, end, self.link) + "</figure>",
+                 '<figure id="plot-delta">' + self.delta() + "</figure>",
                  "<h2>Budgets</h2>", self.budgets(),
                  "<h2>Thrash and stall signals</h2>", self.signals(),
                  "<h2>Crashes</h2>", self.crashes(),
@@ -221,10 +234,11 @@ def index_html(lanes: list[dict], families: list[dict] = ()) -> str:
     return _document("wiki report", f"<h1>wiki report</h1>\n<h2>Lanes</h2>\n{table}\n<h2>Kernel families</h2>\n{kernels}")
 
 
-def render_lane(root: Path, out: Path, lane: Lane, budgets: dict | None = None) -> tuple[str, str, dict]:
+def render_lane(root: Path, out: Path, lane: Lane, budgets: dict | None = None,
+                cache: Path | None = None) -> tuple[str, str, dict]:
     """One lane's ``(file stem, HTML, data)``: the unit of work a worker process does."""
     report = lane_report(root, lane, budgets=budgets)
-    return file_stem(report), Page(root, out, report).render(), report.as_json()
+    return file_stem(report), Page(root, out, report, cache).render(), report.as_json()
 
 
 def render_family(root: Path, out: Path, family: KernelFamily) -> tuple[str, str, dict]:
@@ -233,14 +247,16 @@ def render_family(root: Path, out: Path, family: KernelFamily) -> tuple[str, str
 
 
 def write_report(root: Path, out: Path, lanes: list[Lane], families: list[KernelFamily] = (), *, jobs: int = 1,
-                 budgets: dict[tuple[str, str], dict] | None = None) -> tuple[list[dict], list[dict], list[Path]]:
+                 budgets: dict[tuple[str, str], dict] | None = None,
+                 cache: bool = True) -> tuple[list[dict], list[dict], list[Path]]:
     """Build each lane's and family's page and data (lanes in ``jobs`` processes when there are
     several), write them and the index into ``out``: ``(lanes' data, families' data, paths written)``.
-    ``budgets``: a lane's key -> its {name: (used, limit)}."""
+    ``budgets``: a lane's key -> its {name: (used, limit)}; ``cache``: keep the lanes' figures
+    in ``out/.figures/`` and draw again only those whose data changed."""
     out.mkdir(parents=True, exist_ok=True)
     out = out.resolve()
     budgets = budgets or {}
-    args = [(root, out, lane, budgets.get(lane.key)) for lane in lanes]
+    args = [(root, out, lane, budgets.get(lane.key), out / FIGURES if cache else None) for lane in lanes]
     if jobs > 1 and len(lanes) > 1:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor

@@ -9,9 +9,14 @@ salt (the same report, the same bytes). Every point is a link to its experiment 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import io
+import json
+import re
 from collections.abc import Callable
+from pathlib import Path
 
+from wikiengine.core.atomic import atomic_write_text
 from wikiengine.report.data import Experiment, VariantHistory
 
 VERDICT_COLOURS = {"supported": "#2e7d32", "refuted": "#c62828", "inconclusive": "#f9a825", "invalid": "#6a1b9a"}
@@ -22,6 +27,33 @@ SIZE = (8.0, 3.2)
 MARGINS = {"left": 0.09, "right": 0.78, "top": 0.9, "bottom": 0.2}
 LABELLED_MOVES = 12  # the newest frontier moves named beside their point (every point links)
 LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False, "fontsize": 8}
+
+
+_SOURCE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()  # a change of the drawing code redraws
+_KEY_RE = re.compile(r"[0-9a-f]{32}")
+
+
+def cached(cache: Path | None, name: str, inputs, draw: Callable[[], str]) -> str:
+    """``draw()``, or the SVG an earlier run drew from the same ``inputs`` with the same code
+    and matplotlib (``cache``: a folder; None: always draw). A figure is a pure function of
+    its inputs, so an unchanged lane costs no drawing; one file per ``name`` is kept."""
+    if cache is None:
+        return draw()
+    import matplotlib
+
+    blob = json.dumps([inputs, matplotlib.__version__, _SOURCE], sort_keys=True, default=str)
+    path = cache / f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:32]}.svg"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    svg = draw()
+    cache.mkdir(parents=True, exist_ok=True)
+    for old in cache.glob(f"{name}-*.svg"):
+        if _KEY_RE.fullmatch(old.stem[len(name) + 1:]):
+            old.unlink(missing_ok=True)
+    atomic_write_text(path, svg, durable=False)
+    return svg
 
 
 def _when(at: float) -> dt.datetime:
