@@ -268,3 +268,27 @@ def test_a_torn_journal_line_mid_file_is_one_line_naming_it_even_from_a_worker(g
         done = wiki("report", "--all", "--root", str(root), "-o", str(tmp_path / "out"), "-j", jobs)
         assert done.returncode == 2
         assert done.stderr == f"error: {journal.relative_to(root)}:2: journal line is not JSON\n"
+
+
+def test_an_unchanged_lane_s_figures_are_not_drawn_again(generated, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from wikiengine.report import plots
+    from wikiengine.report.html import Page
+
+    lane = Lane("gemma4_autoresearch_optimization", "tpu")
+    now = 1.9e9
+    report, cache = lane_report(generated, lane, now=now), tmp_path / "figures"
+    first = Page(generated, tmp_path, report, cache).render()
+    kept = sorted(p.name for p in cache.iterdir())
+    assert len(kept) == 2
+    drawn = []
+    real = plots.delta_svg
+    monkeypatch.setattr(plots, "frontier_svg", lambda *a: drawn.append("frontier") or "")
+    monkeypatch.setattr(plots, "delta_svg", lambda *a: drawn.append("delta") or real(*a))
+    assert Page(generated, tmp_path, lane_report(generated, lane, now=now), cache).render() == first and drawn == []
+    moved = replace(report, experiments=[replace(e, delta=(e.delta or 0) + 1) for e in report.experiments])
+    Page(generated, tmp_path, moved, cache).render()
+    assert drawn == ["delta"]  # the frontier's inputs did not change
+    now = sorted(p.name for p in cache.iterdir())
+    assert len(now) == 2 and now[0] != kept[0] and now[1] == kept[1]  # the delta figure replaced, the frontier kept
