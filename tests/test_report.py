@@ -292,3 +292,14 @@ def test_an_unchanged_lane_s_figures_are_not_drawn_again(generated, tmp_path, mo
     assert drawn == ["delta"]  # the frontier's inputs did not change
     now = sorted(p.name for p in cache.iterdir())
     assert len(now) == 2 and now[0] != kept[0] and now[1] == kept[1]  # the delta figure replaced, the frontier kept
+
+
+def test_each_id_s_records_are_led_by_the_session_they_fell_in():
+    from wikiengine.report.data import records_by_vid
+
+    records = [{"op": "start", "session": 1}, {"op": "claim", "vid": "v001"}, {"op": "dispatch", "vid": "v001"},
+               {"op": "start", "session": 2}, {"op": "dispatch", "vid": "v001"}, {"op": "claim", "vid": "v002"}, {"op": "x"}]
+    grouped = records_by_vid(records)
+    assert [r.get("session") or r["op"] for r in grouped["v001"]] == [1, "claim", "dispatch", 2, "dispatch"]
+    assert [r.get("session") or r["op"] for r in grouped["v002"]] == [2, "claim"]
+    assert set(grouped) == {"v001", "v002"}

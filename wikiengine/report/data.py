@@ -32,7 +32,6 @@ from wikiengine.step import audit
 from wikiengine.step import writers as lw
 
 QUEUE_STATES = {NEVER_DISPATCHED: "queued", IN_FLIGHT: "running", COMPLETED: "verdict owed"}
-BUDGET_NAMES = ("max_experiments", "max_wall_hours", "max_chip_hours", "ceiling_s")
 
 
 @dataclass(frozen=True)
@@ -189,17 +188,19 @@ def records_by_vid(records: list[dict]) -> dict[str, list[dict]]:
     """Each id's records, each run of them led by the session ``start`` it fell in (what
     :func:`~wikiengine.model.evidence.run_evidence` reads), in one pass over the journal."""
     found: dict[str, list[dict]] = {}
+    led: dict[str, int] = {}  # vid -> the index of the start its records were last led by
     start = None
-    for record in records:
+    for index, record in enumerate(records):
         if record.get("op") == "start":
-            start = record
+            start = index
             continue
         vid = record.get("vid")
         if not isinstance(vid, str) or not vid:
             continue
         mine = found.setdefault(vid, [])
-        if start is not None and start not in mine:
-            mine.append(start)
+        if start is not None and led.get(vid) != start:
+            mine.append(records[start])
+            led[vid] = start
         mine.append(record)
     return found
 
