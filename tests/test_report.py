@@ -303,3 +303,15 @@ def test_each_id_s_records_are_led_by_the_session_they_fell_in():
     assert [r.get("session") or r["op"] for r in grouped["v001"]] == [1, "claim", "dispatch", 2, "dispatch"]
     assert [r.get("session") or r["op"] for r in grouped["v002"]] == [2, "claim"]
     assert set(grouped) == {"v001", "v002"}
+
+
+def test_open_opens_the_written_page(generated, tmp_path, monkeypatch, capsys):
+    import webbrowser
+
+    from wikiengine._cli import main as cli
+
+    opened = []
+    monkeypatch.setattr(webbrowser, "open", opened.append)
+    assert cli.main(["report", "gemma4", "tpu", "--root", str(generated), "-o", str(tmp_path), "--open", "-j", "1"]) == 0
+    assert opened == [(tmp_path / "gemma4-tpu.html").resolve().as_uri()]
+    assert capsys.readouterr().out.endswith(f"wrote {tmp_path / 'gemma4-tpu.html'}\n")
