@@ -76,7 +76,8 @@ def test_the_demo_lane_s_figures_are_the_journal_s(demo):
     assert last["page"] and Path(last["page"]).name in variant["current_best"]
     assert [s["vid"] for s in variant["steps"][1:]] == [r["vid"] for r in filings if r["verdict"] == "supported"]
     assert variant["bands"] and all(w >= 0 for _t, w in variant["bands"])
-    assert sorted(p.name for p in out.iterdir()) == ["index.html", "mlp-cpu.html", "mlp-cpu.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".figures", "index.html", "mlp-cpu.html", "mlp-cpu.json"]
+    assert sorted(p.name.rsplit("-", 1)[0] for p in (out / ".figures").iterdir()) == ["mlp-cpu-delta", "mlp-cpu-frontier"]
     assert json.loads((out / "mlp-cpu.json").read_text()) == data
 
 
