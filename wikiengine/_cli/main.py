@@ -25,7 +25,7 @@ from wikiengine.core.version import __version__
 ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG,
                                 errno.ENAMETOOLONG})
 COMMANDS = ("init", "adopt", "resolve", "lint", "step", "loop", "watch", "exp", "log", "backfill", "unblock", "demo", "clusters",
-            "kernel", "lane", "mcp")
+            "kernel", "lane", "mcp", "report")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
