@@ -188,6 +188,27 @@ def test_budgets_and_stale_stubs(generated):
     assert stale == {e.page for e in report.open} and stale
 
 
+def test_the_budgets_are_the_sessions_burn_of_the_programs_limits(generated, tmp_path):
+    import shutil
+
+    from wikiengine.model.journal import append_record
+
+    root = tmp_path / "wiki-copy"
+    shutil.copytree(generated, root)
+    program = sorted(root.glob("wiki/experiments/*/*/program.md"))[0]
+    lane = Lane(program.parent.parent.name, program.parent.name)
+    text = program.read_text()
+    program.write_text(text.replace("```yaml\n", "```yaml\nmax_experiments: 20\n", 1))
+    journal = ""
+    for record in ({"op": "start", "session": 1, "at": "2026-06-01T00:00:00Z"},
+                   {"op": "dispatch", "vid": "v001", "track": 1, "at": "2026-06-01T01:00:00Z"},
+                   {"op": "dispatch", "vid": "v002", "track": 1, "at": "2026-06-01T02:00:00Z"}):
+        journal = append_record(journal, record)
+    (root / lane.journal).write_text(journal)
+    report = lane_report(root, lane)
+    assert report.as_json()["budgets"] == [{"name": "max_experiments", "used": 2.0, "limit": 20.0, "fraction": 0.1}]
+
+
 # --- the frontier replay ---------------------------------------------------------------------
 
 

@@ -271,7 +271,8 @@ def first_added(root: Path, lane: Lane) -> dict[str, float]:
 
 def lane_report(root: Path, lane: Lane, *, budgets: dict[str, tuple[float, float]] | None = None,
                 now: float | None = None) -> LaneReport:
-    """The report of ``lane`` (see the module docstring). ``budgets``: name -> (used, limit)."""
+    """The report of ``lane`` (see the module docstring). ``budgets``: name -> (used, limit);
+    None: the session's burn (:func:`wikiengine.model.budgets.burn`) of the limits its program sets."""
     from wikiengine.model import cascade, targets
 
     now = now if now is not None else dt.datetime.now(dt.UTC).timestamp()
@@ -279,6 +280,10 @@ def lane_report(root: Path, lane: Lane, *, budgets: dict[str, tuple[float, float
     config = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name), validate=False).config or {}
     path = root / lane.journal
     records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
+    if budgets is None:  # the session's burn against the limits its program sets
+        from wikiengine.model.budgets import burn
+
+        budgets = {name: (b.used, b.limit) for name, b in burn(config, records, now).items() if b.limit is not None}
     grouped = records_by_vid(records)
     pages = lw.lane_pages(root, lane)
     metric = settings.target_metric
