@@ -6,7 +6,8 @@ headline: the relay's decision, ``lane`` or ``kernel`` for a session's wake, ``l
 ``actions``, ``needs`` (the judgement the agent owes: ``kind``, ``inputs``, ``command``),
 ``next_wake_s``, ``commits`` and ``exit_code``. A mode adds the facts only it has: the
 relay ``step`` and ``reasons``; a lane ``lane``, ``tracks`` (its decisions, by that name
-too), ``disagreements`` and ``reground``; a kernel family ``family``, ``findings``,
+too), ``disagreements``, ``reground`` and ``queue`` (each track's ``active`` v-id and
+``queued`` ones, and the ``lane`` queue no track has taken yet); a kernel family ``family``, ``findings``,
 ``disagreements`` and ``k9``.
 """
 
@@ -38,6 +39,7 @@ class WakeResult:
     step: int | None = None  # relay: the checkpoint pointer it saw
     reground: dict = field(default_factory=dict)  # lane: frontier, last verdicts, open hypotheses
     k9: dict = field(default_factory=dict)  # kernel: what follows the last verdict
+    queue: dict = field(default_factory=dict)  # lane: each track's v-id and what waits (model/lane_queue.py)
 
     @property
     def exit_code(self) -> int:
@@ -51,7 +53,7 @@ class WakeResult:
             doc.update(step=self.step, reasons=self.reasons)
         elif self.mode == "lane":
             doc.update(lane=self.subject, tracks=self.decisions, disagreements=self.disagreements,
-                       reground=self.reground)
+                       reground=self.reground, queue=self.queue)
         else:
             doc.update(family=self.subject, findings=self.findings, disagreements=self.disagreements, k9=self.k9)
         return doc
@@ -72,6 +74,7 @@ class WakeResult:
         lines += [f"  - {reason}" for reason in self.reasons]
         lines += [f"  {decision_line(d)}" for d in self.decisions if d.get("reason")]
         lines += [f"  * {action}" for action in self.actions]
+        lines += queue_lines(self.queue)
         said = {d.get("reason") for d in self.decisions}
         lines += [f"  ! {note}" for note in self.findings + self.disagreements if note not in said]
         for need in self.needs:
@@ -79,6 +82,15 @@ class WakeResult:
         if len(lines) > MAX_TEXT_LINES:
             lines = lines[:MAX_TEXT_LINES - 1] + [f"  ... {len(lines) - MAX_TEXT_LINES + 1} more lines (--json has all)"]
         return "\n".join(lines)
+
+
+def queue_lines(queue: dict) -> list[str]:
+    """``queued: track 1 after v048: v050, v051`` and ``queued for the first idle track: v052``."""
+    lines = [f"  queued: track {t['track']} after {t['active']}: {', '.join(t['queued'])}"
+             for t in queue.get("tracks", []) if t.get("queued")]
+    if queue.get("lane"):
+        lines.append(f"  queued for the first idle track: {', '.join(queue['lane'])}")
+    return lines
 
 
 def decision_line(decision: dict) -> str:

@@ -48,22 +48,27 @@ class LaneTxn:
 
     root: Path
     lane: Lane
-    texts: dict[str, str] = field(default_factory=dict)  # rel -> new text
+    texts: dict[str, str | None] = field(default_factory=dict)  # rel -> new text (None: removed)
     old: dict[str, str | None] = field(default_factory=dict)  # rel -> text before (None: absent)
 
     def read(self, rel: str) -> str:
         """The text of ``rel`` as this write sees it (staged, else on disk, else "")."""
         if rel in self.texts:
-            return self.texts[rel]
+            return self.texts[rel] or ""
         return self._disk(rel) or ""
 
     def exists(self, rel: str) -> bool:
-        return rel in self.texts or (self.root / rel).is_file()
+        return self.texts[rel] is not None if rel in self.texts else (self.root / rel).is_file()
 
-    def write(self, rel: str, text: str) -> None:
+    def write(self, rel: str, text: str | None) -> None:
+        """Stage the new text of ``rel``; None removes the file (a page renamed is one removed
+        and one written, in the same commit)."""
         if rel not in self.old:
             self.old[rel] = self._disk(rel)
         self.texts[rel] = text
+
+    def remove(self, rel: str) -> None:
+        self.write(rel, None)
 
     def _disk(self, rel: str) -> str | None:
         path = self.root / rel
@@ -99,15 +104,16 @@ class LaneTxn:
         """``(paths, probe)`` to commit once the written files are judged: refused (the old
         texts put back) when the write added a finding; with the lint baseline when the
         write fixed findings it accepted (their entries pruned, in the same commit)."""
+        live = [p for p in paths if self.texts.get(p) is not None]  # a removed file has nothing to lint
         try:
-            after = lint_paths(self.root, paths)
+            after = lint_paths(self.root, live)
         except BaseException:
             probe.close()
             raise
         if not after.findings:
             return paths, probe
         probe.close()  # were they there before? Linting the old texts swaps files under the probe
-        problems = introduced(self.root, paths, self.old, after.findings)
+        problems = introduced(self.root, live, self.old, after.findings)
         if problems:
             _restore(self.root, {p: self.old.get(p) for p in paths})
             record.unlink(missing_ok=True)
@@ -173,9 +179,12 @@ class Recovered:
     note: str = ""
 
 
-def _apply(root: Path, texts: dict[str, str]) -> None:
+def _apply(root: Path, texts: dict[str, str | None]) -> None:
     for rel, text in texts.items():
         path = root / rel
+        if text is None:
+            path.unlink(missing_ok=True)
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
 
@@ -277,7 +286,7 @@ def pruned_baseline(root: Path, after) -> dict[str, str] | None:
     return {baseline_mod.BASELINE_FILE: baseline_mod.render(kept)}
 
 
-def _write_record(record: Path, message: str, files: dict[str, str]) -> None:
+def _write_record(record: Path, message: str, files: dict[str, str | None]) -> None:
     atomic_write_text(record, json.dumps({"policy": REDO, "message": message, "files": files}))
 
 

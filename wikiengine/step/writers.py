@@ -36,6 +36,7 @@ from wikiengine.model.index import counted_sections, section_pages
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
 from wikiengine.model.knobs import Knobs, canonical, knob_problems, parse_knobs
 from wikiengine.model.knobs import setup_section as setup_section_of
+from wikiengine.model.lane_queue import FILED, OPEN, idle_track, lane_queue, session_track_count, track_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
@@ -325,6 +326,26 @@ def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: s
     txn.write(INDEX, index.bom + index.frontmatter_block + index.preamble + "".join(s.text for s in sections))
 
 
+def place_stub(root: Path, lane: Lane, journal: str, track: int | None) -> tuple[int | None, list[str]]:
+    """Where a new stub waits (:mod:`wikiengine.model.lane_queue`): ``track``, or without one the
+    lowest idle track of the session, else the lane queue (None); and the v-ids it waits
+    behind (empty: it runs at the next wake). A busy track queues the stub, never drops the
+    run in flight."""
+    records = parse_journal(journal, lane.journal)
+    states = {p.exp_id: FILED if ex.is_filed(p.frontmatter) else OPEN for p in lane_pages(root, lane)}
+    tracks = session_track_count(records)
+    if track is None:
+        track = idle_track(records, states, tracks)
+    queue = lane_queue(records, states, tracks)
+    if track is None:
+        return None, [t.active for t in queue.tracks if t.active] + [*(v for t in queue.tracks for v in t.queued),
+                                                                    *queue.waiting]
+    if track > tracks:
+        return track, []
+    held = queue.track(track)
+    return track, [v for v in (held.active, *held.queued) if v]
+
+
 def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_path: Path, track: int | None,
                    rerun_reason: str | None = None, dry_run: bool = False, date: str | None = None,
                    clock: Clock = utcnow) -> dict:
@@ -349,11 +370,12 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
                         model_rel, matrix.header_line)
     # git reads the branches' ids while the lock is taken and the lane's pages are read
     with BranchIds(root, lane) as branches, LaneLock(root, lane) as lock:
-        refuse_mechanism_in_flight(root, lane, proposal, track)
-        refuse_same_knobs(root, lane, proposal.knobs, variant, rerun_reason)
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
         refuse_stopped_lane(journal, lane)
+        track, waits = place_stub(root, lane, journal, track)
+        refuse_mechanism_in_flight(root, lane, proposal, track)
+        refuse_same_knobs(root, lane, proposal.knobs, variant, rerun_reason)
         vid = str(next_id(used_ids(root, lane, journal, branches)))
         workload = workload_name(settings.user_prefix, lane.model_name, lane.name, int(vid[1:]), slug)
         paths = artifact_paths(settings, lane, vid, slug, date)
@@ -365,7 +387,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         txn.write(lane.journal, append_record(journal, {**claim, "rerun_reason": rerun_reason} if rerun_reason else claim))
         index_add(txn, root, [(f"{vid} {slug}", rel)])
         result = {"vid": vid, "page": rel, "workload_name": workload, "artifacts": paths, "track": track,
-                  "recovered": lock.recovered}
+                  "queued_after": waits, "recovered": lock.recovered}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}
         result["commit"] = txn.commit(f"exp({vid}): stub {slug}")
@@ -400,7 +422,8 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
         workload = workload_name(settings.user_prefix, lane.model_name, lane.name, retry.number, slug, retry.letter)
         paths = artifact_paths(settings, lane, str(retry), slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, str(retry), slug)}"
-        track = original.frontmatter.get("track")
+        track = track_of(parse_journal(journal, lane.journal)).get(original.exp_id, original.frontmatter.get("track"))
+        track, waits = place_stub(root, lane, journal, track if isinstance(track, int) else None)
         refuse_mechanism_in_flight(root, lane, proposal, track)
         refuse_same_knobs(root, lane, proposal.knobs, str(original.frontmatter.get("variant", "")),
                           f"a retry of {original.exp_id}")
@@ -414,7 +437,7 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
                                                         "workload": workload, "page": rel, "at": now_iso(clock)}))
         index_add(txn, root, [(f"{retry} {slug}", rel)])
         result = {"vid": str(retry), "retry_of": original.exp_id, "page": rel, "workload_name": workload,
-                  "artifacts": paths, "recovered": lock.recovered}
+                  "artifacts": paths, "track": track, "queued_after": waits, "recovered": lock.recovered}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}
         result["commit"] = txn.commit(f"exp({retry}): stub retry of {original.exp_id} {slug}")

@@ -8,11 +8,15 @@ the backend says of the track's workload, and what the page says:
 page / journal                                   backend              decision
 ==============================================  ===================  =====================
 (any)                                            cannot be read       ``wait`` (unknown)
+the v-id names two pages (two clones)            —                    ``wait`` (renumber)
 no experiment, or the last one is filed          —                    ``need_hypothesis``
 stub open, not dispatched                        —                    ``dispatch``
-stub open, dispatched                            not found            ``dispatch`` (re-ask:
+stub open, dispatched, never seen launched       not found            ``dispatch`` (re-ask:
                                                                       the launch is adopted
                                                                       by name, never doubled)
+stub open, dispatched, seen launched             not found            ``wait`` (unknown);
+                                                                      ``kill`` once past
+                                                                      ``ceiling_s``
 stub open, dispatched                            running, progress    ``skip``
 stub open, dispatched                            running, no progress ``kill`` (hung)
                                                  for ``hung_after_s``
@@ -55,6 +59,8 @@ class TrackView:
     progress_at: float | None = None
     band_key: tuple | None = None  # (variant, frontier, round): the A/A band this stub waits for
     aa: AaView | None = None  # the A/A run journalled on this track and not yet processed
+    launched: bool = False  # the journal recorded the backend holding the dispatched workload
+    duplicate: tuple[str, ...] = ()  # the pages the v-id names when it names more than one
 
     @property
     def sighting(self) -> str:
@@ -126,6 +132,9 @@ def decide_track(view: TrackView, now: float, limits: LaneLimits) -> TrackDecisi
 
     if view.backend_state == "unknown":
         return said("wait", "the backend cannot be read: unknown is never free and never gone")
+    if view.duplicate:
+        return said("wait", f"{view.vid} names {len(view.duplicate)} pages: never dispatched or processed until "
+                            f"`wiki exp renumber {view.vid}` gives the later one the next free id")
     if view.vid is None or view.page_state in ("filed", None):
         last = f"{view.vid} is filed" if view.vid else "no experiment yet"
         return said("need_hypothesis", f"track idle ({last}): a hypothesis is owed")
@@ -138,6 +147,13 @@ def decide_track(view: TrackView, now: float, limits: LaneLimits) -> TrackDecisi
     if view.killed:
         return said("process", f"{view.workload} was killed: file what it left (a crashed run)")
     state = view.backend_state
+    if view.expected.settle(view.sighting, now) == REASK and view.launched:
+        age = view.expected.age(now)
+        if age > limits.ceiling_s:
+            return said("kill", f"the backend lost {view.workload} {int(age)} s after its dispatch, past the ceiling "
+                                f"of {int(limits.ceiling_s)} s: recorded killed (a crashed run)")
+        return said("wait", f"the backend has no record of {view.workload}, which it launched: unknown, never gone; "
+                            "never launched again (a second live run)")
     if view.expected.settle(view.sighting, now) == REASK:
         return said("dispatch", f"{view.vid} was dispatched but the backend has no {view.workload}: ask again "
                                 "(a launch that landed is adopted by name)")
