@@ -52,10 +52,11 @@ class LaneQueue:
         return {"tracks": [t.as_json() for t in self.tracks], "lane": list(self.waiting)}
 
 
-def track_of(records: list[dict]) -> dict[str, int | None]:
-    """vid -> the track its claim names, else the track its newest dispatch was given; in
-    claim order (a v-id claimed twice, by two clones, keeps its first claim's place)."""
-    found: dict[str, int | None] = {}
+def placements(records: list[dict]) -> list[tuple[str, int | None]]:
+    """``(vid, track)`` of every claim in claim order: the track the claim names, else the
+    one its newest dispatch was given. A v-id two clones both claimed keeps both places
+    (it names two pages, and each holds its own track until renumbered)."""
+    claims: list[tuple[str, int | None]] = []
     dispatched: dict[str, int] = {}
     for record in records:
         vid, track = record.get("vid"), record.get("track")
@@ -63,12 +64,19 @@ def track_of(records: list[dict]) -> dict[str, int | None]:
             continue
         track = track if isinstance(track, int) and not isinstance(track, bool) else None
         if record.get("op") in CLAIMS:
-            found.setdefault(vid, track)
-            if found[vid] is None and track is not None:
-                found[vid] = track
+            claims.append((vid, track))
         elif record.get("op") == "dispatch" and track is not None:
             dispatched[vid] = track
-    return {vid: track if track is not None else dispatched.get(vid) for vid, track in found.items()}
+    placed = [(vid, track if track is not None else dispatched.get(vid)) for vid, track in claims]
+    return list(dict.fromkeys(placed))
+
+
+def track_of(records: list[dict]) -> dict[str, int | None]:
+    """vid -> the track of its first claim (see :func:`placements`)."""
+    found: dict[str, int | None] = {}
+    for vid, track in placements(records):
+        found.setdefault(vid, track)
+    return found
 
 
 def lane_queue(records: list[dict], page_states: dict[str, str], tracks: int) -> LaneQueue:
@@ -86,11 +94,11 @@ def lane_queue(records: list[dict], page_states: dict[str, str], tracks: int) ->
         done = ops.get(vid, set())
         return "dispatch" in done and not done & {"complete", "kill"}
 
-    placed = track_of(records)
-    waiting = [vid for vid, track in placed.items() if track is None and holds(vid)]
+    placed = placements(records)
+    waiting = [vid for vid, track in placed if track is None and holds(vid)]
     queues = []
     for number in range(1, tracks + 1):
-        mine = [vid for vid, track in placed.items() if track == number]
+        mine = [vid for vid, track in placed if track == number]
         holding = [vid for vid in mine if holds(vid)]
         if not holding and waiting:
             holding = [waiting.pop(0)]  # an idle track takes the lane queue's oldest stub
