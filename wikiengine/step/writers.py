@@ -340,8 +340,8 @@ def place_stub(root: Path, lane: Lane, journal: str, track: int | None) -> tuple
     if track is None:
         return None, [t.active for t in queue.tracks if t.active] + [*(v for t in queue.tracks for v in t.queued),
                                                                     *queue.waiting]
-    if track > tracks:
-        return track, []
+    if not 1 <= track <= tracks:
+        return track, []  # a track no session has: nothing runs there to wait for
     held = queue.track(track)
     return track, [v for v in (held.active, *held.queued) if v]
 
