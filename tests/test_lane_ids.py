@@ -267,3 +267,27 @@ def test_row69_renumber_of_an_id_with_one_page_is_refused(wiki):  # noqa: F811
     refused = wiki_cmd(root, "exp", "renumber", vid, "gemma4", "tpu", check=False)
     assert refused.returncode == 2 and "nothing to renumber" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_row69_a_vid_another_clone_already_runs_is_not_dispatched_again(wiki, tmp_path):  # noqa: F811
+    from tests.test_lane_step import MemoryBackend
+
+    root = lane_repo(wiki, tracks=2)
+    other = root.parent / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(other)], check=True)
+    shared = MemoryBackend(tmp_path / "art")  # one pool of clusters both clones dispatch to
+    mine = new(root, "here-idea", "--track", "1", mfu=39.5)
+    assert decisions(wake(root, backend=shared)) == [("dispatch", mine["vid"]), ("need_hypothesis", None)]
+    time.sleep(1.1)
+    theirs = new(other, "there-idea", "--track", "2", mfu=39.6)
+    assert theirs["vid"] == mine["vid"]
+    seen = wake(other, backend=shared)
+    assert decisions(seen)[1] == ("wait", theirs["vid"]) and shared.launches == [mine["workload_name"]]
+    assert any(d.startswith(f"{mine['vid']} is on the backend as {mine['workload_name']}") and "wiki exp renumber" in d
+               for d in seen.disagreements)
+    git(other, "pull", "-q", "--no-rebase", "--no-edit", "-X", "theirs", str(root), "HEAD")
+    done = json.loads(wiki_cmd(other, "exp", "renumber", mine["vid"], "gemma4", "tpu", "--json").stdout)
+    assert done["kept"] == mine["page"] and done["renumbered"][0]["was"] == theirs["page"]
+    fixed = wake(other, backend=shared)
+    assert decisions(fixed) == [("skip", mine["vid"]), ("dispatch", done["renumbered"][0]["vid"])]
+    assert len(shared.launches) == 2 and len({n.split("-")[3] for n in shared.launches}) == 2

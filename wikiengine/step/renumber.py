@@ -3,7 +3,8 @@
 Two clones that each ran `wiki exp new` before fetching hand out the same id; after the
 merge the id names two pages, and the lane wake dispatches neither. The page to keep is
 the one a run was dispatched for, else the one added first (its first commit, then its
-``created`` date, then its path); every other page of the id gets the next free id
+``created`` date, then its path); every other page of the id gets the next free id (a page
+whose run was dispatched is never moved: the run's name carries the id)
 (:func:`wikiengine.model.journal.next_id`: never one used on any branch). For each page
 moved, in one commit through the lane's write transaction:
 
@@ -61,6 +62,11 @@ def renumber_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = Fal
         records = parse_journal(journal, lane.journal)
         dispatched = {str(r.get("workload")) for r in records if r.get("op") == "dispatch" and r.get("vid") == wanted}
         kept, *moved = keep_order(root, pages, dispatched)
+        ran = [p.rel for p in moved if p.frontmatter.get("workload_name") in dispatched]
+        if ran:
+            raise WikiError(f"{wanted}: more than one of its pages was dispatched ({kept.rel}, {', '.join(ran)}): "
+                            "a run's name carries its id, so renumber moves only a page never dispatched; file "
+                            "each run by hand (`wiki exp file --external`)")
         used = used_ids(root, lane, journal, branches)
         others = [p for p in _wiki_pages(root) if p not in {page.rel for page in pages}]
         renamed = []

@@ -8,7 +8,8 @@ the backend says of the track's workload, and what the page says:
 page / journal                                   backend              decision
 ==============================================  ===================  =====================
 (any)                                            cannot be read       ``wait`` (unknown)
-the v-id names two pages (two clones)            —                    ``wait`` (renumber)
+the v-id names two pages (two clones), or       —                    ``wait`` (renumber)
+another clone's workload runs under it
 no experiment, or the last one is filed          —                    ``need_hypothesis``
 stub open, not dispatched                        —                    ``dispatch``
 stub open, dispatched, never seen launched       not found            ``dispatch`` (re-ask:
@@ -25,6 +26,9 @@ stub open, dispatched                            running past         ``kill`` (
 stub open, dispatched, not yet processed         finished, or killed  ``process``
 stub open, processed                             (any)                ``need_verdict``
 ==============================================  ===================  =====================
+
+A track's experiment is the one its queue runs (:mod:`wikiengine.model.lane_queue`: one
+v-id per track, the others wait, first in, first out).
 
 The lane's A/A noise band comes first (:func:`calibrate_track`): a stub whose frontier has
 no measured band in this session is not dispatched; its track runs one of the ``k`` A/A runs
@@ -60,7 +64,7 @@ class TrackView:
     band_key: tuple | None = None  # (variant, frontier, round): the A/A band this stub waits for
     aa: AaView | None = None  # the A/A run journalled on this track and not yet processed
     launched: bool = False  # the journal recorded the backend holding the dispatched workload
-    duplicate: tuple[str, ...] = ()  # the pages the v-id names when it names more than one
+    duplicate: tuple[str, ...] = ()  # the pages (or another clone's workload) the v-id names beside this one
 
     @property
     def sighting(self) -> str:
@@ -133,8 +137,9 @@ def decide_track(view: TrackView, now: float, limits: LaneLimits) -> TrackDecisi
     if view.backend_state == "unknown":
         return said("wait", "the backend cannot be read: unknown is never free and never gone")
     if view.duplicate:
-        return said("wait", f"{view.vid} names {len(view.duplicate)} pages: never dispatched or processed until "
-                            f"`wiki exp renumber {view.vid}` gives the later one the next free id")
+        return said("wait", f"{view.vid} names more than one experiment ({', '.join(view.duplicate)}): never "
+                            f"dispatched or processed until `wiki exp renumber {view.vid}` gives the later one the "
+                            "next free id")
     if view.vid is None or view.page_state in ("filed", None):
         last = f"{view.vid} is filed" if view.vid else "no experiment yet"
         return said("need_hypothesis", f"track idle ({last}): a hypothesis is owed")

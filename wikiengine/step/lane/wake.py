@@ -169,7 +169,7 @@ def observe(run: LaneRun, now: float) -> Observed:
     launched = launched_names(records)
     queue = lane_queue(records, {vid: "filed" if ex.is_filed(p.frontmatter) else "open" for vid, p in pages.items()},
                        run.state.tracks)
-    views = []
+    views, foreign = [], []
     for track in range(1, run.state.tracks + 1):
         held = queue.track(track)
         vid = held.active or held.last
@@ -187,11 +187,18 @@ def observe(run: LaneRun, now: float) -> Observed:
             launched=bool(vid and expected.get(vid) and expected[vid].name in launched),
             duplicate=tuple(p.rel for p in duplicates.get(vid, ())),
         )
+        theirs = foreign_workload(view, page, workload)
+        if theirs:
+            view = replace(view, duplicate=(page.rel, theirs))
+            foreign.append(f"{vid} is on the backend as {theirs}, not as {page.rel}'s "
+                           f"{page.frontmatter.get('workload_name')}: another clone allocated {vid} too; never "
+                           f"dispatched here until its stub is fetched and merged and `wiki exp renumber {vid} "
+                           f"{run.lane.model_prefix} {run.lane.name}` gives the later page the next free id")
         if page_state == "open" and view.expected is None and not view.duplicate:
             frontier = _frontier_page(run, str(page.frontmatter.get("variant", "")))
             view = replace(view, band_key=calibrate.band_key(run, records, view, page, frontier.rel if frontier else None, now))
         views.append(view)
-    disagreements = reconcile(records, pages, workloads, ops) + duplicate_ids(run, duplicates)
+    disagreements = reconcile(records, pages, workloads, ops) + duplicate_ids(run, duplicates) + foreign
     disagreements += lost_runs(views)
     needs = calibrate.band_needs(run, records, {v.band_key for v in views if v.band_key})
     return Observed(records, pages, workloads, views, disagreements, error, needs, aa_workloads or {}, queue)
@@ -203,6 +210,16 @@ def pages_by_id(pages: list[ex.ExperimentPage]) -> dict[str, list[ex.ExperimentP
     for page in pages:
         found.setdefault(page.exp_id, []).append(page)
     return {vid: same for vid, same in found.items() if len(same) > 1}
+
+
+def foreign_workload(view: TrackView, page: ex.ExperimentPage | None, workload) -> str | None:
+    """The name of a workload of this v-id that another clone launched for its own stub (the
+    backend is shared; the other stub is not here yet): this stub, never dispatched here,
+    must not also run under the id. None when there is none."""
+    own = page.frontmatter.get("workload_name") if page is not None else None
+    if view.page_state != "open" or view.expected is not None or workload is None or not own:
+        return None
+    return workload.name if workload.name != own else None
 
 
 def duplicate_ids(run: LaneRun, duplicates: dict[str, list[ex.ExperimentPage]]) -> list[str]:
