@@ -62,7 +62,8 @@ def add_parser(subparsers) -> None:
     new.add_argument("--slug", required=True, help="the page slug: lower-case words joined by '-'")
     new.add_argument("--variant", required=True, help="a row key of the model page's variant matrix, e.g. 2B/v5p-16")
     new.add_argument("--proposal", required=True, type=Path, help="markdown with the four labelled paragraphs")
-    new.add_argument("--track", type=int, help="the track (cluster slot) this experiment runs on")
+    new.add_argument("--track", type=int, help="the track (cluster slot) this experiment runs on; queued while "
+                     "that track is busy (default: the lowest idle track, else the lane queue)")
     new.add_argument("--rerun-reason", metavar="TEXT",
                      help="why knobs already filed refuted on this variant should run again (kept on the stub)")
     add_writer_options(new)
