@@ -291,3 +291,24 @@ def test_row69_a_vid_another_clone_already_runs_is_not_dispatched_again(wiki, tm
     fixed = wake(other, backend=shared)
     assert decisions(fixed) == [("skip", mine["vid"]), ("dispatch", done["renumbered"][0]["vid"])]
     assert len(shared.launches) == 2 and len({n.split("-")[3] for n in shared.launches}) == 2
+
+
+def test_row69_renumber_of_a_filed_page_amends_its_filing_and_renames_its_log_entry(wiki):  # noqa: F811
+    root = lane_repo(wiki, tracks=2)
+    other = root.parent / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(other)], check=True)
+    mine = new(root, "here-idea", "--track", "1", mfu=39.5)
+    time.sleep(1.1)
+    theirs = new(other, "there-idea", "--track", "2", mfu=39.6)
+    lw.file_experiment(other, LANE, theirs["vid"], verdict="inconclusive", reason="ran elsewhere", external=True,
+                       metrics={"mfu": 39.6})
+    before = lint_codes(root)
+    git(root, "pull", "-q", "--no-rebase", "--no-edit", "-X", "ours", str(other), "HEAD")
+    assert f"] loop-iteration | {theirs['vid']}-there-idea" in (root / LANE.log).read_text()
+    (moved,) = json.loads(wiki_cmd(root, "exp", "renumber", mine["vid"], "gemma4", "tpu", "--json").stdout)["renumbered"]
+    log = (root / LANE.log).read_text()
+    assert f"] loop-iteration | {moved['vid']}-there-idea" in log
+    assert f"] loop-iteration | {mine['vid']}-there-idea" not in log
+    amend = [r for r in journal(root) if r["op"] == "amend"]
+    assert [(r["vid"], r["page"]) for r in amend] == [(moved["vid"], moved["page"])]
+    assert lint_codes(root) == before

@@ -12,10 +12,13 @@ moved, in one commit through the lane's write transaction:
 - its frontmatter (``title``, ``workload_name``, ``artifacts``), its title line and the
   workload and artifact paths its Setup names follow the new id;
 - the journal records of that page (its claim or retry, found by its path or workload
-  name) carry the new id, and a ``renumber`` record says what was moved;
+  name) carry the new id, and a ``renumber`` record says what was moved; a filed page
+  gets an ``amend`` record with the digest of its renamed text;
 - links to it in other pages (the index, hypotheses, analyses) point at the new file,
   and a link text that led with the old id leads with the new one;
-- the lane log gets a ``renumber`` entry.
+- the lane log's entries that name it (``<id>-<slug>``) name the new id, and the log gets
+  a ``renumber`` entry. (RESULTS.tsv rows are not rewritten: two rows of one id cannot
+  be told apart there.)
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from wikiengine.core.links import link_destinations, relative_target
 from wikiengine.core.page import parse_page
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook
-from wikiengine.model.journal import BranchIds, append_record, next_id, parse_journal, used_ids
+from wikiengine.model.journal import BranchIds, append_record, next_id, page_digest, parse_journal, used_ids
 from wikiengine.model.lanes import Lane
 from wikiengine.step import writers as lw
 from wikiengine.step.audit import first_commit_time
@@ -118,8 +121,9 @@ def _move(txn: LaneTxn, root: Path, lane: Lane, settings: lw.LaneSettings, page:
         body = body.replace(str(old_workload), workload)
     if old_paths.get("root"):
         body = body.replace(str(old_paths["root"]), paths["root"])
+    text = head + sep + body
     txn.remove(page.rel)
-    txn.write(rel, head + sep + body)
+    txn.write(rel, text)
     journal = txn.read(lane.journal)
     lines = []
     for record in parse_journal(journal, lane.journal):
@@ -132,7 +136,12 @@ def _move(txn: LaneTxn, root: Path, lane: Lane, settings: lw.LaneSettings, page:
     rewritten = ""
     for record in lines:
         rewritten = append_record(rewritten, record)
+    if ex.is_filed(page.frontmatter):  # the page as filed changed: its newest filing record says how
+        rewritten = append_record(rewritten, {"op": "amend", "vid": new, "page": rel, "digest": page_digest(text),
+                                              "reason": f"renumbered from {old}", "at": now_iso(clock)})
     txn.write(lane.journal, rewritten)
+    if page.slug and sum(1 for p in lw.lane_pages(root, lane) if p.exp_id == old and p.slug == page.slug) == 1:
+        txn.write(lane.log, txn.read(lane.log).replace(f"{old}-{page.slug}", f"{new}-{page.slug}"))
     for other in others:
         before = txn.read(other)
         after = relink(before, other, page.rel, rel, old, new)
