@@ -6,13 +6,14 @@ from pathlib import Path
 
 from wikiengine._cli._verbs import add_verb_parser, add_writer_options, print_result, verb_root
 
-HELP = "allocate, stub, file, retry and renumber experiments of a lane (seed 001 steps 2(a) and 2(c)(i.5))"
+HELP = "allocate, stub, file, retry and renumber experiments of a lane"
 DESCRIPTION = """\
 The lifecycle of an experiment page, so that ids, stubs, verdicts, the model page, the
 lane log and RESULTS.tsv cannot drift:
 
   wiki exp new [MODEL LANE] --slug S --variant KEY --proposal FILE [--track N]
-                [--rerun-reason TEXT]
+                [--knob KEY=VALUE ... | --knobs FILE] [--rerun-reason TEXT]
+                [--reformulated-because TEXT]
       allocate the next v-id (never reused: pages, the lane journal and every branch),
       write the stub (status: in_progress), claim it in the journal, commit.
   wiki exp file VID [MODEL LANE] --verdict V [--reason TEXT] [--profile FILE] [--hlo FILE]
@@ -24,7 +25,7 @@ lane log and RESULTS.tsv cannot drift:
       a kill is invalid whatever is asked. A stub never dispatched, or still in flight,
       is refused (exit 2). Figures the agent passes only annotate the page; --external
       files a run the engine did not launch, at most inconclusive.
-  wiki exp retry VID [MODEL LANE]
+  wiki exp retry VID [MODEL LANE] [--reformulated-because TEXT]
       a new stub VID+letter with the same mechanism.
   wiki exp renumber VID [MODEL LANE]
       VID names two pages (two clones allocated it offline, then merged): keep the one a
@@ -38,6 +39,11 @@ frees up; `exp new --track N` and `exp retry` on a busy track queue the stub beh
 run in flight (which is still processed). The wake dispatches queued stubs first in,
 first out; `wiki loop status` shows the queues.
 
+Thrash is a gate: after thrash_k (## Config, default 3) invalid/inconclusive results in
+a row on one mechanism, or on the letters of one v-id (v045, v045b, v045c), `exp new` on
+that mechanism and `exp retry` of that v-id or mechanism are refused (exit 3) unless
+--reformulated-because says what changed (recorded on the stub and in the journal).
+
 MODEL LANE default to the lane of the current directory. The proposal holds the four
 labelled paragraphs (**Hypothesis**, **Mechanism**, **Predicted signal**,
 **Falsification criterion**) and an optional `## Setup` (the planned setup). Every write
@@ -46,13 +52,22 @@ the next one. Exit 2 on bad input, with nothing written.
 
 Knobs are data: the first ```yaml block of the proposal's `## Setup` is the run's config
 (a mapping of knob: value), parsed at `exp new` (bad YAML, or a block that is not a
-mapping: exit 2 with the proposal's file:line). When the lane's program declares
+mapping: exit 2 with the proposal's file:line). Or give them on the command line:
+--knob KEY=VALUE (repeatable; VALUE read as YAML: 64, true, bfloat16) and --knobs FILE
+(a YAML or JSON mapping; --knob overrides it); they become the stub's Setup yaml block.
+A yaml block anywhere else in the proposal (another section, or a second block in the
+Setup) is exit 2 naming its line: the run would never get it and would measure the
+frontier while the page claims the change. When the lane's program declares
 `knobs:` in its `## Config` (name -> type, choices, minimum, maximum), an undeclared
 knob, a wrong type or a value out of range is exit 2 naming the knob. The same knob set
 (in any order, whatever the prose says) is refused while a stub with it is open on any
 track, and after it was filed `refuted` on the same variant unless --rerun-reason says
 why (recorded on the stub and in the claim).
 """
+
+
+REFORMULATED_HELP = ("what changed since the mechanism's (or v-id's) run of invalid/inconclusive results; needed "
+                     "once it thrashes (kept on the stub)")
 
 
 def add_parser(subparsers) -> None:
@@ -64,8 +79,12 @@ def add_parser(subparsers) -> None:
     new.add_argument("--proposal", required=True, type=Path, help="markdown with the four labelled paragraphs")
     new.add_argument("--track", type=int, help="the track (cluster slot) this experiment runs on; queued while "
                      "that track is busy (default: the lowest idle track, else the lane queue)")
+    new.add_argument("--knob", action="append", default=[], metavar="KEY=VALUE",
+                     help="a knob of the run's config (repeatable; VALUE as YAML: 64, true, bfloat16)")
+    new.add_argument("--knobs", type=Path, metavar="FILE", help="the run's knobs: a YAML or JSON mapping")
     new.add_argument("--rerun-reason", metavar="TEXT",
                      help="why knobs already filed refuted on this variant should run again (kept on the stub)")
+    new.add_argument("--reformulated-because", metavar="TEXT", help=REFORMULATED_HELP)
     add_writer_options(new)
 
     filed = verbs.add_parser("file", help="file a verdict: results, profile, HLO dump, model page, log")
@@ -88,6 +107,7 @@ def add_parser(subparsers) -> None:
     retry = verbs.add_parser("retry", help="a new stub VID+letter with the same mechanism")
     retry.add_argument("vid", metavar="VID")
     retry.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
+    retry.add_argument("--reformulated-because", metavar="TEXT", help=REFORMULATED_HELP)
     add_writer_options(retry)
 
     renumber = verbs.add_parser("renumber", help="give the later of two pages that share VID the next free id")
@@ -112,9 +132,13 @@ def run(args) -> int:
         return 2
     lane = lane_writers.lane_for(root, args.names)
     if args.verb == "new":
+        from wikiengine.model.knobs import knobs_from_options
+
         result = lane_writers.new_experiment(root, lane, slug=args.slug, variant=args.variant,
                                              proposal_path=args.proposal, track=args.track,
-                                             rerun_reason=args.rerun_reason, dry_run=args.dry_run)
+                                             rerun_reason=args.rerun_reason,
+                                             knobs=knobs_from_options(args.knob, args.knobs),
+                                             reformulated_because=args.reformulated_because, dry_run=args.dry_run)
         text = f"{result['vid']}: stub {result['page']}\nworkload: {result['workload_name']}\n" + "".join(
             f"{k}: {v}\n" for k, v in result["artifacts"].items()) + placed_line(result)
     elif args.verb == "file":
@@ -126,7 +150,8 @@ def run(args) -> int:
         result = lane_writers.file_experiment(root, lane, args.vid, verdict=args.verdict, metrics=metrics,
                                               outcome=outcome, profile_path=args.profile, hlo_path=args.hlo,
                                               reason=args.reason, external=args.external, dry_run=args.dry_run)
-        text = f"{result['vid']}: filed {result['verdict']} ({result['page']})\n" + "".join(
+        kind = f" ({result['invalid']})" if result.get("invalid") else ""
+        text = f"{result['vid']}: filed {result['verdict']}{kind} ({result['page']})\n" + "".join(
             f"  {c}\n" for c in result["capped"]) + ("Current best moved\n" if result["current_best_moved"] else "")
     elif args.verb == "renumber":
         from wikiengine.step.renumber import renumber_experiment
@@ -135,7 +160,8 @@ def run(args) -> int:
         text = f"{result['vid']}: kept {result['kept']}\n" + "".join(
             f"  {d['was']} -> {d['vid']}: {d['page']}\n" for d in result["renumbered"])
     else:
-        result = lane_writers.retry_experiment(root, lane, args.vid, dry_run=args.dry_run)
+        result = lane_writers.retry_experiment(root, lane, args.vid, reformulated_because=args.reformulated_because,
+                                               dry_run=args.dry_run)
         text = (f"{result['vid']}: stub {result['page']} (retry of {result['retry_of']})\n"
                 f"workload: {result['workload_name']}\n" + placed_line(result))
     print_result(args, result, text, dry_run=args.dry_run)

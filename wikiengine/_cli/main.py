@@ -19,7 +19,7 @@ from wikiengine.core.errors import ExitCode, WikiError, exit_code_of
 from wikiengine.core.version import __version__
 
 COMMANDS = ("init", "adopt", "resolve", "lint", "step", "loop", "watch", "exp", "log", "backfill", "unblock", "demo", "clusters",
-            "kernel", "mcp")
+            "kernel", "lane", "mcp")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

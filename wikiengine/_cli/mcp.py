@@ -49,9 +49,11 @@ TOOLS = (
     Tool("exp_new", ("exp", "new")),
     Tool("exp_file", ("exp", "file")),
     Tool("exp_retry", ("exp", "retry")),
+    Tool("exp_renumber", ("exp", "renumber")),
     Tool("log_add", ("log", "add")),
     Tool("backfill", ("backfill",)),
     Tool("loop_status", ("loop", "status")),
+    Tool("lane_check", ("lane", "check"), ok_exits=(ExitCode.OK, ExitCode.FINDINGS)),  # 1: something is missing
     Tool("watch", ("watch",), omit=("once", "interval"), ok_exits=(ExitCode.OK, ExitCode.FINDINGS, ExitCode.REVIVED),
          fixed=("--once",)),
     Tool("kernel_status", ("kernel", "status")),

@@ -20,7 +20,7 @@ from wikiengine.core.page import parse_page
 from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook, results_tsv
-from wikiengine.model.cell_figures import DEFAULT_METRIC, read_figure, restated
+from wikiengine.model.cell_figures import DEFAULT_METRIC, read_figure, render_figures, restated
 from wikiengine.model.evidence import (
     AA_VID,
     COMPLETED,
@@ -34,10 +34,11 @@ from wikiengine.model.evidence import (
 from wikiengine.model.experiment import ExperimentPage
 from wikiengine.model.index import counted_sections, section_pages
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
-from wikiengine.model.knobs import Knobs, canonical, knob_problems, parse_knobs
+from wikiengine.model.knobs import Knobs, canonical, knob_problems, knobs_block, parse_knobs, stray_yaml_line
 from wikiengine.model.knobs import setup_section as setup_section_of
 from wikiengine.model.lane_queue import FILED, OPEN, idle_track, lane_queue, session_track_count, track_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
+from wikiengine.model.progress import DEFAULT_THRASH_K, thrash_k, thrash_of
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
 from wikiengine.step.txn import LaneLock, LaneTxn
@@ -45,7 +46,8 @@ from wikiengine.step.txn import LaneLock, LaneTxn
 DEFAULT_NOISE_BAND_PCT = 0.0  # a floor under the measured band: none unless the lane sets one
 # The config keys the writers and the lane wake read: bounded by the schema before any use.
 USED_CONFIG_KEYS = frozenset({"target_metric", "higher_is_better", "noise_band_pct", "noise_band_runs",
-                              "noise_band_every_s", "storage_root", "hung_after_s", "ceiling_s", "wake_interval_s"})
+                              "noise_band_every_s", "storage_root", "hung_after_s", "ceiling_s", "wake_interval_s",
+                              "thrash_k", "stall_after_filings", "max_experiments", "max_wall_hours", "max_chip_hours"})
 _SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,59}")
 
 
@@ -61,6 +63,7 @@ class LaneSettings:
     higher_is_better: bool
     noise_band_pct: float
     storage_root: str | None
+    thrash_k: int = DEFAULT_THRASH_K
 
 
 def lane_for(root: Path, names: list[str]) -> Lane:
@@ -99,6 +102,7 @@ def lane_settings(root: Path, lane: Lane) -> LaneSettings:
         higher_is_better=bool(config.get("higher_is_better", True)),
         noise_band_pct=float(config.get("noise_band_pct", DEFAULT_NOISE_BAND_PCT)),
         storage_root=config.get("storage_root"),
+        thrash_k=thrash_k(config),
     )
 
 
@@ -174,10 +178,43 @@ def parse_proposal(path: Path) -> Proposal:
     if norm["Falsification criterion"] == norm["Predicted signal"]:
         raise WikiError("the falsification criterion only repeats the predicted signal: say what would refute it",
                         path, offset + found["Falsification criterion"][1])
+    stray = stray_yaml_line(page)
+    if stray is not None:
+        raise WikiError("a yaml block outside the first one of ## Setup is never the run's config (the run would "
+                        "measure the frontier while the page claims the change): move the knobs into ## Setup's "
+                        "yaml block, or pass them with --knob KEY=VALUE", path, stray)
     setup_section = setup_section_of(page)
     setup = setup_section.body.strip() if setup_section is not None else ""
     slug = page.frontmatter.get("hypothesis") if isinstance(page.frontmatter.get("hypothesis"), str) else None
     return Proposal({label: found[label][0] for label in ex.LABELS}, setup, slug, parse_knobs(page, path))
+
+
+class Thrashing(Refused):
+    """A new stub on a mechanism (or v-id) with K weak results in a row, with no word of
+    what changed (exit 3, nothing written)."""
+
+
+def refuse_thrashing(root: Path, lane: Lane, records: list[dict], k: int, reason: str | None, *, mechanism: str = "",
+                     vid: str = "") -> None:
+    """K consecutive invalid/inconclusive results on this mechanism or on this v-id's letters
+    (:func:`wikiengine.model.progress.thrash_of`, the watcher's computation): refused unless
+    ``reason`` says what changed."""
+    mechanisms = {p.exp_id: p.mechanism for p in lane_pages(root, lane)}
+    streak = thrash_of(records, mechanisms, k, mechanism=mechanism, vid=vid)
+    if streak is not None and not reason:
+        raise Thrashing(f"{len(streak.vids)} invalid/inconclusive results in a row on this {streak.kind} "
+                        f"({', '.join(streak.vids)}): say what changed with --reformulated-because TEXT, "
+                        "or formulate a different mechanism")
+
+
+def _one_line(text: str | None, flag: str) -> str | None:
+    """A reason given on the command line, on one line (empty: exit 2)."""
+    if text is None:
+        return None
+    text = " ".join(text.split())
+    if not text:
+        raise WikiError(f"{flag} is empty: say why")
+    return text
 
 
 class LaneStopped(Refused):
@@ -267,7 +304,7 @@ def stub_head(front: dict, vid: str, slug: str, proposal) -> tuple[list[str], li
 
 def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposal, track: int | None,
                 workload: str, paths: dict[str, str], date: str, model_page_stem: str,
-                rerun_reason: str | None = None) -> str:
+                rerun_reason: str | None = None, reformulated_because: str | None = None) -> str:
     front = {
         "title": f"{vid} {slug}",
         "type": "experiment",
@@ -281,6 +318,7 @@ def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposa
         "workload_name": workload,
         "artifacts": paths,
         "rerun_reason": rerun_reason,
+        "reformulated_because": reformulated_because,
     }
     lines, body = stub_head(front, vid, slug, proposal)
     body += ["## Setup", "", proposal.setup or "Planned setup: see the lane program (`wiki resolve`).", "",
@@ -346,22 +384,35 @@ def place_stub(root: Path, lane: Lane, journal: str, track: int | None) -> tuple
     return track, [v for v in (held.active, *held.queued) if v]
 
 
+def with_knobs(proposal: Proposal, knobs: Knobs | None, proposal_path: Path) -> Proposal:
+    """The proposal with the knobs of ``--knob``/``--knobs`` as its Setup's yaml block (a
+    proposal that has its own block and options too is refused: one source of knobs)."""
+    if knobs is None:
+        return proposal
+    if proposal.knobs is not None:
+        raise WikiError("the proposal's ## Setup has a yaml block and --knob/--knobs were given: give the knobs one way",
+                        proposal_path)
+    setup = (proposal.setup + "\n\n" if proposal.setup else "") + knobs_block(knobs.values)
+    return replace(proposal, setup=setup, knobs=knobs)
+
+
 def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_path: Path, track: int | None,
-                   rerun_reason: str | None = None, dry_run: bool = False, date: str | None = None,
+                   rerun_reason: str | None = None, reformulated_because: str | None = None,
+                   knobs: Knobs | None = None, dry_run: bool = False, date: str | None = None,
                    clock: Clock = utcnow) -> dict:
-    """`wiki exp new`: allocate the next v-id, write the stub, claim it in the journal, commit."""
+    """`wiki exp new`: allocate the next v-id, write the stub (``knobs``: from ``--knob``/``--knobs``,
+    its Setup's yaml block), claim it in the journal, commit."""
     from wikiengine.core.identity import workload_name
 
     if not _SLUG_RE.fullmatch(slug):
         raise WikiError(f"slug {slug!r} is not lower-case [a-z0-9-] (at most 60 characters)")
     if re.search(r"-[a-z]$", slug):
         raise WikiError(f"slug {slug!r} ends in a one-letter word, which reads as a retry letter: {slug[:-2]}, or a longer word")
-    rerun_reason = " ".join(rerun_reason.split()) if rerun_reason is not None else None
-    if rerun_reason == "":
-        raise WikiError("--rerun-reason is empty: say why the same knobs should run again")
-    proposal = parse_proposal(proposal_path)
+    rerun_reason = _one_line(rerun_reason, "--rerun-reason")
+    reformulated_because = _one_line(reformulated_because, "--reformulated-because")
+    proposal = with_knobs(parse_proposal(proposal_path), knobs, proposal_path)
     if proposal.knobs is not None:
-        refuse_undeclared_knobs(proposal.knobs, declared_knobs(root, lane), proposal_path)
+        refuse_undeclared_knobs(proposal.knobs, declared_knobs(root, lane), proposal_path if knobs is None else "--knob")
     date = date or today(clock)
     settings = lane_settings(root, lane)
     model_rel, _text, _page, matrix = model_page_of(root, lane)
@@ -376,15 +427,18 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         track, waits = place_stub(root, lane, journal, track)
         refuse_mechanism_in_flight(root, lane, proposal, track)
         refuse_same_knobs(root, lane, proposal.knobs, variant, rerun_reason)
+        refuse_thrashing(root, lane, parse_journal(journal, lane.journal), settings.thrash_k, reformulated_because,
+                         mechanism=folded(proposal.paragraphs["Mechanism"]))
         vid = str(next_id(used_ids(root, lane, journal, branches)))
         workload = workload_name(settings.user_prefix, lane.model_name, lane.name, int(vid[1:]), slug)
         paths = artifact_paths(settings, lane, vid, slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, slug)}"
         txn.write(rel, render_stub(lane, vid, slug, variant, proposal, track, workload, paths, date,
-                                   posixpath.basename(model_rel)[:-3], rerun_reason))
+                                   posixpath.basename(model_rel)[:-3], rerun_reason, reformulated_because))
         claim = {"op": "claim", "vid": vid, "slug": slug, "track": track, "variant": variant, "workload": workload,
-                 "page": rel, "at": now_iso(clock)}
-        txn.write(lane.journal, append_record(journal, {**claim, "rerun_reason": rerun_reason} if rerun_reason else claim))
+                 "page": rel, "at": now_iso(clock), "rerun_reason": rerun_reason,
+                 "reformulated_because": reformulated_because}
+        txn.write(lane.journal, append_record(journal, {k: v for k, v in claim.items() if v is not None or k == "track"}))
         index_add(txn, root, [(f"{vid} {slug}", rel)])
         result = {"vid": vid, "page": rel, "workload_name": workload, "artifacts": paths, "track": track,
                   "queued_after": waits, "recovered": lock.recovered}
@@ -394,10 +448,13 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         return result
 
 
-def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
-    """`wiki exp retry`: a new stub ``<vid><next letter>`` with the same hypothesis and mechanism."""
+def retry_experiment(root: Path, lane: Lane, vid: str, *, reformulated_because: str | None = None, dry_run: bool = False,
+                     date: str | None = None, clock: Clock = utcnow) -> dict:
+    """`wiki exp retry`: a new stub ``<vid><next letter>`` with the same hypothesis and mechanism
+    (refused on a thrashing mechanism or v-id unless ``reformulated_because`` says what changed)."""
     from wikiengine.core.identity import workload_name
 
+    reformulated_because = _one_line(reformulated_because, "--reformulated-because")
     date = date or today(clock)
     settings = lane_settings(root, lane)
     with LaneLock(root, lane) as lock:
@@ -408,6 +465,8 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
         refuse_stopped_lane(journal, lane)
+        refuse_thrashing(root, lane, parse_journal(journal, lane.journal), settings.thrash_k, reformulated_because,
+                         mechanism=original.mechanism, vid=original.exp_id)
         retry = next_retry(used_ids(root, lane, journal), parsed)
         slug = original.slug or "retry"
         found = original.paragraphs
@@ -429,12 +488,14 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
                           f"a retry of {original.exp_id}")
         text = render_stub(lane, str(retry), slug, str(original.frontmatter.get("variant", "")), proposal,
                            track if isinstance(track, int) else None, workload, paths, date,
-                           str(original.frontmatter.get("model", lane.model_name)))
+                           str(original.frontmatter.get("model", lane.model_name)),
+                           reformulated_because=reformulated_because)
         txn.write(rel, text)
-        txn.write(lane.journal, append_record(journal, {"op": "retry", "vid": str(retry), "of": original.exp_id,
-                                                        "slug": slug, "track": track if isinstance(track, int) else None,
-                                                        "variant": original.frontmatter.get("variant"),
-                                                        "workload": workload, "page": rel, "at": now_iso(clock)}))
+        record = {"op": "retry", "vid": str(retry), "of": original.exp_id, "slug": slug,
+                  "track": track if isinstance(track, int) else None, "variant": original.frontmatter.get("variant"),
+                  "workload": workload, "page": rel, "at": now_iso(clock)}
+        txn.write(lane.journal, append_record(journal, {**record, "reformulated_because": reformulated_because}
+                                              if reformulated_because else record))
         index_add(txn, root, [(f"{retry} {slug}", rel)])
         result = {"vid": str(retry), "retry_of": original.exp_id, "page": rel, "workload_name": workload,
                   "artifacts": paths, "track": track, "queued_after": waits, "recovered": lock.recovered}
@@ -582,6 +643,21 @@ class Filing:
     external: bool = False  # filed with --external: the engine did not launch the run
 
     @property
+    def invalid_kind(self) -> str | None:
+        """Why an ``invalid`` filing is invalid: ``crash`` (a non-zero exit, a kill, a lost run)
+        or ``parity`` (it ran, and broke numerics); None for another verdict or reason."""
+        if self.verdict != "invalid":
+            return None
+        if self.evidence.crash or self.claimed_outcome.exit_code not in (None, 0):
+            return "crash"
+        return "parity" if "fail" in (self.evidence.parity, self.claimed_outcome.parity) else None
+
+    @property
+    def verdict_label(self) -> str:
+        """The verdict as the log and the ledger say it: ``invalid (parity)`` apart from ``invalid (crash)``."""
+        return f"{self.verdict} ({self.invalid_kind})" if self.invalid_kind else self.verdict
+
+    @property
     def delta_text(self) -> str:
         """The change of the target metric against the frontier it was measured against."""
         measured = self.measured
@@ -632,8 +708,8 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         records = parse_journal(txn.read(lane.journal), lane.journal)
         evidence = run_on_record(records, target, external, stopping)
         arts = evidence.artifacts
-        profile = _read_text_file(profile_path or _path_or_none(arts.get("profile")), "profile")
-        hlo = _read_text_file(hlo_path or _path_or_none(arts.get("hlo")), "HLO dump")
+        profile = _read_text_file(profile_path or _path_or_none(arts.get("profile"), root), "profile")
+        hlo = _read_text_file(hlo_path or _path_or_none(arts.get("hlo"), root), "HLO dump")
         model = model_page_of(root, lane)
         filing = decide_filing(root, lane, settings, target, model, requested=verdict, evidence=evidence,
                                records=records, claimed=metrics or {}, claimed_outcome=outcome, profile=profile,
@@ -643,8 +719,9 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         moved = filing.verdict == "supported" and value is not None and is_better(value, filing.frontier,
                                                                                   settings.higher_is_better)
         _update_model_page(txn, model, filing, moved)
-        _record_filing(txn, root, lane, filing, at=now_iso(clock))
-        result = {"vid": target.exp_id, "page": target.rel, "verdict": filing.verdict, "requested": verdict,
+        _record_filing(txn, root, lane, filing, moved=moved, at=now_iso(clock))
+        result = {"vid": target.exp_id, "page": target.rel, "verdict": filing.verdict, "invalid": filing.invalid_kind,
+                  "requested": verdict,
                   "capped": filing.caps, "metric": filing.metric, "value": value, "baseline": filing.baseline,
                   "delta": filing.measured.delta, "noise_band": filing.measured.noise_band,
                   "band_n": filing.band.n if filing.band else None,
@@ -658,8 +735,9 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         return result
 
 
-def _path_or_none(value) -> Path | None:
-    return Path(value) if value else None
+def _path_or_none(value, root: Path) -> Path | None:
+    """A recorded artifact path (repository-relative, or absolute outside the repository)."""
+    return root / value if value else None
 
 
 def decide_filing(root: Path, lane: Lane, settings: LaneSettings, target: ExperimentPage, model, *, requested: str,
@@ -714,8 +792,8 @@ def preview_filing(root: Path, lane: Lane, vid: str) -> Filing:
     records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
     evidence = run_on_record(records, target, external=False)
     arts = evidence.artifacts
-    profile = _read_text_file(_path_or_none(arts.get("profile")), "profile")
-    hlo = _read_text_file(_path_or_none(arts.get("hlo")), "HLO dump")
+    profile = _read_text_file(_path_or_none(arts.get("profile"), root), "profile")
+    hlo = _read_text_file(_path_or_none(arts.get("hlo"), root), "HLO dump")
     return decide_filing(root, lane, settings, target, model_page_of(root, lane), requested="supported",
                          evidence=evidence, records=records, claimed={}, claimed_outcome=RunOutcome(),
                          profile=profile, hlo=hlo, date=today())
@@ -794,12 +872,56 @@ def _update_model_page(txn: LaneTxn, model, filing: Filing, moved: bool) -> None
               if model_page.has_frontmatter else new_text)
 
 
-def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: str) -> None:
-    """The filing's lane log line, RESULTS.tsv row, hypothesis page evidence and journal record."""
+def empty_baselines(root: Path, lane: Lane) -> dict[str, str]:
+    """Rows of the lane's variant matrix whose Baseline cell is empty, and how it will be
+    filled: the A/A runs of a row with no Current best run its baseline config, and their
+    median is recorded (:func:`baseline_text`); a row with a Current best has its frontier
+    measured instead, so its Baseline stays empty until someone measures it."""
+    rel = lane.model_page(root)
+    matrix = parse_matrix(parse_page((root / rel).read_text(encoding="utf-8"), rel)) if rel else None
+    if matrix is None or matrix.header_of(BASELINE) is None:
+        return {}
+    found = {}
+    for row in matrix.rows:
+        cell = row.cell(BASELINE)
+        if cell.strip() and not ex.is_placeholder(cell):
+            continue
+        best = row.cell(CURRENT_BEST)
+        found[row.key] = ("recorded by the first wake's A/A runs of the baseline config, before the first dispatch"
+                          if not best.strip() or ex.is_placeholder(best) else
+                          "stays empty: the row has a Current best, so its A/A runs measure the frontier")
+    return found
+
+
+def baseline_text(model_rel: str, text: str, band: dict, date: str) -> str | None:
+    """The model page with the row's empty Baseline cell set from a measured A/A band of the
+    row's baseline config (``band``: its ``variant``, ``metric``, ``value`` the median of the
+    runs' figures, ``band``, ``n``); None when the row has no empty Baseline cell, or the
+    band measured a frontier page or has no figure. A cell that holds anything is never touched."""
+    if band.get("frontier") or band.get("value") is None or band.get("band") is None:
+        return None
+    page = parse_page(text, model_rel)
+    matrix = parse_matrix(page)
+    row = matrix.row(str(band.get("variant"))) if matrix else None
+    if row is None or matrix.header_of(BASELINE) is None:
+        return None
+    cell = row.cell(BASELINE)
+    if cell.strip() and not ex.is_placeholder(cell):
+        return None
+    figure = render_figures({band["metric"]: float(band["value"])}, band["metric"])
+    new_cell = f"{figure} ±{float(band['band']):.3g} (median of {band['n']} A/A runs, {date})"
+    new_text = set_cells(text, matrix, row.key, {BASELINE: new_cell})
+    return parse_page(new_text, model_rel).with_frontmatter({"updated": date}).to_text() if page.has_frontmatter \
+        else new_text
+
+
+def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, moved: bool, at: str) -> None:
+    """The filing's lane log line, RESULTS.tsv row, hypothesis page evidence and journal record
+    (``moved``: the filing moved Current best, what a stall counts)."""
     target, slug, date = filing.target, filing.slug, filing.date
     delta_text = filing.delta_text
     entry = logbook.render_entry(date, "loop-iteration",
-                                 f"{target.exp_id}-{slug} on {filing.variant}: {filing.verdict} ({delta_text})")
+                                 f"{target.exp_id}-{slug} on {filing.variant}: {filing.verdict_label} ({delta_text})")
     txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
     description = str(target.frontmatter.get("hypothesis", ""))
     try:
@@ -809,15 +931,16 @@ def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: 
     txn.write(lane.results, results_tsv.append_row(txn.read(lane.results), {
         "exp_id": target.exp_id, "date": date, **_results_figures(filing.metrics, filing.metric, filing.measured.recorded),
         "config": results_tsv.config_string(knobs.values if knobs else None),
-        "status": results_tsv.STATUS_OF_VERDICT[filing.verdict],
-        "description": f"(external run: no figures measured by the engine) {description}" if filing.external else description,
+        "status": results_tsv.status_of(filing.verdict, filing.invalid_kind),
+        "description": (f"invalid ({filing.invalid_kind}): " if filing.invalid_kind else "")
+        + (f"(external run: no figures measured by the engine) {description}" if filing.external else description),
     }, lane.results))
     _hypothesis_update(txn, root, target, slug, filing.verdict, delta_text, date)
     band = filing.band
     txn.write(lane.journal, append_record(txn.read(lane.journal), {
         "op": "file", "vid": target.exp_id, "verdict": filing.verdict, "requested": filing.requested,
         "workload": filing.evidence.workload, "external": filing.external or None, "metric": filing.metric,
-        "value": filing.measured.recorded,
+        "value": filing.measured.recorded, "moved": moved,
         "band": band.half_width if band else None, "band_n": band.n if band else None,
         "page": target.rel, "digest": page_digest(txn.read(target.rel)), "at": at}))
 
