@@ -68,15 +68,15 @@ def renumber_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = Fal
         ran = [p.rel for p in moved if p.frontmatter.get("workload_name") in dispatched]
         if ran:
             raise WikiError(f"{wanted}: more than one of its pages was dispatched ({kept.rel}, {', '.join(ran)}): "
-                            "a run's name carries its id, so renumber moves only a page never dispatched; file "
-                            "each run by hand (`wiki exp file --external`)")
+                            "a run's name carries its id, so renumber moves only a page never dispatched: "
+                            "resolve these pages by hand")
         used = used_ids(root, lane, journal, branches)
         others = [p for p in _wiki_pages(root) if p not in {page.rel for page in pages}]
         renamed = []
         for page in moved:
             new = next_id(used)
             used.add(new)
-            renamed.append(_move(txn, root, lane, settings, page, str(new), records, others, clock))
+            renamed.append(_move(txn, root, lane, settings, page, str(new), others, clock))
         journal = txn.read(lane.journal)
         for done in renamed:
             journal = append_record(journal, {"op": "renumber", "vid": done["vid"], "from": wanted,
@@ -96,7 +96,7 @@ def renumber_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = Fal
 
 
 def _move(txn: LaneTxn, root: Path, lane: Lane, settings: lw.LaneSettings, page: ex.ExperimentPage, new: str,
-          records: list[dict], others: list[str], clock: Clock) -> dict:
+          others: list[str], clock: Clock) -> dict:
     """Stage one page's move to id ``new``: its file, its text, its journal records, links to it."""
     old = page.exp_id
     name = ex.parse_file_name(page.rel.rsplit("/", 1)[-1])
