@@ -66,14 +66,14 @@ def _request(args):
     from wikiengine.core.errors import WikiError
     from wikiengine.core.identity import MODEL_DIR_SUFFIX
     from wikiengine.demos.scaffold import Request
-    from wikiengine.model.targets import check_name
+    from wikiengine.model.targets import check_new_name
 
     if args.lane and not args.model:
         raise WikiError("--lane needs a --model to go under")
-    models = tuple(dict.fromkeys(check_name(m, "model").removesuffix(MODEL_DIR_SUFFIX) for m in args.model))
+    models = tuple(dict.fromkeys(check_new_name(m, "model").removesuffix(MODEL_DIR_SUFFIX) for m in args.model))
     if any(not m for m in models):
         raise WikiError(f"invalid model name: give the model, e.g. gemma4 (not {MODEL_DIR_SUFFIX} alone)")
-    lanes = tuple(dict.fromkeys(check_name(lane, "lane") for lane in args.lane))
+    lanes = tuple(dict.fromkeys(check_new_name(lane, "lane") for lane in args.lane))
     for lane in lanes:
         if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", lane):
             raise WikiError(f"invalid lane name {lane!r}: lower-case letters, digits, '_' and '-' (tpu, jax, torchax)")
@@ -85,8 +85,8 @@ def _request(args):
         variants.append((size.strip(), hardware.strip()))
     if variants and not lanes:
         raise WikiError("--variant needs a --lane: variants are rows of a lane's model page")
-    kernels = tuple(dict.fromkeys(check_name(k, "kernel family") for k in args.kernel))
-    run_name = check_name(args.memory, "run") if args.memory is not None else None
+    kernels = tuple(dict.fromkeys(check_new_name(k, "kernel family") for k in args.kernel))
+    run_name = check_new_name(args.memory, "run") if args.memory is not None else None
     return Request(models=models, lanes=lanes, variants=tuple(variants), kernels=kernels, run=run_name,
                    cluster=_cluster(args), agent=args.agent)
 
@@ -106,6 +106,11 @@ def _cluster(args):
     missing = [f"--{flag}" for flag, value in given.items() if not value]
     if missing:
         raise WikiError(f"a cluster file needs --cluster, --tpu, --location and --project (missing {', '.join(missing)})")
+    for flag, value in given.items():  # a line break would end the field and start another (row 97)
+        odd = next((c for c in value if not c.isprintable() or c.isspace()), None)
+        if odd is not None:
+            raise WikiError(f"--{flag} {value!r}: holds U+{ord(odd):04X} (a space, line break or control character); "
+                            "give one word, as gcloud prints it")
     tpu = parse_tpu(args.tpu, Path("--tpu"), None)
     owner = resolve_user_prefix(None, cwd=args.directory).value
     cluster = Cluster(args.cluster, tpu.generation, tpu.topology, args.location, args.project, owner)

@@ -99,14 +99,14 @@ def _add_start(verbs) -> None:
 
 def _add_stub(verbs) -> None:
     stub = _family_verb(verbs, "stub", "K3: the stub of one mechanism")
-    stub.add_argument("--slug", required=True)
+    stub.add_argument("--slug", required=True, help="the page slug: lower-case words joined by '-'")
     stub.add_argument("--proposal", required=True, type=Path, help="markdown with the four labelled paragraphs")
-    stub.add_argument("--op-point", required=True)
+    stub.add_argument("--op-point", required=True, help="the op-point the mechanism targets (one of the binding's)")
     stub.add_argument("--lever", required=True, help="the class-page lever this mechanism tries")
     stub.add_argument("--lever-queue", action="append", default=[], help="the lever queue (repeatable, in order)")
     stub.add_argument("--plan", action="append", default=[], help="a Candidate plan item (repeatable)")
-    stub.add_argument("--intervention-class", required=True)
-    stub.add_argument("--category", required=True)
+    stub.add_argument("--intervention-class", required=True, help="the class of change, as the class page names it")
+    stub.add_argument("--category", required=True, help="the mechanism's category, as the class page names it")
     stub.add_argument("--activity", default="capability-eval", help="optimization | capability-eval")
     stub.add_argument("--profile", help="optimization: the model-lane experiment page that profiled the op-point")
     stub.add_argument("--bar", type=float, help="the pre-registered speedup bar (default: the binding's)")
@@ -126,17 +126,18 @@ def _add_cand(verbs) -> None:
 def _add_verify(verbs) -> None:
     verify = _family_verb(verbs, "verify", "K6: verify a candidate in a fresh process; write its receipt")
     verify.add_argument("--cand", dest="cand_name", help="the ledger row (default: the last)")
-    verify.add_argument("--mode", choices=("full", "quick"), default="full")
-    verify.add_argument("--vid")
+    verify.add_argument("--mode", choices=("full", "quick"), default="full",
+                        help="the repetitions per timing: full (61) or quick (15)")
+    verify.add_argument("--vid", help="the experiment (default: the family's open stub)")
     add_writer_options(verify)
 
 
 def _add_file(verbs) -> None:
     filed = _family_verb(verbs, "file", "K7/K8: file the verdict and update the family page")
     filed.add_argument("--verdict", required=True, help="supported | refuted | inconclusive | invalid")
-    filed.add_argument("--reason")
+    filed.add_argument("--reason", help="why this verdict, in one line")
     filed.add_argument("--lead", action="append", default=[], metavar="SLUG=WHY", help="a lead for the family page")
-    filed.add_argument("--vid")
+    filed.add_argument("--vid", help="the experiment (default: the family's open stub)")
     add_writer_options(filed)
 
 

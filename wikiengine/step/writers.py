@@ -38,6 +38,7 @@ from wikiengine.model.knobs import Knobs, canonical, knob_problems, knobs_block,
 from wikiengine.model.knobs import setup_section as setup_section_of
 from wikiengine.model.lane_queue import FILED, OPEN, idle_track, lane_queue, session_track_count, track_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
+from wikiengine.model.memory import escape_cell
 from wikiengine.model.progress import DEFAULT_THRASH_K, thrash_k, thrash_of
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
@@ -519,6 +520,23 @@ class RunOutcome:
     parity: str | None = None  # "pass" | "fail" | None (no parity check)
 
 
+METRIC_NAME_MAX = 64
+
+
+def check_metric_name(name: str, path: Path | None = None) -> str:
+    """``name`` if it can head a Results row and a ledger figure: 1-64 characters, none that
+    ends a table cell or a line (``|``, a backtick, a backslash, a tab, a line break or any
+    other control, format or bidirectional character; row 98); else :class:`WikiError`."""
+    import unicodedata
+
+    odd = next((c for c in name if c in "|`\\" or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if not name.strip() or len(name) > METRIC_NAME_MAX or odd is not None:
+        why = (f"U+{ord(odd):04X} would break the Results table or the ledger line" if odd is not None
+               else f"give 1-{METRIC_NAME_MAX} characters")
+        raise WikiError(f"metric name {name[:80].encode('unicode_escape').decode('ascii')!r}: {why}", path)
+    return name
+
+
 def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float], RunOutcome]:
     """Metrics from ``--metrics FILE`` (a JSON object: numbers are metrics, ``exit_code`` and
     ``parity`` the outcome, strings, lists and objects detail) and ``--metric NAME=VALUE``."""
@@ -549,7 +567,7 @@ def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float],
                 continue  # a note or detail (an op digest, per-round figures, the configs): not a metric
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
                 raise WikiError(f"metric {name!r} is {value!r}, not a finite number", path)
-            metrics[str(name)] = float(value)
+            metrics[check_metric_name(str(name), path)] = float(value)
     for pair in pairs:
         name, eq, value = pair.partition("=")
         try:
@@ -558,7 +576,7 @@ def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float],
             number = None
         if not eq or not name.strip() or number is None or number != number or abs(number) == float("inf"):
             raise WikiError(f"--metric {pair!r} is not NAME=NUMBER")
-        metrics[name.strip()] = number
+        metrics[check_metric_name(name.strip())] = number
     return metrics, RunOutcome(exit_code, parity)
 
 
@@ -597,13 +615,14 @@ def _fmt(value: float | None) -> str:
 
 def results_table(metrics: dict[str, float], metric: str, measured: Comparison, band: Band | None = None) -> str:
     """Results as the table metric x baseline x this run x delta x noise band, how the target
-    metric was compared, and the band's n and the delta's confidence."""
+    metric was compared, and the band's n and the delta's confidence. A metric name the run
+    recorded is escaped as a cell (the agent's own are refused at the input)."""
     rows = ["| metric | baseline | this run | delta | noise band |", "|---|---|---|---|---|"]
     for name, value in metrics.items():
         own = name == metric
         base = measured.reference if own else None
         delta = measured.delta if own else None
-        rows.append(f"| {name} | {_fmt(base)} | {_fmt(value)} | {'—' if delta is None else f'{delta:+.6g}'} | "
+        rows.append(f"| {escape_cell(name)} | {_fmt(base)} | {_fmt(value)} | {'—' if delta is None else f'{delta:+.6g}'} | "
                     f"{('±' + _fmt(measured.noise_band)) if own else '—'} |")
     note = f"\nThe {metric} baseline is {measured.reference_label}; noise band: {measured.noise_source}."
     confidence = band.confidence(measured.delta) if band else None
