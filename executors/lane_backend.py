@@ -7,7 +7,7 @@ A lane's workloads are named ``<USER_PREFIX>-<MODEL_NAME>-<LANE>-v<NNN>-<slug>[-
 drives all of it. Three implementations:
 
 - :class:`executors.lane_local.LocalLaneBackend`: local processes, one folder per workload
-  under ``.wiki/lane-runs/<model folder>/<lane>/``;
+  under ``<git dir>/wiki-lane/runs/<model folder>/<lane>/`` (where ``rm`` of a work folder does not reach);
 - :class:`executors.lane_gke.GkeLaneBackend`: JobSets on one GKE cluster, dispatched
   through :mod:`wikiengine.executors.gke.dispatch`;
 - :class:`executors.lane_slurm.SlurmLaneBackend`: Slurm batch jobs named after the workload.

@@ -1,6 +1,11 @@
 """The local-process lane backend: each workload a supervised process group and a folder.
 
-One workload is one folder ``.wiki/lane-runs/<model folder>/<lane>/<workload name>/``:
+One workload is one folder ``<git dir>/wiki-lane/runs/<model folder>/<lane>/<workload name>/``
+(:func:`runs_folder`): inside the git directory, where a ``rm -r`` of the checkout's work
+folders (``.wiki/``, the artifacts) does not reach, so a run that lives is never taken for
+one that never was (RELIABILITY row 70). Outside a git repository the folder is
+``.wiki/lane-runs/<model folder>/<lane>/``, which is also still read for the runs an older
+engine recorded there. Each folder holds:
 
 - ``spec.json``: what to run (argv, env, cwd, timeout), written before anything starts;
 - ``runner.json``: the pid of its runner (:mod:`wikiengine.executors.lane_runner`), which launch
@@ -44,6 +49,8 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import now_iso
+from wikiengine.core.errors import WikiError
+from wikiengine.core.git import git_dir
 from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
 from wikiengine.core.locks import FileLock
 from wikiengine.executors import preemption
@@ -64,6 +71,17 @@ from wikiengine.executors.lane_runner import MS, group_members, signal_group
 from wikiengine.executors.run_folder import newest_mtime_iso, read_state, tail_lines
 
 LOCK_TIMEOUT_S = 30.0
+LEGACY_RUNS = ".wiki/lane-runs"  # where the records lived before they moved into the git directory
+
+
+def runs_folder(root: Path, model_dir: str, lane: str) -> Path:
+    """Where a lane's local run records live: ``<git dir>/wiki-lane/runs/<model folder>/<lane>``
+    (a checkout's own git directory; a worktree's too), else under ``.wiki/lane-runs``."""
+    try:
+        base = git_dir(root) / "wiki-lane" / "runs"
+    except WikiError:
+        base = Path(root) / LEGACY_RUNS  # not a git repository
+    return base / model_dir / lane
 
 
 def _exists(folder: Path) -> bool:
@@ -110,25 +128,33 @@ class LocalLaneBackend:
     def __init__(self, root: Path, model_dir: str, lane: str, *, python: str | None = None,
                  kill_grace_s: float = 5.0):
         self.root = Path(root)
-        self.folder = self.root / ".wiki" / "lane-runs" / model_dir / lane
+        self.folder = runs_folder(self.root, model_dir, lane)
+        legacy = self.root / LEGACY_RUNS / model_dir / lane
+        self.legacy = legacy if legacy != self.folder else None
         self.python = python or sys.executable
         self.kill_grace_s = kill_grace_s
 
     # ------------------------------------------------------------------ reading
 
     def list_workloads(self, prefix: str) -> list[LaneWorkload]:
-        try:
-            entries = sorted(self.folder.iterdir())
-        except FileNotFoundError:
-            entries = []  # nothing was ever launched in this lane
-        except OSError as exc:
-            raise ComputeUnavailableError(f"lane runs folder {self.folder} is unreadable: {exc}") from None
         found = []
-        for entry in entries:
+        for entry in self._entries():
             parsed = parse_workload_name(entry.name, prefix)
             if parsed is not None and entry.is_dir():
                 found.append(self._workload(entry, *parsed))
         return found
+
+    def _entries(self) -> list[Path]:
+        """Every workload folder of the lane (the records of an older engine's folder too)."""
+        entries = {}
+        for folder in (self.legacy, self.folder):
+            try:
+                entries.update({p.name: p for p in folder.iterdir()} if folder is not None else {})
+            except FileNotFoundError:
+                continue  # nothing was ever launched in this lane
+            except OSError as exc:
+                raise ComputeUnavailableError(f"lane runs folder {folder} is unreadable: {exc}") from None
+        return [entries[name] for name in sorted(entries)]
 
     def status(self, name: str) -> LaneWorkload | None:
         folder = self._folder(name)
@@ -256,6 +282,8 @@ class LocalLaneBackend:
     def _folder(self, name: str) -> Path:
         if not NAME_RE.fullmatch(name) or len(name) >= MAX_WORKLOAD_LEN:
             raise ComputeError(f"bad workload name {name!r}: [a-z]([-a-z0-9]*[a-z0-9])? under {MAX_WORKLOAD_LEN} characters")
+        if self.legacy is not None and not (self.folder / name).exists() and (self.legacy / name).is_dir():
+            return self.legacy / name  # recorded by an older engine
         return self.folder / name
 
     def _lock(self) -> FileLock:
@@ -266,7 +294,7 @@ class LocalLaneBackend:
     def _in_flight_on(self, track: int) -> list[str]:
         """Names of the workloads of ``track`` that are queued or running."""
         names = []
-        for entry in sorted(self.folder.iterdir()):
+        for entry in self._entries():
             spec = read_state(entry / "spec.json") if entry.is_dir() and not entry.name.startswith(".") else None
             if spec is not None and spec.get("track") == track:
                 if self._workload(entry, *split_workload_name(entry.name)).in_flight:

@@ -53,7 +53,7 @@ class LaneTxn:
 
     root: Path
     lane: Lane
-    texts: dict[str, str] = field(default_factory=dict)  # rel -> new text
+    texts: dict[str, str | None] = field(default_factory=dict)  # rel -> new text (None: removed)
     old: dict[str, str | None] = field(default_factory=dict)  # rel -> text before (None: absent)
     carried: list[str] = field(default_factory=list)  # files another command wrote, committed as they are
 
@@ -65,16 +65,21 @@ class LaneTxn:
     def read(self, rel: str) -> str:
         """The text of ``rel`` as this write sees it (staged, else on disk, else "")."""
         if rel in self.texts:
-            return self.texts[rel]
+            return self.texts[rel] or ""
         return self._disk(rel) or ""
 
     def exists(self, rel: str) -> bool:
-        return rel in self.texts or (self.root / rel).is_file()
+        return self.texts[rel] is not None if rel in self.texts else (self.root / rel).is_file()
 
-    def write(self, rel: str, text: str) -> None:
+    def write(self, rel: str, text: str | None) -> None:
+        """Stage the new text of ``rel``; None removes the file (a page renamed is one removed
+        and one written, in the same commit)."""
         if rel not in self.old:
             self.old[rel] = self._disk(rel)
         self.texts[rel] = text
+
+    def remove(self, rel: str) -> None:
+        self.write(rel, None)
 
     def _disk(self, rel: str) -> str | None:
         path = self.root / rel
@@ -92,7 +97,7 @@ class LaneTxn:
         if not paths:
             return None
         for rel in paths:  # refused before anything is written: the redo record would hold the secret too
-            assert_no_secret(self.texts[rel], rel)
+            assert_no_secret(self.texts[rel] or "", rel)
         assert_no_secret(message, "commit message")
         record = redo_path(self.root, self.lane)
         where = record
@@ -127,7 +132,9 @@ class LaneTxn:
         either is left to the record-less state, which is its old text or its new one."""
         for rel in paths:
             try:
-                if (self.root / rel).is_file() and (self.root / rel).read_text(encoding="utf-8") == self.texts[rel]:
+                path = self.root / rel
+                if (self.texts[rel] is None and not path.exists()) or (
+                        path.is_file() and path.read_text(encoding="utf-8") == self.texts[rel]):
                     _restore(self.root, {rel: self.old.get(rel)})
             except OSError:
                 pass
@@ -137,15 +144,16 @@ class LaneTxn:
         """``(paths, probe)`` to commit once the written files are judged: refused (the old
         texts put back) when the write added a finding; with the lint baseline when the
         write fixed findings it accepted (their entries pruned, in the same commit)."""
+        live = [p for p in paths if self.texts.get(p) is not None]  # a removed file has nothing to lint
         try:
-            after = lint_paths(self.root, paths)
+            after = lint_paths(self.root, live)
         except BaseException:
             probe.close()
             raise
         if not after.findings:
             return paths, probe
         probe.close()  # were they there before? Linting the old texts swaps files under the probe
-        problems = introduced(self.root, paths, self.old, after.findings)
+        problems = introduced(self.root, live, self.old, after.findings)
         if problems:
             _restore(self.root, {p: self.old.get(p) for p in paths})
             record.unlink(missing_ok=True)
@@ -211,9 +219,12 @@ class Recovered:
     note: str = ""
 
 
-def _apply(root: Path, texts: dict[str, str]) -> None:
+def _apply(root: Path, texts: dict[str, str | None]) -> None:
     for rel, text in texts.items():
         path = root / rel
+        if text is None:
+            path.unlink(missing_ok=True)
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
 
@@ -316,7 +327,7 @@ def pruned_baseline(root: Path, after) -> dict[str, str] | None:
     return {baseline_mod.BASELINE_FILE: baseline_mod.render(kept)}
 
 
-def _write_record(record: Path, message: str, files: dict[str, str]) -> None:
+def _write_record(record: Path, message: str, files: dict[str, str | None]) -> None:
     atomic_write_text(record, json.dumps({"policy": REDO, "message": message, "files": files}))
 
 

@@ -8,9 +8,11 @@ the backend says of the track's workload, and what the page says:
 page / journal                                   backend              decision
 ==============================================  ===================  =====================
 (any)                                            cannot be read       ``wait`` (unknown)
+the v-id names two pages (two clones), or       —                    ``wait`` (renumber)
+another clone's workload runs under it
 no experiment, or the last one is filed          —                    ``need_hypothesis``
 stub open, not dispatched                        —                    ``dispatch``
-stub open, dispatched                            not found            ``dispatch`` (re-ask:
+stub open, dispatched, never seen launched       not found            ``dispatch`` (re-ask:
                                                                       the launch is adopted
                                                                       by name, never doubled)
 stub open, dispatched                            retrying (the        ``wait`` (not a crash)
@@ -18,6 +20,9 @@ stub open, dispatched                            retrying (the        ``wait`` (
 stub open, dispatched                            preempted            ``redispatch`` (the
                                                                       same v-id, the next
                                                                       attempt; not a crash)
+stub open, dispatched, seen launched             not found            ``wait`` (unknown);
+                                                                      ``kill`` once past
+                                                                      ``ceiling_s``
 stub open, dispatched                            running, progress    ``skip``
 stub open, dispatched                            running, no progress ``kill`` (hung)
                                                  for ``hung_after_s``
@@ -26,6 +31,9 @@ stub open, dispatched                            running past         ``kill`` (
 stub open, dispatched, not yet processed         finished, or killed  ``process``
 stub open, processed                             (any)                ``need_verdict``
 ==============================================  ===================  =====================
+
+A track's experiment is the one its queue runs (:mod:`wikiengine.model.lane_queue`: one
+v-id per track, the others wait, first in, first out).
 
 Budgets come last (:func:`budget_track`): past a budget of the program's ``## Config``
 (:mod:`wikiengine.model.budgets`), a new ``dispatch`` or ``aa_dispatch`` becomes ``budget``
@@ -68,6 +76,8 @@ class TrackView:
     progress_at: float | None = None
     band_key: tuple | None = None  # (variant, frontier, round): the A/A band this stub waits for
     aa: AaView | None = None  # the A/A run journalled on this track and not yet processed
+    launched: bool = False  # the journal recorded the backend holding the dispatched workload
+    duplicate: tuple[str, ...] = ()  # the pages (or another clone's workload) the v-id names beside this one
 
     @property
     def sighting(self) -> str:
@@ -148,6 +158,10 @@ def decide_track(view: TrackView, now: float, limits: LaneLimits) -> TrackDecisi
 
     if view.backend_state == "unknown":
         return said("wait", "the backend cannot be read: unknown is never free and never gone")
+    if view.duplicate:
+        return said("wait", f"{view.vid} names more than one experiment ({', '.join(view.duplicate)}): never "
+                            f"dispatched or processed until `wiki exp renumber {view.vid}` gives the later one the "
+                            "next free id")
     if view.vid is None or view.page_state in ("filed", None):
         last = f"{view.vid} is filed" if view.vid else "no experiment yet"
         return said("need_hypothesis", f"track idle ({last}): a hypothesis is owed")
@@ -160,6 +174,13 @@ def decide_track(view: TrackView, now: float, limits: LaneLimits) -> TrackDecisi
     if view.killed:
         return said("process", f"{view.workload} was killed: file what it left (a crashed run)")
     state = view.backend_state
+    if view.expected.settle(view.sighting, now) == REASK and view.launched:
+        age = view.expected.age(now)
+        if age > limits.ceiling_s:
+            return said("kill", f"the backend lost {view.workload} {int(age)} s after its dispatch, past the ceiling "
+                                f"of {int(limits.ceiling_s)} s: recorded killed (a crashed run)")
+        return said("wait", f"the backend has no record of {view.workload}, which it launched: unknown, never gone; "
+                            "never launched again (a second live run)")
     if view.expected.settle(view.sighting, now) == REASK:
         return said("dispatch", f"{view.vid} was dispatched but the backend has no {view.workload}: ask again "
                                 "(a launch that landed is adopted by name)")
