@@ -98,6 +98,7 @@ class LaneWorkload:
     command: str | None = None  # the command that ran, shlex-joined (for the page's Setup)
     chips: int | None = None  # the accelerator chips the run holds (local: its one slot; GKE: the slice's chips)
     attempt: int = 1  # how many times it started (re-dispatches after preemption, scheduler restarts)
+    elapsed_s: float | None = None  # how long it has run by the backend's own clock (local: CLOCK_MONOTONIC), if known
 
     @property
     def is_finished(self) -> bool:

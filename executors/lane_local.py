@@ -67,7 +67,7 @@ from wikiengine.executors.lane_backend import (
     parse_workload_name,
     split_workload_name,
 )
-from wikiengine.executors.lane_runner import MS, group_members, signal_group
+from wikiengine.executors.lane_runner import MS, elapsed_s, group_members, signal_group
 from wikiengine.executors.run_folder import newest_mtime_iso, read_state, tail_lines
 
 LOCK_TIMEOUT_S = 30.0
@@ -210,7 +210,8 @@ class LocalLaneBackend:
         if state == "failed" and preemption.local(exit_code, reason) == PREEMPTED:
             state, reason = PREEMPTED, f"{reason or 'SIGTERM'}: sent from outside the lane (not the run's failure)"
         return LaneWorkload(folder.name, vid, slug, state, exit_code, status.get("started"), finished, tail_lines(log, 200),
-                            progress, reason, _int(status.get("pid")), command, chips=1, attempt=_attempts(folder))
+                            progress, reason, _int(status.get("pid")), command, chips=1, attempt=_attempts(folder),
+                            elapsed_s=elapsed_s(status) if state == "running" else None)
 
     # ------------------------------------------------------------------ acting
 

@@ -74,6 +74,7 @@ class TrackView:
     attempt: int = 1  # how many times the backend started the workload
     started_at: float | None = None
     progress_at: float | None = None
+    elapsed_s: float | None = None  # how long it has run by the backend's own clock (None: judge by the wall clock)
     band_key: tuple | None = None  # (variant, frontier, round): the A/A band this stub waits for
     aa: AaView | None = None  # the A/A run journalled on this track and not yet processed
     launched: bool = False  # the journal recorded the backend holding the dispatched workload
@@ -96,6 +97,7 @@ class AaView:
     started_at: float | None = None
     progress_at: float | None = None
     killed: bool = False
+    elapsed_s: float | None = None  # as TrackView.elapsed_s
 
 
 @dataclass(frozen=True)
@@ -191,20 +193,24 @@ def decide_track(view: TrackView, now: float, limits: LaneLimits) -> TrackDecisi
         return said("wait", f"{view.workload} is retrying (attempt {view.attempt}): the backend restarts it itself")
     if state in ("succeeded", "failed"):
         return said("process", f"{view.workload} {state}: fill Setup and Results")
-    overdue = _overdue(view.workload, view.started_at, view.progress_at, now, limits)
+    overdue = _overdue(view.workload, view.started_at, view.progress_at, now, limits, view.elapsed_s)
     if overdue:
         return said("kill", overdue)
     return said("skip", f"{view.workload} is in flight")
 
 
 def _overdue(name: str | None, started_at: float | None, progress_at: float | None, now: float,
-             limits: LaneLimits) -> str | None:
-    """Why a running workload is killed (past the ceiling, or hung), else None."""
-    if started_at is not None and now - started_at > limits.ceiling_s:
-        return f"{name} ran {int(now - started_at)} s, past the ceiling of {int(limits.ceiling_s)} s"
+             limits: LaneLimits, elapsed_s: float | None = None) -> str | None:
+    """Why a running workload is killed (past the ceiling, or hung), else None. How long it ran
+    is the backend's own measure when it has one (``elapsed_s``: a clock no one sets), and no
+    run has been idle longer than it ran: a wall clock that jumped kills nothing (row 125)."""
+    ran = elapsed_s if elapsed_s is not None else (now - started_at if started_at is not None else None)
+    if ran is not None and ran > limits.ceiling_s:
+        return f"{name} ran {int(ran)} s, past the ceiling of {int(limits.ceiling_s)} s"
     last = progress_at if progress_at is not None else started_at
-    if last is not None and now - last > limits.hung_after_s:
-        return f"{name} shows no progress for {int(now - last)} s (hung after {int(limits.hung_after_s)} s)"
+    idle = None if last is None else (now - last if ran is None else min(now - last, ran))
+    if idle is not None and idle > limits.hung_after_s:
+        return f"{name} shows no progress for {int(idle)} s (hung after {int(limits.hung_after_s)} s)"
     return None
 
 
@@ -220,7 +226,7 @@ def calibrate_track(view: TrackView, decision: TrackDecision, now: float, limits
         if aa.backend_state is None:
             return TrackDecision(view.track, "aa_dispatch", view.vid, f"the backend has no {aa.workload}: ask again "
                                  "(a launch that landed is adopted by name)", key)
-        overdue = _overdue(aa.workload, aa.started_at, aa.progress_at, now, limits)
+        overdue = _overdue(aa.workload, aa.started_at, aa.progress_at, now, limits, aa.elapsed_s)
         if overdue:
             return TrackDecision(view.track, "aa_kill", view.vid, overdue, key)
         return TrackDecision(view.track, "skip", view.vid, f"A/A run {aa.workload} is in flight", key)

@@ -206,6 +206,7 @@ def observe(run: LaneRun, now: float) -> Observed:
             attempt=getattr(workload, "attempt", 1) or 1,
             started_at=timestamp(getattr(workload, "started", None)),
             progress_at=timestamp(getattr(workload, "progress_at", None)), aa=aa_runs.get(track),
+            elapsed_s=getattr(workload, "elapsed_s", None),
             launched=bool(vid and expected.get(vid) and expected[vid].name in launched),
             duplicate=tuple(p.rel for p in duplicates.get(vid, ())),
         )
