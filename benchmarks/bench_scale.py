@@ -17,6 +17,18 @@ launch is asked again right away, as after a lost answer. Each stub is a job tha
 
     python benchmarks/bench_scale.py [--tracks 16] [--stubs 100] [--sleep 1] [--cpus 16]
 
+``gke`` does the same against the GKE lane backend: one loopback API server per track
+(tests/fakes/fake_k8s.py; a GKE session runs one cluster per track), the tracks pooled as
+the wake pools them (executors/lane_pool.py), the real ``kubernetes`` client. The fake has
+no kubelet; a thread plays it, polling every 20 ms: a JobSet runs from when it first sees
+it and completes (its pod exits 0) ``--sleep`` seconds later. The floors are one bare
+JobSet create, and one bare listing of every track's JobSets. It then times one wake's
+listing at ``--held`` finished workloads spread over each of ``--growth`` track counts
+(wake cost as tracks grow, the number of workloads fixed). Exits 1 on a duplicate, a lost
+completion, or a stub created more than once::
+
+    python benchmarks/bench_scale.py gke [--tracks 16] [--stubs 1000] [--sleep 1] [--growth 1,4,16] [--held 240]
+
 ``wiki`` measures, for docs/scale.md, what many lanes on one wiki contend for, on a
 generated corpus (benchmarks/gen_wiki.py) committed to git: the lane lock (one per lane:
 acquire + release, uncontended), git (W writer processes, each on a lane of its own
