@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wikiengine.core.errors import PageError
 from wikiengine.model.experiment import base_id
 
 DEFAULT_THRASH_K = 3
@@ -41,6 +42,20 @@ def thrash_k(config: dict) -> int:
 
 def stall_after(config: dict) -> int:
     return int(config.get("stall_after_filings", DEFAULT_STALL_AFTER))
+
+
+def filed_mechanisms(records: list[dict], pages) -> dict[str, str]:
+    """vid -> the folded mechanism of each page the journal filed (a streak is of filings);
+    a page that cannot be read (a hand-grown page with broken YAML) has none."""
+    filed = {record.get("vid") for record in records if record.get("op") == "file"}
+    found = {}
+    for page in pages:
+        if page.exp_id in filed:
+            try:
+                found[page.exp_id] = page.mechanism
+            except PageError:
+                found[page.exp_id] = ""
+    return found
 
 
 def streaks(records: list[dict], mechanisms: dict[str, str]) -> dict[tuple[str, str], Streak]:

@@ -39,7 +39,7 @@ from wikiengine.model.knobs import setup_section as setup_section_of
 from wikiengine.model.lane_queue import FILED, OPEN, idle_track, lane_queue, session_track_count, track_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.model.memory import escape_cell
-from wikiengine.model.progress import DEFAULT_THRASH_K, thrash_k, thrash_of
+from wikiengine.model.progress import DEFAULT_THRASH_K, filed_mechanisms, thrash_k, thrash_of
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
 from wikiengine.step.txn import LaneLock, LaneTxn
@@ -200,8 +200,7 @@ def refuse_thrashing(root: Path, lane: Lane, records: list[dict], k: int, reason
     """K consecutive invalid/inconclusive results on this mechanism or on this v-id's letters
     (:func:`wikiengine.model.progress.thrash_of`, the watcher's computation): refused unless
     ``reason`` says what changed."""
-    mechanisms = {p.exp_id: p.mechanism for p in lane_pages(root, lane)}
-    streak = thrash_of(records, mechanisms, k, mechanism=mechanism, vid=vid)
+    streak = thrash_of(records, filed_mechanisms(records, lane_pages(root, lane)), k, mechanism=mechanism, vid=vid)
     if streak is not None and not reason:
         raise Thrashing(f"{len(streak.vids)} invalid/inconclusive results in a row on this {streak.kind} "
                         f"({', '.join(streak.vids)}): say what changed with --reformulated-because TEXT, "
