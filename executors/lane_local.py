@@ -28,7 +28,6 @@ group is alive is reported ``failed`` (the runner was killed). One without a run
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
@@ -42,6 +41,7 @@ from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import from_epoch, now_iso, utc_iso
 from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
 from wikiengine.core.locks import FileLock
+from wikiengine.core.safe_read import load_json, read_optional, read_tail
 from wikiengine.executors.clean_room import clean_environment
 from wikiengine.executors.compute import CapacityError, ComputeError, ComputeUnavailableError
 from wikiengine.executors.lane_backend import (
@@ -61,12 +61,14 @@ TAIL_BYTES = 256 * 1024
 
 
 def _read_json(path: Path) -> dict | None:
-    """A state file, None when absent; unreadable or not an object is unknown state."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    """A state file, None when absent; not a regular file of the workload's folder is bad
+    input (exit 2); unreadable JSON or not an object is unknown state."""
+    text = read_optional(path, f"{path.parent.name}/{path.name}", "metrics", within=path.parent)
+    if text is None:
         return None
-    except (OSError, ValueError) as exc:
+    try:
+        data = load_json(text, path)
+    except ValueError as exc:
         raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is unreadable: {exc}") from None
     if not isinstance(data, dict):
         raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is not a JSON object")
@@ -74,17 +76,9 @@ def _read_json(path: Path) -> dict | None:
 
 
 def _tail(path: Path, lines: int) -> str:
-    """The last ``lines`` lines of a text file ("" when it does not exist)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - TAIL_BYTES))
-            data = handle.read()
-    except FileNotFoundError:
-        return ""
-    except OSError as exc:
-        raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is unreadable: {exc}") from None
+    """The last ``lines`` lines of the run's log ("" when it does not exist): a regular file
+    inside the workload's folder, never a link out of it or a pipe."""
+    data = read_tail(path, TAIL_BYTES, f"{path.parent.name}/{path.name}", within=path.parent)
     text = data.decode("utf-8", errors="replace")
     return "\n".join(text.splitlines()[-lines:]) if lines > 0 else ""
 

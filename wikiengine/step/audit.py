@@ -43,10 +43,11 @@ from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
 from wikiengine.core.errors import WikiError
 from wikiengine.core.git import is_ancestor
 from wikiengine.core.git import out as git_out
+from wikiengine.core.safe_read import repo_text
 from wikiengine.model import experiment as ex
 from wikiengine.model.evidence import AA_VID
 from wikiengine.model.filings import committed_drifts
-from wikiengine.model.journal import parse_journal
+from wikiengine.model.journal import journal_records
 from wikiengine.model.lanes import Lane
 
 CURSOR = ".audit-cursor"
@@ -124,11 +125,11 @@ def code_sha(root: Path, config: dict) -> str:
 
 def read_cursor(root: Path, lane: Lane) -> tuple[dict | None, str | None]:
     """``({"wiki": sha, "code": sha}, None)``, or ``(None, why a full audit is needed)``."""
-    path = root / lane.dir / CURSOR
-    if not path.is_file():
+    text = repo_text(root, f"{lane.dir}/{CURSOR}", "cursor")
+    if text is None:
         return None, f"no {CURSOR}: full audit"
     values = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in text.splitlines():
         key, eq, value = line.partition("=")
         if eq:
             values[key.strip()] = value.strip()
@@ -331,8 +332,8 @@ def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None,
     from wikiengine.core.page import parse_page
     from wikiengine.model.logbook import parse_entries
 
-    log = root / lane.log
-    entries = parse_entries(parse_page(log.read_text(encoding="utf-8"), lane.log)) if log.is_file() else []
+    log = repo_text(root, lane.log)
+    entries = parse_entries(parse_page(log, lane.log)) if log is not None else []
     claims = []
     for entry in entries:
         if entry.has_op("start"):
@@ -359,8 +360,7 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
     from wikiengine.step import writers as lw
 
     config = config or {}
-    journal = root / lane.journal
-    records = parse_journal(journal.read_text(encoding="utf-8"), lane.journal) if journal.is_file() else []
+    records = journal_records(root, lane.journal)
     session = session_start(records)
     cursor, why_full = read_cursor(root, lane)
     audit = Audit(lane, session, head_sha(root), code_sha(root, config), cursor["wiki"] if cursor else None, closing)
@@ -416,14 +416,13 @@ def write_authorization(root: Path, audit: Audit, moment: dt.datetime) -> str:
 
 def check_authorization(root: Path, lane: Lane, session: int) -> tuple[dict | None, str | None]:
     """The record of ``.stop-authorized`` when it may open the gate, else ``(None, why not)``."""
-    path = root / lane.dir / STOP_AUTHORIZED
-    if not path.is_file():
+    text = repo_text(root, f"{lane.dir}/{STOP_AUTHORIZED}", "authorization")
+    if text is None:
         return None, "no .stop-authorized: run `wiki watch --closing --once` after the closing retrospective"
-    text = path.read_text(encoding="utf-8", errors="replace")
     payload, _, tail = text.rpartition("signature=")
     values = dict(line.split("=", 1) for line in payload.splitlines()[1:] if "=" in line)
     expected = _signature(payload)
-    if expected is None or not hmac.compare_digest(tail.strip(), expected):
+    if expected is None or not hmac.compare_digest(tail.strip().encode("utf-8"), expected.encode("utf-8")):
         return None, ".stop-authorized was not written by this user's watcher (its signature does not verify)"
     if values.get("session") != str(session):
         return None, f".stop-authorized is from session {values.get('session')}, not session {session}: stale"

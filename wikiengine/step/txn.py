@@ -32,6 +32,7 @@ from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.errors import WikiError
 from wikiengine.core.git import CommitProbe, git_dir
 from wikiengine.core.locks import FileLock
+from wikiengine.core.safe_read import confined, repo_text
 from wikiengine.model.lanes import Lane
 
 LOCK_TIMEOUT_S = 120
@@ -58,19 +59,18 @@ class LaneTxn:
         return self._disk(rel) or ""
 
     def exists(self, rel: str) -> bool:
-        return rel in self.texts or (self.root / rel).is_file()
+        return rel in self.texts or self._disk(rel) is not None
 
     def write(self, rel: str, text: str) -> None:
+        """Stage ``text`` for ``rel``: refused (PageError) when ``rel`` leaves the repository
+        through a symbolic link, or holds something that is not a readable regular file."""
+        confined(self.root / rel, self.root, rel)
         if rel not in self.old:
             self.old[rel] = self._disk(rel)
         self.texts[rel] = text
 
     def _disk(self, rel: str) -> str | None:
-        path = self.root / rel
-        try:
-            return path.read_text(encoding="utf-8") if path.is_file() else None
-        except OSError as exc:
-            raise WikiError(f"cannot read: {exc.strerror}", rel) from None
+        return disk_text(self.root, rel)
 
     def changed(self) -> list[str]:
         return sorted(rel for rel, text in self.texts.items() if self.old.get(rel) != text)
@@ -81,6 +81,7 @@ class LaneTxn:
         if not paths:
             return None
         record = redo_path(self.root, self.lane)
+        _confine_all(self.root, paths)  # a link planted since the write was staged
         record.parent.mkdir(parents=True, exist_ok=True)
         _write_record(record, message, {p: self.texts[p] for p in paths})
         _apply(self.root, {p: self.texts[p] for p in paths})
@@ -123,6 +124,12 @@ class LaneTxn:
         return paths, None
 
 
+def disk_text(root: Path, rel: str) -> str | None:
+    """The text of ``rel`` on disk (None: absent), read the one safe way: a regular file inside
+    the repository, within its kind's size cap, valid UTF-8."""
+    return repo_text(root, rel, "journal" if rel.endswith(".jsonl") else "page")
+
+
 def lane_key(lane: Lane) -> str:
     """The name of a lane's records (a kernel family's pseudo-lane too)."""
     return f"{lane.model_dir}__{lane.name}"
@@ -155,8 +162,7 @@ class UndoRecord:
 
     def checkpoint(self) -> None:
         """Record the texts as they are now (at the start, and after each commit of the write)."""
-        before = {rel: (self.root / rel).read_text(encoding="utf-8") if (self.root / rel).is_file() else None
-                  for rel in self.paths}
+        before = {rel: disk_text(self.root, rel) for rel in self.paths}
         atomic_write_text(self.path, json.dumps({"policy": UNDO, "note": self.note, "before": before}))
 
     def close(self) -> None:
@@ -173,7 +179,14 @@ class Recovered:
     note: str = ""
 
 
+def _confine_all(root: Path, rels) -> None:
+    """Refuse before anything is written when one of ``rels`` leaves the repository."""
+    for rel in rels:
+        confined(root / rel, root, rel)
+
+
 def _apply(root: Path, texts: dict[str, str]) -> None:
+    _confine_all(root, texts)
     for rel, text in texts.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -235,7 +248,7 @@ def introduced(root: Path, paths: list[str], old: dict[str, str | None], after: 
     """Which of the findings ``after`` the write introduced (one the old texts had too is not
     the writer's: pre-existing problems are ``wiki lint``'s to report). Lints the old texts
     in place, then puts the new ones back."""
-    new_texts = {p: (root / p).read_text(encoding="utf-8") for p in paths}
+    new_texts = {p: disk_text(root, p) for p in paths}
     _restore(root, {p: old.get(p) for p in paths})
     try:
         before = lint_paths(root, [p for p in paths if old.get(p) is not None]).findings

@@ -13,10 +13,10 @@ no experiment has that id, so backfill and reconcile leave them alone.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from wikiengine.core.clock import timestamp, utc_iso
+from wikiengine.core.safe_read import load_json, read_text
 from wikiengine.model import logbook
 from wikiengine.model.evidence import AA_NUMBER, DEFAULT_AA_RUNS, aa_sample, aa_slug, calibration, measure_band
 from wikiengine.step.lane.decide import AaView, BandNeed, TrackDecision, TrackView
@@ -100,8 +100,8 @@ def aa_complete(run, decision: TrackDecision, workload, at: str) -> dict:
 
 def _metrics(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_json(read_text(path, kind="metrics"), path)
+    except ValueError:
         return {}
     return {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} \
         if isinstance(data, dict) else {}

@@ -20,7 +20,7 @@ from wikiengine.core.clock import utc_date, utc_iso, utcnow
 from wikiengine.core.errors import Refused, WikiError
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook
-from wikiengine.model.journal import append_record, dispatch_expectations
+from wikiengine.model.journal import append_record, dispatch_expectations, journal_records
 from wikiengine.step import writers as lw
 from wikiengine.step.audit import check_authorization, inherited_identities, run_audit, session_start_commit
 from wikiengine.step.lane.wake import STATE_REL, load_lane_run
@@ -78,8 +78,7 @@ def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, ba
         actions.append(f"reaped {workload.name}")
     done = lw.backfill(root, run.lane, run.backend, clock=clock)
     actions += [f"backfilled {b['vid']} ({b['verdict']})" for b in done["backfilled"]]
-    records_text = (root / run.lane.journal).read_text(encoding="utf-8") if (root / run.lane.journal).is_file() else ""
-    dispatched = dispatch_expectations(lw.parse_journal(records_text, run.lane.journal))
+    dispatched = dispatch_expectations(journal_records(root, run.lane.journal))
     for page in lw.lane_pages(root, run.lane):
         if not ex.is_open(page.frontmatter):
             continue
