@@ -102,7 +102,10 @@ def read_regular(
     fd, st = _open_regular(path, label, limit, within)
     try:
         with os.fdopen(fd, "rb") as handle:
-            data = handle.read(limit + 1)
+            # the size the stat gave, plus one byte to see growth: never a buffer of ``limit`` for a small file
+            data = handle.read(min(st.st_size, limit) + 1)
+            if len(data) > st.st_size:  # it grew since the stat: read on, up to the limit
+                data += handle.read(limit + 1 - len(data))
     except OSError as exc:
         raise PageError(f"cannot read: {exc.strerror or exc}", label) from None
     if len(data) > limit:  # it grew while we read

@@ -49,7 +49,7 @@ LAUNCHES_SECTION = "Launches"
 LEDGER_COLUMNS = ("row", "booked_at", "job", "live_hours_left", "cpu_alternative", "outcome")
 ASSET_COLUMNS = ("job", "ref", "version", "kernel_id", "submitted_at", "accelerator")
 
-_ERROR_HEADING_RE = re.compile(r"^\[(\d{4}-\d{2}-\d{2})\] E-(\d{3,}) \| ([^|]+?) \| (.+)$")
+_ERROR_HEADING_RE = re.compile(r"^\[(\d{4}-\d{2}-\d{2})\] E-(\d{3,9}) \| ([^|]+?) \| (.+)$")
 _FIELD_RE = re.compile(r"^\*\*(Run|Step|Decision)\*\*:?\s*(.*?)\s*$")
 
 

@@ -385,8 +385,8 @@ def _check_reference(binding: dict, text: str) -> None:
 def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Path, mechanism: str | None = None,
          vid: str | None = None, dry_run: bool = False, clock: Clock = utcnow) -> dict:
     """`wiki kernel cand N`: one commit on the experiment's branch and its ledger row."""
+    code = read_text(source, source, "source")  # the agent's input first: a pipe or a bad file is refused at once
     binding = read_binding(root, family)
-    code = read_text(source, source, "source")
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
         records, page_ref = open_experiment(root, family, txn, vid)
