@@ -39,7 +39,7 @@ from pathlib import Path
 from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import from_epoch, parse_iso, parse_utc, utc_iso, utcnow
 from wikiengine.core.errors import ExitCode
-from wikiengine.executors.clean_room import clean_environment, is_secret
+from wikiengine.executors.clean_room import clean_environment, is_secret, scratch_environment
 from wikiengine.executors.compute import (
     ComputeError,
     ComputeUnavailableError,
@@ -278,10 +278,8 @@ def supervise(directory: Path) -> int:
     # The session gets the clean room's environment, a fresh empty HOME (no token file,
     # .netrc or kaggle.json in reach) and its own TMPDIR; both are removed when it ends.
     with tempfile.TemporaryDirectory(prefix="session-scratch-") as scratch:
-        env = clean_environment(os.environ, Path(scratch) / "home")
-        env["TMPDIR"] = str(Path(scratch) / "tmp")
-        for place in (env["HOME"], env["TMPDIR"]):
-            os.makedirs(place)
+        env = scratch_environment(clean_environment(os.environ, Path(scratch) / "home"), Path(scratch) / "tmp")
+        os.makedirs(env["HOME"])
         child = subprocess.Popen([sys.executable, str(directory / "script.py")], cwd=directory, env=env)
         stopped: list[str] = []
 

@@ -12,6 +12,7 @@ and peak memory; ``WIKI_HOSTILE_REPORT=path`` makes this file write them there a
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import resource
@@ -324,6 +325,45 @@ def test_row89_a_5000_digit_topology_is_one_line(wiki):
         "## Connection\n\n- **Cluster**: c1\n- **Zone**: us-east5-a\n- **Project**: p\n")
     line = refused(wiki, "clusters", "--list", names="gke-v5p-2x2x2-alice.md:5", case="clusters, 5000-digit topology")
     assert "too large" in line
+
+
+# --- row 92: a local lane run leaves nothing in the host's TMPDIR ----------------------------
+
+INDUCTOR_PROGRAM = """
+import os, pathlib
+from torch._inductor.runtime.cache_dir_utils import cache_dir
+made = pathlib.Path(cache_dir())  # where torch.compile puts its cache, and creates it
+(made / "kernel.py").write_text("# a compiled kernel")
+pathlib.Path(os.environ["TMPDIR"], "scratch.bin").write_bytes(b"x")
+print("cache at", made, flush=True)
+"""
+
+
+def test_row92_a_local_lane_run_has_its_own_tmpdir_and_inductor_cache_removed_after(tmp_path, monkeypatch):
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    from wikiengine.core.identity import workload_name
+    from wikiengine.executors.lane_backend import LaunchSpec
+    from wikiengine.executors.lane_local import LocalLaneBackend
+
+    host_tmp = tmp_path / "host-tmp"
+    host_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(host_tmp))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    root = tmp_path / "repo"
+    root.mkdir()
+    backend = LocalLaneBackend(root, "gemma4_autoresearch_optimization", "tpu", kill_grace_s=1.0)
+    name = workload_name("demo", "gemma4", "tpu", 51, "compile")
+    backend.launch(LaunchSpec(name, "v051", "compile", 1, [sys.executable, "-c", INDUCTOR_PROGRAM], timeout_s=120))
+    deadline = time.monotonic() + 120
+    while not ((run := backend.status(name)) and run.is_finished):
+        assert time.monotonic() < deadline, "the run did not end"
+        time.sleep(0.1)
+    assert run.state == "succeeded", backend.logs(name)
+    folder = root / ".wiki/lane-runs/gemma4_autoresearch_optimization/tpu" / name
+    assert f"cache at {folder / 'tmp' / 'torchinductor'}" in backend.logs(name)  # the run's own cache, not /tmp's
+    assert not (folder / "tmp").exists()  # removed when the run ended
+    assert list(host_tmp.iterdir()) == []  # no torchinductor_<user> left in the host's TMPDIR
 
 
 def test_worst_case_report():
