@@ -49,7 +49,7 @@ Same as v046 with block_q=1024.
 """
 ENV = {"USER": "alice", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
        "GIT_COMMITTER_EMAIL": "t@example.invalid", "WIKI_TRACEBACK": ""}
-WORST: dict = {"seconds": 0.0, "max_rss_kib": 0, "case": None}
+WORST: dict = {"seconds": 0.0, "case": None, "max_rss_kib": 0, "max_rss_case": None}
 
 
 def git(root: Path, *args: str) -> str:
@@ -80,18 +80,26 @@ def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
+GNU_TIME = Path("/usr/bin/time")  # measures the command alone (a child's own peak counts the pytest pages it forked from)
+
+
 def run_wiki(root: Path, *args: str, case: str) -> subprocess.CompletedProcess:
     """``wiki ARGS`` in ``root``, bounded in time and memory; its cost kept for the worst case."""
+    argv = [sys.executable, "-m", "wikiengine", *args]
+    usage = root.parent / "usage.txt"
+    if GNU_TIME.exists():
+        argv = [str(GNU_TIME), "-q", "-f", "%M", "-o", str(usage), *argv]
     started = time.monotonic()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    proc = subprocess.run([sys.executable, "-m", "wikiengine", *args], cwd=root, capture_output=True, text=True,
-                          timeout=TIME_LIMIT_S, preexec_fn=_limits, env={**os.environ, **ENV})
+    proc = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=TIME_LIMIT_S, preexec_fn=_limits,
+                          env={**os.environ, **ENV})
     seconds = time.monotonic() - started
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if seconds > WORST["seconds"]:
         WORST.update(seconds=round(seconds, 2), case=case)
-    if rss > before:  # the children's peak only grows: a new peak is this command's
-        WORST["max_rss_kib"] = rss
+    if usage.exists():
+        rss = int(usage.read_text().split()[-1])
+        usage.unlink()
+        if rss > WORST["max_rss_kib"]:
+            WORST.update(max_rss_kib=rss, max_rss_case=case)
     return proc
 
 
@@ -168,11 +176,28 @@ def _finished_local_run(root: Path, name: str) -> Path:
     return folder
 
 
-def test_row80_backfill_never_quotes_a_run_log_linked_out(wiki, tmp_path):
+def test_row93_backfill_never_quotes_a_run_log_linked_out(wiki, tmp_path):
     folder = _finished_local_run(wiki, "demo-gemma4-tpu-v050-leak")
     os.symlink(outside_secret(tmp_path), folder / "log.txt")
     line = refused(wiki, "backfill", "gemma4", "tpu", names="log.txt", case="backfill, log.txt -> outside")
     assert "outside the repository" in line and SECRET not in line
+
+
+def test_row94_a_link_planted_after_staging_is_refused_before_anything_is_written(wiki, tmp_path):
+    from wikiengine.core.errors import PageError
+    from wikiengine.model.lanes import Lane
+    from wikiengine.step.txn import LaneTxn, redo_path
+
+    lane = Lane("gemma4_autoresearch_optimization", "tpu")
+    txn = LaneTxn(wiki, lane)
+    txn.write(LANE_LOG, txn.read(LANE_LOG) + "\nstaged\n")
+    txn.write("wiki/index.md", txn.read("wiki/index.md") + "\nstaged\n")
+    outside = tmp_path / "outside.md"
+    relink(wiki, LANE_LOG, outside)  # after staging, before the commit
+    with pytest.raises(PageError, match="outside the repository"):
+        txn.commit("staged")
+    assert not outside.exists() and not redo_path(wiki, lane).exists()
+    assert "staged" not in (wiki / "wiki/index.md").read_text()  # checked before the first file is written
 
 
 # --- row 81: pipes and devices: one line, exit 2, bounded time and memory -------------------
@@ -213,7 +238,7 @@ def test_row81_kernel_stub_and_cand_with_pipes(wiki, tmp_path):
             case="kernel cand fifo")
 
 
-def test_row81_backfill_with_a_pipe_as_a_run_log(wiki):
+def test_row93_backfill_with_a_pipe_as_a_run_log(wiki):
     folder = _finished_local_run(wiki, "demo-gemma4-tpu-v050-pipe")
     os.mkfifo(folder / "log.txt")
     line = refused(wiki, "backfill", "gemma4", "tpu", names="log.txt", case="backfill, log.txt fifo")
@@ -266,7 +291,7 @@ def test_row90_state_md_that_is_not_a_readable_file_is_named_as_such(wiki, kind)
         state.write_bytes(b"---\nmode: lane\n---\n\xc3(\n")
     line = refused(wiki, "step", names="memory/STATE.md", case=f"step, STATE.md {kind}")
     assert "does not exist" not in line and "no STATE" not in line
-    assert ("outside the repository" if kind == "/dev/zero" else "not valid UTF-8 (byte 0xc3 at offset 19)") in line
+    assert ("not a regular file" if kind == "/dev/zero" else "not valid UTF-8 (byte 0xc3 at offset 19)") in line
 
 
 # --- row 86: JSON with huge integers or deep nesting ----------------------------------------

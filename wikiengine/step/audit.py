@@ -40,10 +40,10 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.git import is_ancestor
 from wikiengine.core.git import out as git_out
-from wikiengine.core.safe_read import repo_text
+from wikiengine.core.safe_read import load_json, read_text, repo_text
 from wikiengine.model import experiment as ex
 from wikiengine.model.evidence import AA_VID
 from wikiengine.model.filings import committed_drifts
@@ -192,7 +192,6 @@ def inherited_identities(root: Path, start: str) -> set[tuple]:
     the start commit linted once in a temporary worktree, kept in ``.git/wiki-lane/``. The
     worktree has no submodule checked out and no ignored file: a finding that depends on
     them may count as the session's there."""
-    import json
     import tempfile
 
     from wikiengine.core import git
@@ -201,9 +200,9 @@ def inherited_identities(root: Path, start: str) -> set[tuple]:
 
     cache = _inherited_cache(root, start)
     try:
-        return {tuple(item) for item in json.loads(cache.read_text(encoding="utf-8"))}
-    except (OSError, ValueError, TypeError):
-        pass
+        return {tuple(item) for item in load_json(read_text(cache, kind="cache"), cache)}
+    except (PageError, ValueError, TypeError):
+        pass  # absent, or not one we wrote: lint the start commit again
     with tempfile.TemporaryDirectory(prefix="wiki-inherited-") as tmp:
         tree = Path(tmp) / "tree"
         git.run(root, "worktree", "add", "--detach", "--quiet", str(tree), start)

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.git import CommitProbe, git_dir
 from wikiengine.core.locks import FileLock
-from wikiengine.core.safe_read import confined, repo_text
+from wikiengine.core.safe_read import confined, load_json, read_text, repo_text
 from wikiengine.model.lanes import Lane
 
 LOCK_TIMEOUT_S = 120
@@ -214,13 +214,13 @@ def recover(root: Path, key: str) -> Recovered | None:
     if not record.is_file():
         return None
     try:
-        data = json.loads(record.read_text(encoding="utf-8"))
+        data = load_json(read_text(record, kind="record"), record)
         policy = data.get("policy", REDO)
         if policy == UNDO:
             before, note = dict(data["before"]), str(data["note"])
         else:
             files, message = dict(data["files"]), str(data["message"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (PageError, OSError, ValueError, KeyError, TypeError, AttributeError):
         record.unlink(missing_ok=True)  # torn before its fsync: nothing was written after it
         return None
     if policy == UNDO:
