@@ -39,6 +39,7 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import from_epoch, now_iso, utc_iso
+from wikiengine.core.errors import PageError
 from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
 from wikiengine.core.locks import FileLock
 from wikiengine.core.safe_read import load_json, read_optional, read_tail
@@ -61,14 +62,14 @@ TAIL_BYTES = 256 * 1024
 
 
 def _read_json(path: Path) -> dict | None:
-    """A state file, None when absent; not a regular file of the workload's folder is bad
-    input (exit 2); unreadable JSON or not an object is unknown state."""
-    text = read_optional(path, f"{path.parent.name}/{path.name}", "metrics", within=path.parent)
-    if text is None:
-        return None
+    """A state file, None when absent; anything but a regular file of the workload's folder
+    holding a JSON object is unknown state."""
     try:
+        text = read_optional(path, f"{path.parent.name}/{path.name}", "metrics", within=path.parent)
+        if text is None:
+            return None
         data = load_json(text, path)
-    except ValueError as exc:
+    except (PageError, ValueError) as exc:  # a pipe, a link out, not JSON: unknown, never "gone"
         raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is unreadable: {exc}") from None
     if not isinstance(data, dict):
         raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is not a JSON object")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from wikiengine.core.clock import timestamp, utc_iso
+from wikiengine.core.errors import PageError
 from wikiengine.core.safe_read import load_json, read_text
 from wikiengine.model import logbook
 from wikiengine.model.evidence import AA_NUMBER, DEFAULT_AA_RUNS, aa_sample, aa_slug, calibration, measure_band
@@ -101,7 +102,7 @@ def aa_complete(run, decision: TrackDecision, workload, at: str) -> dict:
 def _metrics(path: Path) -> dict:
     try:
         data = load_json(read_text(path, kind="metrics"), path)
-    except ValueError:
+    except (PageError, ValueError):  # absent, a pipe, too large or not JSON: no figures
         return {}
     return {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} \
         if isinstance(data, dict) else {}

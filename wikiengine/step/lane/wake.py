@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wikiengine.core.clock import timestamp, utc_iso
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.page import parse_page
 from wikiengine.core.safe_read import load_json, read_optional, read_text, repo_text
 from wikiengine.model import experiment as ex
@@ -633,7 +633,7 @@ def read_run_metrics(arts: dict) -> tuple[dict[str, float], dict]:
     path = Path(arts["metrics"]) if arts.get("metrics") else None
     try:
         data = load_json(read_optional(path, kind="metrics") or "{}", path) if path is not None else {}
-    except ValueError:
+    except (PageError, ValueError):  # the run's own file, written by untrusted code: no figures, never a stuck wake
         data = {}
     if not isinstance(data, dict):
         return {}, {}
