@@ -9,6 +9,7 @@ returns a plain dict: the JSON the commands print.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import re
 from dataclasses import dataclass, field, replace
@@ -155,6 +156,8 @@ class Proposal:
 
 def parse_proposal(path: Path) -> Proposal:
     """The four labelled paragraphs and the planned setup of a proposal file."""
+    if not os.path.lexists(path):
+        raise WikiError("no such proposal file", path)
     text = read_text(path, path, "proposal")
     page = parse_page(text, path)
     found = ex.labelled_paragraphs(page.body)
