@@ -177,6 +177,7 @@ def experiment_page(
             f"- {bucket}: {rng.randint(3, 30)}% of step time\n- idle: {rng.randint(1, 9)}%\n"
             f"- matmul: {rng.randint(40, 70)}%\n",
             "## HLO Dump\n",
+            f"Hypothesis-firing audit: CONFIRMED — the {topic} change is in the compiled step.\n\n"
             "```text\n"
             + "".join(
                 f"%fusion.{rng.randint(1, 999)} = bf16[{rng.choice((1024, 2048, 4096))},"
@@ -201,7 +202,8 @@ def experiment_page(
         while len(text) + len(verdict) + len(links) + 200 < target:
             text += "\n" + _paragraph(rng, rng.randint(2, 3)) + "\n"
         text += verdict
-    info = {"status": status, "variant": variant, "mfu": None if in_progress else round(mfu * 100, 1)}
+    info = {"status": status, "variant": variant, "mfu": None if in_progress else round(mfu * 100, 1),
+            "updated": updated}
     return f"{day.isoformat()}-v{vid:03d}-{slug}.md", text + "\n" + links, info
 
 
@@ -285,8 +287,20 @@ def model_page(model: str, lane: str, best: dict[str, tuple[str, float]], open_c
         f"## Variant matrix\n\n| variant | best MFU | best exp |\n|---|---|---|\n{rows}\n"
         f"## Current best\n\n{current or 'none yet'}\n"
         f"## Open hyps\n\n{open_count} experiments in progress.\n\n"
-        f"## Frontier exp\n\n{frontier}\n"
+        f"## Frontier exp\n\n{frontier}\n\n"
+        + "".join(f"## {title}\n\n{body}\n\n" for title, body in MODEL_SECTIONS.items())
     )
+
+
+MODEL_SECTIONS = {  # the sections MOD003 requires of a model page beside the matrix
+    "Target metrics": "MFU at equal loss.",
+    "How to run": "`python -m train --variant <size>`.",
+    "Cross-variant open hypotheses": "- Overlap the gradient all-reduce with the backward pass.",
+    "Variant-specific open hypotheses": "- The largest variant may want a wider FSDP axis.",
+    "Retired hypotheses": "- Full rematerialisation: costs more compute than it saves memory.",
+    "Knobs translation matrix": "| knob | jax | torchax |\n|---|---|---|\n| remat | policy | checkpoint |",
+    "Iteration ladder": "1. baseline 2. kernels 3. sharding",
+}
 
 
 def generate(out: Path, count: int, *, seed: int = 0, broken_fraction: float = 0.0) -> list[tuple[Path, str]]:
@@ -317,7 +331,7 @@ def generate(out: Path, count: int, *, seed: int = 0, broken_fraction: float = 0
         ]
         best: dict[str, tuple[str, float]] = {}  # variant -> (stem, mfu) of the best supported experiment
         open_count = 0
-        day = START_DATE
+        day = last_filed = START_DATE
         global_log.append(f"## [{day.isoformat()}] lane-scaffold | {model} / {lane} lane created\n")
         for vid, index in enumerate(per_lane[(model, lane)], start=1):
             day = START_DATE + dt.timedelta(days=vid // 3)
@@ -328,6 +342,8 @@ def generate(out: Path, count: int, *, seed: int = 0, broken_fraction: float = 0
                 defect = rng.choice(DEFECTS)
                 if defect == "empty-profile" and in_progress:
                     defect = "missing-section"
+                if defect in ("empty-profile", "missing-section") and info["status"] == "invalid":
+                    defect = "bad-date"  # a run that never executed owes no Profile or HLO Dump (EXP002, EXP004)
                 text = break_page(rng, text, defect)
                 broken.append((path, defect))
             path.write_text(text, encoding="utf-8")
@@ -337,6 +353,7 @@ def generate(out: Path, count: int, *, seed: int = 0, broken_fraction: float = 0
                 log_entries.append(f"## [{day.isoformat()}] run-experiment | {stem[11:]} dispatched\n")
                 continue
             variant, mfu = info["variant"], info["mfu"]
+            last_filed = max(last_filed, info["updated"])
             if info["status"] == "supported" and (variant not in best or mfu > best[variant][1]):
                 best[variant] = (stem, mfu)
             log_entries.append(
@@ -347,7 +364,8 @@ def generate(out: Path, count: int, *, seed: int = 0, broken_fraction: float = 0
         (lane_dir / "log.md").write_text("\n".join(reversed(log_entries)), encoding="utf-8")
         models_dir = wiki / "models"
         models_dir.mkdir(exist_ok=True)
-        (models_dir / f"{model}-{lane}.md").write_text(model_page(model, lane, best, open_count, day), encoding="utf-8")
+        (models_dir / f"{model}-{lane}.md").write_text(model_page(model, lane, best, open_count, max(day, last_filed)),
+                                                         encoding="utf-8")
     global_log.sort(key=lambda entry: entry[4:14])
     (wiki / "log.md").write_text("\n".join(reversed(global_log)), encoding="utf-8")
     manifest = "".join(f"{p.relative_to(out).as_posix()}\t{d}\n" for p, d in broken)

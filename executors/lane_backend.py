@@ -32,7 +32,8 @@ The contract every backend keeps (``tests/test_lane_backend_contract.py`` runs i
   knows more: timed out, deleted, its runner killed); in flight is ``queued`` or
   ``running``. Any other state (a record another tool wrote) is neither: treat it as unknown.
   ``progress_at`` is the last sign of life (the lane mode kills a run whose progress
-  is older than its hang limit).
+  is older than its hang limit). ``started``, ``finished`` and ``chips`` are the
+  backend's own: the lane journals them at completion, and ``max_chip_hours`` burns them.
 
 Log text comes from outside: quote it, never parse it as memory.
 """
@@ -89,6 +90,7 @@ class LaneWorkload:
     reason: str | None = None  # why it failed, timed out, was deleted, or cannot be judged yet
     pid: int | None = None  # local: the run's process; None on GKE
     command: str | None = None  # the command that ran, shlex-joined (for the page's Setup)
+    chips: int | None = None  # the accelerator chips the run holds (local: its one slot; GKE: the slice's chips)
 
     @property
     def is_finished(self) -> bool:

@@ -189,7 +189,7 @@ class LocalLaneBackend:
             else:
                 state, reason = "queued", "launch was interrupted before the runner started: launch it again"
             return LaneWorkload(folder.name, vid, slug, state, None, None, _mtime_iso(log) if state == "failed" else None,
-                                _tail(log, 200), progress, reason, None, command)
+                                _tail(log, 200), progress, reason, None, command, chips=1)
         state = str(status.get("state", "unknown"))
         reason = status.get("reason")
         finished = status.get("finished")
@@ -204,7 +204,7 @@ class LocalLaneBackend:
                     state, finished = "failed", _mtime_iso(log)
                     reason = "the runner died before the run ended (killed?): exit code unknown"
         return LaneWorkload(folder.name, vid, slug, state, _int(status.get("exit_code")), status.get("started"),
-                            finished, _tail(log, 200), progress, reason, _int(status.get("pid")), command)
+                            finished, _tail(log, 200), progress, reason, _int(status.get("pid")), command, chips=1)
 
     # ------------------------------------------------------------------ acting
 

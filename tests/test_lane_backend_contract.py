@@ -218,6 +218,7 @@ def test_a_run_is_launched_listed_and_reported_succeeded_with_its_log(harness):
     done = harness.settle(spec, "step 100 tokens_per_s 4123.5", 0)
     assert (done.state, done.exit_code, done.crashed) == ("succeeded", 0, False)
     assert done.started and done.finished and done.progress_at
+    assert done.chips == (1 if harness.kind == "local" else 8)  # what max_chip_hours burns: a slot, a v5p 2x2x2 slice
     assert harness.backend.logs(spec.name) == "step 100 tokens_per_s 4123.5"
     assert done.command == shlex.join(spec.argv)  # what the page's Setup quotes
     assert "step 100 tokens_per_s 4123.5" in done.log_tail

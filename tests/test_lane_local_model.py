@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from tests.test_lane_backend_contract import MODEL_DIR, _alive, wait_for
 from wikiengine.core.identity import workload_name
@@ -74,10 +74,13 @@ class LocalLaneModel(RuleBasedStateMachine):
     def delete(self, vid):
         self.backend.delete(self.name(vid))
 
-    @precondition(lambda self: self.launched)
-    @rule(data=st.data(), what=st.sampled_from(["runner", "run"]))
-    def sigkill(self, data, what):
-        name = data.draw(st.sampled_from(sorted(self.launched)))
+    @rule(vid=st.integers(1, 4), what=st.sampled_from(["runner", "run"]))
+    def sigkill(self, vid, what):
+        # Draws never depend on what the runs did so far (which launches a busy track refused
+        # depends on timing): Hypothesis replays a history only when its draws are the same.
+        name = self.name(vid)
+        if name not in self.launched:
+            return
         folder = self.backend.folder / name
         status = self.backend.status(name)
         if what == "run" and status.pid and _alive(status.pid):

@@ -25,22 +25,30 @@ from wikiengine.step.lane.start import start_session
 from wikiengine.step.lane.wake import wake
 
 
-def retrospective(root, suffix=""):
-    """A retrospective filed today (UTC): the stop's own entry, written now, must not predate it."""
+def retrospective(root, suffix="", text=None):
+    """A retrospective filed today (UTC): the stop's own entry, written now, must not predate it.
+    ``text``: the whole file (default: a short one of this lane)."""
     today = clock.today()
     name = f"{today}-gemma4-tpu-retrospective{suffix}.md"
     path = root / "wiki/analyses" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("---\ntitle: gemma4 tpu session retrospective\ntype: analysis\nmodel: gemma4\nlane: tpu\n"
+    fresh = not path.exists()
+    path.write_text(text if text is not None else
+                    "---\ntitle: gemma4 tpu session retrospective\ntype: analysis\nmodel: gemma4\nlane: tpu\n"
                     f"created: {today}\n---\n# Retrospective\n\nFrontier flat for 3 iterations.\n")
+    if fresh:
+        _index(root, name)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", f"retrospective {name}")
+
+
+def _index(root, name):
     index = root / "wiki/index.md"  # the wiki's catalog lists it (IDX001 counts, IDX002 orphans)
     text = index.read_text()
     count = int(re.search(r"## Retrospectives \((\d+)\)", text).group(1))
     text = text.replace(f"## Retrospectives ({count})\n\n", f"## Retrospectives ({count + 1})\n\n"
                         f"- [gemma4 / tpu retrospective](analyses/{name})\n")
     index.write_text(text)
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", f"retrospective {name}")
 
 
 def watch_cli(root, *args):

@@ -165,6 +165,7 @@ class LaneWritersModel(RuleBasedStateMachine):
         self.workloads: dict[str, str] = {}  # workload name -> vid it names
         self.steps = 0
         self.orphans = 0
+        self.filings: list[str] = []  # the vids filed here, in order (what thrash counts)
 
     def teardown(self):
         for key, value in self._saved_env.items():
@@ -356,7 +357,8 @@ class LaneWritersModel(RuleBasedStateMachine):
         mechanism = MECHANISMS[mech]
         refused_variant = variant not in BASELINES
         conflict = self.in_flight_conflict(track, mechanism)
-        expect_ok = not refused_variant and not conflict
+        thrash = self.thrashing(mechanism)
+        expect_ok = not refused_variant and not conflict and not thrash
         path = self.proposal(mechanism, slug)
         outcome, value = self.call("lane", kill if expect_ok else None, lambda: lane_writers.new_experiment(
             self.root, LANE, slug=slug, variant=variant, proposal_path=path, track=track), takes_lock=not refused_variant)
@@ -364,6 +366,7 @@ class LaneWritersModel(RuleBasedStateMachine):
         if not expect_ok:
             assert outcome == "refused", f"new on track {track} should be refused ({variant=}, {conflict=}): {value}"
             assert ("in flight" in str(value)) == (conflict and not refused_variant), str(value)
+            assert ("--reformulated-because" in str(value)) == (thrash and not conflict and not refused_variant), value
             return
         assert outcome != "refused", f"new on track {track} was refused: {value}"
         vid = vid_str(self.max_number() + 1)
@@ -379,6 +382,17 @@ class LaneWritersModel(RuleBasedStateMachine):
             workload = claim["workload"]
         self.ever_used.add(vid)
         self.exps[vid] = Exp(int(vid[1:]), "", slug, variant, track, mechanism, "in_progress", workload=workload)
+
+    def thrashing(self, mechanism: str | None, number: int | None = None) -> bool:
+        """Three invalid/inconclusive filings in a row on this mechanism, or on this number's letters."""
+        streak: dict[tuple, int] = {}
+        for vid in self.filings:
+            exp = self.exps[vid]
+            weak = exp.verdict in ("invalid", "inconclusive")
+            for key in (("mechanism", exp.mechanism or f"page {exp.number}"), ("number", exp.number)):
+                streak[key] = streak.get(key, 0) + 1 if weak else 0
+        keys = [("mechanism", mechanism), ("number", number)]
+        return any(streak.get(key, 0) >= 3 for key in keys if key[1] is not None)
 
     def _targets(self, *, created: bool) -> list[str]:
         return sorted(v for v, e in self.exps.items() if not (created and e.preexisting))
@@ -443,6 +457,7 @@ class LaneWritersModel(RuleBasedStateMachine):
         if outcome == "ok":
             assert value["current_best_moved"] == moved, (value, self.best)
         self.exps[exp.vid] = replace(exp, status="filed", verdict=want, mfu=mfu, filed_here=True)
+        self.filings.append(exp.vid)
 
     @rule(pick=st.integers(0, 10**6), kill=st.sampled_from(KILL_POINTS))
     def retry(self, pick, kill):
@@ -450,7 +465,8 @@ class LaneWritersModel(RuleBasedStateMachine):
         if not targets:
             return
         exp = self.exps[targets[pick % len(targets)]]
-        expect_ok = exp.status != "lost" and exp.retryable
+        expect_ok = exp.status != "lost" and exp.retryable and not self.thrashing(exp.mechanism or f"page {exp.number}",
+                                                                                 exp.number)
         outcome, value = self.call("lane", kill if expect_ok else None,
                                    lambda: lane_writers.retry_experiment(self.root, LANE, exp.vid))
         event(f"retry of a {'backfilled' if exp.backfilled else exp.status} page: {outcome}")

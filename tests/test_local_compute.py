@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from relay_process import wait_for
 from test_relay_support import CONFIG, make_wiki, pinned_launcher_repo
 
 from wikiengine.executors.compute import ComputeError, LaunchRequest, SessionState
@@ -154,12 +155,13 @@ def test_row20_two_concurrent_wiki_step_processes_launch_once(tmp_path):
     make_wiki(root, config)
     go = tmp_path / "go"
     runner = ("import os, sys, time\n"
+              "open(sys.argv[3], 'w').close()\n"
               "while not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
               "from wikiengine._cli.main import main\n"
               "sys.exit(main(['step', '--json', '--root', sys.argv[2]]))\n")
-    procs = [subprocess.Popen([sys.executable, "-c", runner, str(go), str(root)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    time.sleep(0.5)
+    procs = [subprocess.Popen([sys.executable, "-c", runner, str(go), str(root), str(tmp_path / f"ready-{i}")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    wait_for(lambda: all((tmp_path / f"ready-{i}").exists() for i in range(2)), limit=60, what="both wakes to wait at the start")
     go.write_text("")
     outs = [p.communicate(timeout=120) for p in procs]
     codes = [p.returncode for p in procs]
@@ -186,14 +188,14 @@ def test_row31_item3_the_local_backend_enforces_the_session_timeout_itself(tmp_p
 
 def test_item4_cancel_stops_the_session_and_everything_it_started(tmp_path, compute):
     record = compute.launch(LaunchRequest("tiny-session7", script(tmp_path, seconds=60), 600))
-    deadline = time.monotonic() + 30
-    while compute.status(record.ref).state != SessionState.RUNNING and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1.0)  # the launcher has started the script
+    def started() -> list[str]:  # the session's processes: the supervisor, the launcher, the script
+        return subprocess.run(["pgrep", "-f", str(compute.state_dir / "tiny-session7")], capture_output=True,
+                              text=True).stdout.split()
+
+    wait_for(lambda: compute.status(record.ref).state == SessionState.RUNNING and len(started()) >= 2,
+             limit=60, what="the session to run its script")
     compute.cancel(record.ref)
     status = wait_until_ended(compute, record.ref, limit=30)
     assert status.state == SessionState.CANCELLED and "cancelled" in status.failure_message
     assert (status.version, status.kernel_id) == (1, record.kernel_id)
-    leftover = subprocess.run(["pgrep", "-f", str(compute.state_dir / "tiny-session7")], capture_output=True,
-                              text=True).stdout.split()
-    assert leftover == []
+    wait_for(lambda: started() == [], limit=30, what="every process of the session to be gone")

@@ -88,3 +88,21 @@ def test_logs_are_newest_first_and_programs_resolve(corpus):
         assert dates and dates == sorted(dates, reverse=True), log
     program = resolve(target_for_model(out, "gemma4", "tpu"))
     assert program.config["topology"] == "2x2x2"
+
+
+def _lint_paths(root: Path) -> list:
+    from wikiengine.lint.runner import lint
+
+    return lint(root, base=None, use_cache=False, jobs=1).findings
+
+
+def test_the_benchmark_corpus_is_lint_clean_and_its_broken_pages_are_exactly_what_lint_finds(tmp_path):
+    """What benchmarks/README.md says of the generator: 1,000 sound pages give no finding;
+    ``--broken-fraction 0.05 --seed 3`` gives findings on exactly the 50 listed pages."""
+    sound = tmp_path / "sound"
+    gen_wiki().generate(sound, 1000)
+    assert [f.render() for f in _lint_paths(sound)] == []
+    broken_root = tmp_path / "broken"
+    broken = gen_wiki().generate(broken_root, 1000, seed=3, broken_fraction=0.05)
+    found = {f.path for f in _lint_paths(broken_root)}
+    assert len(broken) == 50 and found == {p.relative_to(broken_root).as_posix() for p, _ in broken}

@@ -113,10 +113,15 @@ def test_row31_item3_a_live_session_is_never_launched_over_and_a_quiet_one_is_re
     code, out, err = wiki_step(root)
     assert out["decision"] == "launch", (out, err)
     wait_for(lambda: pointer_step(root) == 8, what="checkpoint 8")
-    time.sleep(5.0)  # well past 3 save intervals even when a loaded machine slows the saves down
-    code, out, err = wiki_step(root)
-    assert (code, out["decision"]) == (0, "running"), (out, err)
-    assert any("stalled" in r for r in out["reasons"]), out["reasons"]
+    wakes = []
+
+    def stalled() -> bool:  # each wake until one finds the pointer quiet for 3 save intervals
+        wakes.append(wiki_step(root))
+        code, out, err = wakes[-1]
+        assert (code, out["decision"]) == (0, "running"), (out, err)
+        return any("stalled" in r for r in out["reasons"])
+
+    wait_for(stalled, limit=60, what="a wake to report session 1 stalled")
     assert not session_dir(root, 2).exists()
     state = RelayState.read(root)  # the past "next check at" of the launch was moved forward
     assert memory.parse_iso(state.next_check_at) >= memory.parse_iso(state.updated_at)
@@ -137,11 +142,9 @@ def test_item4_a_block_cancels_the_live_session(tmp_path, cleanup):
     assert any("cancelled the live session-1" in a for a in out["actions"]), out["actions"]
     assert any("still running" in r for r in out["reasons"])
     wait_for(lambda: session_ended(root, 1), limit=20, what="session 1 to stop")
-    at_block = pointer_step(root)
     exit_record = json.loads((session_dir(root, 1) / "exit.json").read_text())
     assert exit_record["stopped"].startswith("cancelled")
-    time.sleep(2.5)  # longer than a save interval: nothing more is written
-    assert pointer_step(root) == at_block <= 12
+    assert pointer_step(root) <= 12  # its process is gone (exit.json is written last): nothing more is written
     assert RelayState.read(root).next_check_at is None  # a person decides: no check is scheduled
     code, out, err = wiki_step(root)
     assert out["decision"] == "blocked" and any("session-1 has ended" in r for r in out["reasons"])

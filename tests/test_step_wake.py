@@ -9,8 +9,10 @@ import datetime as dt
 import json
 import os
 import subprocess
+import time
 
 import pytest
+from relay_process import wait_for
 from test_relay_support import (
     CONFIG,
     Clock,
@@ -479,13 +481,36 @@ def test_row20_a_held_lock_makes_the_second_wake_exit_locked(wiki):
     assert "wiki-step.lock" not in git(root, "status", "--porcelain", "--ignored")
 
 
-def test_row35_a_stale_index_lock_is_a_clear_error(wiki):
+def _stale_lock(path):
+    path.write_text("")
+    os.utime(path, (time.time() - 60, time.time() - 60))  # a killed git's lock: older than a starting git's
+
+
+@pytest.mark.parametrize("name", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
+def test_row35_a_lock_a_killed_git_left_is_removed_when_no_git_runs(wiki, name):
     root, store, compute, clock = wiki
-    (root / ".git" / "index.lock").write_text("")
-    with pytest.raises(WikiError, match="index.lock exists"):
-        step(wiki)
+    _stale_lock(root / ".git" / name)
+    assert step(wiki).decision == "launch"  # the wake commits as if the killed git had never run
+    assert not (root / ".git" / name).exists()
+
+
+def test_row35_a_lock_a_live_git_holds_is_named_not_removed(wiki, monkeypatch):
+    import wikiengine.core.git as core_git
+
+    root, store, compute, clock = wiki
+    lock = root / ".git" / "index.lock"
+    _stale_lock(lock)
+    holder = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=root, stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL)  # a git alive in the repository (waits on its input)
+    try:
+        wait_for(lambda: core_git.git_processes(root), 10, "the git to start")
+        monkeypatch.setattr(core_git, "LOCK_WAIT_S", 0.3)
+        with pytest.raises(WikiError, match=r"index\.lock is held: a git process is running"):
+            step(wiki)
+    finally:
+        holder.communicate(b"")
     assert compute.launches == []
-    assert (root / ".git" / "index.lock").exists()  # never removed by us
+    assert lock.exists()  # never removed while a git runs
 
 
 def test_row36_dirty_memory_is_refused_and_strays_are_never_committed(wiki):

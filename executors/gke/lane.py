@@ -163,6 +163,7 @@ class GkeLaneBackend:
             max(times + starts + ([created] if created else []), default=None),
             session.failure_message if state == "failed" else None, None,
             command[2] if command[:2] == ["bash", "-c"] and len(command) == 3 else shlex.join(command) or None,
+            chips=self.cluster.tpu.chips if self.cluster is not None else None,
         )
 
     # ------------------------------------------------------------------ acting

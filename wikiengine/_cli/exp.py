@@ -12,7 +12,7 @@ The lifecycle of an experiment page, so that ids, stubs, verdicts, the model pag
 lane log and RESULTS.tsv cannot drift:
 
   wiki exp new [MODEL LANE] --slug S --variant KEY --proposal FILE [--track N]
-                [--rerun-reason TEXT]
+                [--rerun-reason TEXT] [--reformulated-because TEXT]
       allocate the next v-id (never reused: pages, the lane journal and every branch),
       write the stub (status: in_progress), claim it in the journal, commit.
   wiki exp file VID [MODEL LANE] --verdict V [--reason TEXT] [--profile FILE] [--hlo FILE]
@@ -24,8 +24,13 @@ lane log and RESULTS.tsv cannot drift:
       a kill is invalid whatever is asked. A stub never dispatched, or still in flight,
       is refused (exit 2). Figures the agent passes only annotate the page; --external
       files a run the engine did not launch, at most inconclusive.
-  wiki exp retry VID [MODEL LANE]
+  wiki exp retry VID [MODEL LANE] [--reformulated-because TEXT]
       a new stub VID+letter with the same mechanism.
+
+Thrash is a gate: after thrash_k (## Config, default 3) invalid/inconclusive results in
+a row on one mechanism, or on the letters of one v-id (v045, v045b, v045c), `exp new` on
+that mechanism and `exp retry` of that v-id or mechanism are refused (exit 3) unless
+--reformulated-because says what changed (recorded on the stub and in the journal).
 
 MODEL LANE default to the lane of the current directory. The proposal holds the four
 labelled paragraphs (**Hypothesis**, **Mechanism**, **Predicted signal**,
@@ -44,6 +49,10 @@ why (recorded on the stub and in the claim).
 """
 
 
+REFORMULATED_HELP = ("what changed since the mechanism's (or v-id's) run of invalid/inconclusive results; needed "
+                     "once it thrashes (kept on the stub)")
+
+
 def add_parser(subparsers) -> None:
     parser, verbs = add_verb_parser(subparsers, "exp", HELP, DESCRIPTION)
     new = verbs.add_parser("new", help="allocate the next v-id and commit its stub")
@@ -54,6 +63,7 @@ def add_parser(subparsers) -> None:
     new.add_argument("--track", type=int, help="the track (cluster slot) this experiment runs on")
     new.add_argument("--rerun-reason", metavar="TEXT",
                      help="why knobs already filed refuted on this variant should run again (kept on the stub)")
+    new.add_argument("--reformulated-because", metavar="TEXT", help=REFORMULATED_HELP)
     add_writer_options(new)
 
     filed = verbs.add_parser("file", help="file a verdict: results, profile, HLO dump, model page, log")
@@ -76,6 +86,7 @@ def add_parser(subparsers) -> None:
     retry = verbs.add_parser("retry", help="a new stub VID+letter with the same mechanism")
     retry.add_argument("vid", metavar="VID")
     retry.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
+    retry.add_argument("--reformulated-because", metavar="TEXT", help=REFORMULATED_HELP)
     add_writer_options(retry)
     parser.set_defaults(handler=run, parser=parser)
 
@@ -90,7 +101,8 @@ def run(args) -> int:
     if args.verb == "new":
         result = lane_writers.new_experiment(root, lane, slug=args.slug, variant=args.variant,
                                              proposal_path=args.proposal, track=args.track,
-                                             rerun_reason=args.rerun_reason, dry_run=args.dry_run)
+                                             rerun_reason=args.rerun_reason,
+                                             reformulated_because=args.reformulated_because, dry_run=args.dry_run)
         text = f"{result['vid']}: stub {result['page']}\nworkload: {result['workload_name']}\n" + "".join(
             f"{k}: {v}\n" for k, v in result["artifacts"].items())
     elif args.verb == "file":
@@ -105,7 +117,8 @@ def run(args) -> int:
         text = f"{result['vid']}: filed {result['verdict']} ({result['page']})\n" + "".join(
             f"  {c}\n" for c in result["capped"]) + ("Current best moved\n" if result["current_best_moved"] else "")
     else:
-        result = lane_writers.retry_experiment(root, lane, args.vid, dry_run=args.dry_run)
+        result = lane_writers.retry_experiment(root, lane, args.vid, reformulated_because=args.reformulated_because,
+                                               dry_run=args.dry_run)
         text = f"{result['vid']}: stub {result['page']} (retry of {result['retry_of']})\nworkload: {result['workload_name']}\n"
     print_result(args, result, text, dry_run=args.dry_run)
     return 0

@@ -21,7 +21,8 @@ DESCRIPTION = """\
       Zero free clusters: exit 7 with each candidate's attribution, nothing written;
       a start declined at the prompt: exit 3.
   wiki loop status [--json]
-      the picture a wake sees (tracks, decisions, what is owed), read only.
+      the picture a wake sees (tracks, decisions, what is owed, what the
+      budgets of the program have burnt: `budgets`), read only.
   wiki loop stop [--pause] [--yes] [--json]
       the gated stop: refused (exit 3, with the reasons) unless the closing audit
       passes now and .stop-authorized records this session's clean closing audit by

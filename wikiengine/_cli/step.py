@@ -13,7 +13,10 @@ DESCRIPTION = """\
 One turn of the loop for what memory/STATE.md names. A lane session (mode: lane,
 started by `wiki loop start`): backfill, re-ground, and for each track process a
 finished run, skip one in flight, dispatch a ready stub, kill a hung one, or say what
-judgement the agent owes (JSON "needs"); then the next wake (120..600 s).
+judgement the agent owes (JSON "needs"); then the next wake (120..600 s). Past a
+budget of the program (max_experiments, max_wall_hours, max_chip_hours) nothing new is
+dispatched and a "budget" need is owed; a "stall" need after stall_after_filings
+filings without a frontier move (docs/budgets-and-gates.md).
 
 A kernel session (mode: kernel, started by `wiki kernel start`): verify the newest
 candidate that has no receipt (the verifier in a fresh process, the receipt committed),
@@ -42,7 +45,7 @@ def add_parser(subparsers) -> None:
                         help='print one JSON object, the same shape in every mode: {"mode", "state", "decision", '
                              '"decisions", "actions", "needs" (inputs, command), "next_wake_s", "commits", '
                              '"exit_code"}, plus the mode\'s own facts (relay: "step", "reasons"; lane: "lane", '
-                             '"tracks", "disagreements", "reground"; kernel: "family", "findings", "disagreements", "k9")')
+                             '"tracks", "disagreements", "reground", "budgets"; kernel: "family", "findings", "disagreements", "k9")')
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.set_defaults(handler=run)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,37 @@ from typing import Any
 def temp_name(path: Path) -> Path:
     """The temp file a write of ``path`` goes through: hidden, beside it, unique to this write."""
     return path.with_name(f".{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
+
+
+_TEMP_RE = re.compile(r"\..+\.tmp-(?P<pid>\d+)-[0-9a-f]{8}")
+
+
+def sweep_temp_files(directories) -> list[Path]:
+    """Remove the temp files (:func:`temp_name`) that a killed writer left in ``directories``:
+    those whose writing process is gone. Returns what was removed."""
+    removed = []
+    for directory in directories:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            match = _TEMP_RE.fullmatch(name)
+            if match and not _alive(int(match.group("pid"))):
+                path = Path(directory) / name
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def fsync_dir(directory: Path) -> None:

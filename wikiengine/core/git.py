@@ -10,8 +10,9 @@ run from pinned, hashed bytes before the tree exists.
 
 :func:`commit_paths` commits exactly the named paths (``git commit --only``), so stray
 files of the work tree are never swept in (RELIABILITY row 36). It refuses, with one
-clear line, when the repository is mid-merge (row 37), when an ``index.lock`` is held
-(row 35: removing it is left to a person, and only when no git process runs), or when
+clear line, when the repository is mid-merge (row 37), when a git lock is held by a live
+git (row 35: a lock a killed git left is removed when no git process runs in the
+repository, :func:`settle_locks`), or when
 the text being committed holds a secret this process can see (row 46).
 
 Stdlib only (the trainer's store imports it on remote machines): this is the project's one
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,10 +60,12 @@ class Result:
 
     @property
     def error_line(self) -> str:
-        """Git's last non-empty stderr line, else the exit status."""
+        """Git's first ``fatal:``/``error:`` line (it names the file: a held lock's advice ends
+        with "remove the file manually to continue."), else its last stderr line, else the status."""
         text = self.stderr.decode("utf-8", "replace") if isinstance(self.stderr, bytes) else (self.stderr or "")
-        lines = text.strip().splitlines()
-        return lines[-1].strip() if lines else str(self.returncode)
+        lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+        first = next((line for line in lines if line.startswith(("fatal:", "error:"))), None)
+        return first or (lines[-1] if lines else str(self.returncode))
 
 
 def verb(args: Sequence[str]) -> str:
@@ -270,15 +274,83 @@ def git_dir(root: Path) -> Path:
 
 
 def check_markers(root: Path) -> None:
-    """Refuse a repository mid-merge or with a held ``index.lock``, from git's files (rows 35, 37)."""
+    """Refuse a repository mid-merge (row 37), from git's files; settle its lock files (row 35)."""
     git_dir_path = git_dir(root)
     if any((git_dir_path / name).exists() for name in ("MERGE_HEAD", "REBASE_HEAD", "rebase-merge", "rebase-apply",
                                                        "CHERRY_PICK_HEAD", "REVERT_HEAD")):
         raise GitCommitError("a merge or rebase is in progress: resolve it before wiki step writes memory", root)
-    lock = git_dir_path / "index.lock"
-    if lock.exists():
-        raise GitCommitError(f"{lock} exists: another git process is running, or one was killed; remove the file "
-                             "only if no git process is running", root)
+    settle_locks(root)
+
+
+# git's own lock files a commit may need: the index, HEAD, the packed refs, a branch's ref
+_LOCK_FILES = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "packed-refs.lock", "config.lock")
+STALE_LOCK_S = 2.0  # a lock younger than this may be a git that is starting right now
+LOCK_WAIT_S = 10.0  # how long a writer waits for a live git to finish with its lock
+
+
+def lock_files(root: Path) -> list[Path]:
+    """The git lock files present now in ``root``'s git directories (its own and the shared one)."""
+    found = []
+    for directory in dict.fromkeys((git_dir(root), common_dir(root))):
+        found += [directory / name for name in _LOCK_FILES if (directory / name).exists()]
+        refs = directory / "refs"
+        if refs.is_dir():
+            found += sorted(refs.rglob("*.lock"))
+    return found
+
+
+def git_processes(root: Path) -> list[int]:
+    """The live git processes working in ``root`` (their working folder is inside it), from ``/proc``."""
+    here = Path(root).resolve()
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/comm", encoding="utf-8", errors="replace") as handle:
+                comm = handle.read().strip()
+            if comm != "git" and not comm.startswith("git-"):
+                continue
+            cwd = Path(os.readlink(f"/proc/{name}/cwd"))
+        except OSError:
+            continue  # gone, or not ours to read
+        if cwd == here or here in cwd.parents:
+            found.append(int(name))
+    return found
+
+
+def settle_locks(root: Path, *, wait_s: float | None = None) -> list[Path]:
+    """Remove the lock files a killed git left (RELIABILITY row 35, git's own protocol: only
+    when no git process is alive in the repository, and never one younger than
+    ``STALE_LOCK_S``); while a live git holds one, wait up to ``wait_s``, then refuse naming
+    the file. Returns the files removed."""
+    deadline = time.monotonic() + (LOCK_WAIT_S if wait_s is None else wait_s)
+    removed: list[Path] = []
+    while True:
+        locks = lock_files(root)
+        if not locks:
+            return removed
+        old = [lock for lock in locks if _age(lock) >= STALE_LOCK_S]
+        if old and not git_processes(root):
+            for lock in old:
+                lock.unlink(missing_ok=True)
+            removed += old
+            continue
+        if time.monotonic() >= deadline:
+            raise GitCommitError(f"{locks[0]} is held: a git process is running in this repository; "
+                                 "wait for it, or remove the file once no git process runs", root)
+        time.sleep(0.05)
+
+
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def check_repository(root: Path) -> None:
@@ -351,6 +423,20 @@ def head_sha(root: Path) -> str:
     except OSError:
         pass
     return _git(root, "rev-parse", "HEAD").strip()
+
+
+def exclude_locally(root: Path, patterns: list[str]) -> None:
+    """Add ``patterns`` to this clone's ``info/exclude`` (git's own per-clone ignore list, shared
+    by its worktrees), once each: files only this clone writes never show as untracked."""
+    from wikiengine.core.atomic import atomic_write_text
+
+    path = common_dir(root) / "info" / "exclude"
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    missing = [p for p in patterns if p not in text.splitlines()]
+    if missing:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        head = text if not text or text.endswith("\n") else text + "\n"
+        atomic_write_text(path, head + "".join(f"{p}\n" for p in missing))
 
 
 def common_dir(root: Path) -> Path:

@@ -7,7 +7,10 @@ commit as its stub, so an id that was ever handed out stays in the journal even 
 its page is deleted. A filing record (``file``, ``backfill``; ``amend`` for an engine
 writer that rewrites a filed page, which none does today) keeps the ``page`` and the
 :func:`page_digest` of its filed text, which :mod:`wikiengine.model.filings` compares
-with the page on disk.
+with the page on disk; it also keeps ``moved`` (the filing moved Current best: what a
+stall counts, :mod:`wikiengine.model.progress`). A ``complete`` record keeps the backend's
+own ``started`` and ``finished`` times and the run's ``chips`` (what ``max_chip_hours``
+burns, :mod:`wikiengine.model.budgets`).
 
 :func:`used_ids` is what v-id allocation reads: the lane's pages on disk, the journal,
 every page path ever added under the lane on any local or remote-tracking branch (one
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +52,7 @@ def parse_journal(text: str, rel: str = "") -> list[dict]:
         if not line.strip():
             continue
         try:
-            record = load_json(line, rel, number)
+            record = load_json(line, rel, number, parse_constant=_not_a_number)
         except ValueError:
             if number == len(lines):
                 break
@@ -71,9 +75,26 @@ def bytes_digest(data: bytes) -> str:
 
 
 def append_record(text: str, record: dict) -> str:
-    """``text`` with one record appended."""
+    """``text`` with one record appended: strict JSON, a non-finite number (a run that wrote
+    ``NaN``) kept as ``null``, never as ``NaN`` or ``Infinity``, which no JSON reader takes."""
     head = text if not text or text.endswith("\n") else text + "\n"
-    return head + json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+    return head + json.dumps(_finite(record), sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def _finite(value):
+    """``value`` with every non-finite float replaced by None (recursively)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _not_a_number(name: str) -> None:
+    """A ``NaN``/``Infinity`` an older journal holds reads as null (no figure)."""
+    return None
 
 
 def _ids_in_names(names) -> set[VId]:

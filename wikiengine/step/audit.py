@@ -44,7 +44,7 @@ from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.git import is_ancestor
 from wikiengine.core.git import out as git_out
 from wikiengine.core.safe_read import load_json, read_text, repo_text
-from wikiengine.model import experiment as ex
+from wikiengine.model import progress
 from wikiengine.model.evidence import AA_VID
 from wikiengine.model.filings import committed_drifts
 from wikiengine.model.journal import journal_records
@@ -53,7 +53,7 @@ from wikiengine.model.lanes import Lane
 CURSOR = ".audit-cursor"
 STOP_AUTHORIZED = ".stop-authorized"
 DEFAULT_STALE_HOURS = 24.0
-DEFAULT_THRASH_K = 3
+DEFAULT_THRASH_K = progress.DEFAULT_THRASH_K
 _SHA_RE = re.compile(r"[0-9a-f]{40}")
 _CEILING_RE = re.compile(r"(?i)\bat[- ]ceiling\b")
 
@@ -141,7 +141,25 @@ def read_cursor(root: Path, lane: Lane) -> tuple[dict | None, str | None]:
 
 
 def write_cursor(root: Path, lane: Lane, wiki: str, code: str) -> None:
+    keep_out_of_status(root)
     atomic_write_text(root / lane.dir / CURSOR, f"wiki={wiki}\ncode={code}\n")
+
+
+def keep_out_of_status(root: Path) -> None:
+    """The watcher's files never show as untracked in ``git status`` (the work tree stays clean
+    after every legitimate command): this clone's ``info/exclude`` lists them, not a committed
+    ``.gitignore``. A wiki that commits them gets them committed by the stop (:func:`watcher_files`)."""
+    from wikiengine.core.git import exclude_locally
+
+    exclude_locally(root, [CURSOR, STOP_AUTHORIZED])
+
+
+def watcher_files(root: Path, lane: Lane) -> list[str]:
+    """The watcher's files of ``lane`` that git tracks (a wiki that grew by hand may have
+    committed them), as they are on disk now: the stop's commit takes them along."""
+    rels = [f"{lane.dir}/{CURSOR}", f"{lane.dir}/{STOP_AUTHORIZED}"]
+    tracked = set(git_out(root, "ls-files", "--", *rels).splitlines())
+    return [rel for rel in rels if rel in tracked and (root / rel).is_file()]
 
 
 def first_commit_time(root: Path, rel: str) -> float | None:
@@ -282,23 +300,14 @@ def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workl
 
 
 def thrashing(lane: Lane, records: list[dict], pages: dict, k: int) -> list[AuditFinding]:
-    """K consecutive invalid/inconclusive results on one mechanism, or on one v-id's letters."""
-    found, streaks = [], {}
-    for record in records:
-        if record.get("op") != "file" or record.get("vid") not in pages:
-            continue
-        page = pages[record["vid"]]
-        weak = record.get("verdict") in ("invalid", "inconclusive")
-        for key in (("mechanism", page.mechanism), ("v-id", ex.base_id(record["vid"]))):
-            if not key[1]:
-                continue
-            streaks[key] = streaks.get(key, []) + [record["vid"]] if weak else []
-    for (kind, _value), vids in sorted(streaks.items()):
-        if len(vids) >= k:
-            found.append(AuditFinding("thrashing", pages[vids[-1]].rel, 1,
-                                      f"{len(vids)} consecutive invalid/inconclusive results on one {kind} ({', '.join(vids)})",
-                                      "stop retrying this; formulate a different mechanism (wiki exp new), or retire the hypothesis"))
-    return found
+    """K consecutive invalid/inconclusive results on one mechanism, or on one v-id's letters
+    (:func:`wikiengine.model.progress.thrashing`: the computation `wiki exp new` gates on)."""
+    mechanisms = {vid: page.mechanism for vid, page in pages.items()}
+    return [AuditFinding("thrashing", pages[s.vids[-1]].rel, 1,
+                         f"{len(s.vids)} consecutive invalid/inconclusive results on one {s.kind} ({', '.join(s.vids)})",
+                         "stop retrying this; formulate a different mechanism (wiki exp new), or retire the hypothesis; "
+                         "a new stub on it needs --reformulated-because TEXT")
+            for s in progress.thrashing(records, mechanisms, k)]
 
 
 def session_start(records: list[dict]) -> int:
@@ -327,7 +336,8 @@ def session_start_commit(root: Path, lane: Lane, session: int) -> str | None:
     return out[0] if out else None
 
 
-def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None, closing: bool) -> list[AuditFinding]:
+def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None, closing: bool,
+                               required: list[str]) -> list[AuditFinding]:
     from wikiengine.core.page import parse_page
     from wikiengine.model.logbook import parse_entries
 
@@ -342,14 +352,35 @@ def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None,
     if closing:
         claims.append(None)
     newer = [r for r in retrospective_commits(root, lane) if start_commit is None or not is_ancestor(root, r[2], start_commit)]
-    if newer or not claims:
+    if not claims:
+        return []
+    gaps = {rel: retrospective_gaps_of(root, rel, lane, required) for rel, _when, _sha in newer}
+    if any(not found for found in gaps.values()):
         return []
     target = f"wiki/analyses/{today()}-{lane.model_name}-{lane.name}-retrospective.md"
+    if gaps:  # written, but not one that may close this lane: say what each lacks
+        why = "; ".join(f"{rel}: {', '.join(found)}" for rel, found in gaps.items())
+        message, correction = (f" has no retrospective of {lane.model_name}/{lane.name} that may close it ({why})",
+                               "complete the retrospective (this lane, what the session learned"
+                               + (f", sections {', '.join(required)}" if required else "") + ") and commit it")
+    else:
+        message, correction = (f" has no retrospective of {lane.model_name}/{lane.name} committed since the session began",
+                               f"write {target} (type: analysis, model: {lane.model_prefix}, lane: {lane.name}"
+                               + (f", sections {', '.join(required)}" if required else "") + ") and commit it")
     return [AuditFinding("no-retrospective", lane.log, entry.line if entry else 1,
-                         ("the stop about to be made" if entry is None else f"'{entry.title}'")
-                         + f" has no retrospective of {lane.model_name}/{lane.name} committed since the session began",
-                         f"write {target} (type: analysis, model: {lane.model_prefix}, lane: {lane.name}) and commit it")
+                         ("the stop about to be made" if entry is None else f"'{entry.title}'") + message, correction)
             for entry in claims]
+
+
+def retrospective_gaps_of(root: Path, rel: str, lane: Lane, required: list[str]) -> list[str]:
+    """What keeps the retrospective at ``rel`` from closing ``lane`` (:mod:`model.retrospective`)."""
+    from wikiengine.model.retrospective import retrospective_gaps
+
+    try:
+        text = read_text(root / rel, rel, within=root)
+    except WikiError as exc:
+        return [f"it cannot be read: {exc}"]
+    return retrospective_gaps(text, rel, model=lane.model_name, lane=lane.name, required=required)
 
 
 def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, config: dict | None = None,
@@ -383,9 +414,10 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
     now = now if now is not None else utcnow().timestamp()
     checks = _lane_checks(root, lane, records, pages, workloads, now,
                           float(config.get("stale_stub_hours", DEFAULT_STALE_HOURS)),
-                          int(config.get("thrash_k", DEFAULT_THRASH_K)))
+                          progress.thrash_k(config))
     audit.findings += _older_stubs_inherited(audit, root, checks, start)
-    audit.findings += _claims_need_retrospective(root, lane, start, closing)
+    required = config.get("retrospective_sections") or []
+    audit.findings += _claims_need_retrospective(root, lane, start, closing, [str(title) for title in required])
     return audit
 
 
@@ -409,6 +441,7 @@ def write_authorization(root: Path, audit: Audit, moment: dt.datetime) -> str:
 
         raise WikiError("no per-user signing key (the lint cache key): cannot sign .stop-authorized")
     text = payload + f"signature={signature}\n"
+    keep_out_of_status(root)
     atomic_write_text(root / audit.lane.dir / STOP_AUTHORIZED, text)
     return text
 

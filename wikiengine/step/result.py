@@ -5,7 +5,7 @@ headline: the relay's decision, ``lane`` or ``kernel`` for a session's wake, ``l
 ``decisions`` (one entry per decision taken: a track, a candidate, the relay's one),
 ``actions``, ``needs`` (the judgement the agent owes: ``kind``, ``inputs``, ``command``),
 ``next_wake_s``, ``commits`` and ``exit_code``. A mode adds the facts only it has: the
-relay ``step`` and ``reasons``; a lane ``lane``, ``tracks`` (its decisions, by that name
+relay ``step`` and ``reasons``; a lane ``lane``, ``budgets``, ``tracks`` (its decisions, by that name
 too), ``disagreements`` and ``reground``; a kernel family ``family``, ``findings``,
 ``disagreements`` and ``k9``.
 """
@@ -37,6 +37,7 @@ class WakeResult:
     subject: str | None = None  # the lane (``model/lane``) or the kernel family the wake drove
     step: int | None = None  # relay: the checkpoint pointer it saw
     reground: dict = field(default_factory=dict)  # lane: frontier, last verdicts, open hypotheses
+    budgets: dict = field(default_factory=dict)  # lane: name -> what the session burnt of it (model/budgets.py)
     k9: dict = field(default_factory=dict)  # kernel: what follows the last verdict
 
     @property
@@ -51,7 +52,7 @@ class WakeResult:
             doc.update(step=self.step, reasons=self.reasons)
         elif self.mode == "lane":
             doc.update(lane=self.subject, tracks=self.decisions, disagreements=self.disagreements,
-                       reground=self.reground)
+                       reground=self.reground, budgets=self.budgets)
         else:
             doc.update(family=self.subject, findings=self.findings, disagreements=self.disagreements, k9=self.k9)
         return doc
@@ -72,6 +73,11 @@ class WakeResult:
         lines += [f"  - {reason}" for reason in self.reasons]
         lines += [f"  {decision_line(d)}" for d in self.decisions if d.get("reason")]
         lines += [f"  * {action}" for action in self.actions]
+        limited = {name: b for name, b in self.budgets.items() if b.get("limit") is not None}
+        if limited:
+            lines.append("  budgets: " + "; ".join(
+                f"{name} {b['used']:.4g}/{b['limit']:g} {b['unit']}" + (" SPENT" if b["exhausted"] else "")
+                for name, b in limited.items()))
         said = {d.get("reason") for d in self.decisions}
         lines += [f"  ! {note}" for note in self.findings + self.disagreements if note not in said]
         for need in self.needs:

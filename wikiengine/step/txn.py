@@ -14,7 +14,8 @@ then :meth:`LaneTxn.commit`:
 
 A writer killed anywhere leaves either no record (nothing happened, or the commit is done)
 or one that the next holder of the key's lock finishes first (:func:`recover`): the texts
-are whole, so replaying twice writes the same bytes and commits once. A relay wake, which
+are whole, so replaying twice writes the same bytes and commits once. The temp files a
+killed write left beside its files are removed by the next holder (RELIABILITY row 84). A relay wake, which
 writes memory file by file between its commits, leaves an :class:`UndoRecord` instead: the
 texts before, put back by the same :func:`recover`. The lock is the one lock of
 :mod:`wikiengine.core.locks` (an ``flock`` of a file in the git directory), so concurrent
@@ -28,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikiengine.core.atomic import atomic_write_text
+from wikiengine.core.atomic import atomic_write_text, sweep_temp_files
 from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.git import CommitProbe, git_dir
 from wikiengine.core.locks import FileLock
@@ -51,6 +52,12 @@ class LaneTxn:
     lane: Lane
     texts: dict[str, str] = field(default_factory=dict)  # rel -> new text
     old: dict[str, str | None] = field(default_factory=dict)  # rel -> text before (None: absent)
+    carried: list[str] = field(default_factory=list)  # files another command wrote, committed as they are
+
+    def carry(self, rel: str) -> None:
+        """Commit ``rel`` as it is on disk (a file another command wrote, such as the watcher's
+        cursor), beside this write's own files; it is neither rewritten nor re-linted."""
+        self.carried.append(rel)
 
     def read(self, rel: str) -> str:
         """The text of ``rel`` as this write sees it (staged, else on disk, else "")."""
@@ -88,6 +95,11 @@ class LaneTxn:
         probe = CommitProbe(self.root, paths)  # git answers what the commit asks while the re-lint runs
         if relint:
             paths, probe = self._relint(paths, record, message, probe)
+        if self.carried:
+            paths = sorted(set(paths) | set(self.carried))
+            if probe is not None:
+                probe.close()
+                probe = None
         try:
             sha = _commit(self.root, paths, message, probe)
         finally:
@@ -223,6 +235,7 @@ def recover(root: Path, key: str) -> Recovered | None:
     except (PageError, OSError, ValueError, KeyError, TypeError, AttributeError):
         record.unlink(missing_ok=True)  # torn before its fsync: nothing was written after it
         return None
+    sweep_temp_files({(root / rel).parent for rel in (before if policy == UNDO else files)})  # the killed write's
     if policy == UNDO:
         _restore(root, before)
         record.unlink(missing_ok=True)
@@ -310,6 +323,7 @@ class LaneLock:
         busy = f"lane {self.lane.model_dir}/{self.lane.name} is locked by another writer"
         self._lock = FileLock(self.path, timeout=self.timeout, poll=self.POLL_S, busy=busy).acquire()
         try:
+            sweep_temp_files(self.root / rel for rel in (self.lane.dir, f"{self.lane.dir}/experiments", "memory", "wiki"))
             done = recover(self.root, lane_key(self.lane))
             self.recovered = done.commit if done else None
         except BaseException:

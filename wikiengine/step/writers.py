@@ -39,6 +39,7 @@ from wikiengine.model.journal import BranchIds, append_record, next_id, next_ret
 from wikiengine.model.knobs import Knobs, canonical, knob_problems, parse_knobs
 from wikiengine.model.knobs import setup_section as setup_section_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
+from wikiengine.model.progress import DEFAULT_THRASH_K, thrash_k, thrash_of
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
 from wikiengine.step.txn import LaneLock, LaneTxn
@@ -46,7 +47,8 @@ from wikiengine.step.txn import LaneLock, LaneTxn
 DEFAULT_NOISE_BAND_PCT = 0.0  # a floor under the measured band: none unless the lane sets one
 # The config keys the writers and the lane wake read: bounded by the schema before any use.
 USED_CONFIG_KEYS = frozenset({"target_metric", "higher_is_better", "noise_band_pct", "noise_band_runs",
-                              "noise_band_every_s", "storage_root", "hung_after_s", "ceiling_s", "wake_interval_s"})
+                              "noise_band_every_s", "storage_root", "hung_after_s", "ceiling_s", "wake_interval_s",
+                              "thrash_k", "stall_after_filings", "max_experiments", "max_wall_hours", "max_chip_hours"})
 _SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,59}")
 
 
@@ -62,6 +64,7 @@ class LaneSettings:
     higher_is_better: bool
     noise_band_pct: float
     storage_root: str | None
+    thrash_k: int = DEFAULT_THRASH_K
 
 
 def lane_for(root: Path, names: list[str]) -> Lane:
@@ -100,6 +103,7 @@ def lane_settings(root: Path, lane: Lane) -> LaneSettings:
         higher_is_better=bool(config.get("higher_is_better", True)),
         noise_band_pct=float(config.get("noise_band_pct", DEFAULT_NOISE_BAND_PCT)),
         storage_root=config.get("storage_root"),
+        thrash_k=thrash_k(config),
     )
 
 
@@ -176,6 +180,34 @@ def parse_proposal(path: Path) -> Proposal:
     setup = setup_section.body.strip() if setup_section is not None else ""
     slug = page.frontmatter.get("hypothesis") if isinstance(page.frontmatter.get("hypothesis"), str) else None
     return Proposal({label: found[label][0] for label in ex.LABELS}, setup, slug, parse_knobs(page, path))
+
+
+class Thrashing(Refused):
+    """A new stub on a mechanism (or v-id) with K weak results in a row, with no word of
+    what changed (exit 3, nothing written)."""
+
+
+def refuse_thrashing(root: Path, lane: Lane, records: list[dict], k: int, reason: str | None, *, mechanism: str = "",
+                     vid: str = "") -> None:
+    """K consecutive invalid/inconclusive results on this mechanism or on this v-id's letters
+    (:func:`wikiengine.model.progress.thrash_of`, the watcher's computation): refused unless
+    ``reason`` says what changed."""
+    mechanisms = {p.exp_id: p.mechanism for p in lane_pages(root, lane)}
+    streak = thrash_of(records, mechanisms, k, mechanism=mechanism, vid=vid)
+    if streak is not None and not reason:
+        raise Thrashing(f"{len(streak.vids)} invalid/inconclusive results in a row on this {streak.kind} "
+                        f"({', '.join(streak.vids)}): say what changed with --reformulated-because TEXT, "
+                        "or formulate a different mechanism")
+
+
+def _one_line(text: str | None, flag: str) -> str | None:
+    """A reason given on the command line, on one line (empty: exit 2)."""
+    if text is None:
+        return None
+    text = " ".join(text.split())
+    if not text:
+        raise WikiError(f"{flag} is empty: say why")
+    return text
 
 
 class LaneStopped(Refused):
@@ -265,7 +297,7 @@ def stub_head(front: dict, vid: str, slug: str, proposal) -> tuple[list[str], li
 
 def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposal, track: int | None,
                 workload: str, paths: dict[str, str], date: str, model_page_stem: str,
-                rerun_reason: str | None = None) -> str:
+                rerun_reason: str | None = None, reformulated_because: str | None = None) -> str:
     front = {
         "title": f"{vid} {slug}",
         "type": "experiment",
@@ -279,6 +311,7 @@ def render_stub(lane: Lane, vid: str, slug: str, variant: str, proposal: Proposa
         "workload_name": workload,
         "artifacts": paths,
         "rerun_reason": rerun_reason,
+        "reformulated_because": reformulated_because,
     }
     lines, body = stub_head(front, vid, slug, proposal)
     body += ["## Setup", "", proposal.setup or "Planned setup: see the lane program (`wiki resolve`).", "",
@@ -325,8 +358,8 @@ def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: s
 
 
 def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_path: Path, track: int | None,
-                   rerun_reason: str | None = None, dry_run: bool = False, date: str | None = None,
-                   clock: Clock = utcnow) -> dict:
+                   rerun_reason: str | None = None, reformulated_because: str | None = None, dry_run: bool = False,
+                   date: str | None = None, clock: Clock = utcnow) -> dict:
     """`wiki exp new`: allocate the next v-id, write the stub, claim it in the journal, commit."""
     from wikiengine.core.identity import workload_name
 
@@ -334,9 +367,8 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         raise WikiError(f"slug {slug!r} is not lower-case [a-z0-9-] (at most 60 characters)")
     if re.search(r"-[a-z]$", slug):
         raise WikiError(f"slug {slug!r} ends in a one-letter word, which reads as a retry letter: {slug[:-2]}, or a longer word")
-    rerun_reason = " ".join(rerun_reason.split()) if rerun_reason is not None else None
-    if rerun_reason == "":
-        raise WikiError("--rerun-reason is empty: say why the same knobs should run again")
+    rerun_reason = _one_line(rerun_reason, "--rerun-reason")
+    reformulated_because = _one_line(reformulated_because, "--reformulated-because")
     proposal = parse_proposal(proposal_path)
     if proposal.knobs is not None:
         refuse_undeclared_knobs(proposal.knobs, declared_knobs(root, lane), proposal_path)
@@ -353,15 +385,18 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
         refuse_stopped_lane(journal, lane)
+        refuse_thrashing(root, lane, parse_journal(journal, lane.journal), settings.thrash_k, reformulated_because,
+                         mechanism=folded(proposal.paragraphs["Mechanism"]))
         vid = str(next_id(used_ids(root, lane, journal, branches)))
         workload = workload_name(settings.user_prefix, lane.model_name, lane.name, int(vid[1:]), slug)
         paths = artifact_paths(settings, lane, vid, slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, slug)}"
         txn.write(rel, render_stub(lane, vid, slug, variant, proposal, track, workload, paths, date,
-                                   posixpath.basename(model_rel)[:-3], rerun_reason))
+                                   posixpath.basename(model_rel)[:-3], rerun_reason, reformulated_because))
         claim = {"op": "claim", "vid": vid, "slug": slug, "track": track, "variant": variant, "workload": workload,
-                 "page": rel, "at": now_iso(clock)}
-        txn.write(lane.journal, append_record(journal, {**claim, "rerun_reason": rerun_reason} if rerun_reason else claim))
+                 "page": rel, "at": now_iso(clock), "rerun_reason": rerun_reason,
+                 "reformulated_because": reformulated_because}
+        txn.write(lane.journal, append_record(journal, {k: v for k, v in claim.items() if v is not None or k == "track"}))
         index_add(txn, root, [(f"{vid} {slug}", rel)])
         result = {"vid": vid, "page": rel, "workload_name": workload, "artifacts": paths, "track": track,
                   "recovered": lock.recovered}
@@ -371,10 +406,13 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         return result
 
 
-def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False, date: str | None = None, clock: Clock = utcnow) -> dict:
-    """`wiki exp retry`: a new stub ``<vid><next letter>`` with the same hypothesis and mechanism."""
+def retry_experiment(root: Path, lane: Lane, vid: str, *, reformulated_because: str | None = None, dry_run: bool = False,
+                     date: str | None = None, clock: Clock = utcnow) -> dict:
+    """`wiki exp retry`: a new stub ``<vid><next letter>`` with the same hypothesis and mechanism
+    (refused on a thrashing mechanism or v-id unless ``reformulated_because`` says what changed)."""
     from wikiengine.core.identity import workload_name
 
+    reformulated_because = _one_line(reformulated_because, "--reformulated-because")
     date = date or today(clock)
     settings = lane_settings(root, lane)
     with LaneLock(root, lane) as lock:
@@ -385,6 +423,8 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
         refuse_stopped_lane(journal, lane)
+        refuse_thrashing(root, lane, parse_journal(journal, lane.journal), settings.thrash_k, reformulated_because,
+                         mechanism=original.mechanism, vid=original.exp_id)
         retry = next_retry(used_ids(root, lane, journal), parsed)
         slug = original.slug or "retry"
         found = original.paragraphs
@@ -405,12 +445,14 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = False,
                           f"a retry of {original.exp_id}")
         text = render_stub(lane, str(retry), slug, str(original.frontmatter.get("variant", "")), proposal,
                            track if isinstance(track, int) else None, workload, paths, date,
-                           str(original.frontmatter.get("model", lane.model_name)))
+                           str(original.frontmatter.get("model", lane.model_name)),
+                           reformulated_because=reformulated_because)
         txn.write(rel, text)
-        txn.write(lane.journal, append_record(journal, {"op": "retry", "vid": str(retry), "of": original.exp_id,
-                                                        "slug": slug, "track": track if isinstance(track, int) else None,
-                                                        "variant": original.frontmatter.get("variant"),
-                                                        "workload": workload, "page": rel, "at": now_iso(clock)}))
+        record = {"op": "retry", "vid": str(retry), "of": original.exp_id, "slug": slug,
+                  "track": track if isinstance(track, int) else None, "variant": original.frontmatter.get("variant"),
+                  "workload": workload, "page": rel, "at": now_iso(clock)}
+        txn.write(lane.journal, append_record(journal, {**record, "reformulated_because": reformulated_because}
+                                              if reformulated_because else record))
         index_add(txn, root, [(f"{retry} {slug}", rel)])
         result = {"vid": str(retry), "retry_of": original.exp_id, "page": rel, "workload_name": workload,
                   "artifacts": paths, "recovered": lock.recovered}
@@ -609,7 +651,7 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         moved = filing.verdict == "supported" and value is not None and is_better(value, filing.frontier,
                                                                                   settings.higher_is_better)
         _update_model_page(txn, model, filing, moved)
-        _record_filing(txn, root, lane, filing, at=now_iso(clock))
+        _record_filing(txn, root, lane, filing, moved=moved, at=now_iso(clock))
         result = {"vid": target.exp_id, "page": target.rel, "verdict": filing.verdict, "requested": verdict,
                   "capped": filing.caps, "metric": filing.metric, "value": value, "baseline": filing.baseline,
                   "delta": filing.measured.delta, "noise_band": filing.measured.noise_band,
@@ -759,8 +801,9 @@ def _update_model_page(txn: LaneTxn, model, filing: Filing, moved: bool) -> None
               if model_page.has_frontmatter else new_text)
 
 
-def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: str) -> None:
-    """The filing's lane log line, RESULTS.tsv row, hypothesis page evidence and journal record."""
+def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, moved: bool, at: str) -> None:
+    """The filing's lane log line, RESULTS.tsv row, hypothesis page evidence and journal record
+    (``moved``: the filing moved Current best, what a stall counts)."""
     target, slug, date = filing.target, filing.slug, filing.date
     delta_text = filing.delta_text
     entry = logbook.render_entry(date, "loop-iteration",
@@ -782,7 +825,7 @@ def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, at: 
     txn.write(lane.journal, append_record(txn.read(lane.journal), {
         "op": "file", "vid": target.exp_id, "verdict": filing.verdict, "requested": filing.requested,
         "workload": filing.evidence.workload, "external": filing.external or None, "metric": filing.metric,
-        "value": filing.measured.recorded,
+        "value": filing.measured.recorded, "moved": moved,
         "band": band.half_width if band else None, "band_n": band.n if band else None,
         "page": target.rel, "digest": page_digest(txn.read(target.rel)), "at": at}))
 

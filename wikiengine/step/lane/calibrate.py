@@ -13,6 +13,7 @@ no experiment has that id, so backfill and reconcile leave them alone.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from wikiengine.core.clock import timestamp, utc_iso
@@ -95,8 +96,15 @@ def aa_complete(run, decision: TrackDecision, workload, at: str) -> dict:
     sample = aa_sample(metrics, run.settings.target_metric)
     return {"op": "aa-complete", "session": run.state.session, "variant": variant, "frontier": frontier,
             "round": round_, "index": index, "workload": aa_name(run, decision.aa),
-            "exit_code": workload.exit_code if workload is not None else None,
+            "exit_code": workload.exit_code if workload is not None else None, **run_times(workload),
             "sample": sample[0] if sample else None, "co_measured": sample[1] if sample else None, "at": at}
+
+
+def run_times(workload) -> dict:
+    """The backend's own start and end times of a run and its chip count, for the completion
+    record (what ``max_chip_hours`` burns, :mod:`wikiengine.model.budgets`)."""
+    return {"started": getattr(workload, "started", None), "finished": getattr(workload, "finished", None),
+            "chips": getattr(workload, "chips", None)}
 
 
 def _metrics(path: Path) -> dict:
@@ -104,8 +112,8 @@ def _metrics(path: Path) -> dict:
         data = load_json(read_text(path, kind="metrics"), path)
     except (PageError, ValueError):  # absent, a pipe, too large or not JSON: no figures
         return {}
-    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} \
-        if isinstance(data, dict) else {}
+    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and math.isfinite(v)} if isinstance(data, dict) else {}
 
 
 def band_record(run, records: list[dict], key: tuple, at: str) -> dict | None:

@@ -22,8 +22,14 @@ from wikiengine.model import experiment as ex
 from wikiengine.model import logbook
 from wikiengine.model.journal import append_record, dispatch_expectations, journal_records
 from wikiengine.step import writers as lw
-from wikiengine.step.audit import check_authorization, inherited_identities, run_audit, session_start_commit
-from wikiengine.step.lane.wake import STATE_REL, load_lane_run
+from wikiengine.step.audit import (
+    check_authorization,
+    inherited_identities,
+    run_audit,
+    session_start_commit,
+    watcher_files,
+)
+from wikiengine.step.lane.wake import STATE_REL, load_lane_run, settle
 from wikiengine.step.txn import LaneLock, LaneTxn
 
 
@@ -32,6 +38,8 @@ class StopRefused(Refused):
 
 
 def pause(root: Path, *, clock=None, dry_run: bool = False, backend=None) -> dict:
+    if not dry_run:
+        settle(root)
     run = load_lane_run(root, backend)
     clock = clock or utcnow
     now = clock()
@@ -52,17 +60,21 @@ def pause(root: Path, *, clock=None, dry_run: bool = False, backend=None) -> dic
 
 
 def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, backend=None) -> dict:
-    """The gated stop (see the module docstring); raises StopRefused with the reasons."""
+    """The gated stop (see the module docstring); raises StopRefused with the reasons.
+
+    A stop killed inside its commit is finished first (its redo record replayed, row 76), and
+    everything the gate checks (the closing audit, the authorization, ``wiki lint``) is
+    checked before anything is reaped or filed."""
+    recovered = None if dry_run else settle(root)
     run = load_lane_run(root, backend)
     clock = clock or utcnow
     now = clock()
     if run.state.status == "stopped":
+        if recovered:
+            return {"stopped": True, "final_audit": _final_audit(root, run), "commit": recovered,
+                    "actions": [f"finished the stop a kill interrupted (commit {recovered[:12]})"]}
         raise WikiError("the session is already stopped")
-    audit = run_audit(root, run.lane, closing=True, backend=run.backend, config=run.config)
-    reasons = [f.render() for f in audit.findings]
-    record, why = check_authorization(root, run.lane, run.state.session)
-    if why:
-        reasons.append(why)
+    reasons, record = gate(root, run)
     if reasons:
         raise StopRefused("stop refused:\n  " + "\n  ".join(reasons))
     running = [w for w in run.backend.list_workloads(run.prefix) if not w.is_finished]
@@ -78,7 +90,7 @@ def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, ba
         actions.append(f"reaped {workload.name}")
     done = lw.backfill(root, run.lane, run.backend, clock=clock)
     actions += [f"backfilled {b['vid']} ({b['verdict']})" for b in done["backfilled"]]
-    dispatched = dispatch_expectations(journal_records(root, run.lane.journal))
+    dispatched = dispatch_expectations(_records(root, run))
     for page in lw.lane_pages(root, run.lane):
         if not ex.is_open(page.frontmatter):
             continue
@@ -89,13 +101,6 @@ def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, ba
                                    else "the session stopped before a verdict: resolved by wiki loop stop"),
                            clock=clock)
         actions.append(f"resolved open stub {page.exp_id} ({'invalid' if never_ran else 'inconclusive'})")
-    from wikiengine.lint.runner import lint
-
-    start = session_start_commit(root, run.lane, run.state.session)
-    known = inherited_identities(root, start) if start else set()  # defects older than the session are not its own
-    left = [f.render() for f in lint(root, base=None, jobs=1).findings if f.identity() not in known]
-    if left:
-        raise StopRefused("stop refused: wiki lint is not clean after closing the lane:\n  " + "\n  ".join(left[:10]))
     with LaneLock(root, run.lane):
         txn = LaneTxn(root, run.lane)
         entry = logbook.render_entry(utc_date(now), "stop", f"wiki loop stop: session {run.state.session} closed",
@@ -107,5 +112,37 @@ def stop(root: Path, *, yes: bool = False, clock=None, dry_run: bool = False, ba
         state = run.state.replace(status="stopped", updated_at=utc_iso(now), next_check_at=None)
         txn.write(STATE_REL, state.text(f"\n# {state.lane}: stopped (session {state.session})\n\n"
                                         f"Final audit: {record['all_clear']}\n"))
+        for rel in watcher_files(root, run.lane):
+            txn.carry(rel)  # tracked by the wiki: committed as the watcher left them
         sha = txn.commit(f"loop({run.lane.name}): stop session {run.state.session} ({record['all_clear']})")
     return {"stopped": True, "final_audit": record["all_clear"], "actions": actions, "commit": sha}
+
+
+def gate(root: Path, run) -> tuple[list[str], dict | None]:
+    """Everything that keeps the stop's gate shut, checked before it acts: the closing audit
+    now, the watcher's authorization of this session, and ``wiki lint`` (less what was there
+    at the session's start, and the open stubs the stop itself resolves)."""
+    from wikiengine.lint.runner import lint
+
+    audit = run_audit(root, run.lane, closing=True, backend=run.backend, config=run.config)
+    reasons = [f.render() for f in audit.findings]
+    record, why = check_authorization(root, run.lane, run.state.session)
+    if why:
+        reasons.append(why)
+    start = session_start_commit(root, run.lane, run.state.session)
+    known = inherited_identities(root, start) if start else set()  # defects older than the session are not its own
+    resolved = {page.rel for page in lw.lane_pages(root, run.lane) if ex.is_open(page.frontmatter)}
+    left = [f.render() for f in lint(root, base=None, jobs=1).findings
+            if f.identity() not in known and f.path not in resolved]
+    if left:
+        reasons.append("wiki lint is not clean:\n    " + "\n    ".join(left[:10]))
+    return reasons, record
+
+
+def _records(root: Path, run) -> list[dict]:
+    return journal_records(root, run.lane.journal)
+
+
+def _final_audit(root: Path, run) -> str | None:
+    stops = [r for r in _records(root, run) if r.get("op") == "stop"]
+    return stops[-1].get("final_audit") if stops else None

@@ -22,6 +22,12 @@ stub open, dispatched, not yet processed         finished, or killed  ``process`
 stub open, processed                             (any)                ``need_verdict``
 ==============================================  ===================  =====================
 
+Budgets come last (:func:`budget_track`): past a budget of the program's ``## Config``
+(:mod:`wikiengine.model.budgets`), a new ``dispatch`` or ``aa_dispatch`` becomes ``budget``
+(nothing is asked of the backend), and no more new experiments are dispatched in one wake
+than ``max_experiments`` leaves. A dispatch already journalled is re-asked all the same:
+it was spent when it was first asked.
+
 The lane's A/A noise band comes first (:func:`calibrate_track`): a stub whose frontier has
 no measured band in this session is not dispatched; its track runs one of the ``k`` A/A runs
 of the unchanged frontier instead (``aa_dispatch``), or waits for the others. An A/A run on
@@ -92,6 +98,15 @@ class BandNeed:
 
 
 @dataclass(frozen=True)
+class BudgetGate:
+    """What the budgets leave this wake: the spent ones (``describe`` lines) and how many new
+    experiments may still be dispatched (None: no limit)."""
+
+    spent: tuple[str, ...] = ()
+    experiments_left: int | None = None
+
+
+@dataclass(frozen=True)
 class LaneLimits:
     hung_after_s: float = 1800.0  # no progress signal for this long: hung
     ceiling_s: float = 6 * 3600.0  # a run past this is killed
@@ -101,7 +116,7 @@ class LaneLimits:
 @dataclass(frozen=True)
 class TrackDecision:
     track: int
-    kind: str  # wait | need_hypothesis | dispatch | skip | kill | process | need_verdict | aa_*
+    kind: str  # wait | need_hypothesis | dispatch | skip | kill | process | need_verdict | budget | aa_*
     vid: str | None
     reason: str
     aa: tuple | None = None  # an A/A decision: (variant, frontier, round, index)
@@ -187,6 +202,24 @@ def calibrate_track(view: TrackView, decision: TrackDecision, now: float, limits
                          f"({need.succeeded} of {need.k} runs measured)")
 
 
+def budget_track(view: TrackView, decision: TrackDecision, gate: BudgetGate, left: list) -> TrackDecision:
+    """A new dispatch past a budget becomes ``budget`` (``left``: a one-item list, the new
+    experiments this wake may still hand out, spent as they are handed out)."""
+    new_run = (decision.kind == "dispatch" and view.expected is None) or (decision.kind == "aa_dispatch" and view.aa is None)
+    if not new_run:
+        return decision
+    stopped = list(gate.spent)
+    if decision.kind == "dispatch" and not stopped and left[0] is not None:
+        if left[0] <= 0:
+            stopped.append("max_experiments: the experiments left are handed out this wake")
+        else:
+            left[0] -= 1
+    if not stopped:
+        return decision
+    what = f"A/A run of {view.vid}'s frontier" if decision.kind == "aa_dispatch" else view.vid
+    return TrackDecision(view.track, "budget", view.vid, f"{what} not dispatched: past the budget ({'; '.join(stopped)})")
+
+
 def next_wake_s(decisions: list[TrackDecision], limits: LaneLimits) -> int:
     """The next wake: the configured interval, sooner (but not under 120 s) when a track
     waits on something that moves fast; always within 120..600 s."""
@@ -197,8 +230,11 @@ def next_wake_s(decisions: list[TrackDecision], limits: LaneLimits) -> int:
 
 
 def decide(views: list[TrackView], now: float, limits: LaneLimits, disagreements: list[str] = (),
-           needs: dict[tuple, BandNeed] | None = None) -> LaneDecision:
-    """Every track's decision and the next wake (``needs``: the A/A bands stubs wait for)."""
+           needs: dict[tuple, BandNeed] | None = None, gate: BudgetGate = BudgetGate()) -> LaneDecision:
+    """Every track's decision and the next wake (``needs``: the A/A bands stubs wait for;
+    ``gate``: what the budgets leave)."""
     needs = dict(needs or {})
-    decisions = [calibrate_track(v, decide_track(v, now, limits), now, limits, needs) for v in views]
+    left = [gate.experiments_left]
+    decisions = [budget_track(v, calibrate_track(v, decide_track(v, now, limits), now, limits, needs), gate, left)
+                 for v in views]
     return LaneDecision(tuple(decisions), next_wake_s(decisions, limits), tuple(disagreements))

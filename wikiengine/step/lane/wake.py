@@ -12,7 +12,12 @@ observe (journal, backend, pages) -> :func:`wikiengine.step.lane.decide.decide` 
    ``kill`` a hung run or one past its ceiling, ``wait`` when the backend cannot be read;
    every track's expectations are one commit, what the acts learned one more;
 3. reconcile journal, backend, pages and log, and say what disagreed;
-4. ``next_wake_s`` (120..600 s) and ``needs``: the judgement the agent owes, with inputs.
+4. ``next_wake_s`` (120..600 s) and ``needs``: the judgement the agent owes, with inputs
+   (a verdict, a hypothesis; a spent budget and a stall: raise the budget or rotate the
+   hypothesis, or stop with a retrospective).
+
+Past a budget of the program (:mod:`wikiengine.model.budgets`) nothing new is dispatched;
+what the budgets have burnt is in every result (``budgets``), `wiki loop status` included.
 """
 
 from __future__ import annotations
@@ -28,8 +33,8 @@ from wikiengine.core.clock import timestamp, utc_iso
 from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.page import parse_page
 from wikiengine.core.safe_read import load_json, read_optional, read_text, repo_text
+from wikiengine.model import budgets, logbook, progress
 from wikiengine.model import experiment as ex
-from wikiengine.model import logbook
 from wikiengine.model.evidence import AA_VID
 from wikiengine.model.journal import append_record, dispatch_expectations, journal_records, parse_journal
 from wikiengine.model.lanes import Lane
@@ -37,7 +42,7 @@ from wikiengine.model.state import LaneState, heartbeat_path, require_lane, writ
 from wikiengine.step import engine
 from wikiengine.step import writers as lw
 from wikiengine.step.lane import calibrate
-from wikiengine.step.lane.decide import LaneLimits, TrackDecision, TrackView, decide
+from wikiengine.step.lane.decide import BudgetGate, LaneLimits, TrackDecision, TrackView, decide
 from wikiengine.step.result import WakeResult
 from wikiengine.step.txn import LaneLock, LaneTxn
 
@@ -122,7 +127,7 @@ def load_lane_run(root: Path, backend=None) -> LaneRun:
     if not config.get("launch_cmd") and session_start(root, lane).get("launch_cmd"):
         config = {**config, "launch_cmd": session_start(root, lane)["launch_cmd"]}  # given to `wiki loop start`
     limits = LaneLimits(hung_after_s=float(config.get("hung_after_s", 1800)),
-                        ceiling_s=float(config.get("ceiling_s", 6 * 3600)),
+                        ceiling_s=budgets.run_ceiling_s(config),
                         wake_interval_s=int(config.get("wake_interval_s", 600)))
     return LaneRun(root, lane, state, lw.lane_settings(root, lane), config, limits,
                    backend or make_backend(state.backend, root, lane, config, session_tracks(root, lane)))
@@ -141,6 +146,13 @@ class Observed:
     backend_error: str | None = None
     band_needs: dict = field(default_factory=dict)  # (variant, frontier, round) -> BandNeed
     aa_workloads: dict = field(default_factory=dict)  # name -> LaneWorkload of the A/A runs listed
+    burn: dict = field(default_factory=dict)  # budget name -> Burn of the session
+
+    @property
+    def gate(self) -> BudgetGate:
+        """What the budgets leave for new dispatches."""
+        spent = budgets.exhausted(self.burn)
+        return BudgetGate(tuple(self.burn[name].describe(name) for name in spent), budgets.experiments_left(self.burn))
 
 
 def observe(run: LaneRun, now: float) -> Observed:
@@ -190,7 +202,8 @@ def observe(run: LaneRun, now: float) -> Observed:
         views.append(view)
     disagreements = reconcile(records, pages, workloads, ops)
     needs = calibrate.band_needs(run, records, {v.band_key for v in views if v.band_key})
-    return Observed(records, pages, workloads, views, disagreements, error, needs, aa_workloads or {})
+    return Observed(records, pages, workloads, views, disagreements, error, needs, aa_workloads or {},
+                    budgets.burn(run.config, records, now))
 
 
 def reconcile(records, pages, workloads, ops) -> list[str]:
@@ -242,9 +255,33 @@ def reground(run: LaneRun, obs: Observed) -> dict:
             "newest_retrospective": retros[-1].relative_to(run.root).as_posix() if retros else None}
 
 
+def budget_owed(run: LaneRun, obs: Observed) -> list[dict]:
+    """One owed judgement per spent budget: raise it in the program, or stop with a retrospective."""
+    lane_args = f"{run.lane.model_prefix} {run.lane.name}"
+    return [{"kind": "budget", "track": None, "vid": None,
+             "inputs": {"budget": name, **obs.burn[name].as_json(), "program": run.lane.program},
+             "command": f"raise {name} in the ## Config of {run.lane.program} (the cascade: `wiki resolve {lane_args}`), "
+                        f"or stop with a retrospective (`wiki loop stop`)"}
+            for name in budgets.exhausted(obs.burn)]
+
+
+def stall_owed(run: LaneRun, obs: Observed) -> dict | None:
+    """A stall (:mod:`wikiengine.model.progress`): rotate the hypothesis, or stop with a retrospective."""
+    hypotheses = {vid: str(p.frontmatter.get("hypothesis") or "") for vid, p in obs.pages.items()}
+    found = progress.stall(obs.records, hypotheses, progress.stall_after(run.config))
+    if not found.stalled:
+        return None
+    lane_args = f"{run.lane.model_prefix} {run.lane.name}"
+    return {"kind": "stall", "track": None, "vid": None,
+            "inputs": {"filings": list(found.filings), "hypotheses": list(found.hypotheses),
+                       "stall_after_filings": found.after},
+            "command": f"rotate the hypothesis (`wiki exp new {lane_args} --slug SLUG --variant KEY --proposal FILE` with "
+                       "a hypothesis none of these filings tested), or stop with a retrospective (`wiki loop stop`)"}
+
+
 def owed(run: LaneRun, decision: TrackDecision, obs: Observed, summary: dict) -> dict | None:
     lane_args = f"{run.lane.model_prefix} {run.lane.name}"
-    if decision.kind == "need_hypothesis":
+    if decision.kind == "need_hypothesis" and not obs.gate.spent:  # past a budget no new stub would run
         in_flight = [{"vid": v.vid, "track": v.track} for v in obs.views if v.page_state == "open"]
         return {"kind": "hypothesis", "track": decision.track, "vid": None,
                 "inputs": {"last_verdicts": summary["last_verdicts"], "open_hypotheses": summary["open_hypotheses"],
@@ -400,14 +437,19 @@ class LaneWake:
     subjects: list = field(default_factory=list)  # what the outcome commit says
 
 
+def settle(root: Path) -> str | None:
+    """Finish a writer of the session's lane killed mid-commit (its redo record replayed under
+    the lane's lock) before anything reads the session: the commit it made, if any (row 76)."""
+    lane = require_lane(root, LaneState.read(root))
+    with LaneLock(root, lane) as lock:
+        return lock.recovered
+
+
 def _recover(wake: engine.Wake) -> None:
-    """A writer of this lane killed mid-commit is finished first (its redo record replayed)."""
-    lane = require_lane(wake.root, LaneState.read(wake.root))
-    with LaneLock(wake.root, lane) as lock:
-        if lock.recovered:
-            wake.result.actions.append(f"finished a killed writer first: its redo record replayed as commit "
-                                       f"{lock.recovered[:12]}")
-            wake.result.commits.append(lock.recovered)
+    recovered = settle(wake.root)
+    if recovered:
+        wake.result.actions.append(f"finished a killed writer first: its redo record replayed as commit {recovered[:12]}")
+        wake.result.commits.append(recovered)
 
 
 def _load(wake: engine.Wake) -> None:
@@ -445,7 +487,9 @@ def _observe(wake: engine.Wake) -> None:
 
 def _decide(wake: engine.Wake) -> None:
     lane, result = wake.run, wake.result
-    lane.decision = decide(lane.obs.views, lane.now, lane.run.limits, lane.obs.disagreements, lane.obs.band_needs)
+    lane.decision = decide(lane.obs.views, lane.now, lane.run.limits, lane.obs.disagreements, lane.obs.band_needs,
+                           lane.obs.gate)
+    result.budgets = {name: burn.as_json() for name, burn in lane.obs.burn.items()}
     result.decisions = [d.as_json() for d in lane.decision.tracks]
     result.disagreements = list(lane.obs.disagreements)
     if lane.obs.backend_error:
@@ -533,10 +577,15 @@ def _needs(wake: engine.Wake) -> None:
     fresh = observe(lane.run, lane.now) if not wake.dry_run else lane.obs  # the world after this wake's acts, read once
     summary = reground(lane.run, fresh)
     wake.result.reground = summary
-    for decision in decide(fresh.views, lane.now, lane.run.limits, needs=fresh.band_needs).tracks:
+    wake.result.budgets = {name: burn.as_json() for name, burn in fresh.burn.items()}  # after this wake's dispatches
+    for decision in decide(fresh.views, lane.now, lane.run.limits, needs=fresh.band_needs, gate=fresh.gate).tracks:
         need = owed(lane.run, decision, fresh, summary)
         if need:
             wake.result.needs.append(need)
+    wake.result.needs += budget_owed(lane.run, fresh)
+    stalled = stall_owed(lane.run, fresh)
+    if stalled:
+        wake.result.needs.append(stalled)
 
 
 def _record(wake: engine.Wake) -> None:
@@ -662,7 +711,8 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
     parity = checks["parity"]
     record = {"op": "complete", "vid": decision.vid, "workload": workload.name if workload else None,
               "state": workload.state if workload else None, "exit_code": workload.exit_code if workload else None,
-              "metrics": metrics, **checks, "artifacts": run_outputs(arts), "at": calibrate.stamp(lane.now)}
+              "metrics": metrics, **checks, "artifacts": run_outputs(arts), **calibrate.run_times(workload),
+              "at": calibrate.stamp(lane.now)}
     records = obs.records + lane.completions + [record]
     evidence = run_evidence(records, decision.vid)
     model = lw.model_page_of(run.root, run.lane)
