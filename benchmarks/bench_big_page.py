@@ -5,7 +5,8 @@
 The page is ``wiki/log.md`` of a copy of the repository's example wiki, generated
 deterministically: 16 MB (just under the page cap, ``MAX_PAGE_BYTES``) in fewer than
 200,000 lines (the line cap), about 11,000 newest-first entries ``## [date] note | ...``
-with bold-labelled fields, a six-row results table and a ``---`` rule each. It lints
+with bold-labelled fields (a link and a code span among them), a six-row results table
+and a ``---`` rule each. It lints
 clean, so the whole page goes through every rule.
 
 Cases, run round-robin so that machine noise spreads over all of them:
@@ -60,7 +61,7 @@ def log_page(target: int = TARGET_BYTES) -> str:
             for r in range(6))
         block = (
             f"## [{day.isoformat()}] note | sweep {n} of the splash attention block sizes on v5p-16\n\n"
-            "- **Pages created**: none; the figures below are from the run's own metrics.json and its xprof trace\n"
+            "- **Pages created**: [the index](index.md#experiments); the figures are from the run's `metrics.json`\n"
             f"- **Key result**: block_q={128 * (1 + n % 8)} gives {30000 + n % 997} tokens per second per chip\n"
             "- **Notes**: measured three times against the unchanged frontier; the A/A band held at 0.3%\n\n"
             "| step  | block_q | tokens/s | MFU | HBM GiB | notes |\n"

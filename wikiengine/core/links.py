@@ -111,7 +111,8 @@ def _plain(text: str) -> bool:
 
 
 _TICK_RE = re.compile("`")
-_SINGLE_SPAN_RE = re.compile(r"`[^`\n]*`")  # once the pairs are known to hold no newline and no "``"
+_CHUNK = 1 << 20
+_BRACKET_LINK_BYTES_RE = re.compile(_BRACKET_LINK_RE.pattern.encode("ascii"))  # for the masked ASCII copy
 
 
 def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
@@ -121,30 +122,45 @@ def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None
     ticks = [match.start() for match in _TICK_RE.finditer(text)]  # positions only: no copy of a 16 MB text in parts
     if "``" in text or len(ticks) % 2 or any(text.find("\n", ticks[i], ticks[i + 1]) >= 0 for i in range(0, len(ticks), 2)):
         return _scan_careful(text, first_line)  # a backtick string the line scan must pair
-    if ticks:  # each pair of backticks in turn is a code span: blanked out, the same length
-        text = _SINGLE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), text)
+    if ticks:  # each pair of backticks in turn is a code span: blanked out in one ASCII copy, the same length
+        masked = bytearray(len(text))
+        for i in range(0, len(text), _CHUNK):  # encoded a chunk at a time: never a second whole copy
+            masked[i : i + _CHUNK] = text[i : i + _CHUNK].encode("ascii")
+        for i in range(0, len(ticks), 2):
+            masked[ticks[i] : ticks[i + 1] + 1] = b" " * (ticks[i + 1] + 1 - ticks[i])
+        return _scan_spanless(masked, first_line)
+    return _scan_spanless(text, first_line)
+
+
+def _scan_spanless(text: str | bytearray, first_line: int) -> list[tuple[int, int, str]] | None:
+    """The plain scan of a text without code spans (a ``str``, or the ASCII bytes of one whose
+    spans were blanked: a 16 MB page is copied once, not split into lines or pieces)."""
+    raw = not isinstance(text, str)
+    nl, open_, close, link = (b"\n", b"[", b"]", b"](") if raw else ("\n", "[", "]", "](")
+    bang = ord("!") if raw else "!"
     find, count = text.find, text.count
     begin = 0
-    while begin <= len(text):  # every line's brackets balanced, without a list of the lines (16 MB pages)
-        end = find("\n", begin)
+    while begin <= len(text):  # every line's brackets balanced, without a list of the lines
+        end = find(nl, begin)
         end = len(text) if end < 0 else end
-        if count("[", begin, end) != count("]", begin, end):
+        if count(open_, begin, end) != count(close, begin, end):
             return None  # link text spread over lines
         begin = end + 1
     found = []
     last = counted = 0
     line = first_line
-    for match in _BRACKET_LINK_RE.finditer(text):
+    for match in (_BRACKET_LINK_BYTES_RE if raw else _BRACKET_LINK_RE).finditer(text):
         start, end = match.span()
-        if start > last and text[start - 1] == "!":
+        if start > last and text[start - 1] == bang:
             start -= 1  # an image
-        if find("\n", start, end) >= 0 or find("](", find("](", start, end) + 2, end) >= 0 or find("](", last, start) >= 0:
+        if find(nl, start, end) >= 0 or find(link, find(link, start, end) + 2, end) >= 0 or find(link, last, start) >= 0:
             return None
-        line += count("\n", counted, start)
+        line += count(nl, counted, start)
         counted = start
-        found.append((line, start - (text.rfind("\n", 0, start) + 1) + 1, _clean(match.group(1))))
+        dest = match.group(1)
+        found.append((line, start - (text.rfind(nl, 0, start) + 1) + 1, _clean(dest.decode("ascii") if raw else dest)))
         last = end
-    if find("](", last) >= 0:
+    if find(link, last) >= 0:
         return None
     return found
 
