@@ -321,6 +321,41 @@ def test_row86_a_journal_line_with_a_huge_integer_or_deep_nesting(wiki, tmp_path
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
 
 
+def test_row86_the_reading_path_bounds_json_by_digits_and_depth_not_by_brackets_in_strings():
+    from wikiengine.core.errors import PageError
+    from wikiengine.core.safe_read import MAX_INT_DIGITS, MAX_JSON_DEPTH, load_json
+
+    assert load_json('{"a": "' + "[" * 500 + '", "b": -' + "9" * MAX_INT_DIGITS + "}")["b"] == -int("9" * MAX_INT_DIGITS)
+    assert load_json("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH) is not None  # at the bound: read
+    with pytest.raises(PageError, match=r"x\.json:3: an integer of 65 digits"):
+        load_json('{"n": -' + "1" * (MAX_INT_DIGITS + 1) + "}", "x.json", 3)
+    with pytest.raises(PageError, match="nested more than"):
+        load_json('{"a": ' + "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1) + "}", "x.json")
+    with pytest.raises(ValueError):  # invalid JSON stays json's own error, for the caller to word
+        load_json("{", "x.json")
+
+
+def test_row81_the_reading_path_reads_a_log_tail_and_refuses_what_is_not_a_file(tmp_path):
+    from wikiengine.core.errors import PageError
+    from wikiengine.core.safe_read import read_regular, read_tail, repo_text
+
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"x" * 100 + b"tail")
+    assert read_tail(log, 4) == b"tail" and read_tail(tmp_path / "none", 4) == b""
+    os.mkfifo(tmp_path / "pipe")
+    for read in (lambda p: read_tail(p, 4), lambda p: read_regular(p, limit=10)):
+        with pytest.raises(PageError, match="not a regular file"):
+            read(tmp_path / "pipe")
+    with pytest.raises(PageError, match=r"too large \(104 bytes; the limit is 10\)"):
+        read_regular(log, limit=10)
+    os.symlink(log, tmp_path / "inside.md")
+    assert repo_text(tmp_path, "inside.md").endswith("tail")  # a link that stays inside is followed
+    assert repo_text(tmp_path, "absent.md") is None
+    os.symlink("absent-target", tmp_path / "dangling.md")  # something is there: never "absent"
+    with pytest.raises(PageError, match="no such file"):
+        repo_text(tmp_path, "dangling.md")
+
+
 # --- row 88: the authorization record -----------------------------------------------------
 
 
