@@ -291,7 +291,7 @@ def test_row90_state_md_that_is_not_a_readable_file_is_named_as_such(wiki, kind)
         state.write_bytes(b"---\nmode: lane\n---\n\xc3(\n")
     line = refused(wiki, "step", names="memory/STATE.md", case=f"step, STATE.md {kind}")
     assert "does not exist" not in line and "no STATE" not in line
-    assert ("not a regular file" if kind == "/dev/zero" else "not valid UTF-8 (byte 0xc3 at offset 19)") in line
+    assert ("outside the repository: not read" if kind == "/dev/zero" else "not valid UTF-8 (byte 0xc3 at offset 19)") in line
 
 
 # --- row 86: JSON with huge integers or deep nesting ----------------------------------------

@@ -56,16 +56,6 @@ def _inside(path: str | Path, within: str | Path) -> bool:
     return os.path.commonpath([real, base]) == base
 
 
-def _outside(path: str | Path) -> str:
-    """Why a path that leads out of the repository is refused: what it is (``stat``, never
-    an open) when it is not a regular file (a link to ``/dev/zero``), else where it leads."""
-    try:
-        special = not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        special = False
-    return "not a regular file" if special else "symbolic link to a file outside the repository: not read"
-
-
 def confined(path: str | Path, within: str | Path, label=None) -> None:
     """Refuse ``path`` (a PageError naming ``label``) when, its symbolic links resolved, it
     lies outside the directory ``within``: a write must never land outside the repository."""
@@ -77,7 +67,7 @@ def _open_regular(path: str | Path, label, limit: int | None, within: str | Path
     """An open descriptor of the regular file at ``path`` and its stat (see :func:`read_regular`)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
     if within is not None and not _inside(path, within):
-        raise PageError(_outside(path), label)
+        raise PageError("symbolic link to a file outside the repository: not read", label)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
