@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,12 @@ def test_wiki_demo_from_a_fresh_clone_ends_complete(tmp_path):
     assert "wake 1: launch" in out and "launched session-1" in out
     assert "launched session-3" in out and "session-4" not in out
     assert "==== memory/STATE.md ====" in out and "==== git log --oneline ====" in out
+    # the figures an ML user looks for first: the loss fell over the run, and the held-out eval
+    first, final = (float(v) for v in re.search(r"training loss: ([\d.]+) at step 1 -> ([\d.]+) at step 24 \(final\)",
+                                                out).groups())
+    assert final < first
+    for task in ("heldout_loss", "heldout_perplexity", "next_token_accuracy"):
+        assert re.search(rf"^eval {task}: \d+\.\d{{4}}$", out, re.M)
 
     state = RelayState.read(demo_dir)
     assert (state.status, state.last_seen_step, state.session, state.claim) == ("complete", 24, 3, None)
@@ -92,6 +99,10 @@ def test_wiki_demo_json_prints_one_object_with_every_wake(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)  # nothing else on stdout: no progress, no banner
     assert result["root"] == str(tmp_path / "demo") and result["state"] == "complete"
+    figures = result["figures"]
+    assert figures["loss"]["final"]["step"] == 24 and figures["loss"]["final"]["value"] < figures["loss"]["first"]["value"]
+    assert set(figures["eval"]) == {"heldout_loss", "heldout_perplexity", "next_token_accuracy"}
+    assert 0 <= figures["eval"]["next_token_accuracy"] <= 1
     assert [w["decision"] for w in result["wakes"]].count("launch") == 3
     assert all(set(w) == {"mode", "state", "decision", "decisions", "actions", "needs", "next_wake_s", "commits", "exit_code", "step", "reasons"} for w in result["wakes"])
 
@@ -120,9 +131,14 @@ def test_wiki_demo_autoresearch_runs_the_queue_to_its_end_and_lints_clean(tmp_pa
     assert all("=" in r.split("\t")[6] for r in rows[1:])  # config: the run's knobs, never the variant key
     verdicts = {slug_of[r.split("\t")[0]]: r.split("\t")[7] for r in rows[1:]}
     # the load-independent outcomes land where the queue says, whatever the machine's load
-    assert verdicts["microbatch48"] == "crash" and verdicts["fast-xent"] == "crash"
+    # a run that crashed is a crash row; one that ran and broke numerics is invalid (parity), a discard
+    assert verdicts["microbatch48"] == "crash" and verdicts["fast-xent"] == "discard"
+    notes = {slug_of[r.split("\t")[0]]: r.split("\t")[8] for r in rows[1:]}
+    assert notes["fast-xent"].startswith("invalid (parity): ") and notes["microbatch48"].startswith("invalid (crash): ")
     assert verdicts["pin-memory"] == "inconclusive" and verdicts["batch256"] == "keep"
     dispatched = [r["vid"] for r in journal if r["op"] == "dispatch"]
     assert len(dispatched) == len(set(dispatched)) == 7
     model = (demo_dir / "wiki/models/mlp-cpu.md").read_text()
     assert "| 1.3M | cpu-2 | live |" in model and "[v0" in model  # Current best names a page
+    assert "TPS ±" in model and "median of 3 A/A runs" in model  # the Baseline the engine measured, in tps
+    assert "samples/s" not in (lane / "log.md").read_text() + model

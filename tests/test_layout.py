@@ -34,6 +34,7 @@ LAYERS = {
     "step.relay": 4,
     "step.lane": 4,
     "step.kernel": 4,
+    "report": 5,
     "demos": 5,
     "_cli": 6,
     "": 7,  # wikiengine/__init__.py and __main__.py: the public API sits above everything

@@ -203,11 +203,11 @@ def test_without_the_sdk_wiki_mcp_is_one_line_and_exit_2(tmp_path):
     assert done.stderr.strip() == "error: wiki mcp needs the mcp package: pip install 'wikiengine[mcp]'"
 
 
-def test_the_readme_registration_snippet_starts_this_server():
+def test_the_documented_registration_snippet_starts_this_server():
     import re
     import tomllib
 
-    blocks = re.findall(r"```json\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    blocks = re.findall(r"```json\n(.*?)```", (REPO / "docs" / "agents.md").read_text(), re.S)
     servers = [json.loads(b)["mcpServers"] for b in blocks if "mcpServers" in b]
     assert servers == [{"wiki": {"command": "wiki", "args": ["mcp"]}}]
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
@@ -247,7 +247,7 @@ def test_loop_status_and_watch_tools_on_a_lane_session_started_on_a_fresh_init(t
     assert subprocess.run([*WIKI, "init", str(root), "--model", "gemma4", "--lane", "tpu", "--variant", "2b/v5p-8"],
                           capture_output=True).returncode == 0
     program = root / "wiki/experiments/gemma4_autoresearch_optimization/tpu/program.md"
-    program.write_text(program.read_text().replace('# launch_cmd: "python -m train', 'launch_cmd: "python3 -m train'))
+    program.write_text(program.read_text().replace('# launch_cmd: "{python} -m train', 'launch_cmd: "{python} -m train'))
     for args in (["init", "-q"], ["config", "user.name", "Tester"], ["config", "user.email", "t@t.invalid"],
                  ["add", "-A"], ["commit", "-qm", "wiki init"]):
         subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)

@@ -216,9 +216,11 @@ def test_non_utf8_program(repo):
     assert_bad_input(run(["gemma4", "tpu"], repo), f"{GEMMA}/tpu/program.md:12: not valid UTF-8 (byte 0xff at offset 280)")
 
 
-def test_json_bad_input_is_still_one_line_on_stderr(repo):
+def test_json_bad_input_is_still_one_line_on_stderr_and_json_on_stdout(repo):
     (repo / "wiki/experiments/program.md").unlink()
-    assert_bad_input(run(["--json", "gemma4", "tpu"], repo), "no root program")
+    result = run(["--json", "gemma4", "tpu"], repo)
+    assert json.loads(result.stdout) == {"error": result.stderr.strip().removeprefix("error: "), "exit_status": 2}
+    assert_bad_input(subprocess.CompletedProcess(result.args, result.returncode, "", result.stderr), "no root program")
 
 
 @pytest.mark.parametrize(

@@ -101,9 +101,13 @@ def test_wiki_init_from_the_wheel_uses_the_packaged_templates_and_hook(installed
     from wikiengine.demos import scaffold
 
     root = tmp_path / "fresh"
-    out = json.loads(_run([str(installed["wiki"]), "init", str(root), "--model", "gemma4", "--lane", "tpu", "--json"],
-                          cwd=tmp_path, env=installed["env"]).stdout)
+    out = json.loads(_run([str(installed["wiki"]), "init", str(root), "--model", "gemma4", "--lane", "tpu", "--agent", "claude",
+                           "--json"], cwd=tmp_path, env=installed["env"]).stdout)
     assert "wiki/models/gemma4-tpu.md" in out["created"] and ".pre-commit-config.yaml" in out["created"]
+    assert ".claude/settings.json" in out["created"] and ".claude/hooks/wiki_hooks.py" in out["created"]
+    kit = _run([str(installed["python"]), "-c", "import wikiengine.demos.scaffold as s; print(s.agents_path())"],
+               cwd=tmp_path, env=installed["env"]).stdout.strip()
+    assert Path(kit).name == "_agents" and installed["venv"] in Path(kit).parents
     packaged = _run([str(installed["python"]), "-c", "import wikiengine.demos.scaffold as s; print(s.published_hooks_path())"],
                     cwd=tmp_path, env=installed["env"]).stdout.strip()
     assert Path(packaged).name == "_pre-commit-hooks.yaml" and installed["venv"] in Path(packaged).parents

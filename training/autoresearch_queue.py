@@ -66,7 +66,7 @@ QUEUE: tuple[Proposal, ...] = (
         predicted_signal="Expect the op dump to show the same op names with 256-row shapes, and the "
                          "profile's aten::mm and aten::addmm to take a larger share of self time while "
                          "the optimizer ops (lerp_, addcdiv_, sqrt) keep their absolute cost.",
-        falsification_criterion="Refuted if the candidate's samples/s is not above the frontier's by "
+        falsification_criterion="Refuted if the candidate's tps is not above the frontier's by "
                                 "more than the noise band, or if the parity check fails.",
         change={"batch": 256},
         requested_verdict="supported", expected_verdict="supported", outcome="win",
@@ -80,7 +80,7 @@ QUEUE: tuple[Proposal, ...] = (
         predicted_signal="Expect the op dump to show every forward and backward op repeated batch/16 "
                          "times with 16-row shapes, and the profile's per-call aten::addmm time to drop "
                          "by more than the call count rises.",
-        falsification_criterion="Refuted if samples/s falls below the frontier's by more than the noise "
+        falsification_criterion="Refuted if tps falls below the frontier's by more than the noise "
                                 "band; inconclusive if the difference stays inside it.",
         change={"micro_batch": 16},
         requested_verdict="refuted", expected_verdict="refuted", outcome="loss",
@@ -95,7 +95,7 @@ QUEUE: tuple[Proposal, ...] = (
         predicted_signal="Expect the op dump to replace the per-parameter aten::lerp_, aten::addcdiv_ and "
                          "aten::sqrt calls with aten::_foreach_* ops, and the profile's optimizer self "
                          "time to shrink while matmul time is unchanged.",
-        falsification_criterion="Refuted if samples/s is below the frontier's by more than the noise "
+        falsification_criterion="Refuted if tps is below the frontier's by more than the noise "
                                 "band; inconclusive if the gain stays inside the noise band, since the "
                                 "optimizer is a small share of a step.",
         change={"adamw": "foreach"},
@@ -110,7 +110,7 @@ QUEUE: tuple[Proposal, ...] = (
         predicted_signal="Expect the forward and backward ops to repeat once per 48-row pass, with "
                          "48-row shapes in the op dump and a per-call matmul time between the two "
                          "neighbouring settings.",
-        falsification_criterion="Refuted if samples/s is below the frontier's by more than the noise "
+        falsification_criterion="Refuted if tps is below the frontier's by more than the noise "
                                 "band; invalid if the step does not run, since the batch must be a "
                                 "multiple of 48 for the reshape.",
         change={"micro_batch": 48},
@@ -126,7 +126,7 @@ QUEUE: tuple[Proposal, ...] = (
                          "from the op dump in favour of aten::max and aten::gather, and the loss to "
                          "stay within the parity tolerance of the float64 reference.",
         falsification_criterion="Invalid if the parity check fails (relative error above the tolerance "
-                                "against the float64 reference); refuted if samples/s does not rise "
+                                "against the float64 reference); refuted if tps does not rise "
                                 "beyond the noise band.",
         change={"logsumexp": "max"},
         requested_verdict="supported", expected_verdict="invalid", outcome="numerics-break",
@@ -139,7 +139,7 @@ QUEUE: tuple[Proposal, ...] = (
                   "before the step reads it.",
         predicted_signal="Expect the op dump to gain an aten::_pin_memory (or aten::is_pinned) call per "
                          "batch and the profile's aten::copy_ self time to drop.",
-        falsification_criterion="Refuted if samples/s is below the frontier's by more than the noise "
+        falsification_criterion="Refuted if tps is below the frontier's by more than the noise "
                                 "band; a silent no-op, hence inconclusive, if the op digest equals the "
                                 "frontier's.",
         change={"pin_memory": True},
@@ -156,7 +156,7 @@ QUEUE: tuple[Proposal, ...] = (
         predicted_signal="Expect the op dump to show aten::addmm and aten::mm on bfloat16 inputs with "
                          "aten::_to_copy casts around them, and the profile's matmul self time to drop "
                          "by more than the casts add.",
-        falsification_criterion="Refuted if samples/s is not above the frontier's by more than the "
+        falsification_criterion="Refuted if tps is not above the frontier's by more than the "
                                 "noise band; invalid if the parity check against float64 fails.",
         change={"dtype": "bfloat16"},
         requested_verdict="supported", expected_verdict="supported", outcome="win",

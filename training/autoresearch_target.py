@@ -344,8 +344,8 @@ def measure(candidate: TrainingStep, frontier: TrainingStep, rounds: int, second
             frontier_tps=frontier.config.batch / statistics.median(frontier_times),
             frontier_self_ratio=statistics.median(frontier_times[1::2]) / statistics.median(frontier_times[0::2]))
         results.append(result)
-        progress(f"round {index + 1}/{rounds}: candidate {result.candidate_tps:.1f} samples/s, "
-                 f"frontier {result.frontier_tps:.1f} samples/s, ratio {result.ratio:.3f}")
+        progress(f"round {index + 1}/{rounds}: candidate {result.candidate_tps:.1f} tps, "
+                 f"frontier {result.frontier_tps:.1f} tps, ratio {result.ratio:.3f}")
     return Throughput(
         frontier_tps=statistics.median(r.frontier_tps for r in results),
         speedup=statistics.median(r.ratio for r in results),
@@ -505,7 +505,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from wikiengine.core import run_report as lane_run
+
     args = _arguments(argv)
+    if lane_run.smoke():  # `wiki lane check`: the contract, not the figure, is what is checked
+        args.rounds, args.seconds = min(args.rounds, 2), min(args.seconds, 0.5)
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -523,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.BAD_INPUT
     try:
         metrics = evaluate(candidate, frontier, out, args.rounds, args.seconds,
-                           progress=lambda line: print(line, flush=True))
+                           progress=lambda line: (print(line, flush=True), lane_run.progress()))
     except Exception as exc:  # the experiment crashed: that is a result, recorded, not a bug of this tool
         error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
         (out / "crash.txt").write_text(traceback.format_exc())

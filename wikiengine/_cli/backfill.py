@@ -1,4 +1,4 @@
-"""`wiki backfill`: a page for every finished workload of a lane that has none (seed 001 step 0)."""
+"""`wiki backfill`: a page for every finished workload of a lane that has none."""
 
 from __future__ import annotations
 

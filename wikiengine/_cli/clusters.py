@@ -9,9 +9,9 @@ from pathlib import Path
 from wikiengine.core.errors import ExitCode
 from wikiengine.model.targets import ROOT_HELP
 
-HELP = "discover GKE clusters in .env/, check their occupancy and select free ones (seed Steps 4-6)"
+HELP = "discover GKE clusters in .env/, check their occupancy and select free ones"
 DESCRIPTION = """\
-Read the cluster files in .env/ (Steps 4-5), list the JobSets on every candidate with
+Read the cluster files in .env/, list the JobSets on every candidate with
 the chosen TPU generation and topology, attribute each active workload (mine in this
 lane, mine in another lane, mine for another model, foreign), and select up to N free
 clusters in file order (Step 6). A cluster that cannot be asked is "unknown", never free.

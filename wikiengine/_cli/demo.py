@@ -30,7 +30,8 @@ DESCRIPTION = """\
   wiki demo relay [DIR]
       scaffold the `tiny` relay run (wiki, memory, a local git checkpoint store, the
       pinned training sources) and run `wiki step` until it is complete; ends with
-      STATE.md, the quota ledger and the git log.
+      STATE.md, the quota ledger, the git log, and the run's figures: the training
+      loss (first and final) and the held-out eval.
 
 DIR defaults to a new temporary directory. No account, no network.
 """
@@ -52,7 +53,7 @@ def add_parser(subparsers) -> None:
                              "(default: a new temp dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true",
-                        help='relay: print only {"root", "state", "wakes", "seconds"} at the end (each wake as wiki step --json)')
+                        help='relay: print only {"root", "state", "wakes", "figures", "seconds"} at the end (each wake as wiki step --json)')
     parser.set_defaults(handler=run)
 
 
@@ -155,6 +156,37 @@ def watch_session(root: Path, progress: bool) -> None:
             bar.close()
 
 
+def final_figures(root: Path) -> dict:
+    """What an ML user looks for first: the training loss from the first logged interval to the
+    last (the final trainer state in the store) and the held-out eval the finish wrote."""
+    import json
+
+    from wikiengine.executors.store import FINAL_PATH
+    from wikiengine.model.state import RelayState
+    from wikiengine.step.relay.finish import eval_dir, results
+    from wikiengine.step.relay.wake import load_run
+    from wikiengine.training.checkpoint import TRAINER_STATE_NAME
+
+    state = RelayState.read(root)
+    run = load_run(root, state)
+    trainer = json.loads(run.store.read_file(f"{FINAL_PATH}/{TRAINER_STATE_NAME}", run.store.head()))
+    losses = [(entry["step"], entry["loss"]) for entry in trainer["log_history"] if entry.get("loss") is not None]
+    evaluation = results(eval_dir(root, state.run), list(run.config.get("eval_plan") or []))
+    return {"loss": {"first": {"step": losses[0][0], "value": losses[0][1]},
+                     "final": {"step": losses[-1][0], "value": losses[-1][1]}} if losses else None,
+            "eval": {task: found["value"] for task, found in evaluation.items()}}
+
+
+def figures_text(figures: dict) -> str:
+    loss = figures["loss"]
+    lines = ["==== the run's figures ===="]
+    lines.append(f"training loss: {loss['first']['value']:.4f} at step {loss['first']['step']} -> "
+                 f"{loss['final']['value']:.4f} at step {loss['final']['step']} (final)" if loss
+                 else "training loss: none logged")
+    lines += [f"eval {task}: {value:.4f}" for task, value in figures["eval"].items()] or ["eval: none ran"]
+    return "\n".join(lines)
+
+
 def demo_dir(given: Path | None) -> Path:
     from wikiengine.core.errors import WikiError
 
@@ -227,7 +259,7 @@ def run_relay(root: Path, args) -> int:
     if args.json:
         import json
 
-        print(json.dumps({"root": str(root), "state": result.state, "wakes": wakes,
+        print(json.dumps({"root": str(root), "state": result.state, "wakes": wakes, "figures": final_figures(root),
                           "seconds": round(time.monotonic() - started, 1)}, indent=2))
         return 0
     print("\n==== memory/STATE.md ====")
@@ -236,6 +268,7 @@ def run_relay(root: Path, args) -> int:
     print((root / "memory" / "QUOTA.md").read_text())
     print("==== git log --oneline ====")
     print(demo_git(root, "log", "--oneline"))
+    print(figures_text(final_figures(root)))
     print(f"demo complete in {time.monotonic() - started:.0f} s: {root}")
     return 0
 

@@ -6,13 +6,14 @@ from pathlib import Path
 
 from wikiengine._cli._verbs import add_verb_parser, add_writer_options, print_result, verb_root
 
-HELP = "allocate, stub, file and retry experiments of a lane (seed 001 steps 2(a) and 2(c)(i.5))"
+HELP = "allocate, stub, file and retry experiments of a lane"
 DESCRIPTION = """\
 The lifecycle of an experiment page, so that ids, stubs, verdicts, the model page, the
 lane log and RESULTS.tsv cannot drift:
 
   wiki exp new [MODEL LANE] --slug S --variant KEY --proposal FILE [--track N]
-                [--rerun-reason TEXT] [--reformulated-because TEXT]
+                [--knob KEY=VALUE ... | --knobs FILE] [--rerun-reason TEXT]
+                [--reformulated-because TEXT]
       allocate the next v-id (never reused: pages, the lane journal and every branch),
       write the stub (status: in_progress), claim it in the journal, commit.
   wiki exp file VID [MODEL LANE] --verdict V [--reason TEXT] [--profile FILE] [--hlo FILE]
@@ -40,7 +41,12 @@ the next one. Exit 2 on bad input, with nothing written.
 
 Knobs are data: the first ```yaml block of the proposal's `## Setup` is the run's config
 (a mapping of knob: value), parsed at `exp new` (bad YAML, or a block that is not a
-mapping: exit 2 with the proposal's file:line). When the lane's program declares
+mapping: exit 2 with the proposal's file:line). Or give them on the command line:
+--knob KEY=VALUE (repeatable; VALUE read as YAML: 64, true, bfloat16) and --knobs FILE
+(a YAML or JSON mapping; --knob overrides it); they become the stub's Setup yaml block.
+A yaml block anywhere else in the proposal (another section, or a second block in the
+Setup) is exit 2 naming its line: the run would never get it and would measure the
+frontier while the page claims the change. When the lane's program declares
 `knobs:` in its `## Config` (name -> type, choices, minimum, maximum), an undeclared
 knob, a wrong type or a value out of range is exit 2 naming the knob. The same knob set
 (in any order, whatever the prose says) is refused while a stub with it is open on any
@@ -61,6 +67,9 @@ def add_parser(subparsers) -> None:
     new.add_argument("--variant", required=True, help="a row key of the model page's variant matrix, e.g. 2B/v5p-16")
     new.add_argument("--proposal", required=True, type=Path, help="markdown with the four labelled paragraphs")
     new.add_argument("--track", type=int, help="the track (cluster slot) this experiment runs on")
+    new.add_argument("--knob", action="append", default=[], metavar="KEY=VALUE",
+                     help="a knob of the run's config (repeatable; VALUE as YAML: 64, true, bfloat16)")
+    new.add_argument("--knobs", type=Path, metavar="FILE", help="the run's knobs: a YAML or JSON mapping")
     new.add_argument("--rerun-reason", metavar="TEXT",
                      help="why knobs already filed refuted on this variant should run again (kept on the stub)")
     new.add_argument("--reformulated-because", metavar="TEXT", help=REFORMULATED_HELP)
@@ -99,9 +108,12 @@ def run(args) -> int:
         return 2
     lane = lane_writers.lane_for(root, args.names)
     if args.verb == "new":
+        from wikiengine.model.knobs import knobs_from_options
+
         result = lane_writers.new_experiment(root, lane, slug=args.slug, variant=args.variant,
                                              proposal_path=args.proposal, track=args.track,
                                              rerun_reason=args.rerun_reason,
+                                             knobs=knobs_from_options(args.knob, args.knobs),
                                              reformulated_because=args.reformulated_because, dry_run=args.dry_run)
         text = f"{result['vid']}: stub {result['page']}\nworkload: {result['workload_name']}\n" + "".join(
             f"{k}: {v}\n" for k, v in result["artifacts"].items())
@@ -114,7 +126,8 @@ def run(args) -> int:
         result = lane_writers.file_experiment(root, lane, args.vid, verdict=args.verdict, metrics=metrics,
                                               outcome=outcome, profile_path=args.profile, hlo_path=args.hlo,
                                               reason=args.reason, external=args.external, dry_run=args.dry_run)
-        text = f"{result['vid']}: filed {result['verdict']} ({result['page']})\n" + "".join(
+        kind = f" ({result['invalid']})" if result.get("invalid") else ""
+        text = f"{result['vid']}: filed {result['verdict']}{kind} ({result['page']})\n" + "".join(
             f"  {c}\n" for c in result["capped"]) + ("Current best moved\n" if result["current_best_moved"] else "")
     else:
         result = lane_writers.retry_experiment(root, lane, args.vid, reformulated_because=args.reformulated_because,

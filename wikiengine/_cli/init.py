@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from wikiengine.demos.scaffold import AGENTS
+
 HELP = "scaffold a wiki: programs, model page, logs, RESULTS.tsv, index, wiki.toml, pre-commit (adds only what is missing)"
 DESCRIPTION = """\
 Scaffold DIR (default: the current directory) in the layout of real autoresearch wikis:
@@ -23,6 +25,10 @@ files (one per GKE TPU cluster) with a filled example.
   wiki init --memory RUN                      a relay run: memory/ files, wiki/runs/<RUN>/program.md, store/
   wiki init --cluster alice-v5p-16 --tpu v5p-2x2x2 --location europe-west4-b --project P
                                               a .env/ cluster file that wiki loop start and wiki clusters read
+  wiki init --agent claude                    the agent kit for Claude Code: the wiki-wake skill, a hook that
+                                              lints edited pages, a Stop hook that keeps a running lane waking
+                                              (.claude/skills, .claude/hooks, .claude/settings.json)
+  wiki init --agent codex                     the same wake loop and rules for Codex (AGENTS.md)
 
 Idempotent: in an existing wiki it adds only what is missing and never overwrites a file
 (.gitignore only gains the lines it lacks); it prints what it created and skipped. Run it
@@ -49,6 +55,7 @@ def add_parser(subparsers) -> None:
     cluster.add_argument("--tpu", metavar="GEN-TOPOLOGY", help="its slice: v5p-2x2x2, v6e-2x4")
     cluster.add_argument("--location", metavar="ZONE|REGION", help="as gcloud's --location: europe-west4-b")
     cluster.add_argument("--project", metavar="PROJECT", help="the Google Cloud project")
+    parser.add_argument("--agent", choices=AGENTS, help="write the agent kit of contrib/agents/ for this coding agent")
     parser.add_argument("--json", action="store_true", help='print {"root", "created", "updated", "skipped", "notes"}')
     parser.set_defaults(handler=run)
 
@@ -59,14 +66,14 @@ def _request(args):
     from wikiengine.core.errors import WikiError
     from wikiengine.core.identity import MODEL_DIR_SUFFIX
     from wikiengine.demos.scaffold import Request
-    from wikiengine.model.targets import check_name
+    from wikiengine.model.targets import check_new_name
 
     if args.lane and not args.model:
         raise WikiError("--lane needs a --model to go under")
-    models = tuple(dict.fromkeys(check_name(m, "model").removesuffix(MODEL_DIR_SUFFIX) for m in args.model))
+    models = tuple(dict.fromkeys(check_new_name(m, "model").removesuffix(MODEL_DIR_SUFFIX) for m in args.model))
     if any(not m for m in models):
         raise WikiError(f"invalid model name: give the model, e.g. gemma4 (not {MODEL_DIR_SUFFIX} alone)")
-    lanes = tuple(dict.fromkeys(check_name(lane, "lane") for lane in args.lane))
+    lanes = tuple(dict.fromkeys(check_new_name(lane, "lane") for lane in args.lane))
     for lane in lanes:
         if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", lane):
             raise WikiError(f"invalid lane name {lane!r}: lower-case letters, digits, '_' and '-' (tpu, jax, torchax)")
@@ -78,10 +85,10 @@ def _request(args):
         variants.append((size.strip(), hardware.strip()))
     if variants and not lanes:
         raise WikiError("--variant needs a --lane: variants are rows of a lane's model page")
-    kernels = tuple(dict.fromkeys(check_name(k, "kernel family") for k in args.kernel))
-    run_name = check_name(args.memory, "run") if args.memory is not None else None
+    kernels = tuple(dict.fromkeys(check_new_name(k, "kernel family") for k in args.kernel))
+    run_name = check_new_name(args.memory, "run") if args.memory is not None else None
     return Request(models=models, lanes=lanes, variants=tuple(variants), kernels=kernels, run=run_name,
-                   cluster=_cluster(args))
+                   cluster=_cluster(args), agent=args.agent)
 
 
 def _cluster(args):
@@ -99,6 +106,11 @@ def _cluster(args):
     missing = [f"--{flag}" for flag, value in given.items() if not value]
     if missing:
         raise WikiError(f"a cluster file needs --cluster, --tpu, --location and --project (missing {', '.join(missing)})")
+    for flag, value in given.items():  # a line break would end the field and start another (row 97)
+        odd = next((c for c in value if not c.isprintable() or c.isspace()), None)
+        if odd is not None:
+            raise WikiError(f"--{flag} {value!r}: holds U+{ord(odd):04X} (a space, line break or control character); "
+                            "give one word, as gcloud prints it")
     tpu = parse_tpu(args.tpu, Path("--tpu"), None)
     owner = resolve_user_prefix(None, cwd=args.directory).value
     cluster = Cluster(args.cluster, tpu.generation, tpu.topology, args.location, args.project, owner)
@@ -157,6 +169,9 @@ def run(args) -> int:
     notes = []
     if configured:
         notes.append("pyproject.toml holds [tool.wiki]: no wiki.toml written (it would override that configuration)")
+    if ".claude/settings.json" in outcome.skipped:
+        notes.append(".claude/settings.json exists and was left as it is: merge the hooks of "
+                     "contrib/agents/claude/hooks/hooks.json into it by hand")
     if "wiki/index.md" in outcome.skipped and any(rel.startswith(("wiki/models/", "wiki/kernels/")) for rel in outcome.created):
         notes.append("wiki/index.md exists and was left as it is: list the new model pages under its ## Models (N)")
     if args.json:
@@ -169,4 +184,7 @@ def run(args) -> int:
         print(f"note: {note}")
     print(f"\n{root}: {len(outcome.created)} created, {len(outcome.updated)} updated, {len(outcome.skipped)} skipped. "
           "Next: git init (if it is not a repository), pre-commit install, wiki lint.")
+    for model, lane in ((m, lane) for m in request.models for lane in request.lanes):
+        print(f"Then set launch_cmd in the {model}/{lane} lane program's ## Config and run "
+              f"`wiki lane check {model} {lane}`: it runs the command once and says what it does not write.")
     return 0

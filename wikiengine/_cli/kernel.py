@@ -1,4 +1,4 @@
-"""`wiki kernel start|stub|cand|verify|file|rule-out|watch|status|close`: seed 003's kernel fast path (K0 to K9)."""
+"""`wiki kernel start|stub|cand|verify|file|rule-out|watch|status|close`: a kernel family's fast path."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from wikiengine._cli._verbs import add_verb_parser, add_writer_options, print_result, verb_root
 from wikiengine.core.errors import ExitCode
 
-HELP = "run a kernel family: start, stub, candidates, verify, file, close (seed 003 Step 1, K0 to K9)"
+HELP = "run a kernel family: start, stub, candidates, verify, file, close and what comes next"
 DESCRIPTION = """\
 A kernel family lives in wiki/kernel_experiments/<family>/pallas/ with its family page
 wiki/kernels/<family>.md. Every write takes the family's lock, re-lints what it wrote and
@@ -19,7 +19,7 @@ commits; candidates are committed on the experiment's branch kernel/<family>-v<N
       derive the family slug, bootstrap a new family, record the run target once,
       delete a leftover .stop-authorized, write the start marker, and point
       memory/STATE.md at the session (mode: kernel), so that `wiki step` drives it:
-      each wake verifies a candidate that has no receipt and says what is owed (K9).
+      each wake verifies a candidate that has no receipt and says what is owed.
       With --pod the session's pod is brought up first (or attached to, idempotent by name).
   wiki kernel pod discover [--context C]
       the TPU capacity the cluster reports: nodepool, accelerator, topology,
@@ -42,7 +42,7 @@ commits; candidates are committed on the experiment's branch kernel/<family>-v<N
       the watcher's delta audit since .audit-cursor (lint, stale stubs, thrashing, the
       stop-at-first-win stall), each finding with its correction; exit 1 on findings.
   wiki kernel status FAMILY
-      K9: the open stub, the state after the last verdict (the next stub, the stop
+      the open stub, the state after the last verdict (the next stub, the stop
       chain, a pause, or the stop-at-first-win stall) and the stop rule's reasons.
   wiki kernel close FAMILY [--pause]
       the stop rule from facts (exit 3 when refused); --pause records the resume action;
@@ -99,14 +99,14 @@ def _add_start(verbs) -> None:
 
 def _add_stub(verbs) -> None:
     stub = _family_verb(verbs, "stub", "K3: the stub of one mechanism")
-    stub.add_argument("--slug", required=True)
+    stub.add_argument("--slug", required=True, help="the page slug: lower-case words joined by '-'")
     stub.add_argument("--proposal", required=True, type=Path, help="markdown with the four labelled paragraphs")
-    stub.add_argument("--op-point", required=True)
+    stub.add_argument("--op-point", required=True, help="the op-point the mechanism targets (one of the binding's)")
     stub.add_argument("--lever", required=True, help="the class-page lever this mechanism tries")
     stub.add_argument("--lever-queue", action="append", default=[], help="the lever queue (repeatable, in order)")
     stub.add_argument("--plan", action="append", default=[], help="a Candidate plan item (repeatable)")
-    stub.add_argument("--intervention-class", required=True)
-    stub.add_argument("--category", required=True)
+    stub.add_argument("--intervention-class", required=True, help="the class of change, as the class page names it")
+    stub.add_argument("--category", required=True, help="the mechanism's category, as the class page names it")
     stub.add_argument("--activity", default="capability-eval", help="optimization | capability-eval")
     stub.add_argument("--profile", help="optimization: the model-lane experiment page that profiled the op-point")
     stub.add_argument("--bar", type=float, help="the pre-registered speedup bar (default: the binding's)")
@@ -126,17 +126,18 @@ def _add_cand(verbs) -> None:
 def _add_verify(verbs) -> None:
     verify = _family_verb(verbs, "verify", "K6: verify a candidate in a fresh process; write its receipt")
     verify.add_argument("--cand", dest="cand_name", help="the ledger row (default: the last)")
-    verify.add_argument("--mode", choices=("full", "quick"), default="full")
-    verify.add_argument("--vid")
+    verify.add_argument("--mode", choices=("full", "quick"), default="full",
+                        help="the repetitions per timing: full (61) or quick (15)")
+    verify.add_argument("--vid", help="the experiment (default: the family's open stub)")
     add_writer_options(verify)
 
 
 def _add_file(verbs) -> None:
     filed = _family_verb(verbs, "file", "K7/K8: file the verdict and update the family page")
     filed.add_argument("--verdict", required=True, help="supported | refuted | inconclusive | invalid")
-    filed.add_argument("--reason")
+    filed.add_argument("--reason", help="why this verdict, in one line")
     filed.add_argument("--lead", action="append", default=[], metavar="SLUG=WHY", help="a lead for the family page")
-    filed.add_argument("--vid")
+    filed.add_argument("--vid", help="the experiment (default: the family's open stub)")
     add_writer_options(filed)
 
 
@@ -157,7 +158,7 @@ def _add_watch(verbs) -> None:
 
 
 def _add_status(verbs) -> None:
-    add_writer_options(_family_verb(verbs, "status", "K9: the family's state, its stall if any, and the stop rule"))
+    add_writer_options(_family_verb(verbs, "status", "the family's state, its stall if any, and the stop rule"))
 
 
 def _add_pod(verbs) -> None:
@@ -297,7 +298,7 @@ def run(args) -> int:
         elif args.verb == "status":
             result = kernel_close.status(root, family)
             text = (f"{result['family']}: session {result['session']}, open {', '.join(result['open']) or 'none'}, "
-                    f"frontier {result['frontier'] or 'none'}\nK9: {result['k9'].get('message', result['k9']['state'])}\n"
+                    f"frontier {result['frontier'] or 'none'}\nnext: {result['k9'].get('message', result['k9']['state'])}\n"
                     f"resume: {result['resume_action']}\n" + "".join(f"  stop rule: {r}\n" for r in result["stop_rule"]))
         else:
             result = kernel_close.close(root, family, pause=args.pause, dry_run=args.dry_run)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from wikiengine._cli._verbs import add_verb_parser, verb_root
 from wikiengine.core.errors import ExitCode
 from wikiengine.model.targets import ROOT_HELP
 
-HELP = "start a lane session (seed Steps 1-9b) or show it"
+HELP = "start, show or stop a lane session"
 DESCRIPTION = """\
   wiki loop start MODEL LANE [--parallelism N|all] [--backend local|gke]
                   [--tpu GEN --topology T] [--first TEXT] [--yes] [--json]
@@ -33,12 +34,37 @@ DESCRIPTION = """\
       needs no authorization.
 
 Then run `wiki step` at each wake: it drives the session memory/STATE.md names.
+
+The run command and what it gets: `wiki loop start --help`, docs/run-contract.md.
+"""
+
+
+RUN_CONTRACT = """\
+Start a session on a lane: the pool, the session constants, the start marker (see
+`wiki loop --help`).
+
+The run command (launch_cmd; docs/run-contract.md has the whole contract) is split like a
+shell would, filled in word by word and run WITHOUT a shell (no $VAR, no pipes), in the
+repository root, with credentials removed from its environment:
+  {python}     the engine's interpreter; a bare `python` is the caller's PATH's
+               (from cron or an MCP client often not the one with torch)
+  {config}     a JSON file of the experiment's knobs (its Setup's yaml block)
+  {frontier}   a JSON file of the frontier's knobs (Current best, else baseline_config)
+  {artifacts}  the folder it writes into (= $ARTIFACT_DIR)
+  {smoke}      1 in a smoke run (`wiki lane check`), else 0
+  env: METRICS_PATH (metrics.json: the target metric, parity, frontier_<metric>,
+  op digests; schema/run-metrics.schema.json), ARTIFACT_DIR (profile.md, hlo.md with
+  the \"Hypothesis-firing audit: ...\" line), XPROF_PATH, HLO_PATH, PROGRESS_PATH (touch
+  it on progress), WORKLOAD_NAME, TRACK, WIKI_VID, WIKI_CONFIG, WIKI_FRONTIER,
+  WIKI_SMOKE. A Python script writes all of it with `from wikiengine import run`.
+Run `wiki lane check MODEL LANE` first: it runs the command once and says what is missing.
 """
 
 
 def add_parser(subparsers) -> None:
     parser, verbs = add_verb_parser(subparsers, "loop", HELP, DESCRIPTION)
-    start = verbs.add_parser("start", help="start a session on a lane")
+    start = verbs.add_parser("start", help="start a session on a lane", description=RUN_CONTRACT,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
     start.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
     start.add_argument("--parallelism", "-n", default="1", metavar="N|all", help="tracks (default 1)")
     start.add_argument("--backend", default="local", help="local (processes here) or gke (JobSets on free clusters)")
@@ -46,7 +72,8 @@ def add_parser(subparsers) -> None:
     start.add_argument("--topology", metavar="T", help="slice topology (gke)")
     start.add_argument("--first", metavar="TEXT", help="the first-pick hypothesis, for the start marker")
     start.add_argument("--launch-cmd", metavar="CMD", help="the run command when the resolved ## Config has no "
-                       "launch_cmd ({config}, {frontier}, {artifacts}, {python} are filled in); kept for the session")
+                       "launch_cmd ({python}, {config}, {frontier}, {artifacts}, {smoke} are filled in: see above); "
+                       "kept for the session")
     start.add_argument("--yes", action="store_true", help="start without asking (agents, scripts)")
     status = verbs.add_parser("status", help="the session as a wake sees it; writes nothing")
     stop = verbs.add_parser("stop", help="the gated stop (or --pause)")
@@ -103,5 +130,7 @@ def run(args) -> int:
     else:
         print(f"session {result['session']} on {result['lane']}: {len(result['pool'])} track(s): "
               + ", ".join(s["name"] for s in result["pool"]))
+        for variant, how in result["empty_baselines"].items():
+            print(f"Baseline of {variant}: empty; {how}")
         print("run `wiki step` at each wake")
     return 0

@@ -11,15 +11,21 @@ status 70 (``WIKI_TRACEBACK=1`` re-raises it).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import json
 import os
 import sys
 
+from wikiengine._cli._verbs import parse_args
 from wikiengine.core.errors import ExitCode, WikiError, exit_code_of
 from wikiengine.core.version import __version__
 
+# OSErrors that say the machine refused a write, not that the code is wrong (row 100): exit 2.
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG,
+                                errno.ENAMETOOLONG})
 COMMANDS = ("init", "adopt", "resolve", "lint", "step", "loop", "watch", "exp", "log", "backfill", "unblock", "demo", "clusters",
-            "kernel", "mcp")
+            "kernel", "lane", "mcp", "report")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -39,7 +45,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv else None)  # a misspelt command builds all, for the suggestion
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     if not getattr(args, "handler", None):
         parser.print_help()
         return ExitCode.BAD_INPUT
@@ -47,14 +53,37 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except WikiError as err:
         print(f"error: {err}", file=sys.stderr)
-        return exit_code_of(err)
+        return refused_json(args, str(err), exit_code_of(err))
     except (KeyboardInterrupt, BrokenPipeError) as exc:
         return exit_code_of(exc)
-    except Exception as exc:  # a bug, not bad input: one line; the traceback on request
-        if os.environ.get("WIKI_TRACEBACK"):
-            raise
-        print(f"error: internal error: {exception_name(exc)}: {exc} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
-        return exit_code_of(exc)
+    except OSError as exc:
+        if exc.errno not in ENVIRONMENT_ERRNOS:
+            return internal_error(args, exc)
+        where = f"{exc.filename}: " if exc.filename else ""
+        line = f"{where}{exc.strerror or exc}"
+        print(f"error: {line}", file=sys.stderr)
+        return refused_json(args, line, ExitCode.BAD_INPUT)
+    except Exception as exc:
+        return internal_error(args, exc)
+
+
+def internal_error(args, exc: Exception) -> int:
+    """A bug, not bad input: one line; the traceback on request."""
+    if os.environ.get("WIKI_TRACEBACK"):
+        raise exc
+    line = f"internal error: {exception_name(exc)}: {exc}"
+    print(f"error: {line} (WIKI_TRACEBACK=1 shows where)", file=sys.stderr)
+    return refused_json(args, line, exit_code_of(exc))
+
+
+def refused_json(args, message: str, code: int) -> int:
+    """With ``--json``, a refusal is JSON too: ``{"error", "exit_status"}`` on stdout (the
+    line on stderr stays), so a caller that parses stdout always gets an object."""
+    if getattr(args, "json", False) is True:
+        from wikiengine.core.secrets import redact
+
+        print(json.dumps({"error": redact(message), "exit_status": int(code)}))
+    return code
 
 
 def exception_name(exc: BaseException) -> str:

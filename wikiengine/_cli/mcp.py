@@ -3,14 +3,25 @@
 Each tool is a subcommand run with ``--json``: its input schema is generated from the
 subcommand's own argparse parser (:mod:`wikiengine.core.argschema`), and its result is the
 command's JSON output, byte for byte. A call runs the command as a child process
-(``python -m wikiengine ...``, stdin closed): a command that prints, exits, crashes or
-leaves threads behind cannot touch the server or its stdio transport.
+(``python -m wikiengine ...``, stdin closed, its own session): a command that prints, exits,
+crashes or leaves threads behind cannot touch the server or its stdio transport.
+
+Every call is bounded (row 96): its arguments are checked before anything runs (no NUL or
+other control character, no string over 128 KiB, the MAX_ARG_STRLEN of Linux, at most
+512 KiB in all), the child runs under an address-space cap (``RLIMIT_AS``, soft limit;
+``WIKI_MCP_MEMORY_MB``, default 16384, 0 for none; what it starts inherits it) and a
+deadline (``WIKI_MCP_TIMEOUT_S``, default 900 s), after which its whole process group is
+killed and the call answers with a tool error saying so. Nothing the server catches is
+printed as a traceback: a failure is one redacted line in the tool's error result.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -52,6 +63,7 @@ TOOLS = (
     Tool("log_add", ("log", "add")),
     Tool("backfill", ("backfill",)),
     Tool("loop_status", ("loop", "status")),
+    Tool("lane_check", ("lane", "check"), ok_exits=(ExitCode.OK, ExitCode.FINDINGS)),  # 1: something is missing
     Tool("watch", ("watch",), omit=("once", "interval"), ok_exits=(ExitCode.OK, ExitCode.FINDINGS, ExitCode.REVIVED),
          fixed=("--once",)),
     Tool("kernel_status", ("kernel", "status")),
@@ -67,6 +79,17 @@ INSTRUCTIONS = (
     "blocked run). Bad input is an error result holding the command's one-line message."
 )
 JSON_OPTION = "json"  # every tool's command runs with --json; the option is not an input
+MAX_STRING = 128 * 1024  # bytes of one argument string (Linux's MAX_ARG_STRLEN, its NUL included)
+MAX_ARGUMENTS = 512 * 1024  # bytes of all argument strings together
+TIMEOUT_ENV, MEMORY_ENV = "WIKI_MCP_TIMEOUT_S", "WIKI_MCP_MEMORY_MB"
+DEFAULT_TIMEOUT_S, DEFAULT_MEMORY_MB = 900.0, 16384
+# The child: lower its soft RLIMIT_AS (argv[1], bytes; 0 keeps it), then run `python -m wikiengine`.
+_LAUNCH = ("import resource, runpy, sys\n"
+           "cap = int(sys.argv.pop(1))\n"
+           "hard = resource.getrlimit(resource.RLIMIT_AS)[1]\n"
+           "if cap:\n"
+           "    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))\n"
+           "runpy.run_module('wikiengine', run_name='__main__', alter_sys=True)\n")
 
 
 def add_parser(subparsers) -> None:
@@ -84,19 +107,110 @@ def tool_parser(tool: Tool) -> argparse.ArgumentParser:
     return argschema.subparser(build_parser(), tool.command)
 
 
+def tool_summary(tool: Tool) -> str:
+    """The one-line help the CLI lists the tool's (sub)command with."""
+    from wikiengine._cli.main import build_parser
+    from wikiengine.core import argschema
+
+    parent = argschema.subparser(build_parser(), tool.command[:-1])
+    verbs = next(a for a in parent._actions if isinstance(a, argparse._SubParsersAction))
+    return next((c.help or "") for c in verbs._choices_actions if c.dest == tool.command[-1])
+
+
 def tool_listing() -> list[dict]:
-    """Every tool as ``{name, description, inputSchema}``, read from the CLI's parsers."""
+    """Every tool as ``{name, description, inputSchema}``, read from the CLI's parsers: the
+    description is the command's one-line help, then its full description."""
     from wikiengine.core import argschema
 
     listing = []
     for tool in TOOLS:
         parser = tool_parser(tool)
+        details = (parser.description or "").strip("\n")
         listing.append({
             "name": tool.name,
-            "description": parser.description or "",
+            "description": tool_summary(tool) + (f"\n\n{details}" if details else ""),
             "inputSchema": argschema.input_schema(parser, tool.omit + (JSON_OPTION,)),
         })
     return listing
+
+
+def check_arguments(tool_name: str, arguments: dict) -> None:
+    """WikiError unless every string in ``arguments`` can be one argv entry: no NUL or other
+    control character (tab and newline pass), at most :data:`MAX_STRING` bytes each and
+    :data:`MAX_ARGUMENTS` in all. Checked before anything runs."""
+    from wikiengine.core.errors import WikiError
+
+    total = 0
+
+    def visit(value, where: str) -> None:
+        nonlocal total
+        if isinstance(value, dict):
+            for key, item in value.items():
+                visit(key, where)
+                visit(item, f"{where}/{key}" if where else str(key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                visit(item, f"{where}/{index}")
+        elif isinstance(value, str):
+            size = len(value.encode("utf-8", "surrogatepass"))
+            total += size
+            if size >= MAX_STRING:
+                raise WikiError(f"{tool_name}: {where}: {size} bytes, over the {MAX_STRING // 1024} KiB an argument can hold")
+            bad = next((c for c in value if (ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) < 0xA0), None)
+            if bad is not None:
+                raise WikiError(f"{tool_name}: {where}: holds the control character U+{ord(bad):04X}")
+            if any(0xD800 <= ord(c) < 0xE000 for c in value):
+                raise WikiError(f"{tool_name}: {where}: holds a lone surrogate (not valid text)")
+
+    visit(arguments, "")
+    if total > MAX_ARGUMENTS:
+        raise WikiError(f"{tool_name}: arguments: {total} bytes, over the {MAX_ARGUMENTS // 1024} KiB a call may pass")
+
+
+def _limit(env: str, default: float) -> float:
+    from wikiengine.core.errors import WikiError
+
+    raw = os.environ.get(env, "")
+    try:
+        value = float(raw) if raw.strip() else default
+    except ValueError:
+        raise WikiError(f"{env}={raw!r} is not a number") from None
+    if value < 0 or value != value:
+        raise WikiError(f"{env}={raw!r} is negative")
+    return value
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What one bounded child run came to (``timed_out``: killed at the deadline)."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+
+def run_bounded(argv: list[str], timeout_s: float, memory_bytes: int) -> Finished:
+    """``python -m wikiengine ARGV`` in its own session under the address-space cap, killed
+    with its whole process group at the deadline (a blocking read of a FIFO, a loop)."""
+    child = subprocess.Popen([sys.executable, "-c", _LAUNCH, str(memory_bytes), *argv], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = child.communicate(timeout=timeout_s or None)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = child.communicate()
+        timed_out = True
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
+    return Finished(None if timed_out else child.returncode, out.decode("utf-8", "replace"),
+                    err.decode("utf-8", "replace").strip(), timed_out)
 
 
 def command_argv(tool: Tool, arguments: dict) -> list[str]:
@@ -117,36 +231,56 @@ def command_argv(tool: Tool, arguments: dict) -> list[str]:
 
 
 async def call(tool_name: str, arguments: dict | None):
-    """Run one tool; its result is the command's JSON (``is_error`` on bad input or a bug)."""
-    import subprocess
+    """Run one tool; its result is the command's JSON (``is_error`` on bad input, a deadline
+    struck or a bug: one line, never a traceback)."""
+    import mcp_types as types
 
+    def failure(text: str, meta: dict | None = None) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True, meta=meta)
+
+    try:
+        return await _call(tool_name, arguments, failure)
+    except Exception as exc:  # a bug in the server: the call still answers, in one redacted line
+        from wikiengine.core.secrets import safe_message
+
+        return failure(f"internal error: {safe_message(exc)}")
+
+
+async def _call(tool_name: str, arguments: dict | None, failure):
     import anyio
     import mcp_types as types
 
     from wikiengine.core.errors import WikiError
-
-    def failure(text: str) -> types.CallToolResult:
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    from wikiengine.core.secrets import redact
 
     tool = next((t for t in TOOLS if t.name == tool_name), None)
     if tool is None:
         return failure(f"no tool {tool_name!r} (tools: {', '.join(t.name for t in TOOLS)})")
     try:
+        if arguments is not None and not isinstance(arguments, dict):
+            raise WikiError(f"{tool_name}: arguments must be an object")
+        check_arguments(tool_name, arguments or {})
         argv = command_argv(tool, arguments or {})
+        timeout_s, memory_mb = _limit(TIMEOUT_ENV, DEFAULT_TIMEOUT_S), _limit(MEMORY_ENV, DEFAULT_MEMORY_MB)
     except WikiError as err:
         return failure(str(err))
-    done = await anyio.run_process([sys.executable, "-m", "wikiengine", *argv], check=False,
-                                   stdin=subprocess.DEVNULL)
-    out, err = done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace").strip()
+    done = await anyio.to_thread.run_sync(run_bounded, argv, timeout_s, int(memory_mb * 1024 * 1024))
+    if done.timed_out:
+        return failure(f"{tool_name}: no answer within {timeout_s:g} s: the command was killed "
+                       f"({TIMEOUT_ENV} sets the deadline)", {"exit_status": None, "timed_out": True})
     meta = {"exit_status": done.returncode}
     try:
-        parsed = json.loads(out)
+        parsed = json.loads(done.stdout)
     except ValueError:
         parsed = None
     if done.returncode not in tool.ok_exits or parsed is None:
-        return types.CallToolResult(content=[types.TextContent(type="text", text=err or out or f"exit {done.returncode}")],
-                                    is_error=True, meta=meta)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=out)],
+        text = done.stderr or done.stdout or f"exit {done.returncode}"
+        if "Traceback (most recent call last)" in text:  # a crash the command did not catch (WIKI_TRACEBACK=1)
+            text = text.strip().splitlines()[-1]
+        if "MemoryError" in text and memory_mb:
+            text = f"{tool_name}: ran out of memory under the {memory_mb:g} MiB cap ({MEMORY_ENV} sets it): {text}"
+        return failure(redact(text), meta)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=done.stdout)],
                                 structured_content=parsed if isinstance(parsed, dict) else None, meta=meta)
 
 

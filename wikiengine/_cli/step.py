@@ -22,7 +22,7 @@ A kernel session (mode: kernel, started by `wiki kernel start`): verify the newe
 candidate that has no receipt (the verifier in a fresh process, the receipt committed),
 else say what is owed, with its inputs and command: the first candidate of an open stub,
 the verdict (with the strongest verdict the receipt and ledger allow), or, after a filed
-verdict, K9: the next stub from the rank-1 lead or the close. A verdict followed by
+verdict, what comes next: the next stub from the rank-1 lead or the close. A verdict followed by
 neither is the stop-at-first-win stall (a finding; STATE.md counts the wakes it lasts).
 A paused session reports its rank-1 resume action; a stopped one has nothing to do.
 

@@ -1,4 +1,4 @@
-"""`wiki watch`: the lane's supervisor (seed 003 Step 9·0): check, brake, revive."""
+"""`wiki watch`: the lane's supervisor: check, brake, revive."""
 
 from __future__ import annotations
 

@@ -365,12 +365,18 @@ def dirty_paths(root: Path, paths: list[str]) -> list[str]:
 
 
 def assert_no_secret(text: str, where: str) -> None:
-    """GitCommitError when ``text`` holds a secret value this process can see: plain, URL-encoded
-    or base64 (:func:`core.secrets.secret_values`; row 46)."""
-    from wikiengine.core.secrets import secret_values
+    """GitCommitError at ``where``'s first hit when ``text`` holds a secret: a value this process
+    can see (plain, URL-encoded or base64; row 46) or a secret-shaped string (a token format,
+    a key block, a ``password=`` assignment; row 95). The message names the line and the rule,
+    never the value."""
+    from wikiengine.core.secrets import secret_hits
 
-    if any(form in text for form in secret_values()):
-        raise GitCommitError("refusing to commit: a secret value would land in the commit", where)
+    hits = secret_hits(text)
+    if hits:
+        more = f" (and {len(hits) - 1} more: lines {', '.join(str(h.line) for h in hits[1:6])})" if len(hits) > 1 else ""
+        raise GitCommitError(f"refusing to commit: a secret-shaped string ({hits[0].rule}){more}; remove it "
+                             "and pass the credential through the environment instead", where,
+                             hits[0].line if where != "commit message" else None)
 
 
 def commit_paths(root: Path, paths: list[str], message: str, probe: CommitProbe | None = None) -> str | None:

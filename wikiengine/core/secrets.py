@@ -1,8 +1,11 @@
-"""Secrets: which values are secret, and text with every one of them redacted.
+"""Secrets: which values are secret, text with every one of them redacted, and text that
+holds a secret-shaped string.
 
 No secret (HF_TOKEN, KAGGLE_KEY, cloud credentials) may reach memory, the wiki, a log line
-or a commit message: writers check with :func:`secret_values`, messages pass through
-:func:`redact` / :func:`safe_message`.
+or a commit message: writers check with :func:`secret_values` (the values this process can
+see) and :func:`secret_hits` (the shapes of the common credentials, whoever's they are:
+gitleaks' rules, cut to what a wiki page can hold), messages pass through :func:`redact` /
+:func:`safe_message`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import os
 import re
 import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
 
 # Environment variables whose values are secrets; their values never leave in a message.
@@ -78,3 +82,87 @@ def safe_message(exc: BaseException, limit: int = 300) -> str:
     line = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
     line = redact(line)
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------- secret-shaped strings
+
+# (rule, pattern): the token formats of gitleaks' default rules that a wiki page could hold.
+# Each prefix is specific enough that a hex digest, a git sha, a UUID or base64 of prose
+# never matches; the generic shapes (``sk-...``, ``password=...``, ``://user:pass@``) also
+# pass :func:`_nontrivial` on the value. Each pattern starts with a literal (the regex engine
+# then skips to it); a match must start a word (checked on the character before it).
+_SHAPES = (
+    ("aws-access-key", re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b")),
+    ("github-token", re.compile(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b")),
+    ("github-fine-grained-pat", re.compile(r"github_pat_[A-Za-z0-9_]{40,}")),
+    ("huggingface-token", re.compile(r"hf_[A-Za-z0-9]{30,}\b")),
+    ("slack-token", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("slack-webhook", re.compile(r"hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}")),
+    ("google-api-key", re.compile(r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])")),
+    ("private-key", re.compile(r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----")),
+    ("jwt", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{10,}")),
+    ("api-key", re.compile(r"sk-(?:ant-|proj-|svcacct-|admin-|live_|test_)?(?P<value>[A-Za-z0-9_-]{20,})")),
+    ("url-credentials", re.compile(r"://[^/@\s:]+:(?P<value>[^/@\s]+)@[A-Za-z0-9.-]")),
+)
+# ``password = value`` and its kin: the keyword (any case, any prefix: DB_PASSWORD), an
+# assignment, a value. Run only on the lines holding one of the stems (a case-insensitive
+# alternation cannot skip ahead: it would cost 10x the rest of the scan).
+_ASSIGNMENT_STEMS = ("pass", "pwd", "secret", "apikey", "api_key", "api-key", "access", "auth", "private")
+_ASSIGNMENT = re.compile(
+    r"(?i)(?:password|passwd|passphrase|pwd|secret|api[_-]?key|access[_-]?key"
+    r"|secret[_-]?key|auth[_-]?token|access[_-]?token|client[_-]?secret|private[_-]?key)(?![A-Za-z0-9(])"
+    r"[\"'`]?[ \t]*(?:[:=]|:=|=>)[ \t]*[\"'`]?(?P<value>[^\s\"'`,;|<>)\]}]+)")
+# Values that name a secret rather than hold one: an environment variable, a template
+# placeholder, a masked or example value, a type, a code reference (``args.password``) or a call.
+_PLACEHOLDER = re.compile(
+    r"^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%\(?[a-z_]*\)?s?|[A-Z][A-Z0-9_]*|[*xX.#?-]+|<.*|\[.*"
+    r"|(?i:true|false|none|null|nil|required|optional|redacted|changeme|example\w*|placeholder|dummy|secret|password"
+    r"|str|string|bytes|int|env|file|prompt|stdin)|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\[.*)?|[^(]*\(.*)$")
+
+
+@dataclass(frozen=True)
+class SecretHit:
+    """A secret-shaped string: the 1-based line it is on and the rule that matched (never the value)."""
+
+    line: int
+    rule: str
+
+
+def _nontrivial(value: str) -> bool:
+    """A value that could be a credential: 8+ characters, not a placeholder, and mixing at
+    least two of lower case, upper case, digits and symbols other than -_. (words do not)."""
+    value = value.strip(".:")
+    if len(value) < 8 or _PLACEHOLDER.match(value):
+        return False
+    kinds = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value),
+             any(not c.isalnum() and c not in "-_." for c in value))
+    return sum(kinds) >= 2 and len(set(value)) >= 5
+
+
+def secret_hits(text: str) -> list[SecretHit]:
+    """Every secret-shaped string in ``text`` (the env's own secret values included), one per
+    line and rule, in line order."""
+    found: set[tuple[int, str]] = set()
+
+    def line_of(offset: int) -> int:
+        return text.count("\n", 0, offset) + 1
+
+    for form in secret_values():
+        start = text.find(form)
+        if start >= 0:
+            found.add((line_of(start), "secret-value"))
+    for rule, pattern in _SHAPES:
+        for match in pattern.finditer(text):
+            before = text[match.start() - 1] if match.start() else " "
+            if (before.isalnum() or before == "_") and text[match.start()].isalnum():
+                continue  # inside a longer word: not the token's start
+            if "value" not in pattern.groupindex or _nontrivial(match.group("value")):
+                found.add((line_of(match.start()), rule))
+    lowered = text.lower()
+    if any(stem in lowered for stem in _ASSIGNMENT_STEMS):
+        for number, line in enumerate(text.splitlines(), start=1):
+            low = line.lower()
+            if any(stem in low for stem in _ASSIGNMENT_STEMS) and any(
+                    _nontrivial(m.group("value")) for m in _ASSIGNMENT.finditer(line)):
+                found.add((number, "password-assignment"))
+    return [SecretHit(line, rule) for line, rule in sorted(found)]

@@ -1,8 +1,9 @@
 """`wiki demo autoresearch`: an autoresearch lane on the embedded default, end to end.
 
 Scaffolds a wiki (root, model and lane programs, a model page in the real format, the
-lane log), measures the baseline, starts a session with two tracks on the local backend,
-and wakes until the scripted proposal queue (:mod:`wikiengine.training.autoresearch_queue`, which
+lane log) with an empty Baseline cell, starts a session with two tracks on the local
+backend (whose first A/A runs of the baseline config measure the Baseline and the noise
+band, and record both), and wakes until the scripted proposal queue (:mod:`wikiengine.training.autoresearch_queue`, which
 stands in for the agent's judgement) is used up. The target is real: the throughput of a
 small torch training step (:mod:`wikiengine.training.autoresearch_target`), timed interleaved with
 the current frontier in one process, with a parity check and an op digest. Every write
@@ -13,7 +14,6 @@ processed run) and polls instead of sleeping 120 s between wakes.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -92,7 +92,7 @@ updated: {date}
 
 ## Target metrics
 
-Training throughput, `tps` (samples/s, higher is better), at parity with the float64
+Training throughput, `tps` (training samples per second, higher is better), at parity with the float64
 reference.
 
 ## How to run
@@ -103,7 +103,7 @@ reference.
 
 | Size | Hardware | Status | Baseline | Current best | Open hyps | Frontier exp |
 |---|---|---|---|---|---|---|
-| 1.3M | cpu-2 | live | {baseline:.1f} tps | — | {open} | — |
+| 1.3M | cpu-2 | live | — | — | {open} | — |
 
 ## Cross-variant open hypotheses
 
@@ -146,40 +146,18 @@ def _lane_config() -> dict:
     }
 
 
-def measure_baseline(folder: Path) -> float:
-    """The baseline's throughput, measured once (the baseline against itself)."""
-    import subprocess
-
-    from wikiengine.training.autoresearch_queue import baseline_config
-
-    folder.mkdir(parents=True, exist_ok=True)
-    config = folder / "baseline.json"
-    config.write_text(json.dumps(baseline_config()))
-    done = subprocess.run([sys.executable, "-m", "wikiengine.training.autoresearch_target", "--config", str(config), "--frontier",
-                           str(config), "--out", str(folder), "--rounds", str(ROUNDS), "--seconds", str(SECONDS)],
-                          capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        from wikiengine.core.errors import WikiError
-
-        raise WikiError(f"the baseline measurement failed: {done.stderr.strip()[-300:]}")
-    return float(json.loads((folder / "metrics.json").read_text())["frontier_tps"])
-
-
 def scaffold(root: Path, git) -> None:
     """The wiki of the demo lane, committed."""
     from wikiengine.core import clock
     from wikiengine.training.autoresearch_queue import QUEUE
 
     today = clock.today()
-    say("measuring the baseline (its own frontier, interleaved) ...")
-    baseline = measure_baseline(root / ".wiki" / "baseline")
-    say(f"baseline: {baseline:.1f} samples/s")
     files = {
         "wiki/experiments/program.md": ROOT_PROGRAM,
         f"wiki/experiments/{LANE.model_dir}/program.md": MODEL_PROGRAM,
         LANE.program: LANE_PROGRAM.format(config=yaml.safe_dump(_lane_config(), sort_keys=False)),
         LANE.log: "# mlp / cpu lane log\n",
-        "wiki/models/mlp-cpu.md": MODEL_PAGE.format(date=today, baseline=baseline, open=len(QUEUE)),
+        "wiki/models/mlp-cpu.md": MODEL_PAGE.format(date=today, open=len(QUEUE)),
         "wiki/log.md": (f"# Wiki log\n\n## [{today}] lane-scaffold | mlp / cpu lane for wiki demo autoresearch\n\n"
                         "**Op**: lane-scaffold\n**Pages created**: the programs, wiki/models/mlp-cpu.md, the lane log\n"),
         ".gitignore": ".wiki/\nraw/profiles/\n.wiki_cache/\n",
@@ -260,7 +238,9 @@ class ScriptedAgent:
                 self.filed.append(proposal.slug) if result["verdict"] == "supported" else None
                 capped = f" (asked {result['requested']}, capped)" if result["capped"] else ""
                 moved = "; Current best moved" if result["current_best_moved"] else ""
-                done.append(f"track {need['track']}: filed {need['vid']} {proposal.slug}: {result['verdict']}{capped}{moved}")
+                kind = f" ({result['invalid']})" if result.get("invalid") else ""
+                done.append(f"track {need['track']}: filed {need['vid']} {proposal.slug}: {result['verdict']}{kind}{capped}"
+                            f"{moved}")
         return done
 
     @property
@@ -279,6 +259,8 @@ def run_demo(root: Path, git, progress: bool = True) -> int:
     scaffold(root, git)
     session = start_session(root, LANE, parallelism="2", backend="local", first="batch 256 (the optimizer step's fixed cost)")
     say(f"session {session['session']} on {session['lane']}: tracks " + ", ".join(s["name"] for s in session["pool"]))
+    for variant, how in session["empty_baselines"].items():
+        say(f"Baseline of {variant}: {how}")
     agent = ScriptedAgent(root)
     wakes = 0
     while not agent.finished and wakes < MAX_WAKES:

@@ -175,7 +175,10 @@ def _wiki(root: Path, *args: str, expect: int = 0) -> dict | str:
         from wikiengine.core.errors import WikiError
 
         raise WikiError(f"wiki {' '.join(args[:3])} exited {done.returncode}, expected {expect}: {done.stderr.strip()}")
-    return json.loads(done.stdout) if done.stdout.strip() else done.stderr.strip()
+    out = json.loads(done.stdout) if done.stdout.strip() else None
+    if out is None or (done.returncode and isinstance(out, dict) and set(out) == {"error", "exit_status"}):
+        return done.stderr.strip()  # a refusal: its line(s), as the agent reads them
+    return out
 
 
 def _kernel(root: Path, say, *args: str, expect: int = 0) -> dict | str:

@@ -94,6 +94,7 @@ class Request:
     kernels: tuple[str, ...] = ()
     run: str | None = None
     cluster: Cluster | None = None
+    agent: str | None = None  # "claude" | "codex": the agent kit of contrib/agents/
 
 
 @dataclass
@@ -170,6 +171,32 @@ def published_hooks_path() -> Path:
     package = Path(__file__).resolve().parents[1]
     packaged = package / "_pre-commit-hooks.yaml"
     return packaged if packaged.is_file() else package.parent / ".pre-commit-hooks.yaml"
+
+
+AGENTS = ("claude", "codex")
+
+
+def agents_path() -> Path:
+    """``contrib/agents/``: shipped in the wheel as ``wikiengine/_agents``."""
+    package = Path(__file__).resolve().parents[1]
+    packaged = package / "_agents"
+    return packaged if packaged.is_dir() else package.parent / "contrib" / "agents"
+
+
+def agent_files(agent: str) -> list[File]:
+    """The agent kit as project files: Claude Code's skill, hook script and ``.claude/settings.json``
+    (the plugin's hooks with the plugin root replaced by the project's ``.claude/``), or Codex's
+    ``AGENTS.md``."""
+    kit = agents_path()
+    if agent == "codex":
+        return [File("AGENTS.md", (kit / "codex" / "AGENTS.md").read_text(encoding="utf-8"))]
+    plugin = kit / "claude"
+    hooks = json.loads((plugin / "hooks" / "hooks.json").read_text(encoding="utf-8"))["hooks"]
+    settings = json.dumps({"hooks": hooks}, indent=2).replace("${CLAUDE_PLUGIN_ROOT}", "${CLAUDE_PROJECT_DIR}/.claude")
+    return [File(".claude/skills/wiki-wake/SKILL.md",
+                 (plugin / "skills" / "wiki-wake" / "SKILL.md").read_text(encoding="utf-8")),
+            File(".claude/hooks/wiki_hooks.py", (plugin / "hooks" / "wiki_hooks.py").read_text(encoding="utf-8")),
+            File(".claude/settings.json", settings + "\n")]
 
 
 def pre_commit_text() -> str:
@@ -257,6 +284,8 @@ def plan(request: Request, today: dt.date, existing: set[str], *, configured: bo
     files.append(File(".env/README.md", _template("env-readme.md")))
     if request.cluster is not None:
         files.append(File(request.cluster.rel, request.cluster.text()))
+    if request.agent is not None:
+        files += agent_files(request.agent)
     ignore = GITIGNORE + (RELAY_GITIGNORE if request.run is not None else ())
     files.append(File(".gitignore", "\n".join(ignore) + "\n", lines=True))
     unique: dict[str, File] = {}

@@ -15,8 +15,12 @@ A/A deviation seen), the MAD and ``n``. ``supported`` needs a delta beyond it.
 from __future__ import annotations
 
 import hashlib
+import math
 import statistics
 from dataclasses import dataclass, field
+
+from wikiengine.core.errors import PageError
+from wikiengine.core.safe_read import load_json, read_optional
 
 NEVER_DISPATCHED, IN_FLIGHT, COMPLETED = "never dispatched", "in flight", "completed"
 AA_NUMBER = 0  # A/A workloads are v000: no experiment ever has that id
@@ -97,6 +101,70 @@ def run_evidence(records: list[dict], vid: str) -> RunEvidence:
                        metrics=metrics, parity=complete.get("parity"), artifacts=dict(complete.get("artifacts") or {}),
                        op_digest=complete.get("op_digest"), frontier_op_digest=complete.get("frontier_op_digest"),
                        **common)
+
+
+# --- what a run wrote: metrics.json (schema/run-metrics.schema.json) ------------------------------
+
+METRICS_SCHEMA = "run-metrics"
+FIXED_KEYS = ("exit_code", "parity", "parity_detail", "op_digest", "frontier_op_digest", "artifacts", "step", "smoke",
+              "error", "finished")
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """A run's metrics.json as the engine reads it: figures, checks, artifacts, and what broke the schema."""
+
+    found: bool = False  # the file exists
+    figures: dict = field(default_factory=dict)  # every finite top-level number but the fixed keys
+    parity: str | None = None  # pass | fail | None (no check)
+    op_digest: str | None = None
+    frontier_op_digest: str | None = None
+    artifacts: dict = field(default_factory=dict)  # kind -> path relative to the artifact dir
+    problems: tuple = ()  # one plain line per way the file breaks the schema
+
+    @property
+    def checks(self) -> dict:
+        """What the journal's completion record keeps besides the figures."""
+        found = {"parity": self.parity}
+        found.update({k: v for k, v in (("op_digest", self.op_digest),
+                                        ("frontier_op_digest", self.frontier_op_digest)) if v})
+        return found
+
+
+def parse_run_metrics(data) -> RunMetrics:
+    """The figures and checks of a decoded metrics.json, validated against the schema: a key
+    that breaks it is dropped and said in ``problems``, never read."""
+    from wikiengine.core.schemas import issues
+
+    if not isinstance(data, dict):
+        return RunMetrics(True, problems=(f"metrics.json holds a JSON {type(data).__name__}, not an object",))
+    broken = issues(data, METRICS_SCHEMA)
+    bad_keys = {i.key_path[0] for i in broken if i.key_path}
+    problems = tuple(f"{i.where()}: {i.message}" for i in broken)
+    ok = {k: v for k, v in data.items() if k not in bad_keys}
+    figures = {k: float(v) for k, v in ok.items() if k not in FIXED_KEYS and isinstance(v, (int, float))
+               and not isinstance(v, bool) and math.isfinite(v)}
+    problems += tuple(f"{k}: {v!r} is not a finite number" for k, v in ok.items()
+                      if isinstance(v, float) and not math.isfinite(v))
+    return RunMetrics(True, figures, ok.get("parity"), ok.get("op_digest"), ok.get("frontier_op_digest"),
+                      dict(ok.get("artifacts") or {}), problems)
+
+
+def read_run_metrics(path) -> RunMetrics:
+    """A run's metrics.json (``found`` False when there is none; unreadable or not JSON is a problem)."""
+    if path is None:
+        return RunMetrics()
+    try:  # the run's own file, written by untrusted code: a pipe, /dev/zero or 1 GB is a problem, never a hang
+        text = read_optional(path, kind="metrics")
+    except PageError as exc:
+        return RunMetrics(True, problems=(f"metrics.json cannot be read: {exc.message}",))
+    if text is None:
+        return RunMetrics()
+    try:
+        data = load_json(text, path)
+    except (PageError, ValueError) as exc:
+        return RunMetrics(True, problems=(f"metrics.json is not JSON: {exc}",))
+    return parse_run_metrics(data)
 
 
 # --- the A/A noise band ---------------------------------------------------------------------

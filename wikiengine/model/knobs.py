@@ -15,12 +15,14 @@ against the declaration (:func:`knob_problems`).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from wikiengine.core.errors import PageError
 from wikiengine.core.page import Page, Section
 
 SETUP_TITLES = ("Setup", "Planned setup")
+_KNOB_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 
 def setup_section(page: Page) -> Section | None:
@@ -61,6 +63,67 @@ def parse_knobs(page: Page, path=None) -> Knobs | None:
         raise PageError(f"the Setup's yaml block is a {type(data).__name__}, not a mapping of knob: value", path,
                         first)
     return Knobs(data, key_lines(body, first))
+
+
+def stray_yaml_line(page: Page) -> int | None:
+    """The file line of a yaml block the run would never get as its config: one outside the
+    Setup (the preamble or another section), or a second one inside it; None when there is none."""
+    from wikiengine.core.page import fenced_block
+
+    setup = setup_section(page)
+    parts = [(page.preamble, page.body_line)] + [(s.body, s.body_line) for s in page.sections if s is not setup]
+    for text, first in parts:
+        found = fenced_block(text)
+        if found is not None:
+            return first + found[1] - 1
+    if setup is not None:
+        found = fenced_block(setup.body)
+        if found is not None and found[2]:
+            rest_start = found[1] + found[0].count("\n") + 1  # the line after the closing fence
+            rest = "".join(setup.body.splitlines(keepends=True)[rest_start:])
+            again = fenced_block(rest)
+            if again is not None:
+                return setup.body_line + rest_start + again[1] - 1
+    return None
+
+
+def knobs_from_options(pairs: list[str], path=None) -> Knobs | None:
+    """The knobs of ``--knobs FILE`` (a YAML or JSON mapping) and ``--knob KEY=VALUE`` (each
+    VALUE read as a YAML scalar: ``64`` an integer, ``true`` a boolean, ``bf16`` a string;
+    a later one wins); None when neither was given. Bad input is a PageError."""
+    from wikiengine.core.yamlio import key_lines, safe_load
+
+    values, lines = {}, {}
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise PageError("no such knobs file", path) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PageError(f"cannot read the knobs file: {exc}", path) from None
+        data = safe_load(text, path)
+        if not isinstance(data, dict):
+            raise PageError(f"the knobs file holds a {type(data).__name__}, not a mapping of knob: value", path, 1)
+        values, lines = dict(data), key_lines(text, 1)
+    for pair in pairs:
+        name, eq, raw = pair.partition("=")
+        name = name.strip()
+        if not eq or not _KNOB_NAME_RE.fullmatch(name):
+            raise PageError(f"--knob {pair!r} is not KEY=VALUE (KEY a word: letters, digits, '_', '-', '.')")
+        value = safe_load(raw, "--knob") if raw.strip() else ""
+        if isinstance(value, (dict, list)):
+            raise PageError(f"--knob {pair!r}: the value is a {type(value).__name__}; put structured knobs in --knobs FILE")
+        values[name] = value
+        lines.pop((name,), None)
+    return Knobs(values, lines) if path is not None or pairs else None
+
+
+def knobs_block(values: dict) -> str:
+    """A Setup's fenced yaml block of ``values``, in the given order (``null`` kept: it is a value)."""
+    import yaml
+
+    body = yaml.safe_dump(values, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
+    return "```yaml\n" + body + "```"
 
 
 def canonical(knobs: dict) -> str:

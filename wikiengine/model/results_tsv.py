@@ -22,6 +22,12 @@ STATUS_OF_VERDICT = {"supported": "keep", "refuted": "discard", "inconclusive": 
 REQUIRED = ("exp_id", "status")
 
 
+def status_of(verdict: str, invalid_kind: str | None = None) -> str:
+    """The RESULTS.tsv status of a verdict: an ``invalid`` run that ran and broke numerics
+    (``parity``) is ``discard``, apart from one that did not run to its end (``crash``)."""
+    return "discard" if verdict == "invalid" and invalid_kind == "parity" else STATUS_OF_VERDICT[verdict]
+
+
 def _clean(value) -> str:
     return " ".join(str(value).replace("\t", " ").split()) if value is not None else ""
 

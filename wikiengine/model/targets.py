@@ -167,6 +167,38 @@ def check_name(name: str, what: str) -> str:
     return name
 
 
+NAME_MAX = 64  # characters of a name a writer creates (a model, lane, kernel family, run)
+_NEW_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def check_new_name(name: str, what: str) -> str:
+    """:func:`check_name`, and more for a name a writer is about to create (row 98): at most
+    :data:`NAME_MAX` characters, and plain ASCII letters, digits, ``.``, ``_``, ``-``, so no
+    look-alike (a Cyrillic ``а`` for ``a``), no compatibility form NFKC would fold (``ｇ``, ``ﬁ``),
+    no invisible or bidirectional control character (U+202E) and no combining mark can make
+    two names that read the same, or one that reads backwards."""
+    import unicodedata
+
+    check_name(name, what)
+    if len(name) > NAME_MAX:
+        raise WikiError(f"invalid {what} name: {len(name)} characters, over the {NAME_MAX} a name may have")
+    if _NEW_NAME_RE.fullmatch(name):
+        return name
+    odd = next(c for c in name if not (c.isascii() and (c.isalnum() or c in "._-")))
+    label = unicodedata.name(odd, "unnamed")
+    if unicodedata.category(odd) in ("Cf", "Cc", "Zl", "Zp") or unicodedata.bidirectional(odd) in (
+            "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"):
+        why = "an invisible or bidirectional control character"
+    elif unicodedata.normalize("NFKC", odd) != odd:
+        why = f"a compatibility form of {unicodedata.normalize('NFKC', odd)!r}"
+    elif not odd.isascii() and odd.isalnum():
+        why = "a non-ASCII letter that can pass for another (a look-alike)"
+    else:
+        why = "not a letter, digit, '.', '_' or '-'"
+    raise WikiError(f"invalid {what} name '{name.encode('unicode_escape').decode('ascii')}': U+{ord(odd):04X} {label} is {why}; "
+                    "use ASCII letters, digits, '.', '_' and '-' (e.g. gemma4, llama3.1-8b)")
+
+
 def _is_child_dir(parent: Path, name: str) -> bool:
     """True when ``parent`` has a directory entry spelt exactly ``name``.
 

@@ -35,6 +35,7 @@ import datetime as dt
 import hashlib
 import hmac
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -285,17 +286,27 @@ def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workl
             found.append(AuditFinding("stub-after-dispatch", page.rel, 1,
                                       f"{workload.name} started before its stub was committed",
                                       "file stubs with wiki exp new before any dispatch (wiki step does it)"))
+    found += stale_stubs(lane, pages, lambda rel: first_commit_time(root, rel), now, stale_hours)
+    found += thrashing(lane, records, pages, thrash_k)
+    return found
+
+
+def stale_stubs(lane: Lane, pages: dict, added: Callable[[str], float | None], now: float,
+                stale_hours: float) -> list[AuditFinding]:
+    """The open stubs older than ``stale_hours``; ``added`` says when a page was first committed
+    (the audit asks git per stub; `wiki report` answers from one history walk)."""
+    found = []
     for vid, page in sorted(pages.items()):
         if not page.is_open:
             continue
-        committed = first_commit_time(root, page.rel)
+        committed = added(page.rel)
         if committed is not None and now - committed > stale_hours * 3600:
             hours = (now - committed) / 3600
             found.append(AuditFinding("stale-stub", page.rel, 1, f"{vid} has been in progress for {hours:.0f} h "
                                       f"(more than {stale_hours:g} h)",
                                       "`wiki step` dispatches, processes or kills it on a free track; `wiki loop stop` "
-                                      f"resolves what is left ({lane_args})", ("stale-stub", page.rel, vid)))
-    found += thrashing(lane, records, pages, thrash_k)
+                                      f"resolves what is left ({lane.model_prefix} {lane.name})",
+                                      ("stale-stub", page.rel, vid)))
     return found
 
 

@@ -12,6 +12,10 @@ then :meth:`LaneTxn.commit`:
    introduced a finding;
 4. commits exactly those paths (``core.git.commit_paths``) and deletes the record.
 
+Before step 1 every new text and the message pass ``core.git.assert_no_secret`` (which
+``commit_paths`` applies again to every commit, of any writer): a secret-shaped string
+refuses the write with nothing written.
+
 A writer killed anywhere leaves either no record (nothing happened, or the commit is done)
 or one that the next holder of the key's lock finishes first (:func:`recover`): the texts
 are whole, so replaying twice writes the same bytes and commits once. The temp files a
@@ -31,7 +35,7 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text, sweep_temp_files
 from wikiengine.core.errors import PageError, WikiError
-from wikiengine.core.git import CommitProbe, git_dir
+from wikiengine.core.git import CommitProbe, assert_no_secret, git_dir
 from wikiengine.core.locks import FileLock
 from wikiengine.core.safe_read import confined, load_json, read_text, repo_text
 from wikiengine.model.lanes import Lane
@@ -87,11 +91,21 @@ class LaneTxn:
         paths = self.changed()
         if not paths:
             return None
+        for rel in paths:  # refused before anything is written: the redo record would hold the secret too
+            assert_no_secret(self.texts[rel], rel)
+        assert_no_secret(message, "commit message")
         record = redo_path(self.root, self.lane)
         _confine_all(self.root, paths)  # a link planted since the write was staged
-        record.parent.mkdir(parents=True, exist_ok=True)
-        _write_record(record, message, {p: self.texts[p] for p in paths})
-        _apply(self.root, {p: self.texts[p] for p in paths})
+        where = record
+        try:
+            record.parent.mkdir(parents=True, exist_ok=True)
+            _write_record(record, message, {p: self.texts[p] for p in paths})
+            for rel in paths:
+                where = rel
+                _apply(self.root, {rel: self.texts[rel]})
+        except OSError as exc:  # a full disk, a read-only folder: the old texts back, one line (row 100)
+            self._undo_write(paths, record)
+            raise WikiError(f"cannot write: {exc.strerror or exc} (nothing written, nothing committed)", where) from None
         probe = CommitProbe(self.root, paths)  # git answers what the commit asks while the re-lint runs
         if relint:
             paths, probe = self._relint(paths, record, message, probe)
@@ -107,6 +121,18 @@ class LaneTxn:
                 probe.close()
         record.unlink(missing_ok=True)
         return sha
+
+    def _undo_write(self, paths: list[str], record: Path) -> None:
+        """Put back the old texts of the files a failed write may have replaced (each was
+        replaced whole or not at all) and drop its record; a path that cannot be put back
+        either is left to the record-less state, which is its old text or its new one."""
+        for rel in paths:
+            try:
+                if (self.root / rel).is_file() and (self.root / rel).read_text(encoding="utf-8") == self.texts[rel]:
+                    _restore(self.root, {rel: self.old.get(rel)})
+            except OSError:
+                pass
+        record.unlink(missing_ok=True)
 
     def _relint(self, paths: list[str], record: Path, message: str, probe: CommitProbe):
         """``(paths, probe)`` to commit once the written files are judged: refused (the old

@@ -22,7 +22,7 @@ from wikiengine.core.safe_read import load_json, read_text, repo_text
 from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook, results_tsv
-from wikiengine.model.cell_figures import DEFAULT_METRIC, read_figure, restated
+from wikiengine.model.cell_figures import DEFAULT_METRIC, read_figure, render_figures, restated
 from wikiengine.model.evidence import (
     AA_VID,
     COMPLETED,
@@ -36,9 +36,10 @@ from wikiengine.model.evidence import (
 from wikiengine.model.experiment import ExperimentPage
 from wikiengine.model.index import counted_sections, section_pages
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
-from wikiengine.model.knobs import Knobs, canonical, knob_problems, parse_knobs
+from wikiengine.model.knobs import Knobs, canonical, knob_problems, knobs_block, parse_knobs, stray_yaml_line
 from wikiengine.model.knobs import setup_section as setup_section_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
+from wikiengine.model.memory import escape_cell
 from wikiengine.model.progress import DEFAULT_THRASH_K, thrash_k, thrash_of
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
@@ -176,6 +177,11 @@ def parse_proposal(path: Path) -> Proposal:
     if norm["Falsification criterion"] == norm["Predicted signal"]:
         raise WikiError("the falsification criterion only repeats the predicted signal: say what would refute it",
                         path, offset + found["Falsification criterion"][1])
+    stray = stray_yaml_line(page)
+    if stray is not None:
+        raise WikiError("a yaml block outside the first one of ## Setup is never the run's config (the run would "
+                        "measure the frontier while the page claims the change): move the knobs into ## Setup's "
+                        "yaml block, or pass them with --knob KEY=VALUE", path, stray)
     setup_section = setup_section_of(page)
     setup = setup_section.body.strip() if setup_section is not None else ""
     slug = page.frontmatter.get("hypothesis") if isinstance(page.frontmatter.get("hypothesis"), str) else None
@@ -357,10 +363,24 @@ def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: s
     txn.write(INDEX, index.bom + index.frontmatter_block + index.preamble + "".join(s.text for s in sections))
 
 
+def with_knobs(proposal: Proposal, knobs: Knobs | None, proposal_path: Path) -> Proposal:
+    """The proposal with the knobs of ``--knob``/``--knobs`` as its Setup's yaml block (a
+    proposal that has its own block and options too is refused: one source of knobs)."""
+    if knobs is None:
+        return proposal
+    if proposal.knobs is not None:
+        raise WikiError("the proposal's ## Setup has a yaml block and --knob/--knobs were given: give the knobs one way",
+                        proposal_path)
+    setup = (proposal.setup + "\n\n" if proposal.setup else "") + knobs_block(knobs.values)
+    return replace(proposal, setup=setup, knobs=knobs)
+
+
 def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_path: Path, track: int | None,
-                   rerun_reason: str | None = None, reformulated_because: str | None = None, dry_run: bool = False,
-                   date: str | None = None, clock: Clock = utcnow) -> dict:
-    """`wiki exp new`: allocate the next v-id, write the stub, claim it in the journal, commit."""
+                   rerun_reason: str | None = None, reformulated_because: str | None = None,
+                   knobs: Knobs | None = None, dry_run: bool = False, date: str | None = None,
+                   clock: Clock = utcnow) -> dict:
+    """`wiki exp new`: allocate the next v-id, write the stub (``knobs``: from ``--knob``/``--knobs``,
+    its Setup's yaml block), claim it in the journal, commit."""
     from wikiengine.core.identity import workload_name
 
     if not _SLUG_RE.fullmatch(slug):
@@ -369,9 +389,9 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         raise WikiError(f"slug {slug!r} ends in a one-letter word, which reads as a retry letter: {slug[:-2]}, or a longer word")
     rerun_reason = _one_line(rerun_reason, "--rerun-reason")
     reformulated_because = _one_line(reformulated_because, "--reformulated-because")
-    proposal = parse_proposal(proposal_path)
+    proposal = with_knobs(parse_proposal(proposal_path), knobs, proposal_path)
     if proposal.knobs is not None:
-        refuse_undeclared_knobs(proposal.knobs, declared_knobs(root, lane), proposal_path)
+        refuse_undeclared_knobs(proposal.knobs, declared_knobs(root, lane), proposal_path if knobs is None else "--knob")
     date = date or today(clock)
     settings = lane_settings(root, lane)
     model_rel, _text, _page, matrix = model_page_of(root, lane)
@@ -476,6 +496,23 @@ class RunOutcome:
     parity: str | None = None  # "pass" | "fail" | None (no parity check)
 
 
+METRIC_NAME_MAX = 64
+
+
+def check_metric_name(name: str, path: Path | None = None) -> str:
+    """``name`` if it can head a Results row and a ledger figure: 1-64 characters, none that
+    ends a table cell or a line (``|``, a backtick, a backslash, a tab, a line break or any
+    other control, format or bidirectional character; row 98); else :class:`WikiError`."""
+    import unicodedata
+
+    odd = next((c for c in name if c in "|`\\" or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if not name.strip() or len(name) > METRIC_NAME_MAX or odd is not None:
+        why = (f"U+{ord(odd):04X} would break the Results table or the ledger line" if odd is not None
+               else f"give 1-{METRIC_NAME_MAX} characters")
+        raise WikiError(f"metric name {name[:80].encode('unicode_escape').decode('ascii')!r}: {why}", path)
+    return name
+
+
 def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float], RunOutcome]:
     """Metrics from ``--metrics FILE`` (a JSON object: numbers are metrics, ``exit_code`` and
     ``parity`` the outcome, strings, lists and objects detail) and ``--metric NAME=VALUE``."""
@@ -502,7 +539,7 @@ def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float],
                 continue  # a note or detail (an op digest, per-round figures, the configs): not a metric
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
                 raise WikiError(f"metric {name!r} is {value!r}, not a finite number", path)
-            metrics[str(name)] = float(value)
+            metrics[check_metric_name(str(name), path)] = float(value)
     for pair in pairs:
         name, eq, value = pair.partition("=")
         try:
@@ -511,7 +548,7 @@ def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float],
             number = None
         if not eq or not name.strip() or number is None or number != number or abs(number) == float("inf"):
             raise WikiError(f"--metric {pair!r} is not NAME=NUMBER")
-        metrics[name.strip()] = number
+        metrics[check_metric_name(name.strip())] = number
     return metrics, RunOutcome(exit_code, parity)
 
 
@@ -544,13 +581,14 @@ def _fmt(value: float | None) -> str:
 
 def results_table(metrics: dict[str, float], metric: str, measured: Comparison, band: Band | None = None) -> str:
     """Results as the table metric x baseline x this run x delta x noise band, how the target
-    metric was compared, and the band's n and the delta's confidence."""
+    metric was compared, and the band's n and the delta's confidence. A metric name the run
+    recorded is escaped as a cell (the agent's own are refused at the input)."""
     rows = ["| metric | baseline | this run | delta | noise band |", "|---|---|---|---|---|"]
     for name, value in metrics.items():
         own = name == metric
         base = measured.reference if own else None
         delta = measured.delta if own else None
-        rows.append(f"| {name} | {_fmt(base)} | {_fmt(value)} | {'—' if delta is None else f'{delta:+.6g}'} | "
+        rows.append(f"| {escape_cell(name)} | {_fmt(base)} | {_fmt(value)} | {'—' if delta is None else f'{delta:+.6g}'} | "
                     f"{('±' + _fmt(measured.noise_band)) if own else '—'} |")
     note = f"\nThe {metric} baseline is {measured.reference_label}; noise band: {measured.noise_source}."
     confidence = band.confidence(measured.delta) if band else None
@@ -588,6 +626,21 @@ class Filing:
     claimed: dict[str, float] = field(default_factory=dict)
     claimed_outcome: RunOutcome = RunOutcome()
     external: bool = False  # filed with --external: the engine did not launch the run
+
+    @property
+    def invalid_kind(self) -> str | None:
+        """Why an ``invalid`` filing is invalid: ``crash`` (a non-zero exit, a kill, a lost run)
+        or ``parity`` (it ran, and broke numerics); None for another verdict or reason."""
+        if self.verdict != "invalid":
+            return None
+        if self.evidence.crash or self.claimed_outcome.exit_code not in (None, 0):
+            return "crash"
+        return "parity" if "fail" in (self.evidence.parity, self.claimed_outcome.parity) else None
+
+    @property
+    def verdict_label(self) -> str:
+        """The verdict as the log and the ledger say it: ``invalid (parity)`` apart from ``invalid (crash)``."""
+        return f"{self.verdict} ({self.invalid_kind})" if self.invalid_kind else self.verdict
 
     @property
     def delta_text(self) -> str:
@@ -640,8 +693,8 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         records = parse_journal(txn.read(lane.journal), lane.journal)
         evidence = run_on_record(records, target, external, stopping)
         arts = evidence.artifacts
-        profile = _read_text_file(profile_path or _path_or_none(arts.get("profile")), "profile")
-        hlo = _read_text_file(hlo_path or _path_or_none(arts.get("hlo")), "hlo")
+        profile = _read_text_file(profile_path or _path_or_none(arts.get("profile"), root), "profile")
+        hlo = _read_text_file(hlo_path or _path_or_none(arts.get("hlo"), root), "hlo")
         model = model_page_of(root, lane)
         filing = decide_filing(root, lane, settings, target, model, requested=verdict, evidence=evidence,
                                records=records, claimed=metrics or {}, claimed_outcome=outcome, profile=profile,
@@ -652,7 +705,8 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
                                                                                   settings.higher_is_better)
         _update_model_page(txn, model, filing, moved)
         _record_filing(txn, root, lane, filing, moved=moved, at=now_iso(clock))
-        result = {"vid": target.exp_id, "page": target.rel, "verdict": filing.verdict, "requested": verdict,
+        result = {"vid": target.exp_id, "page": target.rel, "verdict": filing.verdict, "invalid": filing.invalid_kind,
+                  "requested": verdict,
                   "capped": filing.caps, "metric": filing.metric, "value": value, "baseline": filing.baseline,
                   "delta": filing.measured.delta, "noise_band": filing.measured.noise_band,
                   "band_n": filing.band.n if filing.band else None,
@@ -666,8 +720,9 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         return result
 
 
-def _path_or_none(value) -> Path | None:
-    return Path(value) if value else None
+def _path_or_none(value, root: Path) -> Path | None:
+    """A recorded artifact path (repository-relative, or absolute outside the repository)."""
+    return root / value if value else None
 
 
 def decide_filing(root: Path, lane: Lane, settings: LaneSettings, target: ExperimentPage, model, *, requested: str,
@@ -721,8 +776,8 @@ def preview_filing(root: Path, lane: Lane, vid: str) -> Filing:
     records = parse_journal(repo_text(root, lane.journal, "journal") or "", lane.journal)
     evidence = run_on_record(records, target, external=False)
     arts = evidence.artifacts
-    profile = _read_text_file(_path_or_none(arts.get("profile")), "profile")
-    hlo = _read_text_file(_path_or_none(arts.get("hlo")), "hlo")
+    profile = _read_text_file(_path_or_none(arts.get("profile"), root), "profile")
+    hlo = _read_text_file(_path_or_none(arts.get("hlo"), root), "hlo")
     return decide_filing(root, lane, settings, target, model_page_of(root, lane), requested="supported",
                          evidence=evidence, records=records, claimed={}, claimed_outcome=RunOutcome(),
                          profile=profile, hlo=hlo, date=today())
@@ -801,13 +856,56 @@ def _update_model_page(txn: LaneTxn, model, filing: Filing, moved: bool) -> None
               if model_page.has_frontmatter else new_text)
 
 
+def empty_baselines(root: Path, lane: Lane) -> dict[str, str]:
+    """Rows of the lane's variant matrix whose Baseline cell is empty, and how it will be
+    filled: the A/A runs of a row with no Current best run its baseline config, and their
+    median is recorded (:func:`baseline_text`); a row with a Current best has its frontier
+    measured instead, so its Baseline stays empty until someone measures it."""
+    rel = lane.model_page(root)
+    matrix = parse_matrix(parse_page((root / rel).read_text(encoding="utf-8"), rel)) if rel else None
+    if matrix is None or matrix.header_of(BASELINE) is None:
+        return {}
+    found = {}
+    for row in matrix.rows:
+        cell = row.cell(BASELINE)
+        if cell.strip() and not ex.is_placeholder(cell):
+            continue
+        best = row.cell(CURRENT_BEST)
+        found[row.key] = ("recorded by the first wake's A/A runs of the baseline config, before the first dispatch"
+                          if not best.strip() or ex.is_placeholder(best) else
+                          "stays empty: the row has a Current best, so its A/A runs measure the frontier")
+    return found
+
+
+def baseline_text(model_rel: str, text: str, band: dict, date: str) -> str | None:
+    """The model page with the row's empty Baseline cell set from a measured A/A band of the
+    row's baseline config (``band``: its ``variant``, ``metric``, ``value`` the median of the
+    runs' figures, ``band``, ``n``); None when the row has no empty Baseline cell, or the
+    band measured a frontier page or has no figure. A cell that holds anything is never touched."""
+    if band.get("frontier") or band.get("value") is None or band.get("band") is None:
+        return None
+    page = parse_page(text, model_rel)
+    matrix = parse_matrix(page)
+    row = matrix.row(str(band.get("variant"))) if matrix else None
+    if row is None or matrix.header_of(BASELINE) is None:
+        return None
+    cell = row.cell(BASELINE)
+    if cell.strip() and not ex.is_placeholder(cell):
+        return None
+    figure = render_figures({band["metric"]: float(band["value"])}, band["metric"])
+    new_cell = f"{figure} ±{float(band['band']):.3g} (median of {band['n']} A/A runs, {date})"
+    new_text = set_cells(text, matrix, row.key, {BASELINE: new_cell})
+    return parse_page(new_text, model_rel).with_frontmatter({"updated": date}).to_text() if page.has_frontmatter \
+        else new_text
+
+
 def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, moved: bool, at: str) -> None:
     """The filing's lane log line, RESULTS.tsv row, hypothesis page evidence and journal record
     (``moved``: the filing moved Current best, what a stall counts)."""
     target, slug, date = filing.target, filing.slug, filing.date
     delta_text = filing.delta_text
     entry = logbook.render_entry(date, "loop-iteration",
-                                 f"{target.exp_id}-{slug} on {filing.variant}: {filing.verdict} ({delta_text})")
+                                 f"{target.exp_id}-{slug} on {filing.variant}: {filing.verdict_label} ({delta_text})")
     txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
     description = str(target.frontmatter.get("hypothesis", ""))
     try:
@@ -817,8 +915,9 @@ def _record_filing(txn: LaneTxn, root: Path, lane: Lane, filing: Filing, *, move
     txn.write(lane.results, results_tsv.append_row(txn.read(lane.results), {
         "exp_id": target.exp_id, "date": date, **_results_figures(filing.metrics, filing.metric, filing.measured.recorded),
         "config": results_tsv.config_string(knobs.values if knobs else None),
-        "status": results_tsv.STATUS_OF_VERDICT[filing.verdict],
-        "description": f"(external run: no figures measured by the engine) {description}" if filing.external else description,
+        "status": results_tsv.status_of(filing.verdict, filing.invalid_kind),
+        "description": (f"invalid ({filing.invalid_kind}): " if filing.invalid_kind else "")
+        + (f"(external run: no figures measured by the engine) {description}" if filing.external else description),
     }, lane.results))
     _hypothesis_update(txn, root, target, slug, filing.verdict, delta_text, date)
     band = filing.band

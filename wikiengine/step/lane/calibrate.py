@@ -13,14 +13,19 @@ no experiment has that id, so backfill and reconcile leave them alone.
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
+import statistics
 
 from wikiengine.core.clock import timestamp, utc_iso
-from wikiengine.core.errors import PageError
-from wikiengine.core.safe_read import load_json, read_text
 from wikiengine.model import logbook
-from wikiengine.model.evidence import AA_NUMBER, DEFAULT_AA_RUNS, aa_sample, aa_slug, calibration, measure_band
+from wikiengine.model.evidence import (
+    AA_NUMBER,
+    DEFAULT_AA_RUNS,
+    aa_sample,
+    aa_slug,
+    calibration,
+    measure_band,
+    read_run_metrics,
+)
 from wikiengine.step.lane.decide import AaView, BandNeed, TrackDecision, TrackView
 
 
@@ -92,12 +97,13 @@ def aa_complete(run, decision: TrackDecision, workload, at: str) -> dict:
     """The ``aa-complete`` record of an ended A/A run: its exit code and figure."""
     variant, frontier, round_, index = decision.aa
     arts = dict(run.backend.artifacts(workload.name)) if workload is not None else {}
-    metrics = _metrics(Path(arts["metrics"])) if arts.get("metrics") else {}
+    metrics = read_run_metrics(arts.get("metrics")).figures
     sample = aa_sample(metrics, run.settings.target_metric)
     return {"op": "aa-complete", "session": run.state.session, "variant": variant, "frontier": frontier,
             "round": round_, "index": index, "workload": aa_name(run, decision.aa),
             "exit_code": workload.exit_code if workload is not None else None, **run_times(workload),
-            "sample": sample[0] if sample else None, "co_measured": sample[1] if sample else None, "at": at}
+            "sample": sample[0] if sample else None, "co_measured": sample[1] if sample else None,
+            "value": metrics.get(run.settings.target_metric), "at": at}
 
 
 def run_times(workload) -> dict:
@@ -105,15 +111,6 @@ def run_times(workload) -> dict:
     record (what ``max_chip_hours`` burns, :mod:`wikiengine.model.budgets`)."""
     return {"started": getattr(workload, "started", None), "finished": getattr(workload, "finished", None),
             "chips": getattr(workload, "chips", None)}
-
-
-def _metrics(path: Path) -> dict:
-    try:
-        data = load_json(read_text(path, kind="metrics"), path)
-    except (PageError, ValueError):  # absent, a pipe, too large or not JSON: no figures
-        return {}
-    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-            and math.isfinite(v)} if isinstance(data, dict) else {}
 
 
 def band_record(run, records: list[dict], key: tuple, at: str) -> dict | None:
@@ -127,8 +124,11 @@ def band_record(run, records: list[dict], key: tuple, at: str) -> dict | None:
     co = all(r.get("co_measured") for r in cal.completed.values() if r.get("sample") is not None)
     band = measure_band(cal.succeeded, co) if len(cal.succeeded) >= k else None
     found = band.as_record() if band else {"band": None, "n": len(cal.succeeded), "why": f"{cal.failed} A/A runs failed"}
+    values = [float(r["value"]) for r in cal.completed.values()
+              if r.get("exit_code") == 0 and isinstance(r.get("value"), (int, float)) and r.get("sample") is not None]
     return {"op": "band", "session": run.state.session, "variant": variant, "frontier": frontier, "round": round_,
-            "metric": run.settings.target_metric, **found, "at": at}
+            "metric": run.settings.target_metric, **found,
+            "value": statistics.median(values) if band and values else None, "at": at}
 
 
 def band_log_entry(run, record: dict, date: str) -> str:
@@ -142,7 +142,9 @@ def band_log_entry(run, record: dict, date: str) -> str:
     return logbook.render_entry(date, "noise-band", f"A/A band of {record['variant']} against {against}", {
         "Key result": result,
         "Notes": f"session {record['session']}, round {record['round']}: {record.get('n')} runs of the unchanged "
-                 "frontier through the lane backend; supported needs a delta beyond it"})
+                 "frontier through the lane backend; supported needs a delta beyond it"
+                 + (f"; the runs' median, {record['value']:.6g} {record['metric']}, is a measurement of the row's "
+                    "Baseline config" if record.get("value") is not None and not record.get("frontier") else "")})
 
 
 def stamp(now: float) -> str:

@@ -130,7 +130,7 @@ def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "lo
                                         f"Pool: {pool.description}. Run `wiki step` at each wake.\n"))
         stale = root / lane.dir / STOP_AUTHORIZED
         result = {"lane": state.lane, "session": session, "constants": constants, "pool": pool.slots,
-                  "removed_stale_stop_authorization": stale.exists()}
+                  "removed_stale_stop_authorization": stale.exists(), "empty_baselines": lw.empty_baselines(root, lane)}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}
         stale.unlink(missing_ok=True)

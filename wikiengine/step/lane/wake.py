@@ -30,9 +30,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wikiengine.core.clock import timestamp, utc_iso
-from wikiengine.core.errors import PageError, WikiError
+from wikiengine.core.errors import WikiError
 from wikiengine.core.page import parse_page
-from wikiengine.core.safe_read import load_json, read_optional, read_text, repo_text
+from wikiengine.core.safe_read import read_optional, read_text, repo_text
 from wikiengine.model import budgets, logbook, progress
 from wikiengine.model import experiment as ex
 from wikiengine.model.evidence import AA_VID
@@ -341,16 +341,32 @@ def launch_spec(run: LaneRun, page: ex.ExperimentPage, track: int):
     The command is the lane program's ``launch_cmd`` with ``{config}`` (a JSON file of the
     knobs in the yaml block of the stub's Setup), ``{frontier}`` (the same of the row's
     Current best, else the lane's ``baseline_config``), ``{artifacts}`` (where the run
-    writes metrics.json, profile.md and hlo.md) and ``{python}``.
+    writes metrics.json, profile.md and hlo.md: the stub's declared ``artifacts.root`` when it
+    is a folder of the repository), ``{python}`` and ``{smoke}`` (docs/run-contract.md).
     """
     variant = str(page.frontmatter.get("variant", ""))
     frontier = _frontier_page(run, variant)
     vid = ex.parse_vid(page.exp_id)
-    spec = _spec(run, name=page.frontmatter.get("workload_name"), vid=page.exp_id,
+    spec = build_spec(run, name=page.frontmatter.get("workload_name"), vid=page.exp_id,
                  slug=ex.parse_file_name(page.rel.rsplit("/", 1)[-1]).slug or "", track=track,
                  config=setup_config(page.text, page.rel), frontier=_frontier_config(run, frontier), stem=page.exp_id,
-                 env={"WIKI_VID": str(vid) if vid else page.exp_id})
+                 env={"WIKI_VID": str(vid) if vid else page.exp_id}, artifacts=declared_artifact_dir(page))
     return spec, (frontier.rel if frontier else None)
+
+
+def declared_artifact_dir(page: ex.ExperimentPage) -> str | None:
+    """The artifact folder the stub declares (frontmatter ``artifacts.root``): a plain
+    repository-relative path, or a URL (``gs://``, a ``storage_root``); the run writes where
+    its page says it does."""
+    declared = page.frontmatter.get("artifacts")
+    found = declared.get("root") if isinstance(declared, dict) else None
+    if not isinstance(found, str) or not found.strip():
+        return None
+    if "://" in found:
+        return found.rstrip("/")
+    if found.startswith(("/", "~")) or ".." in Path(found).parts:
+        return None
+    return found.rstrip("/")
 
 
 def aa_launch_spec(run: LaneRun, decision: TrackDecision):
@@ -359,7 +375,7 @@ def aa_launch_spec(run: LaneRun, decision: TrackDecision):
     frontier = ex.ExperimentPage.at(run.root, frontier_rel) if frontier_rel and (run.root / frontier_rel).is_file() else None
     config = _frontier_config(run, frontier)
     name = calibrate.aa_name(run, decision.aa)
-    return _spec(run, name=name, vid=AA_VID, slug=name.split(f"-{AA_VID}-", 1)[1], track=decision.track,
+    return build_spec(run, name=name, vid=AA_VID, slug=name.split(f"-{AA_VID}-", 1)[1], track=decision.track,
                  config=config, frontier=config, stem=name, env={"WIKI_VID": AA_VID, "WIKI_AA_VARIANT": variant})
 
 
@@ -369,12 +385,12 @@ def _frontier_config(run: LaneRun, frontier: ex.ExperimentPage | None) -> dict:
     return setup_config(frontier.text, frontier.rel) if frontier else baseline
 
 
-LAUNCH_FIELDS = ("config", "frontier", "artifacts", "python")
+LAUNCH_FIELDS = ("config", "frontier", "artifacts", "python", "smoke")
 
 
 def check_launch_cmd(template: str, where: str) -> None:
     """A launch command every wake can fill: shell-split, each word formatted with only
-    ``{config}``, ``{frontier}``, ``{artifacts}`` and ``{python}`` (``${VAR}`` or another brace
+    ``{config}``, ``{frontier}``, ``{artifacts}``, ``{python}`` and ``{smoke}`` (``${VAR}`` or another brace
     would stop every wake later; the command runs without a shell, so no ``VAR=1 cmd`` either)."""
     import shlex
 
@@ -395,27 +411,45 @@ def check_launch_cmd(template: str, where: str) -> None:
                         "put it in the lane's environment, or run `env VAR=value cmd`")
 
 
-def _spec(run: LaneRun, *, name: str, vid: str, slug: str, track: int, config: dict, frontier: dict, stem: str,
-          env: dict):
-    """A LaunchSpec of the lane's ``launch_cmd`` with its two config files written."""
+def build_spec(run: LaneRun, *, name: str, vid: str, slug: str, track: int, config: dict, frontier: dict, stem: str,
+          env: dict, artifacts: str | None = None, smoke: bool = False, timeout_s: float | None = None):
+    """A LaunchSpec of the lane's ``launch_cmd`` with its two config files written (the
+    placeholders and the environment a run gets: docs/run-contract.md)."""
     import sys
 
     from wikiengine.executors.lane_backend import LaunchSpec
 
     template = run.config.get("launch_cmd")
     if not template:
-        raise WikiError(f"lane {run.state.lane} has no launch_cmd in its program's ## Config")
+        raise WikiError(f"lane {run.lane.model_prefix}/{run.lane.name} has no launch_cmd in its program's ## Config")
     check_launch_cmd(template, f"launch_cmd of {run.lane.model_prefix}/{run.lane.name}")
     folder = run.root / ".wiki" / "lane-configs" / run.lane.model_dir / run.lane.name
     folder.mkdir(parents=True, exist_ok=True)
-    artifacts = f".wiki/lane-artifacts/{run.lane.model_dir}/{run.lane.name}/{name}"
+    local = getattr(run.state, "backend", "local") == "local"
+    if not artifacts or ("://" in artifacts and local):  # a URL is a remote backend's place, never a local folder
+        artifacts = f".wiki/lane-artifacts/{run.lane.model_dir}/{run.lane.name}/{name}"
     candidate_cfg, frontier_cfg = folder / f"{stem}.json", folder / f"{stem}-frontier.json"
     candidate_cfg.write_text(json.dumps(config, sort_keys=True))
     frontier_cfg.write_text(json.dumps(frontier, sort_keys=True))
-    values = {"config": candidate_cfg, "frontier": frontier_cfg, "artifacts": run.root / artifacts, "python": sys.executable}
+    values = {"config": candidate_cfg, "frontier": frontier_cfg,
+              "artifacts": artifacts if "://" in artifacts else run.root / artifacts,
+              "python": sys.executable, "smoke": "1" if smoke else "0"}
     argv = [a.format(**values) for a in shlex.split(template)]
+    env = {**env, "WIKI_CONFIG": str(candidate_cfg), "WIKI_FRONTIER": str(frontier_cfg)}
+    if smoke:
+        env["WIKI_SMOKE"] = "1"
     return LaunchSpec(name=name, vid=vid, slug=slug, track=track, argv=argv, env=env, artifact_dir=artifacts,
-                      timeout_s=run.limits.ceiling_s)
+                      timeout_s=timeout_s or run.limits.ceiling_s)
+
+
+def portable(text: str, root: Path) -> str:
+    """A command as a page may show it: this repository's paths relative, the engine's
+    interpreter as ``python`` (the journal and the backend keep the exact argv)."""
+    import sys
+
+    for prefix in {str(root) + "/", str(Path(root).resolve()) + "/"}:
+        text = text.replace(prefix, "")
+    return text.replace(sys.executable, "python")
 
 
 def wake(root: Path, *, dry_run: bool = False, clock=None, backend=None, **_unused) -> WakeResult:
@@ -542,7 +576,8 @@ def _expect(wake: engine.Wake) -> None:
             lane.launches[decision.vid] = spec
             if view.expected is None:
                 records.append({"op": "dispatch", "vid": decision.vid, "track": decision.track, "workload": spec.name,
-                                "argv": spec.argv, "frontier": frontier, "at": utc_iso(wake.clock())})
+                                "argv": [portable(a, root) for a in spec.argv], "frontier": frontier,
+                                "at": utc_iso(wake.clock())})
                 subjects.append(f"exp({decision.vid}): dispatch {spec.name} on track {decision.track}")
         elif decision.kind == "kill":
             name = lane.obs.pages[decision.vid].frontmatter.get("workload_name")
@@ -553,7 +588,8 @@ def _expect(wake: engine.Wake) -> None:
             spec = aa_launch_spec(lane.run, decision)
             lane.launches[decision.aa] = spec
             if view.aa is None:
-                records.append(calibrate.aa_dispatch_record(lane.run, decision, spec, utc_iso(wake.clock())))
+                record = calibrate.aa_dispatch_record(lane.run, decision, spec, utc_iso(wake.clock()))
+                records.append({**record, "argv": [portable(a, root) for a in spec.argv]})
                 subjects.append(f"band: A/A run {spec.name} on track {decision.track}")
         elif decision.kind == "aa_kill":
             records.append(calibrate.aa_kill_record(lane.run, decision, utc_iso(wake.clock())))
@@ -655,43 +691,34 @@ def act_kill(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> Non
     result.actions.append(f"track {decision.track}: killed {name} ({decision.reason})")
 
 
-def run_outputs(arts: dict) -> dict[str, str]:
+def run_outputs(arts: dict, root: Path, declared: dict | None = None) -> dict[str, str]:
     """The files a run left: ``metrics`` (metrics.json), ``profile`` and ``hlo`` (the
-    analyzer's sections: the ``xprof``/``hlo`` paths when they are files, else
-    ``profile.md``/``hlo.md`` in the artifact dir)."""
+    analyzer's sections: what the run declared in metrics.json's ``artifacts``, else the
+    ``xprof``/``hlo`` paths when they are files, else ``profile.md``/``hlo.md`` in the artifact
+    dir); paths inside the repository are repository-relative (pages carry no machine's paths)."""
     folder = Path(arts["artifact_dir"]) if arts.get("artifact_dir") else None
+    declared = declared or {}
     candidates = {
         "metrics": [arts.get("metrics")],
-        "profile": [arts.get("xprof"), folder / "profile.md" if folder else None],
-        "hlo": [arts.get("hlo"), folder / "hlo.md" if folder else None],
+        "profile": [folder / declared["profile"] if folder and declared.get("profile") else None, arts.get("xprof"),
+                    folder / "profile.md" if folder else None],
+        "hlo": [folder / declared["hlo"] if folder and declared.get("hlo") else None, arts.get("hlo"),
+                folder / "hlo.md" if folder else None],
     }
     found = {}
     for key, paths in candidates.items():
         path = next((Path(p) for p in paths if p and Path(p).is_file()), None)
         if path is not None:
-            found[key] = str(path)
+            found[key] = repo_relative(path, root)
     return found
 
 
-_DIGEST_RE = re.compile(r"[0-9a-f]{8,64}")
-
-
-def read_run_metrics(arts: dict) -> tuple[dict[str, float], dict]:
-    """The numbers a run wrote into its own metrics.json, and its checks: ``parity`` (pass |
-    fail) and the op digests of candidate and frontier (equal: the change never fired)."""
-    path = Path(arts["metrics"]) if arts.get("metrics") else None
+def repo_relative(path: Path, root: Path) -> str:
+    """``path`` relative to the repository when it lies inside it, else as it is."""
     try:
-        data = load_json(read_optional(path, kind="metrics") or "{}", path) if path is not None else {}
-    except (PageError, ValueError):  # the run's own file, written by untrusted code: no figures, never a stuck wake
-        data = {}
-    if not isinstance(data, dict):
-        return {}, {}
-    checks = {"parity": data.get("parity") if data.get("parity") in ("pass", "fail") else None}
-    for key in ("op_digest", "frontier_op_digest"):
-        if isinstance(data.get(key), str) and _DIGEST_RE.fullmatch(data[key]):
-            checks[key] = data[key]
-    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-            and k != "exit_code" and float(v) == float(v) and abs(float(v)) != float("inf")}, checks
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
@@ -706,13 +733,18 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
     dispatches = [r for r in obs.records if r.get("vid") == decision.vid and r.get("op") == "dispatch"]
     argv = dispatches[-1].get("argv", []) if dispatches else []
     command = workload.command if workload is not None and workload.command else (shlex.join(argv) if argv else None)
+    command = portable(command, run.root) if command else None
     arts = dict(run.backend.artifacts(workload.name)) if workload is not None else {}
-    metrics, checks = read_run_metrics(arts)
-    parity = checks["parity"]
+    from wikiengine.model.evidence import read_run_metrics as read
+
+    found = read(arts.get("metrics"))
+    metrics, checks, parity = found.figures, found.checks, found.parity
+    if found.problems:
+        checks["metrics_problems"] = list(found.problems)
     record = {"op": "complete", "vid": decision.vid, "workload": workload.name if workload else None,
               "state": workload.state if workload else None, "exit_code": workload.exit_code if workload else None,
-              "metrics": metrics, **checks, "artifacts": run_outputs(arts), **calibrate.run_times(workload),
-              "at": calibrate.stamp(lane.now)}
+              "metrics": metrics, **checks, "artifacts": run_outputs(arts, run.root, found.artifacts),
+              **calibrate.run_times(workload), "at": calibrate.stamp(lane.now)}
     records = obs.records + lane.completions + [record]
     evidence = run_evidence(records, decision.vid)
     model = lw.model_page_of(run.root, run.lane)
@@ -770,7 +802,24 @@ def act_aa_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) 
         lane.subjects.append(f"band: {band['variant']} measured")
         figure = "not measured" if band.get("band") is None else f"±{band['band']:.4g} {band['metric']} (n={band['n']})"
         result.actions.append(f"the lane's A/A noise band of {band['variant']}: {figure}")
+        _record_baseline(lane, band, at[:10], result)
     result.actions.append(f"track {decision.track}: recorded A/A run {name}")
+
+
+def _record_baseline(lane: LaneWake, band: dict, date: str, result: WakeResult) -> None:
+    """A band of the row's Baseline config is a measurement of the Baseline: an empty
+    Baseline cell gets the runs' median and the band (staged for the outcome commit)."""
+    run = lane.run
+    model_rel = run.lane.model_page(run.root)
+    if not model_rel:
+        return
+    text = lane.outcome.get(model_rel) or (run.root / model_rel).read_text(encoding="utf-8")
+    new = lw.baseline_text(model_rel, text, band, date)
+    if new is not None:
+        lane.outcome[model_rel] = new
+        lane.subjects.append(f"baseline: {band['variant']} measured by its A/A runs")
+        result.actions.append(f"the Baseline of {band['variant']}: {band['value']:.6g} {band['metric']} "
+                              f"±{band['band']:.3g} (median of {band['n']} A/A runs), recorded on {model_rel}")
 
 
 ACTS = {"dispatch": act_dispatch, "kill": act_kill, "process": act_process, "aa_dispatch": act_aa_dispatch,
