@@ -190,7 +190,7 @@ def load_json(text: str | bytes, label=None, line: int | None = None, **hooks: A
     if isinstance(text, bytes):
         text = decode(text, label)
     if json_depth(text) > MAX_JSON_DEPTH:
-        raise PageError(f"JSON nested more than {MAX_JSON_DEPTH} deep", label, line)
+        raise PageError(f"JSON nested too deep (more than {MAX_JSON_DEPTH} levels)", label, line)
     try:
         return json.loads(text, parse_int=_bounded_int, **hooks)
     except _TooLong as exc:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.safe_read import read_optional
 from wikiengine.lint.options import Option, check, selector, unknown_name
 from wikiengine.model.cascade import DEFAULT_ADDITIVE_MARKER
@@ -168,7 +168,11 @@ def load_config(root: Path, explicit: Path | None = None) -> LintConfig:
     candidates = [explicit] if explicit else [root / "wiki.toml", root / "pyproject.toml"]
     for path in candidates:
         # the repository's own files stay inside it; a file named with --config may be anywhere
-        text = read_optional(path, kind="config", within=None if explicit else root) if path is not None else None
+        try:
+            text = read_optional(path, kind="config", within=None if explicit else root) if path is not None else None
+        except PageError as exc:
+            why = exc.message.removeprefix("cannot read: ")  # not "cannot read ...: cannot read: ..."
+            raise WikiError(f"cannot read configuration: {why}", path, exc.line) from None
         if text is None:
             if explicit:
                 raise WikiError("configuration file not found", path)
