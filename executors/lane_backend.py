@@ -4,14 +4,15 @@ A lane's workloads are named ``<USER_PREFIX>-<MODEL_NAME>-<LANE>-v<NNN>-<slug>[-
 (:func:`parse_workload_name`). A :class:`LaneBackend` lists them, launches one from a
 :class:`LaunchSpec`, reports its status, log and artifact locations, and deletes it.
 ``wiki backfill`` reads :meth:`LaneBackend.list_workloads`; ``wiki step``'s lane mode
-drives all of it. Two implementations:
+drives all of it. Three implementations:
 
 - :class:`executors.lane_local.LocalLaneBackend`: local processes, one folder per workload
-  under ``.wiki/lane-runs/<model folder>/<lane>/``;
+  under ``<git dir>/wiki-lane/runs/<model folder>/<lane>/`` (where ``rm`` of a work folder does not reach);
 - :class:`executors.lane_gke.GkeLaneBackend`: JobSets on one GKE cluster, dispatched
-  through :mod:`wikiengine.executors.gke.dispatch`.
+  through :mod:`wikiengine.executors.gke.dispatch`;
+- :class:`executors.lane_slurm.SlurmLaneBackend`: Slurm batch jobs named after the workload.
 
-The contract every backend keeps (``tests/test_lane_backend_contract.py`` runs it on both):
+The contract every backend keeps (``tests/test_lane_backend_contract.py`` runs it on all three):
 
 - **Unknown is never free and never gone.** :meth:`~LaneBackend.list_workloads` and
   :meth:`~LaneBackend.status` raise :class:`ComputeUnavailableError` when the backend
@@ -30,7 +31,11 @@ The contract every backend keeps (``tests/test_lane_backend_contract.py`` runs i
 - A run that ended has ``state`` ``succeeded`` (exit code 0) or ``failed`` (a non-zero
   ``exit_code``, or None when no process reported one, and a ``reason`` when the backend
   knows more: timed out, deleted, its runner killed); in flight is ``queued`` or
-  ``running``. Any other state (a record another tool wrote) is neither: treat it as unknown.
+  ``running``, or ``retrying`` (the backend restarts it by itself after a preemption).
+  A run the infrastructure took away and nothing restarts is ``preempted``: neither
+  finished nor a crash; the lane re-dispatches it under the same name with
+  ``LaunchSpec.attempt`` above the workload's ``attempt`` (:mod:`executors.preemption`).
+  Any other state (a record another tool wrote) is neither: treat it as unknown.
   ``progress_at`` is the last sign of life (the lane mode kills a run whose progress
   is older than its hang limit). ``started``, ``finished`` and ``chips`` are the
   backend's own: the lane journals them at completion, and ``max_chip_hours`` burns them.
@@ -47,7 +52,8 @@ from typing import Protocol, runtime_checkable
 from wikiengine.executors.clean_room import is_secret_name
 from wikiengine.executors.compute import ComputeError, ComputeUnavailableError
 
-IN_FLIGHT = ("queued", "running")
+IN_FLIGHT = ("queued", "running", "retrying")  # retrying: the backend restarts it itself
+PREEMPTED = "preempted"  # ended by the infrastructure, not the run: the lane re-dispatches it (executors/preemption.py)
 FINISHED = ("succeeded", "failed")
 # The keys of LaneBackend.artifacts() and the variables a run finds them in.
 ARTIFACT_ENV = {"artifact_dir": "ARTIFACT_DIR", "metrics": "METRICS_PATH", "xprof": "XPROF_PATH", "hlo": "HLO_PATH"}
@@ -91,6 +97,8 @@ class LaneWorkload:
     pid: int | None = None  # local: the run's process; None on GKE
     command: str | None = None  # the command that ran, shlex-joined (for the page's Setup)
     chips: int | None = None  # the accelerator chips the run holds (local: its one slot; GKE: the slice's chips)
+    attempt: int = 1  # how many times it started (re-dispatches after preemption, scheduler restarts)
+    elapsed_s: float | None = None  # how long it has run by the backend's own clock (local: CLOCK_MONOTONIC), if known
 
     @property
     def is_finished(self) -> bool:
@@ -102,7 +110,7 @@ class LaneWorkload:
 
     @property
     def crashed(self) -> bool:
-        return self.state == "failed" or self.exit_code not in (None, 0)
+        return self.state == "failed" or (self.state != PREEMPTED and self.exit_code not in (None, 0))
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,7 @@ class LaunchSpec:
     env: dict[str, str] = field(default_factory=dict)
     artifact_dir: str | None = None
     timeout_s: float = 3600.0
+    attempt: int = 1  # > the workload's attempt: relaunch a preempted workload of this name
 
 
 @runtime_checkable

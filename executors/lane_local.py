@@ -1,6 +1,11 @@
 """The local-process lane backend: each workload a supervised process group and a folder.
 
-One workload is one folder ``.wiki/lane-runs/<model folder>/<lane>/<workload name>/``:
+One workload is one folder ``<git dir>/wiki-lane/runs/<model folder>/<lane>/<workload name>/``
+(:func:`runs_folder`): inside the git directory, where a ``rm -r`` of the checkout's work
+folders (``.wiki/``, the artifacts) does not reach, so a run that lives is never taken for
+one that never was (RELIABILITY row 70). Outside a git repository the folder is
+``.wiki/lane-runs/<model folder>/<lane>/``, which is also still read for the runs an older
+engine recorded there. Each folder holds:
 
 - ``spec.json``: what to run (argv, env, cwd, timeout), written before anything starts;
 - ``runner.json``: the pid of its runner (:mod:`wikiengine.executors.lane_runner`), which launch
@@ -21,6 +26,11 @@ writes ``deleted.json`` (the runner kills the process group and records why), ki
 group itself when the runner is gone, and keeps the folder: the log and artifacts of
 a deleted run are what its page and ``wiki backfill`` are written from.
 
+A run that ended by SIGTERM from outside the lane (its runner got it, or the run died of
+it while the runner sent none) is ``preempted``, not failed (:mod:`executors.preemption`);
+a launch with a higher ``attempt`` moves its ``status.json`` and ``runner.json`` to
+``attempt-<n>/`` and starts it again, appending to the same log.
+
 A ``status.json`` that says ``running`` while neither the runner nor the run's process
 group is alive is reported ``failed`` (the runner was killed). One without a runner pid
 (written by another tool) is taken as it says.
@@ -38,15 +48,17 @@ import time
 from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_json
-from wikiengine.core.clock import from_epoch, now_iso, utc_iso
-from wikiengine.core.errors import PageError
+from wikiengine.core.clock import now_iso
+from wikiengine.core.errors import WikiError
+from wikiengine.core.git import git_dir
 from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
 from wikiengine.core.locks import FileLock
-from wikiengine.core.safe_read import load_json, read_optional, read_tail
+from wikiengine.executors import preemption
 from wikiengine.executors.clean_room import clean_environment
 from wikiengine.executors.compute import CapacityError, ComputeError, ComputeUnavailableError
 from wikiengine.executors.lane_backend import (
     ARTIFACT_ENV,
+    PREEMPTED,
     LaneWorkload,
     LaunchConflict,
     LaunchSpec,
@@ -55,43 +67,21 @@ from wikiengine.executors.lane_backend import (
     parse_workload_name,
     split_workload_name,
 )
-from wikiengine.executors.lane_runner import MS, group_members, signal_group
+from wikiengine.executors.lane_runner import MS, elapsed_s, group_members, signal_group
+from wikiengine.executors.run_folder import newest_mtime_iso, read_state, tail_lines
 
 LOCK_TIMEOUT_S = 30.0
-TAIL_BYTES = 256 * 1024
+LEGACY_RUNS = ".wiki/lane-runs"  # where the records lived before they moved into the git directory
 
 
-def _read_json(path: Path) -> dict | None:
-    """A state file, None when absent; anything but a regular file of the workload's folder
-    holding a JSON object is unknown state."""
+def runs_folder(root: Path, model_dir: str, lane: str) -> Path:
+    """Where a lane's local run records live: ``<git dir>/wiki-lane/runs/<model folder>/<lane>``
+    (a checkout's own git directory; a worktree's too), else under ``.wiki/lane-runs``."""
     try:
-        text = read_optional(path, f"{path.parent.name}/{path.name}", "metrics", within=path.parent)
-        if text is None:
-            return None
-        data = load_json(text, path)
-    except (PageError, ValueError) as exc:  # a pipe, a link out, not JSON: unknown, never "gone"
-        raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is unreadable: {exc}") from None
-    if not isinstance(data, dict):
-        raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is not a JSON object")
-    return data
-
-
-def _tail(path: Path, lines: int) -> str:
-    """The last ``lines`` lines of the run's log ("" when it does not exist): a regular file
-    inside the workload's folder, never a link out of it or a pipe."""
-    data = read_tail(path, TAIL_BYTES, f"{path.parent.name}/{path.name}", within=path.parent)
-    text = data.decode("utf-8", errors="replace")
-    return "\n".join(text.splitlines()[-lines:]) if lines > 0 else ""
-
-
-def _mtime_iso(*paths: Path) -> str | None:
-    times = []
-    for path in paths:
-        try:
-            times.append(path.stat().st_mtime)
-        except OSError:
-            continue
-    return utc_iso(from_epoch(max(times)), MS) if times else None
+        base = git_dir(root) / "wiki-lane" / "runs"
+    except WikiError:
+        base = Path(root) / LEGACY_RUNS  # not a git repository
+    return base / model_dir / lane
 
 
 def _exists(folder: Path) -> bool:
@@ -123,6 +113,11 @@ def _runner_alive(pid: int | None, folder: Path) -> bool:
     return state != "Z" and str(folder).encode() in cmdline
 
 
+def _attempts(folder: Path) -> int:
+    """This attempt's number: 1 + the preempted attempts set aside in ``attempt-<n>/``."""
+    return 1 + sum(1 for entry in folder.glob("attempt-*") if entry.is_dir())
+
+
 def _group_alive(pgid: int | None) -> bool:
     return bool(group_members(pgid))
 
@@ -133,25 +128,33 @@ class LocalLaneBackend:
     def __init__(self, root: Path, model_dir: str, lane: str, *, python: str | None = None,
                  kill_grace_s: float = 5.0):
         self.root = Path(root)
-        self.folder = self.root / ".wiki" / "lane-runs" / model_dir / lane
+        self.folder = runs_folder(self.root, model_dir, lane)
+        legacy = self.root / LEGACY_RUNS / model_dir / lane
+        self.legacy = legacy if legacy != self.folder else None
         self.python = python or sys.executable
         self.kill_grace_s = kill_grace_s
 
     # ------------------------------------------------------------------ reading
 
     def list_workloads(self, prefix: str) -> list[LaneWorkload]:
-        try:
-            entries = sorted(self.folder.iterdir())
-        except FileNotFoundError:
-            entries = []  # nothing was ever launched in this lane
-        except OSError as exc:
-            raise ComputeUnavailableError(f"lane runs folder {self.folder} is unreadable: {exc}") from None
         found = []
-        for entry in entries:
+        for entry in self._entries():
             parsed = parse_workload_name(entry.name, prefix)
             if parsed is not None and entry.is_dir():
                 found.append(self._workload(entry, *parsed))
         return found
+
+    def _entries(self) -> list[Path]:
+        """Every workload folder of the lane (the records of an older engine's folder too)."""
+        entries = {}
+        for folder in (self.legacy, self.folder):
+            try:
+                entries.update({p.name: p for p in folder.iterdir()} if folder is not None else {})
+            except FileNotFoundError:
+                continue  # nothing was ever launched in this lane
+            except OSError as exc:
+                raise ComputeUnavailableError(f"lane runs folder {folder} is unreadable: {exc}") from None
+        return [entries[name] for name in sorted(entries)]
 
     def status(self, name: str) -> LaneWorkload | None:
         folder = self._folder(name)
@@ -163,23 +166,23 @@ class LocalLaneBackend:
         folder = self._folder(name)
         if not _exists(folder):
             raise WorkloadNotFound(f"no local workload {name}")
-        return _tail(folder / "log.txt", tail)
+        return tail_lines(folder / "log.txt", tail)
 
     def artifacts(self, name: str) -> dict[str, str]:
         folder = self._folder(name)
         if not _exists(folder):
             raise WorkloadNotFound(f"no local workload {name}")
-        spec = _read_json(folder / "spec.json")
+        spec = read_state(folder / "spec.json")
         if spec is None:
             return self._paths(folder, None)
         return {key: spec["env"][env] for key, env in ARTIFACT_ENV.items()}
 
     def _workload(self, folder: Path, vid: str, slug: str) -> LaneWorkload:
-        status = _read_json(folder / "status.json")
-        runner = _read_json(folder / "runner.json") or {}
+        status = read_state(folder / "status.json")
+        runner = read_state(folder / "runner.json") or {}
         log = folder / "log.txt"
-        progress = _mtime_iso(folder / "progress", log, folder / "spec.json")
-        argv = (_read_json(folder / "spec.json") or {}).get("argv")
+        progress = newest_mtime_iso(folder / "progress", log, folder / "spec.json")
+        argv = (read_state(folder / "spec.json") or {}).get("argv")
         command = shlex.join(argv) if isinstance(argv, list) else None
         if status is None:
             if _runner_alive(_int(runner.get("pid")), folder):
@@ -188,8 +191,8 @@ class LocalLaneBackend:
                 state, reason = "failed", "the runner died before it started the run"
             else:
                 state, reason = "queued", "launch was interrupted before the runner started: launch it again"
-            return LaneWorkload(folder.name, vid, slug, state, None, None, _mtime_iso(log) if state == "failed" else None,
-                                _tail(log, 200), progress, reason, None, command, chips=1)
+            return LaneWorkload(folder.name, vid, slug, state, None, None, newest_mtime_iso(log) if state == "failed" else None,
+                                tail_lines(log, 200), progress, reason, None, command, chips=1, attempt=_attempts(folder))
         state = str(status.get("state", "unknown"))
         reason = status.get("reason")
         finished = status.get("finished")
@@ -198,13 +201,17 @@ class LocalLaneBackend:
             if _group_alive(pgid):
                 reason = "the runner died; the run goes on unsupervised (no timeout, no exit code)"
             else:
-                status = _read_json(folder / "status.json") or status  # it may have just finished
+                status = read_state(folder / "status.json") or status  # it may have just finished
                 state, reason, finished = str(status.get("state")), status.get("reason"), status.get("finished")
                 if state == "running":
-                    state, finished = "failed", _mtime_iso(log)
+                    state, finished = "failed", newest_mtime_iso(log)
                     reason = "the runner died before the run ended (killed?): exit code unknown"
-        return LaneWorkload(folder.name, vid, slug, state, _int(status.get("exit_code")), status.get("started"),
-                            finished, _tail(log, 200), progress, reason, _int(status.get("pid")), command, chips=1)
+        exit_code = _int(status.get("exit_code"))
+        if state == "failed" and preemption.local(exit_code, reason) == PREEMPTED:
+            state, reason = PREEMPTED, f"{reason or 'SIGTERM'}: sent from outside the lane (not the run's failure)"
+        return LaneWorkload(folder.name, vid, slug, state, exit_code, status.get("started"), finished, tail_lines(log, 200),
+                            progress, reason, _int(status.get("pid")), command, chips=1, attempt=_attempts(folder),
+                            elapsed_s=elapsed_s(status) if state == "running" else None)
 
     # ------------------------------------------------------------------ acting
 
@@ -214,12 +221,15 @@ class LocalLaneBackend:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             with self._lock():
-                recorded = _read_json(folder / "spec.json")
+                recorded = read_state(folder / "spec.json")
                 if recorded is not None:
                     if recorded.get("argv") != list(spec.argv):
                         raise LaunchConflict(f"{spec.name} already ran another command: use the next retry suffix")
                     if (folder / "status.json").exists() or (folder / "runner.json").exists():
-                        return self.status(spec.name)  # adopt: it was launched before
+                        current = self.status(spec.name)
+                        if current.state != PREEMPTED or spec.attempt <= current.attempt:
+                            return current  # adopt: it was launched before (this attempt or a later one)
+                        self._archive_attempt(folder, current.attempt)
                 elif (folder / "status.json").exists():
                     return self.status(spec.name)  # a workload recorded by another tool
                 busy = [name for name in self._in_flight_on(spec.track) if name != spec.name]
@@ -240,13 +250,13 @@ class LocalLaneBackend:
         with self._lock():
             if not (folder / "deleted.json").exists():
                 atomic_write_json(folder / "deleted.json", {"at": now_iso(timespec=MS)})
-            runner_pid = _int((_read_json(folder / "runner.json") or {}).get("pid"))
+            runner_pid = _int((read_state(folder / "runner.json") or {}).get("pid"))
             deadline = time.monotonic() + self.kill_grace_s + 5.0
             while _runner_alive(runner_pid, folder) and time.monotonic() < deadline:
                 time.sleep(0.05)  # the runner sees deleted.json within its poll interval
             if _runner_alive(runner_pid, folder):
                 os.kill(runner_pid, signal.SIGKILL)
-            status = _read_json(folder / "status.json")
+            status = read_state(folder / "status.json")
             pgid = _int((status or {}).get("pgid")) or runner_pid
             if _group_alive(pgid):  # the runner is gone but the run goes on: stop it here
                 signal_group(pgid, signal.SIGTERM)
@@ -261,9 +271,20 @@ class LocalLaneBackend:
 
     # ------------------------------------------------------------------ helpers
 
+    @staticmethod
+    def _archive_attempt(folder: Path, attempt: int) -> None:
+        """Move a preempted attempt's records to ``attempt-<n>/`` (the log goes on appending)."""
+        aside = folder / f"attempt-{attempt}"
+        aside.mkdir(exist_ok=True)
+        for name in ("status.json", "runner.json"):
+            if (folder / name).exists():
+                os.replace(folder / name, aside / name)
+
     def _folder(self, name: str) -> Path:
         if not NAME_RE.fullmatch(name) or len(name) >= MAX_WORKLOAD_LEN:
             raise ComputeError(f"bad workload name {name!r}: [a-z]([-a-z0-9]*[a-z0-9])? under {MAX_WORKLOAD_LEN} characters")
+        if self.legacy is not None and not (self.folder / name).exists() and (self.legacy / name).is_dir():
+            return self.legacy / name  # recorded by an older engine
         return self.folder / name
 
     def _lock(self) -> FileLock:
@@ -274,8 +295,8 @@ class LocalLaneBackend:
     def _in_flight_on(self, track: int) -> list[str]:
         """Names of the workloads of ``track`` that are queued or running."""
         names = []
-        for entry in sorted(self.folder.iterdir()):
-            spec = _read_json(entry / "spec.json") if entry.is_dir() and not entry.name.startswith(".") else None
+        for entry in self._entries():
+            spec = read_state(entry / "spec.json") if entry.is_dir() and not entry.name.startswith(".") else None
             if spec is not None and spec.get("track") == track:
                 if self._workload(entry, *split_workload_name(entry.name)).in_flight:
                     names.append(entry.name)

@@ -85,6 +85,30 @@ def kill_group(pgid: int, child: subprocess.Popen, grace_s: float) -> None:
     child.wait()
 
 
+def boot_id() -> str | None:
+    """This boot of the machine: ``CLOCK_MONOTONIC`` readings compare only within one."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip() or None
+    except OSError:
+        return None
+
+
+def monotonic_start() -> dict:
+    """When a run starts, on the clock no one can set (``CLOCK_MONOTONIC``, shared by every
+    process of one boot): how long it has run never depends on a wall clock that jumps."""
+    return {"started_monotonic": time.monotonic(), "boot_id": boot_id()}
+
+
+def elapsed_s(status: dict) -> float | None:
+    """How long the run of ``status`` has run by ``CLOCK_MONOTONIC``; None when its start was
+    read in another boot, or by an older runner."""
+    start = status.get("started_monotonic")
+    if not isinstance(start, (int, float)) or isinstance(start, bool) or status.get("boot_id") != boot_id():
+        return None
+    return max(0.0, time.monotonic() - float(start))
+
+
 def supervise(folder: Path) -> int:
     folder = Path(folder)
     stopped: list[str] = []
@@ -94,7 +118,8 @@ def supervise(folder: Path) -> int:
     pgid = os.getpgid(0)  # the runner leads the run's process group: known before the run exists
     warden.become_subreaper()  # orphans of the run come back to the runner, whatever their session
     status = {"state": "running", "exit_code": None, "started": now_iso(timespec=MS), "finished": None,
-              "runner_pid": os.getpid(), "pid": None, "pgid": pgid, "reason": None, "timeout_s": spec["timeout_s"]}
+              "runner_pid": os.getpid(), "pid": None, "pgid": pgid, "reason": None, "timeout_s": spec["timeout_s"],
+              **monotonic_start()}
     atomic_write_json(folder / "status.json", status)
 
     def finish(code: int | None, reason: str | None) -> int:

@@ -11,8 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from wikiengine._cli.main import main
-from wikiengine.core import schemas
-from wikiengine.lint import validators
+from wikiengine.core import schemas, validators
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM_ROOT = "wiki/experiments/program.md"

@@ -19,7 +19,7 @@ from wikiengine.core.errors import SchemaError
 def fast_validator(name: str):
     """The lint hot path's validator when the lint package is present, else fastjsonschema itself."""
     try:
-        from wikiengine.lint.validators import compiled
+        from wikiengine.core.validators import compiled
     except ImportError:
         import fastjsonschema
 

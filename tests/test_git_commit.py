@@ -81,3 +81,27 @@ def test_head_sha_in_a_linked_worktree_and_on_a_packed_ref(repo, tmp_path):
     assert head_sha(repo) == git(repo, "rev-parse", "HEAD").strip()
     git(repo, "checkout", "-q", "--detach")
     assert head_sha(repo) == git(repo, "rev-parse", "HEAD").strip()
+
+
+def _commit_many(root: str, index: int, commits: int) -> None:
+    """One lane's writer in its own process: commit a file of its own ``commits`` times."""
+    rel = f"lane{index}.md"
+    for n in range(commits):
+        (Path(root) / rel).write_text(f"note {n}\n")
+        commit_paths(Path(root), [rel], f"lane {index}: note {n}")
+
+
+def test_row112_writers_of_different_lanes_committing_at_once_all_land(repo):
+    """Different lanes hold different lane locks; git alone refuses a second commit while the
+    first holds index.lock. The commit lock queues them: every commit lands, none is lost."""
+    import multiprocessing
+
+    writers = [multiprocessing.Process(target=_commit_many, args=(str(repo), i, 3)) for i in range(4)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(timeout=120)
+    assert [writer.exitcode for writer in writers] == [0, 0, 0, 0]
+    assert len(git(repo, "log", "--format=%s").splitlines()) == 1 + 4 * 3
+    assert git(repo, "status", "--porcelain") == ""
+    assert all((repo / f"lane{i}.md").read_text() == "note 2\n" for i in range(4))

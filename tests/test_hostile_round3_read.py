@@ -168,7 +168,9 @@ def test_row80_a_lane_log_linked_out_is_never_written_by_exp_new(wiki, tmp_path)
 
 
 def _finished_local_run(root: Path, name: str) -> Path:
-    folder = root / ".wiki/lane-runs/gemma4_autoresearch_optimization/tpu" / name
+    from wikiengine.executors.lane_local import runs_folder
+
+    folder = runs_folder(root, "gemma4_autoresearch_optimization", "tpu") / name
     folder.mkdir(parents=True)
     (folder / "status.json").write_text(json.dumps({"state": "failed", "exit_code": 1, "started": "2026-06-13T10:00:00Z",
                                                     "finished": "2026-06-13T10:05:00Z"}))
@@ -404,7 +406,7 @@ def test_row92_a_local_lane_run_has_its_own_tmpdir_and_inductor_cache_removed_af
         pytest.skip("torch is not installed")
     from wikiengine.core.identity import workload_name
     from wikiengine.executors.lane_backend import LaunchSpec
-    from wikiengine.executors.lane_local import LocalLaneBackend
+    from wikiengine.executors.lane_local import LocalLaneBackend, runs_folder
 
     host_tmp = tmp_path / "host-tmp"
     host_tmp.mkdir()
@@ -420,7 +422,7 @@ def test_row92_a_local_lane_run_has_its_own_tmpdir_and_inductor_cache_removed_af
         assert time.monotonic() < deadline, "the run did not end"
         time.sleep(0.1)
     assert run.state == "succeeded", backend.logs(name)
-    folder = root / ".wiki/lane-runs/gemma4_autoresearch_optimization/tpu" / name
+    folder = runs_folder(root, "gemma4_autoresearch_optimization", "tpu") / name
     assert f"cache at {folder / 'tmp' / 'torchinductor'}" in backend.logs(name)  # the run's own cache, not /tmp's
     assert not (folder / "tmp").exists()  # removed when the run ended
     assert list(host_tmp.iterdir()) == []  # no torchinductor_<user> left in the host's TMPDIR

@@ -1,9 +1,12 @@
-"""One contract for every lane backend (executors/lane_backend.py), run on both.
+"""One contract for every lane backend (executors/lane_backend.py), run on all three.
 
 - ``local``: real processes (``bash -c "python -c ..."``) supervised by executors.lane_runner;
 - ``gke``: the real ``kubernetes`` client against the loopback API server
   (tests/fakes/fake_k8s.py). The fake has no kubelet: :meth:`GkeHarness.settle` plays it,
-  marking the JobSet Completed or Failed and giving it a pod with the log the command prints.
+  marking the JobSet Completed or Failed and giving it a pod with the log the command prints;
+- ``slurm``: real ``munged``, ``slurmctld`` and ``slurmd`` on localhost (tests/slurm_cluster.py,
+  one cluster per test session; skipped, saying why, where slurm-wlm and munge are absent).
+  The controller keeps every job for an hour, so each Slurm test runs as its own user prefix.
 
 RELIABILITY rows 17 and 24 (unknown is never free and never gone), 22 (a launch re-called
 after a crash adopts the run, never starts a second), 31 (a run past its ceiling is
@@ -154,6 +157,45 @@ class GkeHarness(Harness):
         self.backend.kube = real
 
 
+class SlurmHarness(Harness):
+    kind = "slurm"
+
+    def __init__(self, root: Path, cluster):
+        from wikiengine.executors.lane_slurm import SlurmLaneBackend
+
+        self.root, self.cluster = root, cluster
+        self.python = shlex.quote(sys.executable)
+        self.backend = SlurmLaneBackend(root, MODEL_DIR, LANE, env=cluster.env, command_timeout_s=10.0)
+
+    def settle(self, spec: LaunchSpec, line: str, exit_code: int):
+        return self.finished(spec.name)
+
+    def make_running(self, spec: LaunchSpec):
+        return wait_for(lambda: (w := self.backend.status(spec.name)).state == "running" and w, "the job to start")
+
+    def runs_of(self, spec: LaunchSpec, line: str) -> int:
+        return self.backend.logs(spec.name).splitlines().count(line)
+
+    def nothing_running(self, spec: LaunchSpec) -> bool:
+        """Slurm holds no job of the name in flight (slurmd killed every process of a job before it ends)."""
+        jobs = [job for job in self.backend.jobs() if job.name == spec.name]
+        return bool(jobs) and all(job.state.split()[0] not in ("PENDING", "RUNNING", "COMPLETING") for job in jobs)
+
+    def faults(self, spec: LaunchSpec):
+        self.cluster.stop_daemon("slurmctld")
+        yield "the controller is stopped"
+        self.cluster.restart_controller()
+        slow = self.root / "slow-bin"
+        slow.mkdir(exist_ok=True)
+        (slow / "scontrol").write_text("#!/bin/sh\nsleep 30\n")
+        (slow / "scontrol").chmod(0o755)
+        real_env, real_timeout = dict(self.backend.env), self.backend.command_timeout_s
+        self.backend.env["PATH"] = f"{slow}:{os.environ['PATH']}"
+        self.backend.command_timeout_s = 0.5
+        yield "scontrol past its timeout"
+        self.backend.env, self.backend.command_timeout_s = real_env, real_timeout
+
+
 def _alive(pid) -> bool:
     if not pid:
         return False
@@ -178,10 +220,28 @@ def _kube(url: str, cluster: str, deadline_s: float = 2.0):
     return Kube.from_configuration(client.Configuration(host=url), cluster=cluster, deadline_s=deadline_s)
 
 
-@pytest.fixture(params=["local", "gke"])
+_SLURM_USERS = iter(range(1, 10_000))
+
+
+def slurm_harness(request, tmp_path, monkeypatch) -> SlurmHarness:
+    """A Slurm harness whose workloads carry a user prefix of their own (the module's USER)."""
+    cluster = request.getfixturevalue("slurm_cluster")
+    user = f"s{next(_SLURM_USERS):04d}"
+    monkeypatch.setattr(sys.modules[__name__], "USER", user)
+    monkeypatch.setattr(sys.modules[__name__], "PREFIX", f"{user}-{MODEL}-{LANE}")
+    harness = SlurmHarness(tmp_path, cluster)
+    request.addfinalizer(lambda: [harness.backend.delete(w.name) for w in harness.backend.list_workloads(PREFIX)
+                                  if w.in_flight])
+    return harness
+
+
+@pytest.fixture(params=["local", "gke", "slurm"])
 def harness(request, tmp_path, monkeypatch):
     if request.param == "local":
         yield LocalHarness(tmp_path)
+        return
+    if request.param == "slurm":
+        yield slurm_harness(request, tmp_path, monkeypatch)
         return
     pytest.importorskip("kubernetes")
     from tests.fakes.fake_k8s import FakeKubeApi
@@ -218,7 +278,8 @@ def test_a_run_is_launched_listed_and_reported_succeeded_with_its_log(harness):
     done = harness.settle(spec, "step 100 tokens_per_s 4123.5", 0)
     assert (done.state, done.exit_code, done.crashed) == ("succeeded", 0, False)
     assert done.started and done.finished and done.progress_at
-    assert done.chips == (1 if harness.kind == "local" else 8)  # what max_chip_hours burns: a slot, a v5p 2x2x2 slice
+    # what max_chip_hours burns: a slot (local; Slurm without --gres), a v5p 2x2x2 slice
+    assert done.chips == (8 if harness.kind == "gke" else 1)
     assert harness.backend.logs(spec.name) == "step 100 tokens_per_s 4123.5"
     assert done.command == shlex.join(spec.argv)  # what the page's Setup quotes
     assert "step 100 tokens_per_s 4123.5" in done.log_tail

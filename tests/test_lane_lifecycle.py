@@ -156,7 +156,7 @@ def test_row84_a_killed_writers_temp_files_are_removed_by_the_next_writer(wiki):
     assert git(wiki, "status", "--porcelain") == ""
 
 
-def test_the_journal_stays_json_when_a_run_writes_nan():
+def test_row126_the_journal_stays_json_when_a_run_writes_nan():
     text = append_record("", {"op": "complete", "metrics": {"tps": math.nan, "mfu": 41.5, "loss": -math.inf},
                               "samples": [1.0, math.inf]})
     assert "NaN" not in text and "Infinity" not in text
@@ -171,3 +171,47 @@ def test_loop_stop_with_no_session_is_one_line_not_a_traceback(wiki):
                           text=True, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert git(wiki, "status", "--porcelain") == ""
+
+
+# --- a wall clock that jumps (row 125) -------------------------------------------------------
+
+
+def test_row125_how_long_a_run_ran_is_the_backends_monotonic_measure():
+    from wikiengine.step.lane.decide import LaneLimits, _overdue
+
+    now, day = 2_000_000_000.0, 86400.0
+    limits = LaneLimits(hung_after_s=1800, ceiling_s=6 * 3600)
+    # its start was read while the clock stood 10 days back: the wall clock says 10 days, the run 30 s
+    assert _overdue("w", now - 10 * day, None, now, limits, elapsed_s=30.0) is None
+    assert _overdue("w", now - 10 * day, now - 10 * day, now, limits, elapsed_s=30.0) is None  # idle <= ran
+    assert "past the ceiling" in _overdue("w", now - 60, None, now, limits, elapsed_s=7 * 3600)
+    assert "hung after" in _overdue("w", now - 3 * 3600, now - 2 * 3600, now, limits, elapsed_s=3 * 3600)
+    # an older runner's record (no monotonic start): judged by the wall clock, as before
+    assert "past the ceiling" in _overdue("w", now - 10 * day, None, now, limits)
+
+
+def test_row125_a_healthy_local_run_is_not_killed_after_the_clock_moved(tmp_path):
+    from tests.test_lane_backend_contract import MODEL_DIR, wait_for
+    from wikiengine.core.clock import timestamp
+    from wikiengine.core.identity import workload_name
+    from wikiengine.executors.lane_backend import LaunchSpec
+    from wikiengine.executors.lane_local import LocalLaneBackend
+    from wikiengine.step.lane.decide import LaneLimits, _overdue
+
+    backend = LocalLaneBackend(tmp_path, MODEL_DIR, "tpu", kill_grace_s=0.5)
+    name = workload_name("alice", "gemma4", "tpu", 1, "clock")
+    backend.launch(LaunchSpec(name, "v001", "clock", 1, [sys.executable, "-c", "import time; time.sleep(30)"],
+                              timeout_s=60))
+    try:
+        wait_for(lambda: backend.status(name).state == "running", "the run to start")
+        status_path = backend.folder / name / "status.json"
+        status = json.loads(status_path.read_text())
+        status["started"] = "2026-01-01T00:00:00.000Z"  # read while the machine's clock stood months back
+        status_path.write_text(json.dumps(status))
+        workload = backend.status(name)
+        assert workload.elapsed_s is not None and workload.elapsed_s < 60
+        now = timestamp("2026-06-01T00:00:00Z")  # the clock set right again
+        limits = LaneLimits(hung_after_s=1800, ceiling_s=6 * 3600)
+        assert _overdue(name, timestamp(workload.started), None, now, limits, workload.elapsed_s) is None
+    finally:
+        backend.delete(name)

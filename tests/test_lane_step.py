@@ -225,7 +225,8 @@ def test_a_workload_with_no_stub_is_reported(lane_wiki, tmp_path):
 @pytest.mark.parametrize(
     "kwargs,message",
     [
-        ({"backend": "slurm"}, "is not local or gke"),
+        ({"backend": "pbs"}, "is not local, gke or slurm"),
+        ({"partition": "low"}, "use them with --backend slurm"),
         ({"parallelism": "many"}, "is not a number or 'all'"),
         ({"parallelism": "0"}, "at least 1"),
     ],

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from tests.lint_support import NOTE, cli_process, hang_guard, use_schema, write
 from wikiengine.core import schemas
 from wikiengine.core.errors import SchemaError
+from wikiengine.core.validators import compiled
 from wikiengine.lint import lint
 from wikiengine.lint.baseline import BASELINE_FILE
 from wikiengine.lint.config import LintConfig
-from wikiengine.lint.validators import compiled
 
 REPO = Path(__file__).resolve().parent.parent
 

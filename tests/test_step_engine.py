@@ -110,7 +110,7 @@ COMMON = {"mode", "state", "decision", "decisions", "actions", "needs", "next_wa
 
 @pytest.mark.parametrize("mode, own", [
     ("relay", {"step", "reasons"}),
-    ("lane", {"lane", "tracks", "disagreements", "reground"}),
+    ("lane", {"lane", "tracks", "disagreements", "reground", "budgets", "queue"}),
     ("kernel", {"family", "findings", "disagreements", "k9"}),
 ])
 def test_one_json_shape_plus_the_mode_s_own_facts(mode, own):

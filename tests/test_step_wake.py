@@ -487,14 +487,14 @@ def _stale_lock(path):
 
 
 @pytest.mark.parametrize("name", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
-def test_row35_a_lock_a_killed_git_left_is_removed_when_no_git_runs(wiki, name):
+def test_row127_a_lock_a_killed_git_left_is_removed_when_no_git_runs(wiki, name):
     root, store, compute, clock = wiki
     _stale_lock(root / ".git" / name)
     assert step(wiki).decision == "launch"  # the wake commits as if the killed git had never run
     assert not (root / ".git" / name).exists()
 
 
-def test_row35_a_lock_a_live_git_holds_is_named_not_removed(wiki, monkeypatch):
+def test_row127_a_lock_a_live_git_holds_is_named_not_removed(wiki, monkeypatch):
     import wikiengine.core.git as core_git
 
     root, store, compute, clock = wiki

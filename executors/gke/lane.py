@@ -13,7 +13,11 @@ States: a Completed JobSet ``succeeded`` (exit code 0), a Failed one ``failed`` 
 the exit code of its first failed container (None when no pod reported one, e.g. the
 deadline struck before a pod started), a suspended or not yet active one ``queued``,
 else ``running``. ``started`` is the first pod's start (else the creation time);
-``progress_at`` the latest condition transition or pod start. The log is the failed
+``progress_at`` the latest condition transition or pod start. Preemption is not failure
+(:mod:`executors.preemption`): a JobSet the controller is restarting (``RestartingJobSet``, or
+restarts with a disrupted pod) is ``retrying``; a Failed one whose failed pod carries a
+``DisruptionTarget`` condition (exit code 42/143 or none) is ``preempted``; ``attempt`` is
+its restarts + 1. The log is the failed
 pod's (else the first pod's). Artifacts are the ``gs://`` paths in the container's
 environment. Delete removes the JobSet with background propagation; its pods and their
 logs go with it.
@@ -26,6 +30,7 @@ import shlex
 from pathlib import Path
 
 from wikiengine.core.errors import WikiError
+from wikiengine.executors import preemption
 from wikiengine.executors.compute import ComputeError, SessionState
 from wikiengine.executors.gke.clusters import ClusterFile
 from wikiengine.executors.gke.dispatch import (
@@ -156,14 +161,25 @@ class GkeLaneBackend:
         starts = sorted(t for p in pods if isinstance(t := (p.get("status") or {}).get("startTime"), str))
         created = meta.get("creationTimestamp") if isinstance(meta.get("creationTimestamp"), str) else None
         command = main_container(jobset).get("command") or []
+        reason = session.failure_message if state == "failed" else None
+        restarts = _restarts(jobset)
+        disruption = preemption.jobset(
+            "Completed" if state == "succeeded" else "Failed" if state == "failed" else None, restarts,
+            _condition(jobset, "RestartingJobSet") or _condition(jobset, "Restarting"),
+            exit_code if state == "failed" else next((c for c in codes if c != 0), None),
+            {reason for pod in pods for reason in _disruption_reasons(pod)})
+        if disruption is not None:
+            state = disruption
+            reason = (f"the JobSet is restarting (restart {restarts}): the controller runs it again"
+                      if disruption == preemption.RETRYING else
+                      f"its pods were disrupted ({reason or 'failed'}): the cluster took it away, not the run's failure")
         return LaneWorkload(
             str(meta.get("name", "")), vid, slug, state, exit_code, starts[0] if starts else created,
             session.ended_at.isoformat() if session.ended_at else None,
-            self._log(pods, 200) if state in FINISHED else "",
-            max(times + starts + ([created] if created else []), default=None),
-            session.failure_message if state == "failed" else None, None,
+            self._log(pods, 200) if state in (*FINISHED, preemption.PREEMPTED) else "",
+            max(times + starts + ([created] if created else []), default=None), reason, None,
             command[2] if command[:2] == ["bash", "-c"] and len(command) == 3 else shlex.join(command) or None,
-            chips=self.cluster.tpu.chips if self.cluster is not None else None,
+            chips=self.cluster.tpu.chips if self.cluster is not None else None, attempt=restarts + 1,
         )
 
     # ------------------------------------------------------------------ acting
@@ -221,6 +237,23 @@ class GkeLaneBackend:
             return storage_paths(self.storage_root, experiment.exp_slug)
         except WikiError as exc:
             raise ComputeError(f"{spec.name}: {exc}") from None
+
+
+def _restarts(jobset: dict) -> int:
+    restarts = (jobset.get("status") or {}).get("restarts")
+    return restarts if isinstance(restarts, int) and not isinstance(restarts, bool) and restarts > 0 else 0
+
+
+def _condition(jobset: dict, kind: str) -> bool:
+    """The JobSet has condition ``kind`` with status True."""
+    return any(isinstance(c, dict) and c.get("type") == kind and c.get("status") == "True"
+               for c in (jobset.get("status") or {}).get("conditions") or [])
+
+
+def _disruption_reasons(pod: dict) -> set[str]:
+    """The reasons of the pod's true ``DisruptionTarget`` conditions (evicted, preempted)."""
+    return {str(c.get("reason")) for c in (pod.get("status") or {}).get("conditions") or []
+            if isinstance(c, dict) and c.get("type") == "DisruptionTarget" and c.get("status") == "True"}
 
 
 def _exit_code(pod: dict) -> int | None:

@@ -10,10 +10,10 @@ from wikiengine.model.targets import ROOT_HELP
 
 HELP = "file pages for finished workloads of a lane that have none (never supported or refuted)"
 DESCRIPTION = """\
-  wiki backfill [MODEL LANE] [--backend local|gke] [--context CTX --namespace NS]
+  wiki backfill [MODEL LANE] [--backend local|gke|slurm] [--context CTX --namespace NS]
 
 Lists the lane's finished workloads on its backend (local processes by default; GKE
-JobSets with --backend gke) and files a page for each v-id that has none, by the seed's
+JobSets with --backend gke; Slurm jobs with --backend slurm) and files a page for each v-id that has none, by the seed's
 policy: backfilled: true, "Hypothesis not recovered", verdict invalid when the run
 crashed (with a one-line summary of its log) and inconclusive otherwise, plus a lane
 log entry. A backend that cannot be listed is an error (exit 2): unknown is not "none".
@@ -24,7 +24,7 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("backfill", help=HELP, description=DESCRIPTION,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
-    parser.add_argument("--backend", choices=("local", "gke"), default="local", help="where the lane's workloads run")
+    parser.add_argument("--backend", choices=("local", "gke", "slurm"), default="local", help="where the lane's workloads run")
     parser.add_argument("--context", help="kubeconfig context of the cluster (gke)")
     parser.add_argument("--namespace", default="default", help="namespace of the JobSets (gke)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -39,6 +39,10 @@ def backend_for(args, root, lane):
 
     if args.backend == "local":
         return LocalLaneBackend(root, lane.model_dir, lane.name)
+    if args.backend == "slurm":
+        from wikiengine.executors.lane_slurm import SlurmLaneBackend
+
+        return SlurmLaneBackend(root, lane.model_dir, lane.name)
     from wikiengine.executors.gke.kube import Kube
 
     return GkeLaneBackend(Kube.from_context(args.context, cluster=args.context or "default"), args.namespace)

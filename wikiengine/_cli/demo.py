@@ -52,6 +52,10 @@ def add_parser(subparsers) -> None:
                         help=f"which demo ({', '.join(KINDS)}; default autoresearch), and an empty or new directory "
                              "(default: a new temp dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--backend", choices=("local", "slurm"), default="local",
+                        help="autoresearch: where the lane's runs go (slurm: the Slurm of this machine; docs/slurm.md)")
+    parser.add_argument("--partition", metavar="P", help="autoresearch --backend slurm: the partition (default: "
+                        "the cluster's default partition)")
     parser.add_argument("--json", action="store_true",
                         help='relay: print only {"root", "state", "wakes", "figures", "seconds"} at the end (each wake as wiki step --json)')
     parser.set_defaults(handler=run)
@@ -213,6 +217,10 @@ def run(args) -> int:
         from wikiengine.core.errors import WikiError
 
         raise WikiError("--json is for `wiki demo relay`: the other demos' output is their walkthrough")
+    if (args.backend != "local" or args.partition) and args.kind != "autoresearch":
+        from wikiengine.core.errors import WikiError
+
+        raise WikiError("--backend and --partition are for `wiki demo autoresearch`")
     if args.kind == "kernel":
         from wikiengine.demos.kernel import run_command
 
@@ -226,7 +234,8 @@ def run(args) -> int:
         demo_git(root, "config", "user.name", "wiki demo")
         demo_git(root, "config", "user.email", "demo@wikiengine.invalid")
         started = time.monotonic()
-        code = run_demo(root, lambda cwd, *a: demo_git(cwd, *a), progress=not args.no_progress)
+        code = run_demo(root, lambda cwd, *a: demo_git(cwd, *a), progress=not args.no_progress, backend=args.backend,
+                        partition=args.partition)
         print(f"demo {'complete' if code == 0 else 'FAILED'} in {time.monotonic() - started:.0f} s: {root}")
         return code
     return run_relay(root, args)

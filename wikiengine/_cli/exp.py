@@ -6,7 +6,7 @@ from pathlib import Path
 
 from wikiengine._cli._verbs import add_verb_parser, add_writer_options, print_result, verb_root
 
-HELP = "allocate, stub, file and retry experiments of a lane"
+HELP = "allocate, stub, file, retry and renumber experiments of a lane"
 DESCRIPTION = """\
 The lifecycle of an experiment page, so that ids, stubs, verdicts, the model page, the
 lane log and RESULTS.tsv cannot drift:
@@ -27,6 +27,17 @@ lane log and RESULTS.tsv cannot drift:
       files a run the engine did not launch, at most inconclusive.
   wiki exp retry VID [MODEL LANE] [--reformulated-because TEXT]
       a new stub VID+letter with the same mechanism.
+  wiki exp renumber VID [MODEL LANE]
+      VID names two pages (two clones allocated it offline, then merged): keep the one a
+      run was dispatched for, else the one committed first, and give each other page the
+      next free id: its file name, frontmatter, journal records, links to it, a log
+      entry; one commit. The lane wake dispatches neither page until this ran.
+
+A track runs one experiment at a time. Without --track, `exp new` takes the lowest idle
+track of the session, else the stub waits in the lane queue for the first track that
+frees up; `exp new --track N` and `exp retry` on a busy track queue the stub behind the
+run in flight (which is still processed). The wake dispatches queued stubs first in,
+first out; `wiki loop status` shows the queues.
 
 Thrash is a gate: after thrash_k (## Config, default 3) invalid/inconclusive results in
 a row on one mechanism, or on the letters of one v-id (v045, v045b, v045c), `exp new` on
@@ -66,7 +77,8 @@ def add_parser(subparsers) -> None:
     new.add_argument("--slug", required=True, help="the page slug: lower-case words joined by '-'")
     new.add_argument("--variant", required=True, help="a row key of the model page's variant matrix, e.g. 2B/v5p-16")
     new.add_argument("--proposal", required=True, type=Path, help="markdown with the four labelled paragraphs")
-    new.add_argument("--track", type=int, help="the track (cluster slot) this experiment runs on")
+    new.add_argument("--track", type=int, help="the track (cluster slot) this experiment runs on; queued while "
+                     "that track is busy (default: the lowest idle track, else the lane queue)")
     new.add_argument("--knob", action="append", default=[], metavar="KEY=VALUE",
                      help="a knob of the run's config (repeatable; VALUE as YAML: 64, true, bfloat16)")
     new.add_argument("--knobs", type=Path, metavar="FILE", help="the run's knobs: a YAML or JSON mapping")
@@ -97,7 +109,19 @@ def add_parser(subparsers) -> None:
     retry.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
     retry.add_argument("--reformulated-because", metavar="TEXT", help=REFORMULATED_HELP)
     add_writer_options(retry)
+
+    renumber = verbs.add_parser("renumber", help="give the later of two pages that share VID the next free id")
+    renumber.add_argument("vid", metavar="VID")
+    renumber.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
+    add_writer_options(renumber)
     parser.set_defaults(handler=run, parser=parser)
+
+
+def placed_line(result: dict) -> str:
+    """Where the stub waits: its track (and the v-ids ahead of it there), or the lane queue."""
+    where = f"track {result['track']}" if result.get("track") is not None else "the first idle track"
+    after = result.get("queued_after") or []
+    return f"queued for {where} after {', '.join(after)}\n" if after else f"runs on {where} at the next wake\n"
 
 
 def run(args) -> int:
@@ -116,7 +140,7 @@ def run(args) -> int:
                                              knobs=knobs_from_options(args.knob, args.knobs),
                                              reformulated_because=args.reformulated_because, dry_run=args.dry_run)
         text = f"{result['vid']}: stub {result['page']}\nworkload: {result['workload_name']}\n" + "".join(
-            f"{k}: {v}\n" for k, v in result["artifacts"].items())
+            f"{k}: {v}\n" for k, v in result["artifacts"].items()) + placed_line(result)
     elif args.verb == "file":
         import dataclasses
 
@@ -129,9 +153,16 @@ def run(args) -> int:
         kind = f" ({result['invalid']})" if result.get("invalid") else ""
         text = f"{result['vid']}: filed {result['verdict']}{kind} ({result['page']})\n" + "".join(
             f"  {c}\n" for c in result["capped"]) + ("Current best moved\n" if result["current_best_moved"] else "")
+    elif args.verb == "renumber":
+        from wikiengine.step.renumber import renumber_experiment
+
+        result = renumber_experiment(root, lane, args.vid, dry_run=args.dry_run)
+        text = f"{result['vid']}: kept {result['kept']}\n" + "".join(
+            f"  {d['was']} -> {d['vid']}: {d['page']}\n" for d in result["renumbered"])
     else:
         result = lane_writers.retry_experiment(root, lane, args.vid, reformulated_because=args.reformulated_because,
                                                dry_run=args.dry_run)
-        text = f"{result['vid']}: stub {result['page']} (retry of {result['retry_of']})\nworkload: {result['workload_name']}\n"
+        text = (f"{result['vid']}: stub {result['page']} (retry of {result['retry_of']})\n"
+                f"workload: {result['workload_name']}\n" + placed_line(result))
     print_result(args, result, text, dry_run=args.dry_run)
     return 0

@@ -13,17 +13,20 @@ from wikiengine.model.targets import ROOT_HELP
 
 HELP = "start, show or stop a lane session"
 DESCRIPTION = """\
-  wiki loop start MODEL LANE [--parallelism N|all] [--backend local|gke]
-                  [--tpu GEN --topology T] [--first TEXT] [--yes] [--json]
-      select the pool (local: N slots; gke: free clusters of .env/ by occupancy),
+  wiki loop start MODEL LANE [--parallelism N|all] [--backend local|gke|slurm]
+                  [--tpu GEN --topology T] [--partition P [--account A] [--gres gpu:N]]
+                  [--first TEXT] [--yes] [--json]
+      select the pool (local: N slots; gke: free clusters of .env/ by occupancy;
+      slurm: N tracks on partition P, or the lane Config's slurm_partition),
       record the session constants (USER_PREFIX, MODEL_NAME, LANE, the tracks) in
       the lane journal, delete a leftover .stop-authorized, write the start marker at
       the top of the lane log, point memory/STATE.md at the session, commit.
       Zero free clusters: exit 7 with each candidate's attribution, nothing written;
       a start declined at the prompt: exit 3.
   wiki loop status [--json]
-      the picture a wake sees (tracks, decisions, what is owed, what the
-      budgets of the program have burnt: `budgets`), read only.
+      the picture a wake sees (tracks, decisions, what is owed, the per-track and
+      lane queues of stubs waiting for a track, what the budgets of the program have
+      burnt: `budgets`), read only.
   wiki loop stop [--pause] [--yes] [--json]
       the gated stop: refused (exit 3, with the reasons) unless the closing audit
       passes now and .stop-authorized records this session's clean closing audit by
@@ -67,7 +70,11 @@ def add_parser(subparsers) -> None:
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     start.add_argument("names", nargs="*", metavar="MODEL LANE", help="the lane (default: from the current directory)")
     start.add_argument("--parallelism", "-n", default="1", metavar="N|all", help="tracks (default 1)")
-    start.add_argument("--backend", default="local", help="local (processes here) or gke (JobSets on free clusters)")
+    start.add_argument("--backend", default="local",
+                       help="local (processes here), gke (JobSets on free clusters) or slurm (batch jobs; docs/slurm.md)")
+    start.add_argument("--partition", metavar="P", help="the Slurm partition (slurm; default: slurm_partition of ## Config)")
+    start.add_argument("--account", metavar="A", help="the Slurm account jobs are charged to (slurm)")
+    start.add_argument("--gres", metavar="gpu:N", help="generic resources each job asks for (slurm)")
     start.add_argument("--tpu", metavar="GEN", help="TPU generation (gke)")
     start.add_argument("--topology", metavar="T", help="slice topology (gke)")
     start.add_argument("--first", metavar="TEXT", help="the first-pick hypothesis, for the start marker")
@@ -124,7 +131,7 @@ def run(args) -> int:
             return ExitCode.REFUSED
     result = start_session(root, lane, parallelism=args.parallelism, backend=args.backend, tpu=args.tpu,
                            topology=args.topology, first=args.first, launch_cmd=args.launch_cmd,
-                           dry_run=args.dry_run)
+                           partition=args.partition, account=args.account, gres=args.gres, dry_run=args.dry_run)
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:

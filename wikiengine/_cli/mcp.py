@@ -60,6 +60,7 @@ TOOLS = (
     Tool("exp_new", ("exp", "new")),
     Tool("exp_file", ("exp", "file")),
     Tool("exp_retry", ("exp", "retry")),
+    Tool("exp_renumber", ("exp", "renumber")),
     Tool("log_add", ("log", "add")),
     Tool("backfill", ("backfill",)),
     Tool("loop_status", ("loop", "status")),

@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from wikiengine.core.errors import GitError, WikiError
+from wikiengine.core.locks import FileLock
 
 TIMEOUT_S = 120.0
+COMMIT_LOCK_TIMEOUT_S = 60.0  # how long a writer waits for another writer's commit (a commit takes ~0.1 s)
 IDENTITY = {"GIT_AUTHOR_NAME": "wiki step", "GIT_AUTHOR_EMAIL": "step@wikiengine.invalid",
             "GIT_COMMITTER_NAME": "wiki step", "GIT_COMMITTER_EMAIL": "step@wikiengine.invalid"}
 # isolated=True: a bare store's git reads no system config, asks for no password, speaks C.
@@ -393,14 +395,23 @@ def commit_paths(root: Path, paths: list[str], message: str, probe: CommitProbe 
     finally:
         if probe is None:
             asked.close()
-    check_markers(root)
     if not changed:
+        check_markers(root)
         return None
     for rel in changed:
         path = Path(root) / rel
         if path.exists():
             assert_no_secret(path.read_text(encoding="utf-8", errors="replace"), rel)
     assert_no_secret(message, "commit message")
+    # one commit at a time per work tree: writers of different lanes hold different lane
+    # locks, and git refuses a second `git add`/`git commit` while the first holds index.lock
+    with FileLock(git_dir(root) / "wiki-commit.lock", timeout=COMMIT_LOCK_TIMEOUT_S,
+                  busy=f"another wiki writer has been committing for {COMMIT_LOCK_TIMEOUT_S:g}s"):
+        check_markers(root)
+        return _add_and_commit(root, changed, message, staged_before)
+
+
+def _add_and_commit(root: Path, changed: list[str], message: str, staged_before: set[str]) -> str:
     _git(root, "add", "--all", "--", *changed)
     # `--only` commits just these paths past whatever else is staged, at the price of a
     # temporary index (20 ms more on a 10,000-page wiki); with nothing else staged the

@@ -1,8 +1,9 @@
 """JSON Schemas shipped in ``schema/`` (installed as ``wikiengine/_schema``) and validation
 with errors that name the file and line of the offending key.
 
-Schemas stay within draft 7 so that a compiled validator (fastjsonschema) can serve hot
-paths; :func:`issues` uses jsonschema, which reports every error with its path.
+Schemas stay within draft 7 so that a compiled validator (fastjsonschema,
+:mod:`core.validators`) can serve hot paths; :func:`issues` asks it first and uses
+jsonschema, which reports every error with its path, only for a document it refuses.
 """
 
 from __future__ import annotations
@@ -63,9 +64,18 @@ class SchemaIssue:
 
 
 def issues(instance, name: str, lines: dict[tuple, int] | None = None) -> list[SchemaIssue]:
-    """Every schema error of ``instance``, sorted by line, each with the line of its key."""
+    """Every schema error of ``instance``, sorted by line, each with the line of its key.
+
+    A valid document is told by the compiled validator (:mod:`core.validators`); jsonschema,
+    slower to import than a wake takes to run, is loaded only to word what is wrong."""
+    from wikiengine.core.validators import compiled
     from wikiengine.core.yamlio import line_of
 
+    try:
+        compiled(name)(instance)
+        return []
+    except (ValueError, TypeError):
+        pass  # invalid (or a shape the generated code cannot judge): every error, worded by jsonschema
     found = []
     for error in _validator(name).iter_errors(instance):
         key_path = tuple(error.absolute_path)

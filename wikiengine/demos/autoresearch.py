@@ -198,6 +198,23 @@ def proposal_file(folder: Path, proposal, frontier: dict) -> Path:
     return path
 
 
+def default_partition() -> str:
+    """The Slurm cluster's default partition (``sinfo`` marks it with ``*``)."""
+    import subprocess
+
+    from wikiengine.core.errors import WikiError
+
+    try:
+        done = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WikiError(f"--backend slurm: sinfo did not answer ({exc}): is Slurm installed and running?") from None
+    marked = [name.rstrip("*") for name in done.stdout.split() if name.endswith("*")]
+    if done.returncode != 0 or not marked:
+        raise WikiError(f"--backend slurm: no default partition ({(done.stderr or done.stdout).strip()[:200]}): "
+                        "pass --partition P")
+    return marked[0]
+
+
 class ScriptedAgent:
     """What the agent would do with a wake's ``needs``: propose from the queue, file verdicts."""
 
@@ -248,8 +265,10 @@ class ScriptedAgent:
         return not self.queue and not self.by_vid
 
 
-def run_demo(root: Path, git, progress: bool = True) -> int:
-    """Scaffold, start, and wake until the queue is used up; print what an agent would read."""
+def run_demo(root: Path, git, progress: bool = True, backend: str = "local", partition: str | None = None) -> int:
+    """Scaffold, start, and wake until the queue is used up; print what an agent would read.
+    ``backend`` ``slurm`` runs the queue as batch jobs on the Slurm of this machine
+    (``partition``: default the cluster's default one)."""
     import subprocess
 
     from wikiengine.step.engine import run_step
@@ -257,7 +276,10 @@ def run_demo(root: Path, git, progress: bool = True) -> int:
 
     started = time.monotonic()
     scaffold(root, git)
-    session = start_session(root, LANE, parallelism="2", backend="local", first="batch 256 (the optimizer step's fixed cost)")
+    if backend == "slurm" and partition is None:
+        partition = default_partition()
+    session = start_session(root, LANE, parallelism="2", backend=backend, partition=partition,
+                            first="batch 256 (the optimizer step's fixed cost)")
     say(f"session {session['session']} on {session['lane']}: tracks " + ", ".join(s["name"] for s in session["pool"]))
     for variant, how in session["empty_baselines"].items():
         say(f"Baseline of {variant}: {how}")

@@ -1,9 +1,10 @@
 """What the engine itself recorded of a run, and the lane's measured noise band.
 
 A verdict rests on evidence, never on testimony (DESIGN.md): :func:`run_evidence` reads a
-lane journal's ``dispatch``, ``kill`` and ``complete`` records of one experiment (the exit
+lane journal's ``dispatch``, ``preempted``, ``kill`` and ``complete`` records of one experiment (the exit
 code the backend reported, the metrics the run wrote into its own artifacts, its parity
-check, the frontier it was measured against), and says whether there is anything to file.
+check, the frontier it was measured against, how many attempts preemption cost it), and
+says whether there is anything to file.
 
 The noise band is the lane's own A/A figure: before the first dispatch against a frontier
 in a session, the lane wake runs the unchanged frontier ``k`` times through the same
@@ -47,6 +48,12 @@ class RunEvidence:
     op_digest: str | None = None  # the ops the candidate's step dispatched, hashed by the run
     frontier_op_digest: str | None = None  # the same of the frontier, in the same run
     dispatch_index: int | None = None  # where its dispatch record is in the journal
+    attempts: int = 1  # how many times it started: 1 + its preemptions (``preempted`` records), or more
+
+    @property
+    def preempted(self) -> int:
+        """How many of its attempts the infrastructure took away (never counted as crashes)."""
+        return self.attempts - 1
 
     @property
     def crash(self) -> str | None:
@@ -74,6 +81,7 @@ def run_evidence(records: list[dict], vid: str) -> RunEvidence:
     """What the journal ``records`` hold of ``vid``'s newest dispatch."""
     session = None
     dispatch = kill = complete = None
+    preempted = 0
     for index, record in enumerate(records):
         op = record.get("op")
         if op == "start":
@@ -82,6 +90,9 @@ def run_evidence(records: list[dict], vid: str) -> RunEvidence:
             continue
         if op == "dispatch":
             dispatch, kill, complete = {**record, "session": session, "index": index}, None, None
+            preempted = 0
+        elif op == "preempted" and dispatch is not None:
+            preempted += 1
         elif op == "kill" and dispatch is not None:
             kill = record
         elif op == "complete" and dispatch is not None:
@@ -91,6 +102,8 @@ def run_evidence(records: list[dict], vid: str) -> RunEvidence:
     common = {"workload": dispatch.get("workload"), "frontier": dispatch.get("frontier"), "session": dispatch.get("session"),
               "dispatch_index": dispatch["index"],
               "killed": (kill or {}).get("reason") or ("killed" if kill else None)}
+    attempt = (complete or {}).get("attempt")
+    common["attempts"] = max(1 + preempted, attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 1)
     if complete is None:
         return RunEvidence(vid, IN_FLIGHT, **common)
     metrics = {k: float(v) for k, v in (complete.get("metrics") or {}).items()

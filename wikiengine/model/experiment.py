@@ -20,6 +20,7 @@ rules build it from what lint has cached, the lane and kernel writers from disk.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import re
@@ -457,7 +458,11 @@ class ExperimentPage:
 
     @functools.cached_property
     def _parsed(self) -> Page:
-        return parse_page(self.text, self.rel)
+        """The page parsed once, its YAML the frontmatter already read (never loaded twice)."""
+        page = parse_page(self.text, self.rel, parse_yaml=False)
+        if self.problem is not None:
+            raise self.problem
+        return dataclasses.replace(page, frontmatter=self.frontmatter)
 
     # --- status and verdict
 

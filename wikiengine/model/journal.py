@@ -221,3 +221,9 @@ def dispatch_expectations(records: list[dict]) -> dict[str, Expectation]:
         if record.get("op") == "dispatch" and record.get("vid"):
             found[record["vid"]] = Expectation("dispatch", str(record.get("workload") or ""), timestamp(record.get("at")))
     return found
+
+
+def launched_names(records: list[dict]) -> set[str]:
+    """The workloads a backend was seen to hold (``launched`` records): one the backend later
+    cannot find is unknown, never launched again."""
+    return {str(r["workload"]) for r in records if r.get("op") == "launched" and r.get("workload")}

@@ -28,7 +28,7 @@ DEFAULT_OPS = {
     ],
     "lane": [
         "loop-iteration", "run-experiment", "manual", "start", "stop", "pause", "formulate", "analyze",
-        "backfill", "retrospective", "CLOSING", "note", "decision", "hypothesis", "noise-band",
+        "backfill", "retrospective", "CLOSING", "note", "decision", "hypothesis", "noise-band", "renumber",
     ],
     "family": [
         "loop-iteration", "kernel-iteration", "run-experiment", "manual", "start", "stop", "pause", "formulate",

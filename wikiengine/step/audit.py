@@ -313,7 +313,8 @@ def stale_stubs(lane: Lane, pages: dict, added: Callable[[str], float | None], n
 def thrashing(lane: Lane, records: list[dict], pages: dict, k: int) -> list[AuditFinding]:
     """K consecutive invalid/inconclusive results on one mechanism, or on one v-id's letters
     (:func:`wikiengine.model.progress.thrashing`: the computation `wiki exp new` gates on)."""
-    mechanisms = {vid: page.mechanism for vid, page in pages.items()}
+    filed = {record.get("vid") for record in records if record.get("op") == "file"}
+    mechanisms = {vid: page.mechanism for vid, page in pages.items() if vid in filed}  # a streak is of filings
     return [AuditFinding("thrashing", pages[s.vids[-1]].rel, 1,
                          f"{len(s.vids)} consecutive invalid/inconclusive results on one {s.kind} ({', '.join(s.vids)})",
                          "stop retrying this; formulate a different mechanism (wiki exp new), or retire the hypothesis; "

@@ -6,7 +6,8 @@ headline: the relay's decision, ``lane`` or ``kernel`` for a session's wake, ``l
 ``actions``, ``needs`` (the judgement the agent owes: ``kind``, ``inputs``, ``command``),
 ``next_wake_s``, ``commits`` and ``exit_code``. A mode adds the facts only it has: the
 relay ``step`` and ``reasons``; a lane ``lane``, ``budgets``, ``tracks`` (its decisions, by that name
-too), ``disagreements`` and ``reground``; a kernel family ``family``, ``findings``,
+too), ``disagreements``, ``reground`` and ``queue`` (each track's ``active`` v-id and
+``queued`` ones, and the ``lane`` queue no track has taken yet); a kernel family ``family``, ``findings``,
 ``disagreements`` and ``k9``.
 """
 
@@ -39,6 +40,7 @@ class WakeResult:
     reground: dict = field(default_factory=dict)  # lane: frontier, last verdicts, open hypotheses
     budgets: dict = field(default_factory=dict)  # lane: name -> what the session burnt of it (model/budgets.py)
     k9: dict = field(default_factory=dict)  # kernel: what follows the last verdict
+    queue: dict = field(default_factory=dict)  # lane: each track's v-id and what waits (model/lane_queue.py)
 
     @property
     def exit_code(self) -> int:
@@ -52,7 +54,7 @@ class WakeResult:
             doc.update(step=self.step, reasons=self.reasons)
         elif self.mode == "lane":
             doc.update(lane=self.subject, tracks=self.decisions, disagreements=self.disagreements,
-                       reground=self.reground, budgets=self.budgets)
+                       reground=self.reground, budgets=self.budgets, queue=self.queue)
         else:
             doc.update(family=self.subject, findings=self.findings, disagreements=self.disagreements, k9=self.k9)
         return doc
@@ -78,6 +80,7 @@ class WakeResult:
             lines.append("  budgets: " + "; ".join(
                 f"{name} {b['used']:.4g}/{b['limit']:g} {b['unit']}" + (" SPENT" if b["exhausted"] else "")
                 for name, b in limited.items()))
+        lines += queue_lines(self.queue)
         said = {d.get("reason") for d in self.decisions}
         lines += [f"  ! {note}" for note in self.findings + self.disagreements if note not in said]
         for need in self.needs:
@@ -85,6 +88,15 @@ class WakeResult:
         if len(lines) > MAX_TEXT_LINES:
             lines = lines[:MAX_TEXT_LINES - 1] + [f"  ... {len(lines) - MAX_TEXT_LINES + 1} more lines (--json has all)"]
         return "\n".join(lines)
+
+
+def queue_lines(queue: dict) -> list[str]:
+    """``queued: track 1 after v048: v050, v051`` and ``queued for the first idle track: v052``."""
+    lines = [f"  queued: track {t['track']} after {t['active']}: {', '.join(t['queued'])}"
+             for t in queue.get("tracks", []) if t.get("queued")]
+    if queue.get("lane"):
+        lines.append(f"  queued for the first idle track: {', '.join(queue['lane'])}")
+    return lines
 
 
 def decision_line(decision: dict) -> str:

@@ -54,7 +54,7 @@ class LaneTxn:
 
     root: Path
     lane: Lane
-    texts: dict[str, str] = field(default_factory=dict)  # rel -> new text
+    texts: dict[str, str | None] = field(default_factory=dict)  # rel -> new text (None: removed)
     old: dict[str, str | None] = field(default_factory=dict)  # rel -> text before (None: absent)
     carried: list[str] = field(default_factory=list)  # files another command wrote, committed as they are
 
@@ -66,19 +66,23 @@ class LaneTxn:
     def read(self, rel: str) -> str:
         """The text of ``rel`` as this write sees it (staged, else on disk, else "")."""
         if rel in self.texts:
-            return self.texts[rel]
+            return self.texts[rel] or ""
         return self._disk(rel) or ""
 
     def exists(self, rel: str) -> bool:
-        return rel in self.texts or self._disk(rel) is not None
+        return self.texts[rel] is not None if rel in self.texts else self._disk(rel) is not None
 
-    def write(self, rel: str, text: str) -> None:
-        """Stage ``text`` for ``rel``: refused (PageError) when ``rel`` leaves the repository
-        through a symbolic link, or holds something that is not a readable regular file."""
+    def write(self, rel: str, text: str | None) -> None:
+        """Stage the new text of ``rel``; None removes the file (a page renamed is one removed
+        and one written, in the same commit). Refused (PageError) when ``rel`` leaves the
+        repository through a symbolic link, or holds something that is not a readable regular file."""
         confined(self.root / rel, self.root, rel)
         if rel not in self.old:
             self.old[rel] = self._disk(rel)
         self.texts[rel] = text
+
+    def remove(self, rel: str) -> None:
+        self.write(rel, None)
 
     def _disk(self, rel: str) -> str | None:
         return disk_text(self.root, rel)
@@ -92,7 +96,7 @@ class LaneTxn:
         if not paths:
             return None
         for rel in paths:  # refused before anything is written: the redo record would hold the secret too
-            assert_no_secret(self.texts[rel], rel)
+            assert_no_secret(self.texts[rel] or "", rel)
         assert_no_secret(message, "commit message")
         record = redo_path(self.root, self.lane)
         _confine_all(self.root, paths)  # a link planted since the write was staged
@@ -128,7 +132,9 @@ class LaneTxn:
         either is left to the record-less state, which is its old text or its new one."""
         for rel in paths:
             try:
-                if (self.root / rel).is_file() and (self.root / rel).read_text(encoding="utf-8") == self.texts[rel]:
+                path = self.root / rel
+                if (self.texts[rel] is None and not path.exists()) or (
+                        path.is_file() and path.read_text(encoding="utf-8") == self.texts[rel]):
                     _restore(self.root, {rel: self.old.get(rel)})
             except OSError:
                 pass
@@ -138,15 +144,16 @@ class LaneTxn:
         """``(paths, probe)`` to commit once the written files are judged: refused (the old
         texts put back) when the write added a finding; with the lint baseline when the
         write fixed findings it accepted (their entries pruned, in the same commit)."""
+        live = [p for p in paths if self.texts.get(p) is not None]  # a removed file has nothing to lint
         try:
-            after = lint_paths(self.root, paths)
+            after = lint_paths(self.root, live)
         except BaseException:
             probe.close()
             raise
         if not after.findings:
             return paths, probe
         probe.close()  # were they there before? Linting the old texts swaps files under the probe
-        problems = introduced(self.root, paths, self.old, after.findings)
+        problems = introduced(self.root, live, self.old, after.findings)
         if problems:
             _restore(self.root, {p: self.old.get(p) for p in paths})
             record.unlink(missing_ok=True)
@@ -223,10 +230,13 @@ def _confine_all(root: Path, rels) -> None:
         confined(root / rel, root, rel)
 
 
-def _apply(root: Path, texts: dict[str, str]) -> None:
+def _apply(root: Path, texts: dict[str, str | None]) -> None:
     _confine_all(root, texts)
     for rel, text in texts.items():
         path = root / rel
+        if text is None:
+            path.unlink(missing_ok=True)
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
 
@@ -329,7 +339,7 @@ def pruned_baseline(root: Path, after) -> dict[str, str] | None:
     return {baseline_mod.BASELINE_FILE: baseline_mod.render(kept)}
 
 
-def _write_record(record: Path, message: str, files: dict[str, str]) -> None:
+def _write_record(record: Path, message: str, files: dict[str, str | None]) -> None:
     atomic_write_text(record, json.dumps({"policy": REDO, "message": message, "files": files}))
 
 

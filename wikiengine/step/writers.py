@@ -38,6 +38,7 @@ from wikiengine.model.index import counted_sections, section_pages
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
 from wikiengine.model.knobs import Knobs, canonical, knob_problems, knobs_block, parse_knobs, stray_yaml_line
 from wikiengine.model.knobs import setup_section as setup_section_of
+from wikiengine.model.lane_queue import FILED, OPEN, idle_track, lane_queue, session_track_count, track_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.model.memory import escape_cell
 from wikiengine.model.progress import DEFAULT_THRASH_K, thrash_k, thrash_of
@@ -363,6 +364,26 @@ def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: s
     txn.write(INDEX, index.bom + index.frontmatter_block + index.preamble + "".join(s.text for s in sections))
 
 
+def place_stub(root: Path, lane: Lane, journal: str, track: int | None) -> tuple[int | None, list[str]]:
+    """Where a new stub waits (:mod:`wikiengine.model.lane_queue`): ``track``, or without one the
+    lowest idle track of the session, else the lane queue (None); and the v-ids it waits
+    behind (empty: it runs at the next wake). A busy track queues the stub, never drops the
+    run in flight."""
+    records = parse_journal(journal, lane.journal)
+    states = {p.exp_id: FILED if ex.is_filed(p.frontmatter) else OPEN for p in lane_pages(root, lane)}
+    tracks = session_track_count(records)
+    if track is None:
+        track = idle_track(records, states, tracks)
+    queue = lane_queue(records, states, tracks)
+    if track is None:
+        return None, [t.active for t in queue.tracks if t.active] + [*(v for t in queue.tracks for v in t.queued),
+                                                                    *queue.waiting]
+    if not 1 <= track <= tracks:
+        return track, []  # a track no session has: nothing runs there to wait for
+    held = queue.track(track)
+    return track, [v for v in (held.active, *held.queued) if v]
+
+
 def with_knobs(proposal: Proposal, knobs: Knobs | None, proposal_path: Path) -> Proposal:
     """The proposal with the knobs of ``--knob``/``--knobs`` as its Setup's yaml block (a
     proposal that has its own block and options too is refused: one source of knobs)."""
@@ -400,11 +421,12 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
                         model_rel, matrix.header_line)
     # git reads the branches' ids while the lock is taken and the lane's pages are read
     with BranchIds(root, lane) as branches, LaneLock(root, lane) as lock:
-        refuse_mechanism_in_flight(root, lane, proposal, track)
-        refuse_same_knobs(root, lane, proposal.knobs, variant, rerun_reason)
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
         refuse_stopped_lane(journal, lane)
+        track, waits = place_stub(root, lane, journal, track)
+        refuse_mechanism_in_flight(root, lane, proposal, track)
+        refuse_same_knobs(root, lane, proposal.knobs, variant, rerun_reason)
         refuse_thrashing(root, lane, parse_journal(journal, lane.journal), settings.thrash_k, reformulated_because,
                          mechanism=folded(proposal.paragraphs["Mechanism"]))
         vid = str(next_id(used_ids(root, lane, journal, branches)))
@@ -419,7 +441,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         txn.write(lane.journal, append_record(journal, {k: v for k, v in claim.items() if v is not None or k == "track"}))
         index_add(txn, root, [(f"{vid} {slug}", rel)])
         result = {"vid": vid, "page": rel, "workload_name": workload, "artifacts": paths, "track": track,
-                  "recovered": lock.recovered}
+                  "queued_after": waits, "recovered": lock.recovered}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}
         result["commit"] = txn.commit(f"exp({vid}): stub {slug}")
@@ -459,7 +481,8 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, reformulated_because: 
         workload = workload_name(settings.user_prefix, lane.model_name, lane.name, retry.number, slug, retry.letter)
         paths = artifact_paths(settings, lane, str(retry), slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, str(retry), slug)}"
-        track = original.frontmatter.get("track")
+        track = track_of(parse_journal(journal, lane.journal)).get(original.exp_id, original.frontmatter.get("track"))
+        track, waits = place_stub(root, lane, journal, track if isinstance(track, int) else None)
         refuse_mechanism_in_flight(root, lane, proposal, track)
         refuse_same_knobs(root, lane, proposal.knobs, str(original.frontmatter.get("variant", "")),
                           f"a retry of {original.exp_id}")
@@ -475,7 +498,7 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, reformulated_because: 
                                               if reformulated_because else record))
         index_add(txn, root, [(f"{retry} {slug}", rel)])
         result = {"vid": str(retry), "retry_of": original.exp_id, "page": rel, "workload_name": workload,
-                  "artifacts": paths, "recovered": lock.recovered}
+                  "artifacts": paths, "track": track, "queued_after": waits, "recovered": lock.recovered}
         if dry_run:
             return {**result, "dry_run": True, "would_write": txn.changed()}
         result["commit"] = txn.commit(f"exp({retry}): stub retry of {original.exp_id} {slug}")
@@ -802,6 +825,9 @@ def _outcome_text(evidence: RunEvidence, external: bool) -> str:
     parts = [f"Workload {evidence.workload}", f"exit code {evidence.exit_code if evidence.exit_code is not None else 'not recorded'}"]
     if evidence.killed:
         parts.append(f"killed by the wake ({evidence.killed})")
+    if evidence.preempted:
+        parts.append(f"attempt {evidence.attempts} of {evidence.attempts}: the {evidence.preempted} before it were "
+                     "preempted (not failures; filed from the completed attempt)")
     if evidence.parity:
         parts.append(f"parity check {evidence.parity}")
     return " " + "; ".join(parts) + " (the journal's completion record)."

@@ -49,7 +49,7 @@ class FrontmatterSchema(Rule):
         self._schemas = set(schema_names())
 
     def check_page(self, info, ctx):
-        from wikiengine.lint.validators import compiled
+        from wikiengine.core.validators import compiled
 
         schema = schema_name(info)
         if schema not in self._schemas:

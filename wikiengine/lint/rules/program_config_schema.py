@@ -89,7 +89,7 @@ def _programs_to_check(ctx):
 
 
 def _valid(config: dict, schema: str, ctx) -> bool:
-    from wikiengine.lint.validators import compiled
+    from wikiengine.core.validators import compiled
 
     try:
         compiled(schema)(config)

@@ -68,7 +68,8 @@ def open_aa_runs(records: list[dict], session: int, workloads: dict | None) -> d
         found[int(record.get("track", 0))] = AaView(
             (record.get("variant"), record.get("frontier"), int(record.get("round", 1))), int(record.get("index", 0)),
             name, "unknown" if workloads is None else (seen.state if seen else None),
-            timestamp(getattr(seen, "started", None)), timestamp(getattr(seen, "progress_at", None)), name in killed)
+            timestamp(getattr(seen, "started", None)), timestamp(getattr(seen, "progress_at", None)), name in killed,
+            getattr(seen, "elapsed_s", None))
     return found
 
 

@@ -8,11 +8,21 @@ the backend says of the track's workload, and what the page says:
 page / journal                                   backend              decision
 ==============================================  ===================  =====================
 (any)                                            cannot be read       ``wait`` (unknown)
+the v-id names two pages (two clones), or       —                    ``wait`` (renumber)
+another clone's workload runs under it
 no experiment, or the last one is filed          —                    ``need_hypothesis``
 stub open, not dispatched                        —                    ``dispatch``
-stub open, dispatched                            not found            ``dispatch`` (re-ask:
+stub open, dispatched, never seen launched       not found            ``dispatch`` (re-ask:
                                                                       the launch is adopted
                                                                       by name, never doubled)
+stub open, dispatched                            retrying (the        ``wait`` (not a crash)
+                                                 backend restarts it)
+stub open, dispatched                            preempted            ``redispatch`` (the
+                                                                      same v-id, the next
+                                                                      attempt; not a crash)
+stub open, dispatched, seen launched             not found            ``wait`` (unknown);
+                                                                      ``kill`` once past
+                                                                      ``ceiling_s``
 stub open, dispatched                            running, progress    ``skip``
 stub open, dispatched                            running, no progress ``kill`` (hung)
                                                  for ``hung_after_s``
@@ -21,6 +31,9 @@ stub open, dispatched                            running past         ``kill`` (
 stub open, dispatched, not yet processed         finished, or killed  ``process``
 stub open, processed                             (any)                ``need_verdict``
 ==============================================  ===================  =====================
+
+A track's experiment is the one its queue runs (:mod:`wikiengine.model.lane_queue`: one
+v-id per track, the others wait, first in, first out).
 
 Budgets come last (:func:`budget_track`): past a budget of the program's ``## Config``
 (:mod:`wikiengine.model.budgets`), a new ``dispatch`` or ``aa_dispatch`` becomes ``budget``
@@ -41,6 +54,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from wikiengine.executors.preemption import PREEMPTED, RETRYING
 from wikiengine.model.journal import REASK, SEEN, UNKNOWN, UNSEEN, Expectation
 from wikiengine.step.engine import MAX_WAKE_S, MIN_WAKE_S
 
@@ -56,11 +70,15 @@ class TrackView:
     processed: bool = False
     killed: bool = False
     workload: str | None = None
-    backend_state: str | None = None  # running | succeeded | failed | None (not found) | "unknown"
+    backend_state: str | None = None  # running | retrying | preempted | succeeded | failed | None | "unknown"
+    attempt: int = 1  # how many times the backend started the workload
     started_at: float | None = None
     progress_at: float | None = None
+    elapsed_s: float | None = None  # how long it has run by the backend's own clock (None: judge by the wall clock)
     band_key: tuple | None = None  # (variant, frontier, round): the A/A band this stub waits for
     aa: AaView | None = None  # the A/A run journalled on this track and not yet processed
+    launched: bool = False  # the journal recorded the backend holding the dispatched workload
+    duplicate: tuple[str, ...] = ()  # the pages (or another clone's workload) the v-id names beside this one
 
     @property
     def sighting(self) -> str:
@@ -79,6 +97,7 @@ class AaView:
     started_at: float | None = None
     progress_at: float | None = None
     killed: bool = False
+    elapsed_s: float | None = None  # as TrackView.elapsed_s
 
 
 @dataclass(frozen=True)
@@ -116,7 +135,7 @@ class LaneLimits:
 @dataclass(frozen=True)
 class TrackDecision:
     track: int
-    kind: str  # wait | need_hypothesis | dispatch | skip | kill | process | need_verdict | budget | aa_*
+    kind: str  # wait | need_hypothesis | dispatch | redispatch | skip | kill | process | need_verdict | budget | aa_*
     vid: str | None
     reason: str
     aa: tuple | None = None  # an A/A decision: (variant, frontier, round, index)
@@ -141,6 +160,10 @@ def decide_track(view: TrackView, now: float, limits: LaneLimits) -> TrackDecisi
 
     if view.backend_state == "unknown":
         return said("wait", "the backend cannot be read: unknown is never free and never gone")
+    if view.duplicate:
+        return said("wait", f"{view.vid} names more than one experiment ({', '.join(view.duplicate)}): never "
+                            f"dispatched or processed until `wiki exp renumber {view.vid}` gives the later one the "
+                            "next free id")
     if view.vid is None or view.page_state in ("filed", None):
         last = f"{view.vid} is filed" if view.vid else "no experiment yet"
         return said("need_hypothesis", f"track idle ({last}): a hypothesis is owed")
@@ -153,25 +176,41 @@ def decide_track(view: TrackView, now: float, limits: LaneLimits) -> TrackDecisi
     if view.killed:
         return said("process", f"{view.workload} was killed: file what it left (a crashed run)")
     state = view.backend_state
+    if view.expected.settle(view.sighting, now) == REASK and view.launched:
+        age = view.expected.age(now)
+        if age > limits.ceiling_s:
+            return said("kill", f"the backend lost {view.workload} {int(age)} s after its dispatch, past the ceiling "
+                                f"of {int(limits.ceiling_s)} s: recorded killed (a crashed run)")
+        return said("wait", f"the backend has no record of {view.workload}, which it launched: unknown, never gone; "
+                            "never launched again (a second live run)")
     if view.expected.settle(view.sighting, now) == REASK:
         return said("dispatch", f"{view.vid} was dispatched but the backend has no {view.workload}: ask again "
                                 "(a launch that landed is adopted by name)")
+    if state == PREEMPTED:
+        return said("redispatch", f"{view.workload} was preempted (attempt {view.attempt}): run it again as attempt "
+                                  f"{view.attempt + 1} under {view.vid}; preemption is not a crash")
+    if state == RETRYING:
+        return said("wait", f"{view.workload} is retrying (attempt {view.attempt}): the backend restarts it itself")
     if state in ("succeeded", "failed"):
         return said("process", f"{view.workload} {state}: fill Setup and Results")
-    overdue = _overdue(view.workload, view.started_at, view.progress_at, now, limits)
+    overdue = _overdue(view.workload, view.started_at, view.progress_at, now, limits, view.elapsed_s)
     if overdue:
         return said("kill", overdue)
     return said("skip", f"{view.workload} is in flight")
 
 
 def _overdue(name: str | None, started_at: float | None, progress_at: float | None, now: float,
-             limits: LaneLimits) -> str | None:
-    """Why a running workload is killed (past the ceiling, or hung), else None."""
-    if started_at is not None and now - started_at > limits.ceiling_s:
-        return f"{name} ran {int(now - started_at)} s, past the ceiling of {int(limits.ceiling_s)} s"
+             limits: LaneLimits, elapsed_s: float | None = None) -> str | None:
+    """Why a running workload is killed (past the ceiling, or hung), else None. How long it ran
+    is the backend's own measure when it has one (``elapsed_s``: a clock no one sets), and no
+    run has been idle longer than it ran: a wall clock that jumped kills nothing (row 125)."""
+    ran = elapsed_s if elapsed_s is not None else (now - started_at if started_at is not None else None)
+    if ran is not None and ran > limits.ceiling_s:
+        return f"{name} ran {int(ran)} s, past the ceiling of {int(limits.ceiling_s)} s"
     last = progress_at if progress_at is not None else started_at
-    if last is not None and now - last > limits.hung_after_s:
-        return f"{name} shows no progress for {int(now - last)} s (hung after {int(limits.hung_after_s)} s)"
+    idle = None if last is None else (now - last if ran is None else min(now - last, ran))
+    if idle is not None and idle > limits.hung_after_s:
+        return f"{name} shows no progress for {int(idle)} s (hung after {int(limits.hung_after_s)} s)"
     return None
 
 
@@ -187,7 +226,7 @@ def calibrate_track(view: TrackView, decision: TrackDecision, now: float, limits
         if aa.backend_state is None:
             return TrackDecision(view.track, "aa_dispatch", view.vid, f"the backend has no {aa.workload}: ask again "
                                  "(a launch that landed is adopted by name)", key)
-        overdue = _overdue(aa.workload, aa.started_at, aa.progress_at, now, limits)
+        overdue = _overdue(aa.workload, aa.started_at, aa.progress_at, now, limits, aa.elapsed_s)
         if overdue:
             return TrackDecision(view.track, "aa_kill", view.vid, overdue, key)
         return TrackDecision(view.track, "skip", view.vid, f"A/A run {aa.workload} is in flight", key)
@@ -224,7 +263,7 @@ def next_wake_s(decisions: list[TrackDecision], limits: LaneLimits) -> int:
     """The next wake: the configured interval, sooner (but not under 120 s) when a track
     waits on something that moves fast; always within 120..600 s."""
     wanted = limits.wake_interval_s
-    if any(d.kind in ("dispatch", "process", "wait", "aa_dispatch", "aa_process") for d in decisions):
+    if any(d.kind in ("dispatch", "redispatch", "process", "wait", "aa_dispatch", "aa_process") for d in decisions):
         wanted = MIN_WAKE_S
     return max(MIN_WAKE_S, min(MAX_WAKE_S, int(wanted)))
 

@@ -1,7 +1,8 @@
 """`wiki loop start`: seed 001 Steps 1 to 9b as code.
 
 Select the pool (local: N slots; GKE: the cluster files of ``.env/``, their occupancy and
-the selection of ``wiki clusters``), record the session constants (USER_PREFIX,
+the selection of ``wiki clusters``; Slurm: N tracks on one partition, checked with the
+controller), record the session constants (USER_PREFIX,
 MODEL_NAME, LANE, the tracks) as the journal's ``start`` record, delete a leftover
 ``.stop-authorized``, write the start marker at the top of the lane log in its full form,
 point ``memory/STATE.md`` at the session, and commit it all at once. Zero free
@@ -57,6 +58,29 @@ def local_pool(parallelism: int | str) -> Pool:
     return Pool(slots, ", ".join(s["name"] for s in slots))
 
 
+def slurm_pool(root: Path, lane: Lane, parallelism, config: dict, partition: str | None, account: str | None,
+               gres: str | None) -> Pool:
+    """N tracks on one Slurm partition (the flags, else the lane Config's ``slurm_*``); the
+    controller must answer and know the partition, or nothing is written."""
+    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.lane_slurm import SlurmLaneBackend
+
+    if parallelism == "all":
+        raise WikiError("--parallelism all: a Slurm partition has no fixed pool; give --parallelism N")
+    settings = {"partition": partition or config.get("slurm_partition"), "account": account or config.get("slurm_account"),
+                "gres": gres or config.get("slurm_gres")}
+    if not settings["partition"]:
+        raise WikiError("backend slurm needs a partition: --partition P, or slurm_partition in the lane's ## Config")
+    try:
+        SlurmLaneBackend(root, lane.model_dir, lane.name, **settings).check_partition()
+    except ComputeError as exc:
+        raise WikiError(f"backend slurm: {exc}") from None
+    slots = [{"track": t, "name": f"slurm-{settings['partition']}-{t}", "context": "slurm",
+              **{k: v for k, v in settings.items() if v}} for t in range(1, int(parallelism) + 1)]
+    extra = "".join(f", {k} {v}" for k, v in settings.items() if v and k != "partition")
+    return Pool(slots, f"{len(slots)} track(s) on Slurm partition {settings['partition']}{extra}")
+
+
 def gke_pool(root: Path, lane: Lane, parallelism, tpu: str | None, topology: str | None) -> Pool:
     """Free clusters, by the seed's occupancy rules (``wiki clusters``); none: NoFreeClusters."""
     from wikiengine.executors.gke.occupancy import check_all, format_pool, select_clusters
@@ -90,12 +114,15 @@ def refuse_live_session(root: Path) -> None:
 
 def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "local", tpu: str | None = None,
                   topology: str | None = None, first: str | None = None, launch_cmd: str | None = None,
+                  partition: str | None = None, account: str | None = None, gres: str | None = None,
                   dry_run: bool = False, clock=None) -> dict:
     """Start a lane session (see the module docstring); the JSON result of `wiki loop start`.
     The lane's program is optional (the cascade resolves the model's); the launch command is
     the resolved Config's ``launch_cmd``, else ``launch_cmd`` (recorded in the start record)."""
-    if backend not in ("local", "gke"):
-        raise WikiError(f"--backend {backend!r} is not local or gke")
+    if backend not in ("local", "gke", "slurm"):
+        raise WikiError(f"--backend {backend!r} is not local, gke or slurm")
+    if backend != "slurm" and (partition or account or gres):
+        raise WikiError("--partition, --account and --gres choose a Slurm pool: use them with --backend slurm")
     wanted = parse_parallelism(str(parallelism))
     refuse_live_session(root)
     config = lane_config(root, lane)
@@ -106,7 +133,10 @@ def start_session(root: Path, lane: Lane, *, parallelism="1", backend: str = "lo
                         f"{lane.model_prefix} {lane.name}`) has none; add one there or pass --launch-cmd")
     check_launch_cmd(launch_cmd or config["launch_cmd"], "--launch-cmd" if launch_cmd else f"launch_cmd of {lane.program}")
     settings = lw.lane_settings(root, lane)
-    pool = local_pool(wanted) if backend == "local" else gke_pool(root, lane, wanted, tpu, topology)
+    if backend == "slurm":
+        pool = slurm_pool(root, lane, wanted, config, partition, account, gres)
+    else:
+        pool = local_pool(wanted) if backend == "local" else gke_pool(root, lane, wanted, tpu, topology)
     now = (clock or utcnow)()
     with LaneLock(root, lane):
         txn = LaneTxn(root, lane)

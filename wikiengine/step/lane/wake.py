@@ -9,6 +9,8 @@ observe (journal, backend, pages) -> :func:`wikiengine.step.lane.decide.decide` 
    metrics the run wrote; then a verdict is owed), ``skip`` one in flight, ``dispatch``
    a ready stub (the journal's dispatch record, an expectation, is committed before the
    backend is asked; a lost answer is re-asked and adopted by name, never launched twice),
+   ``redispatch`` a preempted run as its next attempt (a ``preempted`` record first; never
+   a crash), ``wait`` while the backend restarts a run itself (``retrying``),
    ``kill`` a hung run or one past its ceiling, ``wait`` when the backend cannot be read;
    every track's expectations are one commit, what the acts learned one more;
 3. reconcile journal, backend, pages and log, and say what disagreed;
@@ -36,7 +38,16 @@ from wikiengine.core.safe_read import read_optional, read_text, repo_text
 from wikiengine.model import budgets, logbook, progress
 from wikiengine.model import experiment as ex
 from wikiengine.model.evidence import AA_VID
-from wikiengine.model.journal import append_record, dispatch_expectations, journal_records, parse_journal
+from wikiengine.model.journal import (
+    SEEN,
+    UNSEEN,
+    append_record,
+    dispatch_expectations,
+    journal_records,
+    launched_names,
+    parse_journal,
+)
+from wikiengine.model.lane_queue import LaneQueue, lane_queue
 from wikiengine.model.lanes import Lane
 from wikiengine.model.state import LaneState, heartbeat_path, require_lane, write_heartbeat
 from wikiengine.step import engine
@@ -77,8 +88,9 @@ def lane_config(root: Path, lane: Lane) -> dict:
 
 
 def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[dict] | None = None):
-    """The lane backend named by the session: ``local`` (one slot per track, here), or
-    ``gke`` (each track's cluster of the session's pool, through its kubeconfig context)."""
+    """The lane backend named by the session: ``local`` (one slot per track, here), ``gke``
+    (each track's cluster of the session's pool, through its kubeconfig context) or
+    ``slurm`` (the partition, account and gres the session's pool recorded)."""
     if kind == "local":
         from wikiengine.executors.lane_local import LocalLaneBackend
 
@@ -102,7 +114,13 @@ def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[d
                 raise WikiError(f"track {slot.get('track')}: no cluster file for {slot.get('name')} in .env/")
             backends[int(slot["track"])] = GkeLaneBackend.connect(cluster, me, image, storage)
         return TrackPool(backends)
-    raise WikiError(f"unknown lane backend {kind!r} (local or gke)")
+    if kind == "slurm":
+        from wikiengine.executors.lane_slurm import SlurmLaneBackend
+
+        slot = (tracks or [{}])[0]
+        return SlurmLaneBackend.from_config({key: slot.get(key) or config.get(f"slurm_{key}")
+                                             for key in ("partition", "account", "gres")}, root, lane.model_dir, lane.name)
+    raise WikiError(f"unknown lane backend {kind!r} (local, gke or slurm)")
 
 
 def session_start(root: Path, lane: Lane) -> dict:
@@ -147,6 +165,7 @@ class Observed:
     band_needs: dict = field(default_factory=dict)  # (variant, frontier, round) -> BandNeed
     aa_workloads: dict = field(default_factory=dict)  # name -> LaneWorkload of the A/A runs listed
     burn: dict = field(default_factory=dict)  # budget name -> Burn of the session
+    queue: LaneQueue | None = None  # which v-id each track runs, and what waits
 
     @property
     def gate(self) -> BudgetGate:
@@ -160,7 +179,9 @@ def observe(run: LaneRun, now: float) -> Observed:
 
     journal_text = repo_text(run.root, run.lane.journal, "journal") or ""
     records = parse_journal(journal_text, run.lane.journal)
-    pages = {p.exp_id: p for p in lw.lane_pages(run.root, run.lane)}
+    every = lw.lane_pages(run.root, run.lane)
+    pages = {p.exp_id: p for p in every}
+    duplicates = pages_by_id(every)
     error = None
     try:
         listed = run.backend.list_workloads(run.prefix)
@@ -169,21 +190,18 @@ def observe(run: LaneRun, now: float) -> Observed:
     workloads = None if listed is None else {w.vid: w for w in listed if w.vid != AA_VID}
     aa_workloads = None if listed is None else {w.name: w for w in listed if w.vid == AA_VID}
     aa_runs = calibrate.open_aa_runs(records, run.state.session, aa_workloads)
-    session_start = max((i for i, r in enumerate(records) if r.get("op") == "start"), default=-1)
-    by_track: dict[int, str] = {}
     ops: dict[str, set[str]] = {}
-    for index, record in enumerate(records):
-        vid = record.get("vid")
-        if vid:
-            ops.setdefault(vid, set()).add(record.get("op", ""))
-        if record.get("op") in ("claim", "retry") and isinstance(record.get("track"), int) and vid:
-            by_track[record["track"]] = vid
-        if index < session_start:
-            continue
+    for record in records:
+        if record.get("vid"):
+            ops.setdefault(record["vid"], set()).add(record.get("op", ""))
     expected = dispatch_expectations(records)
-    views = []
+    launched = launched_names(records)
+    queue = lane_queue(records, {vid: "filed" if ex.is_filed(p.frontmatter) else "open" for vid, p in pages.items()},
+                       run.state.tracks)
+    views, foreign = [], []
     for track in range(1, run.state.tracks + 1):
-        vid = by_track.get(track)
+        held = queue.track(track)
+        vid = held.active or held.last
         page = pages.get(vid) if vid else None
         page_state = None if vid is None else ("missing" if page is None else
                                                "filed" if ex.is_filed(page.frontmatter) else "open")
@@ -193,17 +211,61 @@ def observe(run: LaneRun, now: float) -> Observed:
             track=track, vid=vid, page_state=page_state, expected=expected.get(vid) if vid else None, processed="complete" in done,
             killed="kill" in done, workload=page.frontmatter.get("workload_name") if page else None,
             backend_state="unknown" if workloads is None else (workload.state if workload else None),
+            attempt=getattr(workload, "attempt", 1) or 1,
             started_at=timestamp(getattr(workload, "started", None)),
             progress_at=timestamp(getattr(workload, "progress_at", None)), aa=aa_runs.get(track),
+            elapsed_s=getattr(workload, "elapsed_s", None),
+            launched=bool(vid and expected.get(vid) and expected[vid].name in launched),
+            duplicate=tuple(p.rel for p in duplicates.get(vid, ())),
         )
-        if page_state == "open" and view.expected is None:
+        theirs = foreign_workload(view, page, workload)
+        if theirs:
+            view = replace(view, duplicate=(page.rel, theirs))
+            foreign.append(f"{vid} is on the backend as {theirs}, not as {page.rel}'s "
+                           f"{page.frontmatter.get('workload_name')}: another clone allocated {vid} too; never "
+                           f"dispatched here until its stub is fetched and merged and `wiki exp renumber {vid} "
+                           f"{run.lane.model_prefix} {run.lane.name}` gives the later page the next free id")
+        if page_state == "open" and view.expected is None and not view.duplicate:
             frontier = _frontier_page(run, str(page.frontmatter.get("variant", "")))
             view = replace(view, band_key=calibrate.band_key(run, records, view, page, frontier.rel if frontier else None, now))
         views.append(view)
-    disagreements = reconcile(records, pages, workloads, ops)
+    disagreements = reconcile(records, pages, workloads, ops) + duplicate_ids(run, duplicates) + foreign
+    disagreements += lost_runs(views)
     needs = calibrate.band_needs(run, records, {v.band_key for v in views if v.band_key})
     return Observed(records, pages, workloads, views, disagreements, error, needs, aa_workloads or {},
-                    budgets.burn(run.config, records, now))
+                    budgets.burn(run.config, records, now), queue)
+
+
+def pages_by_id(pages: list[ex.ExperimentPage]) -> dict[str, list[ex.ExperimentPage]]:
+    """The v-ids that name more than one page of the lane (two clones allocated one offline)."""
+    found: dict[str, list[ex.ExperimentPage]] = {}
+    for page in pages:
+        found.setdefault(page.exp_id, []).append(page)
+    return {vid: same for vid, same in found.items() if len(same) > 1}
+
+
+def foreign_workload(view: TrackView, page: ex.ExperimentPage | None, workload) -> str | None:
+    """The name of a workload of this v-id that another clone launched for its own stub (the
+    backend is shared; the other stub is not here yet): this stub, never dispatched here,
+    must not also run under the id. None when there is none."""
+    own = page.frontmatter.get("workload_name") if page is not None else None
+    if view.page_state != "open" or view.expected is not None or workload is None or not own:
+        return None
+    return workload.name if workload.name != own else None
+
+
+def duplicate_ids(run: LaneRun, duplicates: dict[str, list[ex.ExperimentPage]]) -> list[str]:
+    """One line per v-id that names two pages: never dispatched, and the command that fixes it."""
+    return [f"{vid} names {len(same)} pages ({', '.join(p.rel for p in same)}): never dispatched until "
+            f"`wiki exp renumber {vid} {run.lane.model_prefix} {run.lane.name}` gives the later one the next free id"
+            for vid, same in sorted(duplicates.items())]
+
+
+def lost_runs(views: list[TrackView]) -> list[str]:
+    """Runs the backend launched but no longer knows: never launched again (a second live run)."""
+    return [f"{v.vid}: the backend has no record of {v.workload}, which it launched: unknown, not gone (never "
+            "launched again; recorded killed once its ceiling has passed)"
+            for v in views if v.launched and v.sighting == UNSEEN and not (v.processed or v.killed)]
 
 
 def reconcile(records, pages, workloads, ops) -> list[str]:
@@ -526,6 +588,7 @@ def _decide(wake: engine.Wake) -> None:
     result.budgets = {name: burn.as_json() for name, burn in lane.obs.burn.items()}
     result.decisions = [d.as_json() for d in lane.decision.tracks]
     result.disagreements = list(lane.obs.disagreements)
+    result.queue = lane.obs.queue.as_json() if lane.obs.queue else {}
     if lane.obs.backend_error:
         result.disagreements.append(f"backend cannot be read: {lane.obs.backend_error}")
     result.next_wake_s = lane.decision.next_wake_s
@@ -541,7 +604,18 @@ def _act(wake: engine.Wake) -> None:
     _expect(wake)
     for decision in lane.decision.tracks:
         ACTS.get(decision.kind, lambda *a: None)(lane, decision, wake.result)
+    for view in lane.obs.views:
+        if view.expected is not None and view.sighting == SEEN and not view.launched:
+            _launched(lane, view.vid, view.expected.name, view.track)  # launched by a wake whose answer was lost
     _commit_outcome(wake)
+
+
+def _launched(lane: LaneWake, vid: str, name: str, track: int) -> None:
+    """Journal that the backend holds ``name`` (with the acts' outcome): from then on a backend
+    that cannot find it is unknown, and the run is never launched again."""
+    lane.completions.append({"op": "launched", "vid": vid, "workload": name, "track": track,
+                             "at": calibrate.stamp(lane.now)})
+    lane.subjects.append(f"exp({vid}): {name} launched on track {track}")
 
 
 def _commit_outcome(wake: engine.Wake) -> None:
@@ -579,6 +653,13 @@ def _expect(wake: engine.Wake) -> None:
                                 "argv": [portable(a, root) for a in spec.argv], "frontier": frontier,
                                 "at": utc_iso(wake.clock())})
                 subjects.append(f"exp({decision.vid}): dispatch {spec.name} on track {decision.track}")
+        elif decision.kind == "redispatch":
+            spec, _frontier = launch_spec(lane.run, lane.obs.pages[decision.vid], decision.track)
+            lane.launches[decision.vid] = replace(spec, attempt=view.attempt + 1)
+            if not _preemption_recorded(lane.obs.records, decision.vid, view.attempt):
+                records.append({"op": "preempted", "vid": decision.vid, "workload": spec.name, "attempt": view.attempt,
+                                "track": decision.track, "reason": decision.reason, "at": utc_iso(wake.clock())})
+                subjects.append(f"exp({decision.vid}): {spec.name} preempted; attempt {view.attempt + 1}")
         elif decision.kind == "kill":
             name = lane.obs.pages[decision.vid].frontmatter.get("workload_name")
             records.append({"op": "kill", "vid": decision.vid, "workload": name, "reason": decision.reason,
@@ -606,6 +687,13 @@ def _expect(wake: engine.Wake) -> None:
         sha = txn.commit("; ".join(subjects), relint=False)
         if sha:
             wake.result.commits.append(sha)
+
+
+def _preemption_recorded(records: list[dict], vid: str, attempt: int) -> bool:
+    """The journal already counts this attempt of ``vid``'s newest dispatch as preempted."""
+    since = max((i for i, r in enumerate(records) if r.get("op") == "dispatch" and r.get("vid") == vid), default=-1)
+    return any(r.get("op") == "preempted" and r.get("vid") == vid and r.get("attempt") == attempt
+               for r in records[since + 1:])
 
 
 def _needs(wake: engine.Wake) -> None:
@@ -682,7 +770,9 @@ def act_dispatch(lane: LaneWake, decision: TrackDecision, result: WakeResult) ->
         result.actions.append(f"track {decision.track}: launch of {spec.name} unknown ({exc}); the dispatch record "
                               "stays and the next wake asks again")
         return
-    result.actions.append(f"track {decision.track}: dispatched {decision.vid} as {workload.name}")
+    _launched(lane, decision.vid, workload.name, decision.track)
+    again = f" (attempt {spec.attempt}: the one before was preempted)" if decision.kind == "redispatch" else ""
+    result.actions.append(f"track {decision.track}: dispatched {decision.vid} as {workload.name}{again}")
 
 
 def act_kill(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
@@ -743,6 +833,7 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
         checks["metrics_problems"] = list(found.problems)
     record = {"op": "complete", "vid": decision.vid, "workload": workload.name if workload else None,
               "state": workload.state if workload else None, "exit_code": workload.exit_code if workload else None,
+              "attempt": workload.attempt if workload else None,
               "metrics": metrics, **checks, "artifacts": run_outputs(arts, run.root, found.artifacts),
               **calibrate.run_times(workload), "at": calibrate.stamp(lane.now)}
     records = obs.records + lane.completions + [record]
@@ -759,7 +850,9 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
                                   (setup.body.rstrip("\n") + "\n\n" if setup else "\n") + ran + "\n\n")
     results = "\n" + lw.results_table(shown, metric, measured, band) + (
         f"\nExit code {record['exit_code']}; state {record['state'] or 'unknown'}"
-        + (f"; parity check {parity}" if parity else "") + ".\n\n")
+        + (f"; parity check {parity}" if parity else "")
+        + (f"; attempt {evidence.attempts} ({evidence.preempted} preempted before it: not failures)"
+           if evidence.preempted else "") + ".\n\n")
     lane.outcome[page.rel] = text.with_section_body(lw.section_title(text, "Results"), results).to_text()
     lane.completions.append(record)
     lane.subjects.append(f"exp({decision.vid}): results of {record['workload'] or decision.vid}")
@@ -822,7 +915,7 @@ def _record_baseline(lane: LaneWake, band: dict, date: str, result: WakeResult) 
                               f"±{band['band']:.3g} (median of {band['n']} A/A runs), recorded on {model_rel}")
 
 
-ACTS = {"dispatch": act_dispatch, "kill": act_kill, "process": act_process, "aa_dispatch": act_aa_dispatch,
+ACTS = {"dispatch": act_dispatch, "redispatch": act_dispatch, "kill": act_kill, "process": act_process, "aa_dispatch": act_aa_dispatch,
         "aa_kill": act_aa_kill, "aa_process": act_aa_process}
 
 

@@ -1,4 +1,4 @@
-"""Compiled JSON Schema validators for the lint hot path.
+"""Compiled JSON Schema validators for the hot paths (lint, and every read of memory a wake makes).
 
 fastjsonschema turns a schema into Python source, compiled once per process and only
 for the kinds a run meets (about 6 ms for the first, import included, 2 ms for each
