@@ -17,6 +17,18 @@ launch is asked again right away, as after a lost answer. Each stub is a job tha
 
     python benchmarks/bench_scale.py [--tracks 16] [--stubs 100] [--sleep 1] [--cpus 16]
 
+``gke`` does the same against the GKE lane backend: one loopback API server per track
+(tests/fakes/fake_k8s.py; a GKE session runs one cluster per track), the tracks pooled as
+the wake pools them (executors/lane_pool.py), the real ``kubernetes`` client. The fake has
+no kubelet; a thread plays it, polling every 20 ms: a JobSet runs from when it first sees
+it and completes (its pod exits 0) ``--sleep`` seconds later. The floors are one bare
+JobSet create, and one bare listing of every track's JobSets. It then times one wake's
+listing at ``--held`` finished workloads spread over each of ``--growth`` track counts
+(wake cost as tracks grow, the number of workloads fixed). Exits 1 on a duplicate, a lost
+completion, or a stub created more than once::
+
+    python benchmarks/bench_scale.py gke [--tracks 16] [--stubs 1000] [--sleep 1] [--growth 1,4,16] [--held 240]
+
 ``wiki`` measures, for docs/scale.md, what many lanes on one wiki contend for, on a
 generated corpus (benchmarks/gen_wiki.py) committed to git: the lane lock (one per lane:
 acquire + release, uncontended), git (W writer processes, each on a lane of its own
@@ -30,11 +42,15 @@ commits git refused because another writer held ``index.lock``), and the lint ca
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import itertools
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -45,8 +61,8 @@ from wikiengine.core.identity import workload_name  # noqa: E402
 from wikiengine.executors.lane_backend import LaunchSpec  # noqa: E402
 from wikiengine.executors.lane_slurm import SlurmLaneBackend  # noqa: E402
 
-USER, MODEL, LANE = "scale", "bench", "slurm"
-PREFIX = f"{USER}-{MODEL}-{LANE}"
+USER, MODEL, LANE, GKE_LANE = "scale", "bench", "slurm", "tpu"
+BASE_CLUSTER = Path(__file__).resolve().parents[1] / "tests" / "data" / "env" / "gke-v5p-2x2x2-dave.md"
 
 
 def timed(call):
@@ -55,22 +71,32 @@ def timed(call):
     return time.perf_counter() - start, value
 
 
+def ms(seconds: float) -> str:
+    """Milliseconds, with a decimal below 10 ms."""
+    return f"{seconds * 1000:.1f} ms" if seconds < 0.01 else f"{seconds * 1000:.0f} ms"
+
+
 def p90(values: list[float]) -> float:
     return sorted(values)[max(0, int(round(0.9 * len(values))) - 1)]
 
 
-def drive(backend: SlurmLaneBackend, env: dict, args) -> dict:
-    """Dispatch every stub over the tracks; what it measured."""
-    stubs = [LaunchSpec(workload_name(USER, MODEL, LANE, n, f"s{n}"), f"v{n:03d}", f"s{n}", 0,
-                        ["sleep", str(args.sleep)], {}, None, 600.0) for n in range(1, args.stubs + 1)]
+def drive(backend, args, lane: str, argv: list[str], bare_list, held_names, bare_submit) -> dict:
+    """Dispatch every stub of ``argv`` over the tracks; what it measured.
+
+    ``bare_list`` is timed next to each wake's listing (its floor), ``bare_submit`` ten
+    times at the end (the floor of a dispatch); ``held_names`` yields the name of every
+    workload the backend holds, once per copy.
+    """
+    prefix = f"{USER}-{MODEL}-{lane}"
+    stubs = [LaunchSpec(workload_name(USER, MODEL, lane, n, f"s{n}"), f"v{n:03d}", f"s{n}", 0, argv, {}, None, 600.0)
+             for n in range(1, args.stubs + 1)]
     queue, on_track, completed = list(stubs), {}, {}
     launch_s, wake_rows = [], []
     wakes = 0
     while queue or on_track:
         wakes += 1
-        wake_s, listed = timed(lambda: backend.list_workloads(PREFIX))
-        raw_s, _ = timed(lambda: subprocess.run(["scontrol", "show", "job", "-o"], env=env, capture_output=True,
-                                                check=True))
+        wake_s, listed = timed(lambda: backend.list_workloads(prefix))
+        raw_s, _ = timed(bare_list)
         wake_rows.append((len(listed), wake_s, raw_s))
         by_name = {w.name: w for w in listed}
         for track, spec in list(on_track.items()):
@@ -90,25 +116,25 @@ def drive(backend: SlurmLaneBackend, env: dict, args) -> dict:
             on_track[track] = spec
         time.sleep(0.2)
     jobs: dict[str, int] = {}
-    for job in backend.jobs():
-        if job.name.startswith(PREFIX + "-"):
-            jobs[job.name] = jobs.get(job.name, 0) + 1
-    floor = [timed(lambda: subprocess.run(["sbatch", "--parsable", "--output=/dev/null", "--wrap", "true"], env=env,
-                                          capture_output=True, check=True))[0] for _ in range(10)]
+    for name in held_names():
+        if name.startswith(prefix + "-"):
+            jobs[name] = jobs.get(name, 0) + 1
+    floor = [timed(bare_submit)[0] for _ in range(10)]
     return {"launch_s": launch_s, "floor_s": floor, "wakes": wake_rows, "wake_count": wakes,
             "duplicates": sum(1 for n in jobs.values() if n > 1), "jobs": len(jobs),
             "lost": sum(1 for spec in stubs if completed.get(spec.name) != 1)}
 
 
-def report(result: dict, args, seconds: float) -> None:
+def report(result: dict, args, seconds: float, where: str, floors: tuple[str, str, str]) -> None:
+    """Print what :func:`drive` measured; ``floors``: the floor column's title, then what the
+    dispatch floor and the listing floor ran."""
     launch, floor = result["launch_s"], result["floor_s"]
-    print(f"\n{args.stubs} stubs of `sleep {args.sleep}` over {args.tracks} tracks on one Slurm node "
-          f"({args.cpus} CPUs declared): {seconds:.0f} s, {result['wake_count']} wakes\n")
-    print("| measure | median | p90 | bare Slurm median | ratio |")
+    title, submit_floor, list_floor = floors
+    print(f"\n{args.stubs} stubs over {args.tracks} tracks {where}: {seconds:.0f} s, {result['wake_count']} wakes\n")
+    print(f"| measure | median | p90 | {title} | ratio |")
     print("|---|---|---|---|---|")
-    print(f"| dispatch latency per stub (launch) | {statistics.median(launch) * 1000:.0f} ms | "
-          f"{p90(launch) * 1000:.0f} ms | {statistics.median(floor) * 1000:.0f} ms (sbatch --wrap true) | "
-          f"{statistics.median(launch) / statistics.median(floor):.1f}x |")
+    print(f"| dispatch latency per stub (launch) | {ms(statistics.median(launch))} | {ms(p90(launch))} | "
+          f"{ms(statistics.median(floor))} ({submit_floor}) | {statistics.median(launch) / statistics.median(floor):.1f}x |")
     buckets: dict[int, list] = {}
     for held, wake_s, raw_s in result["wakes"]:
         bucket = max((b for b in (0, 1, 10, 50, 100, 500, 1000) if held >= b), default=0)
@@ -116,9 +142,8 @@ def report(result: dict, args, seconds: float) -> None:
     for bucket in sorted(buckets):
         rows = buckets[bucket]
         wake, raw = statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows)
-        print(f"| wake listing, {bucket}+ of the lane's jobs held ({len(rows)} wakes) | {wake * 1000:.0f} ms | "
-              f"{p90([r[0] for r in rows]) * 1000:.0f} ms | {raw * 1000:.0f} ms (scontrol show job -o) | "
-              f"{wake / raw:.1f}x |")
+        print(f"| wake listing, {bucket}+ of the lane's jobs held ({len(rows)} wakes) | {ms(wake)} | "
+              f"{ms(p90([r[0] for r in rows]))} | {ms(raw)} ({list_floor}) | {wake / raw:.1f}x |")
     print(f"\nduplicate dispatches: {result['duplicates']} (of {result['jobs']} jobs); lost completions: "
           f"{result['lost']} (of {args.stubs} stubs)")
 
@@ -203,15 +228,149 @@ def wiki_contention(argv: list[str]) -> int:
     return 0
 
 
+def drive_arguments(parser: argparse.ArgumentParser, stubs: int) -> None:
+    """The arguments of :func:`drive`, common to the Slurm and the GKE form."""
+    parser.add_argument("--tracks", type=int, default=16)
+    parser.add_argument("--stubs", type=int, default=stubs)
+    parser.add_argument("--sleep", type=float, default=1.0, help="seconds each stub runs")
+    parser.add_argument("--lost", type=int, default=10, help="every Nth launch is asked again")
+
+
+@contextlib.contextmanager
+def fake_clusters(count: int):
+    """``count`` loopback API servers (tests/fakes/fake_k8s.py), one cluster per track as a
+    GKE session has it: {track: (server, the lane backend of its cluster)}."""
+    from kubernetes import client
+
+    from tests.fakes.fake_k8s import FakeKubeApi
+    from wikiengine.executors.gke.clusters import parse_cluster_file
+    from wikiengine.executors.gke.kube import Kube
+    from wikiengine.executors.gke.lane import GkeLaneBackend
+    from wikiengine.executors.gke.occupancy import Me
+
+    base = parse_cluster_file(BASE_CLUSTER)
+    with contextlib.ExitStack() as stack:
+        tracks = {}
+        for track in range(1, count + 1):
+            api = stack.enter_context(FakeKubeApi())
+            name = f"scale-{track}"
+            kube = stack.enter_context(Kube.from_configuration(client.Configuration(host=api.url), cluster=name))
+            cluster = dataclasses.replace(base, name=name, context=name)
+            tracks[track] = (api, GkeLaneBackend(kube, cluster.namespace, cluster=cluster, me=Me(USER, MODEL, GKE_LANE),
+                                                 image="example-registry/app:main", storage_root="gs://bench-bucket"))
+        yield tracks
+
+
+def complete(api, namespace: str, name: str) -> None:
+    """Play the kubelet's end of a run: its pod exited 0, then the JobSet is Completed."""
+    api.add_pod(f"{name}-slice-job-0-0-bench", name, "done\n", namespace=namespace, exit_code=0)
+    api.set_state(name, namespace=namespace, terminal_state="Completed")
+
+
+class Kubelet(threading.Thread):
+    """The loopback clusters have no kubelet: this one, polling every 20 ms, starts a JobSet
+    (one active job) when it first sees it and completes it ``sleep_s`` seconds later."""
+
+    def __init__(self, apis: list, sleep_s: float):
+        super().__init__(daemon=True)
+        self.apis, self.sleep_s, self.halt = apis, sleep_s, threading.Event()
+
+    def run(self) -> None:
+        from wikiengine.executors.gke.occupancy import is_active
+
+        seen: dict[tuple, float] = {}
+        while not self.halt.wait(0.02):
+            now = time.monotonic()
+            for index, api in enumerate(self.apis):
+                with api._lock:
+                    running = [key for key, jobset in api.jobsets.items() if is_active(jobset)]
+                for namespace, name in running:
+                    first = seen.setdefault((index, namespace, name), now)
+                    if first == now:
+                        api.set_state(name, namespace=namespace, active=1)
+                    elif now - first >= self.sleep_s:
+                        complete(api, namespace, name)
+
+
+def wake_growth(counts: list[int], held: int, repeats: int) -> list[tuple]:
+    """One wake's listing of the pool at ``held`` finished workloads spread over each count of
+    tracks, against one bare listing of every track's JobSets: (tracks, median, p90, bare)."""
+    from wikiengine.executors.lane_pool import TrackPool
+
+    rows, prefix = [], f"{USER}-{MODEL}-{GKE_LANE}"
+    for count in counts:
+        with fake_clusters(count) as tracks:
+            for n in range(1, held + 1):
+                api = tracks[(n - 1) % count + 1][0]
+                name = workload_name(USER, MODEL, GKE_LANE, n, f"s{n}")
+                api.add_jobset(name)
+                complete(api, "default", name)
+            pool = TrackPool({track: backend for track, (_, backend) in tracks.items()})
+            listed = pool.list_workloads(prefix)
+            if len(listed) != held or not all(w.state == "succeeded" for w in listed):
+                raise SystemExit(f"bench_scale gke: listed {len(listed)} of {held} finished workloads")
+            wake = [timed(lambda pool=pool: pool.list_workloads(prefix))[0] for _ in range(repeats)]
+            bare = [timed(lambda tracks=tracks: [b.kube.list_jobsets() for _, b in tracks.values()])[0]
+                    for _ in range(repeats)]
+        rows.append((count, statistics.median(wake), p90(wake), statistics.median(bare)))
+    return rows
+
+
+def gke_scale(argv: list[str]) -> dict:
+    """The ``gke`` mode (see the module docstring): prints its tables, returns what :func:`drive`
+    measured with ``creates`` (JobSet create requests) and ``growth`` (:func:`wake_growth`)."""
+    from wikiengine.executors.lane_pool import TrackPool
+
+    parser = argparse.ArgumentParser(prog="bench_scale.py gke")
+    drive_arguments(parser, stubs=1000)
+    parser.add_argument("--growth", default="1,4,16", help="track counts of the wake-cost table")
+    parser.add_argument("--held", type=int, default=240, help="finished workloads held in the wake-cost table")
+    parser.add_argument("--repeats", type=int, default=10, help="listings timed per row of the wake-cost table")
+    args = parser.parse_args(argv)
+    with fake_clusters(args.tracks) as tracks:
+        apis = [api for api, _ in tracks.values()]
+        kubelet = Kubelet(apis, args.sleep)
+        kubelet.start()
+        floors = itertools.count(1)
+        first = tracks[1][1].kube
+        try:
+            start = time.perf_counter()
+            result = drive(
+                TrackPool({track: backend for track, (_, backend) in tracks.items()}), args, GKE_LANE,
+                ["bash", "-c", f'sleep {args.sleep}; touch "$XPROF_PATH" "$HLO_PATH"'],
+                lambda: [backend.kube.list_jobsets() for _, backend in tracks.values()],
+                lambda: [name for api in apis for namespace, name in list(api.jobsets) if namespace == "default"],
+                lambda: first.create_jobset("floor", {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                                                      "metadata": {"name": f"floor-{next(floors)}"}, "spec": {}}))
+            seconds = time.perf_counter() - start
+        finally:
+            kubelet.halt.set()
+            kubelet.join()
+        result["creates"] = sum(1 for api in apis for r in api.requests
+                                if r.method == "POST" and r.path.endswith("/namespaces/default/jobsets"))
+    report(result, args, seconds, f"on {args.tracks} loopback GKE API servers (one cluster per track; each JobSet "
+           f"completes {args.sleep:g} s after the stand-in kubelet first sees it)",
+           ("bare API median", "POST one JobSet", "GET the JobSets of every track"))
+    print(f"JobSet create requests: {result['creates']} (every {args.lost}th launch was asked twice)")
+    result["growth"] = wake_growth([int(c) for c in args.growth.split(",")], args.held, args.repeats)
+    print(f"\n| tracks | wake listing at {args.held} finished workloads held: median | p90 | bare listing "
+          "(GET the JobSets of every track) | ratio | wake / wake at the first row |")
+    print("|---|---|---|---|---|---|")
+    for count, wake, wake_p90, bare in result["growth"]:
+        print(f"| {count} | {ms(wake)} | {ms(wake_p90)} | {ms(bare)} | "
+              f"{wake / bare:.1f}x | {wake / result['growth'][0][1]:.2f}x |")
+    return result
+
+
 def main() -> int:
     if sys.argv[1:2] == ["wiki"]:
         return wiki_contention(sys.argv[2:])
+    if sys.argv[1:2] == ["gke"]:
+        result = gke_scale(sys.argv[2:])
+        return 0 if result["duplicates"] == 0 and result["lost"] == 0 and result["creates"] == result["jobs"] else 1
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tracks", type=int, default=16)
-    parser.add_argument("--stubs", type=int, default=100)
-    parser.add_argument("--sleep", type=float, default=1.0)
+    drive_arguments(parser, stubs=100)
     parser.add_argument("--cpus", type=int, default=16)
-    parser.add_argument("--lost", type=int, default=10, help="every Nth launch is asked again")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         cluster = None
@@ -226,8 +385,15 @@ def main() -> int:
             backend = SlurmLaneBackend(Path(tmp) / "wiki", "bench_autoresearch_optimization", LANE,
                                        env=cluster.env if cluster else {})
             start = time.perf_counter()
-            result = drive(backend, env, args)
-            report(result, args, time.perf_counter() - start)
+            result = drive(
+                backend, args, LANE, ["sleep", str(args.sleep)],
+                lambda: subprocess.run(["scontrol", "show", "job", "-o"], env=env, capture_output=True, check=True),
+                lambda: [job.name for job in backend.jobs()],
+                lambda: subprocess.run(["sbatch", "--parsable", "--output=/dev/null", "--wrap", "true"], env=env,
+                                       capture_output=True, check=True))
+            report(result, args, time.perf_counter() - start,
+                   f"on one Slurm node ({args.cpus} CPUs declared), each `sleep {args.sleep:g}`",
+                   ("bare Slurm median", "sbatch --wrap true", "scontrol show job -o"))
         finally:
             if cluster:
                 cluster.stop()

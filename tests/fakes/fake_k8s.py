@@ -340,6 +340,7 @@ class FakeKubeApi:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # as Go's net/http: headers and body, written apart, go out at once
 
             def log_message(self, *args) -> None:  # keep test output quiet
                 pass
