@@ -96,6 +96,20 @@ def clean_environment(parent: Mapping[str, str], home: Path) -> dict[str, str]:
     return env
 
 
+# Where compilers cache by default under TMPDIR (``/tmp/torchinductor_<user>``, Triton's
+# ``~/.triton``): a run's own scratch directory holds them, removed with it.
+SCRATCH_CACHES = {"TORCHINDUCTOR_CACHE_DIR": "torchinductor", "TRITON_CACHE_DIR": "triton"}
+
+
+def scratch_environment(env: dict[str, str], tmp: Path) -> dict[str, str]:
+    """``env`` with ``TMPDIR`` and the compiler caches at ``tmp`` (created), a run's own
+    scratch directory that its supervisor removes when the run ends."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    env["TMPDIR"] = str(tmp)
+    env.update({name: str(tmp / folder) for name, folder in SCRATCH_CACHES.items()})
+    return env
+
+
 def run_clean(
     argv: Sequence[str],
     *,

@@ -7,7 +7,9 @@ the clean-room environment. It reads ``FOLDER/spec.json`` and
   ``pgid``: the runner leads its own session, and the run and everything it starts stay
   in that process group), once the run's process exists (``pid``) and when the run ended
   (``exit_code``, ``finished``, ``reason``);
-- runs ``argv`` with its output appended to ``log.txt``;
+- runs ``argv`` with its output appended to ``log.txt``, with its own ``TMPDIR`` at
+  ``FOLDER/tmp`` (``TORCHINDUCTOR_CACHE_DIR`` and ``TRITON_CACHE_DIR`` inside it), removed
+  when the run ends: a session leaves no ``torchinductor_<user>`` in the host's TMPDIR;
 - kills every other process of the group (SIGTERM, then SIGKILL after the grace period)
   when the run passes ``timeout_s``, when ``deleted.json`` appears (the backend's delete)
   or when the runner itself gets SIGTERM, and records why in ``reason`` and in the log;
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,6 +36,7 @@ from wikiengine.core import warden
 from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import now_iso
 from wikiengine.core.errors import ExitCode
+from wikiengine.executors.clean_room import scratch_environment
 
 MS = "milliseconds"  # a runner's timestamps: two records of one second differ
 
@@ -110,6 +114,7 @@ def supervise(folder: Path) -> int:
     stopped: list[str] = []
     signal.signal(signal.SIGTERM, lambda *_: stopped.append("the runner got SIGTERM: process group killed"))
     spec = json.loads((folder / "spec.json").read_text(encoding="utf-8"))
+    scratch = folder / "tmp"  # the run's own TMPDIR (torch.compile's cache too), removed when it ends
     pgid = os.getpgid(0)  # the runner leads the run's process group: known before the run exists
     warden.become_subreaper()  # orphans of the run come back to the runner, whatever their session
     status = {"state": "running", "exit_code": None, "started": now_iso(timespec=MS), "finished": None,
@@ -118,6 +123,7 @@ def supervise(folder: Path) -> int:
     atomic_write_json(folder / "status.json", status)
 
     def finish(code: int | None, reason: str | None) -> int:
+        shutil.rmtree(scratch, ignore_errors=True)  # the run's TMPDIR and compiler caches: nothing left behind
         status.update(state="succeeded" if code == 0 and reason is None else "failed", exit_code=code,
                       finished=now_iso(timespec=MS), reason=reason)
         if reason:
@@ -128,7 +134,7 @@ def supervise(folder: Path) -> int:
 
     if (folder / "deleted.json").exists():
         return finish(None, "deleted before it started")
-    env = {**os.environ, **spec["env"]}
+    env = scratch_environment({**os.environ, **spec["env"]}, scratch)
     with open(folder / "log.txt", "ab") as log:
         try:
             child = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

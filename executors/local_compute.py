@@ -27,7 +27,6 @@ quota's ``refresh_at`` is the end of the current window, so it is never in the p
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import signal
@@ -38,8 +37,9 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import from_epoch, parse_iso, parse_utc, utc_iso, utcnow
-from wikiengine.core.errors import ExitCode
-from wikiengine.executors.clean_room import clean_environment, is_secret
+from wikiengine.core.errors import ExitCode, PageError
+from wikiengine.core.safe_read import load_json, read_optional, read_tail
+from wikiengine.executors.clean_room import clean_environment, is_secret, scratch_environment
 from wikiengine.executors.compute import (
     ComputeError,
     ComputeUnavailableError,
@@ -52,18 +52,25 @@ from wikiengine.executors.compute import (
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 START_GRACE_S = 30.0
+TAIL_BYTES = 256 * 1024  # how much of a session's log its tail is read from
 STOP_GRACE_S = 10.0  # after SIGTERM, how long the script has before SIGKILL
 WEEK_HOURS = 168.0
 SATURDAY = dt.datetime(1970, 1, 3, tzinfo=dt.UTC)  # the default anchor of the quota window
 
 
 def _read_json(path: Path) -> dict | None:
+    """A session's record, None when absent: a regular file of its own folder, bounded JSON."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
+        text = read_optional(path, kind="metrics", within=path.parent)
+        return None if text is None else load_json(text, path)
+    except (PageError, ValueError) as exc:
         raise ComputeUnavailableError(f"{path.name} of {path.parent.name} is unreadable: {exc}") from None
+
+
+def _log_lines(path: Path, lines: int) -> list[str]:
+    """The last ``lines`` lines of a session's log ([] when absent): its tail only, never a pipe."""
+    data = read_tail(path, TAIL_BYTES, within=path.parent)
+    return data.decode("utf-8", errors="replace").splitlines()[-lines:]
 
 
 def dir_name(slug: str) -> str:
@@ -170,12 +177,10 @@ class LocalProcessCompute:
                              "the session process died without an exit code (killed)", **known)
 
     def log_tail(self, ref: str, lines: int = 200) -> str:
-        path = self.state_dir / dir_name(ref) / "output.log"
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+            return "\n".join(_log_lines(self.state_dir / dir_name(ref) / "output.log", lines))
+        except PageError as exc:
+            raise ComputeUnavailableError(str(exc)) from None
 
     def window(self, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
         """The quota window holding ``now``: ``[start, end)``, windows of ``quota_window_hours`` from the anchor."""
@@ -278,10 +283,8 @@ def supervise(directory: Path) -> int:
     # The session gets the clean room's environment, a fresh empty HOME (no token file,
     # .netrc or kaggle.json in reach) and its own TMPDIR; both are removed when it ends.
     with tempfile.TemporaryDirectory(prefix="session-scratch-") as scratch:
-        env = clean_environment(os.environ, Path(scratch) / "home")
-        env["TMPDIR"] = str(Path(scratch) / "tmp")
-        for place in (env["HOME"], env["TMPDIR"]):
-            os.makedirs(place)
+        env = scratch_environment(clean_environment(os.environ, Path(scratch) / "home"), Path(scratch) / "tmp")
+        os.makedirs(env["HOME"])
         child = subprocess.Popen([sys.executable, str(directory / "script.py")], cwd=directory, env=env)
         stopped: list[str] = []
 
@@ -304,7 +307,10 @@ def supervise(directory: Path) -> int:
                 child.kill()
     failure = None
     if code != 0:
-        log = (directory / "output.log").read_text(encoding="utf-8", errors="replace").splitlines()
+        try:
+            log = _log_lines(directory / "output.log", 200)
+        except PageError:  # the script replaced its log: the exit code says enough
+            log = []
         failure = next((ln.strip() for ln in reversed(log) if ln.strip()), f"exit code {code}")[:300]
     record = {"exit_code": code, "ended_at": utc_iso(utcnow(), "auto"), "failure": failure}
     if stopped:

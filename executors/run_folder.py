@@ -7,11 +7,11 @@ file that exists but cannot be read is unknown (:class:`ComputeUnavailableError`
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 from wikiengine.core.clock import from_epoch, utc_iso
+from wikiengine.core.errors import PageError
+from wikiengine.core.safe_read import load_json, read_optional, read_tail
 from wikiengine.executors.compute import ComputeUnavailableError
 from wikiengine.executors.lane_runner import MS
 
@@ -20,12 +20,14 @@ TAIL_BYTES = 256 * 1024
 
 
 def read_state(path: Path) -> dict | None:
-    """A state file, None when absent; unreadable or not an object is unknown state."""
+    """A state file, None when absent; anything but a regular file of the run's folder holding
+    a JSON object (a pipe, a link out, /dev/zero, not JSON) is unknown state, never "gone"."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
+        text = read_optional(path, f"{path.parent.name}/{path.name}", "metrics", within=path.parent)
+        if text is None:
+            return None
+        data = load_json(text, path)
+    except (PageError, ValueError) as exc:
         raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is unreadable: {exc}") from None
     if not isinstance(data, dict):
         raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is not a JSON object")
@@ -33,17 +35,10 @@ def read_state(path: Path) -> dict | None:
 
 
 def tail_lines(path: Path, lines: int) -> str:
-    """The last ``lines`` lines of a text file ("" when it does not exist)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - TAIL_BYTES))
-            data = handle.read()
-    except FileNotFoundError:
-        return ""
-    except OSError as exc:
-        raise ComputeUnavailableError(f"{path.parent.name}/{path.name} is unreadable: {exc}") from None
+    """The last ``lines`` lines of the run's log ("" when it does not exist): a regular file
+    inside the run's folder, never a link out of it or a pipe (one line, exit 2: it is never
+    quoted into a page)."""
+    data = read_tail(path, TAIL_BYTES, f"{path.parent.name}/{path.name}", within=path.parent)
     text = data.decode("utf-8", errors="replace")
     return "\n".join(text.splitlines()[-lines:]) if lines > 0 else ""
 

@@ -99,9 +99,9 @@ def test_row96_a_fifo_a_nul_and_a_huge_argument_each_answer_and_the_server_lives
         ("log_add", {"op": "note", "subject": "still here", "dry_run": True}),
     ], env={mcp_command.TIMEOUT_ENV: "3"}, errlog=errlog)
     assert time.monotonic() - started < 60
-    assert hung.is_error and "no answer within 3 s: the command was killed" in text_of(hung)
-    assert hung.meta["timed_out"] is True
-    with pytest.raises(OSError) as no_reader:  # the killed command no longer holds the FIFO open
+    # the reading path (core/safe_read.py, row 81) refuses the FIFO at once: the command answers
+    assert hung.is_error and text_of(hung).endswith(f"{fifo}: not a regular file") and not hung.meta.get("timed_out")
+    with pytest.raises(OSError) as no_reader:  # and holds no FIFO open
         os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
     assert no_reader.value.errno == errno.ENXIO
     assert nul.is_error and text_of(nul) == "log_add: subject: holds the control character U+0000"
@@ -110,6 +110,14 @@ def test_row96_a_fifo_a_nul_and_a_huge_argument_each_answer_and_the_server_lives
     assert not after.is_error and after.structured_content["dry_run"] is True
     server_err = errlog.read_text()
     assert "Traceback" not in server_err, server_err
+
+
+def test_row96_a_command_past_the_deadline_is_killed_and_answers(lane_wiki, tmp_path):
+    errlog = tmp_path / "server.stderr"
+    late, = serve(lane_wiki, [("resolve", {"list": True})], env={mcp_command.TIMEOUT_ENV: "0.01"}, errlog=errlog)
+    assert late.is_error and "no answer within 0.01 s: the command was killed" in text_of(late)
+    assert late.meta["timed_out"] is True
+    assert "Traceback" not in errlog.read_text()
 
 
 def test_row96_a_command_over_the_memory_cap_fails_as_a_tool_error(lane_wiki, tmp_path):

@@ -201,7 +201,7 @@ def test_non_utf8_names_the_line_of_the_bad_byte(tmp_path):
     path.write_bytes(b"---\ntitle: x\n---\n## A\ncaf\xe9\n")
     with pytest.raises(PageError) as caught:
         load_page(path)
-    assert str(caught.value) == f"{path}:5: not valid UTF-8 (byte 0xe9)"
+    assert str(caught.value) == f"{path}:5: not valid UTF-8 (byte 0xe9 at offset 25)"
 
 
 def test_missing_file_and_directory_are_page_errors(tmp_path):

@@ -213,7 +213,7 @@ def test_bad_programs_give_one_line_with_file_and_line(repo, rel, edit, words):
 def test_non_utf8_program(repo):
     path = repo / GEMMA / "tpu/program.md"
     path.write_bytes(path.read_bytes().replace(b"splash attention", b"splash \xff attention"))
-    assert_bad_input(run(["gemma4", "tpu"], repo), f"{GEMMA}/tpu/program.md:12: not valid UTF-8 (byte 0xff)")
+    assert_bad_input(run(["gemma4", "tpu"], repo), f"{GEMMA}/tpu/program.md:12: not valid UTF-8 (byte 0xff at offset 280)")
 
 
 def test_json_bad_input_is_still_one_line_on_stderr_and_json_on_stdout(repo):

@@ -113,6 +113,7 @@ _TABLE_ROW_RE = re.compile(r"^\s*\|\s*\**(?P<key>[^|*]+?)\**\s*\|\s*(?P<value>[^
 _TPU_RE = re.compile(
     r"^(?P<gen>v\d+[a-z]*)\s*[,;]?\s*(?:\(?\s*(?P<topo>\d+(?:x\d+)+)\)?)?(?:[^=]*=\s*(?P<chips>\d+)\s*chips?)?", re.I
 )
+MAX_DIM_DIGITS = 4  # a slice side of at most 9999 chips; longer digit strings are refused unparsed
 _TOPO_RE = re.compile(r"\b\d+(?:x\d+)+\b")
 _ZONE_RE = re.compile(r"^(?P<region>[a-z]+-[a-z]+\d+)-[a-z]$")
 _REGION_RE = re.compile(r"^[a-z]+-[a-z]+\d+$")
@@ -185,6 +186,8 @@ def parse_tpu(value: str, path: Path, line: int) -> TpuSlice:
     if not topo:
         raise WikiError(f"the TPU line {value!r} names no topology such as 2x2x2", path, line)
     topo = topo.lower()
+    if any(len(d) > MAX_DIM_DIGITS for d in topo.split("x")) or len(match.group("chips") or "") > MAX_DIM_DIGITS * 3:
+        raise WikiError(f"the TPU line names a topology too large to be a slice: {topo[:24]}...", path, line)
     dims = [int(d) for d in topo.split("x")]
     if len(dims) != GENERATIONS[gen].topology_dims or 0 in dims:
         want = "AxBxC" if GENERATIONS[gen].topology_dims == 3 else "AxB"

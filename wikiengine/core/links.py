@@ -3,7 +3,6 @@ file part of a relative one. A fast line scan where it is certain, else markdown
 
 from __future__ import annotations
 
-import bisect
 import re
 from urllib.parse import unquote
 
@@ -111,37 +110,57 @@ def _plain(text: str) -> bool:
     )
 
 
+_TICK_RE = re.compile("`")
+_CHUNK = 1 << 20
+_BRACKET_LINK_BYTES_RE = re.compile(_BRACKET_LINK_RE.pattern.encode("ascii"))  # for the masked ASCII copy
+
+
 def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
     """:func:`_scan_links` for a :func:`_plain` text (most pages, generated ones included),
     in one pass over the whole text instead of line by line: code spans blanked out at
     once, every line's brackets balanced, one regex scan; the same answers."""
-    parts = text.split("`")
-    if "``" in text or len(parts) % 2 == 0 or any("\n" in parts[i] for i in range(1, len(parts), 2)):
+    ticks = [match.start() for match in _TICK_RE.finditer(text)]  # positions only: no copy of a 16 MB text in parts
+    if "``" in text or len(ticks) % 2 or any(text.find("\n", ticks[i], ticks[i + 1]) >= 0 for i in range(0, len(ticks), 2)):
         return _scan_careful(text, first_line)  # a backtick string the line scan must pair
-    if len(parts) > 1:
-        masked = [parts[0]]
-        for index in range(1, len(parts), 2):
-            masked.append(" " * (len(parts[index]) + 2))
-            masked.append(parts[index + 1])
-        text = "".join(masked)
-    starts = [0]
-    for line in text.split("\n"):
-        if line.count("[") != line.count("]"):
+    if ticks:  # each pair of backticks in turn is a code span: blanked out in one ASCII copy, the same length
+        masked = bytearray(len(text))
+        for i in range(0, len(text), _CHUNK):  # encoded a chunk at a time: never a second whole copy
+            masked[i : i + _CHUNK] = text[i : i + _CHUNK].encode("ascii")
+        for i in range(0, len(ticks), 2):
+            masked[ticks[i] : ticks[i + 1] + 1] = b" " * (ticks[i + 1] + 1 - ticks[i])
+        return _scan_spanless(masked, first_line)
+    return _scan_spanless(text, first_line)
+
+
+def _scan_spanless(text: str | bytearray, first_line: int) -> list[tuple[int, int, str]] | None:
+    """The plain scan of a text without code spans (a ``str``, or the ASCII bytes of one whose
+    spans were blanked: a 16 MB page is copied once, not split into lines or pieces)."""
+    raw = not isinstance(text, str)
+    nl, open_, close, link = (b"\n", b"[", b"]", b"](") if raw else ("\n", "[", "]", "](")
+    bang = ord("!") if raw else "!"
+    find, count = text.find, text.count
+    begin = 0
+    while begin <= len(text):  # every line's brackets balanced, without a list of the lines
+        end = find(nl, begin)
+        end = len(text) if end < 0 else end
+        if count(open_, begin, end) != count(close, begin, end):
             return None  # link text spread over lines
-        starts.append(starts[-1] + len(line) + 1)
+        begin = end + 1
     found = []
-    last = 0
-    find = text.find
-    for match in _BRACKET_LINK_RE.finditer(text):
+    last = counted = 0
+    line = first_line
+    for match in (_BRACKET_LINK_BYTES_RE if raw else _BRACKET_LINK_RE).finditer(text):
         start, end = match.span()
-        if start > last and text[start - 1] == "!":
+        if start > last and text[start - 1] == bang:
             start -= 1  # an image
-        if find("\n", start, end) >= 0 or find("](", find("](", start, end) + 2, end) >= 0 or find("](", last, start) >= 0:
+        if find(nl, start, end) >= 0 or find(link, find(link, start, end) + 2, end) >= 0 or find(link, last, start) >= 0:
             return None
-        index = bisect.bisect_right(starts, start) - 1
-        found.append((first_line + index, start - starts[index] + 1, _clean(match.group(1))))
+        line += count(nl, counted, start)
+        counted = start
+        dest = match.group(1)
+        found.append((line, start - (text.rfind(nl, 0, start) + 1) + 1, _clean(dest.decode("ascii") if raw else dest)))
         last = end
-    if find("](", last) >= 0:
+    if find(link, last) >= 0:
         return None
     return found
 

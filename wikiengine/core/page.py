@@ -15,14 +15,14 @@ checks that the two agree on generated edge cases and on every example page.
 from __future__ import annotations
 
 import functools
-import os
 import re
-import stat
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from wikiengine.core.errors import PageError
+from wikiengine.core.safe_read import MAX_PAGE_BYTES, decode, read_regular
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})(.*)$")
@@ -138,9 +138,11 @@ class Page:
     def to_bytes(self) -> bytes:
         return self.to_text().encode("utf-8")
 
-    @property
+    @functools.cached_property
     def body(self) -> str:
-        return self.preamble + "".join(s.text for s in self.sections)
+        """Everything after the frontmatter, built once (rules that scan the whole body share
+        it: a 16 MB page is not joined again by each) and without a copy of each section."""
+        return "".join(chain((self.preamble,), *((s.heading, s.body) for s in self.sections)))
 
     def section(self, title: str) -> Section | None:
         """The first section whose title equals ``title`` (compared with :func:`title_key`)."""
@@ -192,65 +194,13 @@ class Page:
         return parse_page(self.bom + self.frontmatter_block + self.preamble + "".join(s.text for s in sections), self.path)
 
 
-def decode(data: bytes, path=None) -> str:
-    """Decode UTF-8 (with or without BOM); a bad byte is an error naming its line."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise PageError(f"not valid UTF-8 (byte 0x{data[exc.start]:02x})", path, line) from None
-
-
-MAX_PAGE_BYTES = 16 * 1024 * 1024
 # Time and memory go per line (a list of line strings, markdown-it's tokens when it decides):
 # 16 MB of one-character lines took 41 s and 1.35 GiB; 200,000 lines take about 1.5 s at worst.
 MAX_PAGE_LINES = 200_000
 
 
-def read_regular(
-    path: str | Path, label=None, limit: int = MAX_PAGE_BYTES, *, within: str | Path | None = None
-) -> tuple[bytes, os.stat_result]:
-    """The bytes of the regular file at ``path`` and its stat, at most ``limit`` of them.
-
-    Anything else is a :class:`PageError` naming ``label`` (default: the path): a named
-    pipe would block the open forever and a symlink to ``/dev/zero`` would never end, so
-    the file is opened without blocking and checked before a byte is read. With
-    ``within`` (a directory), a symbolic link that resolves outside it is refused
-    unread: its text must not reach findings or the cache.
-    """
-    label = path if label is None else label
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
-    if within is not None and os.path.islink(path):
-        real, base = os.path.realpath(path), os.path.realpath(within)
-        if os.path.commonpath([real, base]) != base:
-            raise PageError("symbolic link to a file outside the repository: not read", label)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise PageError("no such file", label) from None
-    except OSError as exc:
-        raise PageError(f"cannot read: {exc.strerror or exc}", label) from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise PageError("is a directory, not a page", label)
-        if not stat.S_ISREG(st.st_mode):
-            raise PageError("not a regular file", label)
-        if st.st_size > limit:
-            raise PageError(f"too large ({st.st_size} bytes; the limit is {limit})", label)
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError as exc:
-        raise PageError(f"cannot read: {exc.strerror or exc}", label) from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:  # it grew while we read
-        raise PageError(f"too large (over {limit} bytes)", label)
-    return data, st
-
-
 def read_text(path: str | Path, label=None, limit: int = MAX_PAGE_BYTES) -> str:
-    """The UTF-8 text of the regular file at ``path`` (see :func:`read_regular`)."""
+    """The UTF-8 text of the regular file at ``path`` (see :func:`~wikiengine.core.safe_read.read_regular`)."""
     label = path if label is None else label
     return decode(read_regular(path, label, limit)[0], label)
 

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import PageError, WikiError
+from wikiengine.core.safe_read import load_json, read_optional
 from wikiengine.lint.finding import Finding, without_line_refs
 
 BASELINE_FILE = ".wiki-lint-baseline.json"
@@ -36,10 +37,11 @@ def _key(finding: Finding) -> tuple[str, str, str]:
 
 def load(path: Path) -> dict[tuple[str, str, str], dict]:
     """The baseline's entries by (path, code, message hash); {} when there is no file."""
-    if not path.is_file():
-        return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys)
+        text = read_optional(path, kind="record", within=Path(path).parent)  # a pipe or a link out: exit 2
+        if text is None:
+            return {}
+        data = load_json(text, path, object_pairs_hook=_unique_keys)
         entries = data["entries"]
         out = {}
         if not isinstance(entries, list):
@@ -57,6 +59,9 @@ def load(path: Path) -> dict[tuple[str, str, str], dict]:
         return out
     except RecursionError:
         raise WikiError("cannot read the lint baseline: nested too deep", path) from None
+    except PageError as exc:
+        why = exc.message.removeprefix("cannot read: ")  # not "cannot read ...: cannot read: ..."
+        raise WikiError(f"cannot read the lint baseline: {why}", path, exc.line) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise WikiError(f"cannot read the lint baseline: {exc}", path) from None
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from wikiengine.core.atomic import atomic_write_bytes
 from wikiengine.core.errors import PageError
-from wikiengine.core.page import MAX_PAGE_BYTES, read_regular
+from wikiengine.core.safe_read import LIMITS, MAX_PAGE_BYTES, read_regular
 
 CACHE_DIR = ".wiki_cache"
 CACHE_FILE = "lint.marshal"
@@ -156,9 +156,11 @@ class LintCache:
         if not persist:
             return cache
         try:
-            raw = verified((cache.directory / CACHE_FILE).read_bytes(), root)
+            # a committed cache may be a pipe, /dev/zero or a link out: read the one safe way, never trusted
+            blob = read_regular(cache.directory / CACHE_FILE, limit=LIMITS["cache"], within=root)[0]
+            raw = verified(blob, root)
             data = marshal.loads(raw) if raw is not None else None
-        except (OSError, EOFError, ValueError, TypeError):
+        except (PageError, OSError, EOFError, ValueError, TypeError):
             return cache
         if isinstance(data, dict) and data.get("format") == _FORMAT and data.get("fingerprint") == fingerprint:
             cache.entries = data.get("files", {})

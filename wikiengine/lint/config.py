@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import PageError, WikiError
+from wikiengine.core.safe_read import read_optional
 from wikiengine.lint.options import Option, check, selector, unknown_name
 from wikiengine.model.cascade import DEFAULT_ADDITIVE_MARKER
 from wikiengine.model.logbook import DEFAULT_OPS
@@ -166,18 +167,20 @@ def load_config(root: Path, explicit: Path | None = None) -> LintConfig:
     """
     candidates = [explicit] if explicit else [root / "wiki.toml", root / "pyproject.toml"]
     for path in candidates:
-        if path is None or not path.is_file():
+        # the repository's own files stay inside it; a file named with --config may be anywhere
+        try:
+            text = read_optional(path, kind="config", within=None if explicit else root) if path is not None else None
+        except PageError as exc:
+            why = exc.message.removeprefix("cannot read: ")  # not "cannot read ...: cannot read: ..."
+            raise WikiError(f"cannot read configuration: {why}", path, exc.line) from None
+        if text is None:
             if explicit:
                 raise WikiError("configuration file not found", path)
             continue
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise WikiError(f"cannot read configuration: {exc}", path) from None
-        except OSError as exc:
-            raise WikiError(f"cannot read configuration: {exc.strerror or exc}", path) from None
-        except UnicodeDecodeError:
-            raise WikiError("cannot read configuration: not valid UTF-8", path) from None
         except RecursionError:
             raise WikiError("cannot read configuration: nested too deep", path) from None
         except ValueError as exc:  # an integer past sys.get_int_max_str_digits()

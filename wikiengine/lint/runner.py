@@ -273,6 +273,7 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
     if data is not None:
         try:
             text = decode(data, rel)
+            data = None  # the bytes are hashed: free them before the parse's peak (a 16 MB page)
             page = parse_page(text, path)
         except WikiError as err:
             error = err

@@ -16,11 +16,12 @@ A/A deviation seen), the MAD and ``n``. ``supported`` needs a delta beyond it.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from wikiengine.core.errors import PageError
+from wikiengine.core.safe_read import load_json, read_optional
 
 NEVER_DISPATCHED, IN_FLIGHT, COMPLETED = "never dispatched", "in flight", "completed"
 AA_NUMBER = 0  # A/A workloads are v000: no experiment ever has that id
@@ -166,15 +167,15 @@ def read_run_metrics(path) -> RunMetrics:
     """A run's metrics.json (``found`` False when there is none; unreadable or not JSON is a problem)."""
     if path is None:
         return RunMetrics()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
+    try:  # the run's own file, written by untrusted code: a pipe, /dev/zero or 1 GB is a problem, never a hang
+        text = read_optional(path, kind="metrics")
+    except PageError as exc:
+        return RunMetrics(True, problems=(f"metrics.json cannot be read: {exc.message}",))
+    if text is None:
         return RunMetrics()
-    except (OSError, UnicodeDecodeError) as exc:
-        return RunMetrics(True, problems=(f"metrics.json cannot be read: {exc}",))
     try:
-        data = json.loads(text)
-    except ValueError as exc:
+        data = load_json(text, path)
+    except (PageError, ValueError) as exc:
         return RunMetrics(True, problems=(f"metrics.json is not JSON: {exc}",))
     return parse_run_metrics(data)
 

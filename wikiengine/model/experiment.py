@@ -87,7 +87,7 @@ def firing_audit(text: str | None) -> str | None:
 
 DEFAULT_ID_PATTERN = r"v\d{3,}[a-z]?"
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_VID_RE = re.compile(r"[vV]?0*(\d+)([a-z]?)")
+_VID_RE = re.compile(r"[vV]?0*(\d{1,9})([a-z]?)")  # a longer number is no id (never a 5000-digit int())
 _PLACEHOLDER_RE = re.compile(
     r"(?is)\s*(?:[-*>]\s*)?(?:_|\*)*\(?\s*(?:tbd|tba|todo|pending|placeholder|to be (?:filled|added|written)"
     r"|n/?a|none yet|empty)\s*\.?\s*\)?(?:_|\*)*\s*"

@@ -18,7 +18,7 @@ from pathlib import Path
 from wikiengine.core import git
 from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.page import read_regular
-from wikiengine.model.journal import bytes_digest, parse_journal
+from wikiengine.model.journal import bytes_digest, journal_records
 from wikiengine.model.kernels import KERNEL_EXPERIMENTS_ROOT, family_of_path
 from wikiengine.model.lanes import EXPERIMENTS_ROOT, lane_of_path
 
@@ -97,8 +97,7 @@ def restores_filing(root: Path, rel: str) -> bool:
     (A change that makes it so is a repair, not an edit of a filed page.)"""
     folder = lane_of_path(rel) or family_of_path(rel)
     try:
-        text = (root / folder.journal).read_text(encoding="utf-8") if folder is not None else ""
-        records = parse_journal(text, folder.journal) if text else []
+        records = journal_records(root, folder.journal) if folder is not None else []
     except (OSError, UnicodeDecodeError, WikiError):
         return False
     digests = [r.get("digest") for r in records if r.get("op") in FILING_OPS and r.get("page") == rel]
@@ -138,7 +137,7 @@ def wiki_drifts(root: Path, only: set[str] | None = None) -> list[tuple[Drift, s
     found = []
     for rel in journal_rels(root):
         try:
-            records = parse_journal((root / rel).read_text(encoding="utf-8"), rel)
+            records = journal_records(root, rel)
         except (OSError, UnicodeDecodeError, WikiError):
             continue
         found += committed_drifts(root, rel, records, only)

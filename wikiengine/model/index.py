@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from wikiengine.core.links import link_destinations, relative_target
 from wikiengine.core.page import Page, Section
 
-_COUNTED_RE = re.compile(r"(?P<name>.*?\S)\s*\((?P<count>\d+)\)")
+_COUNTED_RE = re.compile(r"(?P<name>.*?\S)\s*\((?P<count>\d{1,9})\)")
 
 
 @dataclass(frozen=True)

@@ -33,19 +33,26 @@ from pathlib import Path
 from wikiengine.core import git
 from wikiengine.core.clock import timestamp
 from wikiengine.core.errors import WikiError
+from wikiengine.core.safe_read import load_json, repo_text
 from wikiengine.model.experiment import VId, parse_file_name, parse_vid
 from wikiengine.model.lanes import Lane
 
 
+def journal_records(root: Path, rel: str) -> list[dict]:
+    """The records of the journal ``rel`` ([] when there is none), read the one safe way."""
+    return parse_journal(repo_text(root, rel, "journal") or "", rel)
+
+
 def parse_journal(text: str, rel: str = "") -> list[dict]:
-    """The records of a journal text; a torn last line (a crash mid-append) is skipped."""
+    """The records of a journal text; a torn last line (a crash mid-append) is skipped.
+    Integers and nesting are bounded (:func:`~wikiengine.core.safe_read.load_json`)."""
     records = []
     lines = text.splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line, parse_constant=_not_a_number)
+            record = load_json(line, rel, number, parse_constant=_not_a_number)
         except ValueError:
             if number == len(lines):
                 break

@@ -22,6 +22,7 @@ atomic (temp file, fsync, rename), so a crash leaves the old file or the new one
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,8 @@ from wikiengine.core import clock
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import utc_iso
 from wikiengine.core.errors import PageError, WikiError
-from wikiengine.core.page import Page, parse_page, read_text, split_lines
+from wikiengine.core.page import Page, parse_page, split_lines
+from wikiengine.core.safe_read import read_text
 
 MEMORY_DIR = "memory"
 STATE_FILE = "STATE.md"
@@ -47,7 +49,7 @@ LAUNCHES_SECTION = "Launches"
 LEDGER_COLUMNS = ("row", "booked_at", "job", "live_hours_left", "cpu_alternative", "outcome")
 ASSET_COLUMNS = ("job", "ref", "version", "kernel_id", "submitted_at", "accelerator")
 
-_ERROR_HEADING_RE = re.compile(r"^\[(\d{4}-\d{2}-\d{2})\] E-(\d{3,}) \| ([^|]+?) \| (.+)$")
+_ERROR_HEADING_RE = re.compile(r"^\[(\d{4}-\d{2}-\d{2})\] E-(\d{3,9}) \| ([^|]+?) \| (.+)$")
 _FIELD_RE = re.compile(r"^\*\*(Run|Step|Decision)\*\*:?\s*(.*?)\s*$")
 
 
@@ -73,10 +75,10 @@ def memory_path(root: Path, name: str) -> Path:
 
 def read_memory_file(path: Path) -> str:
     """A memory file's text: a regular file only (a symlink to /dev/zero or a FIFO is refused)."""
-    if not path.exists() and not path.is_symlink():
+    if not os.path.lexists(path):
         raise MemoryFormatError("no such memory file (run `wiki demo` or scaffold memory/ first)", path)
     try:
-        return read_text(path)
+        return read_text(path, kind="state", within=Path(path).parent.parent)
     except PageError as err:
         raise MemoryFormatError(err.message, path, err.line) from None
 

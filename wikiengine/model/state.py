@@ -41,6 +41,7 @@ from wikiengine.core.clock import utc_iso
 from wikiengine.core.errors import WikiError
 from wikiengine.core.git import git_dir
 from wikiengine.core.page import parse_page, read_frontmatter
+from wikiengine.core.safe_read import read_optional
 from wikiengine.model.kernels import KernelFamily
 from wikiengine.model.lanes import Lane
 from wikiengine.model.memory import STATE_FILE, MemoryFormatError, memory_path, read_memory_file
@@ -119,7 +120,7 @@ class StateRecord:
     def write(self, root: Path, body: str) -> None:
         """Write STATE.md atomically (validated first)."""
         path = state_path(root)
-        previous = path.read_text(encoding="utf-8") if path.exists() else None
+        previous = read_optional(path, STATE_REL, "state", within=root)
         atomic_write_text(path, self.text(body, previous, path))
 
     def replace(self, **changes):
@@ -129,9 +130,10 @@ class StateRecord:
 def state_mode(root: Path) -> str | None:
     """``lane``, ``kernel`` or ``relay`` for ``memory/STATE.md`` (None when there is no STATE.md)."""
     path = state_path(root)
-    if not path.is_file():
+    text = read_optional(path, STATE_REL, "state", within=root)
+    if text is None:
         return None
-    mode = read_frontmatter(path.read_text(encoding="utf-8"), path).get("mode")
+    mode = read_frontmatter(text, path).get("mode")
     return mode if mode in SESSION_MODES else "relay"
 
 

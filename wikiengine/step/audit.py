@@ -41,13 +41,14 @@ from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.git import is_ancestor
 from wikiengine.core.git import out as git_out
+from wikiengine.core.safe_read import load_json, read_text, repo_text
 from wikiengine.model import progress
 from wikiengine.model.evidence import AA_VID
 from wikiengine.model.filings import committed_drifts
-from wikiengine.model.journal import parse_journal
+from wikiengine.model.journal import journal_records
 from wikiengine.model.lanes import Lane
 
 CURSOR = ".audit-cursor"
@@ -125,11 +126,11 @@ def code_sha(root: Path, config: dict) -> str:
 
 def read_cursor(root: Path, lane: Lane) -> tuple[dict | None, str | None]:
     """``({"wiki": sha, "code": sha}, None)``, or ``(None, why a full audit is needed)``."""
-    path = root / lane.dir / CURSOR
-    if not path.is_file():
+    text = repo_text(root, f"{lane.dir}/{CURSOR}", "cursor")
+    if text is None:
         return None, f"no {CURSOR}: full audit"
     values = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in text.splitlines():
         key, eq, value = line.partition("=")
         if eq:
             values[key.strip()] = value.strip()
@@ -210,7 +211,6 @@ def inherited_identities(root: Path, start: str) -> set[tuple]:
     the start commit linted once in a temporary worktree, kept in ``.git/wiki-lane/``. The
     worktree has no submodule checked out and no ignored file: a finding that depends on
     them may count as the session's there."""
-    import json
     import tempfile
 
     from wikiengine.core import git
@@ -219,9 +219,9 @@ def inherited_identities(root: Path, start: str) -> set[tuple]:
 
     cache = _inherited_cache(root, start)
     try:
-        return {tuple(item) for item in json.loads(cache.read_text(encoding="utf-8"))}
-    except (OSError, ValueError, TypeError):
-        pass
+        return {tuple(item) for item in load_json(read_text(cache, kind="cache"), cache)}
+    except (PageError, ValueError, TypeError):
+        pass  # absent, or not one we wrote: lint the start commit again
     with tempfile.TemporaryDirectory(prefix="wiki-inherited-") as tmp:
         tree = Path(tmp) / "tree"
         git.run(root, "worktree", "add", "--detach", "--quiet", str(tree), start)
@@ -352,8 +352,8 @@ def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None,
     from wikiengine.core.page import parse_page
     from wikiengine.model.logbook import parse_entries
 
-    log = root / lane.log
-    entries = parse_entries(parse_page(log.read_text(encoding="utf-8"), lane.log)) if log.is_file() else []
+    log = repo_text(root, lane.log)
+    entries = parse_entries(parse_page(log, lane.log)) if log is not None else []
     claims = []
     for entry in entries:
         if entry.has_op("start"):
@@ -385,11 +385,10 @@ def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None,
 
 def retrospective_gaps_of(root: Path, rel: str, lane: Lane, required: list[str]) -> list[str]:
     """What keeps the retrospective at ``rel`` from closing ``lane`` (:mod:`model.retrospective`)."""
-    from wikiengine.core.page import read_text
     from wikiengine.model.retrospective import retrospective_gaps
 
     try:
-        text = read_text(root / rel, rel)
+        text = read_text(root / rel, rel, within=root)
     except WikiError as exc:
         return [f"it cannot be read: {exc}"]
     return retrospective_gaps(text, rel, model=lane.model_name, lane=lane.name, required=required)
@@ -402,8 +401,7 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
     from wikiengine.step import writers as lw
 
     config = config or {}
-    journal = root / lane.journal
-    records = parse_journal(journal.read_text(encoding="utf-8"), lane.journal) if journal.is_file() else []
+    records = journal_records(root, lane.journal)
     session = session_start(records)
     cursor, why_full = read_cursor(root, lane)
     audit = Audit(lane, session, head_sha(root), code_sha(root, config), cursor["wiki"] if cursor else None, closing)
@@ -461,14 +459,13 @@ def write_authorization(root: Path, audit: Audit, moment: dt.datetime) -> str:
 
 def check_authorization(root: Path, lane: Lane, session: int) -> tuple[dict | None, str | None]:
     """The record of ``.stop-authorized`` when it may open the gate, else ``(None, why not)``."""
-    path = root / lane.dir / STOP_AUTHORIZED
-    if not path.is_file():
+    text = repo_text(root, f"{lane.dir}/{STOP_AUTHORIZED}", "authorization")
+    if text is None:
         return None, "no .stop-authorized: run `wiki watch --closing --once` after the closing retrospective"
-    text = path.read_text(encoding="utf-8", errors="replace")
     payload, _, tail = text.rpartition("signature=")
     values = dict(line.split("=", 1) for line in payload.splitlines()[1:] if "=" in line)
     expected = _signature(payload)
-    if expected is None or not hmac.compare_digest(tail.strip(), expected):
+    if expected is None or not hmac.compare_digest(tail.strip().encode("utf-8"), expected.encode("utf-8")):
         return None, ".stop-authorized was not written by this user's watcher (its signature does not verify)"
     if values.get("session") != str(session):
         return None, f".stop-authorized is from session {values.get('session')}, not session {session}: stale"

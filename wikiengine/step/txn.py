@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_text, sweep_temp_files
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.git import CommitProbe, assert_no_secret, git_dir
 from wikiengine.core.locks import FileLock
+from wikiengine.core.safe_read import confined, load_json, read_text, repo_text
 from wikiengine.model.lanes import Lane
 
 LOCK_TIMEOUT_S = 120
@@ -69,11 +70,13 @@ class LaneTxn:
         return self._disk(rel) or ""
 
     def exists(self, rel: str) -> bool:
-        return self.texts[rel] is not None if rel in self.texts else (self.root / rel).is_file()
+        return self.texts[rel] is not None if rel in self.texts else self._disk(rel) is not None
 
     def write(self, rel: str, text: str | None) -> None:
         """Stage the new text of ``rel``; None removes the file (a page renamed is one removed
-        and one written, in the same commit)."""
+        and one written, in the same commit). Refused (PageError) when ``rel`` leaves the
+        repository through a symbolic link, or holds something that is not a readable regular file."""
+        confined(self.root / rel, self.root, rel)
         if rel not in self.old:
             self.old[rel] = self._disk(rel)
         self.texts[rel] = text
@@ -82,11 +85,7 @@ class LaneTxn:
         self.write(rel, None)
 
     def _disk(self, rel: str) -> str | None:
-        path = self.root / rel
-        try:
-            return path.read_text(encoding="utf-8") if path.is_file() else None
-        except OSError as exc:
-            raise WikiError(f"cannot read: {exc.strerror}", rel) from None
+        return disk_text(self.root, rel)
 
     def changed(self) -> list[str]:
         return sorted(rel for rel, text in self.texts.items() if self.old.get(rel) != text)
@@ -100,6 +99,7 @@ class LaneTxn:
             assert_no_secret(self.texts[rel] or "", rel)
         assert_no_secret(message, "commit message")
         record = redo_path(self.root, self.lane)
+        _confine_all(self.root, paths)  # a link planted since the write was staged
         where = record
         try:
             record.parent.mkdir(parents=True, exist_ok=True)
@@ -169,6 +169,12 @@ class LaneTxn:
         return paths, None
 
 
+def disk_text(root: Path, rel: str) -> str | None:
+    """The text of ``rel`` on disk (None: absent), read the one safe way: a regular file inside
+    the repository, within its kind's size cap, valid UTF-8."""
+    return repo_text(root, rel, "journal" if rel.endswith(".jsonl") else "page")
+
+
 def lane_key(lane: Lane) -> str:
     """The name of a lane's records (a kernel family's pseudo-lane too)."""
     return f"{lane.model_dir}__{lane.name}"
@@ -201,8 +207,7 @@ class UndoRecord:
 
     def checkpoint(self) -> None:
         """Record the texts as they are now (at the start, and after each commit of the write)."""
-        before = {rel: (self.root / rel).read_text(encoding="utf-8") if (self.root / rel).is_file() else None
-                  for rel in self.paths}
+        before = {rel: disk_text(self.root, rel) for rel in self.paths}
         atomic_write_text(self.path, json.dumps({"policy": UNDO, "note": self.note, "before": before}))
 
     def close(self) -> None:
@@ -219,7 +224,14 @@ class Recovered:
     note: str = ""
 
 
+def _confine_all(root: Path, rels) -> None:
+    """Refuse before anything is written when one of ``rels`` leaves the repository."""
+    for rel in rels:
+        confined(root / rel, root, rel)
+
+
 def _apply(root: Path, texts: dict[str, str | None]) -> None:
+    _confine_all(root, texts)
     for rel, text in texts.items():
         path = root / rel
         if text is None:
@@ -250,13 +262,13 @@ def recover(root: Path, key: str) -> Recovered | None:
     if not record.is_file():
         return None
     try:
-        data = json.loads(record.read_text(encoding="utf-8"))
+        data = load_json(read_text(record, kind="record"), record)
         policy = data.get("policy", REDO)
         if policy == UNDO:
             before, note = dict(data["before"]), str(data["note"])
         else:
             files, message = dict(data["files"]), str(data["message"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (PageError, OSError, ValueError, KeyError, TypeError, AttributeError):
         record.unlink(missing_ok=True)  # torn before its fsync: nothing was written after it
         return None
     sweep_temp_files({(root / rel).parent for rel in (before if policy == UNDO else files)})  # the killed write's
@@ -285,7 +297,7 @@ def introduced(root: Path, paths: list[str], old: dict[str, str | None], after: 
     """Which of the findings ``after`` the write introduced (one the old texts had too is not
     the writer's: pre-existing problems are ``wiki lint``'s to report). Lints the old texts
     in place, then puts the new ones back."""
-    new_texts = {p: (root / p).read_text(encoding="utf-8") for p in paths}
+    new_texts = {p: disk_text(root, p) for p in paths}
     _restore(root, {p: old.get(p) for p in paths})
     try:
         before = lint_paths(root, [p for p in paths if old.get(p) is not None]).findings

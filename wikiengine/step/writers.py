@@ -9,6 +9,7 @@ returns a plain dict: the JSON the commands print.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import re
 from dataclasses import dataclass, field, replace
@@ -17,6 +18,7 @@ from pathlib import Path
 from wikiengine.core.clock import Clock, now_iso, today, utcnow
 from wikiengine.core.errors import PageError, Refused, WikiError
 from wikiengine.core.page import parse_page
+from wikiengine.core.safe_read import load_json, read_text, repo_text
 from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook, results_tsv
@@ -95,7 +97,7 @@ def lane_settings(root: Path, lane: Lane) -> LaneSettings:
     program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name), validate=USED_CONFIG_KEYS)
     config = program.config or {}
     model_program = root / f"wiki/experiments/{lane.model_dir}/program.md"
-    text = model_program.read_text(encoding="utf-8") if model_program.is_file() else None
+    text = repo_text(root, f"wiki/experiments/{lane.model_dir}/program.md")
     prefix = resolve_user_prefix(text, cwd=root, program_path=model_program).value
     return LaneSettings(
         user_prefix=prefix,
@@ -139,7 +141,7 @@ def model_page_of(root: Path, lane: Lane):
     if rel is None:
         raise WikiError(f"lane {lane.model_prefix}/{lane.name} has no model page ({' or '.join(lane.model_page_names())} "
                         "under wiki/models/)")
-    text = (root / rel).read_text(encoding="utf-8")
+    text = repo_text(root, rel) or ""
     page = parse_page(text, rel)
     matrix = parse_matrix(page)
     if matrix is None:
@@ -160,12 +162,9 @@ class Proposal:
 
 def parse_proposal(path: Path) -> Proposal:
     """The four labelled paragraphs and the planned setup of a proposal file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise WikiError("no such proposal file", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WikiError(f"cannot read the proposal: {exc}", path) from None
+    if not os.path.lexists(path):
+        raise WikiError("no such proposal file", path)
+    text = read_text(path, path, "proposal")
     page = parse_page(text, path)
     found = ex.labelled_paragraphs(page.body)
     offset = page.body_line
@@ -543,13 +542,9 @@ def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float],
     exit_code = parity = None
     if path is not None:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise WikiError("no such metrics file", path) from None
+            data = load_json(read_text(path, path, "metrics"), path)
         except json.JSONDecodeError as exc:
             raise WikiError(f"metrics file is not JSON: {exc.msg}", path, exc.lineno) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise WikiError(f"cannot read the metrics file: {exc}", path) from None
         if not isinstance(data, dict):
             raise WikiError("metrics file must hold a JSON object of name: number", path, 1)
         exit_code = data.pop("exit_code", None)
@@ -579,15 +574,9 @@ def read_metrics(path: Path | None, pairs: list[str]) -> tuple[dict[str, float],
     return metrics, RunOutcome(exit_code, parity)
 
 
-def _read_text_file(path: Path | None, what: str) -> str | None:
-    if path is None:
-        return None
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise WikiError(f"no such {what} file", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WikiError(f"cannot read the {what} file: {exc}", path) from None
+def _read_text_file(path: Path | None, kind: str) -> str | None:
+    """The text of a ``profile`` or ``hlo`` file the agent names or the run recorded (None: none)."""
+    return None if path is None else read_text(path, path, kind)
 
 
 def lane_band(records: list[dict], evidence: RunEvidence, variant: str, measured: Comparison, floor_pct: float,
@@ -727,7 +716,7 @@ def file_experiment(root: Path, lane: Lane, vid: str, *, verdict: str, metrics: 
         evidence = run_on_record(records, target, external, stopping)
         arts = evidence.artifacts
         profile = _read_text_file(profile_path or _path_or_none(arts.get("profile"), root), "profile")
-        hlo = _read_text_file(hlo_path or _path_or_none(arts.get("hlo"), root), "HLO dump")
+        hlo = _read_text_file(hlo_path or _path_or_none(arts.get("hlo"), root), "hlo")
         model = model_page_of(root, lane)
         filing = decide_filing(root, lane, settings, target, model, requested=verdict, evidence=evidence,
                                records=records, claimed=metrics or {}, claimed_outcome=outcome, profile=profile,
@@ -806,12 +795,11 @@ def preview_filing(root: Path, lane: Lane, vid: str) -> Filing:
     evidence the engine holds and the caps that apply (the wake's ``needs``)."""
     settings = lane_settings(root, lane)
     target = find_page(root, lane, vid)
-    path = root / lane.journal
-    records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
+    records = parse_journal(repo_text(root, lane.journal, "journal") or "", lane.journal)
     evidence = run_on_record(records, target, external=False)
     arts = evidence.artifacts
     profile = _read_text_file(_path_or_none(arts.get("profile"), root), "profile")
-    hlo = _read_text_file(_path_or_none(arts.get("hlo"), root), "HLO dump")
+    hlo = _read_text_file(_path_or_none(arts.get("hlo"), root), "hlo")
     return decide_filing(root, lane, settings, target, model_page_of(root, lane), requested="supported",
                          evidence=evidence, records=records, claimed={}, claimed_outcome=RunOutcome(),
                          profile=profile, hlo=hlo, date=today())
@@ -1023,7 +1011,7 @@ def _filed_value(root: Path, records: list[dict], page: str, metric: str) -> flo
     if filed and isinstance(filed[-1].get("value"), (int, float)):
         return float(filed[-1]["value"])
     try:
-        return ex.metric_of(parse_page((root / page).read_text(encoding="utf-8")).frontmatter, metric)
+        return ex.metric_of(parse_page(repo_text(root, page) or "", page).frontmatter, metric)
     except (OSError, WikiError):
         return None
 

@@ -33,7 +33,7 @@ def page_links(info) -> list[list]:
     page = info.page
     if _LAST_SCAN is not None and _LAST_SCAN[0] is page:
         return _LAST_SCAN[1]
-    text = page.preamble + "".join(s.text for s in page.sections)
+    text = page.body
     _known, resolve = _resolver(info.rel)
     links = []
     for line, col, dest in link_destinations(text, page.body_line):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from wikiengine.core.errors import PageError
+from wikiengine.core.safe_read import read_optional
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._logs import log_entries
 
@@ -24,8 +26,8 @@ def authorization_line(ctx, log_rel: str) -> str | None:
     """The ALL-CLEAR line of the lane's ``.stop-authorized`` (None: no such file)."""
     path = ctx.root / log_rel.rsplit("/", 1)[0] / STOP_AUTHORIZED
     try:
-        text = path.read_text(encoding="utf-8") if path.is_file() else None
-    except (OSError, UnicodeDecodeError):
+        text = read_optional(path, kind="authorization", within=ctx.root)
+    except PageError:
         return None
     match = ALL_CLEAR_RE.search(text or "")
     return match.group(0).strip() if match else None

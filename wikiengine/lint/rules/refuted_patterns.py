@@ -55,7 +55,7 @@ class RefutedPatternIdsExist(Rule):
             for lane in lane_dirs(ctx, model_dir):
                 for exp_id in lane_ids(ctx, (model_dir, lane)):
                     ids.update((exp_id, base_id(exp_id)))
-            text = page.preamble + "".join(s.text for s in page.sections)
+            text = page.body
             for number, line in enumerate(prose_lines(text), start=page.body_line):
                 for match in id_re.finditer(line):
                     cited = canonical_id(match.group("id"))

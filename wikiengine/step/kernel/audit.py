@@ -18,7 +18,7 @@ from pathlib import Path
 from wikiengine.core.clock import timestamp, utcnow
 from wikiengine.core.git import out as git_out
 from wikiengine.model import experiment as ex
-from wikiengine.model.journal import parse_journal
+from wikiengine.model.journal import journal_records
 from wikiengine.model.kernels import KernelFamily
 from wikiengine.step.audit import (
     DEFAULT_STALE_HOURS,
@@ -59,8 +59,7 @@ def run_family_audit(root: Path, family: KernelFamily, *, now: float | None = No
                      stall_minutes: float = DEFAULT_STALL_MINUTES) -> Audit:
     from wikiengine.step.kernel.writers import family_pages
 
-    journal = root / family.journal
-    records = parse_journal(journal.read_text(encoding="utf-8"), family.journal) if journal.is_file() else []
+    records = journal_records(root, family.journal)
     cursor, why_full = read_cursor(root, family)
     code = git_out(root, "rev-parse", "--verify", "--quiet", f"refs/heads/{family.integration_branch}").strip()
     audit = Audit(family, session_start(records), head_sha(root), code or head_sha(root),

@@ -26,6 +26,7 @@ from wikiengine.core.clock import Clock, utc_date, utc_iso, utcnow
 from wikiengine.core.errors import Refused, WikiError
 from wikiengine.core.git import out as git_out
 from wikiengine.core.page import parse_page
+from wikiengine.core.safe_read import repo_text
 from wikiengine.model import experiment as ex
 from wikiengine.model import kernel_page as kp
 from wikiengine.model import logbook
@@ -46,8 +47,8 @@ class CloseRefused(Refused):
 
 
 def _page(root: Path, rel: str):
-    path = root / rel
-    return parse_page(path.read_text(encoding="utf-8"), rel) if path.is_file() else None
+    text = repo_text(root, rel)
+    return parse_page(text, rel) if text is not None else None
 
 
 def gather_facts(root: Path, family: KernelFamily, records: list[dict]) -> tuple[StopFacts, dict]:
@@ -146,10 +147,9 @@ def render_retrospective(family: KernelFamily, facts: StopFacts, extra: dict, *,
 
 def status(root: Path, family: KernelFamily) -> dict:
     """`wiki kernel status`: the session, the open stub, K9's state and the stop rule's reasons (read-only)."""
-    from wikiengine.model.journal import parse_journal
+    from wikiengine.model.journal import journal_records
 
-    journal = root / family.journal
-    records = parse_journal(journal.read_text(encoding="utf-8") if journal.is_file() else "", family.journal)
+    records = journal_records(root, family.journal)
     facts, _extra = gather_facts(root, family, records)
     starts = [r for r in records if r.get("op") == "start"]
     return {"family": family.slug, "session": len(starts), "target": starts[-1]["target"] if starts else None,

@@ -235,10 +235,9 @@ def session_teardown(target: dict) -> dict:
 
 def pod_down(root: Path, family, *, dry_run: bool = False) -> dict:
     """`wiki kernel pod down`: delete the pod of the family's latest pod session."""
-    from wikiengine.model.journal import parse_journal
+    from wikiengine.model.journal import journal_records
 
-    path = root / family.journal
-    records = parse_journal(path.read_text(encoding="utf-8") if path.is_file() else "", family.journal)
+    records = journal_records(root, family.journal)
     starts = [r for r in records if r.get("op") == "start" and is_pod(r.get("target") or {})]
     if not starts:
         raise WikiError(f"kernel family {family.slug} has no session on a cluster pod")

@@ -27,9 +27,10 @@ from pathlib import Path
 from wikiengine.core.clock import utc_iso
 from wikiengine.core.errors import BackendUnavailable, WikiError
 from wikiengine.core.page import parse_page
+from wikiengine.core.safe_read import repo_text
 from wikiengine.model import experiment as ex
 from wikiengine.model import kernel_page as kp
-from wikiengine.model.journal import parse_journal
+from wikiengine.model.journal import journal_records
 from wikiengine.model.kernels import KernelFamily
 from wikiengine.model.state import STATE_REL, KernelState, write_heartbeat
 from wikiengine.step import engine
@@ -51,7 +52,7 @@ class Observed:
 
 def _rank1(root: Path, family: KernelFamily, binding: dict, facts) -> Lead | None:
     """The first open lead of the family page, else the first lever of the class page not yet covered."""
-    page = parse_page((root / family.family_page).read_text(encoding="utf-8"), family.family_page)
+    page = parse_page(repo_text(root, family.family_page) or "", family.family_page)
     leads = kp.lead_texts(page, kp.OPEN_LEADS)
     if leads:
         slug, text = next(iter(leads.items()))
@@ -60,8 +61,8 @@ def _rank1(root: Path, family: KernelFamily, binding: dict, facts) -> Lead | Non
     if not untried:
         return None
     class_rel = binding.get("class_page")
-    texts = (kp.lead_texts(parse_page((root / class_rel).read_text(encoding="utf-8"), class_rel), (kp.LEVERS_VERIFIED,))
-             if class_rel and (root / class_rel).is_file() else {})
+    class_text = repo_text(root, class_rel) if class_rel else None
+    texts = kp.lead_texts(parse_page(class_text, class_rel), (kp.LEVERS_VERIFIED,)) if class_text is not None else {}
     return Lead(untried[0], texts.get(untried[0], ""), "class page lever")
 
 
@@ -70,8 +71,7 @@ def observe(root: Path, family: KernelFamily, state: KernelState) -> Observed:
     from wikiengine.step.kernel.verdicts import k9_state, session_status, stop_rule
     from wikiengine.step.kernel.writers import family_pages, read_binding, verdict_evidence
 
-    journal = root / family.journal
-    records = parse_journal(journal.read_text(encoding="utf-8") if journal.is_file() else "", family.journal)
+    records = journal_records(root, family.journal)
     status = session_status(records)
     binding = read_binding(root, family) if status else {}
     open_pages = [p for p in family_pages(root, family) if ex.is_open(p.frontmatter)] if status else []
@@ -299,8 +299,7 @@ def _record(wake: engine.Wake) -> None:
 
 
 def _last_wake_line(root: Path) -> str | None:
-    path = root / STATE_REL
-    match = _WAKE_RE.search(path.read_text(encoding="utf-8")) if path.is_file() else None
+    match = _WAKE_RE.search(repo_text(root, STATE_REL, "state") or "")
     return match.group("line") if match else None
 
 

@@ -22,6 +22,7 @@ from wikiengine.core.errors import WikiError
 from wikiengine.core.git import ok as git_ok
 from wikiengine.core.git import out as git_out
 from wikiengine.core.page import parse_page
+from wikiengine.core.safe_read import read_text, repo_text
 from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
 from wikiengine.model import kernel_page as kp
@@ -56,10 +57,10 @@ def read_binding(root: Path, family: KernelFamily) -> dict:
     """The yaml block of the family program's ``## Family binding``."""
     import yaml
 
-    path = root / family.program
-    if not path.is_file():
+    text = repo_text(root, family.program)
+    if text is None:
         raise WikiError(f"kernel family {family.slug!r} is not bootstrapped: run `wiki kernel start` with --reference")
-    section = parse_page(path.read_text(encoding="utf-8"), family.program).section(BINDING)
+    section = parse_page(text, family.program).section(BINDING)
     match = _YAML_BLOCK_RE.search(section.body if section else "")
     if match is None:
         raise WikiError("the family program has no yaml block under '## Family binding'", family.program)
@@ -254,10 +255,7 @@ def bootstrap_family(txn: LaneTxn, root: Path, family: KernelFamily, target: dic
                      op_points: list[str], class_page: str | None, bar: float, date: str, dry_run: bool) -> None:
     """A new family's pinned reference, program (the family binding), family page, RESULTS.tsv
     and index entry."""
-    try:
-        reference_text = reference.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WikiError(f"cannot read the reference: {exc}", reference) from None
+    reference_text = read_text(reference, reference, "source")
     code_dir = f"kernels/{family.slug}"
     binding = {"home_repo": ".", "integration_branch": family.integration_branch,
                "reference": f"{code_dir}/reference.py", "reference_sha256": _sha256(reference_text),
@@ -289,9 +287,9 @@ def write_start_marker(txn: LaneTxn, root: Path, family: KernelFamily, target: d
 
 
 def _first_pick(root: Path, family: KernelFamily) -> str:
-    path = root / family.family_page
-    if path.is_file():
-        leads = kp.open_leads(parse_page(path.read_text(encoding="utf-8"), family.family_page))
+    text = repo_text(root, family.family_page)
+    if text is not None:
+        leads = kp.open_leads(parse_page(text, family.family_page))
         if leads:
             return next(iter(leads))
     return "baseline the pinned reference, then the first lever of the class page"
@@ -387,11 +385,8 @@ def _check_reference(binding: dict, text: str) -> None:
 def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Path, mechanism: str | None = None,
          vid: str | None = None, dry_run: bool = False, clock: Clock = utcnow) -> dict:
     """`wiki kernel cand N`: one commit on the experiment's branch and its ledger row."""
+    code = read_text(source, source, "source")  # the agent's input first: a pipe or a bad file is refused at once
     binding = read_binding(root, family)
-    try:
-        code = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WikiError(f"cannot read the candidate: {exc}", source) from None
     with LaneLock(root, family.txn_lane) as lock:
         txn = LaneTxn(root, family.txn_lane)
         records, page_ref = open_experiment(root, family, txn, vid)
@@ -429,7 +424,7 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
             txn.commit(f"kernel({family.slug} {page_ref.exp_id}): branch {branch} from {integration}")
             txn = LaneTxn(root, family.txn_lane)
         tree = kernel_git.ensure_worktree(root, branch, family.worktree(root, branch))
-        reference_text = (tree / binding["reference"]).read_text(encoding="utf-8")
+        reference_text = read_text(tree / binding["reference"], binding["reference"], "source", within=tree)
         _check_reference(binding, reference_text)
         measured = kernel_run.measure(root, target, binding, reference_text, code, op_point, "quick")
         p50 = measured.get("timing", {}).get("candidate_p50_ms")
@@ -523,9 +518,10 @@ def resolve_receipt(root: Path, page_rel: str, cited) -> tuple[str | None, dict 
     if not isinstance(cited, str) or not cited.strip():
         return None, None, "no verification_receipt"
     rel = posixpath.normpath(posixpath.join(posixpath.dirname(page_rel), cited.strip()))
-    if not (root / rel).is_file():
+    receipt = repo_text(root, rel, "metrics")
+    if receipt is None:
         return rel, None, f"the receipt {cited} does not exist"
-    data, problem = kernel_receipt.validate((root / rel).read_text(encoding="utf-8", errors="replace"))
+    data, problem = kernel_receipt.validate(receipt)
     return rel, data, (f"the receipt {cited} does not validate: {problem}" if problem else None)
 
 
@@ -572,9 +568,10 @@ def _speedup_of(root: Path, family_rel: str, cell: str) -> float | None:
     from wikiengine.model.variant_matrix import cell_reference
 
     ref = cell_reference(cell, family_rel, re.compile(r"(?P<id>v\d{3,}[a-z]?)"))
-    if ref is None or not ref.target or not (root / ref.target).is_file():
+    text = repo_text(root, ref.target) if ref is not None and ref.target else None
+    if text is None:
         return None
-    front = parse_page((root / ref.target).read_text(encoding="utf-8")).frontmatter
+    front = parse_page(text, ref.target).frontmatter
     value = front.get("speedup")
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -764,7 +761,7 @@ def open_validation_stub(root: Path, family: KernelFamily, page_ref: ExperimentP
     lane = lane_of_path(profile)
     if lane is None:
         return {"skipped": f"the cited profile {profile!r} is not a model-lane page"}
-    source = parse_page((root / profile).read_text(encoding="utf-8"), profile).frontmatter
+    source = parse_page(read_text(root / profile, profile, within=root), profile).frontmatter
     with tempfile.TemporaryDirectory(prefix="wiki-kernel-") as tmp:
         proposal = Path(tmp, "proposal.md")
         proposal.write_text(

@@ -20,7 +20,7 @@ from wikiengine.core.clock import utc_date, utc_iso, utcnow
 from wikiengine.core.errors import Refused, WikiError
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook
-from wikiengine.model.journal import append_record, dispatch_expectations
+from wikiengine.model.journal import append_record, dispatch_expectations, journal_records
 from wikiengine.step import writers as lw
 from wikiengine.step.audit import (
     check_authorization,
@@ -140,8 +140,7 @@ def gate(root: Path, run) -> tuple[list[str], dict | None]:
 
 
 def _records(root: Path, run) -> list[dict]:
-    path = root / run.lane.journal
-    return lw.parse_journal(path.read_text(encoding="utf-8"), run.lane.journal) if path.is_file() else []
+    return journal_records(root, run.lane.journal)
 
 
 def _final_audit(root: Path, run) -> str | None:

@@ -34,10 +34,19 @@ from pathlib import Path
 from wikiengine.core.clock import timestamp, utc_iso
 from wikiengine.core.errors import WikiError
 from wikiengine.core.page import parse_page
+from wikiengine.core.safe_read import read_optional, read_text, repo_text
 from wikiengine.model import budgets, logbook, progress
 from wikiengine.model import experiment as ex
 from wikiengine.model.evidence import AA_VID
-from wikiengine.model.journal import SEEN, UNSEEN, append_record, dispatch_expectations, launched_names, parse_journal
+from wikiengine.model.journal import (
+    SEEN,
+    UNSEEN,
+    append_record,
+    dispatch_expectations,
+    journal_records,
+    launched_names,
+    parse_journal,
+)
 from wikiengine.model.lane_queue import LaneQueue, lane_queue
 from wikiengine.model.lanes import Lane
 from wikiengine.model.state import LaneState, heartbeat_path, require_lane, write_heartbeat
@@ -117,8 +126,7 @@ def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[d
 def session_start(root: Path, lane: Lane) -> dict:
     """The newest session's ``start`` record (its pool, and a launch command given to
     `wiki loop start`); {} before the first session."""
-    path = root / lane.journal
-    records = parse_journal(path.read_text(encoding="utf-8"), lane.journal) if path.is_file() else []
+    records = journal_records(root, lane.journal)
     starts = [r for r in records if r.get("op") == "start"]
     return starts[-1] if starts else {}
 
@@ -169,7 +177,7 @@ class Observed:
 def observe(run: LaneRun, now: float) -> Observed:
     from wikiengine.executors.compute import ComputeError
 
-    journal_text = (run.root / run.lane.journal).read_text(encoding="utf-8") if (run.root / run.lane.journal).is_file() else ""
+    journal_text = repo_text(run.root, run.lane.journal, "journal") or ""
     records = parse_journal(journal_text, run.lane.journal)
     every = lw.lane_pages(run.root, run.lane)
     pages = {p.exp_id: p for p in every}
@@ -286,7 +294,7 @@ def reground(run: LaneRun, obs: Observed) -> dict:
     frontier = []
     model_rel = run.lane.model_page(run.root)
     if model_rel:
-        matrix = parse_matrix(parse_page((run.root / model_rel).read_text(encoding="utf-8"), model_rel))
+        matrix = parse_matrix(parse_page(repo_text(run.root, model_rel) or "", model_rel))
         for row in matrix.rows if matrix else ():
             frontier.append({"variant": row.key, "status": row.status, "baseline": row.cell("Baseline"),
                              "current_best": row.cell(CURRENT_BEST), "frontier_exp": row.cell(FRONTIER_EXP)})
@@ -298,7 +306,7 @@ def reground(run: LaneRun, obs: Observed) -> dict:
     folder = run.root / "wiki/hypotheses"
     for path in sorted(folder.glob("*.md")) if folder.is_dir() else ():
         try:
-            front = parse_page(path.read_text(encoding="utf-8"), path).frontmatter
+            front = parse_page(read_text(path, path, within=run.root), path).frontmatter
         except WikiError:
             continue
         if front.get("status") in ("open", "in_progress", "testing"):
@@ -381,7 +389,7 @@ def _frontier_page(run: LaneRun, variant: str) -> ex.ExperimentPage | None:
     model_rel = run.lane.model_page(run.root)
     if not model_rel:
         return None
-    matrix = parse_matrix(parse_page((run.root / model_rel).read_text(encoding="utf-8"), model_rel))
+    matrix = parse_matrix(parse_page(repo_text(run.root, model_rel) or "", model_rel))
     row = matrix.row(variant) if matrix else None
     ref = cell_reference(row.cell(CURRENT_BEST), model_rel, re.compile(r"(?P<id>v\d{3,}[a-z]?)")) if row else None
     if ref is None or not ref.target or not (run.root / ref.target).is_file():
@@ -726,7 +734,8 @@ def _record(wake: engine.Wake) -> None:
 def last_wake(root: Path, state: LaneState) -> float | None:
     """The time of the last wake: this host's heartbeat, else STATE.md's last material wake."""
     path = heartbeat_path(root, state.lane_ref)
-    beat = timestamp(path.read_text(encoding="utf-8").strip()) if path.is_file() else None
+    beat_text = read_optional(path, kind="cursor")
+    beat = timestamp(beat_text.strip()) if beat_text is not None else None
     recorded = timestamp(state.last_wake_at or state.started_at)
     return max(t for t in (beat, recorded) if t is not None) if (beat or recorded) else None
 
@@ -735,8 +744,7 @@ _SUMMARY_RE = re.compile(r"^Tracks: (?P<line>.*)$", re.M)
 
 
 def _last_summary(root: Path) -> str | None:
-    path = root / STATE_REL
-    match = _SUMMARY_RE.search(path.read_text(encoding="utf-8")) if path.is_file() else None
+    match = _SUMMARY_RE.search(repo_text(root, STATE_REL, "state") or "")
     return match.group("line") if match else None
 
 
@@ -882,7 +890,7 @@ def act_aa_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) 
     band = calibrate.band_record(run, lane.obs.records + lane.completions, decision.aa[:3], at)
     if band is not None:
         lane.completions.append(band)
-        log = lane.outcome.get(run.lane.log) or (run.root / run.lane.log).read_text(encoding="utf-8")
+        log = lane.outcome.get(run.lane.log) or (repo_text(run.root, run.lane.log) or "")
         lane.outcome[run.lane.log] = logbook.insert_entry(log, calibrate.band_log_entry(run, band, at[:10]))
         lane.subjects.append(f"band: {band['variant']} measured")
         figure = "not measured" if band.get("band") is None else f"±{band['band']:.4g} {band['metric']} (n={band['n']})"
