@@ -157,14 +157,15 @@ def repo_text(root: Path, rel: str, kind: str = "page") -> str | None:
     return read_optional(root / rel, rel, kind, within=root)
 
 
-class _TooLong(Exception):
-    """An integer literal over the digit bound (not a ValueError: json.loads' own errors are)."""
-
-
-def _bounded_int(digits: str) -> int:
-    if len(digits) > MAX_INT_DIGITS + (digits[0] == "-"):
-        raise _TooLong(f"an integer of {len(digits.lstrip('-'))} digits (the limit is {MAX_INT_DIGITS})")
-    return int(digits)
+def _bounded_int(label, line):
+    """json.loads' ``parse_int``: an integer literal over the digit bound is a PageError
+    naming the file (json.loads lets it through as it is)."""
+    def parse(digits: str) -> int:
+        if len(digits) > MAX_INT_DIGITS + (digits[0] == "-"):
+            raise PageError(f"an integer of {len(digits.lstrip('-'))} digits (the limit is {MAX_INT_DIGITS})",
+                            label, line)
+        return int(digits)
+    return parse
 
 
 _STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # unrolled: one step per run of plain characters
@@ -192,8 +193,6 @@ def load_json(text: str | bytes, label=None, line: int | None = None, **hooks: A
     if json_depth(text) > MAX_JSON_DEPTH:
         raise PageError(f"JSON nested too deep (more than {MAX_JSON_DEPTH} levels)", label, line)
     try:
-        return json.loads(text, parse_int=_bounded_int, **hooks)
-    except _TooLong as exc:
-        raise PageError(str(exc), label, line) from None
+        return json.loads(text, parse_int=_bounded_int(label, line), **hooks)
     except RecursionError:
         raise PageError("JSON nested too deep", label, line) from None
