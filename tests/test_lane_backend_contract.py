@@ -16,6 +16,7 @@ shared contract at the end of the file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -243,6 +244,13 @@ def harness(request, tmp_path, monkeypatch):
     if request.param == "slurm":
         yield slurm_harness(request, tmp_path, monkeypatch)
         return
+    with gke_harness(monkeypatch) as gke:
+        yield gke
+
+
+@contextlib.contextmanager
+def gke_harness(monkeypatch):
+    """The GKE lane backend on a loopback API server (one cluster, ``dave-v5p-16``)."""
     pytest.importorskip("kubernetes")
     from tests.fakes.fake_k8s import FakeKubeApi
     from wikiengine.executors.gke.clusters import parse_cluster_file
@@ -250,8 +258,10 @@ def harness(request, tmp_path, monkeypatch):
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     with FakeKubeApi(stall_s=5.0) as api:
         kube = _kube(api.url, "dave-v5p-16")
-        yield GkeHarness(api, kube, parse_cluster_file(ENV_DIR / "gke-v5p-2x2x2-dave.md"))
-        kube.close()
+        try:
+            yield GkeHarness(api, kube, parse_cluster_file(ENV_DIR / "gke-v5p-2x2x2-dave.md"))
+        finally:
+            kube.close()
 
 
 # -- the contract ------------------------------------------------------------------------------

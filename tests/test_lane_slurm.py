@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_lane_backend_contract import wait_for as contract_wait_for
 from tests.test_lane_step import lane_wiki  # noqa: F401 - the fixture
 from tests.test_lane_writers import wiki  # noqa: F401 - the fixture
 from wikiengine.core.identity import workload_name
@@ -43,14 +44,8 @@ SHOW_JOB = (
 
 
 def wait_for(predicate, what: str, deadline_s: float = DEADLINE_S):
-    end = time.monotonic() + deadline_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    """The contract suite's wait, with Slurm's longer deadline (a loaded slurmctld answers slowly)."""
+    return contract_wait_for(predicate, what, deadline_s)
 
 
 # -- pure: parsing and the state table -----------------------------------------------------------

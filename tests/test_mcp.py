@@ -215,13 +215,18 @@ def test_the_documented_registration_snippet_starts_this_server():
     assert build_parser().parse_args(servers[0]["wiki"]["args"]).handler is mcp_command.run
 
 
-def test_lane_tools_over_stdio_write_through_the_lane_writers(tmp_path):
-    root = tmp_path / "w"
+def init_lane_wiki(root):
+    """`wiki init` of a gemma4/tpu lane at ``root``, committed to a new git repository."""
     assert subprocess.run([*WIKI, "init", str(root), "--model", "gemma4", "--lane", "tpu", "--variant", "2b/v5p-8"],
                           capture_output=True).returncode == 0
     for args in (["init", "-q"], ["config", "user.name", "Tester"], ["config", "user.email", "t@t.invalid"],
                  ["add", "-A"], ["commit", "-qm", "wiki init"]):
         subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    return root
+
+
+def test_lane_tools_over_stdio_write_through_the_lane_writers(tmp_path):
+    root = init_lane_wiki(tmp_path / "w")
     proposal = tmp_path / "proposal.md"
     proposal.write_text("**Hypothesis**: h.\n\n**Mechanism**: m.\n\n**Predicted signal**: s.\n\n**Falsification criterion**: f.\n")
     new = {"names": ["gemma4", "tpu"], "slug": "remat", "variant": "2b/v5p-8", "proposal": str(proposal)}

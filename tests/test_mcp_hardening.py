@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.test_mcp import init_lane_wiki
 from wikiengine._cli import mcp as mcp_command
 from wikiengine.core.errors import WikiError
 
@@ -50,13 +50,7 @@ def text_of(result) -> str:
 
 @pytest.fixture
 def lane_wiki(tmp_path):
-    root = tmp_path / "w"
-    assert subprocess.run([*WIKI, "init", str(root), "--model", "gemma4", "--lane", "tpu", "--variant", "2b/v5p-8"],
-                          capture_output=True).returncode == 0
-    for args in (["init", "-q"], ["config", "user.name", "Tester"], ["config", "user.email", "t@t.invalid"],
-                 ["add", "-A"], ["commit", "-qm", "wiki init"]):
-        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
-    return root
+    return init_lane_wiki(tmp_path / "w")
 
 
 def test_row102_every_tool_has_a_one_line_description_and_documented_parameters():

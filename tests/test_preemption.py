@@ -129,17 +129,11 @@ def test_row119_a_run_that_exits_143_on_its_own_timeout_is_failed_not_preempted(
 
 
 @pytest.fixture
-def gke(request, tmp_path, monkeypatch):
-    pytest.importorskip("kubernetes")
-    from tests.fakes.fake_k8s import FakeKubeApi
-    from tests.test_lane_backend_contract import ENV_DIR, GkeHarness, _kube
-    from wikiengine.executors.gke.clusters import parse_cluster_file
+def gke(monkeypatch):
+    from tests.test_lane_backend_contract import gke_harness
 
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    with FakeKubeApi(stall_s=5.0) as api:
-        kube = _kube(api.url, "dave-v5p-16")
-        yield GkeHarness(api, kube, parse_cluster_file(ENV_DIR / "gke-v5p-2x2x2-dave.md"))
-        kube.close()
+    with gke_harness(monkeypatch) as harness:
+        yield harness
 
 
 def _disrupt(api, pod_name: str, reason: str) -> None:
