@@ -13,8 +13,15 @@ Cases, run round-robin (interleaved) so that machine noise spreads over all of t
   5 paths (git-aware rules compare with HEAD), after a warm run;
 - ``changed5-engine``: the same with only the engine's own rules (``--select WK0,WK1,PRG,LNK``), to
   tell the engine's cost from the domain rules' cost;
+- ``pass`` and ``version``: ``python -c pass`` and ``wiki --version``, the interpreter's and the
+  CLI's own start-up, as baselines for the small cases;
+- ``rumdl-cold``, ``rumdl-warm``, ``rumdl-changed5`` (peer, Rust): rumdl over the same pages with
+  ``--no-cache``, with its cache, and on the 5 edited paths (with its cache warm, and with
+  ``--no-cache``: rumdl loads its whole cache for 5 paths), installed from PyPI into a
+  virtual environment ``WORK/rumdl`` (outside the repository), in every round;
 - ``peer``: markdownlint-cli2 (default rules) over the same pages, installed with npm into
-  ``WORK/peer`` (outside the repository).
+  ``WORK/peer`` (outside the repository), ``--peer-rounds`` times after the rounds (about a
+  minute a run).
 
 The corpus comes from ``benchmarks/gen_wiki.py`` (10,000 experiment pages by default) and
 is committed to a git repository once. ``--real-shape`` uses the real-shape corpus instead
@@ -41,6 +48,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PEER_VERSION = "markdownlint-cli2@0.22.1"
+RUMDL_VERSION = "rumdl==0.3.0"
 FLOOR_SCRIPT = """
 import os, sys
 total = 0
@@ -126,6 +134,28 @@ def install_peer(peer_dir: Path) -> Path | None:
     return binary
 
 
+def install_rumdl(venv: Path) -> Path | None:
+    """rumdl from PyPI into its own virtual environment outside the repository."""
+    binary = venv / "bin" / "rumdl"
+    if binary.exists():
+        return binary
+    print(f"pip install {RUMDL_VERSION} into {venv} ...", file=sys.stderr)
+    made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)
+    proc = made if made.returncode else subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", RUMDL_VERSION], capture_output=True, text=True)
+    if proc.returncode != 0 or not binary.exists():
+        print(f"rumdl install failed: its figures are skipped\n{proc.stderr[-500:]}", file=sys.stderr)
+        return None
+    return binary
+
+
+def tool_version(argv: list[str]) -> str:
+    """The first line a tool prints for its version."""
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    return lines[0] if lines else "unknown"
+
+
 def make_real_corpus(corpus: Path) -> None:
     """The real-shape corpus (gen_wiki.py --real-shape commits it, submodule gitlinks included)."""
     _generated(corpus, "real", "the real-shape corpus", lambda gen_wiki: gen_wiki.generate_real(corpus, seed=0))
@@ -150,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--peer-rounds", type=int, default=1)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "wiki-lint-bench")
-    parser.add_argument("--no-peer", action="store_true")
+    parser.add_argument("--no-peer", action="store_true", help="skip both peers (markdownlint-cli2 and rumdl)")
     parser.add_argument("--serial", action="store_true", help="also time a cold run with one worker")
     parser.add_argument("--json", type=Path, help="write the raw figures here")
     args = parser.parse_args(argv)
@@ -164,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     wiki = Path(sys.executable).with_name("wiki")
     lint = [str(wiki), "lint"] if wiki.exists() else [sys.executable, "-m", "wikiengine", "lint"]
     peer = None if args.no_peer else install_peer(args.work / "peer")
+    rumdl = None if args.no_peer else install_rumdl(args.work / "rumdl")
+    versions = {"wiki": tool_version([*lint[:-1], "--version"]), "python": sys.version.split()[0]}
+    if peer is not None:
+        versions["markdownlint-cli2"] = tool_version([str(peer), "--help"])
+    if rumdl is not None:
+        versions["rumdl"] = tool_version([str(rumdl), "--version"])
     changed = experiment_pages(corpus, 5, current_form=args.real_shape)
     originals = {rel: (corpus / rel).read_bytes() for rel in changed}
     cache = corpus / ".wiki_cache"
@@ -178,21 +214,34 @@ def main(argv: list[str] | None = None) -> int:
 
     edit = {"round": 0}
 
-    def changed5(*options: str):
-        run_measured([*lint, *options], corpus)  # the cache is warm, as on a developer's machine
+    def changed5(*options: str, tool: list[str] | None = None, whole: tuple[str, ...] = ()):
+        """Edit and stage the 5 pages after a full run (``tool`` + ``whole``), then check those 5."""
+        tool = tool or [*lint, *options]
+        run_measured([*tool, *whole], corpus)  # the cache is warm, as on a developer's machine
         edit["round"] += 1
         for rel in changed:
             (corpus / rel).write_bytes(originals[rel] + f"\nEdited in round {edit['round']}.\n".encode())
         git(corpus, "add", *changed)
-        return run_measured([*lint, *options, *changed], corpus)
+        return run_measured([*tool, *changed], corpus)
+
+    rumdl_check = [str(rumdl), "check", "--silent", "--cache-dir", str(args.work / "rumdl-cache")] if rumdl else []
+    rumdl_cases = {
+        "rumdl-cold": lambda: run_measured([*rumdl_check, "--no-cache", "wiki"], corpus),
+        "rumdl-warm": lambda: run_measured([*rumdl_check, "wiki"], corpus),
+        "rumdl-changed5": lambda: changed5(tool=rumdl_check, whole=("wiki",)),
+        "rumdl-changed5-nocache": lambda: changed5(tool=[*rumdl_check, "--no-cache"], whole=("wiki",)),
+    } if rumdl else {}
 
     cases = {
         "floor": lambda: run_measured([sys.executable, "-c", FLOOR_SCRIPT], corpus),
+        "pass": lambda: run_measured([sys.executable, "-c", "pass"], corpus),
+        "version": lambda: run_measured([*lint[:-1], "--version"], corpus),
         "cold": cold,
         **({"cold-serial": cold_serial} if args.serial else {}),
         "warm": lambda: run_measured(lint, corpus),
         "changed5": changed5,
         "changed5-engine": lambda: changed5("--select", "WK0,WK1,PRG,LNK"),
+        **rumdl_cases,
     }
     results: dict[str, list[dict]] = {name: [] for name in cases}
     run_measured(lint, corpus)  # prime the page cache and the signed schema cache
@@ -216,23 +265,23 @@ def main(argv: list[str] | None = None) -> int:
         name: {key: statistics.median(r[key] for r in runs) for key in ("wall", "cpu", "rss_mib")} | {"runs": len(runs)}
         for name, runs in results.items() if runs
     }
-    floor = summary["floor"]["wall"]
-    peer_wall = summary.get("peer", {}).get("wall")
+    floor = summary["floor"]
     what = "the real-shape corpus" if args.real_shape else f"{args.pages} generated pages"
     print(f"\n`wiki lint` on {what}, {os.cpu_count()} cores, medians of {args.rounds} interleaved rounds")
-    print("| case | wall s | CPU s | peak RSS MiB | x read floor | peer x this |")
+    print("versions: " + ", ".join(f"{tool} {version}" for tool, version in versions.items()))
+    print("| case | wall s | CPU s | peak RSS MiB | x read floor (CPU) | x read floor (wall) |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, row in summary.items():
-        ratio_peer = f"{peer_wall / row['wall']:.1f}" if peer_wall and name != "peer" else "-"
-        print(f"| {name} | {row['wall']:.2f} | {row['cpu']:.2f} | {row['rss_mib']:.0f} | {row['wall'] / floor:.1f} | {ratio_peer} |")
+        print(f"| {name} | {row['wall']:.2f} | {row['cpu']:.2f} | {row['rss_mib']:.0f} "
+              f"| {row['cpu'] / floor['cpu']:.1f} | {row['wall'] / floor['wall']:.1f} |")
     try:
         load = os.getloadavg()
         print(f"load average during the run: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     except OSError:
         pass
     if args.json:
-        args.json.write_text(json.dumps({"pages": "real" if args.real_shape else args.pages, "summary": summary,
-                                         "runs": results}, indent=2))
+        args.json.write_text(json.dumps({"pages": "real" if args.real_shape else args.pages, "versions": versions,
+                                         "summary": summary, "runs": results}, indent=2))
     return 0
 
 
