@@ -27,17 +27,18 @@ def link_destinations(text: str, first_line: int = 1) -> list[tuple[int, int, st
     """``(line, col, destination)`` of every link and image that CommonMark sees in ``text``.
 
     A line scan where it is certain (inline ``[text](dest)`` on ordinary lines outside
-    fences and code spans), else markdown-it-py's parser (about 2 ms a page): reference
-    links, HTML, escapes, entities, indented code or link text spread over lines send the
-    page to markdown-it. A page with none of those constructs anywhere (most pages, and
-    generated codebase pages) is scanned in one pass over the whole text instead of line
-    by line, with the same answers. ``tests/test_rules_lnk.py`` checks the scans against
-    each other and against markdown-it on the CommonMark spec examples, the example wiki,
-    generated pages and generated texts.
+    fences and code spans), else markdown-it-py's parser (about 2 ms a page), block by
+    block (:func:`_blockwise_links`): reference links, HTML, escapes, entities, indented
+    code or link text spread over lines send the block that holds them to markdown-it. A
+    page with none of those constructs anywhere (most pages, and generated codebase pages)
+    is scanned in one pass over the whole text instead of line by line, with the same
+    answers. ``tests/test_rules_lnk.py`` checks the scans against each other and against
+    markdown-it on the CommonMark spec examples, the example wiki, generated pages and
+    generated texts. Columns are exact where a scan found the link, 1 where markdown-it did.
     """
     found = _scan_links(text, first_line)
     if found is None:
-        return markdown_it_links(text, first_line)
+        return _blockwise_links(text, first_line)
     return found
 
 
@@ -50,7 +51,11 @@ def _scan_links(text: str, first_line: int) -> list[tuple[int, int, str]] | None
 
 
 def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
-    """The line-by-line scan, for texts with constructs it must look at twice."""
+    """The line-by-line scan, for texts with constructs it must look at twice.
+
+    Fences are followed only where they open at column 0 (always top-level blocks): a
+    fence, an HTML block or indented code inside a list item or a block quote is one the
+    scan cannot place, so the text is not certain."""
     found = []
     fence = ""
     for number, line in enumerate(text.splitlines(), start=first_line):
@@ -60,23 +65,24 @@ def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | No
                 if closer and closer.group(1)[0] == fence[0] and len(closer.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
                     fence = ""
             continue
-        if "`" in line or "~" in line:
-            opener = _FENCE_RE.match(line)
-            if opener and not (opener.group(1)[0] == "`" and "`" in line[opener.end():]):
-                fence = opener.group(1)
-                continue
+        lead = _LEAD_RE.match(line).end()  # container markers and indentation
+        content = line[lead:] if lead else line
+        if content[:3] in ("```", "~~~") and not (content[0] == "`" and "`" in content.lstrip("`")):
+            if lead:
+                return None  # a fence indented or inside a container
+            fence = _FENCE_RE.match(line).group(1)
+            continue
         brackets = "[" in line or "]" in line
         if not brackets and "<" not in line and "\t" not in line:
             continue
-        stripped = line.lstrip(" ")
-        if stripped.startswith("<!--") and "-->" in stripped[4:] and len(line) - len(stripped) <= 3:
+        if content.startswith("<!--") and "-->" in content[4:] and "    " not in line[:lead]:
             continue  # a one-line HTML comment block: no links in it
         if not brackets:
-            if stripped.startswith("<") or "\t" in line:
+            if content.startswith("<") or "\t" in line:
                 return None  # an HTML block or a tab the scan cannot place
             continue
-        if line.startswith("    ") or "\t" in line or stripped.startswith("<"):
-            return None
+        if "    " in line[:lead] or "\t" in line or content.startswith("<"):
+            return None  # indented code, a tab, an HTML block: perhaps inside a container
         masked = _masked_code_spans(line) if "`" in line else line
         if masked is None or "`" in masked or "\\" in masked or "&" in masked or "<" in masked or "]:" in masked or "][" in masked:
             return None
@@ -93,11 +99,18 @@ def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | No
     return found
 
 
+# What may stand before a line's content: indentation, block quote and list markers (and
+# whatever looks like them: a line that only seems to open a container is judged as if it did).
+_LEAD_RE = re.compile(r"[ >*+\-0-9.)]*")
+
+
 # What makes the careful scan look twice at a line: fences, HTML, tabs, escapes, entities,
-# reference links, indented code; and ASCII spaces other than ' ' and newline (they would
-# also make str.split("\n") differ from str.splitlines()). Non-ASCII text is always careful.
-_CARE_MARKERS = ("```", "~~~", "]:", "][", "\n    ")
+# reference links, indented code (in a container too: four spaces in a line's lead); and
+# ASCII spaces other than ' ' and newline (they would also make str.split("\n") differ
+# from str.splitlines()). Non-ASCII text is always careful.
+_CARE_MARKERS = ("```", "~~~", "]:", "][")
 _CARE_CHARS_RE = re.compile(r"[<\t\\&\r\x0b\x0c\x1c-\x1f]")
+_DEEP_LEAD_RE = re.compile(r"^[ >*+\-0-9.)]*?    ", re.M)
 # The inline link pattern without the optional "!" of images, so that the regex engine
 # can jump from "[" to "[" (an image's "!" is looked up before the match).
 _BRACKET_LINK_RE = re.compile(_INLINE_RE.pattern[2:])
@@ -105,8 +118,8 @@ _BRACKET_LINK_RE = re.compile(_INLINE_RE.pattern[2:])
 
 def _plain(text: str) -> bool:
     return (
-        text.isascii() and not text.startswith("    ") and not any(marker in text for marker in _CARE_MARKERS)
-        and not _CARE_CHARS_RE.search(text)
+        text.isascii() and not any(marker in text for marker in _CARE_MARKERS)
+        and not _CARE_CHARS_RE.search(text) and not _DEEP_LEAD_RE.search(text)
     )
 
 
@@ -182,18 +195,59 @@ def _masked_code_spans(line: str) -> str | None:
     return "".join(out)
 
 
-_MD = None
+# The top-level blocks whose text can hold links (fences, code, HTML blocks and rules cannot).
+_LINK_BLOCKS = frozenset({"paragraph_open", "heading_open", "bullet_list_open", "ordered_list_open", "blockquote_open"})
+# Characters str.splitlines() ends a line on besides "\n", which the careful scan would count.
+_OTHER_BREAKS_RE = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def _blockwise_links(text: str, first_line: int) -> list[tuple[int, int, str]]:
+    """The links of a text the line scan is not certain of, markdown-it's top-level block at a time.
+
+    markdown-it-py's block parser (about 40% of a full parse) cuts the text where CommonMark
+    does; each paragraph, heading, list or block quote is then a document of its own with
+    the links it has in the page (every container is closed where the next top-level block
+    starts), so the careful scan decides it where certain and markdown-it parses only the
+    blocks it is not. Reference definitions reach across blocks: a text with one, or with
+    ``\r`` or NUL (which markdown-it rewrites before it counts lines), is parsed whole.
+    """
+    if "\r" in text or "\0" in text:
+        return markdown_it_links(text, first_line)
+    env: dict = {}
+    tokens = _parser("blocks").parse(text, env)
+    if env.get("references"):
+        return markdown_it_links(text, first_line)
+    lines = text.split("\n")
+    found = []
+    for token in tokens:
+        if token.level or token.type not in _LINK_BLOCKS or not token.map:
+            continue
+        start, end = token.map
+        block = "\n".join(lines[start:end]) + "\n"
+        scanned = None if _OTHER_BREAKS_RE.search(block) else _scan_links(block, first_line + start)
+        found.extend(markdown_it_links(block, first_line + start) if scanned is None else scanned)
+    return found
+
+
+_PARSERS: dict = {}
+
+
+def _parser(kind: str):
+    """markdown-it-py's CommonMark parser, made once: ``"full"``, or ``"blocks"`` (no inline pass)."""
+    if kind not in _PARSERS:
+        from markdown_it import MarkdownIt
+
+        md = MarkdownIt("commonmark")
+        if kind == "blocks":
+            md.disable(["inline", "text_join"])
+        _PARSERS[kind] = md
+    return _PARSERS[kind]
 
 
 def markdown_it_links(text: str, first_line: int = 1) -> list[tuple[int, int, str]]:
     """Links and images according to markdown-it-py (CommonMark), with their lines."""
-    global _MD
-    if _MD is None:
-        from markdown_it import MarkdownIt
-
-        _MD = MarkdownIt("commonmark")
     found = []
-    for token in _MD.parse(text):
+    for token in _parser("full").parse(text):
         if token.type != "inline" or not token.children:
             continue
         line = (token.map[0] if token.map else 0) + first_line
