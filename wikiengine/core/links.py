@@ -111,71 +111,75 @@ _LEAD_RE = re.compile(r"[ >*+\-0-9.)]*")
 _CARE_MARKERS = ("```", "~~~", "]:", "][")
 _CARE_CHARS_RE = re.compile(r"[<\t\\&\r\x0b\x0c\x1c-\x1f]")
 _DEEP_LEAD_RE = re.compile(r"^[ >*+\-0-9.)]*?    ", re.M)
-# The inline link pattern without the optional "!" of images, so that the regex engine
-# can jump from "[" to "[" (an image's "!" is looked up before the match).
-_BRACKET_LINK_RE = re.compile(_INLINE_RE.pattern[2:])
 
 
 def _plain(text: str) -> bool:
     return (
         text.isascii() and not any(marker in text for marker in _CARE_MARKERS)
-        and not _CARE_CHARS_RE.search(text) and not _DEEP_LEAD_RE.search(text)
+        and not _CARE_CHARS_RE.search(text) and not ("    " in text and _DEEP_LEAD_RE.search(text))
     )
 
 
-_TICK_RE = re.compile("`")
 _CHUNK = 1 << 20
-_BRACKET_LINK_BYTES_RE = re.compile(_BRACKET_LINK_RE.pattern.encode("ascii"))  # for the masked ASCII copy
+_KEEP = b"[]`\n"  # what decides whether every line is certain (see _lines_balanced)
+_DROP = bytes(sorted(set(range(128)) - set(_KEEP)))
+_SPAN_BYTES_RE = re.compile(rb"`[^`\n]*`")
+# A code span, or an inline link without the optional "!" of images (an image's "!" is
+# looked up before the match, so that the regex engine can jump from "[" or "`" on).
+# In a plain text (ASCII, no backslash, "<", tab or other odd space), what the line scan
+# finds: a code span, skipped whole, or an inline link that holds no newline, no second
+# "](" and no backtick outside its text (anything else is left to the careful scan by the
+# "](" it leaves behind). The "!" of an image is looked up before the match, so that the regex engine can
+# jump from "`" or "[" on.
+_SPAN_OR_LINK_RE = re.compile(
+    r"`[^`\n]*`"
+    r"|\[(?:[^\[\]\n]++|\[[^\[\]\n]*+\](?!\())*+\]"
+    r"\( *+((?:[^ ()`\n\]]++|\([^ ()`\n\]]*+\))*+)(?: ++(?:\"[^\"`\n\]]*\"|'[^'`\n\]]*'|\([^()`\n\]]*\)))? *\)"
+)
 
 
 def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
     """:func:`_scan_links` for a :func:`_plain` text (most pages, generated ones included),
-    in one pass over the whole text instead of line by line: code spans blanked out at
-    once, every line's brackets balanced, one regex scan; the same answers."""
-    ticks = [match.start() for match in _TICK_RE.finditer(text)]  # positions only: no copy of a 16 MB text in parts
-    if "``" in text or len(ticks) % 2 or any(text.find("\n", ticks[i], ticks[i + 1]) >= 0 for i in range(0, len(ticks), 2)):
-        return _scan_careful(text, first_line)  # a backtick string the line scan must pair
-    if ticks:  # each pair of backticks in turn is a code span: blanked out in one ASCII copy, the same length
-        masked = bytearray(len(text))
-        for i in range(0, len(text), _CHUNK):  # encoded a chunk at a time: never a second whole copy
-            masked[i : i + _CHUNK] = text[i : i + _CHUNK].encode("ascii")
-        for i in range(0, len(ticks), 2):
-            masked[ticks[i] : ticks[i + 1] + 1] = b" " * (ticks[i + 1] + 1 - ticks[i])
-        return _scan_spanless(masked, first_line)
-    return _scan_spanless(text, first_line)
-
-
-def _scan_spanless(text: str | bytearray, first_line: int) -> list[tuple[int, int, str]] | None:
-    """The plain scan of a text without code spans (a ``str``, or the ASCII bytes of one whose
-    spans were blanked: a 16 MB page is copied once, not split into lines or pieces)."""
-    raw = not isinstance(text, str)
-    nl, open_, close, link = (b"\n", b"[", b"]", b"](") if raw else ("\n", "[", "]", "](")
-    bang = ord("!") if raw else "!"
-    find, count = text.find, text.count
-    begin = 0
-    while begin <= len(text):  # every line's brackets balanced, without a list of the lines
-        end = find(nl, begin)
-        end = len(text) if end < 0 else end
-        if count(open_, begin, end) != count(close, begin, end):
-            return None  # link text spread over lines
-        begin = end + 1
+    in one pass over the whole text instead of line by line, with the same answers: the
+    lines are judged from the text's brackets and backticks alone (:func:`_lines_balanced`),
+    then one regex finds code spans (skipped whole) and links in turn; a "](" outside
+    them sends the text to the careful scan."""
+    if "``" in text or not _lines_balanced(text):
+        return _scan_careful(text, first_line)  # a backtick string the line scan must pair, or a line it must judge
     found = []
     last = counted = 0
     line = first_line
-    for match in (_BRACKET_LINK_BYTES_RE if raw else _BRACKET_LINK_RE).finditer(text):
+    find, rfind, count = text.find, text.rfind, text.count
+    ticks = "`" in text
+    for match in _SPAN_OR_LINK_RE.finditer(text):
         start, end = match.span()
-        if start > last and text[start - 1] == bang:
+        if find("](", last, start) >= 0:
+            return _scan_careful(text, first_line)  # something link-like the regex did not take
+        last = end
+        if text[start] == "`":
+            continue  # a code span: nothing in it is a link
+        if ticks and count("`", start, end) % 2:
+            return _scan_careful(text, first_line)  # a code span that the link's brackets cross
+        if text[start - 1] == "!" and start:
             start -= 1  # an image
-        if find(nl, start, end) >= 0 or find(link, find(link, start, end) + 2, end) >= 0 or find(link, last, start) >= 0:
-            return None
-        line += count(nl, counted, start)
+        line += count("\n", counted, start)
         counted = start
         dest = match.group(1)
-        found.append((line, start - (text.rfind(nl, 0, start) + 1) + 1, _clean(dest.decode("ascii") if raw else dest)))
-        last = end
-    if find(link, last) >= 0:
-        return None
-    return found
+        found.append((line, start - rfind("\n", 0, start), unquote(dest) if "%" in dest else dest))
+    return _scan_careful(text, first_line) if find("](", last) >= 0 else found
+
+
+def _lines_balanced(text: str) -> bool:
+    """Does every line of the ASCII ``text`` pair its backticks, and hold as many ``[`` as
+    ``]`` outside its code spans? Decided on the text's brackets, backticks and newlines
+    alone (a small copy, made a chunk at a time: a 16 MB page is never copied whole), and
+    on each distinct line of that copy once."""
+    marks = b"".join(text[i : i + _CHUNK].encode("ascii").translate(None, _DROP) for i in range(0, len(text), _CHUNK))
+    if b"`" in marks:
+        marks = _SPAN_BYTES_RE.sub(b"", marks)
+        if b"`" in marks:
+            return False  # a line with an odd number of backticks
+    return all(shape.count(b"[") == shape.count(b"]") for shape in set(marks.split(b"\n")))
 
 
 def _masked_code_spans(line: str) -> str | None:
