@@ -275,6 +275,10 @@ def _clean(dest: str) -> str:
 
 def relative_target(dest: str) -> str | None:
     """The file part of a relative link (no scheme, no bare ``#anchor``), else None."""
-    if not dest or dest.startswith(("#", "/", "?")) or (":" in dest and _SCHEME_RE.match(dest)):
+    if not dest or dest[0] in "#/?" or (":" in dest and _SCHEME_RE.match(dest)):
         return None
-    return dest.split("#", 1)[0].split("?", 1)[0] or None
+    if "#" in dest:
+        dest = dest.partition("#")[0]
+    if "?" in dest:
+        dest = dest.partition("?")[0]
+    return dest or None

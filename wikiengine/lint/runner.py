@@ -317,18 +317,30 @@ def _analyse_chunk(chunk: list[str]) -> list[tuple[str, dict]]:
 
 
 def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
+    """The entries of ``todo`` from forked workers, as they come. What the parent holds is
+    frozen out of the collector before the fork (the workers' collections skip it and do
+    not copy its pages), and the parent, which only unpickles and stores the entries (no
+    reference cycles), does not collect until the pass is over: a cycle collection over
+    every entry received so far, again and again, cost it more than the unpickling."""
+    import gc
     import multiprocessing
 
     global _WORKER
     _WORKER = (ctx, page_rules, fact_rules)
     size = max(20, len(todo) // (workers * 8))
     chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+    collecting = gc.isenabled()
+    gc.freeze()
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
+            gc.disable()
             for batch in pool.imap_unordered(_analyse_chunk, chunks):
                 yield from batch
     finally:
         _WORKER = None
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
 
 
 # --- cross-file rules -------------------------------------------------------------------

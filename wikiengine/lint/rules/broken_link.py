@@ -33,28 +33,18 @@ def page_links(info) -> list[list]:
     page = info.page
     if _LAST_SCAN is not None and _LAST_SCAN[0] is page:
         return _LAST_SCAN[1]
-    _known, resolve = _resolver(info.rel)
-    parts = _DESTINATIONS.setdefault(posixpath.dirname(info.rel), {})
+    known, resolve = _resolver(info.rel)
+    intern = sys.intern
     links = []
     for line, col, dest in link_destinations(page.body, page.body_line):
-        split = parts.get(dest)
-        if split is None:
-            file_part = relative_target(dest)
-            if file_part is None:
-                split = parts[dest] = ()
-            else:
-                file_part, target = resolve(file_part)
-                rest = dest[len(file_part):]  # relative_target() is a prefix of the destination
-                split = parts[dest] = (file_part, sys.intern(rest) if rest else "", target)
-        if split:
-            links.append([line, col, *split])
+        file_part = relative_target(dest)
+        if file_part is None:
+            continue
+        file_part, target = known.get(file_part) or resolve(file_part)
+        rest = dest[len(file_part):]  # relative_target() is a prefix of the destination
+        links.append([line, col, file_part, intern(rest) if rest else "", target])
     _LAST_SCAN = (page, links)
     return links
-
-
-# directory -> destination -> (file part, rest, target), or () for one that is not relative:
-# each distinct destination of a folder is split and resolved once.
-_DESTINATIONS: dict[str, dict[str, tuple]] = {}
 
 
 # directory -> file part -> (file part, target), interned: generated pages of one folder
