@@ -317,11 +317,13 @@ def _analyse_chunk(chunk: list[str]) -> list[tuple[str, dict]]:
 
 
 def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
-    """The entries of ``todo`` from forked workers, as they come. What the parent holds is
-    frozen out of the collector before the fork (the workers' collections skip it and do
-    not copy its pages), and the parent, which only unpickles and stores the entries (no
-    reference cycles), does not collect until the pass is over: a cycle collection over
-    every entry received so far, again and again, cost it more than the unpickling."""
+    """The entries of ``todo`` from forked workers, as they come. Neither side runs the
+    cycle collector during the pass (it cost the workers about 10% and the parent more
+    than its unpickling, scanning every entry so far again and again): the analysis makes
+    next to no reference cycles (1,700 objects over the 4,600 pages of the real-shape
+    corpus), the workers end with the pass, and the parent, which only unpickles and
+    stores entries, collects again when it is over. What the parent holds is frozen out of
+    the collector before the fork, so that no collection copies its pages into a worker."""
     import gc
     import multiprocessing
 
@@ -332,7 +334,7 @@ def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
     collecting = gc.isenabled()
     gc.freeze()
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=gc.disable) as pool:
             gc.disable()
             for batch in pool.imap_unordered(_analyse_chunk, chunks):
                 yield from batch
