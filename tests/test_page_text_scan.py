@@ -28,6 +28,9 @@ def _check(body: str) -> None:
     assert (quick is not None) == certain, "the text path steps aside only where the line scan is not certain"
     if quick is not None:
         assert quick == _parts_from_lines(lines, 5)
+    for text in ("---\na: 1\n---\n" + body, "\n" + body):
+        page = parse_page(text, parse_yaml=False)
+        assert page.body == page.preamble + "".join(s.heading + s.body for s in page.sections)  # the body kept whole
 
 
 @settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))

@@ -276,7 +276,7 @@ def parse_page(text: str, path: str | Path | None = None, *, parse_yaml: bool = 
     body = text[len(fm_block) :] if has_fm else text
     parts = _parts_from_text(body, body_start) or _parts_from_lines(split_lines(body), body_start)
     preamble, sections = parts
-    return Page(
+    page = Page(
         path=path,
         bom=bom,
         frontmatter_block=fm_block,
@@ -287,6 +287,8 @@ def parse_page(text: str, path: str | Path | None = None, *, parse_yaml: bool = 
         body_line=body_start + 1,
         has_frontmatter=has_fm,
     )
+    page.__dict__["body"] = body  # what Page.body would join back from the parts: the parts are its slices
+    return page
 
 
 def _parts_from_lines(body_lines: list[str], body_start: int) -> tuple[str, list[Section]]:
