@@ -103,3 +103,19 @@ def test_quick_frontmatter_builds_new_containers_and_iso_dates():
     assert not any(isinstance(v, dt.date) for v in data.values())
     assert _quick_load(text)["tags"] is not data["tags"]
     assert _quick_load("a: 1\na: 2\n") is _UNSURE
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(st.sampled_from(SCALARS + KEYS), st.text(alphabet="0123456789.:-+_eEoxTtZz nul~yesNOfa", max_size=24)),
+       st.booleans())
+def test_a_remembered_tag_is_the_tag_pyyaml_resolves(value, twice):
+    """The strict loader remembers each plain scalar's tag: the same as PyYAML's own
+    resolver gives, the first time and every time after."""
+    loader = _StrictLoader("")
+    try:
+        for _ in range(2 if twice else 1):
+            for implicit in ((True, False), (False, True)):
+                assert loader.resolve(yaml.ScalarNode, value, implicit) == yaml.SafeLoader.resolve(loader, yaml.ScalarNode,
+                                                                                                  value, implicit)
+    finally:
+        loader.dispose()

@@ -55,6 +55,22 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
             ) from None
 
 
+    def resolve(self, kind, value, implicit):  # noqa: D401 - PyYAML hook, called by libyaml for every node
+        # A scalar's tag depends on nothing but its text and whether it was plain (this
+        # loader has no path resolvers): each plain text is resolved once per process.
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        if not implicit[0]:
+            return self.DEFAULT_SCALAR_TAG
+        tag = _PLAIN_TAGS.get(value)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(value) <= 64 and len(_PLAIN_TAGS) < 65536:
+                _PLAIN_TAGS[value] = tag
+        return tag
+
+
+_PLAIN_TAGS: dict[str, str] = {}
 _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _StrictLoader.construct_yaml_timestamp)
 
 
