@@ -107,30 +107,30 @@ _LEAD_RE = re.compile(r"[ >*+\-0-9.)]*")
 # What makes the careful scan look twice at a line: fences, HTML, tabs, escapes, entities,
 # reference links, indented code (in a container too: four spaces in a line's lead); and
 # ASCII spaces other than ' ' and newline (they would also make str.split("\n") differ
-# from str.splitlines()). Non-ASCII text is always careful.
-_CARE_MARKERS = ("```", "~~~", "]:", "][")
-_CARE_CHARS_RE = re.compile(r"[<\t\\&\r\x0b\x0c\x1c-\x1f]")
+# from str.splitlines()). Non-ASCII text is always careful. The one-pass scan is handed
+# texts without reference markers or indented code (_plain), and finds the rest among
+# the characters it copies out of the text (_MARKS_KEPT) or by the "``" of a fence.
 _DEEP_LEAD_RE = re.compile(r"^[ >*+\-0-9.)]*?    ", re.M)
+_ODD_MARKS_RE = re.compile(rb"[<\t\\&\r\x0b\x0c\x1c-\x1f]|~~~")
 
 
 def _plain(text: str) -> bool:
-    return (
-        text.isascii() and not any(marker in text for marker in _CARE_MARKERS)
-        and not _CARE_CHARS_RE.search(text) and not ("    " in text and _DEEP_LEAD_RE.search(text))
-    )
+    """Can the one-pass scan (:func:`_scan_plain`) take ``text``? ASCII, no reference
+    link or definition, no indented code."""
+    return (text.isascii() and "]:" not in text and "][" not in text
+            and not ("    " in text and _DEEP_LEAD_RE.search(text)))
 
 
 _CHUNK = 1 << 20
-_KEEP = b"[]`\n"  # what decides whether every line is certain (see _lines_balanced)
-_DROP = bytes(sorted(set(range(128)) - set(_KEEP)))
+# What the one-pass scan copies out of the text: what decides whether every line is
+# certain (brackets, backticks, newlines), and the characters that need the careful scan.
+_MARKS_KEPT = b"[]`\n~<\t\\&\r\x0b\x0c\x1c\x1d\x1e\x1f"
+_DROP = bytes(sorted(set(range(128)) - set(_MARKS_KEPT)))
 _SPAN_BYTES_RE = re.compile(rb"`[^`\n]*`")
-# A code span, or an inline link without the optional "!" of images (an image's "!" is
-# looked up before the match, so that the regex engine can jump from "[" or "`" on).
-# In a plain text (ASCII, no backslash, "<", tab or other odd space), what the line scan
-# finds: a code span, skipped whole, or an inline link that holds no newline, no second
-# "](" and no backtick outside its text (anything else is left to the careful scan by the
-# "](" it leaves behind). The "!" of an image is looked up before the match, so that the regex engine can
-# jump from "`" or "[" on.
+# What the line scan finds in a plain text, in one regex: a code span, skipped whole, or an
+# inline link that holds no newline, no second "](" and no backtick outside its text
+# (anything else is left to the careful scan by the "](" it leaves behind). The "!" of an
+# image is looked up before the match, so that the regex engine can jump from "`" or "[" on.
 _SPAN_OR_LINK_RE = re.compile(
     r"`[^`\n]*`"
     r"|\[(?:[^\[\]\n]++|\[[^\[\]\n]*+\](?!\())*+\]"
@@ -145,7 +145,7 @@ def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None
     then one regex finds code spans (skipped whole) and links in turn; a "](" outside
     them sends the text to the careful scan."""
     if "``" in text or not _lines_balanced(text):
-        return _scan_careful(text, first_line)  # a backtick string the line scan must pair, or a line it must judge
+        return _scan_careful(text, first_line)  # a run of backticks, or a construct the careful scan must judge
     found = []
     last = counted = 0
     line = first_line
@@ -171,10 +171,13 @@ def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None
 
 def _lines_balanced(text: str) -> bool:
     """Does every line of the ASCII ``text`` pair its backticks, and hold as many ``[`` as
-    ``]`` outside its code spans? Decided on the text's brackets, backticks and newlines
-    alone (a small copy, made a chunk at a time: a 16 MB page is never copied whole), and
-    on each distinct line of that copy once."""
+    ``]`` outside its code spans, with nothing that needs the careful scan (a fence, HTML,
+    an escape, an entity, a tab)? Decided on a small copy
+    of the characters that tell (:data:`_MARKS_KEPT`, made a chunk at a time: a 16 MB page
+    is never copied whole), and on each distinct line of that copy once."""
     marks = b"".join(text[i : i + _CHUNK].encode("ascii").translate(None, _DROP) for i in range(0, len(text), _CHUNK))
+    if _ODD_MARKS_RE.search(marks):
+        return False  # (the copy can put "~~~" together from tildes apart: only ever too careful)
     if b"`" in marks:
         marks = _SPAN_BYTES_RE.sub(b"", marks)
         if b"`" in marks:
