@@ -274,8 +274,7 @@ def parse_page(text: str, path: str | Path | None = None, *, parse_yaml: bool = 
     frontmatter: dict[str, Any] = load_frontmatter(fm_text, path) if has_fm and parse_yaml else {}
     body_start = len(split_lines(fm_block))
     body = text[len(fm_block) :] if has_fm else text
-    parts = _parts_from_text(body, body_start) or _parts_from_lines(split_lines(body), body_start)
-    preamble, sections = parts
+    preamble, sections = _parts_from_lines(split_lines(body), body_start)
     page = Page(
         path=path,
         bom=bom,
@@ -310,63 +309,6 @@ def _parts_from_lines(body_lines: list[str], body_start: int) -> tuple[str, list
     return "".join(body_lines[:first]), sections
 
 
-def _parts_from_text(body: str, body_start: int) -> tuple[str, list[Section]] | None:
-    """:func:`_parts_from_lines` without splitting the body into lines, for a body without
-    ``\r`` and without fences whose H2 scan is certain (most pages); None otherwise. The
-    scan sees only the lines it must judge, a run of other lines standing as one line
-    (:func:`_judged_lines`); the sections are slices of the body."""
-    if "\r" in body or "```" in body or "~~~" in body:
-        return None
-    starts: dict[int, int] = {}
-    headings = _scan_h2(_judged_lines(body, starts), numbered=True)
-    if headings is None:
-        return None
-    line_count = body.count("\n") + (1 if body and not body.endswith("\n") else 0)
-    sections: list[Section] = []
-    for number, (index, _one, title) in enumerate(headings):
-        start = starts[index]
-        after = body.find("\n", start) + 1 or len(body)
-        following = number + 1 < len(headings)
-        end = starts[headings[number + 1][0]] if following else len(body)
-        sections.append(Section(title=title, heading=body[start:after], body=body[after:end], line=body_start + index + 1,
-                                end_line=body_start + (headings[number + 1][0] if following else line_count)))
-    return (body[: starts[headings[0][0]]] if headings else body), sections
-
-
-# The lines the H2 scan must judge in a body without "\r" or fences: indented (or blank
-# but for spaces), heading and HTML lines, and setext underline candidates. Of any other
-# line, blank or not, it only needs to know whether the last one before a judged line was
-# blank. Found by the newline before them (a literal the regex engine searches for
-# quickly), the first line by itself.
-_JUDGED = r"[ \t#`~<]|-[- \t]*(?:\n|\Z)|=[= \t]*(?:\n|\Z)"
-_JUDGED_FIRST_RE = re.compile(_JUDGED)
-_JUDGED_NEXT_RE = re.compile(rf"\n(?={_JUDGED})")
-_OTHER_LINE = "x\n"  # stands for a run of lines whose last one is not blank
-
-
-def _judged_lines(body: str, starts: dict[int, int]):
-    """``(index, line)`` of the lines of ``body`` that the H2 scan judges, each run of other
-    lines standing as its last line (blank or :data:`_OTHER_LINE`), or given line by line
-    where one of them may end an HTML comment. ``starts`` gets the offset of each line
-    that starts with ``#``."""
-    index = position = 0
-    find, count = body.find, body.count
-    first = [0] if body and _JUDGED_FIRST_RE.match(body) else []
-    for start in chain(first, (match.end() for match in _JUDGED_NEXT_RE.finditer(body))):
-        if start > position:  # lines the scan passes over
-            if find("-->", position, start) >= 0:
-                for offset, line in enumerate(split_lines(body[position:start])):
-                    yield index + offset, line
-            else:
-                yield index, "\n" if start == 1 or body[start - 2] == "\n" else _OTHER_LINE
-            index += count("\n", position, start)
-        position = find("\n", start) + 1 or len(body)
-        if body[start] == "#":
-            starts[index] = start
-        yield index, body[start:position]
-        index += 1
-
-
 # --- finding H2 headings -------------------------------------------------------------
 
 
@@ -399,15 +341,14 @@ def _atx_h2_title(line: str) -> str | None:
     return rest[:end].strip(_MD_TRIM).replace("\0", "\ufffd")
 
 
-def _scan_h2(lines, numbered: bool = False) -> list[tuple[int, int, str]] | None:
-    """Fence-aware line scan; None when the page holds a construct it cannot judge.
-    ``lines``: the lines, or with ``numbered`` ``(index, line)`` pairs of some of them."""
+def _scan_h2(lines: list[str]) -> list[tuple[int, int, str]] | None:
+    """Fence-aware line scan; None when the page holds a construct it cannot judge."""
     found: list[tuple[int, int, str]] = []
     fence_char = ""
     fence_len = 0
     in_comment = False  # inside an HTML comment block opened at column 0
     previous_blank = True
-    for index, raw in lines if numbered else enumerate(lines):
+    for index, raw in enumerate(lines):
         first = raw[:1]
         if in_comment:
             # CommonMark HTML block type 2 ends on the line holding '-->', blank lines or not.
