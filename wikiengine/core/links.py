@@ -27,17 +27,18 @@ def link_destinations(text: str, first_line: int = 1) -> list[tuple[int, int, st
     """``(line, col, destination)`` of every link and image that CommonMark sees in ``text``.
 
     A line scan where it is certain (inline ``[text](dest)`` on ordinary lines outside
-    fences and code spans), else markdown-it-py's parser (about 2 ms a page): reference
-    links, HTML, escapes, entities, indented code or link text spread over lines send the
-    page to markdown-it. A page with none of those constructs anywhere (most pages, and
-    generated codebase pages) is scanned in one pass over the whole text instead of line
-    by line, with the same answers. ``tests/test_rules_lnk.py`` checks the scans against
-    each other and against markdown-it on the CommonMark spec examples, the example wiki,
-    generated pages and generated texts.
+    fences and code spans), else markdown-it-py's parser (about 2 ms a page), block by
+    block (:func:`_blockwise_links`): reference links, HTML, escapes, entities, indented
+    code or link text spread over lines send the block that holds them to markdown-it. A
+    page with none of those constructs anywhere (most pages, and generated codebase pages)
+    is scanned in one pass over the whole text instead of line by line, with the same
+    answers. ``tests/test_rules_lnk.py`` checks the scans against each other and against
+    markdown-it on the CommonMark spec examples, the example wiki, generated pages and
+    generated texts. Columns are exact where a scan found the link, 1 where markdown-it did.
     """
     found = _scan_links(text, first_line)
     if found is None:
-        return markdown_it_links(text, first_line)
+        return _blockwise_links(text, first_line)
     return found
 
 
@@ -50,7 +51,11 @@ def _scan_links(text: str, first_line: int) -> list[tuple[int, int, str]] | None
 
 
 def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
-    """The line-by-line scan, for texts with constructs it must look at twice."""
+    """The line-by-line scan, for texts with constructs it must look at twice.
+
+    Fences are followed only where they open at column 0 (always top-level blocks): a
+    fence, an HTML block or indented code inside a list item or a block quote is one the
+    scan cannot place, so the text is not certain."""
     found = []
     fence = ""
     for number, line in enumerate(text.splitlines(), start=first_line):
@@ -60,23 +65,24 @@ def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | No
                 if closer and closer.group(1)[0] == fence[0] and len(closer.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
                     fence = ""
             continue
-        if "`" in line or "~" in line:
-            opener = _FENCE_RE.match(line)
-            if opener and not (opener.group(1)[0] == "`" and "`" in line[opener.end():]):
-                fence = opener.group(1)
-                continue
+        lead = _LEAD_RE.match(line).end()  # container markers and indentation
+        content = line[lead:] if lead else line
+        if content[:3] in ("```", "~~~") and not (content[0] == "`" and "`" in content.lstrip("`")):
+            if lead:
+                return None  # a fence indented or inside a container
+            fence = _FENCE_RE.match(line).group(1)
+            continue
         brackets = "[" in line or "]" in line
         if not brackets and "<" not in line and "\t" not in line:
             continue
-        stripped = line.lstrip(" ")
-        if stripped.startswith("<!--") and "-->" in stripped[4:] and len(line) - len(stripped) <= 3:
+        if content.startswith("<!--") and "-->" in content[4:] and "    " not in line[:lead]:
             continue  # a one-line HTML comment block: no links in it
         if not brackets:
-            if stripped.startswith("<") or "\t" in line:
+            if content.startswith("<") or "\t" in line:
                 return None  # an HTML block or a tab the scan cannot place
             continue
-        if line.startswith("    ") or "\t" in line or stripped.startswith("<"):
-            return None
+        if "    " in line[:lead] or "\t" in line or content.startswith("<"):
+            return None  # indented code, a tab, an HTML block: perhaps inside a container
         masked = _masked_code_spans(line) if "`" in line else line
         if masked is None or "`" in masked or "\\" in masked or "&" in masked or "<" in masked or "]:" in masked or "][" in masked:
             return None
@@ -93,76 +99,90 @@ def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | No
     return found
 
 
+# What may stand before a line's content: indentation, block quote and list markers (and
+# whatever looks like them: a line that only seems to open a container is judged as if it did).
+_LEAD_RE = re.compile(r"[ >*+\-0-9.)]*")
+
+
 # What makes the careful scan look twice at a line: fences, HTML, tabs, escapes, entities,
-# reference links, indented code; and ASCII spaces other than ' ' and newline (they would
-# also make str.split("\n") differ from str.splitlines()). Non-ASCII text is always careful.
-_CARE_MARKERS = ("```", "~~~", "]:", "][", "\n    ")
-_CARE_CHARS_RE = re.compile(r"[<\t\\&\r\x0b\x0c\x1c-\x1f]")
-# The inline link pattern without the optional "!" of images, so that the regex engine
-# can jump from "[" to "[" (an image's "!" is looked up before the match).
-_BRACKET_LINK_RE = re.compile(_INLINE_RE.pattern[2:])
+# reference links, indented code (in a container too: four spaces in a line's lead); and
+# ASCII spaces other than ' ' and newline (they would also make str.split("\n") differ
+# from str.splitlines()). Non-ASCII text is always careful. The one-pass scan is handed
+# texts without reference markers or indented code (_plain), and finds the rest among
+# the characters it copies out of the text (_MARKS_KEPT) or by the "``" of a fence.
+_DEEP_LEAD_RE = re.compile(r"^[ >*+\-0-9.)]*?    ", re.M)
+_ODD_MARKS_RE = re.compile(rb"[<\t\\&\r\x0b\x0c\x1c-\x1f]|~~~")
 
 
 def _plain(text: str) -> bool:
-    return (
-        text.isascii() and not text.startswith("    ") and not any(marker in text for marker in _CARE_MARKERS)
-        and not _CARE_CHARS_RE.search(text)
-    )
+    """Can the one-pass scan (:func:`_scan_plain`) take ``text``? ASCII, no reference
+    link or definition, no indented code."""
+    return (text.isascii() and "]:" not in text and "][" not in text
+            and not ("    " in text and _DEEP_LEAD_RE.search(text)))
 
 
-_TICK_RE = re.compile("`")
 _CHUNK = 1 << 20
-_BRACKET_LINK_BYTES_RE = re.compile(_BRACKET_LINK_RE.pattern.encode("ascii"))  # for the masked ASCII copy
+# What the one-pass scan copies out of the text: what decides whether every line is
+# certain (brackets, backticks, newlines), and the characters that need the careful scan.
+_MARKS_KEPT = b"[]`\n~<\t\\&\r\x0b\x0c\x1c\x1d\x1e\x1f"
+_DROP = bytes(sorted(set(range(128)) - set(_MARKS_KEPT)))
+_SPAN_BYTES_RE = re.compile(rb"`[^`\n]*`")
+# What the line scan finds in a plain text, in one regex: a code span, skipped whole, or an
+# inline link that holds no newline, no second "](" and no backtick outside its text
+# (anything else is left to the careful scan by the "](" it leaves behind). The "!" of an
+# image is looked up before the match, so that the regex engine can jump from "`" or "[" on.
+_SPAN_OR_LINK_RE = re.compile(
+    r"`[^`\n]*`"
+    r"|\[(?:[^\[\]\n]++|\[[^\[\]\n]*+\](?!\())*+\]"
+    r"\( *+((?:[^ ()`\n\]]++|\([^ ()`\n\]]*+\))*+)(?: ++(?:\"[^\"`\n\]]*\"|'[^'`\n\]]*'|\([^()`\n\]]*\)))? *\)"
+)
 
 
 def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
     """:func:`_scan_links` for a :func:`_plain` text (most pages, generated ones included),
-    in one pass over the whole text instead of line by line: code spans blanked out at
-    once, every line's brackets balanced, one regex scan; the same answers."""
-    ticks = [match.start() for match in _TICK_RE.finditer(text)]  # positions only: no copy of a 16 MB text in parts
-    if "``" in text or len(ticks) % 2 or any(text.find("\n", ticks[i], ticks[i + 1]) >= 0 for i in range(0, len(ticks), 2)):
-        return _scan_careful(text, first_line)  # a backtick string the line scan must pair
-    if ticks:  # each pair of backticks in turn is a code span: blanked out in one ASCII copy, the same length
-        masked = bytearray(len(text))
-        for i in range(0, len(text), _CHUNK):  # encoded a chunk at a time: never a second whole copy
-            masked[i : i + _CHUNK] = text[i : i + _CHUNK].encode("ascii")
-        for i in range(0, len(ticks), 2):
-            masked[ticks[i] : ticks[i + 1] + 1] = b" " * (ticks[i + 1] + 1 - ticks[i])
-        return _scan_spanless(masked, first_line)
-    return _scan_spanless(text, first_line)
-
-
-def _scan_spanless(text: str | bytearray, first_line: int) -> list[tuple[int, int, str]] | None:
-    """The plain scan of a text without code spans (a ``str``, or the ASCII bytes of one whose
-    spans were blanked: a 16 MB page is copied once, not split into lines or pieces)."""
-    raw = not isinstance(text, str)
-    nl, open_, close, link = (b"\n", b"[", b"]", b"](") if raw else ("\n", "[", "]", "](")
-    bang = ord("!") if raw else "!"
-    find, count = text.find, text.count
-    begin = 0
-    while begin <= len(text):  # every line's brackets balanced, without a list of the lines
-        end = find(nl, begin)
-        end = len(text) if end < 0 else end
-        if count(open_, begin, end) != count(close, begin, end):
-            return None  # link text spread over lines
-        begin = end + 1
+    in one pass over the whole text instead of line by line, with the same answers: the
+    lines are judged from the text's brackets and backticks alone (:func:`_lines_balanced`),
+    then one regex finds code spans (skipped whole) and links in turn; a "](" outside
+    them sends the text to the careful scan."""
+    if "``" in text or not _lines_balanced(text):
+        return _scan_careful(text, first_line)  # a run of backticks, or a construct the careful scan must judge
     found = []
     last = counted = 0
     line = first_line
-    for match in (_BRACKET_LINK_BYTES_RE if raw else _BRACKET_LINK_RE).finditer(text):
+    find, rfind, count = text.find, text.rfind, text.count
+    ticks = "`" in text
+    for match in _SPAN_OR_LINK_RE.finditer(text):
         start, end = match.span()
-        if start > last and text[start - 1] == bang:
+        if find("](", last, start) >= 0:
+            return _scan_careful(text, first_line)  # something link-like the regex did not take
+        last = end
+        if text[start] == "`":
+            continue  # a code span: nothing in it is a link
+        if ticks and count("`", start, end) % 2:
+            return _scan_careful(text, first_line)  # a code span that the link's brackets cross
+        if text[start - 1] == "!" and start:
             start -= 1  # an image
-        if find(nl, start, end) >= 0 or find(link, find(link, start, end) + 2, end) >= 0 or find(link, last, start) >= 0:
-            return None
-        line += count(nl, counted, start)
+        line += count("\n", counted, start)
         counted = start
         dest = match.group(1)
-        found.append((line, start - (text.rfind(nl, 0, start) + 1) + 1, _clean(dest.decode("ascii") if raw else dest)))
-        last = end
-    if find(link, last) >= 0:
-        return None
-    return found
+        found.append((line, start - rfind("\n", 0, start), unquote(dest) if "%" in dest else dest))
+    return _scan_careful(text, first_line) if find("](", last) >= 0 else found
+
+
+def _lines_balanced(text: str) -> bool:
+    """Does every line of the ASCII ``text`` pair its backticks, and hold as many ``[`` as
+    ``]`` outside its code spans, with nothing that needs the careful scan (a fence, HTML,
+    an escape, an entity, a tab)? Decided on a small copy
+    of the characters that tell (:data:`_MARKS_KEPT`, made a chunk at a time: a 16 MB page
+    is never copied whole), and on each distinct line of that copy once."""
+    marks = b"".join(text[i : i + _CHUNK].encode("ascii").translate(None, _DROP) for i in range(0, len(text), _CHUNK))
+    if _ODD_MARKS_RE.search(marks):
+        return False  # (the copy can put "~~~" together from tildes apart: only ever too careful)
+    if b"`" in marks:
+        marks = _SPAN_BYTES_RE.sub(b"", marks)
+        if b"`" in marks:
+            return False  # a line with an odd number of backticks
+    return all(shape.count(b"[") == shape.count(b"]") for shape in set(marks.split(b"\n")))
 
 
 def _masked_code_spans(line: str) -> str | None:
@@ -182,18 +202,59 @@ def _masked_code_spans(line: str) -> str | None:
     return "".join(out)
 
 
-_MD = None
+# The top-level blocks whose text can hold links (fences, code, HTML blocks and rules cannot).
+_LINK_BLOCKS = frozenset({"paragraph_open", "heading_open", "bullet_list_open", "ordered_list_open", "blockquote_open"})
+# Characters str.splitlines() ends a line on besides "\n", which the careful scan would count.
+_OTHER_BREAKS_RE = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def _blockwise_links(text: str, first_line: int) -> list[tuple[int, int, str]]:
+    """The links of a text the line scan is not certain of, markdown-it's top-level block at a time.
+
+    markdown-it-py's block parser (about 40% of a full parse) cuts the text where CommonMark
+    does; each paragraph, heading, list or block quote is then a document of its own with
+    the links it has in the page (every container is closed where the next top-level block
+    starts), so the careful scan decides it where certain and markdown-it parses only the
+    blocks it is not. Reference definitions reach across blocks: a text with one, or with
+    ``\r`` or NUL (which markdown-it rewrites before it counts lines), is parsed whole.
+    """
+    if "\r" in text or "\0" in text:
+        return markdown_it_links(text, first_line)
+    env: dict = {}
+    tokens = _parser("blocks").parse(text, env)
+    if env.get("references"):
+        return markdown_it_links(text, first_line)
+    lines = text.split("\n")
+    found = []
+    for token in tokens:
+        if token.level or token.type not in _LINK_BLOCKS or not token.map:
+            continue
+        start, end = token.map
+        block = "\n".join(lines[start:end]) + "\n"
+        scanned = None if _OTHER_BREAKS_RE.search(block) else _scan_links(block, first_line + start)
+        found.extend(markdown_it_links(block, first_line + start) if scanned is None else scanned)
+    return found
+
+
+_PARSERS: dict = {}
+
+
+def _parser(kind: str):
+    """markdown-it-py's CommonMark parser, made once: ``"full"``, or ``"blocks"`` (no inline pass)."""
+    if kind not in _PARSERS:
+        from markdown_it import MarkdownIt
+
+        md = MarkdownIt("commonmark")
+        if kind == "blocks":
+            md.disable(["inline", "text_join"])
+        _PARSERS[kind] = md
+    return _PARSERS[kind]
 
 
 def markdown_it_links(text: str, first_line: int = 1) -> list[tuple[int, int, str]]:
     """Links and images according to markdown-it-py (CommonMark), with their lines."""
-    global _MD
-    if _MD is None:
-        from markdown_it import MarkdownIt
-
-        _MD = MarkdownIt("commonmark")
     found = []
-    for token in _MD.parse(text):
+    for token in _parser("full").parse(text):
         if token.type != "inline" or not token.children:
             continue
         line = (token.map[0] if token.map else 0) + first_line
@@ -217,6 +278,10 @@ def _clean(dest: str) -> str:
 
 def relative_target(dest: str) -> str | None:
     """The file part of a relative link (no scheme, no bare ``#anchor``), else None."""
-    if not dest or dest.startswith(("#", "/", "?")) or (":" in dest and _SCHEME_RE.match(dest)):
+    if not dest or dest[0] in "#/?" or (":" in dest and _SCHEME_RE.match(dest)):
         return None
-    return dest.split("#", 1)[0].split("?", 1)[0] or None
+    if "#" in dest:
+        dest = dest.partition("#")[0]
+    if "?" in dest:
+        dest = dest.partition("?")[0]
+    return dest or None

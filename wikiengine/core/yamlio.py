@@ -55,6 +55,22 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
             ) from None
 
 
+    def resolve(self, kind, value, implicit):  # noqa: D401 - PyYAML hook, called by libyaml for every node
+        # A scalar's tag depends on nothing but its text and whether it was plain (this
+        # loader has no path resolvers): each plain text is resolved once per process.
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        if not implicit[0]:
+            return self.DEFAULT_SCALAR_TAG
+        tag = _PLAIN_TAGS.get(value)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(value) <= 64 and len(_PLAIN_TAGS) < 65536:
+                _PLAIN_TAGS[value] = tag
+        return tag
+
+
+_PLAIN_TAGS: dict[str, str] = {}
 _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _StrictLoader.construct_yaml_timestamp)
 
 
@@ -104,7 +120,9 @@ def safe_load(text: str, path=None, first_line: int = 1) -> Any:
     """
     try:
         _refuse_aliases(text, path, first_line)
-        data = _normalise(yaml.load(text, Loader=_StrictLoader))
+        data = _quick_load(text)
+        if data is _UNSURE:
+            data = _normalise(yaml.load(text, Loader=_StrictLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = first_line + mark.line if mark is not None else first_line
@@ -122,6 +140,58 @@ def safe_load(text: str, path=None, first_line: int = 1) -> Any:
     except ValueError as exc:  # int() past sys.get_int_max_str_digits(): a 5,000-digit number
         raise PageError(f"invalid YAML: {_number_problem(exc)}", path, first_line) from None
     return data
+
+
+_UNSURE = object()
+_STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
+_KEY_TAGS = frozenset({_STR, "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
+                       "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp"})
+_MAX_QUICK_DEPTH = 32
+
+
+def _quick_load(text: str) -> Any:
+    """What ``_normalise(yaml.load(text, Loader=_StrictLoader))`` gives, built straight from
+    libyaml's node tree: strings, lists and mappings by hand, other scalars by the loader's
+    own constructors, dates as ISO strings at once (the loader's Python constructor, with
+    its bookkeeping for aliases and recursion, was most of a frontmatter's cost). Anything
+    the loader could answer otherwise (a duplicate or merge key, a complex key, deep
+    nesting, any error) gives ``_UNSURE``, and the caller loads the text the loader's way."""
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        return None if node is None else _built(loader, node, 0)
+    except Exception:  # noqa: BLE001 - the loader's own path finds the same problem and reports it
+        return _UNSURE
+    finally:
+        loader.dispose()
+
+
+class _Unsure(Exception):
+    """A node :func:`_built` leaves to the loader."""
+
+
+def _built(loader, node, depth: int) -> Any:
+    kind, tag = node.__class__, node.tag
+    if kind is yaml.ScalarNode:
+        if tag == _STR:
+            return node.value
+        value = loader.yaml_constructors[tag](loader, node)
+        return value.isoformat() if isinstance(value, (_dt.date, _dt.datetime)) else value
+    if depth > _MAX_QUICK_DEPTH:
+        raise _Unsure  # the loader's recursion, not this one, decides how deep is too deep
+    if kind is yaml.SequenceNode and tag == _SEQ:
+        return [_built(loader, item, depth + 1) for item in node.value]
+    if kind is yaml.MappingNode and tag == _MAP:
+        built: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.__class__ is not yaml.ScalarNode or key_node.tag not in _KEY_TAGS:
+                raise _Unsure  # a merge key, a complex key
+            key = _built(loader, key_node, depth + 1)
+            if key in built:
+                raise _Unsure  # a duplicate: the loader names both lines
+            built[key] = _built(loader, value_node, depth + 1)
+        return built
+    raise _Unsure
 
 
 def _number_problem(exc: ValueError) -> str:

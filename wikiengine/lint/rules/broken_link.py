@@ -33,16 +33,16 @@ def page_links(info) -> list[list]:
     page = info.page
     if _LAST_SCAN is not None and _LAST_SCAN[0] is page:
         return _LAST_SCAN[1]
-    text = page.body
-    _known, resolve = _resolver(info.rel)
+    known, resolve = _resolver(info.rel)
+    intern = sys.intern
     links = []
-    for line, col, dest in link_destinations(text, page.body_line):
+    for line, col, dest in link_destinations(page.body, page.body_line):
         file_part = relative_target(dest)
         if file_part is None:
             continue
-        file_part, target = resolve(file_part)
+        file_part, target = known.get(file_part) or resolve(file_part)
         rest = dest[len(file_part):]  # relative_target() is a prefix of the destination
-        links.append([line, col, file_part, sys.intern(rest) if rest else "", target])
+        links.append([line, col, file_part, intern(rest) if rest else "", target])
     _LAST_SCAN = (page, links)
     return links
 
