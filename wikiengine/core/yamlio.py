@@ -166,11 +166,8 @@ def _quick_load(text: str) -> Any:
         loader.dispose()
 
 
-class _Unsure(Exception):
-    """A node :func:`_built` leaves to the loader."""
-
-
 def _built(loader, node, depth: int) -> Any:
+    """The value of ``node``; ValueError for a node left to the strict loader."""
     kind, tag = node.__class__, node.tag
     if kind is yaml.ScalarNode:
         if tag == _STR:
@@ -178,20 +175,20 @@ def _built(loader, node, depth: int) -> Any:
         value = loader.yaml_constructors[tag](loader, node)
         return value.isoformat() if isinstance(value, (_dt.date, _dt.datetime)) else value
     if depth > _MAX_QUICK_DEPTH:
-        raise _Unsure  # the loader's recursion, not this one, decides how deep is too deep
+        raise ValueError("left to the loader")  # the loader's recursion, not this one, decides how deep is too deep
     if kind is yaml.SequenceNode and tag == _SEQ:
         return [_built(loader, item, depth + 1) for item in node.value]
     if kind is yaml.MappingNode and tag == _MAP:
         built: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             if key_node.__class__ is not yaml.ScalarNode or key_node.tag not in _KEY_TAGS:
-                raise _Unsure  # a merge key, a complex key
+                raise ValueError("left to the loader")  # a merge key, a complex key
             key = _built(loader, key_node, depth + 1)
             if key in built:
-                raise _Unsure  # a duplicate: the loader names both lines
+                raise ValueError("left to the loader")  # a duplicate: the loader names both lines
             built[key] = _built(loader, value_node, depth + 1)
         return built
-    raise _Unsure
+    raise ValueError("left to the loader")  # a tag the quick path does not build
 
 
 def _number_problem(exc: ValueError) -> str:
