@@ -34,16 +34,22 @@ def schema_names() -> list[str]:
     return sorted(p.name[: -len(".schema.json")] for p in schema_dir().glob("*.schema.json"))
 
 
-@functools.cache
-def load_schema(name: str) -> dict:
-    """The schema called ``name`` (``experiment`` -> ``schema/experiment.schema.json``)."""
+def schema_text(name: str) -> str:
+    """The text of the schema called ``name`` (``experiment`` -> ``schema/experiment.schema.json``)."""
     path = schema_dir() / f"{name}.schema.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise WikiError(f"no schema named {name!r} (have: {', '.join(schema_names())})", path) from None
+
+
+@functools.cache
+def load_schema(name: str) -> dict:
+    """The schema called ``name``, loaded."""
+    try:
+        return json.loads(schema_text(name))
     except json.JSONDecodeError as exc:
-        raise WikiError(f"schema is not valid JSON: {exc.msg}", path, exc.lineno) from None
+        raise WikiError(f"schema is not valid JSON: {exc.msg}", schema_dir() / f"{name}.schema.json", exc.lineno) from None
 
 
 @functools.cache
