@@ -4,8 +4,8 @@ fastjsonschema turns a schema into Python source; compiled, only for the kinds a
 meets. Generating and compiling a schema's code costs more than a whole no-op wake (the
 lane config's schema alone about 40 ms), so the compiled code is kept in the per-user
 cache (:mod:`wikiengine.core.usercache`: outside every work tree, never in
-``.wiki_cache/``, where a commit could plant code), keyed by the digest of the schema's
-own bytes and the interpreter's bytecode version: a later process unmarshals it. The
+``.wiki_cache/``, where a commit could plant code), kept with the schema text it was generated from
+(and the interpreter's bytecode version in its name): a later process unmarshals it. The
 generated code only needs two exception classes, defined here. Formats are not checked,
 so the fast path and :func:`wikiengine.core.schemas.issues` (jsonschema, used for the
 detailed message of a page that failed) agree.
@@ -56,25 +56,28 @@ def compiled(name: str) -> Callable:
 
 
 def code_of(name: str) -> CodeType:
-    """The compiled validator code of schema ``name``: from the per-user cache when it holds
-    the code of these very schema bytes, else generated (and kept there)."""
-    import hashlib
+    """The compiled validator code of schema ``name``: from the per-user cache when it was
+    generated from these very schema bytes, else generated (and kept there)."""
+    import zlib
 
     from wikiengine.core.schemas import schema_text
     from wikiengine.core.usercache import cache_dir, read_private, write_private
 
+    text = schema_text(name)
     folder = cache_dir(CACHE_KIND)
-    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER + schema_text(name).encode("utf-8")).hexdigest()[:32]
-    path = folder / f"{name}-{digest}.code" if folder is not None else None
+    # the name tells versions apart; the schema text kept inside decides
+    path = folder / f"{name}-{zlib.crc32(text.encode()):08x}-{importlib.util.MAGIC_NUMBER.hex()}.code" if folder else None
     kept = read_private(path) if path is not None else None
     if kept is not None:
         try:
-            return marshal.loads(kept)
+            kept_text, code = marshal.loads(kept)
+            if kept_text == text and isinstance(code, CodeType):
+                return code
         except (EOFError, ValueError, TypeError):
             pass  # damaged: generate it again
     code = generate(name)
     if path is not None:
-        write_private(path, marshal.dumps(code))
+        write_private(path, marshal.dumps((text, code)))
     return code
 
 

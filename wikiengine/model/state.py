@@ -35,7 +35,7 @@ import dataclasses
 import datetime as dt
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import utc_iso
@@ -43,11 +43,13 @@ from wikiengine.core.errors import WikiError
 from wikiengine.core.git import git_dir
 from wikiengine.core.page import parse_page, read_frontmatter
 from wikiengine.core.safe_read import read_optional
-from wikiengine.model.kernels import KernelFamily
 from wikiengine.model.lanes import Lane
-from wikiengine.model.memory import STATE_FILE, MemoryFormatError, memory_path, read_memory_file
+from wikiengine.model.memory_files import MEMORY_DIR, STATE_FILE, MemoryFormatError, memory_path, read_memory_file
 
-STATE_REL = f"memory/{STATE_FILE}"
+if TYPE_CHECKING:
+    from wikiengine.model.kernels import KernelFamily
+
+STATE_REL = f"{MEMORY_DIR}/{STATE_FILE}"
 _PARSED: dict[tuple, tuple] = {}  # (record class, text, path) -> (record, body): see StateRecord.parse
 _PARSED_KEPT = 8
 SESSION_MODES = ("lane", "kernel")  # the ``mode`` values of a session's STATE.md; without one it is a relay run's
@@ -295,6 +297,8 @@ class KernelState(StateRecord):
 
     @property
     def family_ref(self) -> KernelFamily:
+        from wikiengine.model.kernels import KernelFamily
+
         return KernelFamily(self.family)
 
     def body(self, lines: list[str] = ()) -> str:
