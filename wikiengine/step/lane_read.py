@@ -7,6 +7,7 @@ imports none of what filing needs: verdict caps, cell figures, knobs, the index.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,9 +102,31 @@ def artifact_paths(settings: LaneSettings, lane: Lane, vid: str, slug: str, date
 
 
 def lane_pages(root: Path, lane: Lane) -> list[ExperimentPage]:
-    """The lane's experiment pages that have an id (from the name, else the frontmatter)."""
-    pages = [ExperimentPage.at(root, rel, lane) for rel in lane.page_rels(root)]
+    """The lane's experiment pages that have an id (from the name, else the frontmatter).
+
+    A writer and a wake ask several times (the mechanism in flight, the queue, the
+    thrashing gate, the backfill): a file that has not changed since (the same inode,
+    mtime and size: every write of ours renames a new file in) is the same page object,
+    its frontmatter read once."""
+    pages = [_page(root, rel, lane) for rel in lane.page_rels(root)]
     return [p for p in pages if p.exp_id]
+
+
+_PAGES: dict[tuple[str, str], tuple[tuple, ExperimentPage]] = {}  # (root, rel) -> (stat signature, page)
+
+
+def _page(root: Path, rel: str, lane: Lane) -> ExperimentPage:
+    try:
+        st = os.lstat(root / rel)
+    except OSError:
+        return ExperimentPage.at(root, rel, lane)  # gone since it was listed: reading it says so
+    key, signature = (str(root), rel), (st.st_ino, st.st_dev, st.st_mtime_ns, st.st_size, st.st_mode)
+    kept = _PAGES.get(key)
+    if kept is not None and kept[0] == signature and kept[1].folder == lane:
+        return kept[1]
+    page = ExperimentPage.at(root, rel, lane)
+    _PAGES[key] = signature, page
+    return page
 
 
 def find_page(root: Path, lane: Lane, vid: str) -> ExperimentPage:

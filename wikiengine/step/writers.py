@@ -38,7 +38,7 @@ from wikiengine.model.index import counted_sections, section_pages
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
 from wikiengine.model.knobs import Knobs, canonical, knob_problems, knobs_block, parse_knobs, stray_yaml_line
 from wikiengine.model.knobs import setup_section as setup_section_of
-from wikiengine.model.lane_queue import FILED, OPEN, idle_track, lane_queue, session_track_count, track_of
+from wikiengine.model.lane_queue import FILED, OPEN, idle_track, lane_queue, placements, session_track_count, track_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.model.memory import escape_cell
 from wikiengine.model.progress import filed_mechanisms, thrash_of
@@ -277,7 +277,8 @@ def place_stub(root: Path, lane: Lane, journal: str, track: int | None) -> tuple
     behind (empty: it runs at the next wake). A busy track queues the stub, never drops the
     run in flight."""
     records = parse_journal(journal, lane.journal)
-    states = {p.exp_id: FILED if ex.is_filed(p.frontmatter) else OPEN for p in lane_pages(root, lane)}
+    placed = {vid for vid, _track in placements(records)}  # the queue asks the state of these alone
+    states = {p.exp_id: FILED if ex.is_filed(p.frontmatter) else OPEN for p in lane_pages(root, lane) if p.exp_id in placed}
     tracks = session_track_count(records)
     if track is None:
         track = idle_track(records, states, tracks)
