@@ -219,10 +219,10 @@ def is_ancestor(root: Path, older: str, newer: str) -> bool:
     return ok(root, "merge-base", "--is-ancestor", older, newer)
 
 
-def work_tree_clean(root: Path) -> bool:
-    """Does the work tree hold nothing that HEAD does not (no staged, modified or untracked
-    file; ignored ones do not count)?"""
-    return _git(root, *STATUS) == ""
+def changed_paths(root: Path) -> list[str]:
+    """Every path of the work tree that differs from HEAD: staged, modified, deleted or
+    untracked (ignored ones do not count)."""
+    return [entry[3:] for entry in _git(root, *STATUS).split("\0") if len(entry) > 3]
 
 
 def _git(root: Path, *args: str, env: dict | None = None) -> str:

@@ -113,15 +113,16 @@ def head_sha(root: Path) -> str:
     return git_out(root, "rev-parse", "HEAD").strip()
 
 
-def code_sha(root: Path, config: dict) -> str:
-    """HEAD of the model-code repository (``code_repo`` in the lane's config), else the wiki's."""
+def code_sha(root: Path, config: dict, wiki_sha: str | None = None) -> str:
+    """HEAD of the model-code repository (``code_repo`` in the lane's config), else the wiki's
+    (``wiki_sha``, when the caller has it)."""
     repo = config.get("code_repo")
     if repo:
         path = Path(repo) if Path(repo).is_absolute() else root / repo
         sha = git_out(path, "rev-parse", "HEAD").strip()
         if sha:
             return sha
-    return head_sha(root)
+    return wiki_sha or head_sha(root)
 
 
 def read_cursor(root: Path, lane: Lane) -> tuple[dict | None, str | None]:
@@ -398,24 +399,25 @@ def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, co
               now: float | None = None) -> Audit:
     """The audit of ``lane`` since its cursor (see the module docstring)."""
     from wikiengine.executors.compute import ComputeError
-    from wikiengine.step import writers as lw
+    from wikiengine.step import lane_read
 
     config = config or {}
     records = journal_records(root, lane.journal)
     session = session_start(records)
     cursor, why_full = read_cursor(root, lane)
-    audit = Audit(lane, session, head_sha(root), code_sha(root, config), cursor["wiki"] if cursor else None, closing)
+    wiki_sha = head_sha(root)
+    audit = Audit(lane, session, wiki_sha, code_sha(root, config, wiki_sha), cursor["wiki"] if cursor else None, closing)
     if why_full:
         audit.notes.append(why_full)  # a full audit is news, not a finding: a cron watcher pages nobody for it
     start = session_start_commit(root, lane, session) if session else None
     battery = [f for f in _lint_battery(root, lane, audit.since) if f.check != DRIFT_CODE]
     audit.findings += split_inherited(audit, root, battery, start)
     audit.findings += drift_findings(root, lane.journal, records)
-    pages = {p.exp_id: p for p in lw.lane_pages(root, lane)}
+    pages = {p.exp_id: p for p in lane_read.lane_pages(root, lane)}
     workloads = None
     if backend is not None:
         try:
-            settings = lw.lane_settings(root, lane)
+            settings = lane_read.lane_settings(root, lane, config or None)  # the watcher's: resolved once
             prefix = f"{settings.user_prefix}-{lane.model_name}-{lane.name}"
             # A/A runs (v000) have no page by design: their aa-dispatch record is their stub
             workloads = {w.vid: w for w in backend.list_workloads(prefix) if w.vid != AA_VID}
