@@ -44,6 +44,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv == ["--version"]:  # what argparse's version action prints, without building every command's parser
+        print(f"wiki {__version__}")
+        return ExitCode.OK
     parser = build_parser(argv[0] if argv else None)  # a misspelt command builds all, for the suggestion
     args = parse_args(parser, argv)
     if not getattr(args, "handler", None):
