@@ -150,7 +150,7 @@ def state_mode(root: Path) -> str | None:
         return None
     for cls in (LaneState, KernelState):  # a text a record was parsed from already: no second YAML parse
         if (cls, text, str(path)) in _PARSED:
-            return cls.MODE
+            return cls.mode
     mode = read_frontmatter(text, path).get("mode")
     return mode if mode in SESSION_MODES else "relay"
 
