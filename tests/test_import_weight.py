@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("git", "jsonschema", "filelock", "markdown_it", "ruamel", "fastjsonschema")
-NO_OP_WAKE = ("wikiengine.step.writers", "wikiengine.lint", "statistics", "hashlib", "wikiengine.model.memory")
+NO_OP_WAKE = ("wikiengine.step.writers", "wikiengine.lint", "statistics", "hashlib", "wikiengine.model.memory",
+              "wikiengine.executors.compute")
 PROGRAM = textwrap.dedent("""\
     # mlp / cpu lane
 

@@ -50,7 +50,7 @@ def backend_for(args, root, lane):
 
 def run(args) -> int:
     from wikiengine.core.errors import WikiError
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
     from wikiengine.model.targets import repository_root
     from wikiengine.step import lane_read
     from wikiengine.step import writers as lane_writers

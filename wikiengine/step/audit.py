@@ -416,7 +416,7 @@ def retrospective_gaps_of(root: Path, rel: str, lane: Lane, required: list[str])
 def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, config: dict | None = None,
               now: float | None = None) -> Audit:
     """The audit of ``lane`` since its cursor (see the module docstring)."""
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
     from wikiengine.step import lane_read
 
     config = config or {}

@@ -175,7 +175,7 @@ class Observed:
 
 
 def observe(run: LaneRun, now: float) -> Observed:
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
 
     journal_text = repo_text(run.root, run.lane.journal, "journal") or ""
     records = parse_journal(journal_text, run.lane.journal)
@@ -575,7 +575,7 @@ def unfiled_workloads(run: LaneRun) -> bool:
 
 def _reconcile(wake: engine.Wake) -> None:
     """Backfill: pages for finished workloads that have none (``wiki backfill``)."""
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
 
     run, result = wake.run.run, wake.result
     try:
@@ -777,7 +777,7 @@ def state_body(state: LaneState, result: WakeResult, summary_line: str) -> str:
 def act_dispatch(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
     """Ask the backend for the workload its committed dispatch record names (a lost answer is
     asked again on the next wake and adopted by name)."""
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
 
     spec = lane.launches[decision.vid]
     try:
@@ -879,7 +879,7 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
 
 def act_aa_dispatch(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
     """Ask the backend for the A/A run its committed ``aa-dispatch`` record names."""
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
 
     spec = lane.launches[decision.aa]
     try:
