@@ -7,7 +7,7 @@ nor fastjsonschema once the per-user cache holds the validators (core/validators
 Issue 28: each path also leaves out what it does not use. A no-op wake imports neither the
 writers nor the linter (a lane's: nothing to file; a relay run's: nothing changed since the
 trusted commit, so row 38's re-lint has nothing to read), nor statistics and hashlib (a band
-measured, a digest taken) nor the relay's memory tables. The writers and the watcher need
+measured, a digest taken) nor the relay's memory tables and session types. The writers and the watcher need
 the linter (they re-lint what they write, the watcher's battery is lint; its rules read the
 relay's tables), so only the rest is held for them."""
 
