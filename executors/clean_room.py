@@ -24,7 +24,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -127,6 +126,8 @@ def run_clean(
     for name in extra_env or {}:
         if is_secret_name(name):
             raise CleanRoomError(f"clean room: {name} looks like a credential and is never passed on")
+    import tempfile  # (random, with it: not for a caller that only asks is_secret_name)
+
     with tempfile.TemporaryDirectory(prefix="clean-room-") as tmp:
         env = clean_environment(os.environ, Path(tmp))
         env.update(extra_env or {})

@@ -27,7 +27,11 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from wikiengine.core.errors import BackendError, BackendUnavailable, Busy
+from wikiengine.executors.compute_errors import (  # noqa: F401 - compute.ComputeError, as its callers name it
+    CapacityError,
+    ComputeError,
+    ComputeUnavailableError,
+)
 
 
 class SessionState(str, enum.Enum):
@@ -91,18 +95,6 @@ class Quota:
     @property
     def left_hours(self) -> float:
         return max(0.0, self.total_hours - self.used_hours)
-
-
-class ComputeError(BackendError):
-    """A backend call failed; the message names the request and never a secret."""
-
-
-class CapacityError(ComputeError, Busy):
-    """The platform refused for capacity (too many sessions): infrastructure, not ours."""
-
-
-class ComputeUnavailableError(ComputeError, BackendUnavailable):
-    """The backend could not be reached or answered ambiguously: state is unknown."""
 
 
 @runtime_checkable

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from wikiengine.executors.clean_room import is_secret_name
-from wikiengine.executors.compute import ComputeError, ComputeUnavailableError
+from wikiengine.executors.compute_errors import ComputeError, ComputeUnavailableError
 
 IN_FLIGHT = ("queued", "running", "retrying")  # retrying: the backend restarts it itself
 PREEMPTED = "preempted"  # ended by the infrastructure, not the run: the lane re-dispatches it (executors/preemption.py)

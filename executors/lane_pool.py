@@ -8,7 +8,7 @@ calls go to the track whose backend holds the workload.
 
 from __future__ import annotations
 
-from wikiengine.executors.compute import ComputeUnavailableError
+from wikiengine.executors.compute_errors import ComputeUnavailableError
 from wikiengine.executors.lane_backend import LaneWorkload, LaunchSpec, WorkloadNotFound
 
 

@@ -32,7 +32,6 @@ import sys
 import time
 from pathlib import Path
 
-from wikiengine.core import warden
 from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import now_iso
 from wikiengine.core.errors import ExitCode
@@ -110,6 +109,8 @@ def elapsed_s(status: dict) -> float | None:
 
 
 def supervise(folder: Path) -> int:
+    from wikiengine.core import warden  # ctypes: the runner's, not a wake's that lists its runs
+
     folder = Path(folder)
     stopped: list[str] = []
     signal.signal(signal.SIGTERM, lambda *_: stopped.append("the runner got SIGTERM: process group killed"))

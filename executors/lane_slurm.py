@@ -53,7 +53,7 @@ from wikiengine.core.identity import MAX_WORKLOAD_LEN, NAME_RE
 from wikiengine.core.locks import FileLock
 from wikiengine.executors import preemption
 from wikiengine.executors.clean_room import clean_environment
-from wikiengine.executors.compute import CapacityError, ComputeError, ComputeUnavailableError
+from wikiengine.executors.compute_errors import CapacityError, ComputeError, ComputeUnavailableError
 from wikiengine.executors.lane_backend import (
     ARTIFACT_ENV,
     IN_FLIGHT,

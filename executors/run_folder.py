@@ -12,7 +12,7 @@ from pathlib import Path
 from wikiengine.core.clock import from_epoch, utc_iso
 from wikiengine.core.errors import PageError
 from wikiengine.core.safe_read import load_json, read_optional, read_tail
-from wikiengine.executors.compute import ComputeUnavailableError
+from wikiengine.executors.compute_errors import ComputeUnavailableError
 from wikiengine.executors.lane_runner import MS
 
 TAIL_BYTES = 256 * 1024

@@ -1,7 +1,15 @@
-"""Nothing heavy on the wake and writer paths: `wiki step`, `wiki loop status`, `wiki watch`
-and `wiki exp new` on a lane import none of GitPython, jsonschema, filelock, markdown-it or
-ruamel.yaml when they do not need them (a valid document is judged by the compiled
-validator; jsonschema only words what is wrong)."""
+"""Nothing heavy on the wake and writer paths: `wiki step` (a lane's and a relay run's),
+`wiki loop status`, `wiki watch`, `wiki exp new` and `wiki exp file` on a lane import none of
+GitPython, jsonschema, filelock, markdown-it or ruamel.yaml when they do not need them (a
+valid document is judged by the compiled validator; jsonschema only words what is wrong),
+nor fastjsonschema once the per-user cache holds the validators (core/validators.py).
+
+Issue 28: each path also leaves out what it does not use. A no-op wake imports neither the
+writers nor the linter (a lane's: nothing to file; a relay run's: nothing changed since the
+trusted commit, so row 38's re-lint has nothing to read), nor statistics and hashlib (a band
+measured, a digest taken) nor the relay's memory tables and session types. The writers and the watcher need
+the linter (they re-lint what they write, the watcher's battery is lint; its rules read the
+relay's tables), so only the rest is held for them."""
 
 from __future__ import annotations
 
@@ -10,10 +18,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
-HEAVY = ("git", "jsonschema", "filelock", "markdown_it", "ruamel")
+HEAVY = ("git", "jsonschema", "filelock", "markdown_it", "ruamel", "fastjsonschema")
+NO_OP_WAKE = ("wikiengine.step.writers", "wikiengine.lint", "statistics", "hashlib", "wikiengine.model.memory",
+              "wikiengine.executors.compute")
 PROGRAM = textwrap.dedent("""\
     # mlp / cpu lane
 
@@ -48,9 +59,20 @@ PROBE = textwrap.dedent("""\
         code = main(sys.argv[1:])
     except SystemExit as exc:
         code = exc.code
-    heavy = sorted({m.split(".")[0] for m in sys.modules} & set(json.loads(sys.stdin.read())))
+    heavy = sorted(n for n in json.loads(sys.stdin.read()) if any(m == n or m.startswith(n + ".") for m in sys.modules))
     print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
 """)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def user_cache(tmp_path_factory):
+    """A per-user cache of this module's own (outside every work tree) that holds every
+    shipped schema's compiled validator, as a user's earlier commands leave it."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("user-cache"))
+    fill = "from wikiengine.core import schemas, validators\nfor name in schemas.schema_names(): validators.code_of(name)"
+    subprocess.run([sys.executable, "-c", fill], env=_env(), check=True, timeout=300)
+    yield
+    os.environ.pop("XDG_CACHE_HOME")
 
 
 def _env():
@@ -78,15 +100,64 @@ def lane(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize("argv", [
-    ["step"],
-    ["loop", "status", "--json"],
-    ["watch", "--once"],
-    ["exp", "new", "mlp", "cpu", "--track", "1", "--slug", "lr-big", "--variant", "1M/cpu", "--proposal", "../proposal.md"],
-])
-def test_the_wake_and_writer_paths_import_nothing_heavy(lane, argv):
-    done = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=lane, env=_env(), input=json.dumps(HEAVY),
+def _probe(cwd, argv, forbidden):
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=cwd, env=_env(), input=json.dumps(forbidden),
                           capture_output=True, text=True, timeout=300)
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] in (0, None), done.stderr
-    assert report["heavy"] == [], f"{' '.join(argv)} imported {report['heavy']}"
+    return report["heavy"]
+
+
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory):
+    """A relay run driven to the end by real `wiki step` processes and a fake trainer
+    (tests/relay_process.py); every later wake is a no-op."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from relay_process import process_wiki, session_ended, stop_all, wait_for, wiki_step
+
+    root = process_wiki(tmp_path_factory.mktemp("relay"), [{}, {}, {}], eval_plan=[])
+    try:
+        for number in (1, 2, 3):  # the run's three sessions, each launched by a wake
+            code, out, err = wiki_step(root)
+            assert out.get("decision") == "launch", (out, err)
+            wait_for(lambda number=number: session_ended(root, number), what=f"session {number} to end")
+        code, out, err = wiki_step(root)
+        assert (code, out.get("state")) == (0, "complete"), (out, err)
+        yield root
+    finally:
+        stop_all(root)
+
+
+@pytest.mark.parametrize("argv,also", [
+    (["step"], NO_OP_WAKE),
+    (["loop", "status", "--json"], NO_OP_WAKE),
+    (["watch", "--once"], ("statistics", "wikiengine.step.writers")),
+    (["exp", "new", "mlp", "cpu", "--track", "1", "--slug", "lr-big", "--variant", "1M/cpu", "--proposal", "../proposal.md"],
+     ("statistics",)),
+], ids=["step", "loop-status", "watch", "exp-new"])
+def test_the_wake_and_writer_paths_import_nothing_heavy(lane, argv, also):
+    heavy = _probe(lane, argv, [*HEAVY, *also])
+    assert heavy == [], f"{' '.join(argv)} imported {heavy}"
+
+
+def test_filing_a_run_imports_nothing_heavy(lane):
+    """`wiki exp file` of a run the journal recorded (tests/lane_runs.py): the writers and the
+    re-lint need the rest (the filing's digest, the band's median, the linter's rules)."""
+    from tests.lane_runs import record_run
+
+    (lane.parent / "proposal-small.md").write_text(PROPOSAL.replace("larger", "smaller").replace("lr: 0.1", "lr: 0.001"))
+    stub = _wiki(lane, "exp", "new", "mlp", "cpu", "--track", "1", "--slug", "lr-small", "--variant", "1M/cpu",
+                 "--proposal", "../proposal-small.md", "--json")
+    assert stub.returncode == 0, stub.stdout + stub.stderr
+    vid = json.loads(stub.stdout)["vid"]
+    record_run(lane, "wiki/experiments/mlp_autoresearch_optimization/cpu", vid, variant="1M/cpu", metrics={"loss": 0.5})
+    argv = ["exp", "file", vid, "mlp", "cpu", "--verdict", "inconclusive", "--reason", "within the band"]
+    heavy = _probe(lane, argv, HEAVY)
+    assert heavy == [], f"wiki exp file imported {heavy}"
+
+
+def test_a_relay_run_s_no_op_wake_imports_no_linter_and_nothing_heavy(relay):
+    before = subprocess.run(["git", "rev-parse", "HEAD"], cwd=relay, capture_output=True, text=True).stdout
+    heavy = _probe(relay, ["step"], [*HEAVY, "wikiengine.lint", "wikiengine.step.writers"])
+    assert heavy == [], f"the relay's no-op wake imported {heavy}"
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=relay, capture_output=True, text=True).stdout == before

@@ -50,12 +50,13 @@ def backend_for(args, root, lane):
 
 def run(args) -> int:
     from wikiengine.core.errors import WikiError
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
     from wikiengine.model.targets import repository_root
+    from wikiengine.step import lane_read
     from wikiengine.step import writers as lane_writers
 
     root = repository_root(args.root)
-    lane = lane_writers.lane_for(root, args.names)
+    lane = lane_read.lane_for(root, args.names)
     try:
         result = lane_writers.backfill(root, lane, backend_for(args, root, lane), dry_run=args.dry_run)
     except ComputeError as exc:

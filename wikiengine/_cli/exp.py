@@ -125,12 +125,13 @@ def placed_line(result: dict) -> str:
 
 
 def run(args) -> int:
+    from wikiengine.step import lane_read
     from wikiengine.step import writers as lane_writers
 
     root = verb_root(args)
     if root is None:
         return 2
-    lane = lane_writers.lane_for(root, args.names)
+    lane = lane_read.lane_for(root, args.names)
     if args.verb == "new":
         from wikiengine.model.knobs import knobs_from_options
 

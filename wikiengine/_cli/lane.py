@@ -42,14 +42,14 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from wikiengine.core.errors import WikiError, exit_code_of
-    from wikiengine.step import writers as lane_writers
+    from wikiengine.step import lane_read
     from wikiengine.step.lane.check import lane_check
 
     try:
         root = verb_root(args)
         if root is None:
             return 2
-        report = lane_check(root, lane_writers.lane_for(root, args.names), seconds=args.seconds)
+        report = lane_check(root, lane_read.lane_for(root, args.names), seconds=args.seconds)
     except WikiError as err:
         if not args.json:
             raise

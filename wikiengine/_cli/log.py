@@ -39,13 +39,14 @@ def run(args) -> int:
     from wikiengine.core.errors import WikiError
     from wikiengine.model import targets
     from wikiengine.model.lanes import Lane
+    from wikiengine.step import lane_read
     from wikiengine.step import writers as lane_writers
 
     root = verb_root(args)
     if root is None:
         return 2
     if args.names:
-        lane = lane_writers.lane_for(root, args.names)
+        lane = lane_read.lane_for(root, args.names)
     else:
         inferred = targets.infer_target(root)
         lane = Lane(inferred.model_dir, inferred.lane) if inferred is not None and inferred.lane else None

@@ -96,7 +96,7 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from wikiengine.core.errors import WikiError
-    from wikiengine.step import writers as lane_writers
+    from wikiengine.step import lane_read
 
     root = verb_root(args)
     if root is None:
@@ -120,7 +120,7 @@ def run(args) -> int:
         return 0
     from wikiengine.step.lane.start import start_session
 
-    lane = lane_writers.lane_for(root, args.names)
+    lane = lane_read.lane_for(root, args.names)
     if not args.yes and not args.dry_run:
         if not sys.stdin.isatty():
             raise WikiError("wiki loop start asks before it starts a session: pass --yes (or run it in a terminal)")

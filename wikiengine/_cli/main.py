@@ -43,7 +43,39 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """The command line; without ``argv`` (the ``wiki`` process itself) it ends the process
+    as :func:`leave` says once the command is done."""
+    if argv is None:
+        return leave(run(sys.argv[1:]))
+    return run(list(argv))
+
+
+def leave(code: int) -> int:
+    """End the process at once when nothing is left to run at exit: the output flushed, no
+    other thread, no exit hook or pending finalizer. The interpreter's teardown would only
+    free, object by object, what the process's end frees whole (a writer's loaded lint
+    cache, every module). Otherwise (or when the output cannot be flushed) ``code`` is
+    returned for the ordinary exit."""
+    import atexit
+    import threading
+    import weakref
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return code
+    hooks = getattr(atexit, "_ncallbacks", lambda: 1)()  # CPython's count; unknown elsewhere: keep the exit
+    finalizers = getattr(weakref.finalize, "_registry", {1: None})
+    if hooks == 0 and not finalizers and threading.active_count() == 1:
+        os._exit(int(code or 0))
+    return code
+
+
+def run(argv: list[str]) -> int:
+    if argv == ["--version"]:  # what argparse's version action prints, without building every command's parser
+        print(f"wiki {__version__}")
+        return ExitCode.OK
     parser = build_parser(argv[0] if argv else None)  # a misspelt command builds all, for the suggestion
     args = parse_args(parser, argv)
     if not getattr(args, "handler", None):

@@ -80,7 +80,7 @@ def _run(args) -> int:
     from wikiengine.model.targets import repository_root
     from wikiengine.report.data import all_lanes
     from wikiengine.report.kernels import all_families
-    from wikiengine.step.writers import lane_for
+    from wikiengine.step.lane_read import lane_for
 
     root = repository_root(args.root)
     if args.jobs is not None and args.jobs < 1:

@@ -50,13 +50,13 @@ def add_parser(subparsers) -> None:
 def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) -> tuple[dict, int]:
     from wikiengine.core.clock import utcnow
     from wikiengine.model.state import LaneState, state_mode
-    from wikiengine.step import writers as lane_writers
+    from wikiengine.step import lane_read
     from wikiengine.step.audit import run_audit, write_authorization, write_cursor
     from wikiengine.step.lane.wake import lane_config, last_wake, make_backend, session_tracks
 
     state = LaneState.read(root) if state_mode(root) == "lane" else None
     if names:
-        lane = lane_writers.lane_for(root, names)
+        lane = lane_read.lane_for(root, names)
     elif state is not None:
         lane = state.lane_ref
     else:

@@ -22,6 +22,7 @@ git runner, a ``git`` subprocess with a deadline, so nothing else starts git or 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -211,8 +212,17 @@ def cat_file_batch(root: str | Path, names: Sequence[str], *, timeout: float | N
 
 
 def is_ancestor(root: Path, older: str, newer: str) -> bool:
-    """Is commit ``older`` an ancestor of (or equal to) ``newer``?"""
+    """Is commit ``older`` an ancestor of (or equal to) ``newer``? (One commit named twice,
+    by the same full sha, is its own: no git asked.)"""
+    if older == newer and _FULL_SHA_RE.fullmatch(older):
+        return True
     return ok(root, "merge-base", "--is-ancestor", older, newer)
+
+
+def changed_paths(root: Path) -> list[str]:
+    """Every path of the work tree that differs from HEAD: staged, modified, deleted or
+    untracked (ignored ones do not count)."""
+    return [entry[3:] for entry in _git(root, *STATUS).split("\0") if len(entry) > 3]
 
 
 def _git(root: Path, *args: str, env: dict | None = None) -> str:
@@ -221,6 +231,7 @@ def _git(root: Path, *args: str, env: dict | None = None) -> str:
 
 
 STAGED = ("diff", "--cached", "--name-status", "--no-renames", "-z")
+_FULL_SHA_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 STATUS = ("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--")
 
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from wikiengine.core.errors import SchemaError, WikiError
+
+# the file line of each key path, or a function that reads them (only a refused document needs them)
+Lines = dict[tuple, int] | Callable[[], dict[tuple, int]] | None
 
 
 def schema_dir() -> Path:
@@ -30,16 +34,22 @@ def schema_names() -> list[str]:
     return sorted(p.name[: -len(".schema.json")] for p in schema_dir().glob("*.schema.json"))
 
 
-@functools.cache
-def load_schema(name: str) -> dict:
-    """The schema called ``name`` (``experiment`` -> ``schema/experiment.schema.json``)."""
+def schema_text(name: str) -> str:
+    """The text of the schema called ``name`` (``experiment`` -> ``schema/experiment.schema.json``)."""
     path = schema_dir() / f"{name}.schema.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise WikiError(f"no schema named {name!r} (have: {', '.join(schema_names())})", path) from None
+
+
+@functools.cache
+def load_schema(name: str) -> dict:
+    """The schema called ``name``, loaded."""
+    try:
+        return json.loads(schema_text(name))
     except json.JSONDecodeError as exc:
-        raise WikiError(f"schema is not valid JSON: {exc.msg}", path, exc.lineno) from None
+        raise WikiError(f"schema is not valid JSON: {exc.msg}", schema_dir() / f"{name}.schema.json", exc.lineno) from None
 
 
 @functools.cache
@@ -63,11 +73,13 @@ class SchemaIssue:
         return "/".join(str(part) for part in self.key_path) or "(top level)"
 
 
-def issues(instance, name: str, lines: dict[tuple, int] | None = None) -> list[SchemaIssue]:
+def issues(instance, name: str, lines: Lines = None) -> list[SchemaIssue]:
     """Every schema error of ``instance``, sorted by line, each with the line of its key.
 
     A valid document is told by the compiled validator (:mod:`core.validators`); jsonschema,
-    slower to import than a wake takes to run, is loaded only to word what is wrong."""
+    slower to import than a wake takes to run, is loaded only to word what is wrong, and
+    ``lines`` (a mapping, or a function that makes one: a second YAML pass) is asked for
+    only then."""
     from wikiengine.core.validators import compiled
     from wikiengine.core.yamlio import line_of
 
@@ -76,6 +88,8 @@ def issues(instance, name: str, lines: dict[tuple, int] | None = None) -> list[S
         return []
     except (ValueError, TypeError):
         pass  # invalid (or a shape the generated code cannot judge): every error, worded by jsonschema
+    if callable(lines):
+        lines = lines()
     found = []
     for error in _validator(name).iter_errors(instance):
         key_path = tuple(error.absolute_path)
@@ -99,7 +113,7 @@ def _short(message: str, limit: int = 160) -> str:
     return message if len(message) <= limit else message[: limit - 3] + "..."
 
 
-def check(instance, name: str, path=None, lines: dict[tuple, int] | None = None, keys=None) -> None:
+def check(instance, name: str, path=None, lines: Lines = None, keys=None) -> None:
     """Raise :class:`SchemaError` (file, line, key) for the first schema error, if any (of the
     top-level ``keys`` only, when given: what a caller is about to use)."""
     found = [i for i in issues(instance, name, lines) if keys is None or (i.key_path and i.key_path[0] in keys)]

@@ -1,17 +1,22 @@
 """Compiled JSON Schema validators for the hot paths (lint, and every read of memory a wake makes).
 
-fastjsonschema turns a schema into Python source, compiled once per process and only
-for the kinds a run meets (about 6 ms for the first, import included, 2 ms for each
-other). Nothing is cached on disk: executing code read back from ``.wiki_cache/``
-would trust whatever a commit planted there. The generated code only needs two
-exception classes, defined here. Formats are not checked, so the fast path
-and :func:`wikiengine.core.schemas.issues` (jsonschema, used for the detailed message of a
-page that failed) agree.
+fastjsonschema turns a schema into Python source; compiled, only for the kinds a run
+meets. Generating and compiling a schema's code costs more than a whole no-op wake (the
+lane config's schema alone about 40 ms), so the compiled code is kept in the per-user
+cache (:mod:`wikiengine.core.usercache`: outside every work tree, never in
+``.wiki_cache/``, where a commit could plant code), kept with the schema text it was generated from
+(and the interpreter's bytecode version in its name): a later process unmarshals it. The
+generated code only needs two exception classes, defined here. Formats are not checked,
+so the fast path and :func:`wikiengine.core.schemas.issues` (jsonschema, used for the
+detailed message of a page that failed) agree.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import marshal
 from collections.abc import Callable
+from types import CodeType
 
 _IMPORT_LINE = "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException"
 
@@ -33,16 +38,51 @@ class JsonSchemaValuesException(ValueError):
 
 
 _COMPILED: dict[str, Callable] = {}
+CACHE_KIND = "validators"
 
 
 def compiled(name: str) -> Callable:
     """A function ``validate(data)`` for schema ``name`` that raises ``JsonSchemaValueException``.
 
-    Generated and compiled in this process (about 2 ms a schema), never loaded from a
-    cache: code read back from ``.wiki_cache/`` would run whatever a commit planted there.
-    """
-    if name in _COMPILED:
-        return _COMPILED[name]
+    Generated once per schema and user (:func:`code_of`), loaded once per process."""
+    if name not in _COMPILED:
+        namespace = {
+            "JsonSchemaValueException": JsonSchemaValueException,
+            "JsonSchemaValuesException": JsonSchemaValuesException,
+        }
+        exec(code_of(name), namespace)  # noqa: S102 - generated here from our schema, or kept by this user
+        _COMPILED[name] = namespace[namespace["ENTRY"]]
+    return _COMPILED[name]
+
+
+def code_of(name: str) -> CodeType:
+    """The compiled validator code of schema ``name``: from the per-user cache when it was
+    generated from these very schema bytes, else generated (and kept there)."""
+    import zlib
+
+    from wikiengine.core.schemas import schema_text
+    from wikiengine.core.usercache import cache_dir, read_private, write_private
+
+    text = schema_text(name)
+    folder = cache_dir(CACHE_KIND)
+    # the name tells versions apart; the schema text kept inside decides
+    path = folder / f"{name}-{zlib.crc32(text.encode()):08x}-{importlib.util.MAGIC_NUMBER.hex()}.code" if folder else None
+    kept = read_private(path) if path is not None else None
+    if kept is not None:
+        try:
+            kept_text, code = marshal.loads(kept)
+            if kept_text == text and isinstance(code, CodeType):
+                return code
+        except (EOFError, ValueError, TypeError):
+            pass  # damaged: generate it again
+    code = generate(name)
+    if path is not None:
+        write_private(path, marshal.dumps((text, code)))
+    return code
+
+
+def generate(name: str) -> CodeType:
+    """Generate (fastjsonschema) and compile the validator code of schema ``name``."""
     import fastjsonschema
 
     from wikiengine.core.schemas import load_schema
@@ -54,10 +94,4 @@ def compiled(name: str) -> Callable:
         f"ENTRY = {resolver.get_scope_name()!r}\n"
         + fastjsonschema.compile_to_code(schema, use_formats=False).replace(_IMPORT_LINE, "")
     )
-    namespace = {
-        "JsonSchemaValueException": JsonSchemaValueException,
-        "JsonSchemaValuesException": JsonSchemaValuesException,
-    }
-    exec(compile(source, f"<schema {name}>", "exec"), namespace)  # noqa: S102 - generated here from our schema
-    _COMPILED[name] = namespace[namespace["ENTRY"]]
-    return _COMPILED[name]
+    return compile(source, f"<schema {name}>", "exec")

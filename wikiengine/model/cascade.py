@@ -226,7 +226,7 @@ def resolve(target: Target, *, additive_marker: str = DEFAULT_ADDITIVE_MARKER, v
             from wikiengine.core import schemas
 
             schemas.check(program.config, target.area.config_schema, target.relative(config_section.origin.path),
-                          program.config_lines(), keys=validate if isinstance(validate, frozenset) else None)
+                          program.config_lines, keys=validate if isinstance(validate, frozenset) else None)
     return program
 
 

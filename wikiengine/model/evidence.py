@@ -15,9 +15,7 @@ A/A deviation seen), the MAD and ``n``. ``supported`` needs a delta beyond it.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import statistics
 from dataclasses import dataclass, field
 
 from wikiengine.core.errors import PageError
@@ -227,6 +225,8 @@ def measure_band(samples: list[float], co_measured: bool) -> Band | None:
     (plain values); the half-width is the largest deviation, never negative."""
     if not samples:
         return None
+    import statistics  # fractions, decimal, random: only when a band is measured
+
     centre = 0.0 if co_measured else statistics.median(samples)
     deviations = [abs(s - centre) for s in samples]
     return Band(max(deviations), MAD_SCALE * statistics.median(deviations), len(samples), tuple(samples), co_measured)
@@ -235,6 +235,8 @@ def measure_band(samples: list[float], co_measured: bool) -> Band | None:
 def aa_slug(session: int, variant: str, frontier: str | None, round_: int, index: int) -> str:
     """The slug of an A/A workload: the session, a short stable tag of (variant, frontier
     page, round) and the run's index."""
+    import hashlib
+
     tag = hashlib.sha256(f"{variant}\0{frontier or ''}\0{round_}".encode()).hexdigest()[:4]
     return f"aa{session}-{tag}-{index}"
 

@@ -24,7 +24,6 @@ record here are both read as one.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -71,6 +70,8 @@ def page_digest(text: str) -> str:
 def bytes_digest(data: bytes) -> str:
     """:func:`page_digest` of a page's bytes as they are on disk (the writers write the
     filed text as UTF-8, newlines as given)."""
+    import hashlib
+
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 

@@ -22,7 +22,6 @@ atomic (temp file, fsync, rename), so a crash leaves the old file or the new one
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,16 +30,18 @@ from typing import Any
 from wikiengine.core import clock
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import utc_iso
-from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.page import Page, parse_page, split_lines
-from wikiengine.core.safe_read import read_text
-
-MEMORY_DIR = "memory"
-STATE_FILE = "STATE.md"
-QUOTA_FILE = "QUOTA.md"
-ASSETS_FILE = "ASSETS.md"
-ERRORS_FILE = "ERRORS.md"
-MEMORY_FILES = (STATE_FILE, QUOTA_FILE, ASSETS_FILE, ERRORS_FILE)
+from wikiengine.model.memory_files import (  # where the files are, and reading one
+    ASSETS_FILE,
+    ERRORS_FILE,
+    MEMORY_DIR,
+    MEMORY_FILES,  # noqa: F401 - memory.MEMORY_FILES, as the scaffold reads it
+    QUOTA_FILE,
+    STATE_FILE,
+    MemoryFormatError,
+    memory_path,
+    read_memory_file,
+)
 
 OUTCOMES = ("booked", "unspent", "spent")
 ACCELERATORS = ("gpu", "tpu", "cpu")
@@ -51,10 +52,6 @@ ASSET_COLUMNS = ("job", "ref", "version", "kernel_id", "submitted_at", "accelera
 
 _ERROR_HEADING_RE = re.compile(r"^\[(\d{4}-\d{2}-\d{2})\] E-(\d{3,9}) \| ([^|]+?) \| (.+)$")
 _FIELD_RE = re.compile(r"^\*\*(Run|Step|Decision)\*\*:?\s*(.*?)\s*$")
-
-
-class MemoryFormatError(WikiError):
-    """A memory file does not follow its format (one line: ``path:line: message``)."""
 
 
 # ---------------------------------------------------------------- time
@@ -68,20 +65,6 @@ def parse_iso(text: str, path=None, line: int | None = None) -> dt.datetime:
 
 
 # ---------------------------------------------------------------- atomic writes
-
-def memory_path(root: Path, name: str) -> Path:
-    return Path(root) / MEMORY_DIR / name
-
-
-def read_memory_file(path: Path) -> str:
-    """A memory file's text: a regular file only (a symlink to /dev/zero or a FIFO is refused)."""
-    if not os.path.lexists(path):
-        raise MemoryFormatError("no such memory file (run `wiki demo` or scaffold memory/ first)", path)
-    try:
-        return read_text(path, kind="state", within=Path(path).parent.parent)
-    except PageError as err:
-        raise MemoryFormatError(err.message, path, err.line) from None
-
 
 # ---------------------------------------------------------------- tables
 

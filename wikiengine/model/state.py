@@ -30,11 +30,12 @@ the comments a person adds to it survive.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import utc_iso
@@ -42,11 +43,15 @@ from wikiengine.core.errors import WikiError
 from wikiengine.core.git import git_dir
 from wikiengine.core.page import parse_page, read_frontmatter
 from wikiengine.core.safe_read import read_optional
-from wikiengine.model.kernels import KernelFamily
 from wikiengine.model.lanes import Lane
-from wikiengine.model.memory import STATE_FILE, MemoryFormatError, memory_path, read_memory_file
+from wikiengine.model.memory_files import MEMORY_DIR, STATE_FILE, MemoryFormatError, memory_path, read_memory_file
 
-STATE_REL = f"memory/{STATE_FILE}"
+if TYPE_CHECKING:
+    from wikiengine.model.kernels import KernelFamily
+
+STATE_REL = f"{MEMORY_DIR}/{STATE_FILE}"
+_PARSED: dict[tuple, tuple] = {}  # (record class, text, path) -> (record, body): see StateRecord.parse
+_PARSED_KEPT = 8
 SESSION_MODES = ("lane", "kernel")  # the ``mode`` values of a session's STATE.md; without one it is a relay run's
 
 
@@ -77,7 +82,7 @@ class StateRecord:
         return data
 
     @classmethod
-    def from_frontmatter(cls, data: dict, path=None, lines: dict | None = None):
+    def from_frontmatter(cls, data: dict, path=None, lines=None):
         """Validate ``data`` against the record's schema (an error names ``path`` and the
         key's line from ``lines``) and build the record."""
         from wikiengine.core import schemas
@@ -88,13 +93,23 @@ class StateRecord:
 
     @classmethod
     def parse(cls, text: str, path=None) -> tuple[Any, str]:
-        """The record in STATE.md's ``text``, and the prose below its frontmatter."""
-        from wikiengine.core.yamlio import key_lines
+        """The record in STATE.md's ``text``, and the prose below its frontmatter.
 
-        page = parse_page(text, path)
-        if not page.has_frontmatter:
-            raise MemoryFormatError(cls.NO_FRONTMATTER, path, 1)
-        return cls.from_frontmatter(page.frontmatter, path, key_lines(page.frontmatter_text, 2)), page.body
+        A wake reads STATE.md several times (the mode, the recovery, the load); the same
+        text is parsed and validated once (the record is frozen: one value serves all)."""
+        key = (cls, text, str(path))
+        if key not in _PARSED:
+            from wikiengine.core.yamlio import key_lines
+
+            page = parse_page(text, path)
+            if not page.has_frontmatter:
+                raise MemoryFormatError(cls.NO_FRONTMATTER, path, 1)
+            record = cls.from_frontmatter(page.frontmatter, path, lambda: key_lines(page.frontmatter_text, 2))
+            if len(_PARSED) >= _PARSED_KEPT:
+                _PARSED.clear()
+            _PARSED[key] = record, page.body
+        record, body = _PARSED[key]
+        return copy.deepcopy(record), body  # its lists are the caller's own
 
     @classmethod
     def read(cls, root: Path):
@@ -133,6 +148,9 @@ def state_mode(root: Path) -> str | None:
     text = read_optional(path, STATE_REL, "state", within=root)
     if text is None:
         return None
+    for cls in (LaneState, KernelState):  # a text a record was parsed from already: no second YAML parse
+        if (cls, text, str(path)) in _PARSED:
+            return cls.mode
     mode = read_frontmatter(text, path).get("mode")
     return mode if mode in SESSION_MODES else "relay"
 
@@ -179,7 +197,7 @@ class RelayState(StateRecord):
     unblocked_session: int | None = None  # the session count when a person last cleared a blocker
 
     @classmethod
-    def from_frontmatter(cls, data: dict, path=None, lines: dict | None = None) -> RelayState:
+    def from_frontmatter(cls, data: dict, path=None, lines=None) -> RelayState:
         state = super().from_frontmatter(data, path, lines)
         claim = data.get("claim")
         return dataclasses.replace(state, claim=Claim(**claim) if claim else None)
@@ -279,6 +297,8 @@ class KernelState(StateRecord):
 
     @property
     def family_ref(self) -> KernelFamily:
+        from wikiengine.model.kernels import KernelFamily
+
         return KernelFamily(self.family)
 
     def body(self, lines: list[str] = ()) -> str:

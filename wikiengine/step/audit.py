@@ -113,19 +113,21 @@ def head_sha(root: Path) -> str:
     return git_out(root, "rev-parse", "HEAD").strip()
 
 
-def code_sha(root: Path, config: dict) -> str:
-    """HEAD of the model-code repository (``code_repo`` in the lane's config), else the wiki's."""
+def code_sha(root: Path, config: dict, wiki_sha: str | None = None) -> str:
+    """HEAD of the model-code repository (``code_repo`` in the lane's config), else the wiki's
+    (``wiki_sha``, when the caller has it)."""
     repo = config.get("code_repo")
     if repo:
         path = Path(repo) if Path(repo).is_absolute() else root / repo
         sha = git_out(path, "rev-parse", "HEAD").strip()
         if sha:
             return sha
-    return head_sha(root)
+    return wiki_sha or head_sha(root)
 
 
-def read_cursor(root: Path, lane: Lane) -> tuple[dict | None, str | None]:
-    """``({"wiki": sha, "code": sha}, None)``, or ``(None, why a full audit is needed)``."""
+def read_cursor(root: Path, lane: Lane, head: str = "HEAD") -> tuple[dict | None, str | None]:
+    """``({"wiki": sha, "code": sha}, None)``, or ``(None, why a full audit is needed)``
+    (``head``: HEAD's sha, when the caller has it)."""
     text = repo_text(root, f"{lane.dir}/{CURSOR}", "cursor")
     if text is None:
         return None, f"no {CURSOR}: full audit"
@@ -136,7 +138,7 @@ def read_cursor(root: Path, lane: Lane) -> tuple[dict | None, str | None]:
             values[key.strip()] = value.strip()
     if set(values) != {"wiki", "code"} or not all(_SHA_RE.fullmatch(v) for v in values.values()):
         return None, f"{CURSOR} is malformed (two lines wiki=<sha>, code=<sha>): full audit"
-    if not is_ancestor(root, values["wiki"], "HEAD"):
+    if not is_ancestor(root, values["wiki"], head):
         return None, f"{CURSOR} names wiki={values['wiki'][:12]}, which is not in this history: full audit"
     return values, None
 
@@ -166,6 +168,21 @@ def watcher_files(root: Path, lane: Lane) -> list[str]:
 def first_commit_time(root: Path, rel: str) -> float | None:
     out = git_out(root, "log", "--diff-filter=A", "--format=%ct", "--", rel).split()
     return float(out[-1]) if out else None
+
+
+def first_commit_times(root: Path, rels: list[str]) -> dict[str, float]:
+    """:func:`first_commit_time` of each of ``rels`` from one history walk (a path never
+    committed is absent)."""
+    if not rels:
+        return {}
+    out = git_out(root, "log", "--diff-filter=A", "--no-renames", "--format=%x00%ct", "--name-only", "--", *rels)
+    wanted, found = set(rels), {}
+    for block in out.split("\0")[1:]:  # newest first: the last commit that added a path is its first
+        stamp, _, names = block.partition("\n")
+        for name in names.split("\n"):
+            if name in wanted:
+                found[name] = float(stamp)
+    return found
 
 
 def _lint_battery(root: Path, lane: Lane, since: str | None) -> list[AuditFinding]:
@@ -273,10 +290,12 @@ def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workl
                  stale_hours: float, thrash_k: int) -> list[AuditFinding]:
     found = []
     lane_args = f"{lane.model_prefix} {lane.name}"
+    asked = [pages[vid].rel for vid in (workloads or {}) if vid in pages] + [p.rel for p in pages.values() if p.is_open]
+    added = first_commit_times(root, sorted(set(asked)))  # one history walk, not one per page
     for vid, workload in sorted((workloads or {}).items()):
         page = pages.get(vid)
         started = timestamp(workload.started) if workload.started else None
-        committed = first_commit_time(root, page.rel) if page else None
+        committed = added.get(page.rel) if page else None
         if page is None:
             if workload.is_finished:
                 continue  # backfill's to file; the next wake does it
@@ -286,7 +305,7 @@ def _lane_checks(root: Path, lane: Lane, records: list[dict], pages: dict, workl
             found.append(AuditFinding("stub-after-dispatch", page.rel, 1,
                                       f"{workload.name} started before its stub was committed",
                                       "file stubs with wiki exp new before any dispatch (wiki step does it)"))
-    found += stale_stubs(lane, pages, lambda rel: first_commit_time(root, rel), now, stale_hours)
+    found += stale_stubs(lane, pages, added.get, now, stale_hours)
     found += thrashing(lane, records, pages, thrash_k)
     return found
 
@@ -397,25 +416,26 @@ def retrospective_gaps_of(root: Path, rel: str, lane: Lane, required: list[str])
 def run_audit(root: Path, lane: Lane, *, closing: bool = False, backend=None, config: dict | None = None,
               now: float | None = None) -> Audit:
     """The audit of ``lane`` since its cursor (see the module docstring)."""
-    from wikiengine.executors.compute import ComputeError
-    from wikiengine.step import writers as lw
+    from wikiengine.executors.compute_errors import ComputeError
+    from wikiengine.step import lane_read
 
     config = config or {}
     records = journal_records(root, lane.journal)
     session = session_start(records)
-    cursor, why_full = read_cursor(root, lane)
-    audit = Audit(lane, session, head_sha(root), code_sha(root, config), cursor["wiki"] if cursor else None, closing)
+    wiki_sha = head_sha(root)
+    cursor, why_full = read_cursor(root, lane, wiki_sha)
+    audit = Audit(lane, session, wiki_sha, code_sha(root, config, wiki_sha), cursor["wiki"] if cursor else None, closing)
     if why_full:
         audit.notes.append(why_full)  # a full audit is news, not a finding: a cron watcher pages nobody for it
     start = session_start_commit(root, lane, session) if session else None
     battery = [f for f in _lint_battery(root, lane, audit.since) if f.check != DRIFT_CODE]
     audit.findings += split_inherited(audit, root, battery, start)
     audit.findings += drift_findings(root, lane.journal, records)
-    pages = {p.exp_id: p for p in lw.lane_pages(root, lane)}
+    pages = {p.exp_id: p for p in lane_read.lane_pages(root, lane)}
     workloads = None
     if backend is not None:
         try:
-            settings = lw.lane_settings(root, lane)
+            settings = lane_read.lane_settings(root, lane, config or None)  # the watcher's: resolved once
             prefix = f"{settings.user_prefix}-{lane.model_name}-{lane.name}"
             # A/A runs (v000) have no page by design: their aa-dispatch record is their stub
             workloads = {w.vid: w for w in backend.list_workloads(prefix) if w.vid != AA_VID}

@@ -22,7 +22,7 @@ from wikiengine.core.safe_read import load_json, read_text, repo_text
 from wikiengine.core.text import folded
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook, results_tsv
-from wikiengine.model.cell_figures import DEFAULT_METRIC, read_figure, render_figures, restated
+from wikiengine.model.cell_figures import read_figure, render_figures, restated
 from wikiengine.model.evidence import (
     AA_VID,
     COMPLETED,
@@ -38,115 +38,23 @@ from wikiengine.model.index import counted_sections, section_pages
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
 from wikiengine.model.knobs import Knobs, canonical, knob_problems, knobs_block, parse_knobs, stray_yaml_line
 from wikiengine.model.knobs import setup_section as setup_section_of
-from wikiengine.model.lane_queue import FILED, OPEN, idle_track, lane_queue, session_track_count, track_of
+from wikiengine.model.lane_queue import FILED, OPEN, idle_track, lane_queue, placements, session_track_count, track_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
 from wikiengine.model.memory import escape_cell
-from wikiengine.model.progress import DEFAULT_THRASH_K, filed_mechanisms, thrash_k, thrash_of
+from wikiengine.model.progress import filed_mechanisms, thrash_of
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better
+from wikiengine.step.lane_read import (  # the lane as the writers and the wake read it
+    LaneSettings,
+    artifact_paths,
+    find_page,
+    lane_pages,
+    lane_settings,
+    model_page_of,
+)
 from wikiengine.step.txn import LaneLock, LaneTxn
 
-DEFAULT_NOISE_BAND_PCT = 0.0  # a floor under the measured band: none unless the lane sets one
-# The config keys the writers and the lane wake read: bounded by the schema before any use.
-USED_CONFIG_KEYS = frozenset({"target_metric", "higher_is_better", "noise_band_pct", "noise_band_runs",
-                              "noise_band_every_s", "storage_root", "hung_after_s", "ceiling_s", "wake_interval_s",
-                              "thrash_k", "stall_after_filings", "max_experiments", "max_wall_hours", "max_chip_hours"})
 _SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,59}")
-
-
-# --- the lane and its settings -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LaneSettings:
-    """What the lane's resolved program says the writers need."""
-
-    user_prefix: str
-    target_metric: str
-    higher_is_better: bool
-    noise_band_pct: float
-    storage_root: str | None
-    thrash_k: int = DEFAULT_THRASH_K
-
-
-def lane_for(root: Path, names: list[str]) -> Lane:
-    """The lane named ``MODEL LANE``, else the one the current directory is in."""
-    from wikiengine.model import targets
-
-    if names:
-        if len(names) != 2:
-            raise WikiError("expected MODEL LANE (or run from inside a lane folder)")
-        target = targets.target_for_model(root, names[0], names[1])
-    else:
-        target = targets.infer_target(root)
-        if target is None or target.lane is None:
-            raise WikiError("cannot infer the lane from the current directory; name it: MODEL LANE")
-    lane = Lane(target.model_dir, target.lane)
-    if not (root / lane.dir).is_dir():
-        raise WikiError(f"no lane folder {lane.dir}")
-    return lane
-
-
-def lane_settings(root: Path, lane: Lane) -> LaneSettings:
-    """USER_PREFIX and the metric settings from the lane's resolved program."""
-    from wikiengine.core.identity import resolve_user_prefix
-    from wikiengine.model import cascade, targets
-
-    # PRG002 reports every schema error of the config; the writers refuse (exit 2, file:line)
-    # only an out-of-range value of a key they are about to use
-    program = cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name), validate=USED_CONFIG_KEYS)
-    config = program.config or {}
-    model_program = root / f"wiki/experiments/{lane.model_dir}/program.md"
-    text = repo_text(root, f"wiki/experiments/{lane.model_dir}/program.md")
-    prefix = resolve_user_prefix(text, cwd=root, program_path=model_program).value
-    return LaneSettings(
-        user_prefix=prefix,
-        target_metric=str(config.get("target_metric", DEFAULT_METRIC)),
-        higher_is_better=bool(config.get("higher_is_better", True)),
-        noise_band_pct=float(config.get("noise_band_pct", DEFAULT_NOISE_BAND_PCT)),
-        storage_root=config.get("storage_root"),
-        thrash_k=thrash_k(config),
-    )
-
-
-def artifact_paths(settings: LaneSettings, lane: Lane, vid: str, slug: str, date: str) -> dict[str, str]:
-    """The explicit artifact paths of one experiment (seed 001 step 2(c)(vi))."""
-    exp_slug = f"{lane.model_name}-{lane.name}-{vid}-{slug}"
-    root = f"{settings.storage_root.rstrip('/')}/{exp_slug}" if settings.storage_root else f"raw/profiles/{date}-{exp_slug}"
-    return {"root": root, "xprof": f"{root}/xprof", "hlo": f"{root}/hlo", "metrics": f"{root}/metrics.json"}
-
-
-# --- reading the lane -------------------------------------------------------------------------
-
-
-def lane_pages(root: Path, lane: Lane) -> list[ExperimentPage]:
-    """The lane's experiment pages that have an id (from the name, else the frontmatter)."""
-    pages = [ExperimentPage.at(root, rel, lane) for rel in lane.page_rels(root)]
-    return [p for p in pages if p.exp_id]
-
-
-def find_page(root: Path, lane: Lane, vid: str) -> ExperimentPage:
-    """The one page of ``vid`` (exit 2 when there is none, or more than one)."""
-    wanted = ex.canonical_id(vid)
-    found = [p for p in lane_pages(root, lane) if p.exp_id == wanted]
-    if not found:
-        raise WikiError(f"no experiment page {wanted} in lane {lane.model_prefix}/{lane.name}")
-    if len(found) > 1:
-        raise WikiError(f"{wanted} names {len(found)} pages in the lane: {', '.join(p.rel for p in found)}")
-    return found[0]
-
-
-def model_page_of(root: Path, lane: Lane):
-    rel = lane.model_page(root)
-    if rel is None:
-        raise WikiError(f"lane {lane.model_prefix}/{lane.name} has no model page ({' or '.join(lane.model_page_names())} "
-                        "under wiki/models/)")
-    text = repo_text(root, rel) or ""
-    page = parse_page(text, rel)
-    matrix = parse_matrix(page)
-    if matrix is None:
-        raise WikiError("the model page has no '## Variant matrix' table", rel)
-    return rel, text, page, matrix
 
 
 # --- the proposal ----------------------------------------------------------------------------
@@ -369,7 +277,8 @@ def place_stub(root: Path, lane: Lane, journal: str, track: int | None) -> tuple
     behind (empty: it runs at the next wake). A busy track queues the stub, never drops the
     run in flight."""
     records = parse_journal(journal, lane.journal)
-    states = {p.exp_id: FILED if ex.is_filed(p.frontmatter) else OPEN for p in lane_pages(root, lane)}
+    placed = {vid for vid, _track in placements(records)}  # the queue asks the state of these alone
+    states = {p.exp_id: FILED if ex.is_filed(p.frontmatter) else OPEN for p in lane_pages(root, lane) if p.exp_id in placed}
     tracks = session_track_count(records)
     if track is None:
         track = idle_track(records, states, tracks)

@@ -13,8 +13,6 @@ no experiment has that id, so backfill and reconcile leave them alone.
 
 from __future__ import annotations
 
-import statistics
-
 from wikiengine.core.clock import timestamp, utc_iso
 from wikiengine.model import logbook
 from wikiengine.model.evidence import (
@@ -117,6 +115,8 @@ def run_times(workload) -> dict:
 def band_record(run, records: list[dict], key: tuple, at: str) -> dict | None:
     """The ``band`` record once the round of ``key`` = (variant, frontier, round) has its k
     successful runs (or k failures: a band that could not be measured), else None."""
+    import statistics
+
     variant, frontier, round_ = key
     cal = calibration(records, run.state.session, variant, frontier)
     k = int(run.config.get("noise_band_runs", DEFAULT_AA_RUNS))

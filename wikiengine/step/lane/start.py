@@ -62,7 +62,7 @@ def slurm_pool(root: Path, lane: Lane, parallelism, config: dict, partition: str
                gres: str | None) -> Pool:
     """N tracks on one Slurm partition (the flags, else the lane Config's ``slurm_*``); the
     controller must answer and know the partition, or nothing is written."""
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
     from wikiengine.executors.lane_slurm import SlurmLaneBackend
 
     if parallelism == "all":

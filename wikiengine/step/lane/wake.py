@@ -50,8 +50,7 @@ from wikiengine.model.journal import (
 from wikiengine.model.lane_queue import LaneQueue, lane_queue
 from wikiengine.model.lanes import Lane
 from wikiengine.model.state import LaneState, heartbeat_path, require_lane, write_heartbeat
-from wikiengine.step import engine
-from wikiengine.step import writers as lw
+from wikiengine.step import engine, lane_read
 from wikiengine.step.lane import calibrate
 from wikiengine.step.lane.decide import BudgetGate, LaneLimits, TrackDecision, TrackView, decide
 from wikiengine.step.result import WakeResult
@@ -68,7 +67,7 @@ class LaneRun:
     root: Path
     lane: Lane
     state: LaneState
-    settings: lw.LaneSettings
+    settings: lane_read.LaneSettings
     config: dict
     limits: LaneLimits
     backend: object
@@ -105,7 +104,7 @@ def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[d
         if not image or not storage:
             raise WikiError("backend gke needs image and storage_root in the lane program's ## Config")
         clusters = {c.name: c for c in discover_clusters(root / ".env")}
-        settings = lw.lane_settings(root, lane)
+        settings = lane_read.lane_settings(root, lane, config)
         me = Me(settings.user_prefix, lane.model_name, lane.name)
         backends = {}
         for slot in tracks or []:
@@ -141,14 +140,15 @@ def load_lane_run(root: Path, backend=None) -> LaneRun:
     own program.md inherits the model's: the cascade skips missing levels)."""
     state = LaneState.read(root)
     lane = require_lane(root, state)
-    config = lane_config(root, lane)
-    if not config.get("launch_cmd") and session_start(root, lane).get("launch_cmd"):
-        config = {**config, "launch_cmd": session_start(root, lane)["launch_cmd"]}  # given to `wiki loop start`
+    own = config = lane_config(root, lane)
+    start = session_start(root, lane)
+    if not config.get("launch_cmd") and start.get("launch_cmd"):
+        config = {**config, "launch_cmd": start["launch_cmd"]}  # given to `wiki loop start`
     limits = LaneLimits(hung_after_s=float(config.get("hung_after_s", 1800)),
                         ceiling_s=budgets.run_ceiling_s(config),
                         wake_interval_s=int(config.get("wake_interval_s", 600)))
-    return LaneRun(root, lane, state, lw.lane_settings(root, lane), config, limits,
-                   backend or make_backend(state.backend, root, lane, config, session_tracks(root, lane)))
+    return LaneRun(root, lane, state, lane_read.lane_settings(root, lane, own), config, limits,
+                   backend or make_backend(state.backend, root, lane, config, list(start.get("tracks", []))))
 
 
 # --- observe ----------------------------------------------------------------------------------
@@ -175,11 +175,11 @@ class Observed:
 
 
 def observe(run: LaneRun, now: float) -> Observed:
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
 
     journal_text = repo_text(run.root, run.lane.journal, "journal") or ""
     records = parse_journal(journal_text, run.lane.journal)
-    every = lw.lane_pages(run.root, run.lane)
+    every = lane_read.lane_pages(run.root, run.lane)
     pages = {p.exp_id: p for p in every}
     duplicates = pages_by_id(every)
     error = None
@@ -358,6 +358,8 @@ def _verdict_owed(run: LaneRun, decision: TrackDecision, lane_args: str) -> dict
     """The verdict owed for a processed run: the evidence the engine holds (figures, band,
     confidence, the caps that apply to `supported`) and a command that needs only the
     agent's judgement."""
+    from wikiengine.step import writers as lw
+
     preview = lw.preview_filing(run.root, run.lane, decision.vid)
     evidence, band, measured = preview.evidence, preview.band, preview.measured
     inputs = {"metric": preview.metric, "metrics": preview.metrics, "value": measured.value,
@@ -561,12 +563,26 @@ def _owned_paths(wake: engine.Wake) -> list[str]:
     return [STATE_REL, wake.run.run.lane.journal]
 
 
+def unfiled_workloads(run: LaneRun) -> bool:
+    """Does the backend list a finished workload (not an A/A run) that has no page? Only
+    then is there anything to backfill (and the writers to import)."""
+    finished = {w.vid for w in run.backend.list_workloads(run.prefix) if w.is_finished and w.vid != AA_VID}
+    if not finished:
+        return False
+    have = {p.exp_id for p in lane_read.lane_pages(run.root, run.lane)}
+    return any(ex.canonical_id(vid) not in have for vid in finished)
+
+
 def _reconcile(wake: engine.Wake) -> None:
     """Backfill: pages for finished workloads that have none (``wiki backfill``)."""
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
 
     run, result = wake.run.run, wake.result
     try:
+        if not unfiled_workloads(run):
+            return
+        from wikiengine.step import writers as lw
+
         done = lw.backfill(wake.root, run.lane, run.backend)
     except ComputeError as exc:
         done = {"backfilled": []}
@@ -761,7 +777,7 @@ def state_body(state: LaneState, result: WakeResult, summary_line: str) -> str:
 def act_dispatch(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
     """Ask the backend for the workload its committed dispatch record names (a lost answer is
     asked again on the next wake and adopted by name)."""
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
 
     spec = lane.launches[decision.vid]
     try:
@@ -838,7 +854,9 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
               **calibrate.run_times(workload), "at": calibrate.stamp(lane.now)}
     records = obs.records + lane.completions + [record]
     evidence = run_evidence(records, decision.vid)
-    model = lw.model_page_of(run.root, run.lane)
+    from wikiengine.step import writers as lw
+
+    model = lane_read.model_page_of(run.root, run.lane)
     baseline, _best, band, measured = lw.measure_run(run.root, run.settings, page, model, records, evidence)
     record.update(baseline=baseline, noise_band=measured.noise_band, band_n=band.n if band else None)
     metric = run.settings.target_metric
@@ -861,7 +879,7 @@ def act_process(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> 
 
 def act_aa_dispatch(lane: LaneWake, decision: TrackDecision, result: WakeResult) -> None:
     """Ask the backend for the A/A run its committed ``aa-dispatch`` record names."""
-    from wikiengine.executors.compute import ComputeError
+    from wikiengine.executors.compute_errors import ComputeError
 
     spec = lane.launches[decision.aa]
     try:
@@ -907,6 +925,8 @@ def _record_baseline(lane: LaneWake, band: dict, date: str, result: WakeResult) 
     if not model_rel:
         return
     text = lane.outcome.get(model_rel) or (run.root / model_rel).read_text(encoding="utf-8")
+    from wikiengine.step import writers as lw
+
     new = lw.baseline_text(model_rel, text, band, date)
     if new is not None:
         lane.outcome[model_rel] = new

@@ -560,11 +560,17 @@ def _plan(pointer_step: int, settings: Settings) -> tuple[int | None, tuple[str,
 IMMUTABLE_RULES = ["EXP007", "MEM002"]  # verdict pages; ledger rows
 
 
-def immutable_edits_since(root: Path, trusted: str | None) -> tuple[str, ...]:
+def immutable_edits_since(root: Path, trusted: str | None, head: str | None = None) -> tuple[str, ...]:
     """Immutable records changed since ``trusted`` (RELIABILITY row 38): ``wiki lint``'s EXP007
     (verdict pages) and MEM002 (ledger rows) over ``trusted..HEAD``, so an edit committed with
-    ``--no-verify`` or in a web editor is caught at the next wake."""
+    ``--no-verify`` or in a web editor is caught at the next wake. When ``trusted`` is HEAD
+    (``head``) and no page differs from it in the work tree, no page changed since it:
+    nothing to re-lint (a no-op wake imports no linter)."""
     if not trusted:
+        return ()
+    from wikiengine.core.git import changed_paths
+
+    if trusted == head and not any(path.endswith(".md") for path in changed_paths(root)):
         return ()
     from wikiengine.lint.config import LintConfig
     from wikiengine.lint.runner import lint

@@ -143,7 +143,8 @@ def _observe(wake: engine.Wake) -> None:
 
     relay, root = wake.run, wake.root
     relay.head = _head(root)
-    relay.edits = immutable_edits_since(root, _relint_base(root, relay.state.trusted_commit)) + append_only_edits(root)
+    base = _relint_base(root, relay.state.trusted_commit, relay.head)
+    relay.edits = immutable_edits_since(root, base, relay.head) + append_only_edits(root)
     relay.recorded = {key: d.manifest_sha256 for key, d in memory.read_digests(root).items()}
     exit_ends = {job: int(r["end_step"]) for job, r in memory.read_exit_records(root).items()
                  if r["end_step"].isdigit()}
@@ -201,9 +202,9 @@ def _record_own_commit(root: Path) -> None:
         _own_commit_path(root).write_text(head + "\n")
 
 
-def _relint_base(root: Path, trusted: str | None) -> str | None:
-    """Where row 38's re-lint starts: this host's own last memory commit when HEAD still
-    descends from it (so rows this engine wrote after the trusted commit are protected
+def _relint_base(root: Path, trusted: str | None, head: str | None = None) -> str | None:
+    """Where row 38's re-lint starts: this host's own last memory commit when HEAD (``head``)
+    still descends from it (so rows this engine wrote after the trusted commit are protected
     too), else the trusted commit recorded in STATE.md."""
     path = _own_commit_path(root)
     if not trusted or not path.is_file():
@@ -211,7 +212,7 @@ def _relint_base(root: Path, trusted: str | None) -> str | None:
     own = path.read_text().strip()
     from wikiengine.core.git import is_ancestor
 
-    return own if is_ancestor(root, trusted, own) and is_ancestor(root, own, "HEAD") else trusted
+    return own if is_ancestor(root, trusted, own) and is_ancestor(root, own, head or "HEAD") else trusted
 
 
 def _head(root: Path) -> str | None:
