@@ -209,9 +209,8 @@ class LintContext:
         if cached is None:
             entry = self.cache.fresh(rel) if self.cache is not None else None
             if entry is not None and entry.get("sha") is not None:
-                cached = PageInfo.from_cache(
-                    rel, self._root_str, kind_of(rel), entry.get("fm"), entry.get("error"), on_load=self._keep_body
-                )
+                cached = PageInfo.from_cache(rel, self._root_str, kind_of(rel), self.cache.frontmatter_blob(rel),
+                                             entry.get("error"), on_load=self._keep_body)
             else:
                 on_load = self.cache.record_page if self.cache is not None else None
                 cached = PageInfo(rel, self.root / rel, kind_of(rel), on_load=on_load)
