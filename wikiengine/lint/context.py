@@ -11,10 +11,12 @@ no parsing at all on a warm run.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import marshal
 import os
 from collections import OrderedDict
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,10 +77,11 @@ class PageInfo:
 
     @classmethod
     def from_cache(
-        cls, rel: str, root: str, kind: str, frontmatter: bytes | None, error: tuple | None,
-        on_load: Callable[[PageInfo], None] | None = None,
+        cls, rel: str, root: str, kind: str, frontmatter: bytes | Callable[[], bytes | None] | None,
+        error: tuple | None, on_load: Callable[[PageInfo], None] | None = None,
     ) -> PageInfo:
-        """A page known from the cache: frontmatter (or the read error) now, the body on demand."""
+        """A page known from the cache: the read error now, the frontmatter when first asked
+        for (``frontmatter``: its blob, or what reads it from the cache), the body on demand."""
         info = cls(rel, None, kind, on_load=on_load)
         info._root = root
         info._fm_blob = frontmatter
@@ -89,8 +92,9 @@ class PageInfo:
 
     def _known_frontmatter(self) -> dict | None:
         if self._frontmatter is None and self._fm_blob is not None:
-            self._frontmatter = marshal.loads(self._fm_blob)
+            blob = self._fm_blob() if callable(self._fm_blob) else self._fm_blob
             self._fm_blob = None
+            self._frontmatter = marshal.loads(blob) if blob is not None else None
         return self._frontmatter
 
     def _load(self) -> None:
@@ -175,6 +179,7 @@ class LintContext:
         self._bodies: OrderedDict[str, PageInfo] = OrderedDict()
         self._root_str = str(root)
         self._tree: Any = False  # the TrackedTree, read on first use (None outside git)
+        self._wiki_fp: str | None = None
 
     def prefetch_tracked(self) -> None:
         """Start reading :meth:`tracked` now, in a git process that runs alongside the lint."""
@@ -209,7 +214,7 @@ class LintContext:
         if cached is None:
             entry = self.cache.fresh(rel) if self.cache is not None else None
             if entry is not None and entry.get("sha") is not None:
-                cached = PageInfo.from_cache(rel, self._root_str, kind_of(rel), self.cache.frontmatter_blob(rel),
+                cached = PageInfo.from_cache(rel, self._root_str, kind_of(rel), partial(self.cache.frontmatter_blob, rel),
                                              entry.get("error"), on_load=self._keep_body)
             else:
                 on_load = self.cache.record_page if self.cache is not None else None
@@ -268,6 +273,30 @@ class LintContext:
         if self._file_set is None:
             self._file_set = set(self.files)
         return rel in self._file_set or (self.root / rel).exists()
+
+    def wiki_fingerprint(self) -> str:
+        """A hash of every file's path and content hash (from the cache where fresh)."""
+        if self._wiki_fp is None:
+            digest = hashlib.blake2b(digest_size=16)
+            for rel in self.files:
+                digest.update(rel.encode())
+                digest.update((self.cache.sha(rel) or "-").encode())
+            self._wiki_fp = digest.hexdigest()
+        return self._wiki_fp
+
+    def wiki_memo(self, name: str, compute: Callable[[], Any], inputs: str = "") -> Any:
+        """``compute()``, kept in the cache while no page of the wiki and nothing of ``inputs``
+        changes (whole-wiki runs only: a PATH run computes it from its targets). For a
+        cross-file rule whose findings depend on more than the pages (the clock, say) but
+        whose work over the pages does not."""
+        if self.cache is None or not self.cache.persist or self.targets is not self.files:
+            return compute()
+        key = f"{self.wiki_fingerprint()}:{inputs}"
+        value = self.cache.memo(name, key)
+        if value is None:
+            value = compute()
+            self.cache.store_memo(name, key, value)
+        return value
 
     def facts(self, code: str, rel: str) -> Any:
         """What rule ``code``'s ``collect`` found in the page ``rel`` (cached with the file)."""

@@ -183,7 +183,6 @@ def _baselined(findings: list[Finding], ctx: LintContext, rules, scope: set[str]
 
 def _programs_fingerprint(root: Path, files: list[str]) -> str:
     """A hash of every experiments program (they carry lanes' page conventions)."""
-    import hashlib
 
     digest = hashlib.blake2b(digest_size=16)
     for rel in files:
@@ -323,6 +322,7 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
         "error": (error.message, error.line or 1) if error is not None else None,
         "findings": page_findings,
         "supp": suppress.parse_directives(text) if text else [],
+        "date": grandfather.frontmatter_date(info.page.frontmatter) if info.page is not None else "",
     }
     # a frontmatter value marshal cannot hold: the cache simply does not know it
     record = [sha, marshal_or_none(info.page.frontmatter) if info.page is not None else None, facts]
@@ -354,14 +354,6 @@ def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
 # --- cross-file rules -------------------------------------------------------------------
 
 
-def _wiki_fingerprint(ctx: LintContext) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    for rel in ctx.files:
-        digest.update(rel.encode())
-        digest.update((ctx.cache.sha(rel) or "-").encode())
-    return digest.hexdigest()
-
-
 def _overrides_check_wiki(rule) -> bool:
     from wikiengine.lint.rule import Rule
 
@@ -377,14 +369,12 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
         # (never cached as the whole wiki's), and hashing every page would cost more.
         return [f for rule in wiki_rules for f in rule.check_wiki(ctx)]
     found: list[Finding] = []
-    wiki_fp = None
     for rule in wiki_rules:
         inputs = rule.wiki_inputs(ctx)
         if inputs is None:
             found.extend(rule.check_wiki(ctx))
             continue
-        wiki_fp = wiki_fp or _wiki_fingerprint(ctx)
-        key = f"{ctx.cache.rule_fps.get(rule.code, '')}:{wiki_fp}:{inputs}"
+        key = f"{ctx.cache.rule_fps.get(rule.code, '')}:{ctx.wiki_fingerprint()}:{inputs}"
         cached = ctx.cache.wiki_findings(rule.code, key)
         if cached is None:
             fresh = list(rule.check_wiki(ctx))

@@ -48,6 +48,18 @@ def _in_git(ctx: LintContext) -> bool:
     return cache["in"]
 
 
+def refs_state(ctx: LintContext) -> str:
+    """What the git-reading KRN rules see of the repository: HEAD and every ref (one
+    ``git show-ref --head``; "" when there is no kernel experiment page to check), so
+    that their findings are cached until a commit or a branch moves."""
+    if not ctx.target_pages("kernel-experiment"):
+        return ""
+    cache = lint_cache(ctx, "kernel-git")
+    if "refs" not in cache:
+        cache["refs"] = git(ctx, "show-ref", "--head")
+    return cache["refs"]
+
+
 def git(ctx: LintContext, *args: str) -> str:
     """The stdout of a git command in the linted repository ("" when it fails)."""
     return core_git.out(ctx.root, *args, timeout=60)

@@ -53,6 +53,13 @@ class CodebaseCommitPinned(Rule):
     cache_wiki = False  # reads the gitlinks of git's index
     reads_tracked = True
 
+    def wiki_inputs(self, ctx):
+        """The gitlinks of git's index (the pinned commits), when there is a codebase page."""
+        if not any(rel.startswith("wiki/codebases/") for rel in ctx.targets):
+            return ""
+        tree = ctx.tracked()
+        return repr(sorted(tree.gitlinks.items())) if tree is not None else "-"
+
     def check_wiki(self, ctx):
         pages = [rel for rel in ctx.targets if rel.startswith("wiki/codebases/")]
         tree = ctx.tracked() if pages else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wikiengine.core.page import parse_page
 from wikiengine.lint.rule import Rule
-from wikiengine.lint.rules._kernels import frontmatter_line, git, kernel_facts, kernel_pages_in_git
+from wikiengine.lint.rules._kernels import frontmatter_line, git, kernel_facts, kernel_pages_in_git, refs_state
 from wikiengine.model.experiment import resolve_verdict
 from wikiengine.model.kernel_page import candidate_commits, ledger
 
@@ -42,6 +42,9 @@ class LedgerMatchesBranch(Rule):
     summary = "a kernel experiment's ledger has more rows than its branch has candidate commits"
     kinds = ()
     cache_wiki = False  # reads git branches, which are not pages
+
+    def wiki_inputs(self, ctx):
+        return refs_state(ctx)
 
     def check_wiki(self, ctx):
         for info in kernel_pages_in_git(ctx):
@@ -83,6 +86,9 @@ class StubBeforeVerdict(Rule):
     summary = "a kernel experiment was committed already filed, or a candidate commit is older than its stub"
     kinds = ()
     cache_wiki = False  # reads git history, which is not a page
+
+    def wiki_inputs(self, ctx):
+        return refs_state(ctx)
 
     def check_wiki(self, ctx):
         for info in kernel_pages_in_git(ctx):
