@@ -60,6 +60,7 @@ _MAX_HASHED = 16 * 1024 * 1024  # as MAX_PAGE_BYTES: larger files are never page
 
 
 _KEY: bytes | None = None
+_TRUSTED: dict[tuple[str, str], bool] = {}  # (key path, root) -> may that key be used there?
 KEY_BYTES = 32
 
 
@@ -102,7 +103,10 @@ def signing_key(root: Path | None = None) -> bytes | None:
     or in a place a commit could write (:func:`untrusted_place`)."""
     global _KEY
     path = key_path()
-    if untrusted_place(path, root) is not None:
+    place = (str(path), str(root))
+    if place not in _TRUSTED:
+        _TRUSTED[place] = untrusted_place(path, root) is None
+    if not _TRUSTED[place]:
         return None
     if _KEY is None:
         _KEY = _usable_key(path)

@@ -274,6 +274,17 @@ class LintContext:
             self._file_set = set(self.files)
         return rel in self._file_set or (self.root / rel).exists()
 
+    def page_fact(self, rel: str, name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, a value that a cross-file rule derives from the page ``rel`` alone,
+        kept with the page's cache entry while the page is unchanged (``name`` must hold
+        whatever configuration the value depends on; the value must be marshallable)."""
+        value = self.cache.page_memo(rel, name) if self.cache is not None else None
+        if value is None:
+            value = compute()
+            if self.cache is not None:
+                self.cache.store_page_memo(rel, name, value)
+        return value
+
     def wiki_fingerprint(self) -> str:
         """A hash of every file's path and content hash (from the cache where fresh)."""
         if self._wiki_fp is None:

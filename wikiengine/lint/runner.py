@@ -183,7 +183,6 @@ def _baselined(findings: list[Finding], ctx: LintContext, rules, scope: set[str]
 
 def _programs_fingerprint(root: Path, files: list[str]) -> str:
     """A hash of every experiments program (they carry lanes' page conventions)."""
-
     digest = hashlib.blake2b(digest_size=16)
     for rel in files:
         if rel.startswith("wiki/experiments/") and rel.endswith("/program.md"):
