@@ -240,10 +240,18 @@ class LintContext:
         return [self.info(rel) for rel in self._kind_index().get(kind, ())]
 
     def _kind_index(self) -> dict[str, list[str]]:
+        """Kind -> its files, kept in the cache while the list of files is the same."""
         if self._by_kind is None:
-            self._by_kind = {}
-            for rel in self.files:
-                self._by_kind.setdefault(kind_of(rel), []).append(rel)
+            key = None
+            if self.cache is not None and self.cache.persist:
+                key = hashlib.blake2b("\n".join(self.files).encode(), digest_size=16).hexdigest()
+                self._by_kind = self.cache.memo("kinds", key)
+            if self._by_kind is None:
+                self._by_kind = {}
+                for rel in self.files:
+                    self._by_kind.setdefault(kind_of(rel), []).append(rel)
+                if key is not None:
+                    self.cache.store_memo("kinds", key, self._by_kind)
         return self._by_kind
 
     def target_pages(self, kind: str | None = None) -> list[PageInfo]:
@@ -253,11 +261,15 @@ class LintContext:
         these rather than over :meth:`pages`: ``wiki lint PATH...`` (pre-commit) then
         parses five pages, not the whole wiki.
         """
+        return [self.info(rel) for rel in self.target_files(kind)]
+
+    def target_files(self, kind: str | None = None) -> list[str]:
+        """The paths of :meth:`target_pages` (no page is read)."""
         if kind is None:
-            return [self.info(rel) for rel in self.targets]
+            return self.targets
         if self.targets is self.files:
-            return self.pages(kind)
-        return [self.info(rel) for rel in self.targets if kind_of(rel) == kind]
+            return self._kind_index().get(kind, [])
+        return [rel for rel in self.targets if kind_of(rel) == kind]
 
     def files_under(self, prefix: str) -> list[str]:
         """The files whose path starts with ``prefix`` (``"wiki/models/"``), found by

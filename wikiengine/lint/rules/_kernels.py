@@ -52,7 +52,7 @@ def refs_state(ctx: LintContext) -> str:
     """What the git-reading KRN rules see of the repository: HEAD and every ref (one
     ``git show-ref --head``; "" when there is no kernel experiment page to check), so
     that their findings are cached until a commit or a branch moves."""
-    if not ctx.target_pages("kernel-experiment"):
+    if not ctx.target_files("kernel-experiment"):
         return ""
     cache = lint_cache(ctx, "kernel-git")
     if "refs" not in cache:

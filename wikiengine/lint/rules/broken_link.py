@@ -211,7 +211,8 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
                     by_page[row[0]].append(row[1:])
             for rel, page_rows in by_page.items():
                 ctx.cache.store_page_memo(rel, "links", page_rows)
-            ctx.cache.store_memo("link-verdicts", key, dict(judged))
+            if fresh or not reuse:
+                ctx.cache.store_memo("link-verdicts", key, dict(judged))
             ctx.cache.stats["link_pages_judged"] += len(fresh)
         memo["rows"] = sorted(rows, key=lambda row: (row[0], row[1], row[2]))
     return memo["rows"]

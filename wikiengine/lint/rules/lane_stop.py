@@ -66,11 +66,10 @@ class StopHasFinalAudit(Rule):
 
     def wiki_inputs(self, ctx):
         """The ALL-CLEAR line of every lane's ``.stop-authorized`` (a lane log's folder)."""
-        from wikiengine.lint.kinds import kind_of
         from wikiengine.model.logbook import log_tier
 
-        return repr([(rel, authorization_line(ctx, rel)) for rel in ctx.targets
-                     if kind_of(rel) == "log" and log_tier(rel) in ("lane", "family")])
+        return repr([(rel, authorization_line(ctx, rel)) for rel in ctx.target_files("log")
+                     if log_tier(rel) in ("lane", "family")])
 
     def check_wiki(self, ctx):
         for info in _lane_logs(ctx):
