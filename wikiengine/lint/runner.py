@@ -260,6 +260,8 @@ def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives:
     for missing, files in todo.items():
         page_todo = page_rules if missing is None else [r for r in page_rules if r.code in missing]
         fact_todo = fact_rules if missing is None else [r for r in fact_rules if r.code in missing]
+        for code in missing or ():
+            cache.stats[f"rerun:{code}"] += len(files)
         if workers > 1 and len(files) > POOL_THRESHOLD:
             results = _pooled(ctx, page_todo, fact_todo, files, workers)
         else:
@@ -380,6 +382,7 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
             ctx.cache.store_wiki_findings(rule.code, key, [(f.path, f.line, f.col, f.code, f.message, f.fixable, f.date,
                                                            f.subject) for f in fresh])
             ctx.cache.stats["wiki_rules_run"] += 1
+            ctx.cache.stats[f"wiki_run:{rule.code}"] = 1
             found.extend(fresh)
         else:
             ctx.cache.stats["wiki_rules_reused"] += 1
