@@ -116,13 +116,21 @@ def test_an_ignore_run_keeps_the_ignored_rules_entries(wiki):
 
 def test_b_a_page_rules_options_recompute_that_rule_only(wiki):
     run(wiki)
-    config = LintConfig(rules={"EXP002": {"sections": ["Hypothesis", "Setup"]}})
+    config = LintConfig(rules={"CON002": {"titles": ["Superseded"]}, "MOD003": {"sections": ["Variants"]}})
     changed = run(wiki, config)
     assert rendered(changed) == uncached(wiki, config)
-    assert set(reruns(changed.stats)) == {"EXP002"} and changed.stats.get("analysed", 0) == 0
-    assert wiki_runs(changed.stats) <= {"EXP002"}
+    assert reruns(changed.stats) == {"CON002": changed.files_checked, "MOD003": changed.files_checked}
+    assert changed.stats.get("analysed", 0) == 0 and wiki_runs(changed.stats) == set()
     back = run(wiki)  # the old options again: recomputed once more, the rest still reused
-    assert rendered(back) == uncached(wiki) and set(reruns(back.stats)) == {"EXP002"}
+    assert rendered(back) == uncached(wiki) and set(reruns(back.stats)) == {"CON002", "MOD003"}
+
+
+def test_b_a_shared_option_recomputes_every_rule(wiki):
+    run(wiki)
+    config = LintConfig(rules={"EXP002": {"sections": ["Hypothesis", "Setup"]}})  # EXP004 reads it too
+    changed = run(wiki, config)
+    assert rendered(changed) == uncached(wiki, config)
+    assert {"EXP002", "EXP004", "LNK001", "WK001"} <= set(reruns(changed.stats))
 
 
 def test_b_a_cross_file_rules_options_recompute_that_rule_only(wiki):

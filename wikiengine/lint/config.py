@@ -120,10 +120,11 @@ def check_selectors(selectors: list[str], known: list[str], what: str, where: Pa
             raise WikiError(f"{what} names no rule: {wanted!r}", where)
 
 
-# Options of one rule that other rules read too (the id pattern of experiment files, the
+# Options of one rule that other rules read too (the id pattern of experiment files, their
+# required sections, the
 # lane logs' split date, the workload prefix): part of every rule's fingerprint.
 # tests/test_cache_rules.py runs each rule alone and fails on a read not listed here.
-SHARED_OPTIONS = (("EXP001", "id-pattern"), ("LOG003", "split-date"), ("WKL001", "user-prefix"))
+SHARED_OPTIONS = (("EXP001", "id-pattern"), ("EXP002", "sections"), ("LOG003", "split-date"), ("WKL001", "user-prefix"))
 
 # Every rule takes ``since``; a rule declares its own options in ``Rule.options``.
 COMMON_RULE_OPTIONS = {"since": Option("date")}
