@@ -60,7 +60,8 @@ _MAX_HASHED = 16 * 1024 * 1024  # as MAX_PAGE_BYTES: larger files are never page
 
 
 _KEY: bytes | None = None
-_TRUSTED: dict[tuple[str, str], bool] = {}  # (key path, root) -> may that key be used there?
+_TRUSTED: dict[tuple[str, str], bool] = {}
+_UNSEEN = object()  # (key path, root) -> may that key be used there?
 KEY_BYTES = 32
 
 
@@ -174,6 +175,7 @@ class LintCache:
         self._dirty_shards: set[int] = set()
         self._missing: dict[frozenset, frozenset] = {}
         self._root_str = str(root)
+        self._root_slash = os.path.join(self._root_str, "")
 
     @property
     def directory(self) -> Path:
@@ -215,19 +217,20 @@ class LintCache:
 
     def fresh(self, rel: str) -> dict | None:
         """The entry of ``rel`` if it still describes the file on disk, else None."""
-        if rel in self._fresh:
-            return self._fresh[rel]
+        result = self._fresh.get(rel, _UNSEEN)
+        if result is not _UNSEEN:
+            return result
         entry = self.entries.get(rel)
         result = None
         if entry is not None:
-            path = os.path.join(self._root_str, rel)
+            path = self._root_slash + rel
             try:
                 st = os.lstat(path)  # a page replaced by a symlink is never fresh: read again, and judged
             except OSError:
                 st = None
             if st is not None and entry.get("key") and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_PAGE_BYTES:
-                key = stat_key(st)
-                if tuple(entry["key"]) == key and key[0] < self.written_ns - _RACY_NS:
+                key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                if entry["key"] == key and key[0] < self.written_ns - _RACY_NS:
                     result = entry
                 else:
                     try:
@@ -243,12 +246,12 @@ class LintCache:
 
     def sha(self, rel: str) -> str | None:
         """The content hash of ``rel`` (from a fresh entry, else by reading the file)."""
-        from wikiengine.core.errors import WikiError
-        from wikiengine.lint.context import read_page_bytes
-
         entry = self.fresh(rel)
         if entry is not None:
             return entry["sha"]
+        from wikiengine.core.errors import WikiError
+        from wikiengine.lint.context import read_page_bytes
+
         try:
             return content_hash(read_page_bytes(os.path.join(self._root_str, rel), rel)[0])
         except WikiError:

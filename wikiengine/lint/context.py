@@ -242,16 +242,19 @@ class LintContext:
     def _kind_index(self) -> dict[str, list[str]]:
         """Kind -> its files, kept in the cache while the list of files is the same."""
         if self._by_kind is None:
-            key = None
+            key, files = None, self.files
             if self.cache is not None and self.cache.persist:
-                key = hashlib.blake2b("\n".join(self.files).encode(), digest_size=16).hexdigest()
-                self._by_kind = self.cache.memo("kinds", key)
+                key = hashlib.blake2b("\n".join(files).encode(), digest_size=16).hexdigest()
+                held = self.cache.memo("kinds", key)  # kind -> positions in the file list
+                if held is not None:
+                    self._by_kind = {kind: [files[i] for i in positions] for kind, positions in held.items()}
             if self._by_kind is None:
-                self._by_kind = {}
-                for rel in self.files:
-                    self._by_kind.setdefault(kind_of(rel), []).append(rel)
+                positions: dict[str, list[int]] = {}
+                for i, rel in enumerate(files):
+                    positions.setdefault(kind_of(rel), []).append(i)
+                self._by_kind = {kind: [files[i] for i in found] for kind, found in positions.items()}
                 if key is not None:
-                    self.cache.store_memo("kinds", key, self._by_kind)
+                    self.cache.store_memo("kinds", key, positions)
         return self._by_kind
 
     def target_pages(self, kind: str | None = None) -> list[PageInfo]:
@@ -300,11 +303,9 @@ class LintContext:
     def wiki_fingerprint(self) -> str:
         """A hash of every file's path and content hash (from the cache where fresh)."""
         if self._wiki_fp is None:
-            digest = hashlib.blake2b(digest_size=16)
-            for rel in self.files:
-                digest.update(rel.encode())
-                digest.update((self.cache.sha(rel) or "-").encode())
-            self._wiki_fp = digest.hexdigest()
+            sha = self.cache.sha
+            listing = "\n".join(f"{rel}\0{sha(rel) or '-'}" for rel in self.files)
+            self._wiki_fp = hashlib.blake2b(listing.encode(), digest_size=16).hexdigest()
         return self._wiki_fp
 
     def wiki_memo(self, name: str, compute: Callable[[], Any], inputs: str = "") -> Any:
