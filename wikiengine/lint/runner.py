@@ -249,12 +249,13 @@ def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives:
     codes = {r.code for r in page_rules}
     unreadable = set()
     todo: dict[frozenset, list[str]] = {}  # the rules to run -> the files to run them on
+    fresh, missing_of = cache.fresh, cache.missing
     for rel in ctx.targets:
-        entry = cache.fresh(rel)
-        missing = None if entry is None else cache.missing(entry, wanted)
+        entry = fresh(rel)
+        missing = None if entry is None else missing_of(entry, wanted)
         if missing is None or missing:
             todo.setdefault(missing, []).append(rel)
-        else:
+        elif entry["findings"] or entry["supp"] or entry["error"]:  # most pages: nothing to collect
             _collect_entry(rel, entry, codes, findings, directives, unreadable)
     workers = WORKERS if jobs is None else max(1, jobs)
     for missing, files in todo.items():

@@ -181,6 +181,11 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
         whole = ctx.cache is not None and ctx.cache.persist and ctx.targets is ctx.files
         key = repr((judge.artifacts, judge.checkouts))
         reuse = whole and _verdicts_hold(ctx, judge, key)
+        if reuse:
+            every = ctx.cache.memo("link-rows", f"{key}:{ctx.wiki_fingerprint()}")
+            if every is not None:  # no page changed either: the whole wiki's rows as they were
+                memo["rows"] = [tuple(row) for row in every]
+                return memo["rows"]
         judged = judge.verdicts
         pending, fresh = [], []
         rows = []
@@ -215,6 +220,8 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
                 ctx.cache.store_memo("link-verdicts", key, dict(judged))
             ctx.cache.stats["link_pages_judged"] += len(fresh)
         memo["rows"] = sorted(rows, key=lambda row: (row[0], row[1], row[2]))
+        if whole and (fresh or ctx.cache.memo("link-rows", f"{key}:{ctx.wiki_fingerprint()}") is None):
+            ctx.cache.store_memo("link-rows", f"{key}:{ctx.wiki_fingerprint()}", memo["rows"])
     return memo["rows"]
 
 
