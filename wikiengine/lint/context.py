@@ -304,8 +304,11 @@ class LintContext:
         """A hash of every file's path and content hash (from the cache where fresh)."""
         if self._wiki_fp is None:
             sha = self.cache.sha
-            listing = "\n".join(f"{rel}\0{sha(rel) or '-'}" for rel in self.files)
-            self._wiki_fp = hashlib.blake2b(listing.encode(), digest_size=16).hexdigest()
+            digest = hashlib.blake2b(digest_size=16)
+            digest.update("\0".join(self.files).encode())
+            # each hash is 32 hex digits, or "-" for an unreadable file: the run of them reads back one way
+            digest.update("".join([sha(rel) or "-" for rel in self.files]).encode())
+            self._wiki_fp = digest.hexdigest()
         return self._wiki_fp
 
     def wiki_memo(self, name: str, compute: Callable[[], Any], inputs: str = "") -> Any:

@@ -163,8 +163,10 @@ class TrackedTree:
         entries = done.stdout.decode("utf-8", errors="surrogateescape").split("\0")
         gitlinks = {entry.partition("\t")[2]: entry.split(" ", 2)[1] for entry in entries if entry.startswith("160000")}
         paths = [entry.partition("\t")[2] for entry in entries if entry]
-        files = frozenset(paths).difference(gitlinks)
-        return cls(files, gitlinks, sorted(files))
+        if gitlinks:
+            paths = [path for path in paths if path not in gitlinks]
+        unique = list(dict.fromkeys(paths))  # a conflicted path is listed once per stage; git's order kept
+        return cls(frozenset(unique), gitlinks, sorted(unique))  # sorted already: a linear pass
 
     def has_directory(self, rel: str) -> bool:
         """Is some tracked file under the directory ``rel``?"""
