@@ -133,7 +133,7 @@ def sign(data: bytes, root: Path | None = None) -> bytes | None:
     return hashlib.blake2b(data, key=key, digest_size=32).digest() + data
 
 
-def verified(blob: bytes, root: Path | None = None) -> bytes | None:
+def verified(blob: bytes | memoryview, root: Path | None = None) -> bytes | memoryview | None:
     """The data of a signed blob, or None when the tag does not match (or no trusted key)."""
     key = signing_key(root)
     if key is None or len(blob) < 32:
@@ -208,7 +208,7 @@ class LintCache:
         try:
             # a committed cache may be a pipe, /dev/zero or a link out: read the one safe way, never trusted
             blob = read_regular(path, limit=LIMITS["cache"], within=self.root)[0]
-            raw = verified(blob, self.root)
+            raw = verified(memoryview(blob), self.root)  # a view: no second copy of a 10 MB index
             data = _loads(raw) if raw is not None else None
         except (PageError, OSError, EOFError, ValueError, TypeError):
             return None
