@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import marshal
+import os
 import shutil
 from pathlib import Path
 
@@ -250,6 +251,11 @@ def test_e_a_tampered_or_unsigned_shard_is_ignored(wiki):
     shard.write_bytes(marshal.dumps({"format": 4, "records": {page: ["x", None, {}]}}))
     unsigned = run(wiki, config, [page])
     assert rendered(unsigned) == want and unsigned.stats.get("shards_read", 0) == 0
+    # a pipe where the shard was (a commit cannot make one, a hostile local process can): never opened
+    shard.unlink()
+    os.mkfifo(shard)
+    piped = run(wiki, config, [page])
+    assert rendered(piped) == want and piped.stats.get("shards_read", 0) == 0
 
 
 # --- findings identical, cold and warm, over a sequence of edits and selections -----------
