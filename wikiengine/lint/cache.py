@@ -273,11 +273,14 @@ class LintCache:
     def store(self, rel: str, entry: dict, record: list) -> None:
         """Record a newly analysed file: its index ``entry`` (with ``rules``, the rule set its
         findings come from) and its shard ``record`` ``[sha, frontmatter blob, facts]``."""
+        self._put_entry(rel, entry, record)
+        self.stats["analysed"] += 1
+
+    def _put_entry(self, rel: str, entry: dict, record: list) -> None:
         self.entries[rel] = entry
         self._fresh[rel] = entry
         self._put_record(rel, record)
         self.dirty = True
-        self.stats["analysed"] += 1
 
     def merge(self, rel: str, entry: dict, record: list) -> dict:
         """Add the findings and facts of rules run anew on an unchanged file to what it holds."""
@@ -287,6 +290,8 @@ class LintCache:
         kept = {item.split(":", 1)[0] for item in keep}
         old["findings"] = [row for row in old["findings"] if row[2] in kept] + entry["findings"]
         old["rules"] = keep | entry["rules"]
+        for name in ("error", "supp", "date"):  # the same bytes, read anew (a page first parsed for a cross-file rule had none)
+            old[name] = entry[name]
         prior = self.record(rel)
         if prior is not None:
             record[2] = {**_record_facts(prior), **record[2]}
@@ -310,8 +315,7 @@ class LintCache:
         sha = content_hash(data)
         entry = {"key": stat_key(st), "sha": sha, "error": (error.message, error.line or 1) if error is not None else None,
                  "findings": [], "supp": None, "rules": frozenset()}
-        self.store(info.rel, entry, [sha, marshal_or_none(page.frontmatter) if page is not None else None, {}])
-        self.stats["analysed"] -= 1  # parsed for a cross-file rule, not analysed
+        self._put_entry(info.rel, entry, [sha, marshal_or_none(page.frontmatter) if page is not None else None, {}])
 
     # --- shards ------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ The run, in order:
 3. **Cross-file rules** (``check_wiki``), with the whole wiki in view; in a whole-wiki
    run each rule's findings are cached by its fingerprint, the hash of every page and
    what else it declares it reads (:meth:`~wikiengine.lint.rule.Rule.wiki_inputs`), so
-   an unchanged wiki skips them. Their findings
-   are kept for the targets and for files deleted since the base revision.
+   an unchanged wiki skips them. Their findings are kept for the targets and for files
+   deleted since the base revision.
 4. **Filters**, as ruff applies them: per-file ignores, ``since`` grandfathering, inline
    suppressions (unused ones become WK100), then the baseline (stale entries become WK101).
 """
