@@ -296,3 +296,50 @@ def test_every_step_of_an_edit_and_select_sequence_matches_an_uncached_run(wiki)
         if change is not None:
             change()
         assert rendered(run(wiki, config)) == uncached(wiki, config), f"step {number}"
+
+
+# --- what a cross-file rule declares it reads ---------------------------------------------
+
+
+def test_krn005_is_cached_by_the_receipts_it_reads_and_never_waits_on_a_pipe(tmp_path):
+    root = build("KRN005", tmp_path / "wiki")
+    config = LintConfig(select=["KRN005"])
+    first = run(root, config)
+    assert rendered(first) == uncached(root, config) and wiki_runs(first.stats) == {"KRN005"}
+    assert wiki_runs(run(root, config).stats) == set()  # nothing changed: reused
+    receipts = root / "wiki/kernel_experiments/layernorm/pallas/receipts"
+    (receipts / "v002-cand2-full.json").write_bytes((receipts / "v001-cand2-full.json").read_bytes())
+    appeared = run(root, config)  # a cited receipt appeared (no page changed): the rule runs again
+    assert wiki_runs(appeared.stats) == {"KRN005"} and rendered(appeared) == uncached(root, config)
+    (receipts / "v002-cand2-full.json").unlink()
+    os.mkfifo(receipts / "v002-cand2-full.json")
+    piped = run(root, config)
+    assert wiki_runs(piped.stats) == {"KRN005"} and rendered(piped) == uncached(root, config)
+
+
+def test_krn003_is_cached_until_a_branch_moves(tmp_path):
+    from tests.rules_wiki import git
+
+    root = build("KRN003", tmp_path / "wiki")
+    config = LintConfig(select=["KRN003"])
+    assert wiki_runs(run(root, config).stats) == {"KRN003"}
+    assert wiki_runs(run(root, config).stats) == set()
+    git(root, "checkout", "-q", "kernel/layernorm-v002")
+    for n in (2, 3):
+        git(root, "commit", "-q", "--allow-empty", "-m", f"cand{n}(layernorm v002): more rows")
+    git(root, "checkout", "-q", "main")
+    moved = run(root, config)  # no page changed; the branch has its candidates now
+    assert wiki_runs(moved.stats) == {"KRN003"} and rendered(moved) == uncached(root, config)
+    assert not any("v002" in line for line in rendered(moved))
+
+
+def test_run003_is_cached_until_a_stop_authorization_changes(tmp_path):
+    root = build("RUN003", tmp_path / "wiki")
+    config = LintConfig(select=["RUN003"])
+    assert wiki_runs(run(root, config).stats) == {"RUN003"}
+    assert wiki_runs(run(root, config).stats) == set()
+    record = root / "wiki/experiments/qwen3_autoresearch_optimization/torchax/.stop-authorized"
+    record.write_text("ALL-CLEAR qwen3/torchax session 2 wiki=1a2b3c4d code=5e6f7a8b\n", encoding="utf-8")
+    changed = run(root, config)
+    assert wiki_runs(changed.stats) == {"RUN003"} and rendered(changed) == uncached(root, config)
+    assert not any("torchax" in line for line in rendered(changed))

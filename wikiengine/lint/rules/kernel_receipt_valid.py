@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
+import stat
 
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._kernels import frontmatter_line, verdict_line
@@ -46,11 +48,7 @@ class ReceiptValid(Rule):
         """The content of every receipt a page cites (where to look is cached with the pages)."""
         digest = hashlib.blake2b(digest_size=16)
         for path in ctx.wiki_memo("KRN005-receipts", lambda: self._receipt_paths(ctx)):
-            try:
-                with open(ctx.root / path, "rb") as handle:
-                    digest.update(path.encode() + b"\0" + handle.read() + b"\0")
-            except OSError as exc:
-                digest.update(f"{path}\0{exc.errno}\0".encode())
+            digest.update(path.encode() + b"\0" + _contents(ctx.root / path) + b"\0")
         return digest.hexdigest()
 
     def _receipt_paths(self, ctx) -> list[str]:
@@ -103,3 +101,16 @@ def _candidates(info, facts) -> list[str]:
         return []
     cited = cited.strip()
     return [posixpath.normpath(posixpath.join(posixpath.dirname(info.rel), cited)), cited.lstrip("/")]
+
+
+def _contents(path) -> bytes:
+    """The bytes of a regular file (symlinks followed, as the rule reads it), else why not:
+    a pipe is never waited on (opened non-blocking, then found not to be a file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"error {exc.errno}".encode()
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b"not a file"
+        return b"file " + handle.read()
