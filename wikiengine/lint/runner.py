@@ -268,8 +268,9 @@ def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives:
         else:
             keep = len(files) <= ctx.KEPT_BODIES  # else later rules read bodies from disk, frontmatter from the cache
             results = (analyse_file(ctx, rel, page_todo, fact_todo, keep=keep) for rel in files)
+        ran = cache.wanted([r.code for r in page_todo] + [r.code for r in fact_todo])  # one set, shared by the entries
         for rel, (entry, record) in results:
-            entry["rules"] = cache.wanted([r.code for r in page_todo] + [r.code for r in fact_todo])
+            entry["rules"] = ran
             if missing is None:
                 cache.store(rel, entry, record)
             else:
