@@ -324,6 +324,11 @@ def test_krn003_is_cached_until_a_branch_moves(tmp_path):
     config = LintConfig(select=["KRN003"])
     assert wiki_runs(run(root, config).stats) == {"KRN003"}
     assert wiki_runs(run(root, config).stats) == set()
+    (root / "wiki" / "notes").mkdir(parents=True, exist_ok=True)
+    (root / "wiki" / "notes" / "elsewhere.md").write_text("# elsewhere\n", encoding="utf-8")
+    elsewhere = run(root, config)  # another page: the rule runs, each kernel page's answer is reused (no git log)
+    assert wiki_runs(elsewhere.stats) == {"KRN003"} and elsewhere.stats.get("page_facts_reused", 0) >= 2
+    assert rendered(elsewhere) == uncached(root, config)
     git(root, "checkout", "-q", "kernel/layernorm-v002")
     for n in (2, 3):
         git(root, "commit", "-q", "--allow-empty", "-m", f"cand{n}(layernorm v002): more rows")

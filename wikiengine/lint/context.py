@@ -289,15 +289,18 @@ class LintContext:
             self._file_set = set(self.files)
         return rel in self._file_set or (self.root / rel).exists()
 
-    def page_fact(self, rel: str, name: str, compute: Callable[[], Any]) -> Any:
-        """``compute()``, a value that a cross-file rule derives from the page ``rel`` alone,
-        kept with the page's cache entry while the page is unchanged (``name`` must hold
-        whatever configuration the value depends on; the value must be marshallable)."""
-        value = self.cache.page_memo(rel, name) if self.cache is not None else None
-        if value is None:
-            value = compute()
-            if self.cache is not None:
-                self.cache.store_page_memo(rel, name, value)
+    def page_fact(self, rel: str, name: str, compute: Callable[[], Any], key: str = "") -> Any:
+        """``compute()``, a value that a cross-file rule derives from the page ``rel`` (and
+        from what ``key`` fingerprints: the git refs, say), kept with the page's cache entry
+        while the page and ``key`` are unchanged. ``name`` must hold whatever configuration
+        the value depends on; the value must be marshallable."""
+        held = self.cache.page_memo(rel, name) if self.cache is not None else None
+        if held is not None and held[0] == key:
+            self.cache.stats["page_facts_reused"] += 1
+            return held[1]
+        value = compute()
+        if self.cache is not None:
+            self.cache.store_page_memo(rel, name, [key, value])
         return value
 
     def wiki_fingerprint(self) -> str:
