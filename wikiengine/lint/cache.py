@@ -193,10 +193,13 @@ class LintCache:
         cache = cls(root, fingerprint, persist)
         data = cache._load(cache.directory / CACHE_FILE) if persist else None
         if data is not None:
-            rulesets = [frozenset(codes) for codes in data.get("rulesets", ())]
-            entries = data.get("files", {})
-            for entry in entries.values():
-                entry["rules"] = rulesets[entry["rules"]]
+            try:
+                rulesets = [frozenset(codes) for codes in data.get("rulesets", ())]
+                entries = data.get("files", {})
+                for entry in entries.values():
+                    entry["rules"] = rulesets[entry["rules"]]
+            except (IndexError, KeyError, TypeError, AttributeError):  # not this engine's shape after all: cold
+                return cache
             cache.entries = entries
             cache.wiki = data.get("wiki", {})
             cache.memos = data.get("memos", {})
@@ -302,7 +305,7 @@ class LintCache:
 
     def record_page(self, info) -> None:
         """Remember the frontmatter (or read error) of a page parsed outside the per-file pass
-        (no rule has run on it: its entry is analysed in full by the next run that lints it)."""
+        (no rule has run on it: the next run that lints it runs every rule on it)."""
         from wikiengine.core.errors import WikiError
         from wikiengine.lint.context import read_page_bytes
 
