@@ -1,49 +1,68 @@
-"""The lint cache under ``.wiki_cache/``, like ruff's: per file, the content hash, the
-page rules' findings, the frontmatter (marshalled again inside the entry, so that only
-the pages a rule asks about are decoded), the read error, the suppression comments and
-the facts that cross-file rules collect (marshalled inside the entry as well: a
-pre-commit run decodes the links of its five pages, not those of thousands of generated
-ones); per wiki, the cross-file findings keyed by the hash of every page. A warm run
-over an unchanged wiki parses nothing.
+"""The lint cache under ``.wiki_cache/``, like ruff's, split so that a run reads only
+what it needs.
+
+- **The index** (``lint.marshal``): per file, the content hash and stat key, the read
+  error, the suppression comments, the page rules' findings and the *rule set* they
+  were computed with (each rule's code and :func:`rule fingerprint
+  <wikiengine.lint.config.LintConfig.rule_fingerprint>`: the configuration it reads);
+  per cross-file rule, its findings keyed by what it read; small per-rule memos (the
+  link verdicts). A warm run over an unchanged wiki reads the index only.
+- **Shards** (``lint/NN.marshal``, by a hash of the path): per file, the frontmatter and
+  the facts that cross-file rules collect, each fact keyed by its rule's fingerprint.
+  Read only when a rule asks about a page: a pre-commit run over five pages opens at
+  most five shards, never the whole cache.
+
+Entries are kept per rule, so a ``--select`` run, an ``--ignore`` or one rule's changed
+options recompute only the rules concerned and keep the others' entries: a rule
+missing from a file's rule set is run on that file alone. Only a change of the engine
+(its source and schemas) or of an experiments program drops everything.
 
 A file is fresh when its ``(mtime_ns, size, inode)`` matches and it was last modified
 well before the cache was written (git's "racy" rule: a file changed within the same
 clock tick as the cache write is re-hashed); otherwise its bytes are hashed and compared.
-The whole cache is dropped when the engine (its source and schemas) or the
-configuration changes. It is one ``marshal`` file: plain dicts, lists and strings load
-about ten times faster than through pickle or JSON.
+A shard record is used only when its content hash is the index's: two runs writing at
+once (each write is atomic) can only lose work, never mix one file's results with
+another's. ``marshal`` holds plain dicts, lists and strings and loads about ten times
+faster than pickle or JSON.
 
-A cache is signed with a key kept outside the repository (in the user's cache
-directory): ``marshal`` data must never come from a commit, so a ``.wiki_cache/`` that
-someone committed (or an agent was talked into writing) is ignored rather than loaded.
-A key inside the repository or any git work tree is never used (a commit could plant
-it with the cache), nor one that is not a private file of the user: then nothing is
-cached. The cache holds data only; no code is ever loaded from it.
+Every file of the cache is signed with a key kept outside the repository (in the
+user's cache directory): ``marshal`` data must never come from a commit, so a
+``.wiki_cache/`` that someone committed (or an agent was talked into writing) is
+ignored rather than loaded, file by file. A key inside the repository or any git work
+tree is never used (a commit could plant it with the cache), nor one that is not a
+private file of the user: then nothing is cached. The cache holds data only; no code
+is ever loaded from it.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import hmac
 import marshal
 import os
 import stat
 import time
+import zlib
+from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from wikiengine.core.atomic import atomic_write_bytes
 from wikiengine.core.errors import PageError
 from wikiengine.core.safe_read import LIMITS, MAX_PAGE_BYTES, read_regular
 
 CACHE_DIR = ".wiki_cache"
-CACHE_FILE = "lint.marshal"
+CACHE_FILE = "lint.marshal"  # the index
+SHARD_DIR = "lint"  # the shards: lint/NN.marshal
+SHARDS = 64
 _RACY_NS = 2_000_000_000
-_FORMAT = 3
+_FORMAT = 4
 _MAX_HASHED = 16 * 1024 * 1024  # as MAX_PAGE_BYTES: larger files are never pages
 
 
 _KEY: bytes | None = None
+_TRUSTED: dict[tuple[str, str], bool] = {}
+_UNSEEN = object()  # (key path, root) -> may that key be used there?
 KEY_BYTES = 32
 
 
@@ -86,7 +105,10 @@ def signing_key(root: Path | None = None) -> bytes | None:
     or in a place a commit could write (:func:`untrusted_place`)."""
     global _KEY
     path = key_path()
-    if untrusted_place(path, root) is not None:
+    place = (str(path), str(root))
+    if place not in _TRUSTED:
+        _TRUSTED[place] = untrusted_place(path, root) is None
+    if not _TRUSTED[place]:
         return None
     if _KEY is None:
         _KEY = _usable_key(path)
@@ -111,7 +133,7 @@ def sign(data: bytes, root: Path | None = None) -> bytes | None:
     return hashlib.blake2b(data, key=key, digest_size=32).digest() + data
 
 
-def verified(blob: bytes, root: Path | None = None) -> bytes | None:
+def verified(blob: bytes | memoryview, root: Path | None = None) -> bytes | memoryview | None:
     """The data of a signed blob, or None when the tag does not match (or no trusted key)."""
     key = signing_key(root)
     if key is None or len(blob) < 32:
@@ -131,58 +153,88 @@ def stat_key(st: os.stat_result) -> tuple[int, int, int]:
 
 
 class LintCache:
-    """Per-file entries (``dict``) keyed by posix path; ``persist=False`` keeps it in memory."""
+    """The index in memory, the shards read on demand; ``persist=False`` keeps it in memory only.
+
+    ``rule_fps`` (code -> fingerprint, set by the runner) keys each rule's findings and
+    facts; ``stats`` counts what the run had to do (files analysed, shards read, cross-file
+    rules reused), so that tests and benchmarks can tell reuse from recomputation.
+    """
 
     def __init__(self, root: Path, fingerprint: str, persist: bool = True):
         self.root = root
         self.fingerprint = fingerprint
         self.persist = persist
         self.entries: dict[str, dict] = {}
-        self.wiki: dict[str, Any] = {}
+        self.wiki: dict[str, list] = {}  # cross-file rule code -> [key, rows]
+        self.memos: dict[str, list] = {}  # name -> [key, value]
+        self.rule_fps: dict[str, str] = {}
         self.written_ns = 0
-        self._fresh: dict[str, dict | None] = {}
         self.dirty = False
-        self.stored = 0  # entries analysed anew this run
+        self.stats: Counter = Counter()
+        self._fresh: dict[str, dict | None] = {}
+        self._shards: dict[int, dict[str, list]] = {}
+        self._dirty_shards: set[int] = set()
+        self._missing: dict[frozenset, frozenset] = {}
         self._root_str = str(root)
+        self._root_slash = os.path.join(self._root_str, "")
 
     @property
     def directory(self) -> Path:
         return self.root / CACHE_DIR
 
+    @property
+    def stored(self) -> int:
+        """Files analysed anew (wholly or for some rules) this run."""
+        return self.stats["analysed"] + self.stats["reanalysed"]
+
     @classmethod
     def open(cls, root: Path, fingerprint: str, persist: bool = True) -> LintCache:
-        """Load the cache of ``root`` if it was written by this engine and configuration."""
+        """Load the index of ``root`` if this engine wrote it (the shards wait until asked for)."""
         cache = cls(root, fingerprint, persist)
-        if not persist:
-            return cache
-        try:
-            # a committed cache may be a pipe, /dev/zero or a link out: read the one safe way, never trusted
-            blob = read_regular(cache.directory / CACHE_FILE, limit=LIMITS["cache"], within=root)[0]
-            raw = verified(blob, root)
-            data = marshal.loads(raw) if raw is not None else None
-        except (PageError, OSError, EOFError, ValueError, TypeError):
-            return cache
-        if isinstance(data, dict) and data.get("format") == _FORMAT and data.get("fingerprint") == fingerprint:
-            cache.entries = data.get("files", {})
+        data = cache._load(cache.directory / CACHE_FILE) if persist else None
+        if data is not None:
+            try:
+                rulesets = [frozenset(codes) for codes in data.get("rulesets", ())]
+                entries = data.get("files", {})
+                for entry in entries.values():
+                    entry["rules"] = rulesets[entry["rules"]]
+            except (IndexError, KeyError, TypeError, AttributeError):  # not this engine's shape after all: cold
+                return cache
+            cache.entries = entries
             cache.wiki = data.get("wiki", {})
+            cache.memos = data.get("memos", {})
             cache.written_ns = data.get("written_ns", 0)
         return cache
 
+    def _load(self, path: Path) -> dict | None:
+        """The payload of a cache file this engine signed, else None (never trusted unsigned)."""
+        try:
+            # a committed cache may be a pipe, /dev/zero or a link out: read the one safe way, never trusted
+            blob = read_regular(path, limit=LIMITS["cache"], within=self.root)[0]
+            raw = verified(memoryview(blob), self.root)  # a view: no second copy of a 10 MB index
+            data = _loads(raw) if raw is not None else None
+        except (PageError, OSError, EOFError, ValueError, TypeError):
+            return None
+        if isinstance(data, dict) and data.get("format") == _FORMAT and data.get("fingerprint") == self.fingerprint:
+            return data
+        return None
+
     def fresh(self, rel: str) -> dict | None:
         """The entry of ``rel`` if it still describes the file on disk, else None."""
-        if rel in self._fresh:
-            return self._fresh[rel]
+        result = self._fresh.get(rel, _UNSEEN)
+        if result is not _UNSEEN:
+            return result
         entry = self.entries.get(rel)
         result = None
         if entry is not None:
-            path = os.path.join(self._root_str, rel)
+            path = self._root_slash + rel
             try:
                 st = os.lstat(path)  # a page replaced by a symlink is never fresh: read again, and judged
             except OSError:
                 st = None
             if st is not None and entry.get("key") and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_PAGE_BYTES:
-                key = stat_key(st)
-                if tuple(entry["key"]) == key and key[0] < self.written_ns - _RACY_NS:
+                key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                if entry["key"] == key and key[0] < self.written_ns - _RACY_NS:
                     result = entry
                 else:
                     try:
@@ -198,26 +250,62 @@ class LintCache:
 
     def sha(self, rel: str) -> str | None:
         """The content hash of ``rel`` (from a fresh entry, else by reading the file)."""
-        from wikiengine.core.errors import WikiError
-        from wikiengine.lint.context import read_page_bytes
-
         entry = self.fresh(rel)
         if entry is not None:
             return entry["sha"]
+        from wikiengine.core.errors import WikiError
+        from wikiengine.lint.context import read_page_bytes
+
         try:
             return content_hash(read_page_bytes(os.path.join(self._root_str, rel), rel)[0])
         except WikiError:
             return None
 
-    def store(self, rel: str, entry: dict) -> None:
-        """Record a newly analysed file (the entry is fresh for the rest of this run)."""
+    def wanted(self, codes) -> frozenset:
+        """The rule set (``CODE:fingerprint`` strings) of the rules ``codes``."""
+        return frozenset(f"{code}:{self.rule_fps.get(code, '')}" for code in codes)
+
+    def missing(self, entry: dict, wanted: frozenset) -> frozenset:
+        """The codes of ``wanted`` that the entry's findings were not computed with."""
+        have = entry["rules"]
+        gone = self._missing.get(have)
+        if gone is None:
+            gone = self._missing[have] = frozenset(item.split(":", 1)[0] for item in wanted - have)
+        return gone
+
+    def store(self, rel: str, entry: dict, record: list) -> None:
+        """Record a newly analysed file: its index ``entry`` (with ``rules``, the rule set its
+        findings come from) and its shard ``record`` ``[sha, frontmatter blob, facts]``."""
+        self._put_entry(rel, entry, record)
+        self.stats["analysed"] += 1
+
+    def _put_entry(self, rel: str, entry: dict, record: list) -> None:
         self.entries[rel] = entry
         self._fresh[rel] = entry
+        self._put_record(rel, record)
         self.dirty = True
-        self.stored += 1
+
+    def merge(self, rel: str, entry: dict, record: list) -> dict:
+        """Add the findings and facts of rules run anew on an unchanged file to what it holds."""
+        old = self.entries[rel]
+        redone = {item.split(":", 1)[0] for item in entry["rules"]}
+        keep = frozenset(item for item in old["rules"] if item.split(":", 1)[0] not in redone)
+        kept = {item.split(":", 1)[0] for item in keep}
+        old["findings"] = [row for row in old["findings"] if row[2] in kept] + entry["findings"]
+        old["rules"] = keep | entry["rules"]
+        for name in ("error", "supp", "date"):  # the same bytes, read anew (a page first parsed for a cross-file rule had none)
+            old[name] = entry[name]
+        prior = self.record(rel)
+        if prior is not None:
+            record[2] = {**_record_facts(prior), **record[2]}
+        self._put_record(rel, record)
+        self.dirty = True
+        self.stats["reanalysed"] += 1
+        return old
 
     def record_page(self, info) -> None:
-        """Remember the frontmatter (or read error) of a page parsed outside the per-file pass."""
+        """Remember the frontmatter (or read error) of a page parsed outside the per-file pass
+        (no rule has run on it: the next run that lints it runs every rule on it)."""
         from wikiengine.core.errors import WikiError
         from wikiengine.lint.context import read_page_bytes
 
@@ -227,97 +315,176 @@ class LintCache:
             return
         error = info.error
         page = info.page
-        entry = {
-            "key": stat_key(st),
-            "sha": content_hash(data),
-            "fm": _marshal_or_none(page.frontmatter) if page is not None else None,
-            "error": (error.message, error.line or 1) if error is not None else None,
-            "findings": None,
-            "facts": {},
-            "supp": None,
-        }
-        self.store(info.rel, entry)
+        sha = content_hash(data)
+        entry = {"key": stat_key(st), "sha": sha, "error": (error.message, error.line or 1) if error is not None else None,
+                 "findings": [], "supp": None, "rules": frozenset()}
+        self._put_entry(info.rel, entry, [sha, marshal_or_none(page.frontmatter) if page is not None else None, {}])
+
+    # --- shards ------------------------------------------------------------------------
+
+    def _shard(self, number: int) -> dict[str, list]:
+        shard = self._shards.get(number)
+        if shard is None:
+            data = self._load(self._shard_path(number)) if self.persist else None
+            shard = self._shards[number] = data.get("records", {}) if data is not None else {}
+            self.stats["shards_read"] += data is not None
+        return shard
+
+    def _shard_path(self, number: int) -> Path:
+        return self.directory / SHARD_DIR / f"{number:02d}.marshal"
+
+    def _put_record(self, rel: str, record: list) -> None:
+        number = shard_of(rel)
+        self._shard(number)[rel] = record
+        self._dirty_shards.add(number)
+
+    def record(self, rel: str) -> list | None:
+        """The shard record ``[sha, frontmatter blob, facts]`` of a fresh file, else None."""
+        entry = self.fresh(rel)
+        if entry is None:
+            return None
+        record = self._shard(shard_of(rel)).get(rel)
+        return record if record is not None and record[0] == entry["sha"] else None
+
+    def frontmatter_blob(self, rel: str) -> bytes | None:
+        record = self.record(rel)
+        return record[1] if record is not None else None
 
     def facts(self, code: str, rel: str):
         """``(known, value)``: what rule ``code`` collected from ``rel``, if the cache knows."""
-        entry = self.fresh(rel)
-        facts = _entry_facts(entry) if entry is not None else {}
-        return (code in facts, facts.get(code))
+        record = self.record(rel)
+        held = _record_facts(record).get(code) if record is not None else None
+        if held is None or held[0] != self.rule_fps.get(code, ""):
+            return (False, None)
+        return (True, held[1])
 
     def record_facts(self, code: str, rel: str, value) -> None:
-        entry = self.fresh(rel)
-        if entry is not None:
-            _entry_facts(entry)[code] = value
+        record = self.record(rel)
+        if record is not None:
+            _record_facts(record)[code] = [self.rule_fps.get(code, ""), value]
+            self._dirty_shards.add(shard_of(rel))
             self.dirty = True
 
-    def wiki_findings(self, wiki_fp: str) -> list | None:
-        return self.wiki.get("findings") if self.wiki.get("fingerprint") == wiki_fp else None
+    # --- per-page and cross-file results -----------------------------------------------
 
-    def store_wiki_findings(self, wiki_fp: str, findings: list) -> None:
-        self.wiki = {"fingerprint": wiki_fp, "findings": findings}
+    def page_memo(self, rel: str, name: str):
+        """What a cross-file rule kept about the fresh file ``rel`` (dropped with the entry when it changes)."""
+        entry = self.fresh(rel)
+        return entry.get(name) if entry is not None else None
+
+    def store_page_memo(self, rel: str, name: str, value) -> None:
+        entry = self.fresh(rel)
+        if entry is not None:
+            entry[name] = value
+            self.dirty = True
+
+    def wiki_findings(self, code: str, key: str) -> list | None:
+        """The cached findings of the cross-file rule ``code`` when they were computed from ``key``."""
+        held = self.wiki.get(code)
+        return held[1] if held is not None and held[0] == key else None
+
+    def store_wiki_findings(self, code: str, key: str, rows: list) -> None:
+        self.wiki[code] = [key, rows]
+        self.dirty = True
+
+    def memo(self, name: str, key: str):
+        held = self.memos.get(name)
+        return held[1] if held is not None and held[0] == key else None
+
+    def store_memo(self, name: str, key: str, value) -> None:
+        self.memos[name] = [key, value]
         self.dirty = True
 
     def save(self, files: list[str]) -> None:
-        """Write the cache atomically, keeping entries of files that still exist."""
+        """Write the index and the shards this run changed, atomically, keeping the files that still exist."""
         if not self.persist or not self.dirty:
             return
         live = set(files)
-        entries = {rel: _with_facts_blob(e) for rel, e in self.entries.items() if rel in live}
+        rulesets: dict[frozenset, int] = {}
+        entries = {}
+        for rel, entry in self.entries.items():
+            if rel in live:
+                entries[rel] = {**entry, "rules": rulesets.setdefault(entry["rules"], len(rulesets))}
         payload = {
             "format": _FORMAT,
             "fingerprint": self.fingerprint,
             "written_ns": time.time_ns(),
+            "rulesets": [sorted(codes) for codes in rulesets],
             "files": entries,
             "wiki": self.wiki,
+            "memos": self.memos,
         }
         try:
-            self.directory.mkdir(exist_ok=True)
+            (self.directory / SHARD_DIR).mkdir(parents=True, exist_ok=True)
             ignore = self.directory / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# written by wiki lint\n*\n")
-            blob = sign(marshal.dumps(payload), self.root)
-            if blob is None:
-                return
-            atomic_write_bytes(self.directory / CACHE_FILE, blob, durable=False)  # a lost cache only costs speed
+            for number in sorted(self._dirty_shards):
+                records = {rel: _with_facts_blob(record) for rel, record in self._shard(number).items()
+                           if rel in entries and record[0] == entries[rel]["sha"]}
+                if not self._write(self._shard_path(number), {"format": _FORMAT, "fingerprint": self.fingerprint,
+                                                             "records": records}):
+                    return
+            self._write(self.directory / CACHE_FILE, payload)  # last: an index never names records not yet written
         except (OSError, ValueError):
             pass  # a cache that cannot be written only costs speed
 
+    def _write(self, path: Path, payload: dict) -> bool:
+        blob = sign(marshal.dumps(payload), self.root)
+        if blob is None:
+            return False
+        atomic_write_bytes(path, blob, durable=False)  # a lost cache only costs speed
+        return True
 
-def _entry_facts(entry: dict) -> dict:
-    """The facts of a cache entry, decoded from their blob on first use."""
-    facts = entry.get("facts")
+
+def _loads(raw: bytes):
+    """``marshal.loads`` with the cycle collector paused: the cache holds no cycles, and a
+    collection every few thousand containers made loading a 50,000-page index twice as slow."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return marshal.loads(raw)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def shard_of(rel: str) -> int:
+    return zlib.crc32(rel.encode()) % SHARDS
+
+
+def _record_facts(record: list) -> dict:
+    """The facts of a shard record, decoded from their blob on first use."""
+    facts = record[2]
     if isinstance(facts, bytes):
-        facts = entry["facts"] = marshal.loads(facts)
+        facts = record[2] = marshal.loads(facts)
     elif facts is None:
-        facts = entry["facts"] = {}
+        facts = record[2] = {}
     return facts
 
 
-def _with_facts_blob(entry: dict) -> dict:
-    """The entry as it is saved: its facts marshalled (left as they are when never decoded)."""
-    facts = entry.get("facts")
-    if isinstance(facts, dict):
-        entry = {**entry, "facts": marshal.dumps(facts)}
-    return entry
+def _with_facts_blob(record: list) -> list:
+    """The record as it is saved: its facts marshalled (left as they are when never decoded)."""
+    facts = record[2]
+    return [record[0], record[1], marshal.dumps(facts)] if isinstance(facts, dict) else record
 
 
-def _marshal_or_none(value) -> bytes | None:
+def marshal_or_none(value) -> bytes | None:
     try:
         return marshal.dumps(value)
     except ValueError:
         return None
 
 
-def engine_fingerprint(config_repr: str, rule_codes: list[str]) -> str:
-    """A hash of the engine's source, the schemas, the selected rules and the configuration."""
+def engine_fingerprint(extra: str = "") -> str:
+    """A hash of the engine's source and schemas (and ``extra``: what every rule reads)."""
     from wikiengine.core.schemas import schema_dir
     from wikiengine.core.version import __version__
 
     package = Path(__file__).resolve().parent.parent
     digest = hashlib.blake2b(digest_size=16)
     digest.update(__version__.encode())
-    digest.update(config_repr.encode())
-    digest.update(",".join(rule_codes).encode())
+    digest.update(extra.encode())
     sources = [path for folder in ("core", "model", "lint", "lint/rules") for path in sorted((package / folder).glob("*.py"))]
     sources += sorted(schema_dir().glob("*.json"))
     for source in sources:

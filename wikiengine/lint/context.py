@@ -11,10 +11,12 @@ no parsing at all on a warm run.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import marshal
 import os
 from collections import OrderedDict
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,10 +77,11 @@ class PageInfo:
 
     @classmethod
     def from_cache(
-        cls, rel: str, root: str, kind: str, frontmatter: bytes | None, error: tuple | None,
-        on_load: Callable[[PageInfo], None] | None = None,
+        cls, rel: str, root: str, kind: str, frontmatter: bytes | Callable[[], bytes | None] | None,
+        error: tuple | None, on_load: Callable[[PageInfo], None] | None = None,
     ) -> PageInfo:
-        """A page known from the cache: frontmatter (or the read error) now, the body on demand."""
+        """A page known from the cache: the read error now, the frontmatter when first asked
+        for (``frontmatter``: its blob, or what reads it from the cache), the body on demand."""
         info = cls(rel, None, kind, on_load=on_load)
         info._root = root
         info._fm_blob = frontmatter
@@ -89,8 +92,9 @@ class PageInfo:
 
     def _known_frontmatter(self) -> dict | None:
         if self._frontmatter is None and self._fm_blob is not None:
-            self._frontmatter = marshal.loads(self._fm_blob)
+            blob = self._fm_blob() if callable(self._fm_blob) else self._fm_blob
             self._fm_blob = None
+            self._frontmatter = marshal.loads(blob) if blob is not None else None
         return self._frontmatter
 
     def _load(self) -> None:
@@ -175,6 +179,7 @@ class LintContext:
         self._bodies: OrderedDict[str, PageInfo] = OrderedDict()
         self._root_str = str(root)
         self._tree: Any = False  # the TrackedTree, read on first use (None outside git)
+        self._wiki_fp: str | None = None
 
     def prefetch_tracked(self) -> None:
         """Start reading :meth:`tracked` now, in a git process that runs alongside the lint."""
@@ -209,9 +214,8 @@ class LintContext:
         if cached is None:
             entry = self.cache.fresh(rel) if self.cache is not None else None
             if entry is not None and entry.get("sha") is not None:
-                cached = PageInfo.from_cache(
-                    rel, self._root_str, kind_of(rel), entry.get("fm"), entry.get("error"), on_load=self._keep_body
-                )
+                cached = PageInfo.from_cache(rel, self._root_str, kind_of(rel), partial(self.cache.frontmatter_blob, rel),
+                                             entry.get("error"), on_load=self._keep_body)
             else:
                 on_load = self.cache.record_page if self.cache is not None else None
                 cached = PageInfo(rel, self.root / rel, kind_of(rel), on_load=on_load)
@@ -236,10 +240,21 @@ class LintContext:
         return [self.info(rel) for rel in self._kind_index().get(kind, ())]
 
     def _kind_index(self) -> dict[str, list[str]]:
+        """Kind -> its files, kept in the cache while the list of files is the same."""
         if self._by_kind is None:
-            self._by_kind = {}
-            for rel in self.files:
-                self._by_kind.setdefault(kind_of(rel), []).append(rel)
+            key, files = None, self.files
+            if self.cache is not None and self.cache.persist:
+                key = hashlib.blake2b("\n".join(files).encode(), digest_size=16).hexdigest()
+                held = self.cache.memo("kinds", key)  # kind -> positions in the file list
+                if held is not None:
+                    self._by_kind = {kind: [files[i] for i in positions] for kind, positions in held.items()}
+            if self._by_kind is None:
+                positions: dict[str, list[int]] = {}
+                for i, rel in enumerate(files):
+                    positions.setdefault(kind_of(rel), []).append(i)
+                self._by_kind = {kind: [files[i] for i in found] for kind, found in positions.items()}
+                if key is not None:
+                    self.cache.store_memo("kinds", key, positions)
         return self._by_kind
 
     def target_pages(self, kind: str | None = None) -> list[PageInfo]:
@@ -249,11 +264,15 @@ class LintContext:
         these rather than over :meth:`pages`: ``wiki lint PATH...`` (pre-commit) then
         parses five pages, not the whole wiki.
         """
+        return [self.info(rel) for rel in self.target_files(kind)]
+
+    def target_files(self, kind: str | None = None) -> list[str]:
+        """The paths of :meth:`target_pages` (no page is read)."""
         if kind is None:
-            return [self.info(rel) for rel in self.targets]
+            return self.targets
         if self.targets is self.files:
-            return self.pages(kind)
-        return [self.info(rel) for rel in self.targets if kind_of(rel) == kind]
+            return self._kind_index().get(kind, [])
+        return [rel for rel in self.targets if kind_of(rel) == kind]
 
     def files_under(self, prefix: str) -> list[str]:
         """The files whose path starts with ``prefix`` (``"wiki/models/"``), found by
@@ -269,6 +288,45 @@ class LintContext:
         if self._file_set is None:
             self._file_set = set(self.files)
         return rel in self._file_set or (self.root / rel).exists()
+
+    def page_fact(self, rel: str, name: str, compute: Callable[[], Any], key: str = "") -> Any:
+        """``compute()``, a value that a cross-file rule derives from the page ``rel`` (and
+        from what ``key`` fingerprints: the git refs, say), kept with the page's cache entry
+        while the page and ``key`` are unchanged. ``name`` must hold whatever configuration
+        the value depends on; the value must be marshallable."""
+        held = self.cache.page_memo(rel, name) if self.cache is not None else None
+        if held is not None and held[0] == key:
+            self.cache.stats["page_facts_reused"] += 1
+            return held[1]
+        value = compute()
+        if self.cache is not None:
+            self.cache.store_page_memo(rel, name, [key, value])
+        return value
+
+    def wiki_fingerprint(self) -> str:
+        """A hash of every file's path and content hash (from the cache where fresh)."""
+        if self._wiki_fp is None:
+            sha = self.cache.sha
+            digest = hashlib.blake2b(digest_size=16)
+            digest.update("\0".join(self.files).encode())
+            # each hash is 32 hex digits, or "-" for an unreadable file: the run of them reads back one way
+            digest.update("".join([sha(rel) or "-" for rel in self.files]).encode())
+            self._wiki_fp = digest.hexdigest()
+        return self._wiki_fp
+
+    def wiki_memo(self, name: str, compute: Callable[[], Any], inputs: str = "") -> Any:
+        """``compute()``, kept in the cache while no page of the wiki and nothing of ``inputs``
+        changes (whole-wiki runs only: a PATH run computes it from its targets). For a
+        cross-file rule whose findings depend on more than the pages (the clock, say) but
+        whose work over the pages does not."""
+        if self.cache is None or not self.cache.persist or self.targets is not self.files:
+            return compute()
+        key = f"{self.wiki_fingerprint()}:{inputs}"
+        value = self.cache.memo(name, key)
+        if value is None:
+            value = compute()
+            self.cache.store_memo(name, key, value)
+        return value
 
     def facts(self, code: str, rel: str) -> Any:
         """What rule ``code``'s ``collect`` found in the page ``rel`` (cached with the file)."""

@@ -160,16 +160,13 @@ class TrackedTree:
             return None
         if not done.ok:
             return None  # not a git work tree
-        files, gitlinks = set(), {}
-        for entry in done.stdout.decode("utf-8", errors="surrogateescape").split("\0"):
-            if not entry:
-                continue
-            meta, _, path = entry.partition("\t")
-            if meta.startswith("160000"):
-                gitlinks[path] = meta.split(" ", 2)[1]
-            else:
-                files.add(path)
-        return cls(frozenset(files), gitlinks, sorted(files))
+        entries = done.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+        gitlinks = {entry.partition("\t")[2]: entry.split(" ", 2)[1] for entry in entries if entry.startswith("160000")}
+        paths = [entry.partition("\t")[2] for entry in entries if entry]
+        if gitlinks:
+            paths = [path for path in paths if path not in gitlinks]
+        unique = list(dict.fromkeys(paths))  # a conflicted path is listed once per stage; git's order kept
+        return cls(frozenset(unique), gitlinks, sorted(unique))  # sorted already: a linear pass
 
     def has_directory(self, rel: str) -> bool:
         """Is some tracked file under the directory ``rel``?"""

@@ -45,13 +45,23 @@ def _date_in(value) -> dt.date | None:
     return None
 
 
-def page_date(ctx: LintContext, rel: str) -> dt.date | None:
-    """The date a page was written (see the module docstring)."""
-    frontmatter = ctx.info(rel).frontmatter
+def frontmatter_date(frontmatter: dict) -> str:
+    """The page's ``created`` (or ``date``) as ``YYYY-MM-DD``, "" when neither holds a date
+    (kept in the lint cache's index: grandfathering a warm run's findings reads no page)."""
     for key in ("created", "date"):
         found = _date_in(frontmatter.get(key))
         if found:
-            return found
+            return found.isoformat()
+    return ""
+
+
+def page_date(ctx: LintContext, rel: str) -> dt.date | None:
+    """The date a page was written (see the module docstring)."""
+    known = ctx.cache.page_memo(rel, "date") if ctx.cache is not None else None
+    if known is None:
+        known = frontmatter_date(ctx.info(rel).frontmatter)
+    if known:
+        return dt.date.fromisoformat(known)
     git = _history(ctx)
     if git is not None:
         times = git.commit_times(rel)

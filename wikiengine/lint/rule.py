@@ -29,9 +29,11 @@ and formats.
 Caching contract (as in ruff): ``check_page`` and ``collect`` may depend only on the page
 itself and the configuration, because their results are cached by the file's content
 hash. Anything that reads another file belongs in ``check_wiki``; in a whole-wiki run its
-results are cached by the hash of every page of the wiki (set ``cache_wiki = False`` when
-a rule reads files that are not pages, such as link targets). A PATH run never caches
-them: they cover only the targets there.
+results are cached, per rule, by the rule's fingerprint, the hash of every page of the
+wiki and :meth:`Rule.wiki_inputs` (set ``cache_wiki = False`` when a rule reads files
+that are not pages, such as link targets, and override ``wiki_inputs`` to name them
+when they can be hashed cheaply: the git refs, say). A PATH run never caches them: they
+cover only the targets there.
 
 Speed contract: ``check_wiki`` findings are kept only for ``ctx.targets``. A cross-file
 rule whose findings land on the page it examines should loop over
@@ -82,6 +84,11 @@ class Rule:
 
     def check_wiki(self, ctx: LintContext) -> Iterable[Finding]:
         return ()
+
+    def wiki_inputs(self, ctx: LintContext) -> str | None:
+        """A fingerprint of what ``check_wiki`` reads besides the pages and the configuration
+        ("" when nothing; None: it cannot be told, so the rule runs every time)."""
+        return "" if self.cache_wiki and not self.needs_git else None
 
     def baseline_volatile(self, ctx: LintContext, message: str) -> bool:
         """May a finding with ``message`` come and go with the clone's state (a submodule

@@ -4,12 +4,16 @@ The run, in order:
 
 1. **Per-file pass** over the target files: read, hash, parse once, run every page rule
    and every ``collect``, find the suppression comments. Results are cached by content
-   hash; a fresh file is not read at all. Over more than :data:`POOL_THRESHOLD` files to
+   hash and kept per rule; a fresh file is not read at all, and one whose entry lacks
+   some selected rules (a ``--select`` run made it, or a rule's options changed) is
+   analysed by those rules alone. Over more than :data:`POOL_THRESHOLD` files to
    analyse, two forked workers share the pass.
 2. **Git-aware page rules** (never cached: their answer depends on the base revision).
 3. **Cross-file rules** (``check_wiki``), with the whole wiki in view; in a whole-wiki
-   run cached by the hash of every page, so an unchanged wiki skips them. Their findings
-   are kept for the targets and for files deleted since the base revision.
+   run each rule's findings are cached by its fingerprint, the hash of every page and
+   what else it declares it reads (:meth:`~wikiengine.lint.rule.Rule.wiki_inputs`), so
+   an unchanged wiki skips them. Their findings are kept for the targets and for files
+   deleted since the base revision.
 4. **Filters**, as ruff applies them: per-file ignores, ``since`` grandfathering, inline
    suppressions (unused ones become WK100), then the baseline (stale entries become WK101).
 """
@@ -17,7 +21,6 @@ The run, in order:
 from __future__ import annotations
 
 import hashlib
-import marshal
 import os
 import stat
 from dataclasses import dataclass, field
@@ -27,7 +30,15 @@ from wikiengine.core.errors import WikiError
 from wikiengine.core.page import decode, parse_page
 from wikiengine.lint import baseline as baseline_mod
 from wikiengine.lint import grandfather, suppress
-from wikiengine.lint.cache import LintCache, content_hash, engine_fingerprint, key_path, stat_key, untrusted_place
+from wikiengine.lint.cache import (
+    LintCache,
+    content_hash,
+    engine_fingerprint,
+    key_path,
+    marshal_or_none,
+    stat_key,
+    untrusted_place,
+)
 from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings
@@ -49,6 +60,7 @@ class LintResult:
     fixed: int = 0  # findings removed by ``--fix``
     unfiltered: list[Finding] = field(default_factory=list)  # before the baseline (for --write-baseline)
     unreadable: set[str] = field(default_factory=set)  # targets that could not be read or parsed
+    stats: dict[str, int] = field(default_factory=dict)  # what the cache spared and what was redone
 
 
 def lint(
@@ -101,7 +113,8 @@ def lint(
         # cost little to analyse again, and they change again before the next commit.
         ctx.cache.save(ctx.files)
     return LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
-                      baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered, unreadable=unreadable)
+                      baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered, unreadable=unreadable,
+                      stats=dict(ctx.cache.stats))
 
 
 def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) -> bool:
@@ -120,8 +133,8 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, rules
     targets = files if paths is None else sorted(set(paths))
     # Experiment rules read each lane's page conventions from its programs: a program's
     # change must not leave cached page findings behind.
-    fingerprint = engine_fingerprint(config.fingerprint() + _programs_fingerprint(root, files), [r.code for r in rules])
-    cache = LintCache.open(root, fingerprint, persist=use_cache)
+    cache = LintCache.open(root, engine_fingerprint(_programs_fingerprint(root, files)), persist=use_cache)
+    cache.rule_fps = {rule.code: config.rule_fingerprint(rule.code) for rule in rules}
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
     ctx._rules = {rule.code: rule for rule in rules}
     if _reads_tracked(rules):
@@ -170,8 +183,6 @@ def _baselined(findings: list[Finding], ctx: LintContext, rules, scope: set[str]
 
 def _programs_fingerprint(root: Path, files: list[str]) -> str:
     """A hash of every experiments program (they carry lanes' page conventions)."""
-    import hashlib
-
     digest = hashlib.blake2b(digest_size=16)
     for rel in files:
         if rel.startswith("wiki/experiments/") and rel.endswith("/program.md"):
@@ -228,40 +239,59 @@ def _page_rules(rules):
 
 
 def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives: dict, jobs: int | None) -> set[str]:
-    """Run the page rules on every target; return the targets that could not be read or parsed."""
+    """Run the page rules on every target; return the targets that could not be read or parsed.
+
+    A fresh file whose entry lacks some of the rules (their fingerprint is not in its rule
+    set) is analysed by those rules only; the others' findings and facts are kept."""
     page_rules, fact_rules = _page_rules(rules)
+    cache = ctx.cache
+    wanted = cache.wanted({r.code for r in page_rules} | {r.code for r in fact_rules})
+    codes = {r.code for r in page_rules}
     unreadable = set()
-    todo = []
+    todo: dict[frozenset, list[str]] = {}  # the rules to run -> the files to run them on
+    fresh, missing_of = cache.fresh, cache.missing
     for rel in ctx.targets:
-        entry = ctx.cache.fresh(rel)
-        if entry is None or entry.get("findings") is None:
-            todo.append(rel)
-        else:
-            _collect_entry(rel, entry, findings, directives)
-            if entry.get("error"):
-                unreadable.add(rel)
+        entry = fresh(rel)
+        missing = None if entry is None else missing_of(entry, wanted)
+        if missing is None or missing:
+            todo.setdefault(missing, []).append(rel)
+        elif entry["findings"] or entry["supp"] or entry["error"]:  # most pages: nothing to collect
+            _collect_entry(rel, entry, codes, findings, directives, unreadable)
     workers = WORKERS if jobs is None else max(1, jobs)
-    if workers > 1 and len(todo) > POOL_THRESHOLD:
-        results = _pooled(ctx, page_rules, fact_rules, todo, workers)
-    else:
-        keep = len(todo) <= ctx.KEPT_BODIES  # else later rules read bodies from disk, frontmatter from the cache
-        results = (analyse_file(ctx, rel, page_rules, fact_rules, keep=keep) for rel in todo)
-    for rel, entry in results:
-        ctx.cache.store(rel, entry)
-        _collect_entry(rel, entry, findings, directives)
-        if entry.get("error"):
-            unreadable.add(rel)
+    for missing, files in todo.items():
+        page_todo = page_rules if missing is None else [r for r in page_rules if r.code in missing]
+        fact_todo = fact_rules if missing is None else [r for r in fact_rules if r.code in missing]
+        for code in missing or ():
+            cache.stats[f"rerun:{code}"] += len(files)
+        if workers > 1 and len(files) > POOL_THRESHOLD:
+            results = _pooled(ctx, page_todo, fact_todo, files, workers)
+        else:
+            keep = len(files) <= ctx.KEPT_BODIES  # else later rules read bodies from disk, frontmatter from the cache
+            results = (analyse_file(ctx, rel, page_todo, fact_todo, keep=keep) for rel in files)
+        ran = cache.wanted([r.code for r in page_todo] + [r.code for r in fact_todo])  # one set, shared by the entries
+        for rel, (entry, record) in results:
+            entry["rules"] = ran
+            if missing is None:
+                cache.store(rel, entry, record)
+            else:
+                entry = cache.merge(rel, entry, record)
+            _collect_entry(rel, entry, codes, findings, directives, unreadable)
     return unreadable
 
 
-def _collect_entry(rel: str, entry: dict, findings: list[Finding], directives: dict) -> None:
-    findings.extend(Finding(rel, *row) for row in entry["findings"])
+def _collect_entry(rel: str, entry: dict, codes: set[str], findings: list[Finding], directives: dict,
+                   unreadable: set[str]) -> None:
+    """The findings of the selected page rules ``codes`` in a file's entry, its suppressions, its read error."""
+    findings.extend(Finding(rel, *row) for row in entry["findings"] if row[2] in codes)
     if entry.get("supp"):
         directives[rel] = entry["supp"]
+    if entry.get("error"):
+        unreadable.add(rel)
 
 
-def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool = False) -> tuple[str, dict]:
-    """Read, hash and parse one file; run the page rules and collectors on it."""
+def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool = False) -> tuple[str, tuple[dict, list]]:
+    """Read, hash and parse one file; run the page rules and collectors on it: its index
+    entry and its shard record (:class:`~wikiengine.lint.cache.LintCache`)."""
     path = ctx.root / rel
     kind = kind_of(rel)
     text, page, error = "", None, None
@@ -285,33 +315,26 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
                 page_findings.append((f.line, f.col, f.code, f.message, f.fixable, f.date, f.subject))
     facts = {}
     if info.page is not None:
+        fps = ctx.cache.rule_fps
         for rule in fact_rules:
             if rule.collects_on(kind):
-                facts[rule.code] = rule.collect(info, ctx)
+                facts[rule.code] = [fps.get(rule.code, ""), rule.collect(info, ctx)]
     entry = {
         "key": key,
         "sha": sha,
-        "fm": _frontmatter_blob(info),
         "error": (error.message, error.line or 1) if error is not None else None,
         "findings": page_findings,
-        "facts": facts,
         "supp": suppress.parse_directives(text) if text else [],
+        "date": grandfather.frontmatter_date(info.page.frontmatter) if info.page is not None else "",
     }
+    # a frontmatter value marshal cannot hold: the cache simply does not know it
+    record = [sha, marshal_or_none(info.page.frontmatter) if info.page is not None else None, facts]
     if keep:
         ctx.remember(info)
-    return rel, entry
+    return rel, (entry, record)
 
 
-def _frontmatter_blob(info: PageInfo) -> bytes | None:
-    if info.page is None:
-        return None
-    try:
-        return marshal.dumps(info.page.frontmatter)
-    except ValueError:  # a value marshal cannot hold: the cache simply does not know it
-        return None
-
-
-def _analyse_chunk(chunk: list[str]) -> list[tuple[str, dict]]:
+def _analyse_chunk(chunk: list[str]) -> list[tuple[str, tuple[dict, list]]]:
     ctx, page_rules, fact_rules = _WORKER
     return [analyse_file(ctx, rel, page_rules, fact_rules) for rel in chunk]
 
@@ -359,14 +382,6 @@ def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
 # --- cross-file rules -------------------------------------------------------------------
 
 
-def _wiki_fingerprint(ctx: LintContext) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    for rel in ctx.files:
-        digest.update(rel.encode())
-        digest.update((ctx.cache.sha(rel) or "-").encode())
-    return digest.hexdigest()
-
-
 def _overrides_check_wiki(rule) -> bool:
     from wikiengine.lint.rule import Rule
 
@@ -374,24 +389,29 @@ def _overrides_check_wiki(rule) -> bool:
 
 
 def _wiki_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
+    """The cross-file rules' findings; in a whole-wiki run each rule's are reused when its
+    fingerprint, every page and what else it reads (``wiki_inputs``) are as they were."""
     wiki_rules = [r for r in rules if r.code in ran and _overrides_check_wiki(r)]
-    cacheable = [r for r in wiki_rules if r.cache_wiki and not r.needs_git]
-    found: list[Finding] = []
-    if cacheable and (not ctx.cache.persist or ctx.targets is not ctx.files):
+    if not ctx.cache.persist or ctx.targets is not ctx.files:
         # A PATH run: rules work from the targets, so their findings describe only those
         # (never cached as the whole wiki's), and hashing every page would cost more.
         return [f for rule in wiki_rules for f in rule.check_wiki(ctx)]
-    if cacheable:
-        wiki_fp = _wiki_fingerprint(ctx)
-        cached = ctx.cache.wiki_findings(wiki_fp)
+    found: list[Finding] = []
+    for rule in wiki_rules:
+        inputs = rule.wiki_inputs(ctx)
+        if inputs is None:
+            found.extend(rule.check_wiki(ctx))
+            continue
+        key = f"{ctx.cache.rule_fps.get(rule.code, '')}:{ctx.wiki_fingerprint()}:{inputs}"
+        cached = ctx.cache.wiki_findings(rule.code, key)
         if cached is None:
-            fresh = [f for rule in cacheable for f in rule.check_wiki(ctx)]
-            ctx.cache.store_wiki_findings(wiki_fp, [(f.path, f.line, f.col, f.code, f.message, f.fixable, f.date, f.subject)
-                                                  for f in fresh])
+            fresh = list(rule.check_wiki(ctx))
+            ctx.cache.store_wiki_findings(rule.code, key, [(f.path, f.line, f.col, f.code, f.message, f.fixable, f.date,
+                                                           f.subject) for f in fresh])
+            ctx.cache.stats["wiki_rules_run"] += 1
+            ctx.cache.stats[f"wiki_run:{rule.code}"] = 1
             found.extend(fresh)
         else:
+            ctx.cache.stats["wiki_rules_reused"] += 1
             found.extend(Finding(*row) for row in cached)
-    for rule in wiki_rules:
-        if rule not in cacheable:
-            found.extend(rule.check_wiki(ctx))
     return found

@@ -205,7 +205,7 @@ def _inherited_cache(root: Path, start: str) -> Path:
     from wikiengine.lint.cache import engine_fingerprint
 
     # keyed by the engine's source too: another version of the rules finds other identities
-    return git_dir(root) / "wiki-lane" / f"inherited-{start}-{engine_fingerprint('', [])[:12]}.json"
+    return git_dir(root) / "wiki-lane" / f"inherited-{start}-{engine_fingerprint()[:12]}.json"
 
 
 def record_inherited(root: Path, start: str) -> int:

@@ -11,6 +11,8 @@ rule whose branch is absent says nothing).
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from wikiengine.core import git as core_git
@@ -46,6 +48,28 @@ def _in_git(ctx: LintContext) -> bool:
     if "in" not in cache:
         cache["in"] = core_git.out(ctx.root, "rev-parse", "--is-inside-work-tree", timeout=60).strip() == "true"
     return cache["in"]
+
+
+def refs_state(ctx: LintContext) -> str:
+    """What the git-reading KRN rules see of the repository: a hash of HEAD and every ref
+    (one ``git show-ref --head``; "" when there is no kernel experiment page to check), so
+    that their findings are cached until a commit or a branch moves."""
+    if not ctx.target_files("kernel-experiment"):
+        return ""
+    cache = lint_cache(ctx, "kernel-git")
+    if "refs" not in cache:
+        cache["refs"] = hashlib.blake2b(git(ctx, "show-ref", "--head").encode(), digest_size=16).hexdigest()
+    return cache["refs"]
+
+
+def per_page_in_git(rule, ctx: LintContext, judge) -> Iterator:
+    """The findings of a KRN rule that reads each kernel experiment page with git's history:
+    ``judge(info) -> [(line, message)]``, kept with each page's cache entry until the page,
+    a commit or a branch changes (an edit elsewhere in the wiki re-runs no git process)."""
+    refs = refs_state(ctx)
+    for info in kernel_pages_in_git(ctx):
+        for line, message in ctx.page_fact(info.rel, rule.code, lambda info=info: judge(info), key=refs):
+            yield rule.finding(info.rel, line, message)
 
 
 def git(ctx: LintContext, *args: str) -> str:

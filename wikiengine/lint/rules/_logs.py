@@ -32,13 +32,18 @@ def log_split_date(ctx: LintContext) -> str | None:
         return str(configured)
     cache = lint_cache(ctx, "log-split")
     if "date" not in cache:
+        # each log's oldest entry is kept with the log's cache entry: a pre-commit run parses no log
         dates = [
-            entry.date
+            ctx.page_fact(rel, "oldest-entry", lambda rel=rel: _oldest_entry(ctx, rel))
             for rel in ctx.files if rel.endswith("/log.md") and log_tier(rel) == "lane"
-            for entry in log_entries(ctx.info(rel), ctx) if entry.date is not None
         ]
-        cache["date"] = min(dates) if dates else None
+        cache["date"] = min((d for d in dates if d), default=None)
     return cache["date"]
+
+
+def _oldest_entry(ctx: LintContext, rel: str) -> str:
+    """The date of the oldest dated entry of the log ``rel`` ("" when none)."""
+    return min((entry.date for entry in log_entries(ctx.info(rel), ctx) if entry.date is not None), default="")
 
 
 class LaneLogRule(Rule):

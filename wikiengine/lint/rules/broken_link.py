@@ -167,15 +167,34 @@ class TargetJudge:
 
 def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
     """``(page, line, col, destination, target, verdict)`` of every link of the targets
-    that is not fine, computed once per lint for LNK001 and LNK002."""
+    that is not fine, computed once per lint for LNK001 and LNK002.
+
+    In a whole-wiki run the rows of each page are cached with its entry, and the verdict
+    of every target judged is kept: a warm run judges again only those targets, and
+    re-reads the links of the pages that changed, unless a target's verdict changed (a
+    file appeared, went, or git began to track or ignore it), when every page is."""
     from wikiengine.lint.rules._experiments import lint_cache
 
     memo = lint_cache(ctx, "judged-links")
     if "rows" not in memo:
         judge = memo["judge"] = TargetJudge(ctx)
+        whole = ctx.cache is not None and ctx.cache.persist and ctx.targets is ctx.files
+        key = repr((judge.artifacts, judge.checkouts))
+        reuse = whole and _verdicts_hold(ctx, judge, key)
+        if reuse:
+            every = ctx.cache.memo("link-rows", f"{key}:{ctx.wiki_fingerprint()}")
+            if every is not None:  # no page changed either: the whole wiki's rows as they were
+                memo["rows"] = [tuple(row) for row in every]
+                return memo["rows"]
         judged = judge.verdicts
-        pending = []
+        pending, fresh = [], []
+        rows = []
         for rel in ctx.targets:
+            kept = ctx.cache.page_memo(rel, "links") if reuse else None
+            if kept is not None:
+                rows.extend((rel, *row) for row in kept)
+                continue
+            fresh.append(rel)
             links = _stored_links(ctx, rel)
             if not links:
                 continue
@@ -186,11 +205,35 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
                 if verdict is not OK and verdict is not UNVERIFIABLE:
                     pending.append((rel, line, col, file_part + rest, target, verdict))
         judge.settle()
-        memo["rows"] = [
+        rows.extend(
             (rel, line, col, dest, target, judged[target] if verdict == CANDIDATE else verdict)
             for rel, line, col, dest, target, verdict in pending
-        ]
+        )
+        if whole:
+            by_page: dict[str, list] = {rel: [] for rel in fresh}
+            for row in rows:
+                if row[0] in by_page:
+                    by_page[row[0]].append(row[1:])
+            for rel, page_rows in by_page.items():
+                ctx.cache.store_page_memo(rel, "links", page_rows)
+            if fresh or not reuse:
+                ctx.cache.store_memo("link-verdicts", key, dict(judged))
+            ctx.cache.stats["link_pages_judged"] += len(fresh)
+        memo["rows"] = sorted(rows, key=lambda row: (row[0], row[1], row[2]))
+        if whole and (fresh or ctx.cache.memo("link-rows", f"{key}:{ctx.wiki_fingerprint()}") is None):
+            ctx.cache.store_memo("link-rows", f"{key}:{ctx.wiki_fingerprint()}", memo["rows"])
     return memo["rows"]
+
+
+def _verdicts_hold(ctx, judge: TargetJudge, key: str) -> bool:
+    """Does every target judged by the run that cached the pages' rows get the same verdict now?"""
+    before = ctx.cache.memo("link-verdicts", key)
+    if before is None:
+        return False
+    for target in before:
+        judge.judge(target)
+    judge.settle()
+    return all(judge.verdicts.get(target) == verdict for target, verdict in before.items())
 
 
 def _stored_links(ctx, rel: str):

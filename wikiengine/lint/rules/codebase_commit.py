@@ -53,25 +53,39 @@ class CodebaseCommitPinned(Rule):
     cache_wiki = False  # reads the gitlinks of git's index
     reads_tracked = True
 
+    def wiki_inputs(self, ctx):
+        """The gitlinks of git's index (the pinned commits), when there is a codebase page."""
+        return _pins_key(ctx) if any(rel.startswith("wiki/codebases/") for rel in ctx.targets) else ""
+
     def check_wiki(self, ctx):
         pages = [rel for rel in ctx.targets if rel.startswith("wiki/codebases/")]
         tree = ctx.tracked() if pages else None
         if tree is None or not tree.gitlinks:
             return
-        for rel in pages:
-            info = ctx.info(rel)
-            commit = info.frontmatter.get("commit")
-            if not isinstance(commit, str) or not commit.strip():
-                continue
-            submodule = pinned_submodule(info.frontmatter, rel, tree.gitlinks)
-            if submodule is None:
-                continue
-            pinned = tree.gitlinks[submodule]
-            sha = commit.strip().lower()
-            if len(sha) >= MIN_SHA and pinned.startswith(sha):
-                continue
-            yield self.finding(
-                rel, key_line(info, "commit"),
-                f"commit {sha[:12]} is not the commit {submodule} is pinned at ({pinned[:12]}): "
-                "regenerate the page at the pinned commit or update commit:",
-            )
+        pins = _pins_key(ctx)
+        for rel in pages:  # each page's answer kept with it while it and the pins are unchanged
+            for line, message in ctx.page_fact(rel, self.code, lambda rel=rel: self._judged(rel, tree, ctx), key=pins):
+                yield self.finding(rel, line, message)
+
+    def _judged(self, rel, tree, ctx) -> list[tuple[int, str]]:
+        info = ctx.info(rel)
+        commit = info.frontmatter.get("commit")
+        if not isinstance(commit, str) or not commit.strip():
+            return []
+        submodule = pinned_submodule(info.frontmatter, rel, tree.gitlinks)
+        if submodule is None:
+            return []
+        pinned = tree.gitlinks[submodule]
+        sha = commit.strip().lower()
+        if len(sha) >= MIN_SHA and pinned.startswith(sha):
+            return []
+        return [(key_line(info, "commit"), f"commit {sha[:12]} is not the commit {submodule} is pinned at "
+                                           f"({pinned[:12]}): regenerate the page at the pinned commit or update commit:")]
+
+
+def _pins_key(ctx) -> str:
+    """A hash of the pinned commits (``-`` outside git)."""
+    import hashlib
+
+    tree = ctx.tracked()
+    return hashlib.blake2b(repr(sorted(tree.gitlinks.items())).encode(), digest_size=16).hexdigest() if tree else "-"

@@ -94,7 +94,13 @@ def _before_split(ctx, facts) -> set[str]:
     key = facts.lane_key
     if key not in cache:
         patterns = [compiled(ctx)["id"], _id_regex(lane_id_pattern(ctx, key))]
-        cache[key] = {canonical_id(m.group("id")) for entry in log_entries(ctx.info(GLOBAL_LOG), ctx)
-                      if entry.date is not None and entry.date < split for id_re in patterns
-                      for m in id_re.finditer(entry.title)}
+
+        def named() -> list[str]:
+            return sorted({canonical_id(m.group("id")) for entry in log_entries(ctx.info(GLOBAL_LOG), ctx)
+                           if entry.date is not None and entry.date < split for id_re in patterns
+                           for m in id_re.finditer(entry.title)})
+
+        # kept with the global log's cache entry, by what it depends on: a pre-commit run parses no log
+        memo = "ids-before:" + repr((split, [p.pattern for p in patterns]))
+        cache[key] = set(ctx.page_fact(GLOBAL_LOG, memo, named))
     return cache[key]

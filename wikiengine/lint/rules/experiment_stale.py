@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from wikiengine.core.clock import utcnow
+from wikiengine.core.clock import from_epoch, utcnow
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._shared import target_experiments
@@ -53,16 +53,25 @@ class StaleStub(Rule):
         hours = float(days) * 24 if days is not None else float(ctx.config.option(self.code, "max-age-hours",
                                                                                    DEFAULT_MAX_AGE_HOURS))
         now = utcnow()  # the wall clock: lint runs in a fork pool, out of reach of a wake's clock
+        # The open stubs and their first commit time, cached until a page or the base changes: only the clock moves.
+        for rel, status, first in ctx.wiki_memo("EXP011-open-stubs", lambda: self._open_stubs(ctx), ctx.git.base):
+            since = from_epoch(first)
+            age = now - since
+            if age > dt.timedelta(hours=hours):
+                yield self.finding(
+                    rel, 1,
+                    f"{status} since {since.date().isoformat()} ({age.total_seconds() / 3600:.0f} h, more than "
+                    f"{hours:g} h): file its verdict (invalid, with the reason, if the run was lost)",
+                )
+
+    @staticmethod
+    def _open_stubs(ctx) -> list[tuple[str, str, float]]:
+        """``(page, status, first commit time)`` of every open target experiment that git knows."""
+        stubs = []
         for info, facts in target_experiments(ctx):
             if not is_open(facts.frontmatter):
                 continue
             times = ctx.git.commit_times(info.rel)
-            if times is None:
-                continue
-            age = now - times[0]
-            if age > dt.timedelta(hours=hours):
-                yield self.finding(
-                    info.rel, 1,
-                    f"{facts.status} since {times[0].date().isoformat()} ({age.total_seconds() / 3600:.0f} h, more than "
-                    f"{hours:g} h): file its verdict (invalid, with the reason, if the run was lost)",
-                )
+            if times is not None:
+                stubs.append((info.rel, str(facts.status), times[0].timestamp()))
+        return stubs

@@ -130,12 +130,15 @@ class HypothesisIdle(Rule):
     options = {"days": Option("int", minimum=1, maximum=36_500), "statuses": Option("str-list")}
 
     def check_wiki(self, ctx):
+        hypotheses = ctx.target_pages("hypothesis")
+        if not hypotheses:
+            return  # a PATH run over experiment pages reads no other experiment's frontmatter
         newest, named = experiment_index(ctx)
         if newest is None:
             return
         days = int(ctx.config.option(self.code, "days", DEFAULT_DAYS))
         statuses = {s.casefold() for s in ctx.config.option(self.code, "statuses", OPEN_STATUSES)}
-        for info in ctx.target_pages("hypothesis"):
+        for info in hypotheses:
             status = info.frontmatter.get("status")
             if not (isinstance(status, str) and status.strip().casefold() in statuses):
                 continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wikiengine.core.page import parse_page
 from wikiengine.lint.rule import Rule
-from wikiengine.lint.rules._kernels import frontmatter_line, git, kernel_facts, kernel_pages_in_git
+from wikiengine.lint.rules._kernels import frontmatter_line, git, kernel_facts, per_page_in_git, refs_state
 from wikiengine.model.experiment import resolve_verdict
 from wikiengine.model.kernel_page import candidate_commits, ledger
 
@@ -41,21 +41,26 @@ class LedgerMatchesBranch(Rule):
     name = "kernel-ledger-branch-commits"
     summary = "a kernel experiment's ledger has more rows than its branch has candidate commits"
     kinds = ()
-    cache_wiki = False  # reads git branches, which are not pages
+    cache_wiki = False  # reads git branches, which are not pages: cached by the refs (per page, too)
+
+    def wiki_inputs(self, ctx):
+        return refs_state(ctx)
 
     def check_wiki(self, ctx):
-        for info in kernel_pages_in_git(ctx):
-            facts = kernel_facts(info, ctx)
-            if facts is None or info.page is None or facts.file_id is None:
-                continue
-            found = ledger(info.page)
-            branch = _branch_of(facts)
-            if found is None or not found.rows or branch is None or not _branch_exists(ctx, branch):
-                continue
-            commits = len(candidate_commits(ctx.root, branch, facts.folder.slug, facts.file_id))
-            if len(found.rows) > commits:
-                yield self.finding(info.rel, found.line, f"the Candidate ledger has {len(found.rows)} rows but branch "
-                                   f"{branch} has {commits} candidate commit(s) of {facts.file_id}")
+        return per_page_in_git(self, ctx, lambda info: list(self._judged(info, ctx)))
+
+    def _judged(self, info, ctx):
+        facts = kernel_facts(info, ctx)
+        if facts is None or info.page is None or facts.file_id is None:
+            return
+        found = ledger(info.page)
+        branch = _branch_of(facts)
+        if found is None or not found.rows or branch is None or not _branch_exists(ctx, branch):
+            return
+        commits = len(candidate_commits(ctx.root, branch, facts.folder.slug, facts.file_id))
+        if len(found.rows) > commits:
+            yield (found.line, f"the Candidate ledger has {len(found.rows)} rows but branch "
+                               f"{branch} has {commits} candidate commit(s) of {facts.file_id}")
 
 
 class StubBeforeVerdict(Rule):
@@ -82,33 +87,37 @@ class StubBeforeVerdict(Rule):
     name = "kernel-stub-before-verdict"
     summary = "a kernel experiment was committed already filed, or a candidate commit is older than its stub"
     kinds = ()
-    cache_wiki = False  # reads git history, which is not a page
+    cache_wiki = False  # reads git history, which is not a page: cached by the refs (per page, too)
+
+    def wiki_inputs(self, ctx):
+        return refs_state(ctx)
 
     def check_wiki(self, ctx):
-        for info in kernel_pages_in_git(ctx):
-            facts = kernel_facts(info, ctx)
-            if facts is None or facts.verdict is None:
-                continue
-            history = git(ctx, "log", "--reverse", "--format=%H %ct", "--", info.rel).split("\n")
-            first = history[0].split() if history and history[0].strip() else None
-            if first is None:
-                continue
-            sha, when = first[0], int(first[1])
-            if not git(ctx, "rev-list", "--parents", "-n", "1", sha).split()[1:]:
-                continue  # added by the repository's first commit: an import, whose history is not here
-            try:
-                added = parse_page(git(ctx, "show", f"{sha}:{info.rel}"), info.rel).frontmatter
-            except Exception:  # noqa: BLE001 - an unreadable old version is WK001's when it was current
-                continue
-            if resolve_verdict(added)[0] is not None:
-                yield self.finding(info.rel, frontmatter_line(info, "status"),
-                                   f"the page was committed already filed ({sha[:12]}): no stub commit came before "
-                                   "the verdict")
-                continue
-            branch = _branch_of(facts)
-            if branch and facts.file_id and _branch_exists(ctx, branch):
-                early = [c for c in candidate_commits(ctx.root, branch, facts.folder.slug, facts.file_id) if c[1] < when]
-                if early:
-                    yield self.finding(info.rel, frontmatter_line(info, "status"),
-                                       f"candidate commit {early[0][0][:12]} on {branch} is older than the stub commit "
-                                       f"{sha[:12]}: candidates are authored after their stub")
+        return per_page_in_git(self, ctx, lambda info: list(self._judged(info, ctx)))
+
+    def _judged(self, info, ctx):
+        facts = kernel_facts(info, ctx)
+        if facts is None or facts.verdict is None:
+            return
+        history = git(ctx, "log", "--reverse", "--format=%H %ct", "--", info.rel).split("\n")
+        first = history[0].split() if history and history[0].strip() else None
+        if first is None:
+            return
+        sha, when = first[0], int(first[1])
+        if not git(ctx, "rev-list", "--parents", "-n", "1", sha).split()[1:]:
+            return  # added by the repository's first commit: an import, whose history is not here
+        try:
+            added = parse_page(git(ctx, "show", f"{sha}:{info.rel}"), info.rel).frontmatter
+        except Exception:  # noqa: BLE001 - an unreadable old version is WK001's when it was current
+            return
+        if resolve_verdict(added)[0] is not None:
+            yield (frontmatter_line(info, "status"),
+                   f"the page was committed already filed ({sha[:12]}): no stub commit came before the verdict")
+            return
+        branch = _branch_of(facts)
+        if branch and facts.file_id and _branch_exists(ctx, branch):
+            early = [c for c in candidate_commits(ctx.root, branch, facts.folder.slug, facts.file_id) if c[1] < when]
+            if early:
+                yield (frontmatter_line(info, "status"),
+                       f"candidate commit {early[0][0][:12]} on {branch} is older than the stub commit "
+                       f"{sha[:12]}: candidates are authored after their stub")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import posixpath
+import stat
 
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._kernels import frontmatter_line, verdict_line
@@ -41,6 +44,16 @@ class ReceiptValid(Rule):
     kinds = ()
     cache_wiki = False  # reads receipt files, which are not pages
 
+    def wiki_inputs(self, ctx):
+        """The content of every receipt a page cites (where to look is cached with the pages)."""
+        digest = hashlib.blake2b(digest_size=16)
+        for path in ctx.wiki_memo("KRN005-receipts", lambda: self._receipt_paths(ctx)):
+            digest.update(path.encode() + b"\0" + _contents(ctx.root / path) + b"\0")
+        return digest.hexdigest()
+
+    def _receipt_paths(self, ctx) -> list[str]:
+        return sorted({path for info, facts in target_kernel_experiments(ctx) for path in _candidates(info, facts)})
+
     def check_wiki(self, ctx):
         for info, facts in target_kernel_experiments(ctx):
             yield from self._check(info, facts, ctx)
@@ -54,7 +67,7 @@ class ReceiptValid(Rule):
                                    "verdict is 'supported' but no verification_receipt is cited")
             return
         cited = cited.strip()
-        candidates = [posixpath.normpath(posixpath.join(posixpath.dirname(info.rel), cited)), cited.lstrip("/")]
+        candidates = _candidates(info, facts)
         rel = next((c for c in candidates if (ctx.root / c).is_file()), None)
         if rel is None:
             if any(c.startswith(tuple(ctx.config.artifact_paths)) for c in candidates):
@@ -79,3 +92,25 @@ class ReceiptValid(Rule):
             shown = "no speedup" if ratio is None else f"a speedup of {ratio:.3g}x"
             yield self.finding(info.rel, line, f"verdict is 'supported' but the receipt shows {shown}"
                                                + (f", not above the pre-registered bar {bar:g}x" if bar else ""))
+
+
+def _candidates(info, facts) -> list[str]:
+    """Where the page's ``verification_receipt:`` may be: beside the page, or from the repository root."""
+    cited = facts.frontmatter.get("verification_receipt")
+    if not isinstance(cited, str) or not cited.strip():
+        return []
+    cited = cited.strip()
+    return [posixpath.normpath(posixpath.join(posixpath.dirname(info.rel), cited)), cited.lstrip("/")]
+
+
+def _contents(path) -> bytes:
+    """The bytes of a regular file (symlinks followed, as the rule reads it), else why not:
+    a pipe is never waited on (opened non-blocking, then found not to be a file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"error {exc.errno}".encode()
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b"not a file"
+        return b"file " + handle.read()

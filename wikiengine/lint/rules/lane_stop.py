@@ -64,6 +64,13 @@ class StopHasFinalAudit(Rule):
     summary = "a stop entry has no **Final audit**: ALL-CLEAR line, or quotes another audit than .stop-authorized"
     cache_wiki = False  # reads .stop-authorized, which is not a page
 
+    def wiki_inputs(self, ctx):
+        """The ALL-CLEAR line of every lane's ``.stop-authorized`` (a lane log's folder)."""
+        from wikiengine.model.logbook import log_tier
+
+        return repr([(rel, authorization_line(ctx, rel)) for rel in ctx.target_files("log")
+                     if log_tier(rel) in ("lane", "family")])
+
     def check_wiki(self, ctx):
         for info in _lane_logs(ctx):
             entries = [e for e in log_entries(info, ctx) if e.problem is None]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import sys
 
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
@@ -57,17 +58,19 @@ class OrphanPage(Rule):
         if INDEX not in ctx.files:
             return
         exclude = DEFAULT_EXCLUDE + tuple(str(p) for p in ctx.config.option(self.code, "exclude", ()))
-        candidates = [
-            rel for rel in ctx.targets
-            if rel.startswith("wiki/") and not any(fnmatch.fnmatchcase(rel, pattern) for pattern in exclude)
-        ]
+
+        def checked(rel: str) -> bool:
+            return rel.startswith("wiki/") and not any(fnmatch.fnmatchcase(rel, pattern) for pattern in exclude)
+
+        candidates = [rel for rel in ctx.targets if checked(rel)]
         if not candidates:
             return
-        linked = set()
+        linked, key = set(), repr(exclude)  # one key object: the index stores it once
         for rel in ctx.files:
-            targets = ctx.facts(self.code, rel)
-            if targets:
-                linked.update(targets)
+            # the links to checked pages, kept with each page's cache entry: an edit elsewhere reads no facts
+            targets = ctx.page_fact(rel, self.code, key=key, compute=lambda rel=rel: [
+                sys.intern(t) for t in ctx.facts(self.code, rel) or () if checked(t)])  # interned: stored once
+            linked.update(targets)
         for rel in candidates:
             if rel not in linked:
                 yield self.finding(rel, 1, "no page links this page: list it in wiki/index.md or link it from a related page")

@@ -1,0 +1,102 @@
+"""Warm `wiki lint` as the wiki grows: the cost of a lint in which nothing changed, per wiki size.
+
+    python benchmarks/bench_lint_scale.py [--pages 1000,50000] [--rounds 5] [--work DIR] [--json FILE]
+
+For each size, a generated wiki (``benchmarks/gen_wiki.py``, committed to git as
+``bench_lint.py`` does) is linted once cold to fill ``.wiki_cache/``; then each round
+runs, interleaved over every size so that machine noise spreads over all of them:
+
+- ``floor``: read every page's bytes (``bench_lint.py``'s read floor, the same script);
+- ``warm``: a full `wiki lint`, nothing changed since the last one;
+- ``touch1``: one page edited (a line appended), then a full `wiki lint`: what one edit
+  costs a wiki of that size.
+
+It prints medians (wall, CPU = user + system, peak RSS of the process), each case as a
+multiple of its own floor, and each size's ``warm`` as a multiple of the smallest size's:
+warm cost should follow what changed, not the wiki's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_lint import FLOOR_SCRIPT, experiment_pages, make_corpus, run_measured  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", default="1000,50000", help="comma-separated wiki sizes (experiment pages)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "wiki-lint-bench")
+    parser.add_argument("--json", type=Path, help="write the raw figures here")
+    args = parser.parse_args(argv)
+    sizes = [int(size) for size in args.pages.split(",") if size.strip()]
+
+    wiki = Path(sys.executable).with_name("wiki")
+    lint = [str(wiki), "lint"] if wiki.exists() else [sys.executable, "-m", "wikiengine", "lint"]
+    corpora = {}
+    for size in sizes:
+        corpus = corpora[size] = args.work / f"corpus-{size}"
+        make_corpus(corpus, size)
+        print(f"{size} pages: cold lint to fill the cache ...", file=sys.stderr)
+        run_measured(lint, corpus)
+        run_measured(lint, corpus)  # the racy-timestamp rule re-stats pages written in the same second once
+
+    edited = {size: experiment_pages(corpora[size], 1)[0] for size in sizes}
+    originals = {size: (corpora[size] / edited[size]).read_bytes() for size in sizes}
+    round_no = {"n": 0}
+
+    def touch1(size: int) -> dict:
+        round_no["n"] += 1
+        path = corpora[size] / edited[size]
+        path.write_bytes(originals[size] + f"\nEdited in round {round_no['n']}.\n".encode())
+        return run_measured(lint, corpora[size])
+
+    cases = {
+        "floor": lambda size: run_measured([sys.executable, "-c", FLOOR_SCRIPT], corpora[size]),
+        "warm": lambda size: run_measured(lint, corpora[size]),
+        "touch1": touch1,
+    }
+    results: dict[tuple[int, str], list[dict]] = {(size, name): [] for size in sizes for name in cases}
+    try:
+        for number in range(args.rounds):
+            for size in sizes:
+                for name, case in cases.items():
+                    results[(size, name)].append(case(size))
+            print(f"round {number + 1}/{args.rounds}: " + ", ".join(
+                f"{size} {name} {results[(size, name)][-1]['cpu']:.2f}s" for size in sizes for name in cases),
+                file=sys.stderr)
+    finally:
+        for size in sizes:
+            (corpora[size] / edited[size]).write_bytes(originals[size])
+
+    summary = {
+        (size, name): {key: statistics.median(r[key] for r in runs) for key in ("wall", "cpu", "rss_mib")}
+        for (size, name), runs in results.items()
+    }
+    smallest = sizes[0]
+    print(f"\nwarm `wiki lint` by wiki size, medians of {args.rounds} interleaved rounds")
+    print("| pages | case | wall s | CPU s | peak RSS MiB | x floor (CPU) | x smallest wiki (CPU) |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for size in sizes:
+        floor = summary[(size, "floor")]["cpu"]
+        for name in cases:
+            row = summary[(size, name)]
+            base = summary[(smallest, name)]["cpu"]
+            print(f"| {size} | {name} | {row['wall']:.2f} | {row['cpu']:.2f} | {row['rss_mib']:.0f} | "
+                  f"{row['cpu'] / floor:.1f} | {row['cpu'] / base:.2f} |")
+    if args.json:
+        args.json.write_text(json.dumps({"summary": {f"{size}/{name}": row for (size, name), row in summary.items()},
+                                         "runs": {f"{size}/{name}": runs for (size, name), runs in results.items()}},
+                                        indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
