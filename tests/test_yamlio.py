@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -83,11 +84,17 @@ TYPED_SCHEMA = {
         ("enabled: no\n", "enabled", False),
     ],
 )
-def test_row42_yaml_typing_is_what_the_schema_judges(monkeypatch, text, key, loaded):
+def test_row42_yaml_typing_is_what_the_schema_judges(monkeypatch, tmp_path, text, key, loaded):
     data = safe_load(text)
     assert data[key] == loaded and type(data[key]) is type(loaded)
-    monkeypatch.setattr(schemas, "load_schema", lambda name: TYPED_SCHEMA)
+    from wikiengine.core import validators
+
+    # the schema's one source is its text: the loaded form and the compiled validator come from it
+    monkeypatch.setattr(schemas, "schema_text", lambda name: json.dumps(TYPED_SCHEMA))
+    monkeypatch.setattr(validators, "_COMPILED", {})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the generated validator is kept per user
     schemas._validator.cache_clear()
+    schemas.load_schema.cache_clear()
     try:
         if key == "enabled":
             schemas.check(data, "typed", "p.md", key_lines(text, 2))
@@ -98,6 +105,7 @@ def test_row42_yaml_typing_is_what_the_schema_judges(monkeypatch, text, key, loa
             assert "is not of type 'string'" in str(caught.value)
     finally:
         schemas._validator.cache_clear()
+        schemas.load_schema.cache_clear()
 
 
 def test_quoted_values_stay_strings_and_dates_become_iso_text():

@@ -288,6 +288,28 @@ def _line_update(text: str, updates: dict[str, Any]) -> str | None:
     return new_text if ok else None
 
 
+def _keep_float_values(rt) -> None:
+    """Make ``rt`` write every float as a text that loads back to the same value: ruamel's
+    round-trip rendering keeps a float's width and precision but can drop its last digit
+    (``4.806545050758981e-114`` came back as ``...980e-114``), which would change an
+    untouched key of a page; such a float is written as Python's shortest repr instead."""
+    from ruamel.yaml.scalarfloat import ScalarFloat
+
+    keep_form = type(rt.representer).represent_scalar_float
+
+    def represent(representer, value):
+        node = keep_form(representer, value)
+        try:
+            same = float(node.value) == float(value)
+        except ValueError:  # .nan, .inf and their spellings: ruamel writes them exactly
+            same = True
+        if not same:
+            node.value = repr(float(value))
+        return node
+
+    rt.representer.add_representer(ScalarFloat, represent)
+
+
 def roundtrip_update(text: str, updates: dict[str, Any], path=None) -> str:
     """Return ``text`` (a YAML mapping) with top-level ``updates`` applied.
 
@@ -307,6 +329,7 @@ def roundtrip_update(text: str, updates: dict[str, Any], path=None) -> str:
     rt = YAML(typ="rt")
     rt.preserve_quotes = True
     rt.width = 4096
+    _keep_float_values(rt)
     try:
         data = rt.load(text) if text.strip() else None
     except YAMLError as exc:

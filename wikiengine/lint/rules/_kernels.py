@@ -72,6 +72,47 @@ def per_page_in_git(rule, ctx: LintContext, judge) -> Iterator:
             yield rule.finding(info.rel, line, message)
 
 
+def branches(ctx: LintContext) -> set[str]:
+    """The repository's local branch names, from one ``git for-each-ref`` per lint."""
+    cache = lint_cache(ctx, "kernel-git")
+    if "branches" not in cache:
+        listed = git(ctx, "for-each-ref", "--format=%(refname)", "refs/heads")
+        cache["branches"] = {ref.removeprefix("refs/heads/") for ref in listed.splitlines() if ref}
+    return cache["branches"]
+
+
+def first_commits(ctx: LintContext) -> dict[str, tuple[str, int, bool]]:
+    """``{page: (sha, commit time, a root commit?)}`` of the commit that first touched each
+    kernel experiment page reported on (what ``git log --reverse -- <page>`` lists first),
+    from one ``git log`` over all of them rather than one per page."""
+    cache = lint_cache(ctx, "kernel-git")
+    if "first" not in cache:
+        rels = [info.rel for info in kernel_pages_in_git(ctx)]
+        listed = git(ctx, "log", "--reverse", "--format=%x01%H %ct %P", "--name-only", "--no-renames",
+                     "-z", "--", *rels) if rels else ""
+        wanted, first = set(rels), {}
+        for record in listed.split("\x01")[1:]:
+            header, _, names = record.partition("\n")
+            sha, when, *parents = header.replace("\0", " ").split()
+            for name in names.strip("\n\0").split("\0"):
+                if name in wanted and name not in first:
+                    first[name] = (sha, int(when), not parents)
+        cache["first"] = first
+    return cache["first"]
+
+
+def first_texts(ctx: LintContext) -> dict[str, str | None]:
+    """``{page: its text in its first commit}`` (None where git has no such blob), from one
+    ``git cat-file --batch``."""
+    cache = lint_cache(ctx, "kernel-git")
+    if "first-texts" not in cache:
+        named = [(rel, f"{sha}:{rel}") for rel, (sha, _when, _root) in first_commits(ctx).items()]
+        blobs = core_git.cat_file_batch(ctx.root, [name for _rel, name in named], timeout=60) if named else []
+        cache["first-texts"] = {rel: None if blob is None else blob.decode("utf-8", "replace")
+                                for (rel, _name), blob in zip(named, blobs, strict=True)}
+    return cache["first-texts"]
+
+
 def git(ctx: LintContext, *args: str) -> str:
     """The stdout of a git command in the linted repository ("" when it fails)."""
     return core_git.out(ctx.root, *args, timeout=60)

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from wikiengine.core.page import parse_page
 from wikiengine.lint.rule import Rule
-from wikiengine.lint.rules._kernels import frontmatter_line, git, kernel_facts, per_page_in_git, refs_state
+from wikiengine.lint.rules._kernels import (
+    branches,
+    first_commits,
+    first_texts,
+    frontmatter_line,
+    kernel_facts,
+    per_page_in_git,
+    refs_state,
+)
 from wikiengine.model.experiment import resolve_verdict
 from wikiengine.model.kernel_page import candidate_commits, ledger
 
 
 def _branch_exists(ctx, branch: str) -> bool:
-    return bool(git(ctx, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").strip())
+    return branch in branches(ctx)
 
 
 def _branch_of(facts) -> str | None:
@@ -99,15 +107,14 @@ class StubBeforeVerdict(Rule):
         facts = kernel_facts(info, ctx)
         if facts is None or facts.verdict is None:
             return
-        history = git(ctx, "log", "--reverse", "--format=%H %ct", "--", info.rel).split("\n")
-        first = history[0].split() if history and history[0].strip() else None
+        first = first_commits(ctx).get(info.rel)
         if first is None:
             return
-        sha, when = first[0], int(first[1])
-        if not git(ctx, "rev-list", "--parents", "-n", "1", sha).split()[1:]:
+        sha, when, root_commit = first
+        if root_commit:
             return  # added by the repository's first commit: an import, whose history is not here
         try:
-            added = parse_page(git(ctx, "show", f"{sha}:{info.rel}"), info.rel).frontmatter
+            added = parse_page(first_texts(ctx)[info.rel] or "", info.rel).frontmatter
         except Exception:  # noqa: BLE001 - an unreadable old version is WK001's when it was current
             return
         if resolve_verdict(added)[0] is not None:
