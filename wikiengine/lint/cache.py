@@ -184,8 +184,8 @@ class LintCache:
 
     @property
     def stored(self) -> int:
-        """Files analysed anew (wholly or for some rules) this run."""
-        return self.stats["analysed"] + self.stats["reanalysed"]
+        """Files analysed anew (wholly or for some rules) or first parsed for a cross-file rule, this run."""
+        return self.stats["analysed"] + self.stats["reanalysed"] + self.stats["recorded"]
 
     @classmethod
     def open(cls, root: Path, fingerprint: str, persist: bool = True) -> LintCache:
@@ -319,6 +319,7 @@ class LintCache:
         entry = {"key": stat_key(st), "sha": sha, "error": (error.message, error.line or 1) if error is not None else None,
                  "findings": [], "supp": None, "rules": frozenset()}
         self._put_entry(info.rel, entry, [sha, marshal_or_none(page.frontmatter) if page is not None else None, {}])
+        self.stats["recorded"] += 1
 
     # --- shards ------------------------------------------------------------------------
 
