@@ -1,8 +1,26 @@
-"""Fixtures shared across test modules."""
+"""Fixtures shared across test modules, and how the suite spreads over xdist workers."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+
+from tests.run_once import once
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks (--dist loadgroup)
+def pytest_collection_modifyitems(items):
+    """Every test on the one-node Slurm cluster runs on one worker: the cluster is one per
+    machine (its node is this host) and its tests stop its controller and drain its node."""
+    for item in items:
+        if "slurm_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("slurm"))
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +34,20 @@ def slurm_cluster(tmp_path_factory):
         pytest.skip(why)
     with SlurmCluster(tmp_path_factory.mktemp("slurm")) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def autoresearch_demo(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """`wiki demo autoresearch` run once for the whole run, from a fresh clone of this repository
+    (what its commits hold, nothing else): its process (exit status, output) and its folder.
+    Shared by every test that reads it (tests/run_once.py): read it, never change it."""
+    def build(folder: Path) -> dict:
+        clone = folder / "clone"
+        subprocess.run(["git", "clone", "--quiet", "--local", str(REPO), str(clone)], check=True)
+        done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", str(folder / "demo"), "--no-progress"],
+                              cwd=folder, env=dict(os.environ, PYTHONPATH=str(clone)), capture_output=True, text=True,
+                              timeout=900)
+        return {"args": done.args, "returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+
+    folder, done = once(tmp_path_factory, "autoresearch-demo", build)
+    return subprocess.CompletedProcess(**done), folder / "demo"
