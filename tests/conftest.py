@@ -14,13 +14,19 @@ from tests.run_once import once
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks (--dist loadgroup)
+# session fixtures whose tests run on one xdist worker (--dist loadgroup), by group name:
+# - the one-node Slurm cluster is one per machine (its node is this host), and its tests stop
+#   its controller and drain its node;
+# - a built resource (tests/run_once.py) is built once per run whatever the worker, but a second
+#   worker that asks for it while the first builds would sit idle for minutes.
+GROUPS = {"slurm_cluster": "slurm", "autoresearch_demo": "autoresearch-demo"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(items):
-    """Every test on the one-node Slurm cluster runs on one worker: the cluster is one per
-    machine (its node is this host) and its tests stop its controller and drain its node."""
     for item in items:
-        if "slurm_cluster" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("slurm"))
+        for name in GROUPS.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group(GROUPS[name]))
 
 
 @pytest.fixture(scope="session")
@@ -51,3 +57,15 @@ def autoresearch_demo(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Pa
 
     folder, done = once(tmp_path_factory, "autoresearch-demo", build)
     return subprocess.CompletedProcess(**done), folder / "demo"
+
+
+@pytest.fixture(scope="session")
+def real_shape_corpus(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """The real-shape corpus (`benchmarks/gen_wiki.py --real-shape`, seed 0, committed), generated
+    once for the whole run: its root and the violations it plants. Read it; a test that writes
+    works on ``run_once.copy_of`` it."""
+    from tests.lint_support import gen_wiki
+
+    folder, planted = once(tmp_path_factory, "real-shape",
+                           lambda folder: {"planted": gen_wiki().generate_real(folder / "wiki", seed=0)})
+    return folder / "wiki", planted["planted"]
