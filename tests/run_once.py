@@ -32,8 +32,12 @@ def run_folder(tmp_path_factory) -> Path:
 def once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> tuple[Path, dict]:
     """The folder ``name`` built by ``build(folder)`` once for the run, and what ``build`` returned
     (a JSON object: it crosses process boundaries)."""
-    folder = run_folder(tmp_path_factory) / f"once-{name}"
-    with FileLock(f"{folder}.lock", timeout=BUILD_LIMIT_S, poll=0.2, busy=f"{name}: another worker's build hung"):
+    return build_once(run_folder(tmp_path_factory) / f"once-{name}", build)
+
+
+def build_once(folder: Path, build: Callable[[Path], dict]) -> tuple[Path, dict]:
+    """``folder`` as ``build(folder)`` made it, built by the first caller of any process."""
+    with FileLock(f"{folder}.lock", timeout=BUILD_LIMIT_S, poll=0.2, busy=f"{folder}: another build hung"):
         marker = folder / DONE
         if not marker.exists():
             shutil.rmtree(folder, ignore_errors=True)  # what a failed build left
