@@ -27,6 +27,9 @@ def pytest_collection_modifyitems(items):
     for item in items:
         for name in GROUPS.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(GROUPS[name]))
+    # the slow tests (a minute or more each on a loaded machine) start first, so that no worker
+    # is left running one alone at the end; the rest keep their order (a stable sort)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
