@@ -23,13 +23,29 @@ GROUPS = {"slurm_cluster": "slurm", "autoresearch_demo": "autoresearch-demo"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     for item in items:
         for name in GROUPS.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(GROUPS[name]))
+        if getattr(config.option, "loadgroup", False):
+            _name_the_group(item)
     # the slow tests (a minute or more each on a loaded machine) start first, so that no worker
     # is left running one alone at the end; the rest keep their order (a stable sort)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def _name_the_group(item) -> None:
+    """Put the item's xdist group in its node id, as pytest-xdist's loadgroup does: xdist 3.8
+    rewrites ``item._nodeid``, which pytest 9.2 no longer reads (the id is ``item._id``), so
+    its groups are silently ignored there and each worker would start a Slurm cluster."""
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # an older pytest: xdist's own hook names the group
+        return
+    names = sorted({mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+                    for mark in item.iter_markers("xdist_group")})
+    if names and isinstance(getattr(item, "_id", None), NodeId) and "@" not in item.nodeid.rsplit("]", 1)[-1]:
+        item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
 
 
 @pytest.fixture(scope="session")
