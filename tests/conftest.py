@@ -1,8 +1,51 @@
-"""Fixtures shared across test modules."""
+"""Fixtures shared across test modules, and how the suite spreads over xdist workers."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+
+from tests.run_once import once
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# session fixtures whose tests run on one xdist worker (--dist loadgroup), by group name:
+# - the one-node Slurm cluster is one per machine (its node is this host), and its tests stop
+#   its controller and drain its node;
+# - a built resource (tests/run_once.py) is built once per run whatever the worker, but a second
+#   worker that asks for it while the first builds would sit idle for minutes.
+GROUPS = {"slurm_cluster": "slurm", "autoresearch_demo": "autoresearch-demo"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in GROUPS.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group(GROUPS[name]))
+        if getattr(config.option, "loadgroup", False):
+            _name_the_group(item)
+    # the slow tests (a minute or more each on a loaded machine) start first, so that no worker
+    # is left running one alone at the end; the rest keep their order (a stable sort)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def _name_the_group(item) -> None:
+    """Put the item's xdist group in its node id, as pytest-xdist's loadgroup does: xdist 3.8
+    rewrites ``item._nodeid``, which pytest 9.2 no longer reads (the id is ``item._id``), so
+    its groups are silently ignored there and each worker would start a Slurm cluster."""
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # an older pytest: xdist's own hook names the group
+        return
+    names = sorted({mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+                    for mark in item.iter_markers("xdist_group")})
+    if names and isinstance(getattr(item, "_id", None), NodeId) and "@" not in item.nodeid.rsplit("]", 1)[-1]:
+        item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +59,32 @@ def slurm_cluster(tmp_path_factory):
         pytest.skip(why)
     with SlurmCluster(tmp_path_factory.mktemp("slurm")) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def autoresearch_demo(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """`wiki demo autoresearch` run once for the whole run, from a fresh clone of this repository
+    (what its commits hold, nothing else): its process (exit status, output) and its folder.
+    Shared by every test that reads it (tests/run_once.py): read it, never change it."""
+    def build(folder: Path) -> dict:
+        clone = folder / "clone"
+        subprocess.run(["git", "clone", "--quiet", "--local", str(REPO), str(clone)], check=True)
+        done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", str(folder / "demo"), "--no-progress"],
+                              cwd=folder, env=dict(os.environ, PYTHONPATH=str(clone)), capture_output=True, text=True,
+                              timeout=900)
+        return {"args": done.args, "returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+
+    folder, done = once(tmp_path_factory, "autoresearch-demo", build)
+    return subprocess.CompletedProcess(**done), folder / "demo"
+
+
+@pytest.fixture(scope="session")
+def real_shape_corpus(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """The real-shape corpus (`benchmarks/gen_wiki.py --real-shape`, seed 0, committed), generated
+    once for the whole run: its root and the violations it plants. Read it; a test that writes
+    works on ``run_once.copy_of`` it."""
+    from tests.lint_support import gen_wiki
+
+    folder, planted = once(tmp_path_factory, "real-shape",
+                           lambda folder: {"planted": gen_wiki().generate_real(folder / "wiki", seed=0)})
+    return folder / "wiki", planted["planted"]

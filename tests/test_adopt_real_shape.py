@@ -21,6 +21,7 @@ import pytest
 
 from tests.lane_runs import record_run
 from tests.lint_support import gen_wiki
+from tests.run_once import copy_of
 from wikiengine.core.identity import workload_name
 from wikiengine.lint.runner import lint
 
@@ -68,9 +69,9 @@ def wiki_cmd(root: Path, *args: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("real") / "wiki"
-    gen_wiki().generate_real(root, seed=0)
+def corpus(tmp_path_factory, real_shape_corpus) -> Path:
+    """A copy of the session's corpus (seed 0, committed) that this module's writers change."""
+    root = copy_of(real_shape_corpus[0], tmp_path_factory.mktemp("real") / "wiki")
     with open(root / ".gitignore", "a", encoding="utf-8") as ignore:
         ignore.write(".wiki/\n")  # the local backend's workload folders
     git(root, "commit", "-qam", "ignore the local backend's runs")

@@ -123,12 +123,22 @@ def test_an_unwritable_lock_folder_is_one_clear_line(tmp_path):
         locks.FileLock(tmp_path / "missing" / "x.lock").acquire()
 
 
-def test_another_thread_waits_for_the_lock_rather_than_failing(tmp_path):
+def test_another_thread_waits_for_the_lock_rather_than_failing(tmp_path, monkeypatch):
     import threading
 
     path = tmp_path / ".lane.lock"
     order = []
     first = locks.FileLock(path).acquire()
+    refused = threading.Event()  # the second thread found the lock held at least once: it is waiting
+
+    def flock(fd, where):
+        taken = real_flock(fd, where)
+        if not taken:
+            refused.set()
+        return taken
+
+    real_flock = locks._flock
+    monkeypatch.setattr(locks, "_flock", flock)
 
     def second():
         with locks.FileLock(path, timeout=20):
@@ -136,7 +146,7 @@ def test_another_thread_waits_for_the_lock_rather_than_failing(tmp_path):
 
     thread = threading.Thread(target=second)
     thread.start()
-    time.sleep(0.2)
+    assert refused.wait(30), "the second thread never tried the lock"
     order.append("first released")
     first.release()
     thread.join(30)

@@ -108,15 +108,10 @@ def test_wiki_demo_json_prints_one_object_with_every_wake(tmp_path):
 
 
 @pytest.mark.slow
-def test_wiki_demo_autoresearch_runs_the_queue_to_its_end_and_lints_clean(tmp_path):
-    """The default demo: a real lane on two tracks until the scripted queue is used up."""
-    clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "--quiet", "--local", str(REPO), str(clone)], check=True)
-    demo_dir = tmp_path / "demo"
-    env = dict(os.environ, PYTHONPATH=str(clone))
-    done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", str(demo_dir), "--no-progress"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=900)
-    check_autoresearch_demo(done, demo_dir)
+def test_wiki_demo_autoresearch_runs_the_queue_to_its_end_and_lints_clean(autoresearch_demo):
+    """The default demo from a fresh clone (the session's run, tests/conftest.py): a real lane on
+    two tracks until the scripted queue is used up."""
+    check_autoresearch_demo(*autoresearch_demo)
 
 
 def check_autoresearch_demo(done: subprocess.CompletedProcess, demo_dir: Path) -> None:

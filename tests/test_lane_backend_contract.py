@@ -236,7 +236,8 @@ def slurm_harness(request, tmp_path, monkeypatch) -> SlurmHarness:
     return harness
 
 
-@pytest.fixture(params=["local", "gke", "slurm"])
+# the slurm harness asks for the session's cluster at run time: its group is named here (tests/conftest.py)
+@pytest.fixture(params=["local", "gke", pytest.param("slurm", marks=pytest.mark.xdist_group("slurm"))])
 def harness(request, tmp_path, monkeypatch):
     if request.param == "local":
         yield LocalHarness(tmp_path)

@@ -200,9 +200,11 @@ def test_row113_a_drained_node_leaves_the_job_queued_with_the_reason_not_failed(
     slurm_cluster.scontrol("update", f"NodeName={node}", "State=DRAIN", "Reason=wikiengine-test")
     try:
         spec = lane.spec(4, "drained", "print('ran', flush=True)")
-        queued = lane.backend.launch(spec)
-        time.sleep(1.0)
-        queued = lane.backend.status(spec.name)
+        lane.backend.launch(spec)
+        # the scheduler has looked at the job once it gives a reason for holding it (a loaded
+        # slurmctld takes seconds): never a fixed pause that stands for that
+        queued = wait_for(lambda: (status := lane.backend.status(spec.name)).reason and status,
+                          "the scheduler's reason for holding the job")
         assert queued.state == "queued" and not queued.crashed
         assert "ReqNodeNotAvail" in queued.reason or "Resources" in queued.reason or "Priority" in queued.reason
     finally:

@@ -31,6 +31,7 @@ from pathlib import Path
 from unittest import mock
 
 import frontmatter
+import pytest
 from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -42,6 +43,7 @@ from wikiengine.model.lanes import Lane
 from wikiengine.step import txn as lane_txn
 from wikiengine.step import writers as lane_writers
 
+pytestmark = pytest.mark.slow  # as the other lane models: 12-step histories of real git and lint
 REPO = Path(__file__).resolve().parent.parent
 LANE = Lane("gemma4_autoresearch_optimization", "tpu")
 GLOBAL = Lane("wiki", "global")  # the pseudo-lane whose lock the global log writer takes

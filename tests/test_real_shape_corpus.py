@@ -41,9 +41,8 @@ def test_real_shape_corpus_is_deterministic_and_shaped(tmp_path):
     assert {e["code"] for e in first} >= set(CODES)
 
 
-def test_new_rules_find_exactly_the_planted_violations(tmp_path):
-    root = tmp_path / "real"
-    planted = gen_wiki().generate_real(root, seed=0)
+def test_new_rules_find_exactly_the_planted_violations(real_shape_corpus):
+    root, planted = real_shape_corpus  # seed 0, committed: the session's (tests/conftest.py)
     assert json.loads((root / "manifest.json").read_text())["planted"] == planted
     found = lint(root, config=LintConfig(select=CODES), base=None, use_cache=False).findings
     assert Counter((f.code, f.path) for f in found) == Counter((p["code"], p["path"]) for p in planted if p["code"] in CODES)

@@ -1,6 +1,6 @@
 """`wiki report`: the lane's history as data and as a static page a real browser opens.
 
-The demo's lane (``wiki demo autoresearch``, run once for the module) is the real case: the
+The demo's lane (``wiki demo autoresearch``, run once for the session) is the real case: the
 report's figures are checked against the journal the demo wrote, and its page is opened in
 a headless Chromium (Debian's ``chromium``; skipped, saying why, when it is absent): no
 console error, both plots in the DOM, a link to every experiment page, a screenshot
@@ -36,12 +36,12 @@ def wiki(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> tuple[Path, Path, dict]:
-    """The demo's wiki, its report folder and ``wiki report --json``'s object."""
-    base = tmp_path_factory.mktemp("report-demo")
-    root, out = base / "demo", base / "report"
-    done = wiki("demo", "autoresearch", str(root), "--no-progress")
+def demo(tmp_path_factory, autoresearch_demo) -> tuple[Path, Path, dict]:
+    """The demo's wiki (the session's run, tests/conftest.py), its report folder and
+    ``wiki report --json``'s object."""
+    done, root = autoresearch_demo
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    out = tmp_path_factory.mktemp("report-demo") / "report"
     done = wiki("report", "mlp", "cpu", "-o", str(out), "--json", cwd=root)
     assert done.returncode == 0, done.stderr
     return root, out, json.loads(done.stdout)

@@ -1,0 +1,53 @@
+"""Build an expensive test resource once per pytest run, whatever the number of xdist workers.
+
+A session fixture runs once per worker; a demo or a 4,600-page corpus built twice is minutes
+of a run. :func:`once` builds it under the run's own temporary folder (the parent of every
+worker's basetemp, the pattern of pytest-xdist's docs) behind a file lock: the first worker
+to ask builds it, the others wait and read it. A folder is complete once its marker is
+written; a build that failed leaves none, so the next asker tries again (and fails alike).
+
+Readers that change what they are given work on a copy (:func:`copy_of`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from wikiengine.core.locks import FileLock
+
+DONE = ".built.json"
+BUILD_LIMIT_S = 1800.0  # the slowest build (a demo on a loaded machine) takes minutes, never this
+
+
+def run_folder(tmp_path_factory) -> Path:
+    """The folder every worker of this run shares (the basetemp itself without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> tuple[Path, dict]:
+    """The folder ``name`` built by ``build(folder)`` once for the run, and what ``build`` returned
+    (a JSON object: it crosses process boundaries)."""
+    return build_once(run_folder(tmp_path_factory) / f"once-{name}", build)
+
+
+def build_once(folder: Path, build: Callable[[Path], dict]) -> tuple[Path, dict]:
+    """``folder`` as ``build(folder)`` made it, built by the first caller of any process."""
+    with FileLock(f"{folder}.lock", timeout=BUILD_LIMIT_S, poll=0.2, busy=f"{folder}: another build hung"):
+        marker = folder / DONE
+        if not marker.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # what a failed build left
+            folder.mkdir(parents=True)
+            result = build(folder)
+            marker.write_text(json.dumps(result))
+        return folder, json.loads(marker.read_text())
+
+
+def copy_of(source: Path, target: Path) -> Path:
+    """A private copy of a built tree (symlinks kept as links, as git wrote them)."""
+    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(DONE))
+    return target

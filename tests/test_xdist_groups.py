@@ -1,0 +1,37 @@
+"""The suite's xdist groups hold (tests/conftest.py): tests marked ``xdist_group`` run on one
+worker. pytest-xdist 3.8 names a group where pytest 9.2 no longer reads it, so the groups were
+once ignored without a word (each worker started a Slurm cluster of its own)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = """
+import pytest
+
+@pytest.mark.xdist_group("g")
+@pytest.mark.parametrize("n", range(6))
+def test_grouped(n):
+    pass
+
+@pytest.mark.parametrize("n", range(6))
+def test_free(n):
+    pass
+"""
+
+
+def test_a_group_runs_on_one_worker(tmp_path):
+    (tmp_path / "test_grouped.py").write_text(TESTS)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.conftest", "-n", "2", "--dist", "loadgroup",
+                           "-v", "-p", "no:cacheprovider", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    ran = re.findall(r"^\[(gw\d)\] .*PASSED .*::(test_\w+)\[(\d)\](@g)?", done.stdout, re.M)
+    grouped = {worker for worker, name, _, group in ran if name == "test_grouped"}
+    assert len(ran) == 12 and len(grouped) == 1, done.stdout
+    assert all(group == "@g" for _, name, _, group in ran if name == "test_grouped")
