@@ -16,28 +16,35 @@ from pathlib import Path
 from wikiengine.core.atomic import atomic_write_bytes
 
 
+def base_dir() -> Path:
+    """``$XDG_CACHE_HOME/wikiengine`` (default ``~/.cache/wikiengine``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wikiengine"
+
+
 def cache_dir(kind: str) -> Path | None:
     """``<cache>/wikiengine/<kind>``, or None when it lies inside a git work tree."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = base / "wikiengine" / kind
-    resolved = Path(os.path.realpath(folder))
-    if any(os.path.lexists(parent / ".git") for parent in (resolved, *resolved.parents)):
-        return None
-    return folder
+    folder = base_dir() / kind
+    return None if work_tree_holding(folder) is not None else folder
 
 
-def read_private(path: Path) -> bytes | None:
-    """The bytes of ``path`` when it is a regular file of this user that no one else may
-    write (not a link), else None."""
+def work_tree_holding(path: Path) -> Path | None:
+    """The git work tree that ``path`` (its links resolved) lies in, or None."""
+    resolved = Path(os.path.realpath(path))
+    return next((parent for parent in (resolved, *resolved.parents) if os.path.lexists(parent / ".git")), None)
+
+
+def read_private(path: Path, *, secret: bool = False, limit: int = -1) -> bytes | None:
+    """The bytes of ``path`` (at most ``limit``) when it is a regular file of this user that
+    no one else may write (``secret``: nor read), not a link; else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & (0o077 if secret else 0o022):
             return None
-        return handle.read()
+        return handle.read(limit)
 
 
 def write_private(path: Path, data: bytes) -> None:

@@ -50,6 +50,7 @@ from pathlib import Path
 from wikiengine.core.atomic import atomic_write_bytes
 from wikiengine.core.errors import PageError
 from wikiengine.core.safe_read import LIMITS, MAX_PAGE_BYTES, read_regular
+from wikiengine.core.usercache import base_dir, read_private, work_tree_holding
 
 CACHE_DIR = ".wiki_cache"
 CACHE_FILE = "lint.marshal"  # the index
@@ -68,7 +69,7 @@ KEY_BYTES = 32
 
 def key_path() -> Path:
     """Where the per-user signing key lives: ``$XDG_CACHE_HOME/wikiengine/cache.key``."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wikiengine" / "cache.key"
+    return base_dir() / "cache.key"
 
 
 def untrusted_place(path: Path, root: Path | None = None) -> str | None:
@@ -80,24 +81,14 @@ def untrusted_place(path: Path, root: Path | None = None) -> str | None:
         repo = Path(os.path.realpath(root))
         if resolved == repo or repo in resolved.parents:
             return f"{path} is inside the repository"
-    for parent in resolved.parents:
-        if os.path.lexists(parent / ".git"):
-            return f"{path} is inside the git work tree {parent}"
-    return None
+    tree = work_tree_holding(resolved.parent)
+    return None if tree is None else f"{path} is inside the git work tree {tree}"
 
 
 def _usable_key(path: Path) -> bytes | None:
     """The key at ``path`` if it is a private regular file of ours holding a whole key."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-            return None
-        data = handle.read(KEY_BYTES + 1)
-    return data if len(data) == KEY_BYTES else None
+    data = read_private(path, secret=True, limit=KEY_BYTES + 1)
+    return data if data is not None and len(data) == KEY_BYTES else None
 
 
 def signing_key(root: Path | None = None) -> bytes | None:
