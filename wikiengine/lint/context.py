@@ -278,7 +278,10 @@ class LintContext:
         """The files whose path starts with ``prefix`` (``"wiki/models/"``), found by
         bisecting the sorted file list: a lane's pages without classifying the wiki."""
         files = self.files
-        start = end = bisect.bisect_left(files, prefix)
+        start = bisect.bisect_left(files, prefix)
+        # the paths that start with ``prefix`` sort before ``prefix + U+10FFFF`` (the largest code
+        # point), but for those that go on with that very code point: walked past one by one
+        end = bisect.bisect_left(files, prefix + "\U0010ffff", start)
         while end < len(files) and files[end].startswith(prefix):
             end += 1
         return files[start:end]
