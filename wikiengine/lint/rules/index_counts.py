@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wikiengine.lint.kinds import kind_of
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.model.index import counted_sections, section_pages
@@ -91,8 +92,20 @@ class IndexSectionCount(Rule):
         for rel in ctx.files:
             if not rel.startswith("wiki/") or _generated(rel):
                 continue
-            info = ctx.info(rel)
-            kind = info.frontmatter.get("type") or (info.kind if info.kind in _PATH_TYPES else None)
-            if isinstance(kind, str):
+            # each page's `type:` kept with its cache entry: a run that lints the index reads no frontmatter
+            declared = ctx.page_fact(rel, "IDX001:type", lambda rel=rel: _declared_type(ctx.info(rel).frontmatter))
+            if declared is False:
+                continue  # a `type:` that is not a name
+            path_kind = kind_of(rel)
+            kind = declared or (path_kind if path_kind in _PATH_TYPES else None)
+            if kind is not None:
                 counts[kind] = counts.get(kind, 0) + 1
         return counts
+
+
+def _declared_type(frontmatter: dict):
+    """The page's `type:`: its name, "" when it has none, False when it is not a string."""
+    declared = frontmatter.get("type")
+    if isinstance(declared, str):
+        return declared
+    return False if declared else ""
