@@ -348,3 +348,23 @@ def test_run003_is_cached_until_a_stop_authorization_changes(tmp_path):
     changed = run(root, config)
     assert wiki_runs(changed.stats) == {"RUN003"} and rendered(changed) == uncached(root, config)
     assert not any("torchax" in line for line in rendered(changed))
+
+
+def test_a_path_run_keeps_the_pages_a_cross_file_rule_parsed(wiki):
+    """A writer lints the few files it wrote; IDX001 then counts every page's `type:`. The pages
+    that run parsed are kept (frontmatter and type), so the next writer's run parses none: before,
+    a PATH run saved them only past a number of analysed files, and every writer parsed the wiki."""
+    index = "wiki/index.md"
+    run(wiki, paths=[experiment_pages(wiki)[1]])  # a cache already there, as after any earlier writer
+    (wiki / index).write_text("# Index\n\n## Experiments (2)\n\n- [one](experiments/one.md)\n", encoding="utf-8")
+    first = run(wiki, paths=[index])
+    assert first.stats["recorded"] >= 90  # the 100 experiment pages, parsed for their type
+    again = run(wiki, paths=[index])
+    assert again.stats.get("recorded", 0) == 0 and again.stats["page_facts_reused"] >= 90
+    assert rendered(again) == rendered(first) == uncached(wiki, paths=[index])
+    assert any("IDX001" in line for line in rendered(again))  # the rule did judge: 2 said, 100 there
+    page = experiment_pages(wiki)[0]
+    text = (wiki / page).read_text(encoding="utf-8")
+    (wiki / page).write_text(text.replace("\n---\n", "\ntype: observation\n---\n", 1), encoding="utf-8")
+    moved = run(wiki, paths=[index])  # one page's type changed: it alone is read again
+    assert moved.stats["recorded"] == 1 and rendered(moved) == uncached(wiki, paths=[index])
