@@ -39,7 +39,8 @@ def test_two_process_ddp_keeps_the_cursor_and_matches_one_process(tmp_path):
     ddp = create_demo_run(tmp_path / "ddp", **CONFIG)
     for expected_end in (2, 4):
         result = _torchrun(ddp)
-        assert result.returncode == 0, result.stderr[-2000:]
+        # the ranks' own lines first (torchrun's summary of a failed rank buries them at the top)
+        assert result.returncode == 0, result.stderr[:4000] + "\n...\n" + result.stderr[-1500:]
         events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
         assert events[-1]["event"] == "session_end" and events[-1]["end_step"] == expected_end
         assert sum(e["event"] == "session_end" for e in events) == 1  # only rank 0 reports
