@@ -69,6 +69,12 @@ _OUTSIDE = "symbolic link to a file outside the repository: not read"
 _PROC_FD = "/proc/self/fd"
 
 
+@functools.cache
+def _proc_names_descriptors() -> bool:
+    """Does ``/proc/self/fd`` exist here (asked once per process, not per file read)?"""
+    return os.path.isdir(_PROC_FD)
+
+
 @functools.lru_cache(maxsize=64)
 def _real_folder(folder: str) -> str:
     """The real path of a repository root, resolved once per process and root."""
@@ -82,7 +88,7 @@ def _open_confined(path: str | Path, flags: int, label, within: str | Path):
     path the kernel gives its descriptor: one call, not a ``realpath`` of every folder
     on the way (a lint opens thousands); a link, or no ``/proc``, is judged first."""
     nofollow = getattr(os, "O_NOFOLLOW", 0)
-    if nofollow and os.path.isdir(_PROC_FD):
+    if nofollow and _proc_names_descriptors():
         try:
             fd = os.open(path, flags | nofollow)
         except OSError as exc:

@@ -12,6 +12,7 @@ normalised to ISO strings so that a JSON Schema sees what the author wrote.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import sys
 from typing import Any
 
@@ -288,17 +289,18 @@ def _line_update(text: str, updates: dict[str, Any]) -> str | None:
     return new_text if ok else None
 
 
-def _keep_float_values(rt) -> None:
-    """Make ``rt`` write every float as a text that loads back to the same value: ruamel's
-    round-trip rendering keeps a float's width and precision but can drop its last digit
-    (``4.806545050758981e-114`` came back as ``...980e-114``), which would change an
-    untouched key of a page; such a float is written as Python's shortest repr instead."""
+@functools.cache
+def _keep_float_values() -> None:
+    """Make ruamel's round-trip writer write every float as a text that loads back to the same
+    value (once per process: the representer table is ruamel's, per class): it keeps a float's
+    width and precision but can drop its last digit (``4.806545050758981e-114`` came back as
+    ``...980e-114``), which would change an untouched key of a page; such a float is written
+    as Python's shortest repr instead."""
+    from ruamel.yaml.representer import RoundTripRepresenter
     from ruamel.yaml.scalarfloat import ScalarFloat
 
-    keep_form = type(rt.representer).represent_scalar_float
-
     def represent(representer, value):
-        node = keep_form(representer, value)
+        node = RoundTripRepresenter.represent_scalar_float(representer, value)
         try:
             same = float(node.value) == float(value)
         except ValueError:  # .nan, .inf and their spellings: ruamel writes them exactly
@@ -307,7 +309,7 @@ def _keep_float_values(rt) -> None:
             node.value = repr(float(value))
         return node
 
-    rt.representer.add_representer(ScalarFloat, represent)
+    RoundTripRepresenter.add_representer(ScalarFloat, represent)
 
 
 def roundtrip_update(text: str, updates: dict[str, Any], path=None) -> str:
@@ -329,7 +331,7 @@ def roundtrip_update(text: str, updates: dict[str, Any], path=None) -> str:
     rt = YAML(typ="rt")
     rt.preserve_quotes = True
     rt.width = 4096
-    _keep_float_values(rt)
+    _keep_float_values()
     try:
         data = rt.load(text) if text.strip() else None
     except YAMLError as exc:
