@@ -89,6 +89,22 @@ def test_a_filed_page_edited_since_the_cursor_is_found(lane_wiki):
     assert all(f["correction"] for f in doc["findings"])
 
 
+def test_a_delta_audit_asks_git_about_its_base_once(lane_wiki, monkeypatch):
+    """The pages changed since the cursor and the git-aware rules' base come from one view."""
+    from wikiengine.lint.gitview import GitView
+
+    start_session(lane_wiki, LANE, parallelism="1")
+    watch_once(lane_wiki, [], closing=False, interval=600)
+    page = lane_wiki / "wiki/experiments/gemma4_autoresearch_optimization/tpu/experiments/2026-06-10-v046-splash-blocks.md"
+    page.write_text(page.read_text().replace("42.0", "43.0"))  # uncommitted: the work tree counts
+    opened = []
+    real_open = GitView.open.__func__
+    monkeypatch.setattr(GitView, "open", classmethod(lambda cls, *a, **k: opened.append(a) or real_open(cls, *a, **k)))
+    doc, _code = watch_once(lane_wiki, [], closing=False, interval=600)
+    assert len(opened) == 1 and not doc["full"]
+    assert any(f["check"] == "EXP007" and f["path"] == page.relative_to(lane_wiki).as_posix() for f in doc["findings"])
+
+
 def test_stale_stub_and_thrashing_are_found(lane_wiki):
     start_session(lane_wiki, LANE, parallelism="1")
     for i in range(3):

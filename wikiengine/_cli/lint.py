@@ -160,20 +160,21 @@ def run(args) -> int:
     if args.select is not None:
         config.select = _codes(args.select, "--select")
     config.ignore = config.ignore + _codes(args.ignore, "--ignore")
-    paths = None
+    paths, view = None, None
     if args.changed:
         if args.paths:
             raise WikiError("--changed takes no PATH")
-        from wikiengine.lint.gitview import changed_pages
+        from wikiengine.lint.gitview import changed_view
 
-        paths = changed_pages(root, args.since)
+        view = changed_view(root, args.since)
+        paths = view.changed_pages()
     elif args.paths:
         paths, skipped = _targets(root, args.paths)
         if skipped:
             print(f"notice: {counted(skipped, 'path')} skipped: not markdown under wiki/, memory/ or .env/",
                   file=sys.stderr)
     options = dict(base=args.since, use_cache=not args.no_cache, jobs=args.jobs)
-    result = lint(root, paths, config, use_baseline=not (args.no_baseline or args.write_baseline), **options)
+    result = lint(root, paths, config, use_baseline=not (args.no_baseline or args.write_baseline), view=view, **options)
     if args.fix:
         from wikiengine.lint.context import discover
         from wikiengine.lint.fixer import apply_fixes

@@ -89,6 +89,16 @@ class GitView:
     def changed(self, rel: str) -> bool:
         return rel in self.changes
 
+    def changed_pages(self) -> list[str]:
+        """Pages added, modified or renamed since the base (working tree and index included)."""
+        from wikiengine.lint.context import LINTED_DIRS
+
+        return sorted(
+            rel for rel, status in self.changes.items()
+            if status != "D" and rel.endswith(".md") and rel.split("/", 1)[0] in LINTED_DIRS
+            and (self.root / rel).is_file()
+        )
+
     def deleted(self) -> list[str]:
         return sorted(rel for rel, status in self.changes.items() if status == "D")
 
@@ -200,14 +210,13 @@ def declared_submodules(root: Path) -> list[str]:
     return [m.group(1).strip().strip("/") for m in re.finditer(r"^\s*path\s*=\s*(.+)$", text, re.M)]
 
 
-def changed_pages(root: Path, base: str) -> list[str]:
-    """Pages added, modified or renamed since ``base`` (working tree and index included)."""
-    from wikiengine.lint.context import LINTED_DIRS
-
-    if not in_git_repo(root):
-        raise WikiError("--changed needs a git repository", root)
-    view = GitView.open(root, base)
-    return sorted(
-        rel for rel, status in view.changes.items()
-        if status != "D" and rel.endswith(".md") and rel.split("/", 1)[0] in LINTED_DIRS and (root / rel).is_file()
-    )
+def changed_view(root: Path, base: str) -> GitView:
+    """The working tree compared with ``base`` for a run over what changed since it (``wiki lint
+    --changed``, the watchers): its :meth:`GitView.changed_pages` are the targets, and the run
+    compares with the same view (``lint(..., view=)``) instead of asking git again."""
+    try:
+        return GitView.open(root, base)
+    except WikiError:
+        if not in_git_repo(root):  # asked only on failure: one git process less per run
+            raise WikiError("--changed needs a git repository", root) from None
+        raise

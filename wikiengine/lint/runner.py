@@ -25,6 +25,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wikiengine.core.errors import WikiError
 from wikiengine.core.page import decode, parse_page
@@ -43,6 +44,9 @@ from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings
 from wikiengine.lint.kinds import kind_of
+
+if TYPE_CHECKING:
+    from wikiengine.lint.gitview import GitView
 
 POOL_THRESHOLD = 200
 WORKERS = 2
@@ -72,12 +76,14 @@ def lint(
     use_cache: bool = True,
     use_baseline: bool = True,
     jobs: int | None = None,
+    view: GitView | None = None,
 ) -> LintResult:
     """Lint the wiki at ``root``: every file, or only ``paths`` (cross-file rules still see all).
 
     ``paths`` are posix paths relative to ``root``. Git-aware rules compare with ``base``
     (skipped, with one notice, outside a git repository or when ``base`` is None).
     ``jobs``: worker processes for a large cold pass (default 2; 1 runs serially).
+    ``view``: ``base`` already opened (:func:`~wikiengine.lint.gitview.changed_view`), not asked again.
     """
     from wikiengine.lint.registry import selected_rules
 
@@ -88,7 +94,7 @@ def lint(
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
-    ran = _open_git(ctx, rules, base, notices)
+    ran = _open_git(ctx, rules, base, notices, view)
     for rule in rules:
         rule.prepare(ctx)
 
@@ -205,7 +211,7 @@ def _files_disabling(directives: dict[str, list[tuple]], code: str) -> set[str]:
     }
 
 
-def _open_git(ctx: LintContext, rules, base: str | None, notices: list[str]) -> set[str]:
+def _open_git(ctx: LintContext, rules, base: str | None, notices: list[str], view: GitView | None = None) -> set[str]:
     """Open the base revision if a git-aware rule is selected; return the codes that can run."""
     ran = {rule.code for rule in rules if not rule.needs_git}
     ran |= {suppress.UNUSED_CODE, baseline_mod.STALE_CODE}
@@ -215,7 +221,7 @@ def _open_git(ctx: LintContext, rules, base: str | None, notices: list[str]) -> 
 
     if base is not None:
         try:
-            ctx.git = GitView.open(ctx.root, base)
+            ctx.git = view if view is not None else GitView.open(ctx.root, base)
         except WikiError:
             if in_git_repo(ctx.root):  # asked only on failure: one git process less per run
                 raise  # a bad revision in a real repository

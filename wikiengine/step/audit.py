@@ -186,16 +186,17 @@ def first_commit_times(root: Path, rels: list[str]) -> dict[str, float]:
 
 
 def _lint_battery(root: Path, lane: Lane, since: str | None) -> list[AuditFinding]:
-    from wikiengine.lint.gitview import changed_pages
+    from wikiengine.lint.gitview import changed_view
     from wikiengine.lint.runner import lint
 
     if since is None:
         result = lint(root, base="HEAD", jobs=1)
     else:
-        paths = set(changed_pages(root, since))
+        view = changed_view(root, since)
+        paths = set(view.changed_pages())
         model = lane.model_page(root)
         paths |= {p for p in (lane.log, model) if p and (root / p).is_file()}
-        result = lint(root, sorted(paths), base=since, jobs=1)
+        result = lint(root, sorted(paths), base=since, jobs=1, view=view)
     return [AuditFinding(f.code, f.path, f.line, f.message, f"wiki lint --explain {f.code}; then fix {f.path}:{f.line}",
                          f.identity()) for f in result.findings]
 

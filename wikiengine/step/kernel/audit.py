@@ -37,16 +37,18 @@ from wikiengine.step.kernel.verdicts import k9_state
 
 
 def _battery(root: Path, family: KernelFamily, since: str | None) -> list[AuditFinding]:
-    from wikiengine.lint.gitview import changed_pages
+    from wikiengine.lint.gitview import changed_view
     from wikiengine.lint.runner import lint
 
     mine = lambda rel: rel.startswith(family.dir + "/") or rel == family.family_page  # noqa: E731
     paths = {p for p in (family.log, family.family_page) if (root / p).is_file()}
+    view = None
     if since is None:
         paths |= {p.relative_to(root).as_posix() for p in (root / family.dir).glob("*.md")}
     else:
-        paths |= {p for p in changed_pages(root, since) if mine(p)}
-    result = lint(root, sorted(paths), base=since, jobs=1)
+        view = changed_view(root, since)
+        paths |= {p for p in view.changed_pages() if mine(p)}
+    result = lint(root, sorted(paths), base=since, jobs=1, view=view)
     return [AuditFinding(f.code, f.path, f.line, f.message, f"wiki lint --explain {f.code}; then fix {f.path}:{f.line}")
             for f in result.findings]
 
