@@ -373,3 +373,23 @@ def test_a_path_run_keeps_the_pages_a_cross_file_rule_parsed(wiki):
     (wiki / page).write_text(text.replace("\n---\n", "\ntype: observation\n---\n", 1), encoding="utf-8")
     moved = run(wiki, paths=[index])  # one page's type changed: it alone is read again
     assert moved.stats["recorded"] == 1 and rendered(moved) == uncached(wiki, paths=[index])
+
+
+def test_a_path_run_keeps_the_new_stat_keys_of_unchanged_pages(wiki, tmp_path):
+    """A checkout or a copy gives pages new stat keys over the same bytes. A PATH run that hashes
+    them again (IDX001 asks every page for its type) keeps the new keys, so the next run reads
+    none: before, only a whole-wiki run saved them, and every writer re-read the wiki."""
+    index = "wiki/index.md"
+    (wiki / index).write_text("# Index\n\n## Experiments (2)\n\n- [one](experiments/one.md)\n", encoding="utf-8")
+    old = time.time() - 3600  # past the racy window: only the stat key can send a page to be hashed
+    for path in wiki.rglob("*.md"):
+        os.utime(path, (old, old))
+    run(wiki)
+    copy = tmp_path / "copy"
+    shutil.copytree(wiki, copy)  # the same bytes and times, new inodes
+    first = run(copy, paths=[index])
+    assert first.stats["rekeyed"] >= 90
+    again = run(copy, paths=[index])
+    assert again.stats.get("rekeyed", 0) == 0 and again.stats["page_facts_reused"] >= 90
+    assert rendered(again) == rendered(first) == uncached(copy, paths=[index])
+

@@ -175,8 +175,9 @@ class LintCache:
 
     @property
     def stored(self) -> int:
-        """Files analysed anew (wholly or for some rules) or first parsed for a cross-file rule, this run."""
-        return self.stats["analysed"] + self.stats["reanalysed"] + self.stats["recorded"]
+        """Files analysed anew (wholly or for some rules), first parsed for a cross-file rule, or
+        found unchanged under a new stat key (a checkout, a copy: their bytes hashed again), this run."""
+        return self.stats["analysed"] + self.stats["reanalysed"] + self.stats["recorded"] + self.stats["rekeyed"]
 
     @classmethod
     def open(cls, root: Path, fingerprint: str, persist: bool = True) -> LintCache:
@@ -233,7 +234,9 @@ class LintCache:
                     except PageError:
                         data = None
                     if data is not None and content_hash(data) == entry["sha"]:
-                        entry["key"] = key
+                        if entry["key"] != key:
+                            entry["key"] = key
+                            self.stats["rekeyed"] += 1
                         self.dirty = True
                         result = entry
         self._fresh[rel] = result
