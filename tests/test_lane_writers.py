@@ -570,6 +570,23 @@ def test_adopt_log_add_and_exp_new_file_in_a_lane_log_with_defects(wiki):
     assert clean(wiki) and identities(wiki) == before  # the writers' pages lint clean, the old findings unchanged
 
 
+def test_adopt_the_old_texts_are_linted_by_the_rules_that_found_something_only(wiki, monkeypatch):
+    """What a write adds is told by linting the old texts again, by the rules of the findings in question."""
+    from wikiengine.lint import runner
+    from wikiengine.model.lanes import Lane
+    from wikiengine.step import writers as lw
+
+    before = _grown_log(wiki)
+    selects = []
+    real_lint = runner.lint
+    monkeypatch.setattr(runner, "lint", lambda root, paths, config=None, **kw: selects.append(
+        config.select if config is not None else None) or real_lint(root, paths, config, **kw))
+    lw.add_log_entry(wiki, "analyze", "splash sweep", Lane("gemma4_autoresearch_optimization", "tpu"),
+                     {"Key result": "block 2048 best"})
+    assert selects[0] is None and {"LOG002", "RUN001", "RUN004"} <= set(selects[1]) <= {c for c, _p, _s in before}
+    assert len(selects) == 2 and clean(wiki) and identities(wiki) == before
+
+
 def test_adopt_a_write_that_adds_a_finding_is_still_refused(wiki):
     path = wiki / LANE_LOG
     stop = "## [2026-06-12] stop | /stop-experiment, lane stopped\n\n**Op**: stop\n\n"

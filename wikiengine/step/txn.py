@@ -282,12 +282,20 @@ def recover(root: Path, key: str) -> Recovered | None:
     return Recovered(REDO, commit=sha)
 
 
-def lint_paths(root: Path, paths: list[str]):
+def lint_paths(root: Path, paths: list[str], codes: set[str] | None = None):
     """The lint of ``paths`` (cross-file rules see the whole wiki), its findings and the
-    ones before the baseline only those on ``paths``."""
+    ones before the baseline only those on ``paths``; ``codes``: by those rules only."""
     from wikiengine.lint.runner import lint
 
-    result = lint(root, paths, base=None, use_baseline=True, jobs=1)
+    config = None
+    if codes is not None:
+        from dataclasses import replace
+
+        from wikiengine.lint.config import load_config
+
+        config = load_config(root)
+        config = replace(config, select=sorted(code for code in codes if config.enabled(code)))
+    result = lint(root, paths, config, base=None, use_baseline=True, jobs=1)
     result.findings = [f for f in result.findings if f.path in paths]
     result.unfiltered = [f for f in result.unfiltered if f.path in paths]
     return result
@@ -295,12 +303,21 @@ def lint_paths(root: Path, paths: list[str]):
 
 def introduced(root: Path, paths: list[str], old: dict[str, str | None], after: list) -> list[str]:
     """Which of the findings ``after`` the write introduced (one the old texts had too is not
-    the writer's: pre-existing problems are ``wiki lint``'s to report). Lints the old texts
-    in place, then puts the new ones back."""
+    the writer's: pre-existing problems are ``wiki lint``'s to report). A finding on a file
+    the write created is; for the others the old texts are linted in place, by the rules that
+    found something after the write only (every rule when an unused suppression is among
+    them: it is judged against the rules that ran), then the new texts are put back."""
+    from wikiengine.lint.baseline import STALE_CODE
+    from wikiengine.lint.suppress import UNUSED_CODE
+
+    existed = [p for p in paths if old.get(p) is not None]
+    codes = {f.code for f in after if f.path in existed and f.code != STALE_CODE}
+    if not codes:
+        return added([], after)
     new_texts = {p: disk_text(root, p) for p in paths}
     _restore(root, {p: old.get(p) for p in paths})
     try:
-        before = lint_paths(root, [p for p in paths if old.get(p) is not None]).findings
+        before = lint_paths(root, existed, None if UNUSED_CODE in codes else codes).findings
     finally:
         _apply(root, new_texts)
     return added(before, after)
