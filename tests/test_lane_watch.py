@@ -105,6 +105,40 @@ def test_a_delta_audit_asks_git_about_its_base_once(lane_wiki, monkeypatch):
     assert any(f["check"] == "EXP007" and f["path"] == page.relative_to(lane_wiki).as_posix() for f in doc["findings"])
 
 
+def test_an_unchanged_lane_audit_takes_its_cross_file_findings_back(lane_wiki):
+    """A delta audit keeps its cross-file rules' findings, keyed by its targets and git's view of
+    every page: auditing an unchanged lane again runs only the rules whose inputs cannot be told;
+    an edit git sees (uncommitted too) or a page git ignores, added or edited, runs them again."""
+    from wikiengine.lint.gitview import changed_view
+    from wikiengine.lint.runner import lint
+
+    head = git(lane_wiki, "rev-parse", "HEAD").strip()
+    targets = [LANE.log, LANE.model_page(lane_wiki)]
+
+    def audit(**kw):
+        return lint(lane_wiki, targets, base=head, jobs=1, view=changed_view(lane_wiki, head), **kw)
+
+    def same_as_uncached(result):
+        return [f.render() for f in result.findings] == [f.render() for f in audit(use_cache=False).findings]
+
+    first, again = audit(reuse=True), audit(reuse=True)
+    assert first.stats["wiki_rules_run"] > 0 and again.stats.get("wiki_rules_run", 0) == 0
+    assert again.stats["wiki_rules_reused"] == first.stats["wiki_rules_run"] and same_as_uncached(again)
+    assert audit().stats.get("wiki_rules_reused", 0) == 0  # a run that does not ask takes nothing back
+    page = lane_wiki / V046
+    page.write_text(page.read_text().replace("42.0", "43.0"))  # a page no target, edited, not committed
+    edited = audit(reuse=True)
+    assert edited.stats["wiki_rules_run"] == first.stats["wiki_rules_run"] and same_as_uncached(edited)
+    with open(lane_wiki / ".git/info/exclude", "a") as exclude:
+        exclude.write("wiki/scratch/\n")
+    scratch = lane_wiki / "wiki/scratch/note.md"
+    scratch.parent.mkdir()
+    scratch.write_text("---\ntitle: a note\ntype: concept\n---\n# A note\n")
+    assert audit(reuse=True).stats["wiki_rules_run"] > 0 and audit(reuse=True).stats.get("wiki_rules_run", 0) == 0
+    scratch.write_text(scratch.read_text() + "Edited.\n")
+    assert audit(reuse=True).stats["wiki_rules_run"] > 0
+
+
 def test_stale_stub_and_thrashing_are_found(lane_wiki):
     start_session(lane_wiki, LANE, parallelism="1")
     for i in range(3):

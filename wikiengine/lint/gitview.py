@@ -9,6 +9,7 @@ about 10^4 times slower over a large wiki).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -185,6 +186,23 @@ class TrackedTree:
         prefix = rel.rstrip("/") + "/"
         index = bisect.bisect_left(self.sorted_files, prefix)
         return index < len(self.sorted_files) and self.sorted_files[index].startswith(prefix)
+
+
+def pages_fingerprint(view: GitView, tree: TrackedTree, files: list[str], sha: Callable[[str], str | None]) -> str:
+    """A hash naming the bytes of every page of ``files`` from git's view of the work tree: the
+    base commit, and the content hash (``sha``) of each page git does not vouch for (changed
+    since the base, untracked, ignored, inside a submodule). The pages git tracks and finds
+    unchanged are the base's, as ``wiki lint --changed`` and the watchers' delta audits already
+    take them to be; no page is read or even looked at for them."""
+    import hashlib
+
+    changes, tracked = view.changes, tree.files
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(view.base.encode() + b"\0" + "\0".join(files).encode())
+    for rel in files:
+        if rel in changes or rel not in tracked:
+            digest.update(f"\0{rel}\0{sha(rel) or '-'}".encode())
+    return digest.hexdigest()
 
 
 def ignored_paths(root: Path, rels: list[str]) -> set[str]:

@@ -77,6 +77,7 @@ def lint(
     use_baseline: bool = True,
     jobs: int | None = None,
     view: GitView | None = None,
+    reuse: bool = False,
 ) -> LintResult:
     """Lint the wiki at ``root``: every file, or only ``paths`` (cross-file rules still see all).
 
@@ -84,6 +85,8 @@ def lint(
     (skipped, with one notice, outside a git repository or when ``base`` is None).
     ``jobs``: worker processes for a large cold pass (default 2; 1 runs serially).
     ``view``: ``base`` already opened (:func:`~wikiengine.lint.gitview.changed_view`), not asked again.
+    ``reuse``: a PATH run with a base keeps its cross-file rules' findings, and takes them back
+    while its targets and every page are as they were (a watcher's audit of an unchanged lane).
     """
     from wikiengine.lint.registry import selected_rules
 
@@ -105,7 +108,7 @@ def lint(
     # its deletion (EXP007) is reported on its path in every run, PATH runs included.
     reported = set(ctx.targets) | set(ctx.git.deleted()) if ctx.git is not None else set(ctx.targets)
     findings.extend(_git_page_findings(ctx, rules, ran))
-    findings.extend(f for f in _wiki_findings(ctx, rules, ran) if f.path in reported or _absent(ctx, rules, f, paths))
+    findings.extend(f for f in _wiki_findings(ctx, rules, ran, reuse) if f.path in reported or _absent(ctx, rules, f, paths))
     if _reads_tracked(rules):
         ctx.tracked()  # reap the prefetched git process, should no rule have needed it
 
@@ -114,7 +117,8 @@ def lint(
     baselined = 0
     if use_baseline:
         findings, baselined = _baselined(findings, ctx, rules, None if paths is None else reported, unreadable)
-    if paths is None or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns:
+    kept = reuse and ctx.cache.stats["wiki_rules_run"]
+    if paths is None or kept or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns:
         # A pre-commit run over a few pages skips rewriting the whole cache: those pages
         # cost little to analyse again, and they change again before the next commit.
         ctx.cache.save(ctx.files)
@@ -394,26 +398,33 @@ def _overrides_check_wiki(rule) -> bool:
     return type(rule).check_wiki is not Rule.check_wiki
 
 
-def _wiki_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
+def _wiki_findings(ctx: LintContext, rules, ran: set[str], reuse: bool = False) -> list[Finding]:
     """The cross-file rules' findings; in a whole-wiki run each rule's are reused when its
-    fingerprint, every page and what else it reads (``wiki_inputs``) are as they were."""
+    fingerprint, every page and what else it reads (``wiki_inputs``) are as they were; in a
+    PATH run that asks (``reuse``), when its targets are too, the pages told by git's view."""
     wiki_rules = [r for r in rules if r.code in ran and _overrides_check_wiki(r)]
-    if not ctx.cache.persist or ctx.targets is not ctx.files:
-        # A PATH run: rules work from the targets, so their findings describe only those
-        # (never cached as the whole wiki's), and hashing every page would cost more.
+    if not ctx.cache.persist:
         return [f for rule in wiki_rules for f in rule.check_wiki(ctx)]
+    if ctx.targets is ctx.files:
+        state, slot = None, ""
+    else:
+        # A PATH run: rules work from the targets, so their findings describe only those (never
+        # cached as the whole wiki's), and hashing every page would cost more than they do.
+        state, slot = _paths_state(ctx) if reuse else None, "@paths"
+        if state is None:
+            return [f for rule in wiki_rules for f in rule.check_wiki(ctx)]
     found: list[Finding] = []
     for rule in wiki_rules:
         inputs = rule.wiki_inputs(ctx)
         if inputs is None:
             found.extend(rule.check_wiki(ctx))
             continue
-        key = f"{ctx.cache.rule_fps.get(rule.code, '')}:{ctx.wiki_fingerprint()}:{inputs}"
-        cached = ctx.cache.wiki_findings(rule.code, key)
+        key = f"{ctx.cache.rule_fps.get(rule.code, '')}:{state or ctx.wiki_fingerprint()}:{inputs}"
+        cached = ctx.cache.wiki_findings(rule.code + slot, key)
         if cached is None:
             fresh = list(rule.check_wiki(ctx))
-            ctx.cache.store_wiki_findings(rule.code, key, [(f.path, f.line, f.col, f.code, f.message, f.fixable, f.date,
-                                                           f.subject) for f in fresh])
+            ctx.cache.store_wiki_findings(rule.code + slot, key, [(f.path, f.line, f.col, f.code, f.message, f.fixable,
+                                                                  f.date, f.subject) for f in fresh])
             ctx.cache.stats["wiki_rules_run"] += 1
             ctx.cache.stats[f"wiki_run:{rule.code}"] = 1
             found.extend(fresh)
@@ -421,3 +432,15 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
             ctx.cache.stats["wiki_rules_reused"] += 1
             found.extend(Finding(*row) for row in cached)
     return found
+
+
+def _paths_state(ctx: LintContext) -> str | None:
+    """The targets of a PATH run and every page, as git's view of the base tells them
+    (:func:`~wikiengine.lint.gitview.pages_fingerprint`); None without a base or outside git."""
+    from wikiengine.lint.gitview import pages_fingerprint
+
+    tree = ctx.tracked() if ctx.git is not None else None
+    if tree is None:
+        return None
+    digest = hashlib.blake2b("\0".join(ctx.targets).encode(), digest_size=16).hexdigest()
+    return f"{digest}:{pages_fingerprint(ctx.git, tree, ctx.files, ctx.cache.sha)}"

@@ -196,7 +196,7 @@ def _lint_battery(root: Path, lane: Lane, since: str | None) -> list[AuditFindin
         paths = set(view.changed_pages())
         model = lane.model_page(root)
         paths |= {p for p in (lane.log, model) if p and (root / p).is_file()}
-        result = lint(root, sorted(paths), base=since, jobs=1, view=view)
+        result = lint(root, sorted(paths), base=since, jobs=1, view=view, reuse=True)
     return [AuditFinding(f.code, f.path, f.line, f.message, f"wiki lint --explain {f.code}; then fix {f.path}:{f.line}",
                          f.identity()) for f in result.findings]
 

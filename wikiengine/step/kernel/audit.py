@@ -48,7 +48,7 @@ def _battery(root: Path, family: KernelFamily, since: str | None) -> list[AuditF
     else:
         view = changed_view(root, since)
         paths |= {p for p in view.changed_pages() if mine(p)}
-    result = lint(root, sorted(paths), base=since, jobs=1, view=view)
+    result = lint(root, sorted(paths), base=since, jobs=1, view=view, reuse=True)
     return [AuditFinding(f.code, f.path, f.line, f.message, f"wiki lint --explain {f.code}; then fix {f.path}:{f.line}")
             for f in result.findings]
 
