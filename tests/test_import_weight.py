@@ -9,7 +9,8 @@ writers nor the linter (a lane's: nothing to file; a relay run's: nothing change
 trusted commit, so row 38's re-lint has nothing to read), nor statistics and hashlib (a band
 measured, a digest taken) nor the relay's memory tables and session types. The writers and the watcher need
 the linter (they re-lint what they write, the watcher's battery is lint; its rules read the
-relay's tables), so only the rest is held for them."""
+relay's tables), so only the rest is held for them; the watcher reads the session without the
+wake's deciding and writing (it runs a wake only to revive an idle session)."""
 
 from __future__ import annotations
 
@@ -131,7 +132,7 @@ def relay(tmp_path_factory):
 @pytest.mark.parametrize("argv,also", [
     (["step"], NO_OP_WAKE),
     (["loop", "status", "--json"], NO_OP_WAKE),
-    (["watch", "--once"], ("statistics", "wikiengine.step.writers")),
+    (["watch", "--once"], ("statistics", "wikiengine.step.writers", "wikiengine.step.lane.wake", "wikiengine.step.engine")),
     (["exp", "new", "mlp", "cpu", "--track", "1", "--slug", "lr-big", "--variant", "1M/cpu", "--proposal", "../proposal.md"],
      ("statistics",)),
 ], ids=["step", "loop-status", "watch", "exp-new"])

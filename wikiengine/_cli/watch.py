@@ -52,7 +52,7 @@ def watch_once(root: Path, names: list[str], *, closing: bool, interval: float) 
     from wikiengine.model.state import LaneState, state_mode
     from wikiengine.step import lane_read
     from wikiengine.step.audit import run_audit, write_authorization, write_cursor
-    from wikiengine.step.lane.wake import lane_config, last_wake, make_backend, session_tracks
+    from wikiengine.step.lane.session import lane_config, last_wake, make_backend, session_tracks
 
     state = LaneState.read(root) if state_mode(root) == "lane" else None
     if names:

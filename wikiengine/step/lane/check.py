@@ -23,15 +23,14 @@ from wikiengine.model.evidence import AA_NUMBER, AA_VID, read_run_metrics
 from wikiengine.model.lanes import Lane
 from wikiengine.step import writers as lw
 from wikiengine.step.lane.decide import LaneLimits
+from wikiengine.step.lane.session import lane_config, session_start
 from wikiengine.step.lane.wake import (
     LaneRun,
     build_spec,
     check_launch_cmd,
-    lane_config,
     portable,
     repo_relative,
     run_outputs,
-    session_start,
 )
 
 DEFAULT_SECONDS = 120.0

@@ -21,7 +21,8 @@ from wikiengine.model.journal import append_record, parse_journal
 from wikiengine.model.lanes import Lane
 from wikiengine.model.state import LaneState
 from wikiengine.step import writers as lw
-from wikiengine.step.lane.wake import STATE_REL, check_launch_cmd, lane_config
+from wikiengine.step.lane.session import lane_config
+from wikiengine.step.lane.wake import STATE_REL, check_launch_cmd
 from wikiengine.step.txn import LaneLock, LaneTxn
 
 STOP_AUTHORIZED = ".stop-authorized"

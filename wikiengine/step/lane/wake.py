@@ -34,7 +34,7 @@ from pathlib import Path
 from wikiengine.core.clock import timestamp, utc_iso
 from wikiengine.core.errors import WikiError
 from wikiengine.core.page import parse_page
-from wikiengine.core.safe_read import read_optional, read_text, repo_text
+from wikiengine.core.safe_read import read_text, repo_text
 from wikiengine.model import budgets, logbook, progress
 from wikiengine.model import experiment as ex
 from wikiengine.model.evidence import AA_VID
@@ -43,16 +43,16 @@ from wikiengine.model.journal import (
     UNSEEN,
     append_record,
     dispatch_expectations,
-    journal_records,
     launched_names,
     parse_journal,
 )
 from wikiengine.model.lane_queue import LaneQueue, lane_queue
 from wikiengine.model.lanes import Lane
-from wikiengine.model.state import LaneState, heartbeat_path, require_lane, write_heartbeat
+from wikiengine.model.state import LaneState, require_lane, write_heartbeat
 from wikiengine.step import engine, lane_read
 from wikiengine.step.lane import calibrate
 from wikiengine.step.lane.decide import BudgetGate, LaneLimits, TrackDecision, TrackView, decide
+from wikiengine.step.lane.session import lane_config, make_backend, session_start
 from wikiengine.step.result import WakeResult
 from wikiengine.step.txn import LaneLock, LaneTxn
 
@@ -75,64 +75,6 @@ class LaneRun:
     @property
     def prefix(self) -> str:
         return f"{self.settings.user_prefix}-{self.lane.model_name}-{self.lane.name}"
-
-
-def lane_config(root: Path, lane: Lane) -> dict:
-    from wikiengine.model import cascade, targets
-
-    try:
-        return cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name)).config or {}
-    except WikiError:
-        raise
-
-
-def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[dict] | None = None):
-    """The lane backend named by the session: ``local`` (one slot per track, here), ``gke``
-    (each track's cluster of the session's pool, through its kubeconfig context) or
-    ``slurm`` (the partition, account and gres the session's pool recorded)."""
-    if kind == "local":
-        from wikiengine.executors.lane_local import LocalLaneBackend
-
-        return LocalLaneBackend(root, lane.model_dir, lane.name)
-    if kind == "gke":
-        from wikiengine.executors.gke.clusters import discover_clusters
-        from wikiengine.executors.gke.lane import GkeLaneBackend
-        from wikiengine.executors.gke.occupancy import Me
-        from wikiengine.executors.lane_pool import TrackPool
-
-        image, storage = config.get("image"), config.get("storage_root")
-        if not image or not storage:
-            raise WikiError("backend gke needs image and storage_root in the lane program's ## Config")
-        clusters = {c.name: c for c in discover_clusters(root / ".env")}
-        settings = lane_read.lane_settings(root, lane, config)
-        me = Me(settings.user_prefix, lane.model_name, lane.name)
-        backends = {}
-        for slot in tracks or []:
-            cluster = clusters.get(slot.get("name"))
-            if cluster is None:
-                raise WikiError(f"track {slot.get('track')}: no cluster file for {slot.get('name')} in .env/")
-            backends[int(slot["track"])] = GkeLaneBackend.connect(cluster, me, image, storage)
-        return TrackPool(backends)
-    if kind == "slurm":
-        from wikiengine.executors.lane_slurm import SlurmLaneBackend
-
-        slot = (tracks or [{}])[0]
-        return SlurmLaneBackend.from_config({key: slot.get(key) or config.get(f"slurm_{key}")
-                                             for key in ("partition", "account", "gres")}, root, lane.model_dir, lane.name)
-    raise WikiError(f"unknown lane backend {kind!r} (local, gke or slurm)")
-
-
-def session_start(root: Path, lane: Lane) -> dict:
-    """The newest session's ``start`` record (its pool, and a launch command given to
-    `wiki loop start`); {} before the first session."""
-    records = journal_records(root, lane.journal)
-    starts = [r for r in records if r.get("op") == "start"]
-    return starts[-1] if starts else {}
-
-
-def session_tracks(root: Path, lane: Lane) -> list[dict]:
-    """The pool of the newest session (the journal's start record)."""
-    return list(session_start(root, lane).get("tracks", []))
 
 
 def load_lane_run(root: Path, backend=None) -> LaneRun:
@@ -745,15 +687,6 @@ def _record(wake: engine.Wake) -> None:
         sha = txn.commit(f"step(lane {run.lane.name}): {summary_line}", relint=False)
         if sha:
             result.commits.append(sha)
-
-
-def last_wake(root: Path, state: LaneState) -> float | None:
-    """The time of the last wake: this host's heartbeat, else STATE.md's last material wake."""
-    path = heartbeat_path(root, state.lane_ref)
-    beat_text = read_optional(path, kind="cursor")
-    beat = timestamp(beat_text.strip()) if beat_text is not None else None
-    recorded = timestamp(state.last_wake_at or state.started_at)
-    return max(t for t in (beat, recorded) if t is not None) if (beat or recorded) else None
 
 
 _SUMMARY_RE = re.compile(r"^Tracks: (?P<line>.*)$", re.M)
