@@ -587,6 +587,25 @@ def test_adopt_the_old_texts_are_linted_by_the_rules_that_found_something_only(w
     assert len(selects) == 2 and clean(wiki) and identities(wiki) == before
 
 
+def test_adopt_the_old_texts_are_put_in_place_and_the_written_files_back(tmp_path):
+    """While the old texts are linted, the written files are set aside, not rewritten: the files
+    committed are the very ones the write synced (the same inodes), and a created file is absent."""
+    from wikiengine.step.txn import old_texts_in_place
+
+    (tmp_path / "wiki").mkdir()
+    page, created, removed = tmp_path / "wiki/page.md", tmp_path / "wiki/new.md", tmp_path / "wiki/gone.md"
+    page.write_text("new\n")
+    created.write_text("created\n")
+    inodes = {path: path.stat().st_ino for path in (page, created)}
+    old = {"wiki/page.md": "old\n", "wiki/new.md": None, "wiki/gone.md": "was here\n"}
+    with old_texts_in_place(tmp_path, sorted(old), old):
+        assert page.read_text() == "old\n" and not created.exists() and removed.read_text() == "was here\n"
+        assert not any(p.name.endswith(".md") for p in (tmp_path / "wiki").iterdir() if p.name.startswith("."))
+    assert page.read_text() == "new\n" and created.read_text() == "created\n" and not removed.exists()
+    assert {path: path.stat().st_ino for path in (page, created)} == inodes
+    assert sorted(p.name for p in (tmp_path / "wiki").iterdir()) == ["new.md", "page.md"]
+
+
 def test_adopt_a_write_that_adds_a_finding_is_still_refused(wiki):
     path = wiki / LANE_LOG
     stop = "## [2026-06-12] stop | /stop-experiment, lane stopped\n\n**Op**: stop\n\n"

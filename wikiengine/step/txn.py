@@ -29,11 +29,13 @@ writers of one lane (one per track) take turns.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikiengine.core.atomic import atomic_write_text, sweep_temp_files
+from wikiengine.core.atomic import atomic_write_text, fsync_dir, sweep_temp_files, temp_name
 from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.git import CommitProbe, assert_no_secret, git_dir
 from wikiengine.core.locks import FileLock
@@ -314,13 +316,38 @@ def introduced(root: Path, paths: list[str], old: dict[str, str | None], after: 
     codes = {f.code for f in after if f.path in existed and f.code != STALE_CODE}
     if not codes:
         return added([], after)
-    new_texts = {p: disk_text(root, p) for p in paths}
-    _restore(root, {p: old.get(p) for p in paths})
-    try:
+    with old_texts_in_place(root, paths, old):
         before = lint_paths(root, existed, None if UNUSED_CODE in codes else codes).findings
-    finally:
-        _apply(root, new_texts)
     return added(before, after)
+
+
+@contextmanager
+def old_texts_in_place(root: Path, paths: list[str], old: dict[str, str | None]):
+    """The texts ``paths`` had before the write, on disk for the duration (a file the write
+    created is absent). The written files are renamed aside and back, never rewritten: the
+    files committed are the ones the write synced, and only their folders are synced again.
+    The old texts are not synced: a writer killed meanwhile leaves its redo record, whose
+    replay writes the new texts (the files set aside are temp files the next holder sweeps)."""
+    _confine_all(root, paths)
+    aside: dict[str, Path | None] = {}
+    try:
+        for rel in paths:
+            path = root / rel
+            moved = temp_name(path) if os.path.lexists(path) else None
+            if moved is not None:
+                os.rename(path, moved)
+            aside[rel] = moved
+            if old.get(rel) is not None:
+                atomic_write_text(path, old[rel], durable=False)
+        yield
+    finally:
+        for rel, moved in aside.items():
+            if moved is not None:
+                os.replace(moved, root / rel)
+            else:
+                (root / rel).unlink(missing_ok=True)
+        for folder in {(root / rel).parent for rel in aside}:
+            fsync_dir(folder)
 
 
 def added(before: list, after: list) -> list[str]:
