@@ -571,20 +571,24 @@ def test_adopt_log_add_and_exp_new_file_in_a_lane_log_with_defects(wiki):
 
 
 def test_adopt_the_old_texts_are_linted_by_the_rules_that_found_something_only(wiki, monkeypatch):
-    """What a write adds is told by linting the old texts again, by the rules of the findings in question."""
+    """What a write adds is told by linting the old texts again, by the rules of the findings in
+    question; git's answers to the commit's two questions, asked while the new texts were in
+    place, are kept for the commit rather than asked again."""
+    from wikiengine.core.git import CommitProbe
     from wikiengine.lint import runner
     from wikiengine.model.lanes import Lane
     from wikiengine.step import writers as lw
 
     before = _grown_log(wiki)
-    selects = []
-    real_lint = runner.lint
+    selects, probes = [], []
+    real_lint, real_probe = runner.lint, CommitProbe.__init__
     monkeypatch.setattr(runner, "lint", lambda root, paths, config=None, **kw: selects.append(
         config.select if config is not None else None) or real_lint(root, paths, config, **kw))
+    monkeypatch.setattr(CommitProbe, "__init__", lambda self, *a: probes.append(a) or real_probe(self, *a))
     lw.add_log_entry(wiki, "analyze", "splash sweep", Lane("gemma4_autoresearch_optimization", "tpu"),
                      {"Key result": "block 2048 best"})
     assert selects[0] is None and {"LOG002", "RUN001", "RUN004"} <= set(selects[1]) <= {c for c, _p, _s in before}
-    assert len(selects) == 2 and clean(wiki) and identities(wiki) == before
+    assert len(selects) == 2 and len(probes) == 1 and clean(wiki) and identities(wiki) == before
 
 
 def test_adopt_the_old_texts_are_put_in_place_and_the_written_files_back(tmp_path):

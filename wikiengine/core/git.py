@@ -107,6 +107,7 @@ class Running:
                  stderr: bool = True, optional_locks: bool = False, error: type[WikiError] = GitError,
                  unavailable: type[WikiError] | None = None):
         self.root, self.args, self.error, self.unavailable = root, tuple(args), error, unavailable or error
+        self._done: Result | None = None
         where = root if root is not None else git_dir
         try:
             self.proc = subprocess.Popen(
@@ -121,14 +122,16 @@ class Running:
 
     def result(self, *, input: str | bytes | None = None, timeout: float | None = TIMEOUT_S,
                check: bool = True) -> Result:
-        """Wait for git; its :class:`Result`. Raises ``error`` when it ran past ``timeout`` or,
-        with ``check``, when it failed."""
-        try:
-            stdout, stderr = self.proc.communicate(input=input, timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            self.close()
-            raise self.unavailable(f"git {verb(self.args)} failed: {exc}", self.where) from None
-        done = Result(self.args, self.proc.returncode, stdout, stderr)
+        """Wait for git; its :class:`Result` (kept: asked again, it is the same). Raises ``error``
+        when it ran past ``timeout`` or, with ``check``, when it failed."""
+        if self._done is None:
+            try:
+                stdout, stderr = self.proc.communicate(input=input, timeout=timeout)
+            except subprocess.TimeoutExpired as exc:
+                self.close()
+                raise self.unavailable(f"git {verb(self.args)} failed: {exc}", self.where) from None
+            self._done = Result(self.args, self.proc.returncode, stdout, stderr)
+        done = self._done
         if check and not done.ok:
             raise self.error(f"git {verb(self.args)} failed: {done.error_line}", self.where)
         return done
@@ -266,6 +269,12 @@ class CommitProbe:
 
     def changed(self) -> list[str]:
         return _changed(self._status.result().stdout, self.paths)
+
+    def settle(self) -> None:
+        """Wait for both answers now: the caller is about to change the files they are about
+        (a writer puts the old texts in place to lint them) and commits after putting them back."""
+        self._staged.result(check=False)
+        self._status.result(check=False)
 
     def close(self) -> None:
         """Reap both processes, whose answers are not wanted (the write was refused or failed)."""

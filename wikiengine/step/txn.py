@@ -154,21 +154,27 @@ class LaneTxn:
             raise
         if not after.findings:
             return paths, probe
-        probe.close()  # were they there before? Linting the old texts swaps files under the probe
-        problems = introduced(self.root, live, self.old, after.findings)
+        probe.settle()  # were they there before? Linting the old texts swaps files under the probe
+        try:
+            problems = introduced(self.root, live, self.old, after.findings)
+        except BaseException:
+            probe.close()
+            raise
         if problems:
+            probe.close()
             _restore(self.root, {p: self.old.get(p) for p in paths})
             record.unlink(missing_ok=True)
             raise LaneWriteRefused(
                 "refused: the write would leave lint findings (nothing committed): " + "; ".join(problems[:5])
             )
         baseline = pruned_baseline(self.root, after)
-        if baseline is not None:
-            files = {p: self.texts[p] for p in paths} | baseline
-            _write_record(record, message, files)
-            _apply(self.root, baseline)
-            paths = sorted(files)
-        return paths, None
+        if baseline is None:
+            return paths, probe
+        probe.close()  # the baseline joins the commit: its questions are asked again
+        files = {p: self.texts[p] for p in paths} | baseline
+        _write_record(record, message, files)
+        _apply(self.root, baseline)
+        return sorted(files), None
 
 
 def disk_text(root: Path, rel: str) -> str | None:
