@@ -36,6 +36,7 @@ is ever loaded from it.
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import hmac
@@ -473,13 +474,19 @@ def marshal_or_none(value) -> bytes | None:
 
 def engine_fingerprint(extra: str = "") -> str:
     """A hash of the engine's source and schemas (and ``extra``: what every rule reads)."""
+    return hashlib.blake2b(f"{_engine_digest()}:{extra}".encode(), digest_size=16).hexdigest()
+
+
+@functools.cache
+def _engine_digest() -> str:
+    """The hash of the engine's source and schemas, taken once per process (the code that runs
+    was loaded when it started; a watcher and a writer that lint twice read it once)."""
     from wikiengine.core.schemas import schema_dir
     from wikiengine.core.version import __version__
 
     package = Path(__file__).resolve().parent.parent
     digest = hashlib.blake2b(digest_size=16)
     digest.update(__version__.encode())
-    digest.update(extra.encode())
     sources = [path for folder in ("core", "model", "lint", "lint/rules") for path in sorted((package / folder).glob("*.py"))]
     sources += sorted(schema_dir().glob("*.json"))
     for source in sources:
