@@ -93,3 +93,20 @@ def test_resolve_says_why_a_model_was_not_found(tmp_path):
     assert "ignored under wiki/experiments (not named <model>_autoresearch_optimization): gemma4" in listing
     data = json.loads(subprocess.run([*wiki, "--list", "--json"], cwd=tmp_path, capture_output=True, text=True).stdout)
     assert data["ignored_folders"] == ["gemma4"] and data["models"] == {}
+
+
+def test_lay003_passes_a_lane_with_its_log_without_listing_its_pages(tmp_path, monkeypatch):
+    """A writer's run lints a few files; LAY003 looks for lanes with pages and no log.md.
+    A lane that has its log.md is passed by before its pages are listed (on 10,000 pages,
+    listing every lane's pages cost a writer more than the rest of its rules)."""
+    from wikiengine.lint.rules import wiki_layout
+
+    logged, bare = "wiki/experiments/gemma4_autoresearch_optimization/tpu", "wiki/experiments/gemma4_autoresearch_optimization/gpu"
+    write(tmp_path, {PROGRAM_ROOT: "# r\n", PROGRAM_MODEL: "# m\n", f"{logged}/log.md": "# log\n\n## [2026-05-01] start | a session\n",
+                     f"{logged}/experiments/2026-06-01-v001-remat.md": PAGE, f"{bare}/2026-06-01-v001-remat.md": PAGE})
+    listed = []
+    real = wiki_layout.lane_files
+    monkeypatch.setattr(wiki_layout, "lane_files", lambda ctx, key: listed.append(key[1]) or real(ctx, key))
+    result = lint(tmp_path, None, LintConfig(select=["LAY003"]), base=None, use_cache=False)
+    assert [(f.path, f.code) for f in result.findings] == [(f"{bare}/2026-06-01-v001-remat.md", "LAY003")]
+    assert listed == ["gpu"]

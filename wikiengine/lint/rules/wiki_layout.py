@@ -104,17 +104,20 @@ class RootProgramMissing(Rule):
                 )
 
 
-def _lanes_with_pages(ctx) -> dict[str, list[str]]:
-    """``{lane folder: its experiment pages}`` of every model lane and kernel family lane."""
+def _unlogged_lanes(ctx) -> dict[str, list[str]]:
+    """``{lane folder: its experiment pages}`` of every model lane and kernel family lane that
+    holds pages but no ``log.md`` (a lane with its log is passed by: its pages are not listed)."""
     lanes = {}
     for model_dir in model_dirs(ctx):
         for lane in lane_dirs(ctx, model_dir):
-            pages = lane_files(ctx, (model_dir, lane))
+            folder = f"wiki/experiments/{model_dir}/{lane}"
+            pages = [] if ctx.exists(f"{folder}/log.md") else lane_files(ctx, (model_dir, lane))
             if pages:
-                lanes[f"wiki/experiments/{model_dir}/{lane}"] = pages
+                lanes[folder] = pages
     for rel in ctx.files_under("wiki/kernel_experiments/"):
-        if kind_of(rel) == "kernel-experiment":
-            lanes.setdefault(rel.rsplit("/", 1)[0], []).append(rel)
+        folder = rel.rsplit("/", 1)[0]
+        if kind_of(rel) == "kernel-experiment" and not ctx.exists(f"{folder}/log.md"):
+            lanes.setdefault(folder, []).append(rel)
     return lanes
 
 
@@ -148,9 +151,7 @@ class LaneLogMissing(Rule):
 
     def check_wiki(self, ctx):
         split = log_split_date(ctx)
-        for folder, pages in _lanes_with_pages(ctx).items():
-            if ctx.exists(f"{folder}/log.md"):
-                continue
+        for folder, pages in _unlogged_lanes(ctx).items():
             if folder.startswith(EXPERIMENTS + "/"):
                 dates = [parse_file_name(rel.rsplit("/", 1)[-1]).date for rel in pages]
                 if split is None or all(d is not None and d < split for d in dates):
