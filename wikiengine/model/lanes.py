@@ -9,6 +9,7 @@ where ``<model>`` is the folder's prefix or its MODEL_NAME.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,14 +89,16 @@ class Lane(LaneFolder):
         return f"{MODELS_DIR}/{found[0]}" if found else None
 
     def page_rels(self, root: Path) -> list[str]:
-        """The experiment pages of the lane on disk (both folders), in path order."""
+        """The experiment pages of the lane on disk (both folders), in path order. Listed with
+        ``scandir``: a writer asks several times, and a lane of 500 pages cost 1,000 ``stat``
+        calls a time through pathlib; the folder entry's type needs none (a link is followed)."""
         found = []
         for folder in (self.dir, self.experiments_dir):
             try:
-                names = sorted(p.name for p in (root / folder).iterdir() if p.is_file())
+                with os.scandir(os.path.join(root, folder)) as entries:
+                    found += [f"{folder}/{e.name}" for e in entries if is_experiment_file_name(e.name) and e.is_file()]
             except OSError:
                 continue
-            found += [f"{folder}/{n}" for n in names if is_experiment_file_name(n)]
         return sorted(found)
 
 

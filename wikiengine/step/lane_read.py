@@ -117,7 +117,7 @@ _PAGES: dict[tuple[str, str], tuple[tuple, ExperimentPage]] = {}  # (root, rel) 
 
 def _page(root: Path, rel: str, lane: Lane) -> ExperimentPage:
     try:
-        st = os.lstat(root / rel)
+        st = os.lstat(os.path.join(root, rel))
     except OSError:
         return ExperimentPage.at(root, rel, lane)  # gone since it was listed: reading it says so
     key, signature = (str(root), rel), (st.st_ino, st.st_dev, st.st_mtime_ns, st.st_size, st.st_mode)
