@@ -108,14 +108,13 @@ def test_a_page_first_parsed_for_a_cross_file_rule_keeps_its_suppressions_later(
     """A PATH run's cross-file rule may parse a page that is not a target (no rule ran on
     it, its suppressions were not read): the next run analyses it with every rule."""
     from wikiengine.lint import runner
-    from wikiengine.lint.registry import selected_rules
+    from wikiengine.lint.registry import selected_codes
 
     note = "wiki/notes/quiet.md"
     (wiki / "wiki" / "notes").mkdir(parents=True, exist_ok=True)
     (wiki / note).write_text("# quiet\n\n<!-- wiki-lint: disable-file LNK001 -->\n[x](gone.md)\n", encoding="utf-8")
     config = LintConfig()
-    rules = selected_rules(config)
-    ctx = runner._open_context(wiki, [experiment_pages(wiki)[0]], config, rules, True)
+    ctx = runner._open_context(wiki, [experiment_pages(wiki)[0]], config, selected_codes(config), True)
     assert ctx.info(note).page is not None  # parsed outside the per-file pass
     ctx.cache.save(ctx.files)
     later = run(wiki)
