@@ -473,16 +473,22 @@ def engine_fingerprint(extra: str = "") -> str:
     from wikiengine.core.schemas import schema_dir
     from wikiengine.core.version import __version__
 
-    package = Path(__file__).resolve().parent.parent
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     digest = hashlib.blake2b(digest_size=16)
     digest.update(__version__.encode())
     digest.update(extra.encode())
-    sources = [path for folder in ("core", "model", "lint", "lint/rules") for path in sorted((package / folder).glob("*.py"))]
-    sources += sorted(schema_dir().glob("*.json"))
-    for source in sources:
+    folders = [(os.path.join(package, folder), ".py") for folder in ("core", "model", "lint", "lint/rules")]
+    for folder, suffix in [*folders, (str(schema_dir()), ".json")]:  # every run reads these: os, not pathlib
         try:
-            digest.update(source.name.encode())
-            digest.update(source.read_bytes())
+            names = sorted(name for name in os.listdir(folder) if name.endswith(suffix))
         except OSError:
             continue
+        for name in names:
+            try:
+                with open(os.path.join(folder, name), "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            digest.update(name.encode())
+            digest.update(data)
     return digest.hexdigest()
