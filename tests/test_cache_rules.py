@@ -254,6 +254,18 @@ def test_d_a_path_run_with_every_rule_reads_a_fraction_of_the_shards(wiki):
     assert result.stats.get("shards_read", 0) < shards // 2
 
 
+def test_d_a_path_run_reads_no_memo_and_a_warm_run_reuses_them(wiki):
+    """The memos (the link verdicts, the kind index) serve whole-wiki runs: a PATH run
+    leaves their file unread; a warm run reads it and judges no page's links again."""
+    run(wiki)
+    pages = experiment_pages(wiki)[:5]
+    path_run = run(wiki, paths=pages)
+    assert rendered(path_run) == uncached(wiki, paths=pages) and path_run.stats.get("memos_read", 0) == 0
+    warm = run(wiki)
+    assert warm.stats["memos_read"] == 1 and warm.stats.get("link_pages_judged", 0) == 0
+    assert rendered(warm) == uncached(wiki)
+
+
 # --- (e) a tampered or unsigned shard is ignored ------------------------------------------
 
 
