@@ -75,14 +75,23 @@ def test_a_suppression_of_a_rule_left_out_is_still_judged(tmp_path):
 
 PROBE = """
 import json, sys
+from pathlib import Path
 from wikiengine.lint import lint
-lint(sys.argv[1], [sys.argv[2]], base=None, use_cache=False)
+from wikiengine.lint.config import load_config
+from wikiengine.lint.registry import REGISTRY
+root = Path(sys.argv[1])
+config = load_config(root)
+config.check_codes(sorted(REGISTRY))  # as `wiki lint` does
+lint(root, [sys.argv[2]], config, base=None, use_cache=False)
 print(json.dumps(sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("wikiengine.lint.rules."))))
 """
 
 
 def test_a_path_run_on_an_experiment_page_imports_no_memory_log_or_kernel_rule(tmp_path):
+    """Nor the rules whose options the configuration sets: their tables are checked against
+    the scope table."""
     root = build("EXP001", tmp_path / "wiki")
+    (root / "wiki.toml").write_text('[rules.HYP004]\ndays = 30\n\n[rules.LOG003]\nsince = "2026-01-01"\n', encoding="utf-8")
     rel = next(p.relative_to(root).as_posix() for p in sorted(root.rglob("*.md"))
                if kind_of(p.relative_to(root).as_posix()) == "experiment")
     done = subprocess.run([sys.executable, "-c", PROBE, str(root), rel], capture_output=True, text=True, timeout=120)
@@ -90,3 +99,12 @@ def test_a_path_run_on_an_experiment_page_imports_no_memory_log_or_kernel_rule(t
     assert "experiment_file_name" in imported
     left_out = [m for m in imported if m.startswith(("memory_", "log_entries", "kernel_", "model_page", "hypothesis_"))]
     assert left_out == []
+
+
+def test_an_option_the_rule_does_not_take_is_refused_from_the_table(tmp_path):
+    from wikiengine.core.errors import WikiError
+    from wikiengine.lint.config import load_config
+
+    (tmp_path / "wiki.toml").write_text("[rules.HYP004]\ndayz = 30\n", encoding="utf-8")
+    with pytest.raises(WikiError, match="did you mean 'days'"):
+        load_config(tmp_path).check_codes(CODES)
