@@ -48,6 +48,14 @@ def build_once(folder: Path, build: Callable[[Path], dict]) -> tuple[Path, dict]
 
 
 def copy_of(source: Path, target: Path) -> Path:
-    """A private copy of a built tree (symlinks kept as links, as git wrote them)."""
+    """A private copy of a built tree (symlinks kept as links, as git wrote them). A git worktree
+    inside it is linked to the copy's repository, both ways, never to the source's (whose links
+    are left as they are)."""
     shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(DONE))
+    for link in sorted((target / ".git" / "worktrees").glob("*/gitdir")):
+        dot_git = Path(link.read_text().strip())  # the worktree's `.git` file, in the source
+        if dot_git.is_relative_to(source):
+            moved = target / dot_git.relative_to(source)
+            link.write_text(f"{moved}\n")
+            moved.write_text(f"gitdir: {link.parent}\n")
     return target

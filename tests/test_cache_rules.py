@@ -108,14 +108,13 @@ def test_a_page_first_parsed_for_a_cross_file_rule_keeps_its_suppressions_later(
     """A PATH run's cross-file rule may parse a page that is not a target (no rule ran on
     it, its suppressions were not read): the next run analyses it with every rule."""
     from wikiengine.lint import runner
-    from wikiengine.lint.registry import selected_rules
+    from wikiengine.lint.registry import selected_codes
 
     note = "wiki/notes/quiet.md"
     (wiki / "wiki" / "notes").mkdir(parents=True, exist_ok=True)
     (wiki / note).write_text("# quiet\n\n<!-- wiki-lint: disable-file LNK001 -->\n[x](gone.md)\n", encoding="utf-8")
     config = LintConfig()
-    rules = selected_rules(config)
-    ctx = runner._open_context(wiki, [experiment_pages(wiki)[0]], config, rules, True)
+    ctx = runner._open_context(wiki, [experiment_pages(wiki)[0]], config, selected_codes(config), True)
     assert ctx.info(note).page is not None  # parsed outside the per-file pass
     ctx.cache.save(ctx.files)
     later = run(wiki)
@@ -253,6 +252,18 @@ def test_d_a_path_run_with_every_rule_reads_a_fraction_of_the_shards(wiki):
     assert rendered(result) == uncached(wiki, paths=pages)
     shards = len(list((wiki / CACHE_DIR / SHARD_DIR).glob("*.marshal")))
     assert result.stats.get("shards_read", 0) < shards // 2
+
+
+def test_d_a_path_run_reads_no_memo_and_a_warm_run_reuses_them(wiki):
+    """The memos (the link verdicts, the kind index) serve whole-wiki runs: a PATH run
+    leaves their file unread; a warm run reads it and judges no page's links again."""
+    run(wiki)
+    pages = experiment_pages(wiki)[:5]
+    path_run = run(wiki, paths=pages)
+    assert rendered(path_run) == uncached(wiki, paths=pages) and path_run.stats.get("memos_read", 0) == 0
+    warm = run(wiki)
+    assert warm.stats["memos_read"] == 1 and warm.stats.get("link_pages_judged", 0) == 0
+    assert rendered(warm) == uncached(wiki)
 
 
 # --- (e) a tampered or unsigned shard is ignored ------------------------------------------

@@ -17,24 +17,40 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-def test_wiki_demo_from_a_fresh_clone_ends_complete(tmp_path):
+def test_wiki_demo_from_a_fresh_clone_ends_complete_with_one_json_object(tmp_path):
+    """One relay demo from a fresh clone (it trains for real: one run serves every check), with
+    ``--json``: nothing else on stdout, every wake as `wiki step --json` gives it, the figures;
+    the human rendering of those figures is checked on the same object."""
+    import json
+
+    from wikiengine._cli.demo import figures_text
+
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "--quiet", "--local", str(REPO), str(clone)], check=True)
     demo_dir = tmp_path / "demo"
     env = dict(os.environ, PYTHONPATH=str(clone), HF_TOKEN="hf_demoCanary0123456789abcdef")
-    done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", "relay", str(demo_dir), "--no-progress"], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", "relay", str(demo_dir), "--json"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    out = done.stdout
-    assert "wake 1: launch" in out and "launched session-1" in out
-    assert "launched session-3" in out and "session-4" not in out
-    assert "==== memory/STATE.md ====" in out and "==== git log --oneline ====" in out
+    result = json.loads(done.stdout)  # nothing else on stdout: no progress, no banner
+    assert result["root"] == str(demo_dir) and result["state"] == "complete"
+    wakes = result["wakes"]
+    assert all(set(w) == {"mode", "state", "decision", "decisions", "actions", "needs", "next_wake_s", "commits",
+                          "exit_code", "step", "reasons"} for w in wakes)
+    assert wakes[0]["decision"] == "launch" and [w["decision"] for w in wakes].count("launch") == 3
+    actions = " ".join(a for w in wakes for a in w["actions"])
+    assert "launched session-1" in actions and "launched session-3" in actions and "session-4" not in actions
     # the figures an ML user looks for first: the loss fell over the run, and the held-out eval
+    figures = result["figures"]
+    assert figures["loss"]["final"]["step"] == 24 and figures["loss"]["final"]["value"] < figures["loss"]["first"]["value"]
+    assert set(figures["eval"]) == {"heldout_loss", "heldout_perplexity", "next_token_accuracy"}
+    assert 0 <= figures["eval"]["next_token_accuracy"] <= 1
+    text = figures_text(figures)
     first, final = (float(v) for v in re.search(r"training loss: ([\d.]+) at step 1 -> ([\d.]+) at step 24 \(final\)",
-                                                out).groups())
+                                                text).groups())
     assert final < first
     for task in ("heldout_loss", "heldout_perplexity", "next_token_accuracy"):
-        assert re.search(rf"^eval {task}: \d+\.\d{{4}}$", out, re.M)
+        assert re.search(rf"^eval {task}: \d+\.\d{{4}}$", text, re.M)
 
     state = RelayState.read(demo_dir)
     assert (state.status, state.last_seen_step, state.session, state.claim) == ("complete", 24, 3, None)
@@ -88,23 +104,6 @@ def test_the_demo_refuses_a_directory_that_is_not_empty(tmp_path):
     done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.strip() == f"error: {tmp_path}: the demo directory must be empty or new"
-
-
-@pytest.mark.slow
-def test_wiki_demo_json_prints_one_object_with_every_wake(tmp_path):
-    import json
-
-    done = subprocess.run([sys.executable, "-m", "wikiengine", "demo", "relay", str(tmp_path / "demo"), "--json"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout)  # nothing else on stdout: no progress, no banner
-    assert result["root"] == str(tmp_path / "demo") and result["state"] == "complete"
-    figures = result["figures"]
-    assert figures["loss"]["final"]["step"] == 24 and figures["loss"]["final"]["value"] < figures["loss"]["first"]["value"]
-    assert set(figures["eval"]) == {"heldout_loss", "heldout_perplexity", "next_token_accuracy"}
-    assert 0 <= figures["eval"]["next_token_accuracy"] <= 1
-    assert [w["decision"] for w in result["wakes"]].count("launch") == 3
-    assert all(set(w) == {"mode", "state", "decision", "decisions", "actions", "needs", "next_wake_s", "commits", "exit_code", "step", "reasons"} for w in result["wakes"])
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.run_once import copy_of, once
 from tests.test_kernel_lane import family, kernel  # noqa: F401 - the fixture
 from wikiengine.core import repo_guard
 from wikiengine.core.sandbox import Limits, run_confined
@@ -273,14 +274,42 @@ def test_row78_without_landlock_a_write_to_the_repository_refuses_the_measuremen
 # --- row 79: receipts bound to the journal ----------------------------------------------------------------
 
 
+def _build_verified(folder: Path) -> dict:
+    """A started family whose v001 holds a PASS full receipt of cand1 (the fused kernel), cited
+    by the page: two verifier processes (torch and its custom-op machinery to import), so it is
+    built once for the run and each test works on a copy."""
+    import contextlib
+    import io
+
+    from wikiengine._cli.main import main
+    from wikiengine.demos.kernel import CLASS_PAGE, OP_POINT, scaffold
+
+    def run(*args: str) -> dict:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(["kernel", *args, "--root", str(folder), "--json"])
+        assert status == 0, (args, err.getvalue())
+        return json.loads(out.getvalue())
+
+    authoring = scaffold(folder)
+    run("start", "bench_layernorm.py", "--reference", str(authoring / "reference.py"), "--op-point", OP_POINT,
+        "--class-page", CLASS_PAGE, "--yes")
+    run("stub", FAMILY, "--slug", "fused-layernorm", "--proposal", str(authoring / "single-pass-fusion.md"),
+        "--op-point", OP_POINT, "--lever", "single-pass-fusion", "--intervention-class", "fusion", "--category",
+        "memory-bound", "--plan", "the native fused pass")
+    run("cand", FAMILY, "1", "--note", "fused", "--source", str(authoring / "fused.py"))
+    done = run("verify", FAMILY)
+    assert done["verdict"] == "PASS", done
+    return {"receipt": done["receipt"], "authoring": str(authoring.relative_to(folder))}
+
+
 @pytest.fixture
-def verified(family, capsys):
-    """v001 with a PASS full receipt of cand1 (the fused kernel), cited by the page."""
-    root, authoring, _stub = family
-    assert kernel(root, capsys, "cand", FAMILY, "1", "--note", "fused", "--source", str(authoring / "fused.py"))[0] == 0
-    status, done = kernel(root, capsys, "verify", FAMILY)
-    assert status == 0 and done["verdict"] == "PASS", done
-    return root, authoring, done["receipt"]
+def verified(tmp_path_factory, tmp_path):
+    """v001 with a PASS full receipt of cand1 (the fused kernel), cited by the page: a private copy
+    of the run's one build (tests/run_once.py)."""
+    built, made = once(tmp_path_factory, "kernel-verified", _build_verified)
+    root = copy_of(built, tmp_path / "family")
+    return root, root / made["authoring"], made["receipt"]
 
 
 def _reseal(path: Path, **changes) -> None:
@@ -325,8 +354,9 @@ def test_row79_a_resealed_receipt_is_refused(verified, capsys):
 
 def test_row79_a_receipt_borrowed_from_another_candidate_is_refused(verified, capsys):
     root, authoring, pass_rel = verified
-    assert kernel(root, capsys, "cand", FAMILY, "2", "--note", "unbiased", "--source",
-                  str(authoring / "unbiased.py"))[0] == 0
+    status, cand2 = kernel(root, capsys, "cand", FAMILY, "2", "--note", "unbiased", "--source",
+                           str(authoring / "unbiased.py"))
+    assert status == 0, cand2
     status, done = kernel(root, capsys, "verify", FAMILY)
     assert status == 0 and done["verdict"] == "FAIL"
     fail_rel = done["receipt"]

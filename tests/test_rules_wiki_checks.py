@@ -60,6 +60,22 @@ def test_idx002_exclude_option_and_no_index(tmp_path):
     assert rendered(root, "IDX002") == []
 
 
+def test_idx002_judges_paths_as_fnmatchcase_does_over_every_glob():
+    """The globs matched as one regex (each path judged once) say what fnmatchcase says of each."""
+    import fnmatch
+
+    from wikiengine.lint.rules.orphan_page import DEFAULT_EXCLUDE, checked_pages
+
+    paths = ["wiki/index.md", "wiki/concepts/a.md", "wiki/concepts/log.md", "wiki/README.md", "wiki/readme.md",
+             "wiki/experiments/x/y.md", "wiki/codebases/jax.md", "wiki/codebases/jax/overview/a.md", "memory/STATE.md",
+             "wiki/analyses/2026-[x].md", "wiki/analyses/a?b.md", "wiki/rules\\a.md", "wiki/a\nb.md", "wiki/sub/dir/c.md"]
+    for exclude in (DEFAULT_EXCLUDE, DEFAULT_EXCLUDE + ("wiki/analyses/*", "*[[]x]*", "*?b.md", "wiki/sub/*/c.md"), ()):
+        checked = checked_pages(exclude)
+        for rel in paths * 2:  # the second time from the verdicts kept
+            want = rel.startswith("wiki/") and not any(fnmatch.fnmatchcase(rel, glob) for glob in exclude)
+            assert checked(rel) == want, (rel, exclude)
+
+
 def test_cdb001_reads_the_pin_from_the_index_so_a_staged_bump_counts(tmp_path):
     root = build("CDB001", tmp_path / "wiki")
     git(root, "update-index", "--cacheinfo", "160000,0f1e2d3c4b5a000000000000000000000000000f,raw/code/jax")

@@ -66,3 +66,27 @@ def test_a_copy_is_the_tree_without_the_marker(tmp_path):
     copy = copy_of(folder, tmp_path / "copy")
     assert sorted(p.name for p in copy.iterdir()) == ["link", "page.md"]
     assert (copy / "link").is_symlink() and (copy / "link").read_text() == "x"
+
+
+def test_a_copied_worktree_commits_to_the_copy_and_leaves_the_source_alone(tmp_path):
+    """A kernel family keeps a git worktree inside the repository: in a copy, a commit made in
+    that worktree lands in the copy's repository, and the source's links still name the source."""
+    def git(where: Path, *args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=where,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    def build(where: Path) -> dict:
+        git(where, "init", "-q", "-b", "main")
+        git(where, "commit", "-q", "--allow-empty", "-m", "root")
+        git(where, "worktree", "add", "-q", "-b", "side", str(where / ".wiki" / "tree"))
+        return {}
+
+    source, _ = build_once(tmp_path / "shared", build)
+    links_before = (source / ".git/worktrees/tree/gitdir").read_text(), (source / ".wiki/tree/.git").read_text()
+    copy = copy_of(source, tmp_path / "copy")
+    git(copy / ".wiki" / "tree", "commit", "-q", "--allow-empty", "-m", "in the copy")
+    assert git(copy, "log", "-1", "--format=%s", "side") == "in the copy"
+    assert git(source, "log", "-1", "--format=%s", "side") == "root"
+    assert (links_before == ((source / ".git/worktrees/tree/gitdir").read_text(),
+                             (source / ".wiki/tree/.git").read_text()))
+    assert git(copy, "worktree", "list", "--porcelain").count(str(copy / ".wiki" / "tree")) == 1

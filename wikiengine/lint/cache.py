@@ -5,8 +5,10 @@ what it needs.
   error, the suppression comments, the page rules' findings and the *rule set* they
   were computed with (each rule's code and :func:`rule fingerprint
   <wikiengine.lint.config.LintConfig.rule_fingerprint>`: the configuration it reads);
-  per cross-file rule, its findings keyed by what it read; small per-rule memos (the
-  link verdicts). A warm run over an unchanged wiki reads the index only.
+  per cross-file rule, its findings keyed by what it read. A warm run over an unchanged
+  wiki reads the index and the memos only.
+- **The memos** (``memos.marshal``): what whole-wiki runs keep between them (the link
+  verdicts, the kind index), read on first use: a PATH run needs none of them.
 - **Shards** (``lint/NN.marshal``, by a hash of the path): per file, the frontmatter and
   the facts that cross-file rules collect, each fact keyed by its rule's fingerprint.
   Read only when a rule asks about a page: a pre-commit run over five pages opens at
@@ -55,10 +57,11 @@ from wikiengine.core.usercache import base_dir, read_private, work_tree_holding
 
 CACHE_DIR = ".wiki_cache"
 CACHE_FILE = "lint.marshal"  # the index
+MEMO_FILE = "memos.marshal"
 SHARD_DIR = "lint"  # the shards: lint/NN.marshal
 SHARDS = 64
 _RACY_NS = 2_000_000_000
-_FORMAT = 4
+_FORMAT = 5
 _MAX_HASHED = 16 * 1024 * 1024  # as MAX_PAGE_BYTES: larger files are never pages
 
 
@@ -158,7 +161,8 @@ class LintCache:
         self.persist = persist
         self.entries: dict[str, dict] = {}
         self.wiki: dict[str, list] = {}  # cross-file rule code -> [key, rows]
-        self.memos: dict[str, list] = {}  # name -> [key, value]
+        self._memos: dict[str, list] | None = None  # name -> [key, value], read on first use
+        self._memos_changed = False
         self.rule_fps: dict[str, str] = {}
         self.written_ns = 0
         self.dirty = False
@@ -195,7 +199,6 @@ class LintCache:
                 return cache
             cache.entries = entries
             cache.wiki = data.get("wiki", {})
-            cache.memos = data.get("memos", {})
             cache.written_ns = data.get("written_ns", 0)
         return cache
 
@@ -383,13 +386,21 @@ class LintCache:
         self.wiki[code] = [key, rows]
         self.dirty = True
 
+    @property
+    def memos(self) -> dict[str, list]:
+        if self._memos is None:
+            data = self._load(self.directory / MEMO_FILE) if self.persist else None
+            self._memos = data.get("memos", {}) if data is not None else {}
+            self.stats["memos_read"] += data is not None
+        return self._memos
+
     def memo(self, name: str, key: str):
         held = self.memos.get(name)
         return held[1] if held is not None and held[0] == key else None
 
     def store_memo(self, name: str, key: str, value) -> None:
         self.memos[name] = [key, value]
-        self.dirty = True
+        self._memos_changed = self.dirty = True
 
     def save(self, files: list[str]) -> None:
         """Write the index and the shards this run changed, atomically, keeping the files that still exist."""
@@ -408,7 +419,6 @@ class LintCache:
             "rulesets": [sorted(codes) for codes in rulesets],
             "files": entries,
             "wiki": self.wiki,
-            "memos": self.memos,
         }
         try:
             (self.directory / SHARD_DIR).mkdir(parents=True, exist_ok=True)
@@ -421,6 +431,9 @@ class LintCache:
                 if not self._write(self._shard_path(number), {"format": _FORMAT, "fingerprint": self.fingerprint,
                                                              "records": records}):
                     return
+            if self._memos_changed and not self._write(
+                    self.directory / MEMO_FILE, {"format": _FORMAT, "fingerprint": self.fingerprint, "memos": self._memos}):
+                return
             self._write(self.directory / CACHE_FILE, payload)  # last: an index never names records not yet written
         except (OSError, ValueError):
             pass  # a cache that cannot be written only costs speed
@@ -484,15 +497,21 @@ def _engine_digest() -> str:
     from wikiengine.core.schemas import schema_dir
     from wikiengine.core.version import __version__
 
-    package = Path(__file__).resolve().parent.parent
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     digest = hashlib.blake2b(digest_size=16)
     digest.update(__version__.encode())
-    sources = [path for folder in ("core", "model", "lint", "lint/rules") for path in sorted((package / folder).glob("*.py"))]
-    sources += sorted(schema_dir().glob("*.json"))
-    for source in sources:
+    folders = [(os.path.join(package, folder), ".py") for folder in ("core", "model", "lint", "lint/rules")]
+    for folder, suffix in [*folders, (str(schema_dir()), ".json")]:  # every run reads these: os, not pathlib
         try:
-            digest.update(source.name.encode())
-            digest.update(source.read_bytes())
+            names = sorted(name for name in os.listdir(folder) if name.endswith(suffix))
         except OSError:
             continue
+        for name in names:
+            try:
+                with open(os.path.join(folder, name), "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            digest.update(name.encode())
+            digest.update(data)
     return digest.hexdigest()

@@ -93,7 +93,7 @@ class LintConfig:
     def check_codes(self, known: list[str]) -> None:
         """Refuse a selector that names no rule (a typo would silently lint nothing), a
         ``[rules.CODE]`` table of no rule, and a per-rule option the rule does not take."""
-        from wikiengine.lint.registry import rule_class
+        from wikiengine.lint.scopes import scope
 
         where = self.source
         for key, selectors in (("select", self.select), ("ignore", self.ignore)):
@@ -103,7 +103,7 @@ class LintConfig:
         for code, options in self.rules.items():
             if code not in known:
                 raise WikiError(f"[rules.{code}]: no such rule", where)
-            declared = {**COMMON_RULE_OPTIONS, **rule_class(code).options}
+            declared = {**COMMON_RULE_OPTIONS, **scope(code).options}
             for name, value in options.items():
                 if name not in declared:
                     raise WikiError(f"[rules.{code}]: " + unknown_name(name, declared, "option"), where)

@@ -367,7 +367,7 @@ def discover(root: Path) -> list[str]:
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             prefix = dirpath[cut:].replace(os.sep, "/")
             for name in filenames + dirnames:
-                if not _utf8(name):
+                if not name.isascii() and not _utf8(name):
                     raise WikiError("file name is not valid UTF-8: rename it", _shown(f"{prefix}/{name}"))
             for name in filenames:
                 if name.endswith(".md"):

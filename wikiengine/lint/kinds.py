@@ -22,6 +22,7 @@ page               any other markdown page under ``wiki/`` or ``memory/``
 
 from __future__ import annotations
 
+import functools
 import re
 
 from wikiengine.core.identity import MODEL_DIR_SUFFIX
@@ -43,6 +44,7 @@ _RETRO_RE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a whole-wiki run asks about each file several times
 def kind_of(rel: str) -> str:
     """The kind of the page at ``rel`` (a posix path relative to the repository root)."""
     if rel in MEMORY_KINDS:

@@ -10,7 +10,6 @@ unknown name gets a "did you mean" from the declared ones (:func:`unknown_name`)
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +107,8 @@ def selector(text: str, what: str) -> str:
 
 def unknown_name(name: str, known, what: str) -> str:
     """The message for an unknown key or option, with the closest known name if any."""
+    import difflib  # only a misspelt configuration pays for it
+
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(known)) or 'none'})"
     return f"unknown {what} {name!r}{hint}"

@@ -82,6 +82,17 @@ def rule_class(code: str) -> type[Rule]:
     return getattr(importlib.import_module(module), name)
 
 
-def selected_rules(config) -> list[Rule]:
-    """Instances of every enabled rule, in code order."""
-    return [rule_class(code)() for code in sorted(REGISTRY) if config.enabled(code)]
+def selected_codes(config) -> list[str]:
+    """The codes of every enabled rule, in order."""
+    return [code for code in sorted(REGISTRY) if config.enabled(code)]
+
+
+def selected_rules(config, kinds: set[str] | None = None) -> list[Rule]:
+    """Instances of every enabled rule, in code order; with ``kinds`` (a PATH run's targets'),
+    only of those that can apply to pages of those kinds: the others are not imported."""
+    codes = selected_codes(config)
+    if kinds is not None:
+        from wikiengine.lint.scopes import applies, scope
+
+        codes = [code for code in codes if applies(scope(code), kinds)]
+    return [rule_class(code)() for code in codes]

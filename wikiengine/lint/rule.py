@@ -14,6 +14,10 @@ and formats.
   ``git ls-files`` that then starts with the run);
 - ``reports_absent``: in a whole-wiki run, the rule's ``check_wiki`` findings on a path
   that is not on disk are kept (a page that should be there and is gone);
+- ``reports_on``: the page kinds that ``check_wiki``'s findings can land on (None: any
+  path). A PATH run whose targets (and deleted files) are of none of them, nor of
+  ``kinds`` or the kinds ``collect`` runs on, does not import the rule: the table
+  :mod:`wikiengine.lint.scopes` is generated from these attributes;
 - ``fix``: for ``fixable`` rules, the one safe mechanical fix of a page;
 - ``collect``: small per-page facts (JSON-like values) that ``check_wiki`` reads back
   through ``ctx.facts(code, rel)``; they are cached with the file, so a cross-file rule
@@ -69,6 +73,7 @@ class Rule:
     cache_wiki: ClassVar[bool] = True
     reads_tracked: ClassVar[bool] = False  # uses ctx.tracked(): its git process starts with the run
     reports_absent: ClassVar[bool] = False  # keeps findings on paths that are gone (whole-wiki runs)
+    reports_on: ClassVar[tuple[str, ...] | None] = None  # the kinds check_wiki's findings land on (None: any)
     # option name -> its kind, for [tool.wiki.rules.<CODE>]; documented under *Options*
     options: ClassVar[dict[str, Option]] = {}
 

@@ -44,6 +44,7 @@ from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings
 from wikiengine.lint.kinds import kind_of
+from wikiengine.lint.scopes import scope
 
 if TYPE_CHECKING:
     from wikiengine.lint.gitview import GitView
@@ -88,35 +89,39 @@ def lint(
     ``reuse``: a PATH run with a base keeps its cross-file rules' findings, and takes them back
     while its targets and every page are as they were (a watcher's audit of an unchanged lane).
     """
-    from wikiengine.lint.registry import selected_rules
+    from wikiengine.lint.registry import selected_codes, selected_rules
 
     root = Path(root)
     config = config or load_config(root)
-    rules = selected_rules(config)
-    ctx = _open_context(root, paths, config, rules, use_cache)
+    codes = selected_codes(config)
+    ctx = _open_context(root, paths, config, codes, use_cache)
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
-    ran = _open_git(ctx, rules, base, notices, view)
+    ran = _open_git(ctx, codes, base, notices, view)
+    # A PATH run imports only the rules that can apply to its targets (and the files deleted
+    # since the base, on which a deletion is reported); the others count as run (scopes.py).
+    rules = selected_rules(config, None if paths is None else _reported_kinds(ctx))
+    ctx._rules = {rule.code: rule for rule in rules}
     for rule in rules:
         rule.prepare(ctx)
 
     findings: list[Finding] = []
     directives: dict[str, list[tuple]] = {}
-    unreadable = _per_file_pass(ctx, rules, findings, directives, jobs)
+    unreadable = _per_file_pass(ctx, codes, rules, findings, directives, jobs)
     # A deleted file is no target (it is not there to lint), but what a rule says about
     # its deletion (EXP007) is reported on its path in every run, PATH runs included.
     reported = set(ctx.targets) | set(ctx.git.deleted()) if ctx.git is not None else set(ctx.targets)
     findings.extend(_git_page_findings(ctx, rules, ran))
     findings.extend(f for f in _wiki_findings(ctx, rules, ran, reuse) if f.path in reported or _absent(ctx, rules, f, paths))
-    if _reads_tracked(rules):
+    if _reads_tracked(codes):
         ctx.tracked()  # reap the prefetched git process, should no rule have needed it
 
     findings, grandfathered, suppressed = _filtered(findings, ctx, rules, directives, ran)
     unfiltered = findings = sorted_findings(findings)
     baselined = 0
     if use_baseline:
-        findings, baselined = _baselined(findings, ctx, rules, None if paths is None else reported, unreadable)
+        findings, baselined = _baselined(findings, ctx, rules, codes, None if paths is None else reported, unreadable)
     kept = reuse and ctx.cache.stats["wiki_rules_run"]
     if paths is None or kept or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns:
         # A pre-commit run over a few pages skips rewriting the whole cache: those pages
@@ -133,21 +138,26 @@ def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) 
             and not os.path.lexists(os.path.join(ctx.root, finding.path)))
 
 
-def _reads_tracked(rules) -> bool:
-    return any(getattr(rule, "reads_tracked", False) for rule in rules)
+def _reads_tracked(codes: list[str]) -> bool:
+    return any(scope(code).reads_tracked for code in codes)
 
 
-def _open_context(root: Path, paths: list[str] | None, config: LintConfig, rules, use_cache: bool) -> LintContext:
-    """The run's files and targets, and its cache, keyed by the configuration and the rules."""
+def _reported_kinds(ctx: LintContext) -> set[str]:
+    """The kinds of the run's targets and of the files deleted since the base revision."""
+    reported = set(ctx.targets) | set(ctx.git.deleted()) if ctx.git is not None else ctx.targets
+    return {kind_of(rel) for rel in reported}
+
+
+def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes: list[str], use_cache: bool) -> LintContext:
+    """The run's files and targets, and its cache, keyed by the configuration and the rules ``codes``."""
     files = discover(root)
     targets = files if paths is None else sorted(set(paths))
     # Experiment rules read each lane's page conventions from its programs: a program's
     # change must not leave cached page findings behind.
     cache = LintCache.open(root, engine_fingerprint(_programs_fingerprint(root, files)), persist=use_cache)
-    cache.rule_fps = {rule.code: config.rule_fingerprint(rule.code) for rule in rules}
+    cache.rule_fps = {code: config.rule_fingerprint(code) for code in codes}
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
-    ctx._rules = {rule.code: rule for rule in rules}
-    if _reads_tracked(rules):
+    if _reads_tracked(codes):
         ctx.prefetch_tracked()
     return ctx
 
@@ -177,12 +187,17 @@ def _filtered(findings: list[Finding], ctx: LintContext, rules, directives: dict
     return findings, grandfathered, suppressed
 
 
-def _baselined(findings: list[Finding], ctx: LintContext, rules, scope: set[str] | None, unreadable: set[str]):
+def _baselined(findings: list[Finding], ctx: LintContext, rules, codes: list[str], scope: set[str] | None,
+               unreadable: set[str]):
     """``(findings, baselined)`` after the baseline (its stale entries become WK101)."""
+    from wikiengine.lint.registry import rule_class
+
     accepted = baseline_mod.load(ctx.root / baseline_mod.BASELINE_FILE)
     by_code = {rule.code: rule for rule in rules}
 
     def volatile(code: str, message: str) -> bool:
+        if code not in by_code and code in codes:  # selected, but not imported by this PATH run
+            by_code[code] = rule_class(code)()
         return code in by_code and by_code[code].baseline_volatile(ctx, message)
 
     findings, stale, baselined = baseline_mod.apply(findings, accepted, scope, unreadable, volatile)
@@ -215,11 +230,13 @@ def _files_disabling(directives: dict[str, list[tuple]], code: str) -> set[str]:
     }
 
 
-def _open_git(ctx: LintContext, rules, base: str | None, notices: list[str], view: GitView | None = None) -> set[str]:
+def _open_git(ctx: LintContext, codes: list[str], base: str | None, notices: list[str],
+              view: GitView | None = None) -> set[str]:
     """Open the base revision if a git-aware rule is selected; return the codes that can run."""
-    ran = {rule.code for rule in rules if not rule.needs_git}
+    git_codes = [code for code in codes if scope(code).needs_git]
+    ran = set(codes) - set(git_codes)
     ran |= {suppress.UNUSED_CODE, baseline_mod.STALE_CODE}
-    if not any(rule.needs_git for rule in rules):
+    if not git_codes:
         return ran
     from wikiengine.lint.gitview import GitView, in_git_repo
 
@@ -230,9 +247,9 @@ def _open_git(ctx: LintContext, rules, base: str | None, notices: list[str], vie
             if in_git_repo(ctx.root):  # asked only on failure: one git process less per run
                 raise  # a bad revision in a real repository
     if ctx.git is not None:
-        ran |= {rule.code for rule in rules if rule.needs_git}
+        ran |= set(git_codes)
     else:
-        skipped = ", ".join(rule.code for rule in rules if rule.needs_git)
+        skipped = ", ".join(git_codes)
         notices.append(f"not a git repository (or no base revision): git-aware rules skipped ({skipped})")
     return ran
 
@@ -248,15 +265,18 @@ def _page_rules(rules):
     return page_rules, fact_rules
 
 
-def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives: dict, jobs: int | None) -> set[str]:
+def _per_file_pass(ctx: LintContext, selected: list[str], rules, findings: list[Finding], directives: dict,
+                   jobs: int | None) -> set[str]:
     """Run the page rules on every target; return the targets that could not be read or parsed.
 
     A fresh file whose entry lacks some of the rules (their fingerprint is not in its rule
-    set) is analysed by those rules only; the others' findings and facts are kept."""
+    set) is analysed by those rules only; the others' findings and facts are kept. The
+    ``selected`` rules that a PATH run did not import (they cannot apply to its targets)
+    are recorded as run: they find and collect nothing there."""
     page_rules, fact_rules = _page_rules(rules)
     cache = ctx.cache
-    wanted = cache.wanted({r.code for r in page_rules} | {r.code for r in fact_rules})
-    codes = {r.code for r in page_rules}
+    codes = {code for code in selected if scope(code).kinds and not scope(code).needs_git}
+    wanted = cache.wanted(codes | {code for code in selected if scope(code).collects and not scope(code).needs_git})
     unreadable = set()
     todo: dict[frozenset, list[str]] = {}  # the rules to run -> the files to run them on
     fresh, missing_of = cache.fresh, cache.missing
@@ -278,7 +298,7 @@ def _per_file_pass(ctx: LintContext, rules, findings: list[Finding], directives:
         else:
             keep = len(files) <= ctx.KEPT_BODIES  # else later rules read bodies from disk, frontmatter from the cache
             results = (analyse_file(ctx, rel, page_todo, fact_todo, keep=keep) for rel in files)
-        ran = cache.wanted([r.code for r in page_todo] + [r.code for r in fact_todo])  # one set, shared by the entries
+        ran = wanted if missing is None else cache.wanted(missing)  # one set, shared by the entries
         for rel, (entry, record) in results:
             entry["rules"] = ran
             if missing is None:
@@ -392,17 +412,11 @@ def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
 # --- cross-file rules -------------------------------------------------------------------
 
 
-def _overrides_check_wiki(rule) -> bool:
-    from wikiengine.lint.rule import Rule
-
-    return type(rule).check_wiki is not Rule.check_wiki
-
-
 def _wiki_findings(ctx: LintContext, rules, ran: set[str], reuse: bool = False) -> list[Finding]:
     """The cross-file rules' findings; in a whole-wiki run each rule's are reused when its
     fingerprint, every page and what else it reads (``wiki_inputs``) are as they were; in a
     PATH run that asks (``reuse``), when its targets are too, the pages told by git's view."""
-    wiki_rules = [r for r in rules if r.code in ran and _overrides_check_wiki(r)]
+    wiki_rules = [r for r in rules if r.code in ran and scope(r.code).checks_wiki]
     if not ctx.cache.persist:
         return [f for rule in wiki_rules for f in rule.check_wiki(ctx)]
     if ctx.targets is ctx.files:

@@ -50,6 +50,8 @@ class LaneLogRule(Rule):
     """A cross-file rule on the target lane logs that parsed; a rule writes ``check_lane_log``
     (``lane``: the log's model directory and lane)."""
 
+    reports_on = ("log",)
+
     def check_wiki(self, ctx: LintContext):
         for info in ctx.target_pages("log"):
             lane = log_lane(info.rel)

@@ -94,6 +94,7 @@ class AdditiveTitleCollision(Rule):
     code = "PRG003"
     name = "additive-title-collision"
     summary = "an additive section collides with a parent's section title"
+    reports_on = ("program",)
 
     def check_wiki(self, ctx):
         for info, marker, indexes in _indexed_chains(ctx):
@@ -157,6 +158,7 @@ class LeadingTitleShadow(Rule):
     code = "PRG004"
     name = "leading-title-shadow"
     summary = "a child section shares a parent section's leading title but not its suffix"
+    reports_on = ("program",)
 
     def check_wiki(self, ctx):
         for info, marker, indexes in _indexed_chains(ctx):

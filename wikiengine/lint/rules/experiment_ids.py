@@ -35,6 +35,7 @@ class DuplicateExperimentId(Rule):
     code = "EXP008"
     name = "duplicate-experiment-id"
     summary = "two experiment pages in one lane share a v-id"
+    reports_on = ("experiment",)
 
     def check_wiki(self, ctx):
         # From the pages reported on, through their lane's ids: a pre-commit run on five

@@ -45,6 +45,7 @@ class VerdictLogged(Rule):
     summary = "an experiment page with a verdict is not named in its lane's log"
 
     collect_kinds = ("log",)
+    reports_on = ("experiment",)
 
     def collect(self, info, ctx):
         """The ids named in the entry headings of a lane log (by the wiki's id pattern and the

@@ -64,6 +64,7 @@ class ModelOfAnotherLane(Rule):
     code = "EXP017"
     name = "experiment-model-other-lane"
     summary = "an experiment's model: names another lane's model page"
+    reports_on = ("experiment",)
 
     def check_wiki(self, ctx):
         owners = model_page_owners(ctx)

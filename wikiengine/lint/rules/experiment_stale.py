@@ -45,6 +45,7 @@ class StaleStub(Rule):
     summary = "a stub still open (in_progress, running, pending) older than max-age-hours (24), from git commit time"
     needs_git = True
     cache_wiki = False  # reads commit times and the clock
+    reports_on = ("experiment",)
 
     def check_wiki(self, ctx):
         if ctx.git is None:

@@ -35,6 +35,7 @@ class VariantInMatrix(Rule):
     code = "EXP010"
     name = "variant-in-matrix"
     summary = "an experiment's variant is not a row of the model page's variant matrix"
+    reports_on = ("experiment",)
 
     def check_wiki(self, ctx):
         for info, facts in target_experiments(ctx):
@@ -92,6 +93,7 @@ class VariantMissing(Rule):
     code = "EXP016"
     name = "experiment-variant-missing"
     summary = "an experiment page has no variant, in a lane whose model page has a variant matrix"
+    reports_on = ("experiment",)
 
     def check_wiki(self, ctx):
         for info, facts in target_experiments(ctx):

@@ -34,6 +34,7 @@ class HypothesisExperimentsExist(Rule):
     code = "HYP001"
     name = "hypothesis-experiments-exist"
     summary = "a hypothesis page's experiments list names an id with no experiment page in its lane"
+    reports_on = ("hypothesis",)
 
     def check_wiki(self, ctx):
         for info in ctx.target_pages("hypothesis"):

@@ -128,6 +128,7 @@ class HypothesisIdle(Rule):
     name = "hypothesis-idle"
     summary = "an open hypothesis that no experiment has named within N days of the wiki's newest experiment"
     options = {"days": Option("int", minimum=1, maximum=36_500), "statuses": Option("str-list")}
+    reports_on = ("hypothesis",)
 
     def check_wiki(self, ctx):
         hypotheses = ctx.target_pages("hypothesis")

@@ -47,6 +47,7 @@ class HypothesisVariantsAreRows(Rule):
     code = "HYP002"
     name = "hypothesis-variants-are-rows"
     summary = "a hypothesis page's variants list names a row its model page's variant matrix does not have"
+    reports_on = ("hypothesis",)
 
     def check_wiki(self, ctx):
         known = set(ctx.files)

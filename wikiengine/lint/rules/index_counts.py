@@ -54,6 +54,7 @@ class IndexSectionCount(Rule):
     name = "index-section-count"
     summary = "a counted section of wiki/index.md, '## Models (N)', whose N matches neither the pages of its type nor its entries"
     options = {"sections": Option("str-list")}
+    reports_on = ("page",)
 
     def check_wiki(self, ctx):
         if INDEX not in ctx.targets:

@@ -41,6 +41,7 @@ class FamilyCurrentBestSupported(Rule):
     name = "kernel-current-best-supported"
     summary = "a kernel family's Current best names a page that is missing or not supported"
     kinds = ()
+    reports_on = ("kernel-family",)
 
     def check_wiki(self, ctx):
         for info in ctx.target_pages("kernel-family"):
@@ -93,6 +94,7 @@ class LeadsOnFamilyPage(Rule):
     name = "kernel-leads-on-family-page"
     summary = "a lead named on a kernel experiment page is missing from its family page"
     kinds = ()
+    reports_on = ("kernel-experiment",)
 
     def check_wiki(self, ctx):
         kept_by_family: dict[str, set[str] | None] = {}

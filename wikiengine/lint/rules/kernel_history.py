@@ -50,6 +50,7 @@ class LedgerMatchesBranch(Rule):
     summary = "a kernel experiment's ledger has more rows than its branch has candidate commits"
     kinds = ()
     cache_wiki = False  # reads git branches, which are not pages: cached by the refs (per page, too)
+    reports_on = ("kernel-experiment",)
 
     def wiki_inputs(self, ctx):
         return refs_state(ctx)
@@ -96,6 +97,7 @@ class StubBeforeVerdict(Rule):
     summary = "a kernel experiment was committed already filed, or a candidate commit is older than its stub"
     kinds = ()
     cache_wiki = False  # reads git history, which is not a page: cached by the refs (per page, too)
+    reports_on = ("kernel-experiment",)
 
     def wiki_inputs(self, ctx):
         return refs_state(ctx)

@@ -43,6 +43,7 @@ class ReceiptValid(Rule):
     summary = "a kernel experiment's receipt is missing, does not validate, or does not back a supported verdict"
     kinds = ()
     cache_wiki = False  # reads receipt files, which are not pages
+    reports_on = ("kernel-experiment",)
 
     def wiki_inputs(self, ctx):
         """The content of every receipt a page cites (where to look is cached with the pages)."""

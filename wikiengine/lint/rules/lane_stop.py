@@ -63,6 +63,7 @@ class StopHasFinalAudit(Rule):
     name = "stop-has-final-audit"
     summary = "a stop entry has no **Final audit**: ALL-CLEAR line, or quotes another audit than .stop-authorized"
     cache_wiki = False  # reads .stop-authorized, which is not a page
+    reports_on = ("log",)
 
     def wiki_inputs(self, ctx):
         """The ALL-CLEAR line of every lane's ``.stop-authorized`` (a lane log's folder)."""

@@ -35,6 +35,7 @@ class LaunchBooked(Rule):
     code = "MEM001"
     name = "launch-booked"
     summary = "a GPU job in memory/ASSETS.md has no memory/QUOTA.md ledger row booked at or before its submission time"
+    reports_on = ("memory-assets",)
 
     def check_wiki(self, ctx):
         assets_text = memory_text(ctx, ASSETS)
@@ -95,6 +96,7 @@ class LedgerOnlyGrows(Rule):
     summary = "an existing ledger row was changed or removed since the base revision, or row numbers are not consecutive"
     needs_git = True
     cache_wiki = False  # compares with the base revision in git
+    reports_on = ("memory-quota",)
 
     def check_wiki(self, ctx):
         text = memory_text(ctx, QUOTA)

@@ -39,6 +39,7 @@ class StateValid(Rule):
     name = "memory-state-valid"
     summary = "memory/STATE.md frontmatter is invalid or names a target that does not exist"
     cache_wiki = False  # checks a directory, which is not a page
+    reports_on = ("memory-state",)
 
     def check_wiki(self, ctx):
         text = memory_text(ctx, STATE)

@@ -20,6 +20,8 @@ class _CurrentBestRule(Rule):
     """MOD001 and MOD002: each target model page that parsed, with its lane and the references
     of its Current best (None: the page names none); a rule writes ``check_current_best``."""
 
+    reports_on = ("model",)
+
     def check_wiki(self, ctx):
         for info in ctx.target_pages("model"):
             if info.page is not None:

@@ -38,6 +38,7 @@ class ModelPageUpdated(Rule):
     code = "MOD004"
     name = "model-page-updated"
     summary = "a model page's updated date is older than its lane's last filed experiment"
+    reports_on = ("model",)
 
     def check_wiki(self, ctx):
         for info in ctx.target_pages("model"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 import sys
 
 from wikiengine.lint.options import Option
@@ -17,6 +18,23 @@ DEFAULT_EXCLUDE = (
     "wiki/experiments/*", "wiki/kernel_experiments/*", "wiki/runs/*",
     "wiki/rules/*", "wiki/codebases/*/*",
 )
+
+
+def checked_pages(exclude: tuple[str, ...]):
+    """``checked(rel)``: is ``rel`` a page under ``wiki/`` that no glob of ``exclude`` matches
+    (``fnmatchcase``)? The globs are matched as one regex, and each path judged once: a
+    cold run asks about every link target of the wiki (generated pages repeat a few hundred
+    targets tens of thousands of times)."""
+    excluded = re.compile("|".join(fnmatch.translate(pattern) for pattern in exclude)).match if exclude else None
+    verdicts: dict[str, bool] = {}
+
+    def checked(rel: str) -> bool:
+        verdict = verdicts.get(rel)
+        if verdict is None:
+            verdict = verdicts[rel] = rel.startswith("wiki/") and (excluded is None or excluded(rel) is None)
+        return verdict
+
+    return checked
 
 
 class OrphanPage(Rule):
@@ -58,9 +76,7 @@ class OrphanPage(Rule):
         if INDEX not in ctx.files:
             return
         exclude = DEFAULT_EXCLUDE + tuple(str(p) for p in ctx.config.option(self.code, "exclude", ()))
-
-        def checked(rel: str) -> bool:
-            return rel.startswith("wiki/") and not any(fnmatch.fnmatchcase(rel, pattern) for pattern in exclude)
+        checked = checked_pages(exclude)
 
         candidates = [rel for rel in ctx.targets if checked(rel)]
         if not candidates:

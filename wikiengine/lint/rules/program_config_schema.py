@@ -41,6 +41,7 @@ class ProgramConfigSchema(Rule):
     code = "PRG002"
     name = "program-config-schema"
     summary = "a resolved config block does not validate against its schema"
+    reports_on = ("program",)
 
     def check_wiki(self, ctx):
         from wikiengine.core.errors import WikiError

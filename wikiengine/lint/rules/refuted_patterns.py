@@ -37,6 +37,7 @@ class RefutedPatternIdsExist(Rule):
     code = "HYP003"
     name = "refuted-pattern-ids-exist"
     summary = "a refuted-patterns page cites an experiment id that no lane of its model has"
+    reports_on = ("page",)
 
     def check_wiki(self, ctx):
         id_re = compiled(ctx)["id"]

@@ -1,0 +1,110 @@
+"""The rule scope table (``wikiengine/lint/scopes.py``): generated from the rule classes, and
+a PATH run that imports only the rules it says can apply finds what a run of every rule finds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.rule_fixtures import build, expected, setup_of
+from wikiengine.lint import lint, registry, scopes
+from wikiengine.lint.baseline import STALE_CODE
+from wikiengine.lint.config import LintConfig
+from wikiengine.lint.kinds import kind_of
+from wikiengine.lint.registry import REGISTRY, rule_class
+from wikiengine.lint.suppress import UNUSED_CODE
+
+RUNNER_MADE = (UNUSED_CODE, STALE_CODE)  # the runner reports these, not a rule's check
+CODES = sorted(REGISTRY)
+
+
+def test_the_table_is_the_one_the_rule_classes_generate():
+    assert scopes.SCOPES == {code: scopes.scope_of(rule_class(code)) for code in CODES}
+    text = Path(scopes.__file__).read_text(encoding="utf-8")
+    assert scopes.generated() in text, "run `python -m wikiengine.lint.scopes` to regenerate the table"
+
+
+@pytest.mark.parametrize("code", [c for c in CODES if c not in RUNNER_MADE])
+def test_every_fixture_finding_lands_on_a_kind_its_rule_applies_to(code):
+    """A rule whose finding lands on a page of a kind it says it cannot apply to would be
+    left out of a PATH run on that page, and its finding lost."""
+    for line in expected(code):
+        path = line.split(":", 1)[0]
+        assert scopes.applies(scopes.SCOPES[code], {kind_of(path)}), f"{code} found {line}: kind {kind_of(path)}"
+
+
+@pytest.mark.parametrize("code", [c for c in CODES if c not in RUNNER_MADE])
+def test_a_path_run_on_the_found_pages_finds_what_every_rule_finds(tmp_path, monkeypatch, code):
+    root = build(code, tmp_path / "wiki")
+    paths = sorted({line.split(":", 1)[0] for line in expected(code)} & {
+        p.relative_to(root).as_posix() for p in root.rglob("*.md")})
+    if not paths:
+        pytest.skip("every finding is on a deleted file")
+    setup = setup_of(code)
+    config = LintConfig(select=[code, *setup.get("select", [])])
+
+    def found():
+        result = lint(root, paths, config=config, base=setup.get("base"), use_cache=False)
+        return sorted(f.render() for f in result.findings)
+
+    scoped = found()
+    monkeypatch.setattr(registry, "selected_rules", _every_rule)
+    assert scoped == found()
+
+
+def _every_rule(config, kinds=None):
+    return [rule_class(code)() for code in registry.selected_codes(config)]
+
+
+def test_a_suppression_of_a_rule_left_out_is_still_judged(tmp_path):
+    """LOG001 cannot apply to an experiment page, so a PATH run on one does not import it;
+    a suppression of LOG001 there silences nothing, in that run as in a whole-wiki run."""
+    root = build("EXP001", tmp_path / "wiki")
+    page = next(p for p in sorted(root.rglob("*.md")) if kind_of(p.relative_to(root).as_posix()) == "experiment")
+    page.write_text(page.read_text(encoding="utf-8") + "\n<!-- wiki-lint: disable LOG001 -->\n", encoding="utf-8")
+    rel = page.relative_to(root).as_posix()
+    whole = [f.render() for f in lint(root, base=None, use_cache=False).findings if f.path == rel]
+    path_run = [f.render() for f in lint(root, [rel], base=None, use_cache=False).findings]
+    assert any(f"{UNUSED_CODE} unused suppression of LOG001" in f for f in path_run)
+    assert path_run == whole
+
+
+PROBE = """
+import json, sys
+from pathlib import Path
+from wikiengine.lint import lint
+from wikiengine.lint.config import load_config
+from wikiengine.lint.registry import REGISTRY
+root = Path(sys.argv[1])
+config = load_config(root)
+config.check_codes(sorted(REGISTRY))  # as `wiki lint` does
+lint(root, [sys.argv[2]], config, base=None, use_cache=False)
+print(json.dumps(sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("wikiengine.lint.rules."))))
+"""
+
+
+def test_a_path_run_on_an_experiment_page_imports_no_memory_log_or_kernel_rule(tmp_path):
+    """Nor the rules whose options the configuration sets: their tables are checked against
+    the scope table."""
+    root = build("EXP001", tmp_path / "wiki")
+    (root / "wiki.toml").write_text('[rules.HYP004]\ndays = 30\n\n[rules.LOG003]\nsince = "2026-01-01"\n', encoding="utf-8")
+    rel = next(p.relative_to(root).as_posix() for p in sorted(root.rglob("*.md"))
+               if kind_of(p.relative_to(root).as_posix()) == "experiment")
+    done = subprocess.run([sys.executable, "-c", PROBE, str(root), rel], capture_output=True, text=True, timeout=120)
+    imported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "experiment_file_name" in imported
+    left_out = [m for m in imported if m.startswith(("memory_", "log_entries", "kernel_", "model_page", "hypothesis_"))]
+    assert left_out == []
+
+
+def test_an_option_the_rule_does_not_take_is_refused_from_the_table(tmp_path):
+    from wikiengine.core.errors import WikiError
+    from wikiengine.lint.config import load_config
+
+    (tmp_path / "wiki.toml").write_text("[rules.HYP004]\ndayz = 30\n", encoding="utf-8")
+    with pytest.raises(WikiError, match="did you mean 'days'"):
+        load_config(tmp_path).check_codes(CODES)
