@@ -29,6 +29,12 @@ from wikiengine.core.identity import MODEL_DIR_SUFFIX
 from wikiengine.model.kernels import is_family_page_path, is_kernel_experiment_path, is_kernel_retrospective_path
 from wikiengine.model.lanes import is_experiment_path
 
+# every kind kind_of() gives
+ALL_KINDS = (
+    "experiment", "program", "log", "model", "hypothesis", "retrospective", "cluster",
+    "memory-state", "memory-quota", "memory-assets", "memory-errors", "kernel-experiment", "kernel-retro",
+    "kernel-family", "page",
+)
 MEMORY_KINDS = {
     "memory/STATE.md": "memory-state",
     "memory/QUOTA.md": "memory-quota",

@@ -131,8 +131,8 @@ def scope_of(cls) -> Scope:
 
 def generated() -> str:
     """The table's source, from the classes of the registry."""
+    from wikiengine.lint.kinds import ALL_KINDS
     from wikiengine.lint.registry import REGISTRY, rule_class
-    from wikiengine.lint.rules.unreadable_page import ALL_KINDS
 
     def shown(value):
         return "_ALL" if value == ALL_KINDS else repr(value)

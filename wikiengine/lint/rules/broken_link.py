@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from wikiengine.core.links import link_destinations, relative_target
+from wikiengine.lint.kinds import ALL_KINDS
 from wikiengine.lint.rule import Rule
-from wikiengine.lint.rules.unreadable_page import ALL_KINDS
 
 
 def page_links(info) -> list[list]:

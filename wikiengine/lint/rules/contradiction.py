@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
+from wikiengine.lint.kinds import ALL_KINDS
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._prose import prose_lines
-from wikiengine.lint.rules.unreadable_page import ALL_KINDS
 
 _CALLOUT_RE = re.compile(r" {0,3}>\s*\[!warning\][+-]?\s*Contradicted by\b(?P<rest>.*)", re.I)
 # "> **Resolved** 2026-06-22: ..." or "> Resolution: ..." (with content: "Resolution: TBD" is not one).

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from wikiengine.lint.kinds import ALL_KINDS
 from wikiengine.lint.rule import Rule
-from wikiengine.lint.rules.unreadable_page import ALL_KINDS
 
 
 class FrontmatterSchema(Rule):

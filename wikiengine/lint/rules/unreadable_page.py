@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
+from wikiengine.lint.kinds import ALL_KINDS
 from wikiengine.lint.rule import Rule
-
-ALL_KINDS = (
-    "experiment", "program", "log", "model", "hypothesis", "retrospective", "cluster",
-    "memory-state", "memory-quota", "memory-assets", "memory-errors", "kernel-experiment", "kernel-retro",
-    "kernel-family", "page",
-)
 
 
 class UnreadablePage(Rule):
