@@ -22,10 +22,7 @@ def lane_config(root: Path, lane: Lane) -> dict:
     """The lane's resolved program config (a lane without its own program.md inherits the model's)."""
     from wikiengine.model import cascade, targets
 
-    try:
-        return cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name)).config or {}
-    except WikiError:
-        raise
+    return cascade.resolve(targets.target_for_model(root, lane.model_prefix, lane.name)).config or {}
 
 
 def make_backend(kind: str, root: Path, lane: Lane, config: dict, tracks: list[dict] | None = None):
