@@ -245,6 +245,16 @@ class HubStore:
         except FileMissingError:
             raise FileMissingError(f"{path} does not exist at {revision[:12]}") from None
 
+    def read_files(self, paths: list[str], revision: str) -> dict[str, bytes]:
+        """The bytes of each of ``paths`` that exists at ``revision``: one download each."""
+        found = {}
+        for path in paths:
+            try:
+                found[path] = self.read_file(path, revision)
+            except FileMissingError:
+                continue
+        return found
+
     def list_files(self, prefix: str, revision: str) -> list[str]:
         """Paths of the files under ``prefix`` at ``revision``, sorted; [] when there are none."""
         from huggingface_hub.hf_api import RepoFile

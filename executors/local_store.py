@@ -111,6 +111,15 @@ class LocalGitStore:
             raise FileMissingError(f"{path} does not exist at {revision[:12]}")
         return out.stdout
 
+    def read_files(self, paths: list[str], revision: str) -> dict[str, bytes]:
+        """The bytes of each of ``paths`` that exists at ``revision``, from one ``git cat-file --batch``."""
+        for path in paths:
+            _check_path(path)
+        rev = self._rev(revision)
+        blobs = git.cat_file_batch(None, [f"{rev}:{path}" for path in paths], git_dir=self.path, isolated=True,
+                                   timeout=None, error=StoreError, unavailable=StoreUnavailableError)
+        return {path: blob for path, blob in zip(paths, blobs) if blob is not None}
+
     def list_files(self, prefix: str, revision: str) -> list[str]:
         """Paths of the files under ``prefix`` (a directory path, with or without ``/``) at ``revision``."""
         prefix = prefix.rstrip("/")
@@ -208,7 +217,7 @@ class LocalGitStore:
 
 
 def _check_path(path: str) -> None:
-    if not path or path.startswith("/") or ".." in path.split("/") or "\x00" in path or ":" in path:
+    if not path or path.startswith("/") or ".." in path.split("/") or "\x00" in path or "\n" in path or ":" in path:
         raise StoreFormatError(f"bad path in store: {path!r}")
 
 

@@ -150,6 +150,10 @@ class CheckpointStore(Protocol):
     def read_file(self, path: str, revision: str) -> bytes:
         """The bytes of ``path`` at ``revision``. Raises FileMissingError."""
 
+    def read_files(self, paths: list[str], revision: str) -> dict[str, bytes]:
+        """The bytes of each of ``paths`` that exists at ``revision`` (a missing one is left out),
+        read together where the store can."""
+
     def list_files(self, prefix: str, revision: str) -> list[str]:
         """Paths of the files under ``prefix`` at ``revision``, sorted."""
 

@@ -99,6 +99,13 @@ def test_missing_pointer_and_missing_folder(hub_store):
             hub_store.read_file("ckpt/checkpoint-9/cursor.json", head)
 
 
+def test_read_files_returns_what_exists_and_leaves_the_missing_out(hub_store, tmp_path):
+    save(hub_store, tmp_path, 127)
+    head = hub_store.head()
+    wanted = ["latest.json", "ckpt/checkpoint-127/cursor.json", "ckpt/checkpoint-9/cursor.json"]
+    assert hub_store.read_files(wanted, head) == {path: hub_store.read_file(path, head) for path in wanted[:2]}
+
+
 def test_row5_two_writers_same_parent_exactly_one_wins_with_412(hub_store, fake_hub, tmp_path, sleeps):
     other = HubStore(REPO_ID, endpoint=fake_hub.url, cache_dir=tmp_path / "other-cache", policy=fast_policy(sleeps))
     parent = hub_store.head()

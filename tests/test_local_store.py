@@ -74,6 +74,30 @@ def test_reads_are_pinned_to_a_revision(store, tmp_path):
     assert store.read_file("ckpt/checkpoint-4/model.safetensors", second) == bytes([4]) * 10
 
 
+def test_read_files_is_one_git_for_many_files_and_leaves_the_missing_out(store, tmp_path, monkeypatch):
+    _, first = _save(store, tmp_path, 4, store.head())
+    _, second = _save(store, tmp_path, 8, first)
+    wanted = ["ckpt/checkpoint-8/cursor.json", "ckpt/checkpoint-4/model.safetensors", "ckpt/checkpoint-8/absent.json",
+              "latest.json"]
+    from wikiengine.core import git
+
+    calls = []
+    real_run = git.run
+    monkeypatch.setattr(git, "run", lambda *a, **k: calls.append(a[1]) or real_run(*a, **k))
+    found = store.read_files(wanted, second)
+    assert calls == ["cat-file"]
+    assert found == {path: store.read_file(path, second) for path in wanted if "absent" not in path}
+    assert store.read_files(wanted, first) == {"ckpt/checkpoint-4/model.safetensors": bytes([4]) * 10,
+                                               "latest.json": store.read_file("latest.json", first)}
+    assert store.read_files([], second) == {}
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../x", "HEAD:x", "a\nb", ""])
+def test_read_files_refuses_a_bad_path_among_good_ones(store, path):
+    with pytest.raises(StoreFormatError):
+        store.read_files(["README.md", path], store.head())
+
+
 def test_missing_file_raises_file_missing(store):
     with pytest.raises(FileMissingError):
         store.read_file("ckpt/checkpoint-9/cursor.json", store.head())

@@ -28,7 +28,6 @@ from wikiengine.core.atomic import atomic_write_bytes, fsync_dir
 from wikiengine.core.errors import WikiError
 from wikiengine.executors.store import (
     CheckpointStore,
-    FileMissingError,
     StoreFormatError,
     checkpoint_path,
     strict_json,
@@ -221,10 +220,11 @@ def read_verified_from_store(store: CheckpointStore, step: int, revision: str) -
         raise CheckpointError(f"{checkpoint_path(step)} has no manifest.json (partial checkpoint)")
     if any("/" in name for name in names):
         raise CheckpointError(f"{checkpoint_path(step)} holds a subdirectory")
-    try:
-        files = {name: store.read_file(prefix + name, revision) for name in names}
-    except FileMissingError as exc:
-        raise CheckpointError(str(exc)) from None
+    found = store.read_files([prefix + name for name in names], revision)
+    missing = [name for name in names if prefix + name not in found]
+    if missing:
+        raise CheckpointError(f"{prefix}{missing[0]} does not exist at {revision[:12]}")
+    files = {name: found[prefix + name] for name in names}
     verify_files(files[MANIFEST_NAME], files, step)
     return files
 

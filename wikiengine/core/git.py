@@ -191,15 +191,16 @@ def run_all(root: str | Path | None, commands: Sequence[Sequence[str]], **option
         raise
 
 
-def cat_file_batch(root: str | Path, names: Sequence[str], *, timeout: float | None = TIMEOUT_S) -> list[bytes | None]:
+def cat_file_batch(root: str | Path | None, names: Sequence[str], *, timeout: float | None = TIMEOUT_S,
+                   **options: Any) -> list[bytes | None]:
     """The blobs ``<rev>:<path>`` of ``names`` from one ``git cat-file --batch``, in order (None
-    for a missing one or a non-blob)."""
+    for a missing one or a non-blob); ``options`` as :func:`run` (``git_dir`` for a bare one)."""
     if not names:
         return []
     if any("\n" in name for name in names):  # cat-file reads one name per line
         raise GitError("a file name with a newline cannot be read from git", root)
     data = run(root, "cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode(), binary=True,
-               timeout=timeout, check=False).stdout
+               timeout=timeout, check=False, **options).stdout
     blobs: list[bytes | None] = []
     pos = 0
     for _ in names:

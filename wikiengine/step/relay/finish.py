@@ -100,7 +100,7 @@ def verify_all(store, revision: str, max_steps: int, recorded: dict[str, str]) -
     names = store.list_files(FINAL_PATH, revision)
     if not names:
         raise CheckpointError("final/ is not in the store (the last session writes it after the last checkpoint)")
-    files = {p.split("/", 1)[1]: store.read_file(p, revision) for p in names}
+    files = {p.split("/", 1)[1]: data for p, data in store.read_files(names, revision).items()}
     if MANIFEST_NAME not in files:
         raise CheckpointError("final/ has no manifest.json")
     try:

@@ -80,11 +80,9 @@ def read_snapshot(store: CheckpointStore) -> StoreSnapshot:
         return StoreSnapshot(head, commits, None)
     folder = checkpoint_path(pointer.step) + "/"
     names = tuple(p[len(folder):] for p in store.list_files(folder, head))
-
-    def small(name: str) -> bytes | None:
-        return store.read_file(folder + name, head) if name in names else None
-
-    return StoreSnapshot(head, commits, pointer, None, names, small(MANIFEST), small(CURSOR), small(TRAINER_STATE))
+    small = store.read_files([folder + name for name in (MANIFEST, CURSOR, TRAINER_STATE) if name in names], head)
+    return StoreSnapshot(head, commits, pointer, None, names, *(small.get(folder + name)
+                                                                for name in (MANIFEST, CURSOR, TRAINER_STATE)))
 
 
 # ---------------------------------------------------------------- parsing outside JSON
