@@ -52,3 +52,16 @@ def test_an_uncommitted_edit_of_a_verdict_page_still_blocks(trusted):
     assert step(trusted).decision == "blocked"
     error = memory.read_errors(root)[0]
     assert error.kind == "immutable_page_edited" and "EXP007" in error.evidence and PAGE in error.evidence
+
+
+def test_a_wake_that_writes_no_memory_asks_git_nothing_to_commit(trusted, monkeypatch):
+    """Memory was clean at the wake's start (sanity) and nothing was written since: no commit
+    probe runs, HEAD stays, and the head it checked is recorded as this host's own commit."""
+    from wikiengine.core import git as core_git
+
+    root = trusted[0]
+    head = git(root, "rev-parse", "HEAD").strip()
+    monkeypatch.setattr(core_git, "commit_paths", lambda *a, **k: pytest.fail("asked git to commit unchanged memory"))
+    result = step(trusted)
+    assert result.commits == [] and git(root, "rev-parse", "HEAD").strip() == head
+    assert (root / ".git" / "wiki-step-last-commit").read_text().strip() == head

@@ -449,6 +449,18 @@ def _add_and_commit(root: Path, changed: list[str], message: str, staged_before:
 
 def head_sha(root: Path) -> str:
     """The commit HEAD names: from the loose ref file git just wrote, else ``git rev-parse``."""
+    return _loose_head(root) or _git(root, "rev-parse", "HEAD").strip()
+
+
+def current_head(root: Path) -> str | None:
+    """The commit HEAD names, None on a branch without a commit yet (the loose ref file, else
+    ``git rev-parse``)."""
+    return _loose_head(root) or out(root, "rev-parse", "--verify", "-q", "HEAD").strip() or None
+
+
+def _loose_head(root: Path) -> str | None:
+    """HEAD's commit read from its branch's loose ref file without starting git; None when
+    git must be asked (a detached or packed ref, a reftable, an unborn branch)."""
     git_dir_path = git_dir(root)
     try:
         head = (git_dir_path / "HEAD").read_text(encoding="utf-8").strip()
@@ -460,7 +472,7 @@ def head_sha(root: Path) -> str:
                     return sha
     except OSError:
         pass
-    return _git(root, "rev-parse", "HEAD").strip()
+    return None
 
 
 def exclude_locally(root: Path, patterns: list[str]) -> None:

@@ -96,13 +96,18 @@ class Mode:
 def sanity(mode: Mode, wake: Wake) -> None:
     """Refuse to write into a repository mid-merge, with a stale index lock, or over
     uncommitted changes to the files this mode writes (RELIABILITY rows 35-37)."""
-    from wikiengine.core.git import check_repository, dirty_paths
+    from wikiengine.core.git import CommitProbe, check_markers
 
-    paths = mode.owned_paths(wake)
-    dirty = dirty_paths(wake.root, paths) if paths else []
-    if dirty:
-        raise WikiError(f"{dirty[0]} has uncommitted changes: commit or revert them before wiki step writes memory")
-    check_repository(wake.root)
+    probe = CommitProbe(wake.root, mode.owned_paths(wake))  # both questions asked of git at once
+    try:
+        dirty = probe.changed()
+        if dirty:
+            raise WikiError(f"{dirty[0]} has uncommitted changes: commit or revert them before wiki step writes "
+                            "memory")
+        check_markers(wake.root)
+        probe.staged()
+    finally:
+        probe.close()
 
 
 # (phase, runs on a dry run)

@@ -215,8 +215,12 @@ class UndoRecord:
 
     def checkpoint(self) -> None:
         """Record the texts as they are now (at the start, and after each commit of the write)."""
-        before = {rel: disk_text(self.root, rel) for rel in self.paths}
-        atomic_write_text(self.path, json.dumps({"policy": UNDO, "note": self.note, "before": before}))
+        self.before = {rel: disk_text(self.root, rel) for rel in self.paths}
+        atomic_write_text(self.path, json.dumps({"policy": UNDO, "note": self.note, "before": self.before}))
+
+    def unchanged(self) -> bool:
+        """Do ``paths`` hold the texts of the last checkpoint (nothing written since: nothing to commit)?"""
+        return all(disk_text(self.root, rel) == text for rel, text in self.before.items())
 
     def close(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -184,7 +184,7 @@ def _record(wake: engine.Wake) -> None:
     relay = wake.run
     acts = relay.acts
     acts.commit(acts.message or f"step: {relay.decision.kind} at {_pointer_text(relay.decision.step)}")
-    _record_own_commit(wake.root)
+    _record_own_commit(wake.root, wake.result.commits[-1] if wake.result.commits else relay.head)
     relay.undo.close()
     wake.result.state = acts.state.status
 
@@ -195,9 +195,9 @@ def _own_commit_path(root: Path) -> Path:
     return git_dir(root) / "wiki-step-last-commit"
 
 
-def _record_own_commit(root: Path) -> None:
-    """Remember this wake's last memory commit (inside .git: this host's own record)."""
-    head = _head(root)
+def _record_own_commit(root: Path, head: str | None) -> None:
+    """Remember this wake's last memory commit, or the head it checked when it committed
+    nothing (inside .git: this host's own record)."""
     if head:
         _own_commit_path(root).write_text(head + "\n")
 
@@ -216,9 +216,9 @@ def _relint_base(root: Path, trusted: str | None, head: str | None = None) -> st
 
 
 def _head(root: Path) -> str | None:
-    from wikiengine.core import git
+    from wikiengine.core.git import current_head
 
-    return git.out(root, "rev-parse", "--verify", "-q", "HEAD").strip() or None
+    return current_head(root)
 
 
 def _pointer_text(step: int | None) -> str:
@@ -266,7 +266,10 @@ class Wake:
         from wikiengine.core.git import commit_paths
 
         self.save_state()
-        sha = commit_paths(self.run.root, list(MEMORY_PATHS), message)
+        if self.undo is not None and self.undo.unchanged():
+            sha = None  # memory was clean at the start (sanity) and nothing was written since: no git to ask
+        else:
+            sha = commit_paths(self.run.root, list(MEMORY_PATHS), message)
         self._committed(sha)
 
     def _committed(self, sha: str | None) -> None:
