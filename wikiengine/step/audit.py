@@ -42,7 +42,7 @@ from pathlib import Path
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
 from wikiengine.core.errors import PageError, WikiError
-from wikiengine.core.git import is_ancestor
+from wikiengine.core.git import GitCommitError, current_head, is_ancestor
 from wikiengine.core.git import out as git_out
 from wikiengine.core.safe_read import load_json, read_text, repo_text
 from wikiengine.model import progress
@@ -110,7 +110,12 @@ class Audit:
 
 
 def head_sha(root: Path) -> str:
-    return git_out(root, "rev-parse", "HEAD").strip()
+    """HEAD's commit, read from its ref file where git left it loose ("" outside git or before
+    the first commit)."""
+    try:
+        return current_head(root) or ""
+    except GitCommitError:
+        return ""
 
 
 def code_sha(root: Path, config: dict, wiki_sha: str | None = None) -> str:
