@@ -91,7 +91,7 @@ class LaneWorkload:
     exit_code: int | None
     started: str | None
     finished: str | None
-    log_tail: str  # the log's last 200 lines (GKE: once finished; "" before)
+    log_tail: str  # the log's last 200 lines (GKE: once finished, "" before; a GKE listing reads it for a crashed run only)
     progress_at: str | None = None  # the last progress signal (progress file, log write, condition change)
     reason: str | None = None  # why it failed, timed out, was deleted, or cannot be judged yet
     pid: int | None = None  # local: the run's process; None on GKE

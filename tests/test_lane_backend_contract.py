@@ -614,6 +614,24 @@ def test_gke_a_command_that_ignores_the_paths_is_refused(gke):
 
 
 @pytest.mark.parametrize("harness", ["gke"], indirect=True)
+def test_gke_a_listing_reads_the_log_of_a_crashed_run_only(gke):
+    """A lane keeps its finished JobSets: a wake's listing reads no log of a run that
+    succeeded (one request each, every wake); a crashed one's tail is what backfill files."""
+    ok, oom = gke.spec(47, "ok", program("fine")), gke.spec(48, "oom", program("x", exit_code=3))
+    gke.backend.launch(ok)
+    gke.settle(ok, "step 100 fine", 0)  # one slice: the next launches once this one ended
+    gke.backend.launch(oom)
+    gke.settle(oom, "RESOURCE_EXHAUSTED", 3)
+    before = len(gke.api.requests)
+    listed = {w.name: w for w in gke.backend.list_workloads(PREFIX)}
+    logs = [r.path for r in gke.api.requests[before:] if r.path.endswith("/log")]
+    assert listed[ok.name].state == "succeeded" and listed[ok.name].log_tail == ""
+    assert listed[oom.name].crashed and "RESOURCE_EXHAUSTED" in listed[oom.name].log_tail
+    assert logs == [f"/api/v1/namespaces/default/pods/{oom.name}-slice-job-0-0-abcde/log"]
+    assert "step 100 fine" in gke.backend.status(ok.name).log_tail  # asked for one, it reads it
+
+
+@pytest.mark.parametrize("harness", ["gke"], indirect=True)
 def test_gke_a_jobset_failed_before_any_pod_ran_has_no_exit_code_but_a_reason(gke):
     spec = gke.spec(45, "deadline", program("x"))
     gke.backend.launch(spec)

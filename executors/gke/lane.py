@@ -25,6 +25,7 @@ logs go with it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from pathlib import Path
@@ -103,7 +104,7 @@ class GkeLaneBackend:
         if mine:  # one listing for the pods of every JobSet, not one per workload
             for pod in self.kube.list_pods(self.namespace, JOBSET_NAME_LABEL):
                 pods.setdefault(((pod.get("metadata") or {}).get("labels") or {}).get(JOBSET_NAME_LABEL), []).append(pod)
-        found = [self._workload(jobset, vid, slug, pods.get(jobset["metadata"]["name"], []))
+        found = [self._workload(jobset, vid, slug, pods.get(jobset["metadata"]["name"], []), crashed_log_only=True)
                  for jobset, (vid, slug) in mine]
         return sorted(found, key=lambda w: w.name)
 
@@ -146,7 +147,11 @@ class GkeLaneBackend:
             return ""  # the pod went away between the listing and the read
         return "\n".join(text.splitlines()[-tail:]) if tail > 0 else ""
 
-    def _workload(self, jobset: dict, vid: str, slug: str, pods: list[dict]) -> LaneWorkload:
+    def _workload(self, jobset: dict, vid: str, slug: str, pods: list[dict], *,
+                  crashed_log_only: bool = False) -> LaneWorkload:
+        """The workload of ``jobset``, with the log tail of a finished one (one request each):
+        a listing (``crashed_log_only``) reads it only for a crashed run, the one whose page is
+        filed from its log (a lane keeps every finished JobSet: one log read each per wake)."""
         meta = jobset.get("metadata") or {}
         session = jobset_status(jobset)
         state = _STATE.get(session.state, "running")
@@ -173,14 +178,15 @@ class GkeLaneBackend:
             reason = (f"the JobSet is restarting (restart {restarts}): the controller runs it again"
                       if disruption == preemption.RETRYING else
                       f"its pods were disrupted ({reason or 'failed'}): the cluster took it away, not the run's failure")
-        return LaneWorkload(
+        workload = LaneWorkload(
             str(meta.get("name", "")), vid, slug, state, exit_code, starts[0] if starts else created,
-            session.ended_at.isoformat() if session.ended_at else None,
-            self._log(pods, 200) if state in (*FINISHED, preemption.PREEMPTED) else "",
+            session.ended_at.isoformat() if session.ended_at else None, "",
             max(times + starts + ([created] if created else []), default=None), reason, None,
             command[2] if command[:2] == ["bash", "-c"] and len(command) == 3 else shlex.join(command) or None,
             chips=self.cluster.tpu.chips if self.cluster is not None else None, attempt=restarts + 1,
         )
+        wanted = workload.crashed if crashed_log_only else state in (*FINISHED, preemption.PREEMPTED)
+        return dataclasses.replace(workload, log_tail=self._log(pods, 200)) if wanted else workload
 
     # ------------------------------------------------------------------ acting
 
