@@ -143,22 +143,21 @@ def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None
     in one pass over the whole text instead of line by line, with the same answers: the
     lines are judged from the text's brackets and backticks alone (:func:`_lines_balanced`),
     then one regex finds code spans (skipped whole) and links in turn; a "](" outside
-    them sends the text to the careful scan."""
+    them sends the text to the careful scan. Each link the regex takes holds exactly one
+    "](" (its text and destination hold no "]"), so there is none outside them when the
+    text counts as many as the links and the code spans hold."""
     if "``" in text or not _lines_balanced(text):
         return _scan_careful(text, first_line)  # a run of backticks, or a construct the careful scan must judge
     found = []
-    last = counted = 0
+    counted = 0
     line = first_line
-    find, rfind, count = text.find, text.rfind, text.count
+    rfind, count = text.rfind, text.count
     ticks = "`" in text
     for match in _SPAN_OR_LINK_RE.finditer(text):
-        start, end = match.span()
-        if find("](", last, start) >= 0:
-            return _scan_careful(text, first_line)  # something link-like the regex did not take
-        last = end
-        if text[start] == "`":
+        if match.lastindex is None:
             continue  # a code span: nothing in it is a link
-        if ticks and count("`", start, end) % 2:
+        start = match.start()
+        if ticks and count("`", start, match.end()) % 2:
             return _scan_careful(text, first_line)  # a code span that the link's brackets cross
         if text[start - 1] == "!" and start:
             start -= 1  # an image
@@ -166,7 +165,10 @@ def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None
         counted = start
         dest = match.group(1)
         found.append((line, start - rfind("\n", 0, start), unquote(dest) if "%" in dest else dest))
-    return _scan_careful(text, first_line) if find("](", last) >= 0 else found
+    arrows = count("](") - len(found)
+    if arrows:  # in code spans (rare: looked for only now), or something link-like the regex did not take
+        arrows -= sum(count("](", *match.span()) for match in _SPAN_OR_LINK_RE.finditer(text) if match.lastindex is None)
+    return _scan_careful(text, first_line) if arrows else found
 
 
 def _lines_balanced(text: str) -> bool:
