@@ -1,11 +1,16 @@
 """The one-pass link scan (core.links._scan_plain) tells a "](" it did not take by a count:
 each link it takes holds one, so any other must lie in a code span or send the text to
-the careful scan. These hold the count both ways; tests/test_links_blockwise.py holds its
-answers to the careful scan's on generated texts."""
+the careful scan. These hold the count both ways, and the whole-text searches written as
+regexes to the substring tests they stand for; tests/test_links_blockwise.py holds the
+scan's answers to the careful scan's on generated texts."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wikiengine.core import links
 
@@ -38,3 +43,21 @@ def test_an_arrow_the_regex_did_not_take_goes_to_the_careful_scan(monkeypatch, t
     monkeypatch.setattr(links, "_scan_careful", lambda text, first_line: seen.append(text) or [])
     assert links._scan_plain(text, 1) == []
     assert seen == [text]
+
+
+_INDENTED = re.compile(r"^[ >*+\-0-9.)]*?    ", re.M)
+
+
+def _plain_by_substrings(text: str) -> bool:
+    return (text.isascii() and "]:" not in text and "][" not in text
+            and not ("    " in text and _INDENTED.search(text)))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(["    ", "  ", " ", "\n", "\n", "> ", "- ", "1.", ")", "*", "x", "]", ":", "[", "(",
+                                 "\r", "\t", "`", "``", "\u00e9"]), max_size=24).map("".join))
+def test_the_regex_searches_are_the_substring_tests(text):
+    assert links._plain(text) == _plain_by_substrings(text)
+    assert bool(links._TICK_RUN_RE.search(text)) == ("``" in text)
+    no_link = "](" not in text and not links._REFERENCE_RE.search(text)
+    assert no_link == ("](" not in text and "]:" not in text and "][" not in text)
