@@ -181,6 +181,13 @@ class LintContext:
         self._tree: Any = False  # the TrackedTree, read on first use (None outside git)
         self._wiki_fp: str | None = None
 
+    def close(self) -> None:
+        """Let go of everything the run held. Pages point back at the context (their
+        ``on_load``) and rules' memos hold it, so without this the whole run (the cache's
+        entries, every page's facts: about 250,000 objects on the real-shape corpus) waits
+        for the cycle collector, whose full pass over it cost about 0.2 s at a cold run's end."""
+        self.__dict__.clear()
+
     def prefetch_tracked(self) -> None:
         """Start reading :meth:`tracked` now, in a git process that runs alongside the lint."""
         if self._tree is False:

@@ -20,9 +20,11 @@ The run, in order:
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import stat
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,6 +70,23 @@ class LintResult:
     stats: dict[str, int] = field(default_factory=dict)  # what the cache spared and what was redone
 
 
+@contextmanager
+def _collector_paused():
+    """The cycle collector off for a run (on again after it, if it was on): the analysis makes
+    next to no reference cycles (1,700 objects over the 4,600 pages of the real-shape corpus),
+    each collection walked the facts of every page again (about 0.1 s of a cold run's parent
+    on the real shape), and what the run held is freed at its end (``LintContext.close``).
+    Forked workers inherit it off."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@_collector_paused()
 def lint(
     root: Path,
     paths: list[str] | None = None,
@@ -127,9 +146,11 @@ def lint(
         # A pre-commit run over a few pages skips rewriting the whole cache: those pages
         # cost little to analyse again, and they change again before the next commit.
         ctx.cache.save(ctx.files)
-    return LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
-                      baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered, unreadable=unreadable,
-                      stats=dict(ctx.cache.stats))
+    result = LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
+                        baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered,
+                        unreadable=unreadable, stats=dict(ctx.cache.stats))
+    ctx.close()
+    return result
 
 
 def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) -> bool:
@@ -371,17 +392,12 @@ def _analyse_chunk(chunk: list[str]) -> list[tuple[str, tuple[dict, list]]]:
 
 def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
     """The entries of ``todo`` from forked workers, as they come. Neither side runs the
-    cycle collector during the pass (it cost the workers about 10% and the parent more
-    than its unpickling, scanning every entry so far again and again): the analysis makes
-    next to no reference cycles (1,700 objects over the 4,600 pages of the real-shape
-    corpus), the workers end with the pass, and the parent, which only unpickles and
-    stores entries, collects again when it is over. What the parent holds is frozen out of
-    the collector before the fork, so that no collection copies its pages into a worker.
+    cycle collector (:func:`lint` pauses it for the run: it cost the workers about 10% and
+    the parent more than its unpickling, scanning every entry so far again and again).
 
     The parent first analyses one file of each kind itself: the imports and compiled
     schema validators that a kind needs are then made once, before the fork, not once in
     each worker. Small chunks (16 a worker) keep the last one from running alone long."""
-    import gc
     import multiprocessing
 
     firsts: dict[str, str] = {}
@@ -395,18 +411,12 @@ def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
     _WORKER = (ctx, page_rules, fact_rules)
     size = max(20, len(todo) // (workers * 16))
     chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
-    collecting = gc.isenabled()
-    gc.freeze()
     try:
-        with multiprocessing.get_context("fork").Pool(workers, initializer=gc.disable) as pool:
-            gc.disable()
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
             for batch in pool.imap_unordered(_analyse_chunk, chunks):
                 yield from batch
     finally:
         _WORKER = None
-        gc.unfreeze()
-        if collecting:
-            gc.enable()
 
 
 # --- cross-file rules -------------------------------------------------------------------
