@@ -237,6 +237,12 @@ class FakeKubeApi:
             self.pods[(namespace, name)] = pod
             self.logs[(namespace, name)] = log
 
+    def create_pod(self, body: dict, *, namespace: str = "default") -> None:
+        """Seed a pod as a create request with ``body`` makes it (scheduled where it fits); no
+        request is recorded."""
+        code, answer, _ = self._create_pod(namespace, body)
+        assert code == 201, answer
+
     def add_node(self, name: str, *, nodepool: str, accelerator: str, topology: str, machine_type: str,
                  chips: int) -> dict:
         """Seed one GKE TPU node as the cluster reports it (labels, allocatable ``google.com/tpu``)."""
