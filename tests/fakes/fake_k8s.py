@@ -268,6 +268,12 @@ class FakeKubeApi:
             self.pods[(namespace, name)]["status"].update(
                 {"phase": "Failed", "reason": reason, "message": f"The pod was {reason.lower()} (injected)"})
 
+    def pod_phase(self, name: str, *, namespace: str = "default") -> str | None:
+        """The phase a read of the pod answers now (None: there is no such pod)."""
+        with self._lock:
+            pod = self.pods.get((namespace, name))
+            return self._observe(pod)["status"].get("phase") if pod else None
+
     def pod_dir(self, name: str, namespace: str = "default") -> Path:
         """The scratch directory standing in for the pod's filesystem."""
         return Path(self._scratch, namespace, name)
