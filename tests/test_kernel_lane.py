@@ -203,6 +203,45 @@ def test_verifier_refuses_a_degenerate_probe(tmp_path):
     assert result["verdict"] == "FAIL" and "input 0 is constant: a degenerate probe" in result["reasons"]
 
 
+def test_the_verifier_process_measures_custom_ops_without_importing_dynamo(tmp_path):
+    """torch imports ``torch._dynamo`` at a custom op's first call and a dispatch mode's first
+    op (about 1.4 s of CPU per verifier process, as long again as torch); nothing there compiles."""
+    from wikiengine.step.kernel import verify as kernel_verify
+
+    (tmp_path / "reference.py").write_text(REFERENCE)
+    _write(tmp_path, "fused")
+    script = ("import runpy, sys\nsys.argv = sys.argv[1:]\n"
+              "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+              "except SystemExit:\n    pass\n"
+              "print('\\ndynamo loaded:', 'torch._dynamo' in sys.modules)\n")
+    run = subprocess.run([sys.executable, "-c", script, kernel_verify.__file__, "--reference", "reference.py",
+                          "--candidate", "fused.py", "--op-point", OP_POINT, "--mode", "quick"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    measured, loaded = run.stdout.rsplit("\n", 2)[:2]
+    result = json.loads(measured)
+    assert result["verdict"] == "PASS" and result["firing"]["audit"] == "confirmed", run.stderr
+    assert loaded == "dynamo loaded: False"
+
+
+def test_the_dynamo_guard_is_kept_once_dynamo_is_loaded(monkeypatch):
+    import torch._dynamo
+
+    from wikiengine.step.kernel.verify import _dynamo_guard_when_loaded
+
+    guarded_fns = []
+
+    def disable(fn, **kwargs):
+        guarded_fns.append(fn)
+        return lambda *args: ("guarded", fn(*args))
+
+    monkeypatch.setattr(torch._dynamo, "disable", disable)
+    plus_one = _dynamo_guard_when_loaded(lambda x: x + 1)
+    with monkeypatch.context() as unloaded:
+        unloaded.delitem(sys.modules, "torch._dynamo")
+        assert plus_one(1) == 2 and guarded_fns == []
+    assert plus_one(1) == ("guarded", 2) and plus_one(2) == ("guarded", 3) and len(guarded_fns) == 1
+
+
 # --- the pure decisions ----------------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("kubernetes")
 
 from tests.fakes.fake_k8s import FakeKubeApi  # noqa: E402
+from tests.run_once import copy_of, once  # noqa: E402
 from wikiengine._cli.main import main  # noqa: E402
 from wikiengine.core.errors import ExitCode  # noqa: E402
 from wikiengine.demos.kernel import CLASS_PAGE, FAMILY, OP_POINT, scaffold  # noqa: E402
@@ -47,28 +48,32 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
 
 
+def tpu_cluster(api: FakeKubeApi, kubeconfig: Path, monkeypatch) -> None:
+    """Two TPU nodepools (and a CPU node) on ``api``, reached through $KUBECONFIG."""
+    for index in range(2):
+        api.add_node(f"gke-v6e-pool-{index}", nodepool="v6e-2x2", accelerator="tpu-v6e-slice", topology="2x2",
+                     machine_type="ct6e-standard-4t", chips=4)
+    api.add_node("gke-v5p-pool-0", nodepool="v5p-2x2x1", accelerator="tpu-v5p-slice", topology="2x2x1",
+                 machine_type="ct5p-hightpu-4t", chips=4)
+    api.nodes["gke-cpu-0"] = {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "gke-cpu-0", "labels": {"cloud.google.com/gke-nodepool": "default-pool"}}, "status": {}}
+    api.write_kubeconfig(kubeconfig, ["tpu-cluster"])
+    kubeconfig.write_text(kubeconfig.read_text().replace("fake-test-token", CANARY_TOKEN))
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    monkeypatch.setenv("HF_TOKEN", CANARY_HF)
+
+
 @pytest.fixture
 def cluster(tmp_path, monkeypatch):
     """A cluster with two TPU nodepools (and a CPU node), reached through $KUBECONFIG."""
     with FakeKubeApi() as api:
-        for index in range(2):
-            api.add_node(f"gke-v6e-pool-{index}", nodepool="v6e-2x2", accelerator="tpu-v6e-slice", topology="2x2",
-                         machine_type="ct6e-standard-4t", chips=4)
-        api.add_node("gke-v5p-pool-0", nodepool="v5p-2x2x1", accelerator="tpu-v5p-slice", topology="2x2x1",
-                     machine_type="ct5p-hightpu-4t", chips=4)
-        api.nodes["gke-cpu-0"] = {"apiVersion": "v1", "kind": "Node", "metadata": {
-            "name": "gke-cpu-0", "labels": {"cloud.google.com/gke-nodepool": "default-pool"}}, "status": {}}
-        kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig", ["tpu-cluster"])
-        kubeconfig.write_text(kubeconfig.read_text().replace("fake-test-token", CANARY_TOKEN))
-        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-        monkeypatch.setenv("HF_TOKEN", CANARY_HF)
+        tpu_cluster(api, tmp_path / "kubeconfig", monkeypatch)
         yield api
 
 
-@pytest.fixture
-def pod_family(tmp_path, cluster, capsys):
-    """A family bootstrapped on a pod (its hardware token from the pod's device query), one stub."""
-    root = tmp_path / "repo"
+def start_on_a_pod(root: Path, capsys) -> tuple[Path, dict, dict]:
+    """A family bootstrapped on a pod (its hardware token from the pod's device query), one stub:
+    the authoring folder, what start and stub answered."""
     root.mkdir()
     authoring = scaffold(root)
     status, started = kernel(root, capsys, "start", "bench_layernorm.py", *POD_ARGS, "--reference",
@@ -79,7 +84,32 @@ def pod_family(tmp_path, cluster, capsys):
                           "single-pass-fusion", "--intervention-class", "fusion", "--category", "memory-bound",
                           "--plan", "the native fused pass")
     assert status == 0, stub
-    return root, authoring, started, stub
+    return authoring, started, stub
+
+
+@pytest.fixture
+def pod_family(tmp_path, cluster, capsys):
+    """:func:`start_on_a_pod` in this test's cluster: for the tests that read what start sent."""
+    root = tmp_path / "repo"
+    return root, *start_on_a_pod(root, capsys)
+
+
+@pytest.fixture
+def started_pod_family(tmp_path_factory, tmp_path, cluster, capsys):
+    """:func:`start_on_a_pod` once per run (start and stub each run a device query on the pod, a
+    process importing torch), copied; the copy's pod is created in this test's cluster from the
+    body start sent, so it is the session's pod there (no request of its own is recorded)."""
+    def build(folder: Path) -> dict:
+        with FakeKubeApi() as api, pytest.MonkeyPatch.context() as monkeypatch:
+            tpu_cluster(api, folder / "kubeconfig", monkeypatch)
+            _authoring, started, stub = start_on_a_pod(folder / "repo", capsys)
+            return {"pod": requests_to(api, "POST", "/api/v1/namespaces/default/pods")[0].body,
+                    "started": started, "stub": stub}
+
+    folder, built = once(tmp_path_factory, "kernel-pod-family", build)
+    root = copy_of(folder / "repo", tmp_path / "repo")
+    cluster.create_pod(built["pod"])
+    return root, root / ".wiki" / "authoring", built["started"], built["stub"]
 
 
 def requests_to(api: FakeKubeApi, method: str, suffix: str) -> list:
@@ -214,10 +244,11 @@ def _local_receipt(tmp_path, capsys) -> dict:
     return json.loads((root / verified["receipt"]).read_text())
 
 
-def test_verify_on_the_pod_gives_the_local_receipt_structure_and_verdicts(pod_family, cluster, tmp_path, capsys):
+def test_verify_on_the_pod_gives_the_local_receipt_structure_and_verdicts(started_pod_family, cluster, tmp_path,
+                                                                         capsys):
     from wikiengine.model import receipt as kernel_receipt
 
-    root, authoring, _started, _stub = pod_family
+    root, authoring, _started, _stub = started_pod_family
     status, cand = kernel(root, capsys, "cand", FAMILY, "1", "--note", "native fused pass", "--source",
                           str(authoring / "fused.py"))
     assert status == 0 and cand["quick"]["verdict"] == "PASS", cand
@@ -250,8 +281,8 @@ def test_verify_on_the_pod_gives_the_local_receipt_structure_and_verdicts(pod_fa
 
 
 @pytest.mark.parametrize("fault", ["Evicted", "DeadlineExceeded", "gone", "exec 500", "get 500"])
-def test_row_17_a_pod_failure_is_one_line_and_never_a_receipt(pod_family, cluster, capsys, fault):
-    root, authoring, _started, _stub = pod_family
+def test_row_17_a_pod_failure_is_one_line_and_never_a_receipt(started_pod_family, cluster, capsys, fault):
+    root, authoring, _started, _stub = started_pod_family
     assert kernel(root, capsys, "cand", FAMILY, "1", "--note", "fused", "--source", str(authoring / "fused.py"))[0] == 0
     head = git(root, "rev-parse", "HEAD")
     if fault in ("Evicted", "DeadlineExceeded"):
@@ -286,7 +317,10 @@ def test_the_ttl_is_enforced_by_the_cluster_as_active_deadline_seconds(tmp_path,
     status, started = kernel(root, capsys, "start", FAMILY, *args)
     assert status == 0 and started["target"]["activeDeadlineSeconds"] == 1, started
     pod = started["target"]["pod"]
-    time.sleep(2.1)
+    deadline = time.monotonic() + 30
+    while cluster.pod_phase(pod) != "Failed":  # the kubelet's second after the pod's start (seconds' timestamps)
+        assert time.monotonic() < deadline, f"pod {pod} outlived its activeDeadlineSeconds"
+        time.sleep(0.05)
     status, err = kernel(root, capsys, "stub", FAMILY, "--slug", "fused-layernorm", "--proposal",
                          str(authoring / "single-pass-fusion.md"), "--op-point", OP_POINT, "--lever",
                          "single-pass-fusion", "--intervention-class", "fusion", "--category", "memory-bound",
@@ -335,8 +369,8 @@ def test_row_17_exec_has_a_deadline_for_its_handshake_and_its_command(tmp_path, 
 # --- down ------------------------------------------------------------------------------------
 
 
-def test_pause_deletes_the_pod_and_down_finds_it_gone(pod_family, cluster, capsys):
-    root, _authoring, _started, _stub = pod_family
+def test_pause_deletes_the_pod_and_down_finds_it_gone(started_pod_family, cluster, capsys):
+    root, _authoring, _started, _stub = started_pod_family
     status, paused = kernel(root, capsys, "close", FAMILY, "--pause")
     assert status == 0 and paused["pod_teardown"] == {"pod": POD, "deleted": True}
     assert not cluster.pods
@@ -347,10 +381,10 @@ def test_pause_deletes_the_pod_and_down_finds_it_gone(pod_family, cluster, capsy
     assert status == 0 and down["dry_run"] and len(requests_to(cluster, "DELETE", f"/pods/{POD}")) == deletes
 
 
-def test_a_refused_close_keeps_the_pod_and_an_earned_close_deletes_it(pod_family, cluster, capsys, monkeypatch):
+def test_a_refused_close_keeps_the_pod_and_an_earned_close_deletes_it(started_pod_family, cluster, capsys, monkeypatch):
     from wikiengine.step.kernel import close as kernel_close
 
-    root, _authoring, _started, _stub = pod_family
+    root, _authoring, _started, _stub = started_pod_family
     assert kernel(root, capsys, "close", FAMILY)[0] == 3 and ("default", POD) in cluster.pods
     assert kernel(root, capsys, "file", FAMILY, "--verdict", "invalid", "--reason", "abandoned before a candidate")[0] == 0
     monkeypatch.setattr(kernel_close, "stop_rule", lambda facts: [])  # the stop rule itself: test_kernel_lane.py
@@ -359,8 +393,8 @@ def test_a_refused_close_keeps_the_pod_and_an_earned_close_deletes_it(pod_family
     assert not cluster.pods
 
 
-def test_a_failed_teardown_is_reported_and_exits_incomplete(pod_family, cluster, capsys):
-    root, _authoring, _started, _stub = pod_family
+def test_a_failed_teardown_is_reported_and_exits_incomplete(started_pod_family, cluster, capsys):
+    root, _authoring, _started, _stub = started_pod_family
     cluster.fail("DELETE", rf"/pods/{POD}$", "500")
     status, err = kernel(root, capsys, "close", FAMILY, "--pause")
     assert status == ExitCode.INCOMPLETE == 9

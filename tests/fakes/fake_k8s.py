@@ -237,6 +237,12 @@ class FakeKubeApi:
             self.pods[(namespace, name)] = pod
             self.logs[(namespace, name)] = log
 
+    def create_pod(self, body: dict, *, namespace: str = "default") -> None:
+        """Seed a pod as a create request with ``body`` makes it (scheduled where it fits); no
+        request is recorded."""
+        code, answer, _ = self._create_pod(namespace, body)
+        assert code == 201, answer
+
     def add_node(self, name: str, *, nodepool: str, accelerator: str, topology: str, machine_type: str,
                  chips: int) -> dict:
         """Seed one GKE TPU node as the cluster reports it (labels, allocatable ``google.com/tpu``)."""
@@ -261,6 +267,12 @@ class FakeKubeApi:
         with self._lock:
             self.pods[(namespace, name)]["status"].update(
                 {"phase": "Failed", "reason": reason, "message": f"The pod was {reason.lower()} (injected)"})
+
+    def pod_phase(self, name: str, *, namespace: str = "default") -> str | None:
+        """The phase a read of the pod answers now (None: there is no such pod)."""
+        with self._lock:
+            pod = self.pods.get((namespace, name))
+            return self._observe(pod)["status"].get("phase") if pod else None
 
     def pod_dir(self, name: str, namespace: str = "default") -> Path:
         """The scratch directory standing in for the pod's filesystem."""

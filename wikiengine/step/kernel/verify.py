@@ -111,8 +111,51 @@ class _OpTrace:
                 trace.ops.append(str(func))
                 return func(*args, **(kwargs or {}))
 
+        _defer_dynamo(Mode.__dict__["__torch_dispatch__"])
         self.ops: list[str] = []
         self.mode = Mode()
+
+
+def _dynamo_guard_when_loaded(fn):
+    """``fn`` behind torch's ``torch._dynamo.disable`` only once dynamo is loaded.
+
+    A custom op's kernel is wrapped in ``torch._disable_dynamo``, which imports
+    ``torch._dynamo`` (about 1.4 s of CPU, as long again as torch) at the op's first call, only
+    to keep a compiling frame out of the kernel. Until something loads dynamo no frame can be
+    compiling, so the kernel runs as it is; after that, behind the guard as before."""
+    guarded = None
+
+    def call(*args, **kwargs):
+        nonlocal guarded
+        if "torch._dynamo" not in sys.modules:
+            return fn(*args, **kwargs)
+        if guarded is None:
+            import torch._dynamo
+
+            guarded = torch._dynamo.disable(fn, wrapping=False)
+        return guarded(*args, **kwargs)
+
+    return call
+
+
+def _defer_dynamo(wrapper) -> None:
+    """Give a function wrapped in ``torch._disable_dynamo`` :func:`_dynamo_guard_when_loaded` (the
+    guard that wrapper caches on the function it wraps); another layout is left as it is (it
+    imports dynamo, as it did)."""
+    fn = getattr(wrapper, "__wrapped__", None)
+    if fn is not None and getattr(fn, "__dynamo_disable", None) is None:
+        setattr(fn, "__dynamo_disable", _dynamo_guard_when_loaded(fn))
+
+
+def _defer_dynamo_in_custom_ops() -> None:
+    """:func:`_defer_dynamo` for the kernel of every custom op defined so far."""
+    try:
+        from torch._library.custom_ops import OPDEFS
+    except ImportError:
+        return
+    for opdef in list(OPDEFS.values()):
+        for wrapper in getattr(opdef, "_backend_fns", {}).values():
+            _defer_dynamo(wrapper)
 
 
 def firing_audit(candidate, inputs) -> dict:
@@ -150,6 +193,7 @@ def verify(reference_path: Path, candidate_path: Path, op_point: str, *, mode: s
     torch.set_num_threads(1)
     reference_mod = _load(reference_path, "kernel_reference")
     candidate_mod = _load(candidate_path, "kernel_candidate")
+    _defer_dynamo_in_custom_ops()
     params = reference_mod.OP_POINTS[op_point]
     generator = torch.Generator().manual_seed(seed)
     inputs = tuple(reference_mod.make_inputs(params, generator))
