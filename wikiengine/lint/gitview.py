@@ -58,9 +58,13 @@ class GitView:
         commit = f"{check_revision(base)}^{{commit}}"
         # -z: paths are NUL-separated and never quoted. Untracked files count as added.
         # --relative: paths relative to the wiki root, which may be a subdirectory of the repository.
+        # --ignore-submodules=dirty: a checked-out submodule is not asked for its own status (a
+        # `git status` process walking its whole work tree: most of this diff's time on the real
+        # shape); a submodule moved to another commit is still "M". No page lives in a submodule.
         commands = [
             ["rev-parse", "--verify", "-q", "--end-of-options", commit],
-            ["diff", "--name-status", "-z", "-M", "--relative", "--end-of-options", commit, "--", "."],
+            ["diff", "--name-status", "-z", "-M", "--relative", "--ignore-submodules=dirty", "--end-of-options", commit,
+             "--", "."],
             ["ls-files", "-z", "--others", "--exclude-standard"],
         ]
         parsed, diffed, listed = git.run_all(root, commands)
