@@ -266,6 +266,18 @@ def test_d_a_path_run_reads_the_index_shards_of_its_pages_a_warm_run_all(wiki):
     assert result.stats.get("analysed", 0) == 0
 
 
+def test_d_a_path_run_reads_no_record_shard_for_the_pages_it_analyses(wiki):
+    run(wiki)
+    pages = experiment_pages(wiki)[:3]
+    for page in pages:
+        edit(wiki, page)
+    config = LintConfig(select=["WK"])  # per-file rules: no other page looked up
+    result = run(wiki, config, pages)
+    assert rendered(result) == uncached(wiki, config, pages)
+    assert result.stats["analysed"] == 3 and result.stats.get("shards_read", 0) == 0
+    assert rendered(run(wiki)) == uncached(wiki)  # a whole run then merges what it made with the shards
+
+
 def test_d_a_tampered_index_shard_costs_its_pages_alone(wiki):
     run(wiki)
     page = experiment_pages(wiki)[3]

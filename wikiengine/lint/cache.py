@@ -174,7 +174,8 @@ class LintCache:
         self.dirty = False
         self.stats: Counter = Counter()
         self._fresh: dict[str, dict | None] = {}
-        self._shards: dict[int, dict[str, list]] = {}
+        self._shards: dict[int, dict[str, list]] = {}  # record shards read
+        self._new_records: dict[int, dict[str, list]] = {}  # shard -> records made this run
         self._dirty_shards: set[int] = set()
         self._missing: dict[frozenset, frozenset] = {}
         self._root_str = str(root)
@@ -365,8 +366,10 @@ class LintCache:
         return self.directory / SHARD_DIR / f"{number:02d}.marshal"
 
     def _put_record(self, rel: str, record: list) -> None:
+        """Hold a new record apart from its shard, which is read only when asked or saved (a
+        PATH run, which saves nothing, never reads the shards of the pages it analyses)."""
         number = shard_of(rel)
-        self._shard(number)[rel] = record
+        self._new_records.setdefault(number, {})[rel] = record
         self._dirty_shards.add(number)
 
     def record(self, rel: str) -> list | None:
@@ -374,7 +377,8 @@ class LintCache:
         entry = self.fresh(rel)
         if entry is None:
             return None
-        record = self._shard(shard_of(rel)).get(rel)
+        number = shard_of(rel)
+        record = self._new_records.get(number, {}).get(rel) or self._shard(number).get(rel)
         return record if record is not None and record[0] == entry["sha"] else None
 
     def frontmatter_blob(self, rel: str) -> bytes | None:
@@ -455,7 +459,8 @@ class LintCache:
                 ignore.write_text("# written by wiki lint\n*\n")
             for number in sorted(self._dirty_shards):
                 entries = self._index[number][0]
-                records = {rel: _with_facts_blob(record) for rel, record in self._shard(number).items()
+                merged = {**self._shard(number), **self._new_records.get(number, {})}
+                records = {rel: _with_facts_blob(record) for rel, record in merged.items()
                            if rel in entries and record[0] == entries[rel]["sha"]}
                 if not self._write(self._shard_path(number), {"records": records}):
                     return

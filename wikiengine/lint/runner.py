@@ -124,8 +124,8 @@ def lint(
         findings, baselined = _baselined(findings, ctx, rules, codes, None if paths is None else reported, unreadable)
     kept = reuse and ctx.cache.stats["wiki_rules_run"]
     if paths is None or kept or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns:
-        # A pre-commit run over a few pages skips rewriting the whole cache: those pages
-        # cost little to analyse again, and they change again before the next commit.
+        # A pre-commit run over a few pages writes nothing: those pages cost little to
+        # analyse again, and they change again before the next commit.
         ctx.cache.save(ctx.files)
     return LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                       baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered, unreadable=unreadable,
