@@ -242,7 +242,7 @@ def _open_git(ctx: LintContext, codes: list[str], base: str | None, notices: lis
 
     if base is not None:
         try:
-            ctx.git = view if view is not None else GitView.open(ctx.root, base)
+            ctx.git = view if view is not None else GitView.open(ctx.root, base, untracked=False)
         except WikiError:
             if in_git_repo(ctx.root):  # asked only on failure: one git process less per run
                 raise  # a bad revision in a real repository
