@@ -27,8 +27,8 @@ well before its index shard was written (git's "racy" rule: a file changed withi
 same clock tick as the cache write is re-hashed); otherwise its bytes are hashed and
 compared. A shard record is used only when its content hash is the index's, and each
 index shard holds its own rule sets and write time: two runs writing at once (each write
-is atomic) can only lose work, never mix one file's results with another's. ``marshal`` holds plain dicts, lists and strings and loads about ten times
-faster than pickle or JSON.
+is atomic) can only lose work, never mix one file's results with another's. ``marshal``
+holds plain dicts, lists and strings and loads about ten times faster than pickle or JSON.
 
 Every file of the cache is signed with a key kept outside the repository (in the
 user's cache directory): ``marshal`` data must never come from a commit, so a
