@@ -278,6 +278,19 @@ def test_d_a_path_run_reads_no_record_shard_for_the_pages_it_analyses(wiki):
     assert rendered(run(wiki)) == uncached(wiki)  # a whole run then merges what it made with the shards
 
 
+def test_d_a_whole_run_reads_the_index_at_once_with_the_collector_paused(wiki, monkeypatch):
+    import gc
+
+    from wikiengine.lint.cache import LintCache
+
+    run(wiki)
+    paused = []
+    real = LintCache._read_index
+    monkeypatch.setattr(LintCache, "_read_index", lambda self, number: paused.append(not gc.isenabled()) or real(self, number))
+    result = run(wiki)
+    assert len(paused) == 64 and all(paused) and gc.isenabled() and result.stats["index_read"] > 0
+
+
 def test_d_a_tampered_index_shard_costs_its_pages_alone(wiki):
     run(wiki)
     page = experiment_pages(wiki)[3]

@@ -41,6 +41,7 @@ is ever loaded from it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import hashlib
@@ -200,6 +201,14 @@ class LintCache:
             cache.wiki = data["wiki"]
             cache.written_ns = data["written_ns"]
         return cache
+
+    def read_index(self) -> None:
+        """Read every index shard now (a whole-wiki run needs them all), the cycle collector
+        paused across them: paused for each load alone, its collections scanned the shards
+        read before again and again."""
+        with _collector_paused():
+            for number in range(SHARDS):
+                self._entries(number)
 
     def _entries(self, number: int) -> tuple[dict[str, dict], int]:
         """Index shard ``number``: its entries and when it was written (read on first use)."""
@@ -487,10 +496,16 @@ class LintCache:
 def _loads(raw: bytes):
     """``marshal.loads`` with the cycle collector paused: the cache holds no cycles, and a
     collection every few thousand containers made loading a 50,000-page index twice as slow."""
+    with _collector_paused():
+        return marshal.loads(raw)
+
+
+@contextlib.contextmanager
+def _collector_paused():
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return marshal.loads(raw)
+        yield
     finally:
         if enabled:
             gc.enable()

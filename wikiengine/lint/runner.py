@@ -156,6 +156,8 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes
     # change must not leave cached page findings behind.
     cache = LintCache.open(root, engine_fingerprint(_programs_fingerprint(root, files)), persist=use_cache)
     cache.rule_fps = {code: config.rule_fingerprint(code) for code in codes}
+    if paths is None:
+        cache.read_index()  # every file is looked up: at once, not shard by shard
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
     if _reads_tracked(codes):
         ctx.prefetch_tracked()
