@@ -19,8 +19,9 @@ import pytest
 
 from tests.rule_fixtures import build, setup_of
 from wikiengine.lint import lint
-from wikiengine.lint.cache import CACHE_DIR, SHARD_DIR, shard_of
+from wikiengine.lint.cache import CACHE_DIR, INDEX_DIR, SHARD_DIR, shard_of
 from wikiengine.lint.config import SHARED_OPTIONS, LintConfig
+from wikiengine.lint.context import discover
 from wikiengine.lint.registry import REGISTRY
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
@@ -252,6 +253,56 @@ def test_d_a_path_run_with_every_rule_reads_a_fraction_of_the_shards(wiki):
     assert rendered(result) == uncached(wiki, paths=pages)
     shards = len(list((wiki / CACHE_DIR / SHARD_DIR).glob("*.marshal")))
     assert result.stats.get("shards_read", 0) < shards // 2
+
+
+def test_d_a_path_run_reads_the_index_shards_of_its_pages_a_warm_run_all(wiki):
+    run(wiki)
+    assert run(wiki).stats["index_read"] == len(list((wiki / CACHE_DIR / INDEX_DIR).glob("*.marshal")))
+    pages = experiment_pages(wiki)[:3]
+    config = LintConfig(select=["WK", "LNK"])
+    result = run(wiki, config, pages)
+    assert rendered(result) == uncached(wiki, config, pages)
+    assert result.stats["index_read"] == len({shard_of(p) for p in pages})
+    assert result.stats.get("analysed", 0) == 0
+
+
+def test_d_a_path_run_reads_no_record_shard_for_the_pages_it_analyses(wiki):
+    run(wiki)
+    pages = experiment_pages(wiki)[:3]
+    for page in pages:
+        edit(wiki, page)
+    config = LintConfig(select=["WK"])  # per-file rules: no other page looked up
+    result = run(wiki, config, pages)
+    assert rendered(result) == uncached(wiki, config, pages)
+    assert result.stats["analysed"] == 3 and result.stats.get("shards_read", 0) == 0
+    assert rendered(run(wiki)) == uncached(wiki)  # a whole run then merges what it made with the shards
+
+
+def test_d_a_whole_run_reads_the_index_at_once_with_the_collector_paused(wiki, monkeypatch):
+    import gc
+
+    from wikiengine.lint.cache import LintCache
+
+    run(wiki)
+    paused = []
+    real = LintCache._read_index
+    monkeypatch.setattr(LintCache, "_read_index", lambda self, number: paused.append(not gc.isenabled()) or real(self, number))
+    result = run(wiki)
+    assert len(paused) == 64 and all(paused) and gc.isenabled() and result.stats["index_read"] > 0
+
+
+def test_d_a_tampered_index_shard_costs_its_pages_alone(wiki):
+    run(wiki)
+    page = experiment_pages(wiki)[3]
+    shard = wiki / CACHE_DIR / INDEX_DIR / f"{shard_of(page):02d}.marshal"
+    data = bytearray(shard.read_bytes())
+    data[-5] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    again = run(wiki)
+    in_shard = [rel for rel in discover(wiki) if shard_of(rel) == shard_of(page)]
+    assert rendered(again) == uncached(wiki)
+    shards = len(list((wiki / CACHE_DIR / INDEX_DIR).glob("*.marshal")))
+    assert again.stats["analysed"] == len(in_shard) and again.stats["index_read"] == shards - 1
 
 
 def test_d_a_path_run_reads_no_memo_and_a_warm_run_reuses_them(wiki):

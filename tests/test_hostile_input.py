@@ -383,14 +383,15 @@ from wikiengine.lint.config import LintConfig
 from wikiengine.lint.runner import lint
 root, key = Path(sys.argv[1]), bytes.fromhex(sys.argv[2])
 lint(root, config=LintConfig(select=["LNK", "WK"]))
-path = root / cache.CACHE_DIR / cache.CACHE_FILE
-data = marshal.loads(cache.verified(path.read_bytes(), root))
-for entry in data["files"].values():
-    entry["findings"] = []
-data["wiki"]["findings"] = []
-data["written_ns"] = time.time_ns() + 10**10
-blob = marshal.dumps(data)
-path.write_bytes(hashlib.blake2b(blob, key=key, digest_size=32).digest() + blob)
+head = root / cache.CACHE_DIR / cache.CACHE_FILE
+for path in [head, *(root / cache.CACHE_DIR / cache.INDEX_DIR).glob("*.marshal")]:
+    data = marshal.loads(cache.verified(path.read_bytes(), root))
+    for entry in data.get("files", {}).values():
+        entry["findings"] = []
+    data.get("wiki", {})["findings"] = []
+    data["written_ns"] = time.time_ns() + 10**10
+    blob = marshal.dumps(data)
+    path.write_bytes(hashlib.blake2b(blob, key=key, digest_size=32).digest() + blob)
 """
 
 

@@ -462,6 +462,40 @@ def test_wiki_in_a_subdirectory_of_the_repository(tmp_path):
     assert view.commit_times(NOTE) is not None
 
 
+def test_a_dirty_submodule_is_not_a_change_a_moved_one_is(tmp_path):
+    """GitView does not ask a checked-out submodule for its status (a git process walking it):
+    edits inside it are no change of the wiki; a submodule moved to another commit is."""
+    from wikiengine.lint.gitview import GitView
+
+    root = write(tmp_path / "wiki-repo", {NOTE: "# n\n"})
+    sub = write(root / "raw" / "code" / "lib", {"a.py": "x = 1\n"})
+    for repo in (sub, root):
+        git(repo, "init", "-q")
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-m", "one")
+    write(sub, {"a.py": "x = 2\n", "new.py": "y = 1\n"})
+    assert GitView.open(root).changes == {}
+    git(sub, "commit", "-q", "-am", "two")
+    assert GitView.open(root).changes == {"raw/code/lib": "M"}
+
+
+def test_lint_opens_its_view_without_untracked_files_and_finds_the_same(tmp_path, capsys):
+    """A lint run's rules never ask about added files: its view leaves the untracked ones out
+    (no git ls-files walking the tree); --changed still lists them as targets."""
+    from wikiengine.lint.gitview import GitView
+
+    root = write(tmp_path, {NOTE: "# n\n"})
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "one")
+    write(root, {"wiki/notes/new.md": "# new\n\n[x](missing.md)\n", NOTE: "# n\n\nedited\n"})
+    assert GitView.open(root).changes == {NOTE: "M", "wiki/notes/new.md": "A"}
+    assert GitView.open(root, untracked=False).changes == {NOTE: "M"}
+    status, out, _ = cli(capsys, root, "--select", "LNK", "--changed")
+    assert status == 1 and "wiki/notes/new.md" in out and "in 1 of 2 files" in out
+    assert codes(lint(root, ["wiki/notes/new.md"], LintConfig(select=["LNK", "WK"]))) == ["LNK001"]
+
+
 def test_base_texts_reads_several_files_from_one_git_process(tmp_path):
     from wikiengine.lint.gitview import GitView
 

@@ -1,15 +1,18 @@
 """The lint cache under ``.wiki_cache/``, like ruff's, split so that a run reads only
 what it needs.
 
-- **The index** (``lint.marshal``): per file, the content hash and stat key, the read
-  error, the suppression comments, the page rules' findings and the *rule set* they
-  were computed with (each rule's code and :func:`rule fingerprint
-  <wikiengine.lint.config.LintConfig.rule_fingerprint>`: the configuration it reads);
-  per cross-file rule, its findings keyed by what it read. A warm run over an unchanged
-  wiki reads the index and the memos only.
+- **The head** (``lint.marshal``): when the cache was written and, per cross-file rule,
+  its findings keyed by what it read.
+- **The index** (``index/NN.marshal``, 64 shards by a hash of the path): per file, the
+  content hash and stat key, the read error, the suppression comments, the page rules'
+  findings and the *rule set* they were computed with (each rule's code and :func:`rule
+  fingerprint <wikiengine.lint.config.LintConfig.rule_fingerprint>`: the configuration it
+  reads). A shard is read when a file of it is first looked up: a warm run over an
+  unchanged wiki reads every one (and the memos), a PATH run those of its targets and of
+  the pages its rules look up.
 - **The memos** (``memos.marshal``): what whole-wiki runs keep between them (the link
   verdicts, the kind index), read on first use: a PATH run needs none of them.
-- **Shards** (``lint/NN.marshal``, by a hash of the path): per file, the frontmatter and
+- **Record shards** (``lint/NN.marshal``, the same hash): per file, the frontmatter and
   the facts that cross-file rules collect, each fact keyed by its rule's fingerprint.
   Read only when a rule asks about a page: a pre-commit run over five pages opens at
   most five shards, never the whole cache.
@@ -20,12 +23,12 @@ missing from a file's rule set is run on that file alone. Only a change of the e
 (its source and schemas) or of an experiments program drops everything.
 
 A file is fresh when its ``(mtime_ns, size, inode)`` matches and it was last modified
-well before the cache was written (git's "racy" rule: a file changed within the same
-clock tick as the cache write is re-hashed); otherwise its bytes are hashed and compared.
-A shard record is used only when its content hash is the index's: two runs writing at
-once (each write is atomic) can only lose work, never mix one file's results with
-another's. ``marshal`` holds plain dicts, lists and strings and loads about ten times
-faster than pickle or JSON.
+well before its index shard was written (git's "racy" rule: a file changed within the
+same clock tick as the cache write is re-hashed); otherwise its bytes are hashed and
+compared. A shard record is used only when its content hash is the index's, and each
+index shard holds its own rule sets and write time: two runs writing at once (each write
+is atomic) can only lose work, never mix one file's results with another's. ``marshal``
+holds plain dicts, lists and strings and loads about ten times faster than pickle or JSON.
 
 Every file of the cache is signed with a key kept outside the repository (in the
 user's cache directory): ``marshal`` data must never come from a commit, so a
@@ -38,6 +41,7 @@ is ever loaded from it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import hashlib
@@ -56,12 +60,13 @@ from wikiengine.core.safe_read import LIMITS, MAX_PAGE_BYTES, read_regular
 from wikiengine.core.usercache import base_dir, read_private, work_tree_holding
 
 CACHE_DIR = ".wiki_cache"
-CACHE_FILE = "lint.marshal"  # the index
+CACHE_FILE = "lint.marshal"  # the head
 MEMO_FILE = "memos.marshal"
-SHARD_DIR = "lint"  # the shards: lint/NN.marshal
+INDEX_DIR = "index"  # the index: index/NN.marshal
+SHARD_DIR = "lint"  # the record shards: lint/NN.marshal
 SHARDS = 64
 _RACY_NS = 2_000_000_000
-_FORMAT = 5
+_FORMAT = 6
 _MAX_HASHED = 16 * 1024 * 1024  # as MAX_PAGE_BYTES: larger files are never pages
 
 
@@ -148,7 +153,8 @@ def stat_key(st: os.stat_result) -> tuple[int, int, int]:
 
 
 class LintCache:
-    """The index in memory, the shards read on demand; ``persist=False`` keeps it in memory only.
+    """The head in memory, the index and record shards read on demand; ``persist=False`` keeps
+    it in memory only.
 
     ``rule_fps`` (code -> fingerprint, set by the runner) keys each rule's findings and
     facts; ``stats`` counts what the run had to do (files analysed, shards read, cross-file
@@ -159,7 +165,8 @@ class LintCache:
         self.root = root
         self.fingerprint = fingerprint
         self.persist = persist
-        self.entries: dict[str, dict] = {}
+        self._index: dict[int, tuple[dict[str, dict], int]] = {}  # shard -> (rel -> entry, written_ns)
+        self._dirty_index: set[int] = set()
         self.wiki: dict[str, list] = {}  # cross-file rule code -> [key, rows]
         self._memos: dict[str, list] | None = None  # name -> [key, value], read on first use
         self._memos_changed = False
@@ -168,7 +175,8 @@ class LintCache:
         self.dirty = False
         self.stats: Counter = Counter()
         self._fresh: dict[str, dict | None] = {}
-        self._shards: dict[int, dict[str, list]] = {}
+        self._shards: dict[int, dict[str, list]] = {}  # record shards read
+        self._new_records: dict[int, dict[str, list]] = {}  # shard -> records made this run
         self._dirty_shards: set[int] = set()
         self._missing: dict[frozenset, frozenset] = {}
         self._root_str = str(root)
@@ -186,21 +194,46 @@ class LintCache:
 
     @classmethod
     def open(cls, root: Path, fingerprint: str, persist: bool = True) -> LintCache:
-        """Load the index of ``root`` if this engine wrote it (the shards wait until asked for)."""
+        """Load the head of ``root`` if this engine wrote it (the shards wait until asked for)."""
         cache = cls(root, fingerprint, persist)
         data = cache._load(cache.directory / CACHE_FILE) if persist else None
-        if data is not None:
-            try:
-                rulesets = [frozenset(codes) for codes in data.get("rulesets", ())]
-                entries = data.get("files", {})
-                for entry in entries.values():
-                    entry["rules"] = rulesets[entry["rules"]]
-            except (IndexError, KeyError, TypeError, AttributeError):  # not this engine's shape after all: cold
-                return cache
-            cache.entries = entries
-            cache.wiki = data.get("wiki", {})
-            cache.written_ns = data.get("written_ns", 0)
+        if data is not None and isinstance(data.get("wiki"), dict) and isinstance(data.get("written_ns"), int):
+            cache.wiki = data["wiki"]
+            cache.written_ns = data["written_ns"]
         return cache
+
+    def read_index(self) -> None:
+        """Read every index shard now (a whole-wiki run needs them all), the cycle collector
+        paused across them: paused for each load alone, its collections scanned the shards
+        read before again and again."""
+        with _collector_paused():
+            for number in range(SHARDS):
+                self._entries(number)
+
+    def _entries(self, number: int) -> tuple[dict[str, dict], int]:
+        """Index shard ``number``: its entries and when it was written (read on first use)."""
+        held = self._index.get(number)
+        if held is None:
+            held = self._index[number] = self._read_index(number)
+        return held
+
+    def _read_index(self, number: int) -> tuple[dict[str, dict], int]:
+        data = self._load(self._index_path(number)) if self.persist and self.written_ns else None
+        if data is None:
+            return {}, 0
+        try:
+            rulesets = [frozenset(codes) for codes in data["rulesets"]]
+            entries = data["files"]
+            for entry in entries.values():
+                entry["rules"] = rulesets[entry["rules"]]
+            written_ns = int(data["written_ns"])
+        except (IndexError, KeyError, TypeError, AttributeError, ValueError):  # not this engine's shape: cold
+            return {}, 0
+        self.stats["index_read"] += 1
+        return entries, written_ns
+
+    def _index_path(self, number: int) -> Path:
+        return self.directory / INDEX_DIR / f"{number:02d}.marshal"
 
     def _load(self, path: Path) -> dict | None:
         """The payload of a cache file this engine signed, else None (never trusted unsigned)."""
@@ -220,7 +253,9 @@ class LintCache:
         result = self._fresh.get(rel, _UNSEEN)
         if result is not _UNSEEN:
             return result
-        entry = self.entries.get(rel)
+        number = shard_of(rel)
+        entries, written_ns = self._entries(number)
+        entry = entries.get(rel)
         result = None
         if entry is not None:
             path = self._root_slash + rel
@@ -230,7 +265,7 @@ class LintCache:
                 st = None
             if st is not None and entry.get("key") and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_PAGE_BYTES:
                 key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                if entry["key"] == key and key[0] < self.written_ns - _RACY_NS:
+                if entry["key"] == key and key[0] < written_ns - _RACY_NS:
                     result = entry
                 else:
                     try:
@@ -241,7 +276,7 @@ class LintCache:
                         if entry["key"] != key:
                             entry["key"] = key
                             self.stats["rekeyed"] += 1
-                        self.dirty = True
+                        self._touch(number)  # rewritten with a new time: no longer racy
                         result = entry
         self._fresh[rel] = result
         return result
@@ -278,14 +313,21 @@ class LintCache:
         self.stats["analysed"] += 1
 
     def _put_entry(self, rel: str, entry: dict, record: list) -> None:
-        self.entries[rel] = entry
+        number = shard_of(rel)
+        self._entries(number)[0][rel] = entry
         self._fresh[rel] = entry
         self._put_record(rel, record)
+        self._touch(number)
+
+    def _touch(self, number: int) -> None:
+        """Mark index shard ``number`` for writing."""
+        self._dirty_index.add(number)
         self.dirty = True
 
     def merge(self, rel: str, entry: dict, record: list) -> dict:
         """Add the findings and facts of rules run anew on an unchanged file to what it holds."""
-        old = self.entries[rel]
+        number = shard_of(rel)
+        old = self._entries(number)[0][rel]
         redone = {item.split(":", 1)[0] for item in entry["rules"]}
         keep = frozenset(item for item in old["rules"] if item.split(":", 1)[0] not in redone)
         kept = {item.split(":", 1)[0] for item in keep}
@@ -297,7 +339,7 @@ class LintCache:
         if prior is not None:
             record[2] = {**_record_facts(prior), **record[2]}
         self._put_record(rel, record)
-        self.dirty = True
+        self._touch(number)
         self.stats["reanalysed"] += 1
         return old
 
@@ -333,8 +375,10 @@ class LintCache:
         return self.directory / SHARD_DIR / f"{number:02d}.marshal"
 
     def _put_record(self, rel: str, record: list) -> None:
+        """Hold a new record apart from its shard, which is read only when asked or saved (a
+        PATH run, which saves nothing, never reads the shards of the pages it analyses)."""
         number = shard_of(rel)
-        self._shard(number)[rel] = record
+        self._new_records.setdefault(number, {})[rel] = record
         self._dirty_shards.add(number)
 
     def record(self, rel: str) -> list | None:
@@ -342,7 +386,8 @@ class LintCache:
         entry = self.fresh(rel)
         if entry is None:
             return None
-        record = self._shard(shard_of(rel)).get(rel)
+        number = shard_of(rel)
+        record = self._new_records.get(number, {}).get(rel) or self._shard(number).get(rel)
         return record if record is not None and record[0] == entry["sha"] else None
 
     def frontmatter_blob(self, rel: str) -> bytes | None:
@@ -375,7 +420,7 @@ class LintCache:
         entry = self.fresh(rel)
         if entry is not None:
             entry[name] = value
-            self.dirty = True
+            self._touch(shard_of(rel))
 
     def wiki_findings(self, code: str, key: str) -> list | None:
         """The cached findings of the cross-file rule ``code`` when they were computed from ``key``."""
@@ -403,42 +448,44 @@ class LintCache:
         self._memos_changed = self.dirty = True
 
     def save(self, files: list[str]) -> None:
-        """Write the index and the shards this run changed, atomically, keeping the files that still exist."""
+        """Write what this run changed, atomically: the record shards, then the index shards
+        (keeping the files that still exist), the memos and last the head."""
         if not self.persist or not self.dirty:
             return
         live = set(files)
-        rulesets: dict[frozenset, int] = {}
-        entries = {}
-        for rel, entry in self.entries.items():
-            if rel in live:
-                entries[rel] = {**entry, "rules": rulesets.setdefault(entry["rules"], len(rulesets))}
-        payload = {
-            "format": _FORMAT,
-            "fingerprint": self.fingerprint,
-            "written_ns": time.time_ns(),
-            "rulesets": [sorted(codes) for codes in rulesets],
-            "files": entries,
-            "wiki": self.wiki,
-        }
+        for number in self._dirty_shards:
+            self._entries(number)  # a record is kept only when its entry is
+        for number, (entries, _written) in self._index.items():
+            if not live.issuperset(entries):
+                for rel in [rel for rel in entries if rel not in live]:
+                    del entries[rel]
+                self._dirty_index.add(number)
         try:
-            (self.directory / SHARD_DIR).mkdir(parents=True, exist_ok=True)
+            for folder in (SHARD_DIR, INDEX_DIR):
+                (self.directory / folder).mkdir(parents=True, exist_ok=True)
             ignore = self.directory / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# written by wiki lint\n*\n")
             for number in sorted(self._dirty_shards):
-                records = {rel: _with_facts_blob(record) for rel, record in self._shard(number).items()
+                entries = self._index[number][0]
+                merged = {**self._shard(number), **self._new_records.get(number, {})}
+                records = {rel: _with_facts_blob(record) for rel, record in merged.items()
                            if rel in entries and record[0] == entries[rel]["sha"]}
-                if not self._write(self._shard_path(number), {"format": _FORMAT, "fingerprint": self.fingerprint,
-                                                             "records": records}):
+                if not self._write(self._shard_path(number), {"records": records}):
                     return
-            if self._memos_changed and not self._write(
-                    self.directory / MEMO_FILE, {"format": _FORMAT, "fingerprint": self.fingerprint, "memos": self._memos}):
+            now = time.time_ns()
+            for number in sorted(self._dirty_index):
+                if not self._write(self._index_path(number), _index_payload(self._index[number][0], now)):
+                    return
+            if self._memos_changed and not self._write(self.directory / MEMO_FILE, {"memos": self._memos}):
                 return
-            self._write(self.directory / CACHE_FILE, payload)  # last: an index never names records not yet written
+            # last: the head says the index is there to read
+            self._write(self.directory / CACHE_FILE, {"written_ns": now, "wiki": self.wiki})
         except (OSError, ValueError):
             pass  # a cache that cannot be written only costs speed
 
     def _write(self, path: Path, payload: dict) -> bool:
+        payload = {"format": _FORMAT, "fingerprint": self.fingerprint, **payload}
         blob = sign(marshal.dumps(payload), self.root)
         if blob is None:
             return False
@@ -449,13 +496,26 @@ class LintCache:
 def _loads(raw: bytes):
     """``marshal.loads`` with the cycle collector paused: the cache holds no cycles, and a
     collection every few thousand containers made loading a 50,000-page index twice as slow."""
+    with _collector_paused():
+        return marshal.loads(raw)
+
+
+@contextlib.contextmanager
+def _collector_paused():
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return marshal.loads(raw)
+        yield
     finally:
         if enabled:
             gc.enable()
+
+
+def _index_payload(entries: dict[str, dict], written_ns: int) -> dict:
+    """An index shard as it is saved: its rule sets listed once, each entry naming its own by number."""
+    rulesets: dict[frozenset, int] = {}
+    files = {rel: {**entry, "rules": rulesets.setdefault(entry["rules"], len(rulesets))} for rel, entry in entries.items()}
+    return {"written_ns": written_ns, "rulesets": [sorted(codes) for codes in rulesets], "files": files}
 
 
 def shard_of(rel: str) -> int:

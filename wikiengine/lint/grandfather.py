@@ -80,7 +80,7 @@ def _history(ctx: LintContext):
         view = None
         if in_git_repo(ctx.root):
             try:
-                view = GitView.open(ctx.root, "HEAD")
+                view = GitView.open(ctx.root, "HEAD", untracked=False)  # for its history only
             except WikiError:
                 view = None
         ctx._history_view = view

@@ -143,8 +143,8 @@ def lint(
         findings, baselined = _baselined(findings, ctx, rules, codes, None if paths is None else reported, unreadable)
     kept = reuse and ctx.cache.stats["wiki_rules_run"]
     if paths is None or kept or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns:
-        # A pre-commit run over a few pages skips rewriting the whole cache: those pages
-        # cost little to analyse again, and they change again before the next commit.
+        # A pre-commit run over a few pages writes nothing: those pages cost little to
+        # analyse again, and they change again before the next commit.
         ctx.cache.save(ctx.files)
     result = LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                         baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered,
@@ -177,6 +177,8 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes
     # change must not leave cached page findings behind.
     cache = LintCache.open(root, engine_fingerprint(_programs_fingerprint(root, files)), persist=use_cache)
     cache.rule_fps = {code: config.rule_fingerprint(code) for code in codes}
+    if paths is None:
+        cache.read_index()  # every file is looked up: at once, not shard by shard
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
     if _reads_tracked(codes):
         ctx.prefetch_tracked()
@@ -263,7 +265,7 @@ def _open_git(ctx: LintContext, codes: list[str], base: str | None, notices: lis
 
     if base is not None:
         try:
-            ctx.git = view if view is not None else GitView.open(ctx.root, base)
+            ctx.git = view if view is not None else GitView.open(ctx.root, base, untracked=False)
         except WikiError:
             if in_git_repo(ctx.root):  # asked only on failure: one git process less per run
                 raise  # a bad revision in a real repository
