@@ -343,3 +343,39 @@ def test_row49_fuzz_config_blocks_resolve_or_raise_one_typed_error(tmp_path_fact
         assert "\n" not in str(err) and ".md:" in str(err), str(err)
         return
     json.dumps(program.config, allow_nan=False)  # what validates is plain JSON data
+
+
+_MARKER_GAP = st.sampled_from([" ", "  ", "\t", "\n", "\r", "\f", "\v", "\u00a0", "\u2003", "", " \t "])
+
+
+def _cased(word: str):
+    """``word`` with each letter in either case, now and then one a Unicode fold of it (\u017f for s)."""
+    return st.lists(st.sampled_from([0, 1, 2]), min_size=len(word), max_size=len(word)).map(
+        lambda picks: "".join("\u017f" if c == "s" and p == 2 else c.upper() if p else c for c, p in zip(word, picks)))
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["Gemma4", "", "x ", "Gemma4 "]), _cased("-specific"), _MARKER_GAP, _cased("can"), _MARKER_GAP,
+       _cased("additions"), st.sampled_from(["", "\n", " ", "s", "\n\n", ".", "\u00e9"]))
+def test_the_default_additive_marker_matches_what_re2_matches(head, specific, gap1, can, gap2, additions, tail):
+    """The default marker is read without RE2 on an ASCII title: it must match exactly the titles
+    RE2 matches (its ``\\s``, its case folding, its ``$``), ASCII or not, stripped or not."""
+    from wikiengine.core.patterns import user_regex
+    from wikiengine.model.cascade import DEFAULT_ADDITIVE_MARKER, additive_marker_regex
+
+    ours, re2 = additive_marker_regex(DEFAULT_ADDITIVE_MARKER), user_regex(DEFAULT_ADDITIVE_MARKER, "additive-marker")
+    title = f"{head}{specific}{gap1}{can}{gap2}{additions}{tail}"
+    for text in (title, title.strip()):
+        assert bool(ours.search(text)) == bool(re2.search(text)), repr(text)
+
+
+def test_resolving_a_program_with_the_default_marker_loads_no_re2(three_levels):
+    import subprocess
+    import sys
+
+    code = ("import sys; from wikiengine.model.cascade import resolve; from wikiengine.model.targets import "
+            "target_for_model; from pathlib import Path; "
+            f"program = resolve(target_for_model(Path({str(three_levels)!r}), 'gemma4', 'tpu'), "
+            "validate=False); print(sum(s.additive for s in program.sections), 're2' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["1", "False"]  # the additive section told, without RE2

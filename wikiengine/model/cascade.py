@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -30,6 +31,32 @@ from wikiengine.model.targets import Target, inside
 
 DEFAULT_ADDITIVE_MARKER = r"(?i)-specific\s+CAN\s+additions$"
 CONFIG_SECTION = "Config"
+
+
+class _DefaultMarker:
+    r""":data:`DEFAULT_ADDITIVE_MARKER` as RE2 reads it, without loading RE2 for an ASCII title:
+    there RE2's ``\s`` is ``[\t\n\f\r ]``, its ``(?i)`` folds only ASCII letters and its ``$``
+    ends the text, as this ``re`` pattern says; any other title goes to RE2 itself."""
+
+    _ASCII = re.compile(r"-specific[\t\n\f\r ]+CAN[\t\n\f\r ]+additions\Z", re.IGNORECASE | re.ASCII)
+
+    def search(self, text: str):
+        if text.isascii():
+            return self._ASCII.search(text)
+        from wikiengine.core.patterns import user_regex
+
+        return user_regex(DEFAULT_ADDITIVE_MARKER, "additive-marker").search(text)
+
+
+def additive_marker_regex(pattern: str, path=None):
+    """``pattern`` compiled to tell additive titles (``.search``): a user's by RE2, in linear time
+    (:mod:`wikiengine.core.patterns`); the default one without RE2's import where it is not
+    needed (a run that never names another marker: every wake, writer and pre-commit lint)."""
+    if pattern == DEFAULT_ADDITIVE_MARKER:
+        return _DefaultMarker()
+    from wikiengine.core.patterns import user_regex
+
+    return user_regex(pattern, "additive-marker", path)
 
 
 @dataclass(frozen=True)
@@ -113,11 +140,9 @@ def fold(base: Layer, override: Layer) -> Layer:
 def layer_of(page: Page, level: str, additive_marker: str = DEFAULT_ADDITIVE_MARKER) -> Layer:
     """One program file as a layer; duplicate titles are a :class:`CascadeError`.
 
-    ``additive_marker`` is user-supplied: it is matched in linear time (:mod:`wikiengine.core.patterns`).
+    ``additive_marker`` is user-supplied: it is matched in linear time (:func:`additive_marker_regex`).
     """
-    from wikiengine.core.patterns import user_regex
-
-    marker = user_regex(additive_marker, "additive-marker")
+    marker = additive_marker_regex(additive_marker)
     seen: dict[str, Section] = {}
     sections = []
     path = page.path or Path("<text>")

@@ -32,9 +32,9 @@ def _chains(ctx):
 
 def _marker(ctx):
     """The configured additive marker, compiled for linear-time matching."""
-    from wikiengine.core.patterns import user_regex
+    from wikiengine.model.cascade import additive_marker_regex
 
-    return user_regex(ctx.config.additive_marker, "additive-marker", ctx.config.source)
+    return additive_marker_regex(ctx.config.additive_marker, ctx.config.source)
 
 
 def _indexed_chains(ctx):
