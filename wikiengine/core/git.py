@@ -376,10 +376,14 @@ def _age(path: Path) -> float:
         return 0.0
 
 
-def check_repository(root: Path) -> None:
-    """Refuse a repository mid-merge, with a held ``index.lock`` or an unmerged entry (rows 35, 37)."""
+def check_repository(root: Path, probe: CommitProbe | None = None) -> None:
+    """Refuse a repository mid-merge, with a held ``index.lock`` or an unmerged entry (rows 35, 37);
+    ``probe``: a :class:`CommitProbe` already asking git what the index holds."""
     check_markers(root)
-    _staged(root, _git(root, *STAGED))
+    if probe is not None:
+        probe.staged()
+    else:
+        _staged(root, _git(root, *STAGED))
 
 
 def dirty_paths(root: Path, paths: list[str]) -> list[str]:

@@ -96,7 +96,7 @@ class Mode:
 def sanity(mode: Mode, wake: Wake) -> None:
     """Refuse to write into a repository mid-merge, with a stale index lock, or over
     uncommitted changes to the files this mode writes (RELIABILITY rows 35-37)."""
-    from wikiengine.core.git import CommitProbe, check_markers
+    from wikiengine.core.git import CommitProbe, check_repository
 
     probe = CommitProbe(wake.root, mode.owned_paths(wake))  # both questions asked of git at once
     try:
@@ -104,8 +104,7 @@ def sanity(mode: Mode, wake: Wake) -> None:
         if dirty:
             raise WikiError(f"{dirty[0]} has uncommitted changes: commit or revert them before wiki step writes "
                             "memory")
-        check_markers(wake.root)
-        probe.staged()
+        check_repository(wake.root, probe)
     finally:
         probe.close()
 

@@ -139,10 +139,11 @@ def _load(wake: engine.Wake) -> None:
 
 
 def _observe(wake: engine.Wake) -> None:
+    from wikiengine.core.git import current_head
     from wikiengine.step.relay.observe import immutable_edits_since
 
     relay, root = wake.run, wake.root
-    relay.head = _head(root)
+    relay.head = current_head(root)
     base = _relint_base(root, relay.state.trusted_commit, relay.head)
     relay.edits = immutable_edits_since(root, base, relay.head) + append_only_edits(root)
     relay.recorded = {key: d.manifest_sha256 for key, d in memory.read_digests(root).items()}
@@ -213,12 +214,6 @@ def _relint_base(root: Path, trusted: str | None, head: str | None = None) -> st
     from wikiengine.core.git import is_ancestor
 
     return own if is_ancestor(root, trusted, own) and is_ancestor(root, own, head or "HEAD") else trusted
-
-
-def _head(root: Path) -> str | None:
-    from wikiengine.core.git import current_head
-
-    return current_head(root)
 
 
 def _pointer_text(step: int | None) -> str:
