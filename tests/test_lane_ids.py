@@ -72,8 +72,10 @@ def drive(root: Path, until, limit_s: float = 60.0):
         time.sleep(0.3)
 
 
-def live_runs(config_stem: str) -> list[int]:
-    """Pids of the run processes alive for one stub (their argv names its config file)."""
+def live_runs(root: Path, config_stem: str) -> list[int]:
+    """Pids of the run processes alive for one stub of the lane at ``root`` (their argv names its
+    config file, under ``root``: a second copy of the suite runs the same stub ids beside this one)."""
+    configs = {f"{base}/.wiki/lane-configs/".encode() for base in (root, root.resolve())}
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -83,7 +85,7 @@ def live_runs(config_stem: str) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if state != "Z" and any(a.endswith(f"/{config_stem}.json".encode()) for a in argv) and b"run.py" in b" ".join(argv):
+        if state != "Z" and any(a.endswith(f"/{config_stem}.json".encode()) and a.startswith(tuple(configs)) for a in argv) and b"run.py" in b" ".join(argv):
             found.append(int(entry.name))
     return found
 
@@ -179,7 +181,7 @@ def test_row70_deleted_run_records_are_unknown_and_never_launched_twice(wiki, re
     root = lane_repo(wiki, tracks=1)
     vid = new(root, "slow-run", "--track", "1", sleep=20)["vid"]
     drive(root, lambda r: decisions(r) == [("skip", vid)])
-    reaper += live_runs(vid)
+    reaper += live_runs(root, vid)
     assert len(reaper) == 1
     subprocess.run(["rm", "-rf", str(root / ".wiki")], check=True)  # a user cleans the work folders
     assert decisions(wake(root)) == [("skip", vid)]  # the records live in the git directory
@@ -190,7 +192,7 @@ def test_row70_deleted_run_records_are_unknown_and_never_launched_twice(wiki, re
         lost = wake(root)
         assert decisions(lost) == [("wait", vid)] and "never launched again" in lost.decisions[0]["reason"]
         assert any("no record of" in d for d in lost.disagreements)
-    assert live_runs(vid) == reaper  # still the one run
+    assert live_runs(root, vid) == reaper  # still the one run
     assert [r["op"] for r in journal(root) if r.get("vid") == vid].count("dispatch") == 1
 
 
