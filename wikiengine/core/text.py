@@ -11,3 +11,11 @@ def counted(count: int, singular: str, plural: str | None = None) -> str:
 def folded(text: object) -> str:
     """``text`` case-folded with its white space collapsed: two wordings compare equal."""
     return " ".join(str(text).casefold().split())
+
+
+def escape_cell(value: object) -> str:
+    """A value as one markdown table cell: pipes escaped, line breaks flattened, None as empty."""
+    if value is None:
+        return ""
+    text = str(value).replace("\\", "\\\\").replace("|", "\\|")
+    return " ".join(text.split())

@@ -22,8 +22,6 @@ from wikiengine.core.errors import PageError
 from wikiengine.core.safe_read import load_json, read_optional
 
 NEVER_DISPATCHED, IN_FLIGHT, COMPLETED = "never dispatched", "in flight", "completed"
-AA_NUMBER = 0  # A/A workloads are v000: no experiment ever has that id
-AA_VID = "v000"
 DEFAULT_AA_RUNS = 3
 MAD_SCALE = 1.4826  # the MAD of a normal sample, in units of its standard deviation
 

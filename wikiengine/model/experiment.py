@@ -86,6 +86,8 @@ def firing_audit(text: str | None) -> str | None:
     return "silent no-op" if outcome.startswith("silent") else outcome
 
 DEFAULT_ID_PATTERN = r"v\d{3,}[a-z]?"
+AA_NUMBER = 0  # A/A workloads are v000 (model/evidence.py): no experiment ever has that id
+AA_VID = "v000"
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _VID_RE = re.compile(r"[vV]?0*(\d{1,9})([a-z]?)")  # a longer number is no id (never a 5000-digit int())
 _PLACEHOLDER_RE = re.compile(

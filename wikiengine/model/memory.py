@@ -31,6 +31,7 @@ from wikiengine.core import clock
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import utc_iso
 from wikiengine.core.page import Page, parse_page, split_lines
+from wikiengine.core.text import escape_cell
 from wikiengine.model.memory_files import (  # where the files are, and reading one
     ASSETS_FILE,
     ERRORS_FILE,
@@ -64,17 +65,7 @@ def parse_iso(text: str, path=None, line: int | None = None) -> dt.datetime:
     return moment
 
 
-# ---------------------------------------------------------------- atomic writes
-
 # ---------------------------------------------------------------- tables
-
-def escape_cell(value: Any) -> str:
-    """A value as one table cell: pipes escaped, line breaks flattened, None as empty."""
-    if value is None:
-        return ""
-    text = str(value).replace("\\", "\\\\").replace("|", "\\|")
-    return " ".join(text.split())
-
 
 def _split_row(line: str) -> list[str]:
     body = line.strip()

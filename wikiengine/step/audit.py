@@ -46,7 +46,7 @@ from wikiengine.core.git import GitCommitError, current_head, is_ancestor
 from wikiengine.core.git import out as git_out
 from wikiengine.core.safe_read import load_json, read_text, repo_text
 from wikiengine.model import progress
-from wikiengine.model.evidence import AA_VID
+from wikiengine.model.experiment import AA_VID
 from wikiengine.model.filings import committed_drifts
 from wikiengine.model.journal import journal_records
 from wikiengine.model.lanes import Lane

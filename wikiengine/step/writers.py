@@ -19,12 +19,11 @@ from wikiengine.core.clock import Clock, now_iso, today, utcnow
 from wikiengine.core.errors import PageError, Refused, WikiError
 from wikiengine.core.page import parse_page
 from wikiengine.core.safe_read import load_json, read_text, repo_text
-from wikiengine.core.text import folded
+from wikiengine.core.text import escape_cell, folded
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook, results_tsv
 from wikiengine.model.cell_figures import read_figure, render_figures, restated
 from wikiengine.model.evidence import (
-    AA_VID,
     COMPLETED,
     IN_FLIGHT,
     NEVER_DISPATCHED,
@@ -33,14 +32,13 @@ from wikiengine.model.evidence import (
     band_for_run,
     run_evidence,
 )
-from wikiengine.model.experiment import ExperimentPage
+from wikiengine.model.experiment import AA_VID, ExperimentPage
 from wikiengine.model.index import counted_sections, section_pages
 from wikiengine.model.journal import BranchIds, append_record, next_id, next_retry, page_digest, parse_journal, used_ids
 from wikiengine.model.knobs import Knobs, canonical, knob_problems, knobs_block, parse_knobs, stray_yaml_line
 from wikiengine.model.knobs import setup_section as setup_section_of
 from wikiengine.model.lane_queue import FILED, OPEN, idle_track, lane_queue, placements, session_track_count, track_of
 from wikiengine.model.lanes import HYPOTHESES_DIR, INDEX, Lane
-from wikiengine.model.memory import escape_cell
 from wikiengine.model.progress import filed_mechanisms, thrash_of
 from wikiengine.model.variant_matrix import BASELINE, CURRENT_BEST, FRONTIER_EXP, parse_matrix, set_cells
 from wikiengine.model.verdicts import Comparison, Evidence, cap_verdict, compare, is_better

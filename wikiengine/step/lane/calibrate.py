@@ -16,7 +16,6 @@ from __future__ import annotations
 from wikiengine.core.clock import timestamp, utc_iso
 from wikiengine.model import logbook
 from wikiengine.model.evidence import (
-    AA_NUMBER,
     DEFAULT_AA_RUNS,
     aa_sample,
     aa_slug,
@@ -24,6 +23,7 @@ from wikiengine.model.evidence import (
     measure_band,
     read_run_metrics,
 )
+from wikiengine.model.experiment import AA_NUMBER
 from wikiengine.step.lane.decide import AaView, BandNeed, TrackDecision, TrackView
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from wikiengine.core.errors import WikiError
 from wikiengine.model import experiment as ex
-from wikiengine.model.evidence import AA_NUMBER, AA_VID, read_run_metrics
+from wikiengine.model.evidence import read_run_metrics
+from wikiengine.model.experiment import AA_NUMBER, AA_VID
 from wikiengine.model.lanes import Lane
 from wikiengine.step import writers as lw
 from wikiengine.step.lane.decide import LaneLimits

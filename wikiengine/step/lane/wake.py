@@ -37,7 +37,7 @@ from wikiengine.core.page import parse_page
 from wikiengine.core.safe_read import read_text, repo_text
 from wikiengine.model import budgets, logbook, progress
 from wikiengine.model import experiment as ex
-from wikiengine.model.evidence import AA_VID
+from wikiengine.model.experiment import AA_VID
 from wikiengine.model.journal import (
     SEEN,
     UNSEEN,
