@@ -10,7 +10,9 @@ trusted commit, so row 38's re-lint has nothing to read), nor statistics and has
 measured, a digest taken) nor the relay's memory tables and session types. The writers and the watcher need
 the linter (they re-lint what they write, the watcher's battery is lint; its rules read the
 relay's tables), so only the rest is held for them; the watcher reads the session without the
-wake's deciding and writing (it runs a wake only to revive an idle session)."""
+wake's deciding and writing (it runs a wake only to revive an idle session). In a lane, neither
+imports the relay's memory tables (a table cell is escaped by core/text), nor the watcher the run
+evidence (the A/A id is model/experiment's)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,10 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("git", "jsonschema", "filelock", "markdown_it", "ruamel", "fastjsonschema")
+# A lane's writers and its watcher read no relay memory tables; the watcher no run evidence either
+# (each module a handful of frozen dataclasses, a millisecond apiece to create).
+NOT_LANE_DATA = ("wikiengine.model.memory", "wikiengine.model.evidence")
+WATCHER = ("statistics", "wikiengine.step.writers", "wikiengine.step.lane.wake", "wikiengine.step.engine")
 NO_OP_WAKE = ("wikiengine.step.writers", "wikiengine.lint", "statistics", "hashlib", "wikiengine.model.memory",
               "wikiengine.executors.compute")
 PROGRAM = textwrap.dedent("""\
@@ -132,13 +138,21 @@ def relay(tmp_path_factory):
 @pytest.mark.parametrize("argv,also", [
     (["step"], NO_OP_WAKE),
     (["loop", "status", "--json"], NO_OP_WAKE),
-    (["watch", "--once"], ("statistics", "wikiengine.step.writers", "wikiengine.step.lane.wake", "wikiengine.step.engine")),
+    (["watch", "--once"], WATCHER),
     (["exp", "new", "mlp", "cpu", "--track", "1", "--slug", "lr-big", "--variant", "1M/cpu", "--proposal", "../proposal.md"],
-     ("statistics",)),
+     ("statistics", "wikiengine.model.memory")),
 ], ids=["step", "loop-status", "watch", "exp-new"])
 def test_the_wake_and_writer_paths_import_nothing_heavy(lane, argv, also):
     heavy = _probe(lane, argv, [*HEAVY, *also])
     assert heavy == [], f"{' '.join(argv)} imported {heavy}"
+
+
+def test_an_unchanged_watcher_rerun_imports_no_relay_tables_nor_run_evidence(lane):
+    """The cron watcher's usual run: nothing changed since its cursor (the first run linted the
+    session's memory/STATE.md, whose rules read the memory tables)."""
+    assert _wiki(lane, "watch", "--once").returncode in (0, 1)
+    heavy = _probe(lane, ["watch", "--once"], [*HEAVY, *WATCHER, *NOT_LANE_DATA])
+    assert heavy == [], f"an unchanged wiki watch --once imported {heavy}"
 
 
 def test_filing_a_run_imports_nothing_heavy(lane):
@@ -153,7 +167,7 @@ def test_filing_a_run_imports_nothing_heavy(lane):
     vid = json.loads(stub.stdout)["vid"]
     record_run(lane, "wiki/experiments/mlp_autoresearch_optimization/cpu", vid, variant="1M/cpu", metrics={"loss": 0.5})
     argv = ["exp", "file", vid, "mlp", "cpu", "--verdict", "inconclusive", "--reason", "within the band"]
-    heavy = _probe(lane, argv, HEAVY)
+    heavy = _probe(lane, argv, [*HEAVY, "wikiengine.model.memory"])
     assert heavy == [], f"wiki exp file imported {heavy}"
 
 
