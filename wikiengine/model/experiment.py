@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -434,7 +435,7 @@ class ExperimentPage:
         if self._root is None:
             page = self.page
             return page.to_text() if page is not None else ""
-        return read_text(self._root / self.rel, self.rel)
+        return read_text(os.path.join(self._root, self.rel), self.rel)  # a lane's 500 pages: no pathlib
 
     @property
     def frontmatter(self) -> dict:
@@ -509,15 +510,21 @@ class ExperimentPage:
         """Is the page a stub still open (:func:`is_open`)? Read from disk, a frontmatter that
         holds none of the open words is not open, and costs no YAML parse (most pages of a
         lane are filed)."""
-        if self._frontmatter is None and self._root is not None:
-            try:
-                text = self.text
-                block = split_frontmatter(text[1:] if text.startswith("\ufeff") else text)[1].casefold()
-            except PageError:
-                return False  # an unreadable page is not open (its frontmatter reads as {})
-            if not any(word in block for word in OPEN_STATUS_WORDS):
-                return False
+        if self._frontmatter is None and self._root is not None and not self._holds_open_word:
+            return False
         return is_open(self.frontmatter)
+
+    @functools.cached_property
+    def _holds_open_word(self) -> bool:
+        """Does the frontmatter on disk hold one of the open words? Asked once per page object
+        (the watcher's checks and a writer's gates ask again); an unreadable page holds none:
+        its frontmatter reads as {}."""
+        try:
+            text = self.text
+            block = split_frontmatter(text[1:] if text.startswith("\ufeff") else text)[1].casefold()
+        except PageError:
+            return False
+        return any(word in block for word in OPEN_STATUS_WORDS)
 
     @property
     def branch(self) -> str | None:
