@@ -60,6 +60,19 @@ def test_idx002_exclude_option_and_no_index(tmp_path):
     assert rendered(root, "IDX002") == []
 
 
+def test_idx002_on_paths_reports_there_what_the_whole_wiki_run_reports(tmp_path):
+    """A PATH run (a writer's re-lint) reads the index's links first and stops once its targets
+    are all linked; what it reports on them is what the whole wiki's run reports there."""
+    root = build("IDX002", tmp_path / "wiki")
+    whole = rendered(root, "IDX002")
+    pages = sorted(p.relative_to(root).as_posix() for p in (root / "wiki").rglob("*.md"))
+    config = LintConfig(select=["IDX002"])
+    for use_cache in (False, True):
+        for targets in [[rel] for rel in pages] + [pages[:2], pages[-2:], pages]:
+            found = lint(root, targets, config=config, base=None, use_cache=use_cache).findings
+            assert sorted(f.render() for f in found) == [f for f in whole if f.split(":", 1)[0] in targets], targets
+
+
 def test_idx002_judges_paths_as_fnmatchcase_does_over_every_glob():
     """The globs matched as one regex (each path judged once) say what fnmatchcase says of each."""
     import fnmatch

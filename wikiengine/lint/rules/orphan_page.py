@@ -81,12 +81,17 @@ class OrphanPage(Rule):
         candidates = [rel for rel in ctx.targets if checked(rel)]
         if not candidates:
             return
-        linked, key = set(), repr(exclude)  # one key object: the index stores it once
-        for rel in ctx.files:
+        unlinked, key = set(candidates), repr(exclude)  # one key object: the index stores it once
+        # the catalog first: it links most checked pages, so a PATH run's are usually all found there
+        for rel in (INDEX, *(rel for rel in ctx.files if rel != INDEX)):
             # the links to checked pages, kept with each page's cache entry: an edit elsewhere reads no facts
             targets = ctx.page_fact(rel, self.code, key=key, compute=lambda rel=rel: [
                 sys.intern(t) for t in ctx.facts(self.code, rel) or () if checked(t)])  # interned: stored once
-            linked.update(targets)
+            unlinked.difference_update(targets)
+            if not unlinked and ctx.targets is not ctx.files:
+                # a PATH run's targets (a writer's few pages) are all linked; a whole-wiki run reads
+                # on, keeping every page's links for the PATH runs that follow
+                return
         for rel in candidates:
-            if rel not in linked:
+            if rel in unlinked:
                 yield self.finding(rel, 1, "no page links this page: list it in wiki/index.md or link it from a related page")
