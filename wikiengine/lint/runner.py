@@ -417,9 +417,9 @@ def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
     The parent first analyses one file of each kind itself: the imports and compiled
     schema validators that a kind needs are then made once, before the fork, not once in
     each worker. Small chunks (16 a worker) keep the last one from running alone long.
-    A page that fails its schema check is analysed again in the parent, after the
-    workers (:func:`_analyse_chunk`): jsonschema, which words its errors, is then
-    imported once, and only in a run that has such a page."""
+    A page that fails its schema check is analysed again in the parent as it comes back
+    (:func:`_analyse_chunk`), while the workers go on: jsonschema, which words its errors,
+    is then imported once, and only in a run that has such a page."""
     import multiprocessing
 
     firsts: dict[str, str] = {}
@@ -433,19 +433,13 @@ def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
     _WORKER = (ctx, page_rules, fact_rules)
     size = max(20, len(todo) // (workers * 16))
     chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
-    deferred = []
     try:
         with multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker) as pool:
             for batch in pool.imap_unordered(_analyse_chunk, chunks):
                 for rel, result in batch:
-                    if result is None:
-                        deferred.append(rel)
-                    else:
-                        yield rel, result
+                    yield (rel, result) if result is not None else analyse_file(ctx, rel, page_rules, fact_rules)
     finally:
         _WORKER = None
-    for rel in deferred:
-        yield analyse_file(ctx, rel, page_rules, fact_rules)
 
 
 # --- cross-file rules -------------------------------------------------------------------
