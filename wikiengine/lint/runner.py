@@ -387,9 +387,26 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
     return rel, (entry, record)
 
 
-def _analyse_chunk(chunk: list[str]) -> list[tuple[str, tuple[dict, list]]]:
+def _start_worker() -> None:
+    from wikiengine.core.schemas import defer_wording
+
+    defer_wording()
+
+
+def _analyse_chunk(chunk: list[str]) -> list[tuple[str, tuple[dict, list] | None]]:
+    """The entries of ``chunk``, in a worker; None for a page whose schema errors only
+    jsonschema can word (:func:`~wikiengine.core.schemas.defer_wording`): the parent
+    analyses it again."""
+    from wikiengine.core.schemas import WordingDeferred
+
     ctx, page_rules, fact_rules = _WORKER
-    return [analyse_file(ctx, rel, page_rules, fact_rules) for rel in chunk]
+    done = []
+    for rel in chunk:
+        try:
+            done.append(analyse_file(ctx, rel, page_rules, fact_rules))
+        except WordingDeferred:
+            done.append((rel, None))
+    return done
 
 
 def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
@@ -399,7 +416,10 @@ def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
 
     The parent first analyses one file of each kind itself: the imports and compiled
     schema validators that a kind needs are then made once, before the fork, not once in
-    each worker. Small chunks (16 a worker) keep the last one from running alone long."""
+    each worker. Small chunks (16 a worker) keep the last one from running alone long.
+    A page that fails its schema check is analysed again in the parent as it comes back
+    (:func:`_analyse_chunk`), while the workers go on: jsonschema, which words its errors,
+    is then imported once, and only in a run that has such a page."""
     import multiprocessing
 
     firsts: dict[str, str] = {}
@@ -414,9 +434,10 @@ def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
     size = max(20, len(todo) // (workers * 16))
     chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker) as pool:
             for batch in pool.imap_unordered(_analyse_chunk, chunks):
-                yield from batch
+                for rel, result in batch:
+                    yield (rel, result) if result is not None else analyse_file(ctx, rel, page_rules, fact_rules)
     finally:
         _WORKER = None
 

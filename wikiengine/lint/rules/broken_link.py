@@ -22,29 +22,32 @@ from wikiengine.lint.kinds import ALL_KINDS
 from wikiengine.lint.rule import Rule
 
 
-def page_links(info) -> list[list]:
-    """``[line, col, file part, rest, target]`` of every relative link of the page ``info``:
-    the destination is ``file part + rest`` (``rest``: its ``#anchor`` or ``?query``);
-    ``target`` is the repository-relative path it names (None when it leaves the
-    repository). Strings are interned, so that the lint cache stores each distinct
-    path once (generated pages repeat a few hundred targets tens of thousands of times).
-    The last page's result is kept: rules that collect from one page scan it once."""
+def page_links(info) -> tuple[list[list], list[str | None]]:
+    """``(links, targets)`` of every relative link of the page ``info``: ``links`` holds
+    ``[line, col, file part, rest]`` (the destination is ``file part + rest``; ``rest``: its
+    ``#anchor`` or ``?query``), as LNK001 collects them; ``targets``, in the same order, the
+    repository-relative path each names (None when it leaves the repository), as IDX002
+    collects them: two lists, so that neither rule copies a row of every link. Strings are
+    interned, so that the lint cache stores each distinct path once (generated pages repeat
+    a few hundred targets tens of thousands of times). The last page's result is kept:
+    rules that collect from one page scan it once; neither list is changed by a reader."""
     global _LAST_SCAN
     page = info.page
     if _LAST_SCAN is not None and _LAST_SCAN[0] is page:
         return _LAST_SCAN[1]
     known, resolve = _resolver(info.rel)
     intern = sys.intern
-    links = []
+    links, targets = [], []
     for line, col, dest in link_destinations(page.body, page.body_line):
         file_part = relative_target(dest)
         if file_part is None:
             continue
         file_part, target = known.get(file_part) or resolve(file_part)
         rest = dest[len(file_part):]  # relative_target() is a prefix of the destination
-        links.append([line, col, file_part, intern(rest) if rest else "", target])
-    _LAST_SCAN = (page, links)
-    return links
+        links.append([line, col, file_part, intern(rest) if rest else ""])
+        targets.append(target)
+    _LAST_SCAN = (page, (links, targets))
+    return links, targets
 
 
 # directory -> file part -> (file part, target), interned: generated pages of one folder
@@ -242,7 +245,7 @@ def _stored_links(ctx, rel: str):
     if "LNK001" in ctx._rules:
         return ctx.facts("LNK001", rel)
     info = ctx.info(rel)
-    return [link[:4] for link in page_links(info)] if info.page is not None else None
+    return page_links(info)[0] if info.page is not None else None
 
 
 _TARGET_RE = re.compile(r"points to (.+), which does not exist$")
@@ -296,7 +299,7 @@ class BrokenLink(Rule):
     reads_tracked = True
 
     def collect(self, info, ctx):
-        return [link[:4] for link in page_links(info)] or None
+        return page_links(info)[0] or None
 
     def check_wiki(self, ctx):
         for rel, line, col, dest, target, verdict in judged_links(ctx):

@@ -69,7 +69,8 @@ class OrphanPage(Rule):
     options = {"exclude": Option("str-list")}
 
     def collect(self, info, ctx):
-        targets = sorted({t for _l, _c, _f, _r, t in page_links(info) if t is not None and t.endswith(".md") and t != info.rel})
+        _links, linked = page_links(info)
+        targets = sorted({t for t in linked if t is not None and t.endswith(".md") and t != info.rel})
         return targets or None
 
     def check_wiki(self, ctx):
