@@ -6,25 +6,38 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from wikiengine.core import lazy_dynamo
 
-# one process: the autoresearch target's whole measurement, then each AdamW implementation
-# trained 5 steps (a LambdaLR schedule, a disabled GradScaler) by the eager subclass, by
-# torch's AdamW (which loads dynamo) and by the eager subclass again (torch's wrappers now)
-PROCESS = r"""
-import json, runpy, sys, warnings
-warnings.simplefilter("error")  # a scheduler that missed the step warns
-sys.argv = ["target", *sys.argv[1:]]
-try:
-    runpy.run_module("wikiengine.training.autoresearch_target", run_name="__main__")
-except SystemExit as exit:
-    assert not exit.code, exit.code
-after_target = "torch._dynamo" in sys.modules
-import torch
-from wikiengine.core.lazy_dynamo import eager_optimizer
+REPO = Path(__file__).resolve().parent.parent
+IMPLEMENTATIONS = ("for-loop", "foreach", "fused")
 
-def train(optimizer_class, implementation):
+# a fresh process: each AdamW implementation trained by the eager subclass, then the two other
+# places where the autoresearch target imported dynamo (a dispatch mode's op trace, the profiler)
+PROCESS = r"""
+import json, sys, warnings
+warnings.simplefilter("error")  # a schedule that missed the optimizer's step warns
+import torch
+from tests.test_lazy_dynamo import IMPLEMENTATIONS, train
+from wikiengine.core.lazy_dynamo import eager_optimizer
+from wikiengine.training import autoresearch_target as target
+from wikiengine.training.autoresearch_knobs import TargetConfig
+
+trained = {i: train(eager_optimizer(torch.optim.AdamW), i) for i in IMPLEMENTATIONS}
+step = target.TrainingStep(TargetConfig(batch=16, adamw="fused"))
+traced = target.op_trace(TargetConfig(batch=16, adamw="fused"))
+profiled = target._profile_one_step(step)
+print(json.dumps({"trained": trained, "traced": any(op.startswith("aten::_fused_adamw_(") for op in traced),
+                  "profiled": "aten::_fused_adamw_" in profiled, "dynamo": "torch._dynamo" in sys.modules}))
+"""
+
+
+def train(optimizer_class, implementation: str) -> list:
+    """Five steps of a small model (two parameter groups, a LambdaLR schedule, a disabled
+    GradScaler): every parameter and optimizer state tensor as hex, the groups, the schedule."""
+    import torch
+
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
     groups = [{"params": [p for p in model.parameters() if p.dim() >= 2], "weight_decay": 0.1},
@@ -40,35 +53,24 @@ def train(optimizer_class, implementation):
         schedule.step()
     state = optimizer.state_dict()
     tensors = [*model.parameters(), *(t for s in state["state"].values() for t in s.values())]
-    return [t.detach().numpy().tobytes().hex() for t in tensors], state["param_groups"], schedule.state_dict()
-
-implementations = ("for-loop", "foreach", "fused")
-eager = {i: train(eager_optimizer(torch.optim.AdamW), i) for i in implementations}
-after_eager = "torch._dynamo" in sys.modules
-torch_own = {i: train(torch.optim.AdamW, i) for i in implementations}
-after_torch = "torch._dynamo" in sys.modules
-eager_loaded = {i: train(eager_optimizer(torch.optim.AdamW), i) for i in implementations}
-print(json.dumps({"after_target": after_target, "after_eager": after_eager, "after_torch": after_torch,
-                  "eager_is_torchs": eager == torch_own, "eager_loaded_is_torchs": eager_loaded == torch_own,
-                  "class": eager_optimizer(torch.optim.AdamW).__name__}))
-"""
+    return [[t.detach().numpy().tobytes().hex() for t in tensors], state["param_groups"], schedule.state_dict()]
 
 
-def test_a_training_step_process_imports_no_dynamo_and_steps_bit_for_bit_as_torch(tmp_path):
+def test_a_training_step_process_imports_no_dynamo_and_steps_bit_for_bit_as_torch():
     """The autoresearch target (16 processes a demo) imported dynamo (and inductor, through the
     profiler's start): about 2 s of its 6 s of CPU. Nothing there compiles."""
-    knobs = {"batch": 64, "adamw": "fused"}
-    (tmp_path / "candidate.json").write_text(json.dumps(knobs))
-    (tmp_path / "frontier.json").write_text(json.dumps({**knobs, "adamw": "for-loop"}))
-    run = subprocess.run([sys.executable, "-c", PROCESS, "--config", "candidate.json", "--frontier", "frontier.json",
-                          "--out", "out", "--rounds", "1", "--seconds", "0.2"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    import torch
+    import torch._dynamo  # noqa: F401  (torch's own optimizer imports it anyway)
+
+    run = subprocess.run([sys.executable, "-c", PROCESS], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert json.loads(run.stdout.splitlines()[-1]) == {
-        "after_target": False, "after_eager": False, "after_torch": True,
-        "eager_is_torchs": True, "eager_loaded_is_torchs": True, "class": "AdamW"}
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    assert metrics["exit_code"] == 0 and "aten::_fused_adamw_" in (tmp_path / "out" / "profile.md").read_text()
+    eager = json.loads(run.stdout.splitlines()[-1])
+    assert eager["dynamo"] is False and eager["traced"] and eager["profiled"]
+    torchs = {i: train(torch.optim.AdamW, i) for i in IMPLEMENTATIONS}
+    assert json.loads(json.dumps(torchs)) == eager["trained"]
+    # once dynamo is loaded, the subclass calls torch's own wrappers: the same numbers
+    assert {i: train(lazy_dynamo.eager_optimizer(torch.optim.AdamW), i) for i in IMPLEMENTATIONS} == torchs
+    assert lazy_dynamo.eager_optimizer(torch.optim.AdamW).__name__ == "AdamW"
 
 
 def test_a_wrapper_of_another_layout_is_called_as_it_is():
