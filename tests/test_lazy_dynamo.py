@@ -14,17 +14,23 @@ REPO = Path(__file__).resolve().parent.parent
 IMPLEMENTATIONS = ("for-loop", "foreach", "fused")
 
 # a fresh process: each AdamW implementation trained by the eager subclass, then the two other
-# places where the autoresearch target imported dynamo (a dispatch mode's op trace, the profiler)
+# places where the autoresearch target imported dynamo (a dispatch mode's op trace, the profiler),
+# then a relay session of two steps (its free-space check counted on a meta-device model)
 PROCESS = r"""
 import json, sys, warnings
+from pathlib import Path
 warnings.simplefilter("error")  # a schedule that missed the optimizer's step warns
 import torch
 from tests.test_lazy_dynamo import IMPLEMENTATIONS, train
 from wikiengine.core.lazy_dynamo import eager_optimizer
-from wikiengine.training import autoresearch_target as target
+from wikiengine.training import autoresearch_target as target, session
 from wikiengine.training.autoresearch_knobs import TargetConfig
+from wikiengine.training.demo import create_demo_run
 
 trained = {i: train(eager_optimizer(torch.optim.AdamW), i) for i in IMPLEMENTATIONS}
+run = create_demo_run(Path(sys.argv[1]) / "run", max_steps=2, save_steps=2, session_steps=2, samples_per_step=8,
+                      micro_batch=4)
+assert session.main(run.session_argv()) == 0
 step = target.TrainingStep(TargetConfig(batch=16, adamw="fused"))
 traced = target.op_trace(TargetConfig(batch=16, adamw="fused"))
 profiled = target._profile_one_step(step)
@@ -56,13 +62,14 @@ def train(optimizer_class, implementation: str) -> list:
     return [[t.detach().numpy().tobytes().hex() for t in tensors], state["param_groups"], schedule.state_dict()]
 
 
-def test_a_training_step_process_imports_no_dynamo_and_steps_bit_for_bit_as_torch():
+def test_a_training_step_process_imports_no_dynamo_and_steps_bit_for_bit_as_torch(tmp_path):
     """The autoresearch target (16 processes a demo) imported dynamo (and inductor, through the
-    profiler's start): about 2 s of its 6 s of CPU. Nothing there compiles."""
+    profiler's start): about 2 s of its 6 s of CPU; a relay session the same. Nothing there compiles."""
     import torch
     import torch._dynamo  # noqa: F401  (torch's own optimizer imports it anyway)
 
-    run = subprocess.run([sys.executable, "-c", PROCESS], cwd=REPO, capture_output=True, text=True, timeout=300)
+    run = subprocess.run([sys.executable, "-c", PROCESS, str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                         timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     eager = json.loads(run.stdout.splitlines()[-1])
     assert eager["dynamo"] is False and eager["traced"] and eager["profiled"]
