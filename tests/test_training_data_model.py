@@ -22,7 +22,7 @@ from wikiengine.training.data import (
     shuffle_perm_sha,
 )
 from wikiengine.training.make_corpus import generate
-from wikiengine.training.model import PRESETS, build_model, count_parameters
+from wikiengine.training.model import PRESETS, build_model, count_parameters, parameter_count
 from wikiengine.training.trainer import Trainer, lr_at, resolve_precision
 
 
@@ -92,6 +92,12 @@ def test_ounce100m_is_about_100m_parameters_with_context_1024():
     model = build_model("ounce100m", "meta")
     assert 95_000_000 <= count_parameters(model) <= 110_000_000
     assert PRESETS["ounce100m"].context == 1024
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_the_parameter_count_from_the_shape_is_the_models(preset):
+    """The free-space check counts from the shape (a meta-device model imports dynamo)."""
+    assert parameter_count(preset) == count_parameters(build_model(preset, "meta"))
 
 
 def test_seed_run_arithmetic_from_the_config():

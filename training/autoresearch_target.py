@@ -85,6 +85,7 @@ from torch.utils._pytree import tree_leaves
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.errors import ExitCode
+from wikiengine.core.lazy_dynamo import eager_optimizer, eager_until_dynamo
 from wikiengine.training.autoresearch_knobs import TargetConfig, TargetConfigError, load_target_config
 
 D_IN, HIDDEN, CLASSES = 256, 1024, 64
@@ -148,7 +149,7 @@ class TrainingStep:
             stored = weight.t().contiguous() if config.layout == "in-out" else weight
             self.params.append((stored.to(param_dtype).requires_grad_(), bias.to(param_dtype).requires_grad_()))
         flat = [t for pair in self.params for t in pair]
-        self.optimizer = torch.optim.AdamW(flat, lr=LEARNING_RATE, foreach=config.adamw == "foreach",
+        self.optimizer = eager_optimizer(torch.optim.AdamW)(flat, lr=LEARNING_RATE, foreach=config.adamw == "foreach",
                                            fused=config.adamw == "fused")
         self.steps_done = 0
 
@@ -249,6 +250,10 @@ class OpRecorder(TorchDispatchMode):
         signature = ",".join(f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}" for t in tensors)
         self.ops.append(f"{func.name()}({signature})")
         return func(*args, **kwargs)
+
+
+# torch wraps a dispatch mode's method in a dynamo guard that imports dynamo at the first op
+OpRecorder.__torch_dispatch__ = eager_until_dynamo(OpRecorder.__dict__["__torch_dispatch__"])
 
 
 def op_trace(config: TargetConfig) -> list[str]:
@@ -378,7 +383,10 @@ def _without_profiler_chatter() -> Iterator[None]:
 
 
 def _profile_one_step(step: TrainingStep) -> dict[str, tuple[float, int]]:
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    # the CPU profiler torch.profiler.profile(activities=[CPU]) starts, without its start's
+    # `hasattr(torch, "_inductor")`, which imports inductor and dynamo (seconds of CPU) to read a
+    # CUDA-graphs setting
+    with torch.autograd.profiler.profile(use_cpu=True, use_kineto=True) as prof:
         step.run()
     return {event.key: (event.self_cpu_time_total / 1000, event.count) for event in prof.key_averages()}
 

@@ -129,3 +129,15 @@ def build_model(preset: str, device: str | torch.device = "cpu", dropout: float 
 def count_parameters(model: nn.Module) -> int:
     """Distinct parameters (tied weights counted once)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+def parameter_count(preset: str) -> int:
+    """``count_parameters(build_model(preset))`` from the preset's shape alone: no model is built (a
+    meta-device model's initialisation runs torch's Python references, which import dynamo)."""
+    shape = PRESETS[preset]
+    d = shape.d_model
+    norms = 2 * 2 * d  # ln1 and ln2: weight and bias
+    attention = (d * 3 * d + 3 * d) + (d * d + d)  # qkv, proj
+    mlp = (d * 4 * d + 4 * d) + (4 * d * d + d)
+    # token and position embeddings (the head is tied to the token embedding), the final norm
+    return (shape.vocab_size + shape.context) * d + shape.n_layer * (norms + attention + mlp) + 2 * d

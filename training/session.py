@@ -609,9 +609,9 @@ def _report_unnamed(store, revision: str, pointer_step: int) -> None:
 
 def _free_space_problem(out_dir: Path, preset: str) -> tuple[str, str] | None:
     """``("refuse", why)`` when the output disk cannot hold two checkpoints and a temp copy."""
-    from wikiengine.training.model import build_model, count_parameters
+    from wikiengine.training.model import parameter_count
 
-    parameters = count_parameters(build_model(preset, "meta"))
+    parameters = parameter_count(preset)
     needed = parameters * 4 * 3 * 3  # weights + two Adam moments, fp32; three copies at the peak
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(out_dir).free

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from wikiengine.core.lazy_dynamo import eager_optimizer
 from wikiengine.training.checkpoint import (
     CURSOR_NAME,
     MODEL_NAME,
@@ -112,7 +113,7 @@ class Trainer:
         decay = [p for n, p in self.model.named_parameters() if p.dim() >= 2]
         no_decay = [p for n, p in self.model.named_parameters() if p.dim() < 2]
         fused = self.device.type == "cuda"
-        self.optimizer = torch.optim.AdamW(
+        self.optimizer = eager_optimizer(torch.optim.AdamW)(
             [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
             lr=config.learning_rate, betas=(config.beta1, config.beta2), fused=fused or None)
         base_lr = config.learning_rate
