@@ -152,13 +152,17 @@ class TrackedTree:
     """What git will publish of the work tree: the tracked files (the index, so staged
     additions count) and the submodules (gitlinks, mode 160000) with their pinned commits.
 
-    Built from one ``git ls-files --stage`` process. Outside git it is None and callers
+    Built from one ``git ls-files --stage -v`` process. Outside git it is None and callers
     fall back to the file system (and to ``.gitmodules`` for submodule paths).
     """
 
     files: frozenset[str]
     gitlinks: dict[str, str]  # submodule path -> pinned commit sha
     sorted_files: list[str] = field(default_factory=list)
+    # path -> blob id of the regular files of the index that git checks against the work
+    # tree as it should: merged (stage 0), neither assume-unchanged nor skip-worktree (the
+    # ``H`` tag of ``ls-files -v``); what :mod:`~wikiengine.lint.changefeed` may vouch for
+    blobs: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def read(cls, root: Path) -> TrackedTree | None:
@@ -168,7 +172,7 @@ class TrackedTree:
     def start(root: Path) -> git.Running | None:
         """Start the ``git ls-files`` that :meth:`finish` reads (it runs while lint works)."""
         try:
-            return git.start(root, "ls-files", "--stage", "-z", binary=True, stderr=False)
+            return git.start(root, "ls-files", "--stage", "-v", "-z", binary=True, stderr=False)
         except GitError:
             return None
 
@@ -182,13 +186,24 @@ class TrackedTree:
             return None
         if not done.ok:
             return None  # not a git work tree
+        # "<tag> <mode> <object id> <stage>\t<path>": the fields before the path have fixed widths
         entries = done.stdout.decode("utf-8", errors="surrogateescape").split("\0")
-        gitlinks = {entry.partition("\t")[2]: entry.split(" ", 2)[1] for entry in entries if entry.startswith("160000")}
-        paths = [entry.partition("\t")[2] for entry in entries if entry]
+        entries.pop()  # after the last NUL
+        if not entries:
+            return cls(frozenset(), {}, [], {})
+        cut = entries[0].index("\t") + 1  # the path starts here (object ids are 40 or 64 digits)
+        blob, stage = slice(9, cut - 3), cut - 2
+        paths = [entry[cut:] for entry in entries]
+        # a regular file (mode 100644 or 100755) at stage 0, tagged H: neither assume-unchanged
+        # (a lower-case tag) nor skip-worktree (S); the paths reused, not cut again (a third of the time)
+        blobs = dict(zip(paths, [entry[blob] for entry in entries]))
+        for number in [n for n, entry in enumerate(entries) if not (entry.startswith("H 100") and entry[stage] == "0")]:
+            blobs.pop(paths[number], None)
+        gitlinks = {entry[cut:]: entry[blob] for entry in entries if entry[2:8] == "160000"}
         if gitlinks:
             paths = [path for path in paths if path not in gitlinks]
         unique = list(dict.fromkeys(paths))  # a conflicted path is listed once per stage; git's order kept
-        return cls(frozenset(unique), gitlinks, sorted(unique))  # sorted already: a linear pass
+        return cls(frozenset(unique), gitlinks, sorted(unique), blobs)  # sorted already: a linear pass
 
     def has_directory(self, rel: str) -> bool:
         """Is some tracked file under the directory ``rel``?"""

@@ -24,6 +24,7 @@ import gc
 import hashlib
 import os
 import stat
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ from wikiengine.lint.cache import (
     stat_key,
     untrusted_place,
 )
+from wikiengine.lint.changefeed import ChangeFeed
 from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings
@@ -110,6 +112,7 @@ def lint(
     """
     from wikiengine.lint.registry import selected_codes, selected_rules
 
+    started_ns = time.time_ns()  # before this run's first git process (lint/changefeed.py)
     root = Path(root)
     config = config or load_config(root)
     codes = selected_codes(config)
@@ -118,6 +121,8 @@ def lint(
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
     ran = _open_git(ctx, codes, base, notices, view)
+    if paths is None and use_cache and base == "HEAD" and view is None and ctx.git is not None:
+        _take_feed(ctx, started_ns)
     # A PATH run imports only the rules that can apply to its targets (and the files deleted
     # since the base, on which a deletion is reported); the others count as run (scopes.py).
     rules = selected_rules(config, None if paths is None else _reported_kinds(ctx))
@@ -157,6 +162,22 @@ def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) 
     """Is ``finding`` one a ``reports_absent`` rule made, in a whole-wiki run, on a path that is gone?"""
     return (paths is None and any(r.code == finding.code and r.reports_absent for r in rules)
             and not os.path.lexists(os.path.join(ctx.root, finding.path)))
+
+
+def _take_feed(ctx: LintContext, started_ns: int) -> None:
+    """Let the cache take the pages git vouches for as fresh (:mod:`~wikiengine.lint.changefeed`):
+    a whole-wiki run whose view of ``HEAD`` opened, git having started after ``started_ns``."""
+    try:
+        feed = ChangeFeed(ctx.root, started_ns)
+    except WikiError:  # git cannot start: every page is looked at
+        return
+    tree = ctx.tracked()
+    if tree is None:
+        feed.close()
+        return
+    ctx.cache.vouched = feed.vouched(ctx.git.changes, tree.blobs)
+    ctx.cache.vouched_since_ns = started_ns
+    ctx.cache.stats["vouched"] = len(ctx.cache.vouched)
 
 
 def _reads_tracked(codes: list[str]) -> bool:
