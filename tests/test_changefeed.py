@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.rules_wiki import commit_all, git, git_init
-from wikiengine.lint import lint
+from wikiengine.lint import lint, runner
 from wikiengine.lint.config import LintConfig
+from wikiengine.lint.context import discover
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 AN_HOUR_AGO = time.time() - 3600
@@ -35,8 +36,10 @@ def template(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def wiki(template, tmp_path) -> Path:
-    """The wiki, linted until its entries carry their blobs, every file and the index an hour old."""
+def wiki(template, tmp_path, monkeypatch) -> Path:
+    """The wiki, linted until its entries carry their blobs, every file and the index an hour old
+    (the feed taken at any size: it pays from thousands of pages)."""
+    monkeypatch.setattr(runner, "FEED_THRESHOLD", 0)
     root = tmp_path / "wiki"
     shutil.copytree(template, root, symlinks=True)
     for path in (root / "wiki").rglob("*"):
@@ -141,9 +144,12 @@ def test_an_index_written_during_the_run_is_not_taken(wiki):
     assert [f.render() for f in lint(wiki).findings] == findings(wiki, use_cache=False)
 
 
-def test_a_path_run_a_select_without_git_rules_and_no_cache_do_not_ask(wiki):
+def test_a_path_run_a_select_without_git_rules_no_cache_and_a_small_wiki_do_not_ask(wiki, monkeypatch):
     rel = an_experiment(wiki)
     settle_index(wiki)
     assert "vouched" not in lint(wiki, [rel]).stats
     assert "vouched" not in lint(wiki, config=LintConfig(select=["WK"])).stats
     assert "vouched" not in lint(wiki, base=None).stats
+    assert lint(wiki).stats["vouched"]
+    monkeypatch.setattr(runner, "FEED_THRESHOLD", len(discover(wiki)) + 1)
+    assert "vouched" not in lint(wiki).stats
