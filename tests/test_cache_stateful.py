@@ -18,7 +18,6 @@ of the index's last write looks at every page).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -30,11 +29,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from tests.rules_wiki import commit_all, git, git_init
+from tests.lint_support import generated_git_wiki
+from tests.rules_wiki import git
 from wikiengine.lint import lint, runner
 from wikiengine.lint.config import LintConfig
-
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 CONFIGS = {
     "all": lambda: LintConfig(),
@@ -48,15 +46,7 @@ CONFIGS = {
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Path:
     """A generated wiki of 40 experiment pages, some broken, committed to git."""
-    spec = importlib.util.spec_from_file_location("gen_wiki", BENCHMARKS / "gen_wiki.py")
-    gen_wiki = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_wiki)
-    root = tmp_path_factory.mktemp("template") / "wiki"
-    gen_wiki.generate(root, 40, seed=5, broken_fraction=0.1)
-    (root / ".gitignore").write_text(".wiki_cache/\n", encoding="utf-8")
-    git_init(root)
-    commit_all(root, "corpus")
-    return root
+    return generated_git_wiki(tmp_path_factory.mktemp("template") / "wiki", 40, seed=5, broken_fraction=0.1)
 
 
 def _pages(root: Path) -> list[str]:

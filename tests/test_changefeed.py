@@ -5,7 +5,6 @@ skip-worktree, an fsmonitor) or where the index changed during the run."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import time
@@ -13,26 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.rules_wiki import commit_all, git, git_init
+from tests.lint_support import generated_git_wiki
+from tests.rules_wiki import commit_all, git
 from wikiengine.lint import lint, runner
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.context import discover
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 AN_HOUR_AGO = time.time() - 3600
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Path:
-    spec = importlib.util.spec_from_file_location("gen_wiki", BENCHMARKS / "gen_wiki.py")
-    gen_wiki = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_wiki)
-    root = tmp_path_factory.mktemp("template") / "wiki"
-    gen_wiki.generate(root, 20, seed=7)
-    (root / ".gitignore").write_text(".wiki_cache/\n", encoding="utf-8")
-    git_init(root)
-    commit_all(root, "corpus")
-    return root
+    return generated_git_wiki(tmp_path_factory.mktemp("template") / "wiki", 20, seed=7)
 
 
 @pytest.fixture
