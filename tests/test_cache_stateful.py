@@ -198,7 +198,7 @@ def test_a_cached_lint_equals_an_uncached_one_after_every_random_edit(template, 
     machine.template = template
     machine.root = tmp_path / "wiki"
     case = machine.TestCase
-    case.settings = settings(max_examples=12, stateful_step_count=8, deadline=None,
+    case.settings = settings(max_examples=8, stateful_step_count=8, deadline=None,
                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
     case().runTest()
     assert machine.most_vouched > 0

@@ -11,10 +11,12 @@ checked them itself (:meth:`~wikiengine.lint.cache.LintCache.fresh`), and an ent
 blob is the index's is fresh without a look at the file.
 
 Git's answer is taken only where git compares the work tree itself, and only from one
-index: the index file must be older than the run's first git process (by git's "racy"
-margin), so that a ``git add`` or a commit during the run, or git's own refresh of the
-index, cannot mix two of them (the run then ``lstat``s every page). Never for a file
-marked assume-unchanged or skip-worktree (:attr:`TrackedTree.blobs` leaves them out),
+index: the index file must be the very file it was before the run's first git process
+(git replaces it by a rename, so a ``git add`` or a commit during the run, or git's own
+refresh of the index, gives it a new inode and time), or, where its path cannot be told
+without git (a linked work tree), older than that process by git's "racy" margin;
+otherwise the run ``lstat``s every page. Never for a file
+marked assume-unchanged or skip-worktree (:meth:`TrackedTree.blobs` leaves them out),
 nor in a repository whose configuration lets git skip the comparison (an fsmonitor, which
 may miss an event; ``core.ignoreStat``; ``core.checkStat=minimal``, which overlooks an
 edit that keeps the size within the same second). There, and outside git, every page is
@@ -24,6 +26,7 @@ edit that keeps the size within the same second). There, and outside git, every 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from wikiengine.core import git
@@ -34,14 +37,32 @@ from wikiengine.lint.cache import RACY_NS
 _UNTRUSTED_SETTINGS = r"^core\.(fsmonitor|ignorestat|checkstat)$"
 
 
+def index_before(root: Path) -> tuple[int, tuple | None]:
+    """The instant now and, where it can be told without git (``<root>/.git`` a folder, no
+    ``GIT_DIR`` or ``GIT_INDEX_FILE``), the index file's path and stat: taken before a run's
+    first git process, checked by :meth:`ChangeFeed.vouched` after its last."""
+    now = time.time_ns()
+    if "GIT_DIR" in os.environ or "GIT_INDEX_FILE" in os.environ:
+        return now, None
+    path = os.path.join(root, ".git", "index")
+    try:
+        return now, (os.path.realpath(path), _identity(os.stat(path)))
+    except OSError:  # a linked work tree (.git is a file), a subfolder of the repository, no index yet
+        return now, None
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 class ChangeFeed:
     """The three git processes that say which tracked pages git has compared and found as
     the index holds them, started once the run's own ``git diff HEAD`` is read.
-    ``started_ns``: an instant before the run's first git process."""
+    ``before``: :func:`index_before`, taken before the run's first git process."""
 
-    def __init__(self, root: Path, started_ns: int):
+    def __init__(self, root: Path, before: tuple[int, tuple | None]):
         self.root = root
-        self.started_ns = started_ns
+        self.started_ns, self._index_then = before
         commands = [
             ["rev-parse", "--git-path", "index"],
             ["diff-index", "--cached", "--name-only", "-z", "--relative", "--no-renames", "--ignore-submodules=all",
@@ -58,7 +79,7 @@ class ChangeFeed:
 
     def vouched(self, changes: dict[str, str], blobs: dict[str, str]) -> dict[str, str]:
         """Path -> index blob of the tracked files whose work-tree bytes are that blob:
-        ``blobs`` (:attr:`TrackedTree.blobs`) less the paths ``changes`` (``git diff HEAD``)
+        ``blobs`` (:meth:`TrackedTree.blobs`) less the paths ``changes`` (``git diff HEAD``)
         and the index's own changes against ``HEAD`` name; empty when git cannot be trusted."""
         try:
             index, staged, settings = (running.result(check=False) for running in self._running)
@@ -79,13 +100,17 @@ class ChangeFeed:
         return vouched
 
     def _settled(self, index: str) -> bool:
-        """Was the index file (``index``: its path, from the root) last written well before
-        the run's git processes started? Then all of them read that one index."""
+        """Did all the run's git processes read one index? Yes when the index file (``index``:
+        its path, from the root) is the very file it was before the first of them started (git
+        replaces it by a rename: a new inode and time), or else was last written well before."""
         try:
-            written = os.stat(os.path.join(self.root, index)).st_mtime_ns
+            st = os.stat(os.path.join(self.root, index))
         except OSError:
             return False
-        return written < self.started_ns - RACY_NS
+        if self._index_then is not None and self._index_then == (os.path.realpath(os.path.join(self.root, index)),
+                                                                  _identity(st)):
+            return True
+        return st.st_mtime_ns < self.started_ns - RACY_NS
 
     def close(self) -> None:
         for running in self._running:

@@ -24,7 +24,6 @@ import gc
 import hashlib
 import os
 import stat
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +42,7 @@ from wikiengine.lint.cache import (
     stat_key,
     untrusted_place,
 )
-from wikiengine.lint.changefeed import ChangeFeed
+from wikiengine.lint.changefeed import ChangeFeed, index_before
 from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings
@@ -115,7 +114,8 @@ def lint(
     """
     from wikiengine.lint.registry import selected_codes, selected_rules
 
-    started_ns = time.time_ns()  # before this run's first git process (lint/changefeed.py)
+    # git's index before this run's first git process, where the run may take git's change feed
+    index_then = index_before(root) if paths is None and use_cache and base == "HEAD" and view is None else None
     root = Path(root)
     config = config or load_config(root)
     codes = selected_codes(config)
@@ -124,9 +124,8 @@ def lint(
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
     ran = _open_git(ctx, codes, base, notices, view)
-    if paths is None and use_cache and base == "HEAD" and view is None and ctx.git is not None \
-            and len(ctx.files) >= FEED_THRESHOLD:
-        _take_feed(ctx, started_ns)
+    if index_then is not None and ctx.git is not None and len(ctx.files) >= FEED_THRESHOLD:
+        _take_feed(ctx, index_then)
     # A PATH run imports only the rules that can apply to its targets (and the files deleted
     # since the base, on which a deletion is reported); the others count as run (scopes.py).
     rules = selected_rules(config, None if paths is None else _reported_kinds(ctx))
@@ -168,19 +167,19 @@ def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) 
             and not os.path.lexists(os.path.join(ctx.root, finding.path)))
 
 
-def _take_feed(ctx: LintContext, started_ns: int) -> None:
+def _take_feed(ctx: LintContext, index_then: tuple) -> None:
     """Let the cache take the pages git vouches for as fresh (:mod:`~wikiengine.lint.changefeed`):
-    a whole-wiki run whose view of ``HEAD`` opened, git having started after ``started_ns``."""
+    a whole-wiki run whose view of ``HEAD`` opened; ``index_then``: the index before its git processes."""
     try:
-        feed = ChangeFeed(ctx.root, started_ns)
+        feed = ChangeFeed(ctx.root, index_then)
     except WikiError:  # git cannot start: every page is looked at
         return
     tree = ctx.tracked()
     if tree is None:
         feed.close()
         return
-    ctx.cache.vouched = feed.vouched(ctx.git.changes, tree.blobs)
-    ctx.cache.vouched_since_ns = started_ns
+    ctx.cache.vouched = feed.vouched(ctx.git.changes, tree.blobs())
+    ctx.cache.vouched_since_ns = feed.started_ns
     ctx.cache.stats["vouched"] = len(ctx.cache.vouched)
 
 
