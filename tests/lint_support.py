@@ -74,6 +74,18 @@ def gen_wiki():
     return module
 
 
+def generated_git_wiki(root: Path, pages: int, seed: int, broken_fraction: float = 0.0) -> Path:
+    """A :func:`gen_wiki` wiki of ``pages`` experiment pages at ``root``, committed to git
+    (the lint cache ignored), as real wikis are."""
+    from tests.rules_wiki import commit_all, git_init
+
+    gen_wiki().generate(root, pages, seed=seed, broken_fraction=broken_fraction)
+    (root / ".gitignore").write_text(".wiki_cache/\n", encoding="utf-8")
+    git_init(root)
+    commit_all(root, "corpus")
+    return root
+
+
 class Hung(Exception):
     pass
 

@@ -316,11 +316,10 @@ class LintContext:
     def wiki_fingerprint(self) -> str:
         """A hash of every file's path and content hash (from the cache where fresh)."""
         if self._wiki_fp is None:
-            sha = self.cache.sha
             digest = hashlib.blake2b(digest_size=16)
             digest.update("\0".join(self.files).encode())
             # each hash is 32 hex digits, or "-" for an unreadable file: the run of them reads back one way
-            digest.update("".join([sha(rel) or "-" for rel in self.files]).encode())
+            digest.update("".join(self.cache.shas(self.files)).encode())
             self._wiki_fp = digest.hexdigest()
         return self._wiki_fp
 

@@ -1,0 +1,117 @@
+"""Which pages git vouches for: a warm whole-wiki run learns what changed from git's index
+instead of a Python ``lstat`` of every page (4 µs each here: 0.2 s of CPU at 50,000 pages).
+
+A git-aware run already asks git for the work tree against ``HEAD`` (``git diff HEAD``,
+:class:`~wikiengine.lint.gitview.GitView`, which ``lstat``s every tracked file in C and
+re-reads the racily clean ones) and for the index (``git ls-files``,
+:class:`~wikiengine.lint.gitview.TrackedTree`). A tracked page that neither that diff nor
+``git diff-index --cached HEAD`` names has in its work tree the very bytes of its index
+blob; the cache keeps, with a page's entry, the blob id those bytes had when it last
+checked them itself (:meth:`~wikiengine.lint.cache.LintCache.fresh`), and an entry whose
+blob is the index's is fresh without a look at the file.
+
+Git's answer is taken only where git compares the work tree itself, and only from one
+index: the index file must be the very file it was before the run's first git process
+(git replaces it by a rename, so a ``git add`` or a commit during the run, or git's own
+refresh of the index, gives it a new inode and time), or, where its path cannot be told
+without git (a linked work tree), older than that process by git's "racy" margin;
+otherwise the run ``lstat``s every page. Never for a file
+marked assume-unchanged or skip-worktree (:meth:`TrackedTree.blobs` leaves them out),
+nor in a repository whose configuration lets git skip the comparison (an fsmonitor, which
+may miss an event; ``core.ignoreStat``; ``core.checkStat=minimal``, which overlooks an
+edit that keeps the size within the same second). There, and outside git, every page is
+``lstat``ed as before.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from wikiengine.core import git
+from wikiengine.core.errors import GitError
+from wikiengine.lint.cache import RACY_NS
+
+# settings under which git does not compare a tracked file's stat with its index entry
+_UNTRUSTED_SETTINGS = r"^core\.(fsmonitor|ignorestat|checkstat)$"
+
+
+def index_before(root: Path) -> tuple[int, tuple | None]:
+    """The instant now and, where it can be told without git (``<root>/.git`` a folder, no
+    ``GIT_DIR`` or ``GIT_INDEX_FILE``), the index file's path and stat: taken before a run's
+    first git process, checked by :meth:`ChangeFeed.vouched` after its last."""
+    now = time.time_ns()
+    if "GIT_DIR" in os.environ or "GIT_INDEX_FILE" in os.environ:
+        return now, None
+    path = os.path.join(root, ".git", "index")
+    try:
+        return now, (os.path.realpath(path), _identity(os.stat(path)))
+    except OSError:  # a linked work tree (.git is a file), a subfolder of the repository, no index yet
+        return now, None
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class ChangeFeed:
+    """The three git processes that say which tracked pages git has compared and found as
+    the index holds them, started once the run's own ``git diff HEAD`` is read.
+    ``before``: :func:`index_before`, taken before the run's first git process."""
+
+    def __init__(self, root: Path, before: tuple[int, tuple | None]):
+        self.root = root
+        self.started_ns, self._index_then = before
+        commands = [
+            ["rev-parse", "--git-path", "index"],
+            ["diff-index", "--cached", "--name-only", "-z", "--relative", "--no-renames", "--ignore-submodules=all",
+             "HEAD", "--", "."],
+            ["config", "--get-regexp", _UNTRUSTED_SETTINGS],
+        ]
+        self._running: list[git.Running] = []
+        try:
+            for args in commands:
+                self._running.append(git.start(root, *args, stderr=False))
+        except GitError:
+            self.close()
+            raise
+
+    def vouched(self, changes: dict[str, str], blobs: dict[str, str]) -> dict[str, str]:
+        """Path -> index blob of the tracked files whose work-tree bytes are that blob:
+        ``blobs`` (:meth:`TrackedTree.blobs`) less the paths ``changes`` (``git diff HEAD``)
+        and the index's own changes against ``HEAD`` name; empty when git cannot be trusted."""
+        try:
+            index, staged, settings = (running.result(check=False) for running in self._running)
+        except GitError:  # past its deadline
+            self.close()
+            return {}
+        if not staged.ok or settings.stdout.strip():  # no HEAD yet, or a setting that skips the comparison
+            return {}
+        if not index.ok or not self._settled(index.stdout.strip()):
+            return {}
+        named = [rel for rel in staged.stdout.split("\0") if rel]
+        named.extend(changes)
+        if not named:
+            return blobs
+        vouched = dict(blobs)
+        for rel in named:
+            vouched.pop(rel, None)
+        return vouched
+
+    def _settled(self, index: str) -> bool:
+        """Did all the run's git processes read one index? Yes when the index file (``index``:
+        its path, from the root) is the very file it was before the first of them started (git
+        replaces it by a rename: a new inode and time), or else was last written well before."""
+        try:
+            st = os.stat(os.path.join(self.root, index))
+        except OSError:
+            return False
+        if self._index_then is not None and self._index_then == (os.path.realpath(os.path.join(self.root, index)),
+                                                                  _identity(st)):
+            return True
+        return st.st_mtime_ns < self.started_ns - RACY_NS
+
+    def close(self) -> None:
+        for running in self._running:
+            running.close()
