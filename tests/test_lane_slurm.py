@@ -258,8 +258,17 @@ def test_row31_slurm_a_job_past_its_time_limit_is_failed_timed_out(lane):
     lane.backend.launch(spec)
     lane.state(spec.name, "running")
     assert "TimeLimit=00:02:00" in lane.slurm("scontrol", "show", "job", "-o", str(lane.job_id(spec.name)))
-    now = time.strftime("%Y-%m-%dT%H:%M:%S")  # bring the limit forward: Slurm checks limits every 30 s or so
-    lane.slurm("scontrol", "update", f"JobId={lane.job_id(spec.name)}", f"EndTime={now}")
+    # bring the limit forward (Slurm checks limits every 30 s or so) to a few seconds from now:
+    # slurmctld refuses an end time already past when it reads the request, which on a loaded
+    # machine can be a second or more after the test wrote it; a refusal is asked again, anew
+    deadline = time.monotonic() + 60.0
+    while True:
+        soon = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 3))
+        asked = subprocess.run(["scontrol", "update", f"JobId={lane.job_id(spec.name)}", f"EndTime={soon}"],
+                               env={**os.environ, **lane.cluster.env}, capture_output=True, text=True, timeout=30)
+        if asked.returncode == 0:
+            break
+        assert "Invalid time" in asked.stderr and time.monotonic() < deadline, asked.stderr
     done = lane.state(spec.name, "failed", deadline_s=180.0)  # slurmctld's periodic limit check, on a loaded machine
     assert "time limit" in done.reason and done.exit_code == 143 and done.crashed
 
