@@ -455,3 +455,31 @@ def test_a_path_run_keeps_the_new_stat_keys_of_unchanged_pages(wiki, tmp_path):
     assert again.stats.get("rekeyed", 0) == 0 and again.stats["page_facts_reused"] >= 90
     assert rendered(again) == rendered(first) == uncached(copy, paths=[index])
 
+
+def test_a_path_run_on_the_index_opens_no_shard_of_the_pages_it_counts_and_follows_each_type_change(wiki):
+    """IDX001 asks every page for its type at each write to the index (a writer's re-lint, twice
+    when the index had a finding already). Settled pages answer from one table checked by lstat:
+    the run opens no cache shard. A page edited since, even one the table holds, is asked again."""
+    index = "wiki/index.md"
+    (wiki / index).write_text("# Index\n\n## Experiments (100)\n", encoding="utf-8")  # right: 100 pages
+    old = time.time() - 3600  # past the racy window: the table may vouch for every page
+    for path in wiki.rglob("*.md"):
+        os.utime(path, (old, old))
+    run(wiki)
+    counts = LintConfig(select=["IDX001"])
+    quiet = run(wiki, counts, paths=[index])
+    assert quiet.stats["page_facts_reused"] >= 100
+    # the index page's own entry and record, and nothing for the pages it counts (64 shards of each)
+    assert quiet.stats.get("index_read", 0) <= 1 and quiet.stats.get("shards_read", 0) <= 1
+    assert rendered(quiet) == uncached(wiki, counts, paths=[index])
+    assert rendered(run(wiki, paths=[index])) == uncached(wiki, paths=[index])
+    page = experiment_pages(wiki)[0]
+    text = (wiki / page).read_text(encoding="utf-8")
+    (wiki / page).write_text(text.replace("type: experiment\n", "type: observation\n", 1), encoding="utf-8")
+    moved = run(wiki, paths=[index])  # the edit is seen at once, though the page is too recent to table
+    assert rendered(moved) == uncached(wiki, paths=[index])
+    assert rendered(quiet) == [] and any("says 100, but the wiki has 99 experiment pages" in line for line in rendered(moved))
+    os.utime(wiki / page, (old + 60, old + 60))  # settled under its new key: tabled with its new type
+    assert run(wiki, paths=[index]).stats["tabled"] == 1
+    assert rendered(run(wiki, paths=[index])) == rendered(moved)
+

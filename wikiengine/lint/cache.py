@@ -192,8 +192,10 @@ class LintCache:
     @property
     def stored(self) -> int:
         """Files analysed anew (wholly or for some rules), first parsed for a cross-file rule, or
-        found unchanged under a new stat key (a checkout, a copy: their bytes hashed again), this run."""
-        return self.stats["analysed"] + self.stats["reanalysed"] + self.stats["recorded"] + self.stats["rekeyed"]
+        found unchanged under a new stat key (a checkout, a copy: their bytes hashed again), or
+        put in a table of page facts (:meth:`~wikiengine.lint.context.LintContext.pages_fact`), this run."""
+        return (self.stats["analysed"] + self.stats["reanalysed"] + self.stats["recorded"] + self.stats["rekeyed"]
+                + self.stats["tabled"])
 
     @classmethod
     def open(cls, root: Path, fingerprint: str, persist: bool = True) -> LintCache:
@@ -270,7 +272,7 @@ class LintCache:
             except OSError:
                 st = None
             if st is not None and entry.get("key") and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_PAGE_BYTES:
-                key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                key = stat_key(st)
                 if entry["key"] == key and key[0] < written_ns - RACY_NS:
                     result = entry
                     if blob is not None and key[0] < self.vouched_since_ns - RACY_NS:

@@ -90,18 +90,22 @@ class IndexSectionCount(Rule):
     @staticmethod
     def _pages_by_type(ctx) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for rel in ctx.files:
-            if not rel.startswith("wiki/") or _generated(rel):
-                continue
-            # each page's `type:` kept with its cache entry: a run that lints the index reads no frontmatter
-            declared = ctx.page_fact(rel, "IDX001:type", lambda rel=rel: _declared_type(ctx.info(rel).frontmatter))
-            if declared is False:
-                continue  # a `type:` that is not a name
-            path_kind = kind_of(rel)
-            kind = declared or (path_kind if path_kind in _PATH_TYPES else None)
+        pages = [rel for rel in ctx.files if rel.startswith("wiki/") and not _generated(rel)]
+        # each page's kind kept in one table: a run that lints the index reads no frontmatter
+        for kind in ctx.pages_fact(pages, "IDX001:kind", lambda rel: _counted_kind(rel, ctx.info(rel).frontmatter)).values():
             if kind is not None:
                 counts[kind] = counts.get(kind, 0) + 1
         return counts
+
+
+def _counted_kind(rel: str, frontmatter: dict) -> str | None:
+    """The type the index counts the page as: its `type:`, else the kind its path gives for
+    experiment, model and hypothesis pages; None when neither (or a `type:` that is not a name)."""
+    declared = _declared_type(frontmatter)
+    if declared is False:
+        return None
+    path_kind = kind_of(rel)
+    return declared or (path_kind if path_kind in _PATH_TYPES else None)
 
 
 def _declared_type(frontmatter: dict):
