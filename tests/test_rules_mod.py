@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 from tests.rules_wiki import LANE, MODEL_PAGE, assert_finds, experiment_page, findings, write
+from wikiengine.lint import lint
+from wikiengine.lint.config import LintConfig
 
 MODEL = "wiki/models/gemma4-tpu.md"
 V042 = f"{LANE}/2026-06-02-v042-splash.md"
@@ -88,3 +93,34 @@ def test_mod_rules_read_headers_with_units_and_multi_figure_cells(tmp_path, best
         assert len(found) == (1 if code in codes else 0), (code, [f.render() for f in found])
         for part in codes.get(code, ()):
             assert part in found[0].message and found[0].path == MODEL and found[0].line == 11
+
+
+def test_mod002_and_mod004_read_a_settled_lane_from_their_tables_and_follow_each_edit(tmp_path):
+    """A writer that moves Current best re-lints the model page, and MOD002 and MOD004 ask every
+    page of the lane for its figures. Pages settled since the last run answer from one table each
+    (no page read, none of their cache shards opened); a page edited since is read again, so an
+    edit that changes the answer is seen at once, as an uncached run sees it."""
+    model_page = MODEL_PAGE.format(best="v042").replace("lane: tpu\n", "lane: tpu\nupdated: 2026-06-10\n", 1)
+    write(tmp_path, {**PAGES, MODEL: model_page})
+    old = time.time() - 3600  # past the racy window: the tables may vouch for every page
+    for path in tmp_path.rglob("*.md"):
+        os.utime(path, (old, old))
+    config = LintConfig(select=["MOD002", "MOD004"])
+
+    def both(root):
+        cached = lint(root, [MODEL], config, base=None)
+        assert [f.render() for f in cached.findings] == [f.render() for f in lint(root, [MODEL], config, base=None,
+                                                                                     use_cache=False).findings]
+        return cached
+
+    lint(tmp_path, None, LintConfig(), base=None)
+    first = both(tmp_path)
+    assert [f.code for f in first.findings] == ["MOD002"] and V043 in first.findings[0].message
+    settled = both(tmp_path)
+    assert settled.stats.get("tabled", 0) == 0 and settled.stats["page_facts_reused"] >= 2 * len(PAGES)
+    assert settled.stats.get("shards_read", 0) <= 2  # the model page's and v042's (named as Current best)
+    write(tmp_path, {V043: experiment_page(created="2026-06-03", status="filed", verdict="supported", mfu=40.0),
+                     V044: experiment_page(created="2026-06-04", updated="2026-06-20", status="refuted", mfu=43.0,
+                                           sections={"Verdict": "**refuted**\n"})})
+    edited = both(tmp_path)  # v042 is now the best; v044 was filed after the model page's update
+    assert [f.code for f in edited.findings] == ["MOD004"] and "2026-06-20" in edited.findings[0].message

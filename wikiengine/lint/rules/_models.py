@@ -8,7 +8,7 @@ page that keeps Current best in a ``## Current best`` section is read from the s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from wikiengine.lint.rules._experiments import (
     canonical_id,
@@ -24,7 +24,8 @@ from wikiengine.model.variant_matrix import CURRENT_BEST, VARIANT_MATRIX, Varian
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
 
-__all__ = ["CURRENT_BEST", "VARIANT_MATRIX", "BestReference", "current_best", "lane_experiments", "matrix_of", "metric_value"]
+__all__ = ["CURRENT_BEST", "VARIANT_MATRIX", "BestReference", "Supported", "current_best", "lane_supported", "matrix_of",
+           "metric_value"]
 
 
 def matrix_of(info: PageInfo, ctx: LintContext) -> VariantMatrix | None:
@@ -77,14 +78,30 @@ def current_best(info: PageInfo, lane: tuple[str, str] | None, ctx: LintContext)
     return refs
 
 
-def lane_experiments(ctx: LintContext, lane: tuple[str, str]) -> list[ExperimentPage]:
-    """The readable experiment pages of one lane that have an id, by id then path."""
-    return [
-        facts
-        for rels in lane_ids(ctx, lane).values()
-        for facts in (experiment_facts(ctx.info(rel), ctx) for rel in rels)
-        if facts is not None
-    ]
+class Supported(NamedTuple):
+    """A supported experiment of a lane with its headline metric: what MOD002 compares."""
+
+    rel: str
+    variant: str  # the frontmatter's ``variant`` as text ("None" when it has none)
+    value: float
+
+
+def lane_supported(ctx: LintContext, lane: tuple[str, str], metric: str) -> list[Supported]:
+    """The readable supported experiment pages of one lane that have an id and a ``metric``,
+    by id then path. Each page's figures are kept in one table checked by lstat
+    (:meth:`~wikiengine.lint.context.LintContext.pages_fact`): a writer's re-lint of the model
+    page then reads none of the lane's pages and opens no cache shard for them."""
+
+    def figures(rel: str):
+        facts = experiment_facts(ctx.info(rel), ctx)
+        if facts is None or facts.verdict != "supported":
+            return None
+        value = metric_value(facts, metric)
+        return None if value is None else (str(facts.frontmatter.get("variant")), value)
+
+    rels = [rel for rels in lane_ids(ctx, lane).values() for rel in rels]
+    known = ctx.pages_fact(rels, f"MOD002:{metric}", figures)
+    return [Supported(rel, *known[rel]) for rel in rels if known[rel] is not None]
 
 
 def metric_value(facts: ExperimentPage, name: str) -> float | None:

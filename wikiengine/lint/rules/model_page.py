@@ -9,7 +9,7 @@ from wikiengine.lint.rules._models import (
     CURRENT_BEST,
     VARIANT_MATRIX,
     current_best,
-    lane_experiments,
+    lane_supported,
     matrix_of,
     metric_value,
 )
@@ -104,22 +104,18 @@ class CurrentBestIsBest(_CurrentBestRule):
             return
         metric, higher = _lane_metric(ctx, self.code, lane)
         sign = 1.0 if higher else -1.0
-        supported = [
-            facts
-            for facts in lane_experiments(ctx, lane)
-            if facts.verdict == "supported" and metric_value(facts, metric) is not None
-        ]
+        supported = lane_supported(ctx, lane, metric)
         matrix = matrix_of(info, ctx)
         named_rows = {ref.variant for ref in refs}
         by_cells = matrix is not None and matrix.has_column(CURRENT_BEST)
         for row in matrix.rows if by_cells else ():
-            of_row = [f for f in supported if str(f.frontmatter.get("variant")) == row.key]
+            of_row = [f for f in supported if f.variant == row.key]
             if row.key not in named_rows and of_row:
-                best = max(of_row, key=lambda f: sign * metric_value(f, metric))
+                best = max(of_row, key=lambda f: sign * f.value)
                 yield self.finding(info.rel, row.line, f"row {row.key}: Current best names no experiment; the best supported is {best.rel}")
         if not refs and not by_cells:
             if supported:
-                best = max(supported, key=lambda f: sign * metric_value(f, metric))
+                best = max(supported, key=lambda f: sign * f.value)
                 section = sections_led_by(info.page, CURRENT_BEST)[0]
                 yield self.finding(info.rel, section.line, f"Current best names no experiment; the best supported is {best.rel}")
             return
@@ -130,14 +126,14 @@ class CurrentBestIsBest(_CurrentBestRule):
             if own is None:
                 continue
             variant = ref.variant if ref.variant is not None else ref.facts.frontmatter.get("variant")
-            rivals = [f for f in supported if str(f.frontmatter.get("variant")) == str(variant) and f is not ref.facts]
-            better = [f for f in rivals if sign * metric_value(f, metric) > sign * own]
+            rivals = [f for f in supported if f.variant == str(variant) and f.rel != ref.facts.rel]
+            better = [f for f in rivals if sign * f.value > sign * own]
             if better:
-                best = max(better, key=lambda f: sign * metric_value(f, metric))
+                best = max(better, key=lambda f: sign * f.value)
                 yield self.finding(
                     info.rel, ref.line,
                     f"Current best {ref.facts.exp_id} has {metric} {own:g}, but {best.rel} (supported, same variant) has "
-                    f"{metric_value(best, metric):g}",
+                    f"{best.value:g}",
                 )
 
 

@@ -47,14 +47,21 @@ class ModelPageUpdated(Rule):
             if lane is None:
                 continue
             latest = None
-            for rel in lane_files(ctx, lane):
-                facts = experiment_facts(ctx.info(rel), ctx)
-                day = filed_on(facts) if facts is not None and facts.verdict is not None else None
-                if day is not None and (latest is None or day > latest[0]):
-                    latest = (day, facts.exp_id or rel.rsplit("/", 1)[-1])
+            # each page's filing kept in one table: a writer's re-lint of the model page reads no lane page
+            for filed in ctx.pages_fact(lane_files(ctx, lane), self.code, lambda rel: _filing(ctx, rel)).values():
+                if filed is not None and (latest is None or filed[0] > latest[0]):
+                    latest = filed
             if latest is not None and latest[0] > updated:
                 yield self.finding(
                     info.rel, key_line(info, "updated"),
                     f"updated {updated} is older than {latest[1]}, filed {latest[0]} in {lane[0]}/{lane[1]}: "
                     "bring the page up to date",
                 )
+
+
+def _filing(ctx, rel: str) -> tuple[str, str] | None:
+    """``(day filed, id)`` of a lane's experiment page with a verdict (the file name when it has
+    no id), else None."""
+    facts = experiment_facts(ctx.info(rel), ctx)
+    day = filed_on(facts) if facts is not None and facts.verdict is not None else None
+    return None if day is None else (day, facts.exp_id or rel.rsplit("/", 1)[-1])
