@@ -317,17 +317,18 @@ class LintContext:
 
     def pages_fact(self, rels: list[str], name: str, compute: Callable[[str], Any]) -> dict[str, Any]:
         """``rel -> compute(rel)`` for every page of ``rels``: :meth:`page_fact` asked of many
-        pages at once, through one table (the memo ``name``) checked by one ``lstat`` a page.
+        pages at once, through one table (``name``) checked by one ``lstat`` a page.
         A PATH run that asks it of the whole wiki (IDX001's page types, at every write to the
         index) then opens no cache shard: 18 us a page through the entries, 2 through the
         table. A page whose stat key moved, or was too recent to vouch for (the racy window),
-        goes through :meth:`page_fact`; ``name`` and the values as there."""
+        goes through :meth:`page_fact`; ``name`` and the values as there. The table is a file of
+        its own, read only by a run that asks (:meth:`~wikiengine.lint.cache.LintCache.table`)."""
         cache = self.cache
         if cache is None or not cache.persist:
             return {rel: compute(rel) for rel in rels}
         from wikiengine.lint.cache import RACY_NS, stat_key
 
-        held = cache.memo(name, "stat") or {}
+        held = cache.table(name)
         root = self._root_str.rstrip("/") + "/"
         settled_before = time.time_ns() - RACY_NS  # before any lstat below: a key older than this vouches
         table, values, tabled = {}, {}, 0
@@ -347,7 +348,7 @@ class LintContext:
                 table[rel] = (key, values[rel])
                 tabled += 1
         if tabled or len(table) != len(held):
-            cache.store_memo(name, "stat", table)
+            cache.store_table(name, table)
             cache.stats["tabled"] += tabled
         return values
 
