@@ -320,9 +320,10 @@ class LintContext:
         pages at once, through one table (``name``) checked by one ``lstat`` a page.
         A PATH run that asks it of the whole wiki (IDX001's page types, at every write to the
         index) then opens no cache shard: 18 us a page through the entries, 2 through the
-        table. A page whose stat key moved, or was too recent to vouch for (the racy window),
-        goes through :meth:`page_fact`; ``name`` and the values as there. The table is a file of
-        its own, read only by a run that asks (:meth:`~wikiengine.lint.cache.LintCache.table`)."""
+        table. A settled page whose stat key moved is asked again and tabled; one too recent to
+        vouch for (the racy window) goes through :meth:`page_fact`; ``name`` and the values as
+        there. The table is a file of its own, read only by a run that asks
+        (:meth:`~wikiengine.lint.cache.LintCache.table`)."""
         cache = self.cache
         if cache is None or not cache.persist:
             return {rel: compute(rel) for rel in rels}
@@ -343,10 +344,12 @@ class LintContext:
                 cache.stats["page_facts_reused"] += 1
                 values[rel], table[rel] = row[1], row
                 continue
-            values[rel] = self.page_fact(rel, name, lambda rel=rel: compute(rel))
             if key is not None and key[0] < settled_before:
+                values[rel] = compute(rel)  # kept in the table alone: an entry's memo would double it
                 table[rel] = (key, values[rel])
                 tabled += 1
+            else:
+                values[rel] = self.page_fact(rel, name, lambda rel=rel: compute(rel))
         if tabled or len(table) != len(held):
             cache.store_table(name, table)
             cache.stats["tabled"] += tabled
