@@ -195,10 +195,8 @@ class LintCache:
     @property
     def stored(self) -> int:
         """Files analysed anew (wholly or for some rules), first parsed for a cross-file rule, or
-        found unchanged under a new stat key (a checkout, a copy: their bytes hashed again), or
-        put in a table of page facts (:meth:`~wikiengine.lint.context.LintContext.pages_fact`), this run."""
-        return (self.stats["analysed"] + self.stats["reanalysed"] + self.stats["recorded"] + self.stats["rekeyed"]
-                + self.stats["tabled"])
+        found unchanged under a new stat key (a checkout, a copy: their bytes hashed again), this run."""
+        return self.stats["analysed"] + self.stats["reanalysed"] + self.stats["recorded"] + self.stats["rekeyed"]
 
     @classmethod
     def open(cls, root: Path, fingerprint: str, persist: bool = True) -> LintCache:

@@ -150,9 +150,11 @@ def lint(
     if use_baseline:
         findings, baselined = _baselined(findings, ctx, rules, codes, None if paths is None else reported, unreadable)
     kept = reuse and ctx.cache.stats["wiki_rules_run"]
-    if paths is None or kept or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns:
+    if (paths is None or kept or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns
+            or ctx.cache.stats["tabled"]):
         # A pre-commit run over a few pages writes nothing: those pages cost little to
-        # analyse again, and they change again before the next commit.
+        # analyse again, and they change again before the next commit. Pages put in a
+        # table of facts (a writer's re-lint of the index) are settled: they are kept.
         ctx.cache.save(ctx.files)
     result = LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                         baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered,
