@@ -124,3 +124,14 @@ def test_mod002_and_mod004_read_a_settled_lane_from_their_tables_and_follow_each
                                            sections={"Verdict": "**refuted**\n"})})
     edited = both(tmp_path)  # v042 is now the best; v044 was filed after the model page's update
     assert [f.code for f in edited.findings] == ["MOD004"] and "2026-06-20" in edited.findings[0].message
+    assert "older than v044," in edited.findings[0].message
+    for rel in (V043, V044):  # settled under a new stat key (the same time would pass for the old bytes)
+        os.utime(tmp_path / rel, (old + 60, old + 60))
+    assert both(tmp_path).stats["tabled"] == 4  # the two edited pages, settled: tabled anew in each table
+    # another id pattern: no file name gives an id, so MOD004 names the page by its file; the
+    # table made under the old pattern is not taken (each table is keyed by its rule's configuration)
+    other = LintConfig(select=["MOD002", "MOD004"], rules={"EXP001": {"id-pattern": r"x\d{3,}"}})
+    renamed = lint(tmp_path, [MODEL], other, base=None)
+    assert [f.render() for f in renamed.findings] == [f.render() for f in lint(tmp_path, [MODEL], other, base=None,
+                                                                                  use_cache=False).findings]
+    assert "older than 2026-06-04-v044-remat.md," in renamed.findings[0].message

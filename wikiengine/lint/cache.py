@@ -171,7 +171,7 @@ class LintCache:
         self.wiki: dict[str, list] = {}  # cross-file rule code -> [key, rows]
         self._memos: dict[str, list] | None = None  # name -> [key, value], read on first use
         self._memos_changed = False
-        self._tables: dict[str, dict] = {}  # name -> rel -> (stat key, value), read on first use
+        self._tables: dict[str, tuple] = {}  # name -> (key, rel -> (stat key, value)), read on first use
         self._tables_changed: set[str] = set()
         self.rule_fps: dict[str, str] = {}
         self.written_ns = 0
@@ -466,20 +466,20 @@ class LintCache:
         self.memos[name] = [key, value]
         self._memos_changed = self.dirty = True
 
-    def table(self, name: str) -> dict:
-        """The table of page facts ``name`` (:meth:`~wikiengine.lint.context.LintContext.pages_fact`):
-        a file of its own, so that a run that does not ask for it never reads it (IDX001's holds
-        every page: a warm run at 50,000 pages carried it, 30 MiB, inside the memos)."""
+    def table(self, name: str, key: str) -> dict:
+        """The table of page facts ``name`` when it was made under ``key`` (else empty; see
+        :meth:`~wikiengine.lint.context.LintContext.pages_fact`): a file of its own, so that a
+        run that does not ask for it never reads it (IDX001's holds every page: a warm run at
+        50,000 pages carried it, 30 MiB, inside the memos)."""
         held = self._tables.get(name)
         if held is None:
             data = self._load(self._table_path(name)) if self.persist else None
-            rows = data.get("rows") if data is not None else None
-            held = self._tables[name] = rows if isinstance(rows, dict) else {}
+            held = self._tables[name] = (data.get("key"), data.get("rows")) if data is not None else (None, None)
             self.stats["tables_read"] += data is not None
-        return held
+        return held[1] if held[0] == key and isinstance(held[1], dict) else {}
 
-    def store_table(self, name: str, rows: dict) -> None:
-        self._tables[name] = rows
+    def store_table(self, name: str, key: str, rows: dict) -> None:
+        self._tables[name] = (key, rows)
         self._tables_changed.add(name)
         self.dirty = True
 
@@ -519,7 +519,8 @@ class LintCache:
             if self._memos_changed and not self._write(self.directory / MEMO_FILE, {"memos": self._memos}):
                 return
             for name in sorted(self._tables_changed):
-                if not self._write(self._table_path(name), {"rows": self._tables[name]}):
+                key, rows = self._tables[name]
+                if not self._write(self._table_path(name), {"key": key, "rows": rows}):
                     return
             # last: the head says the index is there to read
             self._write(self.directory / CACHE_FILE, {"written_ns": now, "wiki": self.wiki})

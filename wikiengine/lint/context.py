@@ -315,21 +315,22 @@ class LintContext:
             self.cache.store_page_memo(rel, name, [key, value])
         return value
 
-    def pages_fact(self, rels: list[str], name: str, compute: Callable[[str], Any]) -> dict[str, Any]:
+    def pages_fact(self, rels: list[str], name: str, compute: Callable[[str], Any], key: str = "") -> dict[str, Any]:
         """``rel -> compute(rel)`` for every page of ``rels``: :meth:`page_fact` asked of many
         pages at once, through one table (``name``) checked by one ``lstat`` a page.
         A PATH run that asks it of the whole wiki (IDX001's page types, at every write to the
         index) then opens no cache shard: 18 us a page through the entries, 2 through the
         table. A settled page whose stat key moved is asked again and tabled; one too recent to
-        vouch for (the racy window) goes through :meth:`page_fact`; ``name`` and the values as
-        there. The table is a file of its own, read only by a run that asks
-        (:meth:`~wikiengine.lint.cache.LintCache.table`)."""
+        vouch for (the racy window) goes through :meth:`page_fact`; ``name``, ``key`` (what
+        else the values depend on: the asking rule's configuration, say; another key empties
+        the table) and the values as there. The table is a file of its own, read only by a run
+        that asks (:meth:`~wikiengine.lint.cache.LintCache.table`)."""
         cache = self.cache
         if cache is None or not cache.persist:
             return {rel: compute(rel) for rel in rels}
         from wikiengine.lint.cache import RACY_NS, stat_key
 
-        held = cache.table(name)
+        held = cache.table(name, key)
         root = self._root_str.rstrip("/") + "/"
         settled_before = time.time_ns() - RACY_NS  # before any lstat below: a key older than this vouches
         table, values, tabled = {}, {}, 0
@@ -338,20 +339,20 @@ class LintContext:
                 st = os.lstat(root + rel)
             except OSError:
                 st = None
-            key = stat_key(st) if st is not None and stat.S_ISREG(st.st_mode) else None
+            on_disk = stat_key(st) if st is not None and stat.S_ISREG(st.st_mode) else None
             row = held.get(rel)
-            if key is not None and row is not None and row[0] == key:
+            if on_disk is not None and row is not None and row[0] == on_disk:
                 cache.stats["page_facts_reused"] += 1
                 values[rel], table[rel] = row[1], row
                 continue
-            if key is not None and key[0] < settled_before:
+            if on_disk is not None and on_disk[0] < settled_before:
                 values[rel] = compute(rel)  # kept in the table alone: an entry's memo would double it
-                table[rel] = (key, values[rel])
+                table[rel] = (on_disk, values[rel])
                 tabled += 1
             else:
-                values[rel] = self.page_fact(rel, name, lambda rel=rel: compute(rel))
+                values[rel] = self.page_fact(rel, name, lambda rel=rel: compute(rel), key)
         if tabled or len(table) != len(held):
-            cache.store_table(name, table)
+            cache.store_table(name, key, table)
             cache.stats["tabled"] += tabled
         return values
 

@@ -100,7 +100,7 @@ def lane_supported(ctx: LintContext, lane: tuple[str, str], metric: str) -> list
         return None if value is None else (str(facts.frontmatter.get("variant")), value)
 
     rels = [rel for rels in lane_ids(ctx, lane).values() for rel in rels]
-    known = ctx.pages_fact(rels, f"MOD002:{metric}", figures)
+    known = ctx.pages_fact(rels, f"MOD002:{metric}", figures, key=ctx.config.rule_fingerprint("MOD002"))
     return [Supported(rel, *known[rel]) for rel in rels if known[rel] is not None]
 
 

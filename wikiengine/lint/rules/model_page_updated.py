@@ -47,8 +47,11 @@ class ModelPageUpdated(Rule):
             if lane is None:
                 continue
             latest = None
-            # each page's filing kept in one table: a writer's re-lint of the model page reads no lane page
-            for filed in ctx.pages_fact(lane_files(ctx, lane), self.code, lambda rel: _filing(ctx, rel)).values():
+            # each page's filing kept in one table (its id read by the configured id pattern): a
+            # writer's re-lint of the model page reads no lane page
+            filings = ctx.pages_fact(lane_files(ctx, lane), self.code, lambda rel: _filing(ctx, rel),
+                                     key=ctx.config.rule_fingerprint(self.code))
+            for filed in filings.values():
                 if filed is not None and (latest is None or filed[0] > latest[0]):
                     latest = filed
             if latest is not None and latest[0] > updated:
