@@ -163,8 +163,17 @@ class Dist:
 
     def close(self, clean: bool = True) -> None:
         """Leave the process group; after a clean end, wait for every rank first (a gloo peer
-        that exits while another still tears down can abort it)."""
+        that exits while another still tears down can abort it).
+
+        A ``DistributedDataParallel`` wrapper sits in a reference cycle, and its reducer holds
+        the process group: the session's trainer, gone from every frame, still kept the group
+        alive until the cycle collector happened to run, or until the interpreter's exit, after
+        the group was destroyed, where a rank could abort ("terminate called without an active
+        exception"). The cycles are collected first, so that the group ends here."""
         if self.world_size > 1 and self.dist.is_initialized():
+            import gc
+
+            gc.collect()
             if clean:
                 self.dist.barrier()
             self.dist.destroy_process_group()
