@@ -72,9 +72,8 @@ def test_two_process_ddp_keeps_the_cursor_and_matches_one_process(tmp_path):
 
 def test_leaving_the_world_frees_the_ddp_wrapper_that_holds_the_group_first(monkeypatch):
     """A DDP wrapper sits in a reference cycle and its reducer holds the process group: a trainer
-    gone from every frame kept the group alive until the cycle collector ran, or until the
-    interpreter's exit, after the group was destroyed (where a rank aborted, "terminate called
-    without an active exception", once in a full suite). ``Dist.close`` collects it first."""
+    gone from every frame keeps the group alive until the cycle collector runs, which may be
+    only at the interpreter's exit, after the group was destroyed. ``Dist.close`` collects it first."""
     import torch.distributed as dist
 
     with socket.socket() as probe:  # a free loopback port for the group's store

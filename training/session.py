@@ -166,10 +166,12 @@ class Dist:
         that exits while another still tears down can abort it).
 
         A ``DistributedDataParallel`` wrapper sits in a reference cycle, and its reducer holds
-        the process group: the session's trainer, gone from every frame, still kept the group
-        alive until the cycle collector happened to run, or until the interpreter's exit, after
-        the group was destroyed, where a rank could abort ("terminate called without an active
-        exception"). The cycles are collected first, so that the group ends here."""
+        the process group: a trainer gone from every frame keeps the group alive until the
+        cycle collector runs, which may be only at the interpreter's exit, after the group was
+        destroyed. The cycles are collected first, so that the group always ends here. (A rank
+        aborted once in a full suite, "terminate called without an active exception", at a
+        point its output does not show; this is one teardown order it could come from, not
+        one it was seen to.)"""
         if self.world_size > 1 and self.dist.is_initialized():
             import gc
 
