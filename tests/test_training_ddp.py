@@ -10,13 +10,10 @@ that both runs draw the same computation.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
-import socket
 import subprocess
 import sys
-import weakref
 
 import pytest
 import torch
@@ -68,39 +65,3 @@ def test_two_process_ddp_keeps_the_cursor_and_matches_one_process(tmp_path):
     assert ddp_weights.keys() == single_weights.keys()
     for name in ddp_weights:
         torch.testing.assert_close(ddp_weights[name], single_weights[name], rtol=1e-4, atol=1e-5)
-
-
-def test_leaving_the_world_frees_the_ddp_wrapper_that_holds_the_group_first(monkeypatch):
-    """A DDP wrapper sits in a reference cycle and its reducer holds the process group: a trainer
-    gone from every frame keeps the group alive until the cycle collector runs, which may be
-    only at the interpreter's exit, after the group was destroyed. ``Dist.close`` collects it first."""
-    import torch.distributed as dist
-
-    with socket.socket() as probe:  # a free loopback port for the group's store
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
-    monkeypatch.setenv("MASTER_PORT", str(port))
-    dist.init_process_group("gloo", rank=0, world_size=1)
-    collecting = gc.isenabled()
-    gc.disable()  # no collection but the one Dist.close makes
-    try:
-        monkeypatch.setenv("WORLD_SIZE", "2")  # Dist leaves the group as a rank of a larger world does
-        world = session.Dist("cpu")
-        wrapper = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))
-        wrapper(torch.ones(1, 2)).sum().backward()
-        alive = weakref.ref(wrapper)
-        del wrapper
-        assert alive() is not None  # the cycle: dropping the last name frees nothing
-        freed_before_destroy = []
-        destroy = dist.destroy_process_group
-        monkeypatch.setattr(dist, "destroy_process_group",
-                            lambda *args, **kwargs: (freed_before_destroy.append(alive() is None), destroy(*args, **kwargs)))
-        world.close()
-        assert freed_before_destroy == [True]
-        assert not dist.is_initialized()
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-        if collecting:
-            gc.enable()

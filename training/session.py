@@ -163,19 +163,8 @@ class Dist:
 
     def close(self, clean: bool = True) -> None:
         """Leave the process group; after a clean end, wait for every rank first (a gloo peer
-        that exits while another still tears down can abort it).
-
-        A ``DistributedDataParallel`` wrapper sits in a reference cycle, and its reducer holds
-        the process group: a trainer gone from every frame keeps the group alive until the
-        cycle collector runs, which may be only at the interpreter's exit, after the group was
-        destroyed. The cycles are collected first, so that the group always ends here. (A rank
-        aborted once in a full suite, "terminate called without an active exception", at a
-        point its output does not show; this is one teardown order it could come from, not
-        one it was seen to.)"""
+        that exits while another still tears down can abort it)."""
         if self.world_size > 1 and self.dist.is_initialized():
-            import gc
-
-            gc.collect()
             if clean:
                 self.dist.barrier()
             self.dist.destroy_process_group()
