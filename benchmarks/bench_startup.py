@@ -17,13 +17,11 @@ among the regular expressions), medians of three. Issue 28: the imports were 81%
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -126,17 +124,10 @@ def attribute(modules: Path, cwd: Path, env: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds; figures are medians (default 7)")
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "wiki-startup-bench")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error("--rounds must be at least 1")
     wake, writers = _load("bench_wake"), _load("bench_writers")
+    args = wake.parse_bench_args(argv, __doc__, "wiki-startup-bench")
     run_measured = writers.bench_lint.run_measured
-    script = Path(sys.executable).with_name("wiki")
-    wiki = [str(script)] if script.exists() else [sys.executable, "-m", "wikiengine"]
+    wiki = wake.wiki_command()
     env = {**os.environ, **wake.ENV}
     args.work.mkdir(parents=True, exist_ok=True)
     lane = wake.make_lane(args.work, wiki, env)

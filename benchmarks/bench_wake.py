@@ -100,18 +100,29 @@ def head(root: Path) -> str:
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_bench_args(argv: list[str] | None, doc: str, work_name: str) -> argparse.Namespace:
+    """The options of a whole-process benchmark on the lane: --rounds, --work, --json."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds; figures are medians (default 7)")
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "wiki-wake-bench")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / work_name)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    return args
+
+
+def wiki_command() -> list[str]:
+    """The installed ``wiki`` script beside this interpreter, else ``python -m wikiengine``."""
+    script = Path(sys.executable).with_name("wiki")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "wikiengine"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_bench_args(argv, __doc__, "wiki-wake-bench")
     writers = _load("bench_writers")
     run_measured = writers.bench_lint.run_measured
-    script = Path(sys.executable).with_name("wiki")
-    wiki = [str(script)] if script.exists() else [sys.executable, "-m", "wikiengine"]
+    wiki = wiki_command()
     env = {**os.environ, **ENV}
     args.work.mkdir(parents=True, exist_ok=True)
     lane, relay = make_lane(args.work, wiki, env), make_relay(args.work, wiki, env)
