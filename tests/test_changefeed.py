@@ -1,7 +1,9 @@
 """Git's index as the lint cache's change feed (lint/changefeed.py): a warm whole-wiki run
 takes the pages git compared and found as their index blobs as fresh without looking at
 them, and never takes git's word where git did not compare (assume-unchanged,
-skip-worktree, an fsmonitor) or where the index changed during the run."""
+skip-worktree, an fsmonitor) or where the index changed during the run. A run whose files
+git vouches for as the last run left them takes that run's per-file results whole (the run
+snapshot, lint/snapshot.py), and no other run does."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def wiki(template, tmp_path, monkeypatch) -> Path:
     shutil.copytree(template, root, symlinks=True)
     for path in (root / "wiki").rglob("*"):
         os.utime(path, (AN_HOUR_AGO, AN_HOUR_AGO))
-    for _ in range(3):  # cold; then the blobs taken; then from git
+    for _ in range(3):  # cold; then the blobs taken (and the run snapshot); then from git
         settle_index(root)
         result = lint(root)
     assert result.stats["vouched"] > 20 and not result.stats.get("analysed")
@@ -173,3 +175,118 @@ def test_a_path_run_a_select_without_git_rules_no_cache_and_a_small_wiki_do_not_
     assert lint(wiki).stats["vouched"]
     monkeypatch.setattr(runner, "FEED_THRESHOLD", len(discover(wiki)) + 1)
     assert "vouched" not in lint(wiki).stats
+
+
+def rendered(result) -> list[str]:
+    return [f.render() for f in result.findings]
+
+
+def test_a_run_over_the_bytes_the_last_run_saw_takes_its_snapshot_and_reads_no_entry(wiki):
+    settle_index(wiki)
+    result = lint(wiki)
+    assert result.stats["snapshot"] == 1 and "index_read" not in result.stats and not result.stats.get("analysed")
+    assert rendered(result) == findings(wiki, use_cache=False)
+
+
+def test_an_edit_is_analysed_and_recorded_and_a_commit_of_it_recorded_again(wiki):
+    rel = an_experiment(wiki)
+    break_status(wiki, rel)
+    settle_index(wiki)
+    edited = lint(wiki)
+    assert "snapshot" not in edited.stats and edited.stats["analysed"] == 1 and edited.stats["snapshot_saved"] == 1
+    settle_index(wiki)
+    again = lint(wiki)  # the edited page is no blob of git's: known by its content hash
+    assert again.stats["snapshot"] == 1
+    assert rendered(again) == rendered(edited) == findings(wiki, use_cache=False)
+    assert any(f.path == rel for f in again.findings)
+    (wiki / rel).write_text((wiki / rel).read_text(encoding="utf-8") + "\nAnd [gone](gone.md).\n", encoding="utf-8")
+    os.utime(wiki / rel, (AN_HOUR_AGO + 2, AN_HOUR_AGO + 2))
+    settle_index(wiki)
+    edited = lint(wiki)  # edited again: another content hash
+    assert "snapshot" not in edited.stats and edited.stats["analysed"] == 1
+    assert rendered(edited) == findings(wiki, use_cache=False) != rendered(again)
+    commit_all(wiki, "broken")
+    settle_index(wiki)
+    committed = lint(wiki)  # now known by its blob: every entry looked up once more
+    assert "snapshot" not in committed.stats and not committed.stats.get("analysed")
+    assert committed.stats["snapshot_saved"] == 1
+    settle_index(wiki)
+    taken = lint(wiki)
+    assert taken.stats["snapshot"] == 1
+    assert rendered(taken) == rendered(committed) == findings(wiki, use_cache=False)
+    assert any(f.path == rel and f.code == "WK002" for f in taken.findings)
+
+
+def test_an_untracked_page_and_its_suppressions_come_back_with_the_snapshot(wiki):
+    page = wiki / "wiki" / "new-note.md"
+    page.write_text("# New\n\n<!-- wiki-lint: disable LNK001 -->\nSee [gone](gone.md).\n\n"
+                    "See [lost](lost.md).\n\n<!-- wiki-lint: disable-file LAY003 -->\n", encoding="utf-8")
+    os.utime(page, (AN_HOUR_AGO, AN_HOUR_AGO))
+    settle_index(wiki)
+    first = lint(wiki)
+    assert "snapshot" not in first.stats and first.stats["analysed"] == 1
+    settle_index(wiki)
+    second = lint(wiki)
+    uncached = lint(wiki, use_cache=False)
+    assert second.stats["snapshot"] == 1
+    assert rendered(second) == rendered(first) == rendered(uncached)
+    assert second.suppressed == first.suppressed == uncached.suppressed >= 1
+    ours = [f.code for f in second.findings if f.path == "wiki/new-note.md"]
+    assert "LNK001" in ours and "WK100" in ours  # the link left unsilenced, the unused directive
+    page.unlink()
+    assert findings(wiki) == findings(wiki, use_cache=False)
+    assert not any(line.startswith("wiki/new-note.md") for line in findings(wiki))
+
+
+def test_another_selection_of_rules_does_not_take_the_snapshot(wiki):
+    selected = LintConfig(select=["EXP", "LNK"])
+    settle_index(wiki)
+    result = lint(wiki, config=selected)
+    assert "snapshot" not in result.stats and result.stats["vouched"]
+    assert rendered(result) == rendered(lint(wiki, config=selected, use_cache=False))
+    settle_index(wiki)
+    assert lint(wiki, config=selected).stats["snapshot"] == 1
+    settle_index(wiki)
+    assert "snapshot" not in lint(wiki).stats  # one snapshot is kept: the last run's
+
+
+def test_a_snapshot_not_signed_with_the_users_key_is_not_taken(wiki):
+    planted = wiki / ".wiki_cache" / "run.marshal"
+    data = planted.read_bytes()
+    planted.write_bytes(bytes(32) + data[32:])  # its tag forged
+    settle_index(wiki)
+    result = lint(wiki)
+    assert "snapshot" not in result.stats and result.stats["snapshot_saved"] == 1
+    assert rendered(result) == findings(wiki, use_cache=False)
+
+
+def test_a_page_edited_after_git_compared_it_is_not_recorded_by_its_blob(wiki, monkeypatch):
+    """Git vouched for the committed bytes of a page whose entry it had not vouched for before;
+    the run then read an edit. The edit's results must not be kept under the committed blob:
+    with those bytes back, the page would show the edit's findings."""
+    rel = an_experiment(wiki)
+    path = wiki / rel
+    committed = path.read_bytes()
+
+    def put_back() -> None:
+        path.write_bytes(committed)
+        os.utime(path, (AN_HOUR_AGO + 5, AN_HOUR_AGO + 5))
+        findings(wiki)  # the committed bytes analysed again: an entry with no blob yet
+
+    break_status(wiki, rel)
+    findings(wiki)
+    put_back()
+    real_take_feed = runner._take_feed
+
+    def edited_after_git_looked(ctx, index_then):
+        real_take_feed(ctx, index_then)
+        break_status(wiki, rel)
+
+    monkeypatch.setattr(runner, "_take_feed", edited_after_git_looked)
+    settle_index(wiki)
+    raced = lint(wiki)
+    assert raced.stats["vouched"] and raced.stats["analysed"] == 1 and "snapshot_saved" not in raced.stats
+    monkeypatch.setattr(runner, "_take_feed", real_take_feed)
+    put_back()
+    assert findings(wiki) == findings(wiki, use_cache=False)
+    assert not any(line.startswith(rel) for line in findings(wiki))

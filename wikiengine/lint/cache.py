@@ -12,6 +12,8 @@ what it needs.
   the pages its rules look up.
 - **The memos** (``memos.marshal``): what whole-wiki runs keep between them (the link
   verdicts, the kind index), read on first use: a PATH run needs none of them.
+- **The run snapshot** (``run.marshal``): a whole-wiki run's per-file results, for the next
+  run in which git vouches for every page (:mod:`~wikiengine.lint.snapshot`).
 - **Record shards** (``lint/NN.marshal``, the same hash): per file, the frontmatter and
   the facts that cross-file rules collect, each fact keyed by its rule's fingerprint.
   Read only when a rule asks about a page: a pre-commit run over five pages opens at
@@ -62,6 +64,7 @@ from wikiengine.core.usercache import base_dir, read_private, work_tree_holding
 CACHE_DIR = ".wiki_cache"
 CACHE_FILE = "lint.marshal"  # the head
 MEMO_FILE = "memos.marshal"
+RUN_FILE = "run.marshal"  # the last whole-wiki run's per-file results (lint/snapshot.py)
 TABLE_DIR = "tables"  # tables/<hash of the name>.marshal: one table of page facts each, read when asked
 INDEX_DIR = "index"  # the index: index/NN.marshal
 SHARD_DIR = "lint"  # the record shards: lint/NN.marshal
@@ -294,6 +297,12 @@ class LintCache:
         self._fresh[rel] = result
         return result
 
+    @property
+    def looked_up(self) -> dict[str, dict | None]:
+        """Path -> its entry (None: stale or unknown) for every file :meth:`fresh` was asked of
+        or stored this run."""
+        return self._fresh
+
     def sha(self, rel: str) -> str | None:
         """The content hash of ``rel`` (from a fresh entry, else by reading the file)."""
         entry = self.fresh(rel)
@@ -482,6 +491,22 @@ class LintCache:
         self._tables[name] = (key, rows)
         self._tables_changed.add(name)
         self.dirty = True
+
+    def run_snapshot(self, key: str) -> dict | None:
+        """The run snapshot if it was made under ``key`` (:func:`~wikiengine.lint.snapshot.run_key`)."""
+        data = self._load(self.directory / RUN_FILE) if self.persist and self.written_ns else None
+        if data is None or data.get("key") != key:
+            return None
+        self.stats["snapshot"] += 1
+        return data
+
+    def store_run_snapshot(self, key: str, taken: dict) -> None:
+        """Write the run snapshot, after :meth:`save` (a file of its own: the head stays small for
+        PATH runs)."""
+        if self.persist and self.directory.is_dir():
+            with contextlib.suppress(OSError, ValueError):  # a snapshot that cannot be written only costs speed
+                if self._write(self.directory / RUN_FILE, {"key": key, **taken}):
+                    self.stats["snapshot_saved"] += 1
 
     def _table_path(self, name: str) -> Path:
         return self.directory / TABLE_DIR / f"{hashlib.blake2b(name.encode(), digest_size=8).hexdigest()}.marshal"

@@ -182,6 +182,7 @@ class LintContext:
         self._root_str = str(root)
         self._tree: Any = False  # the TrackedTree, read on first use (None outside git)
         self._wiki_fp: str | None = None
+        self._files_digest: str | None = None
 
     def close(self) -> None:
         """Let go of everything the run held. Pages point back at the context (their
@@ -253,7 +254,7 @@ class LintContext:
         if self._by_kind is None:
             key, files = None, self.files
             if self.cache is not None and self.cache.persist:
-                key = hashlib.blake2b("\n".join(files).encode(), digest_size=16).hexdigest()
+                key = self.files_digest()
                 held = self.cache.memo("kinds", key)  # kind -> positions in the file list
                 if held is not None:
                     self._by_kind = {kind: [files[i] for i in positions] for kind, positions in held.items()}
@@ -294,6 +295,12 @@ class LintContext:
         while end < len(files) and files[end].startswith(prefix):
             end += 1
         return files[start:end]
+
+    def targets_under(self, prefix: str) -> list[str]:
+        """The targets whose path starts with ``prefix`` (bisected in a whole-wiki run)."""
+        if self.targets is self.files:
+            return self.files_under(prefix)
+        return [rel for rel in self.targets if rel.startswith(prefix)]
 
     def exists(self, rel: str) -> bool:
         """Does the file or directory ``rel`` (relative to the root) exist?"""
@@ -356,15 +363,25 @@ class LintContext:
             cache.stats["tabled"] += tabled
         return values
 
+    def files_digest(self) -> str:
+        """A hash of the list of files (SHA-256: here 2.3 times as fast as BLAKE2b on 5 MB of
+        paths at 50,000 pages, with the CPU's SHA instructions)."""
+        if self._files_digest is None:
+            self._files_digest = hashlib.sha256("\n".join(self.files).encode()).hexdigest()
+        return self._files_digest
+
     def wiki_fingerprint(self) -> str:
         """A hash of every file's path and content hash (from the cache where fresh)."""
         if self._wiki_fp is None:
-            digest = hashlib.blake2b(digest_size=16)
-            digest.update("\0".join(self.files).encode())
+            digest = hashlib.sha256(self.files_digest().encode())
             # each hash is 32 hex digits, or "-" for an unreadable file: the run of them reads back one way
             digest.update("".join(self.cache.shas(self.files)).encode())
             self._wiki_fp = digest.hexdigest()
         return self._wiki_fp
+
+    def assume_wiki_fingerprint(self, fingerprint: str) -> None:
+        """Take :meth:`wiki_fingerprint` as known (a run snapshot holds it: lint/snapshot.py)."""
+        self._wiki_fp = fingerprint
 
     def wiki_memo(self, name: str, compute: Callable[[], Any], inputs: str = "") -> Any:
         """``compute()``, kept in the cache while no page of the wiki and nothing of ``inputs``

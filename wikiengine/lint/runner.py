@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from wikiengine.core.errors import WikiError
 from wikiengine.core.page import decode, parse_page
 from wikiengine.lint import baseline as baseline_mod
-from wikiengine.lint import grandfather, suppress
+from wikiengine.lint import grandfather, snapshot, suppress
 from wikiengine.lint.cache import (
     LintCache,
     content_hash,
@@ -126,6 +126,13 @@ def lint(
     ran = _open_git(ctx, codes, base, notices, view)
     if index_then is not None and ctx.git is not None and len(ctx.files) >= FEED_THRESHOLD:
         _take_feed(ctx, index_then)
+    # A whole-wiki run whose files git vouches for as the last one saw them takes that run's
+    # per-file results whole (lint/snapshot.py); otherwise it looks up every file's entry.
+    wanted = _wanted(ctx.cache, codes)
+    key = snapshot.run_key(ctx, wanted) if paths is None and use_cache else None
+    held = ctx.cache.run_snapshot(key) if key is not None else None
+    if paths is None and held is None:
+        ctx.cache.read_index()  # every file is looked up: at once, not shard by shard
     # A PATH run imports only the rules that can apply to its targets (and the files deleted
     # since the base, on which a deletion is reported); the others count as run (scopes.py).
     rules = selected_rules(config, None if paths is None else _reported_kinds(ctx))
@@ -135,7 +142,15 @@ def lint(
 
     findings: list[Finding] = []
     directives: dict[str, list[tuple]] = {}
-    unreadable = _per_file_pass(ctx, codes, rules, findings, directives, jobs)
+    if held is not None:
+        unreadable = snapshot.replay(held, findings, directives)
+        ctx.assume_wiki_fingerprint(held["wiki_fp"])
+        key = None
+    else:
+        unreadable = _per_file_pass(ctx, codes, rules, findings, directives, jobs)
+        # recorded also after an edit: the run after it finds the edited page as this one left it
+        key = snapshot.run_key(ctx, wanted, recording=True) if paths is None and use_cache else None
+        taken = snapshot.taken(findings, directives, unreadable, ctx.wiki_fingerprint()) if key is not None else None
     # A deleted file is no target (it is not there to lint), but what a rule says about
     # its deletion (EXP007) is reported on its path in every run, PATH runs included.
     reported = set(ctx.targets) | set(ctx.git.deleted()) if ctx.git is not None else set(ctx.targets)
@@ -156,6 +171,8 @@ def lint(
         # analyse again, and they change again before the next commit. Pages put in a
         # table of facts (a writer's re-lint of the index) are settled: they are kept.
         ctx.cache.save(ctx.files)
+    if key is not None:
+        ctx.cache.store_run_snapshot(key, taken)
     result = LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                         baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered,
                         unreadable=unreadable, stats=dict(ctx.cache.stats))
@@ -203,8 +220,6 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes
     # change must not leave cached page findings behind.
     cache = LintCache.open(root, engine_fingerprint(_programs_fingerprint(root, files)), persist=use_cache)
     cache.rule_fps = {code: config.rule_fingerprint(code) for code in codes}
-    if paths is None:
-        cache.read_index()  # every file is looked up: at once, not shard by shard
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
     if _reads_tracked(codes):
         ctx.prefetch_tracked()
@@ -258,16 +273,15 @@ def _baselined(findings: list[Finding], ctx: LintContext, rules, codes: list[str
 def _programs_fingerprint(root: Path, files: list[str]) -> str:
     """A hash of every experiments program (they carry lanes' page conventions)."""
     digest = hashlib.blake2b(digest_size=16)
-    for rel in files:
-        if rel.startswith("wiki/experiments/") and rel.endswith("/program.md"):
-            path = root / rel
-            try:
-                if not stat.S_ISREG(os.lstat(path).st_mode):
-                    continue  # a FIFO or a symlink is never opened here (WK001 reports it)
-                with open(path, "rb") as handle:
-                    digest.update(rel.encode() + b"\0" + handle.read(1 << 20))
-            except OSError:
-                continue
+    for rel in [rel for rel in files if rel.endswith("/program.md") and rel.startswith("wiki/experiments/")]:
+        path = root / rel
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                continue  # a FIFO or a symlink is never opened here (WK001 reports it)
+            with open(path, "rb") as handle:
+                digest.update(rel.encode() + b"\0" + handle.read(1 << 20))
+        except OSError:
+            continue
     return digest.hexdigest()
 
 
@@ -324,8 +338,8 @@ def _per_file_pass(ctx: LintContext, selected: list[str], rules, findings: list[
     are recorded as run: they find and collect nothing there."""
     page_rules, fact_rules = _page_rules(rules)
     cache = ctx.cache
-    codes = {code for code in selected if scope(code).kinds and not scope(code).needs_git}
-    wanted = cache.wanted(codes | {code for code in selected if scope(code).collects and not scope(code).needs_git})
+    codes = _page_codes(selected)
+    wanted = _wanted(cache, selected)
     unreadable = set()
     todo: dict[frozenset, list[str]] = {}  # the rules to run -> the files to run them on
     fresh, missing_of = cache.fresh, cache.missing
@@ -356,6 +370,17 @@ def _per_file_pass(ctx: LintContext, selected: list[str], rules, findings: list[
                 entry = cache.merge(rel, entry, record)
             _collect_entry(rel, entry, codes, findings, directives, unreadable)
     return unreadable
+
+
+def _page_codes(selected: list[str]) -> set[str]:
+    """The page rules among the ``selected`` codes (the git-aware ones are never cached)."""
+    return {code for code in selected if scope(code).kinds and not scope(code).needs_git}
+
+
+def _wanted(cache: LintCache, selected: list[str]) -> frozenset:
+    """The rule set an entry must hold for the ``selected`` codes: the page rules and the collectors."""
+    return cache.wanted(_page_codes(selected) | {code for code in selected
+                                                  if scope(code).collects and not scope(code).needs_git})
 
 
 def _collect_entry(rel: str, entry: dict, codes: set[str], findings: list[Finding], directives: dict,

@@ -55,10 +55,10 @@ class CodebaseCommitPinned(Rule):
 
     def wiki_inputs(self, ctx):
         """The gitlinks of git's index (the pinned commits), when there is a codebase page."""
-        return _pins_key(ctx) if any(rel.startswith("wiki/codebases/") for rel in ctx.targets) else ""
+        return _pins_key(ctx) if ctx.targets_under("wiki/codebases/") else ""
 
     def check_wiki(self, ctx):
-        pages = [rel for rel in ctx.targets if rel.startswith("wiki/codebases/")]
+        pages = ctx.targets_under("wiki/codebases/")
         tree = ctx.tracked() if pages else None
         if tree is None or not tree.gitlinks:
             return
