@@ -126,13 +126,7 @@ def lint(
     ran = _open_git(ctx, codes, base, notices, view)
     if index_then is not None and ctx.git is not None and len(ctx.files) >= FEED_THRESHOLD:
         _take_feed(ctx, index_then)
-    # A whole-wiki run whose files git vouches for as the last one saw them takes that run's
-    # per-file results whole (lint/snapshot.py); otherwise it looks up every file's entry.
-    wanted = _wanted(ctx.cache, codes)
-    key = snapshot.run_key(ctx, wanted) if paths is None and use_cache else None
-    held = ctx.cache.run_snapshot(key) if key is not None else None
-    if paths is None and held is None:
-        ctx.cache.read_index()  # every file is looked up: at once, not shard by shard
+    held = _held_snapshot(ctx, codes, paths is None and use_cache)
     # A PATH run imports only the rules that can apply to its targets (and the files deleted
     # since the base, on which a deletion is reported); the others count as run (scopes.py).
     rules = selected_rules(config, None if paths is None else _reported_kinds(ctx))
@@ -142,15 +136,8 @@ def lint(
 
     findings: list[Finding] = []
     directives: dict[str, list[tuple]] = {}
-    if held is not None:
-        unreadable = snapshot.replay(held, findings, directives)
-        ctx.assume_wiki_fingerprint(held["wiki_fp"])
-        key = None
-    else:
-        unreadable = _per_file_pass(ctx, codes, rules, findings, directives, jobs)
-        # recorded also after an edit: the run after it finds the edited page as this one left it
-        key = snapshot.run_key(ctx, wanted, recording=True) if paths is None and use_cache else None
-        taken = snapshot.taken(findings, directives, unreadable, ctx.wiki_fingerprint()) if key is not None else None
+    unreadable, made = _per_file_results(ctx, codes, rules, held, paths is None and use_cache, findings, directives,
+                                         jobs)
     # A deleted file is no target (it is not there to lint), but what a rule says about
     # its deletion (EXP007) is reported on its path in every run, PATH runs included.
     reported = set(ctx.targets) | set(ctx.git.deleted()) if ctx.git is not None else set(ctx.targets)
@@ -171,13 +158,38 @@ def lint(
         # analyse again, and they change again before the next commit. Pages put in a
         # table of facts (a writer's re-lint of the index) are settled: they are kept.
         ctx.cache.save(ctx.files)
-    if key is not None:
-        ctx.cache.store_run_snapshot(key, taken)
+    if made is not None:
+        ctx.cache.store_run_snapshot(*made)
     result = LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                         baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered,
                         unreadable=unreadable, stats=dict(ctx.cache.stats))
     ctx.close()
     return result
+
+
+def _held_snapshot(ctx: LintContext, codes: list[str], whole: bool) -> dict | None:
+    """The run snapshot a whole-wiki run takes when git vouches for its files as the last run
+    saw them (lint/snapshot.py); otherwise None, and a whole-wiki run reads the index at once."""
+    key = snapshot.run_key(ctx, _wanted(ctx.cache, codes)) if whole else None
+    held = ctx.cache.run_snapshot(key) if key is not None else None
+    if held is None and ctx.targets is ctx.files:
+        ctx.cache.read_index()  # every file is looked up: at once, not shard by shard
+    return held
+
+
+def _per_file_results(ctx: LintContext, codes: list[str], rules, held: dict | None, whole: bool,
+                      findings: list[Finding], directives: dict, jobs: int | None) -> tuple[set[str], tuple | None]:
+    """The per-file pass (or the run snapshot ``held`` in its stead): its unreadable targets, and
+    the snapshot this run makes (``(key, snapshot)``; None when it makes none)."""
+    if held is not None:
+        ctx.assume_wiki_fingerprint(held["wiki_fp"])
+        return snapshot.replay(held, findings, directives), None
+    unreadable = _per_file_pass(ctx, codes, rules, findings, directives, jobs)
+    # made also after an edit: the run after it finds the edited page as this one left it
+    key = snapshot.run_key(ctx, _wanted(ctx.cache, codes), recording=True) if whole else None
+    if key is None:
+        return unreadable, None
+    return unreadable, (key, snapshot.taken(findings, directives, unreadable, ctx.wiki_fingerprint()))
 
 
 def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) -> bool:
