@@ -167,7 +167,7 @@ class TrackedTree:
         """Path -> blob id of the regular files of the index that git checks against the work
         tree as it should: merged (stage 0), neither assume-unchanged nor skip-worktree (the
         ``H`` tag of ``ls-files -v``); what :mod:`~wikiengine.lint.changefeed` may vouch for.
-        Made on first use (a run under 5,000 files never asks: 1% of a warm run's instructions)."""
+        Made on first use (a run under 1,000 files never asks)."""
         if self._blobs is None:
             entries, paths, cut = self.listing or ([], [], 0)
             blob, stage = slice(9, cut - 3), cut - 2
