@@ -290,3 +290,34 @@ def test_a_page_edited_after_git_compared_it_is_not_recorded_by_its_blob(wiki, m
     put_back()
     assert findings(wiki) == findings(wiki, use_cache=False)
     assert not any(line.startswith(rel) for line in findings(wiki))
+
+
+def test_a_cold_run_knows_the_pages_whose_bytes_are_their_blobs_and_makes_a_snapshot(wiki):
+    """Each page a cold run reads is hashed as git hashes a blob: the pages that are their index
+    blobs are known by them at once, so the run after it takes the snapshot."""
+    shutil.rmtree(wiki / ".wiki_cache")
+    settle_index(wiki)
+    cold = lint(wiki)
+    assert cold.stats["analysed"] > 20 and cold.stats["snapshot_saved"] == 1
+    settle_index(wiki)
+    warm = lint(wiki)
+    assert warm.stats["snapshot"] == 1
+    assert rendered(warm) == rendered(cold) == findings(wiki, use_cache=False)
+
+
+def test_a_sha256_repository_is_hashed_as_git_hashes_it(template, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "FEED_THRESHOLD", 0)
+    root = tmp_path / "wiki256"
+    shutil.copytree(template, root, ignore=shutil.ignore_patterns(".git", ".wiki_cache"))
+    for path in root.rglob("*"):
+        os.utime(path, (AN_HOUR_AGO, AN_HOUR_AGO))
+    git(root, "init", "-q", "-b", "main", "--object-format=sha256")
+    git(root, "config", "commit.gpgsign", "false")
+    commit_all(root, "pages")
+    assert len(git(root, "rev-parse", "HEAD")) == 64
+    settle_index(root)
+    cold = lint(root)
+    assert cold.stats["vouched"] > 20 and cold.stats["snapshot_saved"] == 1
+    settle_index(root)
+    warm = lint(root)
+    assert warm.stats["snapshot"] == 1 and rendered(warm) == findings(root, use_cache=False)

@@ -42,7 +42,7 @@ from wikiengine.lint.cache import (
     stat_key,
     untrusted_place,
 )
-from wikiengine.lint.changefeed import ChangeFeed, index_before
+from wikiengine.lint.changefeed import ChangeFeed, blob_id, index_before
 from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings
@@ -413,12 +413,14 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
     entry and its shard record (:class:`~wikiengine.lint.cache.LintCache`)."""
     path = ctx.root / rel
     kind = kind_of(rel)
-    text, page, error = "", None, None
+    text, page, error, blob = "", None, None, ctx.cache.vouched.get(rel)
     try:
         data, st = read_page_bytes(path, rel)
         key, sha = stat_key(st), content_hash(data)
+        # the blob git vouched for, when these very bytes are it (git compared the file before they were read)
+        blob = blob if blob is not None and blob_id(data, blob) == blob else None
     except WikiError as err:
-        data, key, sha, error = None, None, None, err
+        data, key, sha, error, blob = None, None, None, err, None
     if data is not None:
         try:
             text = decode(data, rel)
@@ -446,6 +448,8 @@ def analyse_file(ctx: LintContext, rel: str, page_rules, fact_rules, keep: bool 
         "supp": suppress.parse_directives(text) if text else [],
         "date": grandfather.frontmatter_date(info.page.frontmatter) if info.page is not None else "",
     }
+    if blob is not None:
+        entry["blob"] = blob
     # a frontmatter value marshal cannot hold: the cache simply does not know it
     record = [sha, marshal_or_none(info.page.frontmatter) if info.page is not None else None, facts]
     if keep:
