@@ -7,7 +7,8 @@ The run, in order:
    hash and kept per rule; a fresh file is not read at all, and one whose entry lacks
    some selected rules (a ``--select`` run made it, or a rule's options changed) is
    analysed by those rules alone. Over more than :data:`POOL_THRESHOLD` files to
-   analyse, two forked workers share the pass.
+   analyse, two forked workers share the pass. A whole-wiki run whose files git vouches for
+   as the last run saw them takes that run's results whole instead (:mod:`~wikiengine.lint.snapshot`).
 2. **Git-aware page rules** (never cached: their answer depends on the base revision).
 3. **Cross-file rules** (``check_wiki``), with the whole wiki in view; in a whole-wiki
    run each rule's findings are cached by its fingerprint, the hash of every page and

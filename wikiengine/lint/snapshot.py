@@ -21,7 +21,9 @@ run that looked up every entry and found each vouched file's entry made from its
 (:meth:`~wikiengine.lint.cache.LintCache.fresh` records it). The run after an edit analyses
 the page and records the snapshot with the page's content hash, and the runs after it read
 the snapshot. After a commit, one run looks up every entry again (the page is now known by
-its blob) and records the snapshot anew.
+its blob) and records the snapshot anew. A cold run hashes each page it reads as git hashes
+a blob (:func:`~wikiengine.lint.changefeed.blob_id`): the pages that are their index blobs
+are known by them at once, and the run after it takes the snapshot.
 """
 
 from __future__ import annotations
