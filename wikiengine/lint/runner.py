@@ -130,7 +130,8 @@ def lint(
     ran = _open_git(ctx, codes, base, notices, view)
     if index_then is not None and ctx.git is not None and len(ctx.files) >= FEED_THRESHOLD:
         _take_feed(ctx, index_then)
-    held = _held_snapshot(ctx, codes, paths is None and use_cache)
+    wanted = _wanted(ctx.cache, codes)  # the rule set every entry (and the run snapshot) is keyed by
+    held = _held_snapshot(ctx, wanted, paths is None and use_cache)
     # A PATH run imports only the rules that can apply to its targets (and the files deleted
     # since the base, on which a deletion is reported); the others count as run (scopes.py).
     rules = selected_rules(config, None if paths is None else _reported_kinds(ctx))
@@ -140,8 +141,8 @@ def lint(
 
     findings: list[Finding] = []
     directives: dict[str, list[tuple]] = {}
-    unreadable, made = _per_file_results(ctx, codes, rules, held, paths is None and use_cache, findings, directives,
-                                         jobs)
+    unreadable, made = _per_file_results(ctx, codes, wanted, rules, held, paths is None and use_cache, findings,
+                                         directives, jobs)
     # A deleted file is no target (it is not there to lint), but what a rule says about
     # its deletion (EXP007) is reported on its path in every run, PATH runs included.
     reported = set(ctx.targets) | set(ctx.git.deleted()) if ctx.git is not None else set(ctx.targets)
@@ -171,26 +172,26 @@ def lint(
     return result
 
 
-def _held_snapshot(ctx: LintContext, codes: list[str], whole: bool) -> dict | None:
+def _held_snapshot(ctx: LintContext, wanted: frozenset, whole: bool) -> dict | None:
     """The run snapshot a whole-wiki run takes when git vouches for its files as the last run
     saw them (lint/snapshot.py); otherwise None, and a whole-wiki run reads the index at once."""
-    key = snapshot.run_key(ctx, _wanted(ctx.cache, codes)) if whole else None
+    key = snapshot.run_key(ctx, wanted) if whole else None
     held = ctx.cache.run_snapshot(key) if key is not None else None
     if held is None and ctx.targets is ctx.files:
         ctx.cache.read_index()  # every file is looked up: at once, not shard by shard
     return held
 
 
-def _per_file_results(ctx: LintContext, codes: list[str], rules, held: dict | None, whole: bool,
+def _per_file_results(ctx: LintContext, codes: list[str], wanted: frozenset, rules, held: dict | None, whole: bool,
                       findings: list[Finding], directives: dict, jobs: int | None) -> tuple[set[str], tuple | None]:
     """The per-file pass (or the run snapshot ``held`` in its stead): its unreadable targets, and
     the snapshot this run makes (``(key, snapshot)``; None when it makes none)."""
     if held is not None:
         ctx.assume_wiki_fingerprint(held["wiki_fp"])
         return snapshot.replay(held, findings, directives), None
-    unreadable = _per_file_pass(ctx, codes, rules, findings, directives, jobs)
+    unreadable = _per_file_pass(ctx, codes, wanted, rules, findings, directives, jobs)
     # made also after an edit: the run after it finds the edited page as this one left it
-    key = snapshot.run_key(ctx, _wanted(ctx.cache, codes), recording=True) if whole else None
+    key = snapshot.made_key(ctx, wanted) if whole else None
     if key is None:
         return unreadable, None
     return unreadable, (key, snapshot.taken(findings, directives, unreadable, ctx.wiki_fingerprint()))
@@ -344,18 +345,18 @@ def _page_rules(rules):
     return page_rules, fact_rules
 
 
-def _per_file_pass(ctx: LintContext, selected: list[str], rules, findings: list[Finding], directives: dict,
-                   jobs: int | None) -> set[str]:
+def _per_file_pass(ctx: LintContext, selected: list[str], wanted: frozenset, rules, findings: list[Finding],
+                   directives: dict, jobs: int | None) -> set[str]:
     """Run the page rules on every target; return the targets that could not be read or parsed.
 
     A fresh file whose entry lacks some of the rules (their fingerprint is not in its rule
     set) is analysed by those rules only; the others' findings and facts are kept. The
     ``selected`` rules that a PATH run did not import (they cannot apply to its targets)
-    are recorded as run: they find and collect nothing there."""
+    are recorded as run: they find and collect nothing there. ``wanted``: the rule set an entry
+    must hold (:func:`_wanted` of ``selected``)."""
     page_rules, fact_rules = _page_rules(rules)
     cache = ctx.cache
     codes = _page_codes(selected)
-    wanted = _wanted(cache, selected)
     unreadable = set()
     todo: dict[frozenset, list[str]] = {}  # the rules to run -> the files to run them on
     fresh, missing_of = cache.fresh, cache.missing

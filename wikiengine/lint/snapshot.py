@@ -37,30 +37,46 @@ if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext
 
 
-def run_key(ctx: LintContext, wanted: frozenset, recording: bool = False) -> str | None:
-    """The snapshot key of the run's files (``ctx.cache.vouched`` taken), or None when a file has
-    changed. ``recording``: after the per-file pass, when a vouched file counts only if its
-    entry was made from its blob."""
-    cache, files = ctx.cache, ctx.files
-    vouched = cache.vouched
+def run_key(ctx: LintContext, wanted: frozenset) -> str | None:
+    """The key under which this run may take a snapshot (``ctx.cache.vouched`` taken), or None
+    when a file git does not vouch for is not fresh (an edit)."""
+    vouched = ctx.cache.vouched
     if not vouched:
         return None
-    tokens = list(map(vouched.get, files))
-    if recording:
-        looked_up = cache.looked_up
-        for number, (rel, blob) in enumerate(zip(files, tokens)):
-            entry = looked_up.get(rel)
-            if entry is None or (entry.get("blob") != blob if blob is not None else not entry.get("sha")):
+    tokens = list(map(vouched.get, ctx.files))
+    for number in [number for number, blob in enumerate(tokens) if blob is None]:
+        entry = ctx.cache.fresh(ctx.files[number])  # not vouched for: untracked, in a submodule, changed
+        if entry is None or not entry.get("sha"):
+            return None
+        tokens[number] = "=" + entry["sha"]
+    return _digest(ctx, wanted, tokens)
+
+
+def made_key(ctx: LintContext, wanted: frozenset) -> str | None:
+    """The key of the snapshot this run's per-file pass makes, or None when some file's entry
+    does not say what its bytes are: a vouched file's entry must have been made from its very
+    blob, any other file's must be fresh."""
+    vouched = ctx.cache.vouched
+    if not vouched:
+        return None
+    looked_up = ctx.cache.looked_up
+    tokens = []
+    for rel in ctx.files:
+        entry, blob = looked_up.get(rel), vouched.get(rel)
+        if entry is None:
+            return None
+        if blob is None:
+            if not entry.get("sha"):
                 return None
-            if blob is None:
-                tokens[number] = "=" + entry["sha"]
-    else:
-        for number in [number for number, blob in enumerate(tokens) if blob is None]:
-            entry = cache.fresh(files[number])  # not vouched for: untracked, in a submodule, changed
-            if entry is None or not entry.get("sha"):
-                return None
-            tokens[number] = "=" + entry["sha"]
-    digest = hashlib.sha256(f"{cache.fingerprint}\0{ctx.files_digest()}\0".encode())
+            blob = "=" + entry["sha"]
+        elif entry.get("blob") != blob:
+            return None
+        tokens.append(blob)
+    return _digest(ctx, wanted, tokens)
+
+
+def _digest(ctx: LintContext, wanted: frozenset, tokens: list[str]) -> str:
+    digest = hashlib.sha256(f"{ctx.cache.fingerprint}\0{ctx.files_digest()}\0".encode())
     digest.update("\0".join(sorted(wanted)).encode() + b"\0")
     digest.update("\0".join(tokens).encode())
     return digest.hexdigest()
