@@ -173,6 +173,12 @@ def experiment_pages(corpus: Path, count: int, current_form: bool = False) -> li
     return found[::step][:count]
 
 
+def wiki_command() -> list[str]:
+    """The installed ``wiki`` script beside this interpreter, else ``python -m wikiengine``."""
+    script = Path(sys.executable).with_name("wiki")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "wikiengine"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=10000)
@@ -191,8 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         corpus = args.work / f"corpus-{args.pages}"
         make_corpus(corpus, args.pages)
-    wiki = Path(sys.executable).with_name("wiki")
-    lint = [str(wiki), "lint"] if wiki.exists() else [sys.executable, "-m", "wikiengine", "lint"]
+    lint = [*wiki_command(), "lint"]
     peer = None if args.no_peer else install_peer(args.work / "peer")
     rumdl = None if args.no_peer else install_rumdl(args.work / "rumdl")
     versions = {"wiki": tool_version([*lint[:-1], "--version"]), "python": sys.version.split()[0]}

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_lint import FLOOR_SCRIPT, experiment_pages, make_corpus, run_measured  # noqa: E402
+from bench_lint import FLOOR_SCRIPT, experiment_pages, make_corpus, run_measured, wiki_command  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,8 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.pages.split(",") if size.strip()]
 
-    wiki = Path(sys.executable).with_name("wiki")
-    lint = [str(wiki), "lint"] if wiki.exists() else [sys.executable, "-m", "wikiengine", "lint"]
+    lint = [*wiki_command(), "lint"]
     corpora = {}
     for size in sizes:
         corpus = corpora[size] = args.work / f"corpus-{size}"

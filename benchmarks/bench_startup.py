@@ -96,15 +96,6 @@ print(json.dumps({"imports_s": total, "dataclasses_import_s": dataclasses_import
 """
 
 
-def _load(name: str):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def record_modules(args: list[str], cwd: Path, env: dict, out: Path) -> Path:
     """The modules ``wiki ARGS`` imports, in their order, written to ``out``: after one run of
     it, so that the list is a warm run's (a first lint imports what a cold cache needs)."""
@@ -124,10 +115,13 @@ def attribute(modules: Path, cwd: Path, env: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    wake, writers = _load("bench_wake"), _load("bench_writers")
+    sys.path.insert(0, str(HERE))
+    import bench_wake as wake
+    import bench_writers as writers
+
     args = wake.parse_bench_args(argv, __doc__, "wiki-startup-bench")
     run_measured = writers.bench_lint.run_measured
-    wiki = wake.wiki_command()
+    wiki = writers.bench_lint.wiki_command()
     env = {**os.environ, **wake.ENV}
     args.work.mkdir(parents=True, exist_ok=True)
     lane = wake.make_lane(args.work, wiki, env)

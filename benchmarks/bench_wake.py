@@ -112,17 +112,11 @@ def parse_bench_args(argv: list[str] | None, doc: str, work_name: str) -> argpar
     return args
 
 
-def wiki_command() -> list[str]:
-    """The installed ``wiki`` script beside this interpreter, else ``python -m wikiengine``."""
-    script = Path(sys.executable).with_name("wiki")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "wikiengine"]
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_bench_args(argv, __doc__, "wiki-wake-bench")
     writers = _load("bench_writers")
     run_measured = writers.bench_lint.run_measured
-    wiki = wiki_command()
+    wiki = writers.bench_lint.wiki_command()
     env = {**os.environ, **ENV}
     args.work.mkdir(parents=True, exist_ok=True)
     lane, relay = make_lane(args.work, wiki, env), make_relay(args.work, wiki, env)

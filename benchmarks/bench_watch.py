@@ -39,8 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "wiki-watch-bench")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    script = Path(sys.executable).with_name("wiki")
-    wiki = [str(script)] if script.exists() else [sys.executable, "-m", "wikiengine"]
+    wiki = writers.bench_lint.wiki_command()
     corpus = args.work / f"corpus-{args.pages}"
     writers.make_corpus(corpus, args.pages, wiki)
     env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",

@@ -213,8 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pages < 20 or args.rounds < 1:
         parser.error("--pages must be at least 20 (one page per lane) and --rounds at least 1")
 
-    script = Path(sys.executable).with_name("wiki")
-    wiki = [str(script)] if script.exists() else [sys.executable, "-m", "wikiengine"]
+    wiki = bench_lint.wiki_command()
     env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com", "USER": "bench"}
     if args.real_shape:

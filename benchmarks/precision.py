@@ -43,23 +43,21 @@ def ensure_corpus(corpus: Path, seed: int) -> None:
 
     shutil.rmtree(corpus, ignore_errors=True)
     print(f"generating the real-shape corpus into {corpus} ...", file=sys.stderr)
-    _gen_wiki().generate_real(corpus, seed=seed)
+    _sibling("gen_wiki").generate_real(corpus, seed=seed)
     stamp.write_text(generator + "\n")
 
 
-def _gen_wiki():
-    """benchmarks/gen_wiki.py, loaded by its path (this script runs as a file or with -m)."""
-    spec = importlib.util.spec_from_file_location("gen_wiki", HERE / "gen_wiki.py")
-    gen_wiki = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_wiki)
-    return gen_wiki
+def _sibling(name: str):
+    """benchmarks/NAME.py, loaded by its path (this script runs as a file or with -m)."""
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def lint_findings(corpus: Path) -> list[dict]:
     """``wiki lint --format json`` in the corpus, no configuration, no cache."""
-    wiki = Path(sys.executable).with_name("wiki")
-    argv = [str(wiki)] if wiki.exists() else [sys.executable, "-m", "wikiengine"]
-    proc = subprocess.run([*argv, "lint", "--format", "json", "--no-cache"], cwd=corpus, capture_output=True, text=True)
+    proc = subprocess.run([*_sibling("bench_lint").wiki_command(), "lint", "--format", "json", "--no-cache"], cwd=corpus, capture_output=True, text=True)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"wiki lint failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
     return json.loads(proc.stdout)
