@@ -103,6 +103,20 @@ def test_row41_blockwise_links_equal_markdown_it_on_every_spec_example():
 
 
 @pytest.mark.parametrize("text, links", [
+    ("`\n[a](a.md)\n`", []),  # found by the property above: one code span over three lines
+    ("Run `make\n[a](a.md) all` and see [b](b.md).\n", ["b.md"]),
+    ("``\n[a](a.md)\n``\n", []),
+    ("a `b` c\n[a](a.md)\n", ["a.md"]),  # the backticks pair on their own line: the link stands
+])
+def test_row41_a_code_span_that_runs_over_lines_hides_the_links_in_it(text, links):
+    """A line with a backtick string left open may start a code span that ends lines later,
+    in the same paragraph: the line scan must not take the lines between as certain."""
+    assert [dest for _line, _col, dest in link_destinations(text)] == links
+    assert [dest for _line, _col, dest in _blockwise_links(text, 1)] == links
+    assert [dest for _line, _col, dest in markdown_it_links(text)] == links
+
+
+@pytest.mark.parametrize("text, links", [
     ("- a\n  ```\nb [x](x.md)\n", ["x.md"]),  # the column-0 line ends the item and its fence
     ("- <div>\n  [x](x.md)\n", []),  # an HTML block inside a list item
     (">     [x](x.md)\n", []),  # indented code inside a block quote

@@ -72,6 +72,8 @@ def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | No
                 return None  # a fence indented or inside a container
             fence = _FENCE_RE.match(line).group(1)
             continue
+        if "`" in line and _masked_code_spans(line) is None:
+            return None  # a backtick string left open: a code span may run on over the next lines
         brackets = "[" in line or "]" in line
         if not brackets and "<" not in line and "\t" not in line:
             continue
