@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from tests.rules_wiki import commit_all, git
 from wikiengine.lint import lint, runner
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.context import discover
+from wikiengine.lint.gitview import TrackedTree
 
 AN_HOUR_AGO = time.time() - 3600
 
@@ -321,3 +323,80 @@ def test_a_sha256_repository_is_hashed_as_git_hashes_it(template, tmp_path, monk
     settle_index(root)
     warm = lint(root)
     assert warm.stats["snapshot"] == 1 and rendered(warm) == findings(root, use_cache=False)
+
+
+def test_a_snapshot_run_makes_no_table_of_blobs(wiki, monkeypatch):
+    """The run that takes the snapshot asks git only which files it does not vouch for and the
+    hash of its index listing: the table of every path's blob is never made."""
+
+    def no_table(self):
+        raise AssertionError("the table of blobs was made")
+
+    monkeypatch.setattr(TrackedTree, "blobs", no_table)
+    settle_index(wiki)
+    result = lint(wiki)
+    assert result.stats["snapshot"] == 1 and result.stats["vouched"] > 20
+    assert rendered(result) == findings(wiki, use_cache=False)
+
+
+def test_a_page_git_does_not_compare_is_known_by_its_content_in_the_snapshot(wiki):
+    """An assume-unchanged page (git's listing is then not plain: the entry-by-entry way) is one
+    git does not vouch for: the snapshot is keyed by its content, and an edit git cannot see
+    still means no snapshot."""
+    rel = an_experiment(wiki)
+    git(wiki, "update-index", "--assume-unchanged", "--", rel)
+    break_status(wiki, rel)
+    first = findings(wiki)
+    settle_index(wiki)
+    again = lint(wiki)
+    assert again.stats["snapshot"] == 1 and rendered(again) == first == findings(wiki, use_cache=False)
+    assert any(line.startswith(rel) for line in first)
+    committed = git(wiki, "show", f"HEAD:{rel}") + "\n"
+    (wiki / rel).write_text(committed, encoding="utf-8")  # back to its committed bytes: git is not asked
+    os.utime(wiki / rel, (AN_HOUR_AGO + 3, AN_HOUR_AGO + 3))
+    settle_index(wiki)
+    mended = lint(wiki)
+    assert "snapshot" not in mended.stats and mended.stats["analysed"] == 1
+    assert rendered(mended) == findings(wiki, use_cache=False)
+    assert not any(f.path == rel for f in mended.findings)
+
+
+def test_what_git_vouches_for_is_one_answer_however_it_is_asked(tmp_path):
+    """Vouched's cheap questions (whether, which not, how many) agree with its table of blobs,
+    in a plain index and in one holding every kind of entry git does not check as it should."""
+    from wikiengine.lint.changefeed import Vouched
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    names = [f"wiki/p{n}.md" for n in range(6)]
+    for name in names:
+        (root / name).parent.mkdir(exist_ok=True)
+        (root / name).write_text(f"# {name}\n", encoding="utf-8")
+    git(root, "add", "-A")
+    files = [*names, "wiki/untracked.md"]
+    plain = TrackedTree.read(root)
+    blob = git(root, "rev-parse", ":wiki/p0.md")
+    assert plain.plain and not plain.unvouchable() and plain.digest
+    _agree(Vouched(plain, {"wiki/p1.md"}), files, plain.blobs())
+    git(root, "update-index", "--assume-unchanged", "wiki/p2.md")
+    git(root, "update-index", "--skip-worktree", "wiki/p3.md")
+    (root / "wiki" / "link.md").symlink_to("p0.md")
+    git(root, "add", "wiki/link.md")
+    git(root, "update-index", "--add", "--cacheinfo", f"160000,{git(root, 'hash-object', '--stdin')},wiki/sub")
+    git(root, "update-index", "--force-remove", "wiki/p4.md")
+    conflict = "".join(f"100644 {blob} {stage}\twiki/p4.md\n" for stage in (1, 2, 3))
+    subprocess.run(["git", "update-index", "--index-info"], cwd=root, input=conflict, text=True, check=True)
+    mixed = TrackedTree.read(root)
+    assert not mixed.plain and mixed.digest != plain.digest
+    assert mixed.unvouchable() == {"wiki/p2.md", "wiki/p3.md", "wiki/p4.md", "wiki/link.md", "wiki/sub"}
+    assert "wiki/sub" in mixed.gitlinks and "wiki/p4.md" in mixed.files
+    _agree(Vouched(mixed, {"wiki/p1.md"}), [*files, "wiki/link.md"], mixed.blobs())
+
+
+def _agree(vouched, files: list[str], blobs: dict[str, str]) -> None:
+    table = {rel: blob for rel, blob in blobs.items() if rel != "wiki/p1.md"}
+    assert {rel for rel in files if vouched.get(rel)} == {rel for rel in files if rel in table}
+    assert all(vouched.get(rel) == table[rel] for rel in files if rel in table)
+    assert vouched.others(files) == [rel for rel in files if rel not in table]
+    assert len(vouched) == len(table) and "wiki/p0.md" in table and "wiki/p1.md" not in table

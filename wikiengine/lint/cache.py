@@ -55,11 +55,15 @@ import time
 import zlib
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wikiengine.core.atomic import atomic_write_bytes
 from wikiengine.core.errors import PageError
 from wikiengine.core.safe_read import LIMITS, MAX_PAGE_BYTES, read_regular
 from wikiengine.core.usercache import base_dir, read_private, work_tree_holding
+
+if TYPE_CHECKING:
+    from wikiengine.lint.changefeed import Vouched
 
 CACHE_DIR = ".wiki_cache"
 CACHE_FILE = "lint.marshal"  # the head
@@ -181,8 +185,9 @@ class LintCache:
         self.dirty = False
         self.stats: Counter = Counter()
         self._fresh: dict[str, dict | None] = {}
-        # path -> the blob git vouches its work-tree bytes are (lint/changefeed.py), and when git looked
-        self.vouched: dict[str, str] = {}
+        # path -> the blob git vouches its work-tree bytes are (a changefeed.Vouched, read by
+        # ``get``; empty when git is not asked or not trusted), and when git looked
+        self.vouched: Vouched | dict[str, str] = {}
         self.vouched_since_ns = 0
         self._shards: dict[int, dict[str, list]] = {}  # record shards read
         self._new_records: dict[int, dict[str, list]] = {}  # shard -> records made this run

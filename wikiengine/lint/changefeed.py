@@ -29,10 +29,14 @@ import hashlib
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wikiengine.core import git
 from wikiengine.core.errors import GitError
 from wikiengine.lint.cache import RACY_NS
+
+if TYPE_CHECKING:
+    from wikiengine.lint.gitview import TrackedTree
 
 # settings under which git does not compare a tracked file's stat with its index entry
 _UNTRUSTED_SETTINGS = r"^core\.(fsmonitor|ignorestat|checkstat)$"
@@ -88,10 +92,10 @@ class ChangeFeed:
             self.close()
             raise
 
-    def vouched(self, changes: dict[str, str], blobs: dict[str, str]) -> dict[str, str]:
-        """Path -> index blob of the tracked files whose work-tree bytes are that blob:
-        ``blobs`` (:meth:`TrackedTree.blobs`) less the paths ``changes`` (``git diff HEAD``)
-        and the index's own changes against ``HEAD`` name; empty when git cannot be trusted."""
+    def vouched(self, changes: dict[str, str], tree: TrackedTree) -> Vouched | dict:
+        """The tracked files whose work-tree bytes are their index blob (:class:`Vouched`):
+        ``tree``'s less the paths ``changes`` (``git diff HEAD``) and the index's own changes
+        against ``HEAD`` name; empty when git cannot be trusted."""
         try:
             index, staged, settings = (running.result(check=False) for running in self._running)
         except GitError:  # past its deadline
@@ -101,14 +105,9 @@ class ChangeFeed:
             return {}
         if not index.ok or not self._settled(index.stdout.strip()):
             return {}
-        named = [rel for rel in staged.stdout.split("\0") if rel]
-        named.extend(changes)
-        if not named:
-            return blobs
-        vouched = dict(blobs)
-        for rel in named:
-            vouched.pop(rel, None)
-        return vouched
+        named = {rel for rel in staged.stdout.split("\0") if rel}
+        named.update(changes)
+        return Vouched(tree, named)
 
     def _settled(self, index: str) -> bool:
         """Did all the run's git processes read one index? Yes when the index file (``index``:
@@ -126,3 +125,36 @@ class ChangeFeed:
     def close(self) -> None:
         for running in self._running:
             running.close()
+
+
+class Vouched:
+    """Path -> index blob of the tracked files git vouches for (read by :meth:`get`): every
+    entry of ``tree`` it checks as it should, less the paths git named as changed (``named``).
+    The table of 50,000 blobs is made on first need: a run that takes the run snapshot asks
+    only which files git does not vouch for (:meth:`others`) and the listing's hash."""
+
+    def __init__(self, tree: TrackedTree, named: set[str]):
+        self.tree, self._named = tree, named
+        self._table: dict[str, str] | None = None
+
+    def vouches(self, rel: str) -> bool:
+        return rel in self.tree.files and rel not in self._named and rel not in self.tree.unvouchable()
+
+    def get(self, rel: str, default: str | None = None) -> str | None:
+        if not self.vouches(rel):
+            return default
+        if self._table is None:
+            blobs = self.tree.blobs()
+            self._table = {rel: blob for rel, blob in blobs.items() if rel not in self._named} if self._named else blobs
+        return self._table.get(rel, default)
+
+    def others(self, files: list[str]) -> list[str]:
+        """The files of ``files`` git does not vouch for, in their order."""
+        tracked, named, unvouchable = self.tree.files, self._named, self.tree.unvouchable()
+        if not unvouchable:
+            return [rel for rel in files if rel not in tracked or rel in named]
+        return [rel for rel in files if not self.vouches(rel)]
+
+    def __len__(self) -> int:
+        tracked = self.tree.files
+        return len(tracked) - sum(1 for rel in self._named | self.tree.unvouchable() if rel in tracked)

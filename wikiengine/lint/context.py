@@ -431,13 +431,12 @@ def discover(root: Path) -> list[str]:
             continue
         for dirpath, dirnames, filenames in os.walk(base, onerror=unreadable):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            prefix = dirpath[cut:].replace(os.sep, "/")
-            for name in filenames + dirnames:
-                if not name.isascii() and not _utf8(name):
-                    raise WikiError("file name is not valid UTF-8: rename it", _shown(f"{prefix}/{name}"))
-            for name in filenames:
-                if name.endswith(".md"):
-                    found.append(f"{prefix}/{name}")
+            prefix = dirpath[cut:].replace(os.sep, "/") + "/"
+            if not ("".join(filenames) + "".join(dirnames)).isascii():  # one test for the folder's usual case
+                for name in filenames + dirnames:
+                    if not name.isascii() and not _utf8(name):
+                        raise WikiError("file name is not valid UTF-8: rename it", _shown(prefix + name))
+            found += [prefix + name for name in filenames if name.endswith(".md")]
     return sorted(found)
 
 

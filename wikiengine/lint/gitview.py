@@ -9,8 +9,11 @@ about 10^4 times slower over a large wiki).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 
 from wikiengine.core import git
@@ -161,21 +164,35 @@ class TrackedTree:
     sorted_files: list[str] = field(default_factory=list)
     # the entries of ``ls-files``, their paths and where a path starts: read by blobs() alone
     listing: tuple[list[str], list[str], int] | None = field(default=None, repr=False)
+    digest: str = ""  # SHA-256 of the whole listing: every entry's path, tag, mode, blob and stage
+    plain: bool = True  # every entry a regular file (``H 100...``) at stage 0, git's usual case
     _blobs: dict[str, str] | None = field(default=None, repr=False)
+    _unvouchable: frozenset[str] | None = field(default=None, repr=False)
 
     def blobs(self) -> dict[str, str]:
         """Path -> blob id of the regular files of the index that git checks against the work
-        tree as it should: merged (stage 0), neither assume-unchanged nor skip-worktree (the
-        ``H`` tag of ``ls-files -v``); what :mod:`~wikiengine.lint.changefeed` may vouch for.
-        Made on first use (a run under 1,000 files never asks)."""
+        tree as it should (all but :meth:`unvouchable`); what :mod:`~wikiengine.lint.changefeed`
+        may vouch for. Made on first use (a run that takes the run snapshot never asks)."""
         if self._blobs is None:
             entries, paths, cut = self.listing or ([], [], 0)
-            blob, stage = slice(9, cut - 3), cut - 2
-            blobs = dict(zip(paths, [entry[blob] for entry in entries]))  # the paths reused, not cut again
-            for number in [n for n, entry in enumerate(entries) if not (entry.startswith("H 100") and entry[stage] == "0")]:
-                blobs.pop(paths[number], None)
+            unvouchable = self.unvouchable()
+            blobs = dict(zip(paths, [entry[9 : cut - 3] for entry in entries]))  # the paths reused, not cut again
+            for path in unvouchable:
+                blobs.pop(path, None)
             self._blobs, self.listing = blobs, None
         return self._blobs
+
+    def unvouchable(self) -> frozenset[str]:
+        """The paths of the index entries git does not check against the work tree as it should:
+        not merged (stage 1-3), marked assume-unchanged or skip-worktree (any tag but ``H`` of
+        ``ls-files -v``), or not a regular file (a symlink, a gitlink)."""
+        if self._unvouchable is None:
+            entries, paths, cut = self.listing or ([], [], 0)
+            stage = cut - 2
+            self._unvouchable = frozenset() if self.plain else frozenset(
+                paths[number] for number, entry in enumerate(entries)
+                if not (entry.startswith("H 100") and entry[stage] == "0"))
+        return self._unvouchable
 
     @classmethod
     def read(cls, root: Path) -> TrackedTree | None:
@@ -200,17 +217,21 @@ class TrackedTree:
         if not done.ok:
             return None  # not a git work tree
         # "<tag> <mode> <object id> <stage>\t<path>": the fields before the path have fixed widths
-        entries = done.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+        text = done.stdout.decode("utf-8", errors="surrogateescape")
+        digest = hashlib.sha256(done.stdout).hexdigest()
+        entries = text.split("\0")
         entries.pop()  # after the last NUL
         if not entries:
-            return cls(frozenset(), {}, [])
+            return cls(frozenset(), {}, [], digest=digest)
         cut = entries[0].index("\t") + 1  # the path starts here (object ids are 40 or 64 digits)
-        listed = paths = [entry[cut:] for entry in entries]
-        gitlinks = {entry[cut:]: entry[9 : cut - 3] for entry in entries if entry.startswith("160000", 2)}
+        listed = paths = list(map(itemgetter(slice(cut, None)), entries))
+        # every entry a regular file, "H 100...", at stage 0: no gitlink, no conflict, nothing left out
+        plain = all(map(str.startswith, entries, repeat("H 100"))) and set(map(itemgetter(cut - 2), entries)) == {"0"}
+        gitlinks = {} if plain else {entry[cut:]: entry[9 : cut - 3] for entry in entries if entry.startswith("160000", 2)}
         if gitlinks:
             paths = [path for path in paths if path not in gitlinks]
-        unique = list(dict.fromkeys(paths))  # a conflicted path is listed once per stage; git's order kept
-        return cls(frozenset(unique), gitlinks, sorted(unique), (entries, listed, cut))  # sorted already: a linear pass
+        unique = paths if plain else list(dict.fromkeys(paths))  # a conflicted path is listed once per stage
+        return cls(frozenset(unique), gitlinks, sorted(unique), (entries, listed, cut), digest, plain)  # sorted already: a linear pass
 
     def has_directory(self, rel: str) -> bool:
         """Is some tracked file under the directory ``rel``?"""
@@ -227,8 +248,6 @@ def pages_fingerprint(view: GitView, tree: TrackedTree, files: list[str], sha: C
     since the base, untracked, ignored, inside a submodule). The pages git tracks and finds
     unchanged are the base's, as ``wiki lint --changed`` and the watchers' delta audits already
     take them to be; no page is read or even looked at for them."""
-    import hashlib
-
     changes, tracked = view.changes, tree.files
     digest = hashlib.blake2b(digest_size=16)
     digest.update(view.base.encode() + b"\0" + "\0".join(files).encode())

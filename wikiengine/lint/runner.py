@@ -214,7 +214,7 @@ def _take_feed(ctx: LintContext, index_then: tuple) -> None:
     if tree is None:
         feed.close()
         return
-    ctx.cache.vouched = feed.vouched(ctx.git.changes, tree.blobs())
+    ctx.cache.vouched = feed.vouched(ctx.git.changes, tree)
     ctx.cache.vouched_since_ns = feed.started_ns
     ctx.cache.stats["vouched"] = len(ctx.cache.vouched)
 

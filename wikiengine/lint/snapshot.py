@@ -10,10 +10,14 @@ that could not be read) and that hash, under a key made of:
 
 - the cache's fingerprint (the engine's source and schemas, the experiments programs) and
   the rule set of the run (each selected rule's code and configuration);
-- every file's path and, where git vouches for its bytes, its index blob; else the content
-  hash of its fresh entry (an untracked page, one in a submodule, one git does not compare).
-  A file that is neither vouched for nor fresh (an edit) means no snapshot: the run looks
-  at every page as before.
+- every file's path; the hash of git's index listing (``ls-files --stage``: the blob of
+  every tracked path, which is the bytes of each file git vouches for); and the path and the
+  content hash of the fresh entry of each file git does not vouch for (an untracked page,
+  one in a submodule, one git does not compare). A file that is neither vouched for nor
+  fresh (an edit) means no snapshot: the run looks at every page as before. The listing
+  is hashed whole, as git wrote it, so that a run that takes a snapshot makes no table of
+  50,000 blobs; a tracked file outside the wiki that changes its blob (a committed script)
+  costs one run that looks up every entry and records the snapshot anew.
 
 The page rules judge a page by its bytes and the configuration alone (the per-file cache
 rests on that already), so the same key means the same results. A snapshot is written by a
@@ -43,13 +47,13 @@ def run_key(ctx: LintContext, wanted: frozenset) -> str | None:
     vouched = ctx.cache.vouched
     if not vouched:
         return None
-    tokens = list(map(vouched.get, ctx.files))
-    for number in [number for number, blob in enumerate(tokens) if blob is None]:
-        entry = ctx.cache.fresh(ctx.files[number])  # not vouched for: untracked, in a submodule, changed
+    tokens = []
+    for rel in vouched.others(ctx.files):  # untracked, in a submodule, changed
+        entry = ctx.cache.fresh(rel)
         if entry is None or not entry.get("sha"):
             return None
-        tokens[number] = "=" + entry["sha"]
-    return _digest(ctx, wanted, tokens)
+        tokens.append(f"{rel}={entry['sha']}")
+    return _digest(ctx, wanted, vouched.tree.digest, tokens)
 
 
 def made_key(ctx: LintContext, wanted: frozenset) -> str | None:
@@ -60,23 +64,25 @@ def made_key(ctx: LintContext, wanted: frozenset) -> str | None:
     if not vouched:
         return None
     looked_up = ctx.cache.looked_up
+    others = set(vouched.others(ctx.files))
     tokens = []
     for rel in ctx.files:
-        entry, blob = looked_up.get(rel), vouched.get(rel)
+        entry = looked_up.get(rel)
         if entry is None:
             return None
-        if blob is None:
+        if rel in others:
             if not entry.get("sha"):
                 return None
-            blob = "=" + entry["sha"]
-        elif entry.get("blob") != blob:
+            tokens.append(f"{rel}={entry['sha']}")
+        elif entry.get("blob") != vouched.get(rel):
             return None
-        tokens.append(blob)
-    return _digest(ctx, wanted, tokens)
+    return _digest(ctx, wanted, vouched.tree.digest, tokens)
 
 
-def _digest(ctx: LintContext, wanted: frozenset, tokens: list[str]) -> str:
-    digest = hashlib.sha256(f"{ctx.cache.fingerprint}\0{ctx.files_digest()}\0".encode())
+def _digest(ctx: LintContext, wanted: frozenset, listing: str, tokens: list[str]) -> str:
+    """The files (their list, the index listing that gives the vouched ones' blobs, the content
+    hash of each other one) under the cache's fingerprint and the run's rule set."""
+    digest = hashlib.sha256(f"{ctx.cache.fingerprint}\0{ctx.files_digest()}\0{listing}\0".encode())
     digest.update("\0".join(sorted(wanted)).encode() + b"\0")
     digest.update("\0".join(tokens).encode())
     return digest.hexdigest()
