@@ -378,7 +378,8 @@ def test_what_git_vouches_for_is_one_answer_however_it_is_asked(tmp_path):
     plain = TrackedTree.read(root)
     blob = git(root, "rev-parse", ":wiki/p0.md")
     assert plain.plain and not plain.unvouchable() and plain.digest
-    _agree(Vouched(plain, {"wiki/p1.md"}), files, plain.blobs())
+    for listed in (files, names):  # an untracked file among them, or every one tracked
+        _agree(Vouched(plain, {"wiki/p1.md", "raw/data.csv"}), listed, plain.blobs())
     git(root, "update-index", "--assume-unchanged", "wiki/p2.md")
     git(root, "update-index", "--skip-worktree", "wiki/p3.md")
     (root / "wiki" / "link.md").symlink_to("p0.md")
@@ -391,7 +392,7 @@ def test_what_git_vouches_for_is_one_answer_however_it_is_asked(tmp_path):
     assert not mixed.plain and mixed.digest != plain.digest
     assert mixed.unvouchable() == {"wiki/p2.md", "wiki/p3.md", "wiki/p4.md", "wiki/link.md", "wiki/sub"}
     assert "wiki/sub" in mixed.gitlinks and "wiki/p4.md" in mixed.files
-    _agree(Vouched(mixed, {"wiki/p1.md"}), [*files, "wiki/link.md"], mixed.blobs())
+    _agree(Vouched(mixed, {"wiki/p1.md", "raw/data.csv"}), sorted([*files, "wiki/link.md"]), mixed.blobs())
 
 
 def _agree(vouched, files: list[str], blobs: dict[str, str]) -> None:

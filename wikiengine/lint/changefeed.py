@@ -25,6 +25,7 @@ edit that keeps the size within the same second). There, and outside git, every 
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import time
@@ -149,12 +150,20 @@ class Vouched:
         return self._table.get(rel, default)
 
     def others(self, files: list[str]) -> list[str]:
-        """The files of ``files`` git does not vouch for, in their order."""
-        tracked, named, unvouchable = self.tree.files, self._named, self.tree.unvouchable()
-        if not unvouchable:
-            return [rel for rel in files if rel not in tracked or rel in named]
-        return [rel for rel in files if not self.vouches(rel)]
+        """The files of ``files`` (sorted) git does not vouch for, in their order. In git's usual
+        case (every file tracked, no entry git does not check) these are the changed files it
+        named: a C-level test of 50,000 paths and a look-up of each named one."""
+        tree = self.tree
+        if tree.unvouchable() or not tree.files.issuperset(files):
+            return [rel for rel in files if not self.vouches(rel)]
+        return [rel for rel in sorted(self._named) if _holds(files, rel)]
 
     def __len__(self) -> int:
         tracked = self.tree.files
         return len(tracked) - sum(1 for rel in self._named | self.tree.unvouchable() if rel in tracked)
+
+
+def _holds(ordered: list[str], item: str) -> bool:
+    """Is ``item`` in the sorted list ``ordered``?"""
+    at = bisect.bisect_left(ordered, item)
+    return at < len(ordered) and ordered[at] == item
