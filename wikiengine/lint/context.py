@@ -29,6 +29,7 @@ from wikiengine.lint.kinds import kind_of
 
 if TYPE_CHECKING:
     from wikiengine.lint.cache import LintCache
+    from wikiengine.lint.folders import FolderListing
     from wikiengine.lint.gitview import GitView
 
 LINTED_DIRS = ("wiki", "memory", ".env")
@@ -412,32 +413,72 @@ class LintContext:
         return self._facts[key]
 
 
-def discover(root: Path) -> list[str]:
-    """Every ``.md`` file under the linted directories, as sorted posix paths.
+def discover(root: Path, listing: FolderListing | None = None) -> list[str]:
+    """Every ``.md`` file under the linted directories, as sorted posix paths, found as
+    ``os.walk`` finds them (folders whose names start with "." left out, linked folders not
+    entered). ``listing``: the folders the last run listed (:mod:`~wikiengine.lint.folders`),
+    taken where unchanged and kept anew.
 
     A directory that cannot be listed or a name that is not valid UTF-8 is a
     :class:`WikiError` (exit 2): silently linting part of the wiki would pass it.
     """
-    found = []
+    found: list[str] = []
     root_str = str(root)
-    cut = len(root_str) + 1
-
-    def unreadable(exc: OSError) -> None:
-        raise WikiError(f"cannot list directory: {exc.strerror or exc}", _shown(os.path.relpath(exc.filename, root_str)))
-
     for top in LINTED_DIRS:
         base = os.path.join(root_str, top)
-        if not os.path.isdir(base):
+        try:
+            st = os.stat(base)  # a linked top folder is followed, as os.walk follows it
+        except OSError:
             continue
-        for dirpath, dirnames, filenames in os.walk(base, onerror=unreadable):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            prefix = dirpath[cut:].replace(os.sep, "/") + "/"
-            if not ("".join(filenames) + "".join(dirnames)).isascii():  # one test for the folder's usual case
-                for name in filenames + dirnames:
-                    if not name.isascii() and not _utf8(name):
-                        raise WikiError("file name is not valid UTF-8: rename it", _shown(prefix + name))
-            found += [prefix + name for name in filenames if name.endswith(".md")]
+        if not stat.S_ISDIR(st.st_mode):
+            continue
+        folders = [(base, top, st)]  # depth first, in name order, as os.walk goes
+        while folders:
+            path, rel, st = folders.pop()
+            held = listing.get(rel, st) if listing is not None else None
+            if held is None:
+                listed_ns = time.time_ns()
+                pages, subfolders, linked = _list_folder(path, rel)
+                if listing is not None:
+                    listing.put(rel, st, listed_ns, pages, subfolders, linked)
+            else:
+                pages, subfolders = held
+            prefix = rel + "/"
+            found += [prefix + name for name in pages]
+            for name in reversed(subfolders):
+                sub = os.path.join(path, name)
+                try:
+                    sub_st = os.lstat(sub)
+                except OSError as exc:  # gone since it was listed
+                    raise WikiError(f"cannot list directory: {exc.strerror or exc}", _shown(prefix + name)) from None
+                if not stat.S_ISLNK(sub_st.st_mode):
+                    folders.append((sub, prefix + name, sub_st))
     return sorted(found)
+
+
+def _list_folder(path: str, rel: str) -> tuple[list[str], list[str], bool]:
+    """``(md files, subfolders, holds a link)`` of the folder ``rel``: its ``.md`` names, the
+    names of its folders (links to folders too) that do not start with ".", sorted, and
+    whether any entry is a symbolic link."""
+    try:
+        with os.scandir(path) as scan:
+            entries = list(scan)
+    except OSError as exc:
+        raise WikiError(f"cannot list directory: {exc.strerror or exc}", _shown(rel)) from None
+    files, folders = [], []
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        (folders if is_dir else files).append(entry.name)
+    folders = sorted(name for name in folders if not name.startswith("."))
+    if not ("".join(files) + "".join(folders)).isascii():  # one test for the folder's usual case
+        for name in files + folders:
+            if not name.isascii() and not _utf8(name):
+                raise WikiError("file name is not valid UTF-8: rename it", _shown(f"{rel}/{name}"))
+    linked = any(entry.is_symlink() for entry in entries)
+    return [name for name in files if name.endswith(".md")], folders, linked
 
 
 def _utf8(name: str) -> bool:

@@ -47,6 +47,7 @@ from wikiengine.lint.changefeed import ChangeFeed, blob_id, index_before
 from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings
+from wikiengine.lint.folders import FolderListing
 from wikiengine.lint.kinds import kind_of
 from wikiengine.lint.scopes import scope
 
@@ -231,7 +232,10 @@ def _reported_kinds(ctx: LintContext) -> set[str]:
 
 def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes: list[str], use_cache: bool) -> LintContext:
     """The run's files and targets, and its cache, keyed by the configuration and the rules ``codes``."""
-    files = discover(root)
+    listing = FolderListing.open(root) if use_cache else None
+    files = discover(root, listing)
+    if listing is not None:
+        listing.save()
     targets = files if paths is None else sorted(set(paths))
     # Experiment rules read each lane's page conventions from its programs: a program's
     # change must not leave cached page findings behind.
