@@ -401,3 +401,22 @@ def _agree(vouched, files: list[str], blobs: dict[str, str]) -> None:
     assert all(vouched.get(rel) == table[rel] for rel in files if rel in table)
     assert vouched.others(files) == [rel for rel in files if rel not in table]
     assert len(vouched) == len(table) and "wiki/p0.md" in table and "wiki/p1.md" not in table
+
+
+def test_a_snapshot_run_grandfathers_by_the_page_dates_it_holds(wiki):
+    """``since``: the frontmatter dates of the pages with findings come with the snapshot (the
+    bytes its key pins), so grandfathering them loads no index shard."""
+    config = LintConfig(rules={"WK002": {"since": "2999-01-01"}})
+    broken = sorted(p.relative_to(wiki).as_posix() for p in (wiki / "wiki" / "experiments").rglob("*-v*.md"))[:4]
+    for rel in broken:
+        break_status(wiki, rel)
+    commit_all(wiki, "broken statuses")  # committed: git vouches for them, no entry is looked up
+    settle_index(wiki)
+    first = lint(wiki, config=config)
+    assert first.stats["snapshot_saved"] == 1 and first.grandfathered == len(broken)
+    settle_index(wiki)
+    again = lint(wiki, config=config)
+    uncached = lint(wiki, config=config, use_cache=False)
+    assert again.stats["snapshot"] == 1 and "index_read" not in again.stats
+    assert again.grandfathered == first.grandfathered == uncached.grandfathered
+    assert rendered(again) == rendered(first) == rendered(uncached)

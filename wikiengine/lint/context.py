@@ -184,6 +184,7 @@ class LintContext:
         self._tree: Any = False  # the TrackedTree, read on first use (None outside git)
         self._wiki_fp: str | None = None
         self._files_digest: str | None = None
+        self.page_dates: dict[str, str] = {}  # page -> its frontmatter date, as a run snapshot holds it
 
     def close(self) -> None:
         """Let go of everything the run held. Pages point back at the context (their

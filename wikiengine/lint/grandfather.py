@@ -57,7 +57,9 @@ def frontmatter_date(frontmatter: dict) -> str:
 
 def page_date(ctx: LintContext, rel: str) -> dt.date | None:
     """The date a page was written (see the module docstring)."""
-    known = ctx.cache.page_memo(rel, "date") if ctx.cache is not None else None
+    known = ctx.page_dates.get(rel)
+    if known is None and ctx.cache is not None:
+        known = ctx.cache.page_memo(rel, "date")
     if known is None:
         known = frontmatter_date(ctx.info(rel).frontmatter)
     if known:

@@ -152,6 +152,7 @@ def lint(
     if _reads_tracked(codes):
         ctx.tracked()  # reap the prefetched git process, should no rule have needed it
 
+    judged = {finding.path for finding in findings}  # the pages whose dates grandfathering may ask
     findings, grandfathered, suppressed = _filtered(findings, ctx, rules, directives, ran)
     unfiltered = findings = sorted_findings(findings)
     baselined = 0
@@ -165,7 +166,7 @@ def lint(
         # table of facts (a writer's re-lint of the index) are settled: they are kept.
         ctx.cache.save(ctx.files)
     if made is not None:
-        ctx.cache.store_run_snapshot(*made)
+        ctx.cache.store_run_snapshot(made[0], {**made[1], "dates": snapshot.dates(ctx, judged)})
     result = LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                         baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered,
                         unreadable=unreadable, stats=dict(ctx.cache.stats))
@@ -189,6 +190,7 @@ def _per_file_results(ctx: LintContext, codes: list[str], wanted: frozenset, rul
     the snapshot this run makes (``(key, snapshot)``; None when it makes none)."""
     if held is not None:
         ctx.assume_wiki_fingerprint(held["wiki_fp"])
+        ctx.page_dates = held.get("dates", {})
         return snapshot.replay(held, findings, directives), None
     unreadable = _per_file_pass(ctx, codes, wanted, rules, findings, directives, jobs)
     # made also after an edit: the run after it finds the edited page as this one left it

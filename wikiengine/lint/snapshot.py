@@ -6,7 +6,8 @@ page's entry to collect what the last run already found: loading the 64 index sh
 the loop over 50,000 entries and the hash of every page's content hash that keys the
 cross-file rules. This snapshot (``run.marshal``, signed like the rest of the cache) holds
 the outcome of that loop (the page rules' findings, the suppression comments, the files
-that could not be read) and that hash, under a key made of:
+that could not be read), that hash, and the frontmatter dates of the pages with findings
+(for ``since``: grandfathering reads no shard), under a key made of:
 
 - the cache's fingerprint (the engine's source and schemas, the experiments programs) and
   the rule set of the run (each selected rule's code and configuration);
@@ -99,3 +100,14 @@ def taken(findings: list[Finding], directives: dict, unreadable: set[str], wiki_
     """What a snapshot keeps of a per-file pass (its findings are the page rules' alone)."""
     return {"findings": [(f.path, f.line, f.col, f.code, f.message, f.fixable, f.date, f.subject) for f in findings],
             "supp": directives, "unreadable": sorted(unreadable), "wiki_fp": wiki_fp}
+
+
+def dates(ctx: LintContext, pages: set[str]) -> dict[str, str]:
+    """The frontmatter date of each of ``pages`` (those with findings) from its entry (the bytes
+    the key pins): the next run grandfathers their findings (``since``) loading no shard."""
+    found = {}
+    for path in pages:
+        date = ctx.cache.page_memo(path, "date")
+        if date is not None:
+            found[path] = date
+    return found
