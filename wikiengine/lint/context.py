@@ -478,8 +478,15 @@ def _list_folder(path: str, rel: str) -> tuple[list[str], list[str], bool]:
         for name in files + folders:
             if not name.isascii() and not _utf8(name):
                 raise WikiError("file name is not valid UTF-8: rename it", _shown(f"{rel}/{name}"))
-    linked = any(entry.is_symlink() for entry in entries)
-    return [name for name in files if name.endswith(".md")], folders, linked
+    return [name for name in files if name.endswith(".md")], folders, any(map(_linked, entries))
+
+
+def _linked(entry: os.DirEntry) -> bool:
+    """Is the entry a symbolic link (or one whose kind cannot be told: it went since the listing)?"""
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return True
 
 
 def _utf8(name: str) -> bool:
