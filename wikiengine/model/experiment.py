@@ -188,13 +188,13 @@ def parse_file_name(name: str, regexes: tuple[re.Pattern, re.Pattern] | None = N
     if match is None:
         date = name[:10] if real_date(name[:10]) else None
         return FileName(date, None, None, False)
-    date = match.group("date") if real_date(match.group("date")) else None
-    exp_id, slug = canonical_id(match.group("id")), match.group("slug")
-    hyphened = _HYPHEN_RETRY_RE.match(slug or "")
-    vid = parse_vid(exp_id)
-    if hyphened and vid is not None and not vid.letter:  # `v057-e-rerun`: the retry v057e, hyphen-written
+    date, raw_id, slug = match.group("date", "id", "slug")
+    vid = parse_vid(raw_id)
+    exp_id = str(vid) if vid is not None else raw_id.strip()  # canonical_id(raw_id), the id parsed once
+    hyphened = _HYPHEN_RETRY_RE.match(slug or "") if vid is not None and not vid.letter else None
+    if hyphened:  # `v057-e-rerun`: the retry v057e, hyphen-written
         exp_id, slug = str(VId(vid.number, hyphened.group(1))), hyphened.group(2) or None
-    return FileName(date, exp_id, slug, conforming)
+    return FileName(date if real_date(date) else None, exp_id, slug, conforming)
 
 
 # A retry letter written after a hyphen (`v057-e`, `v057-f-longer-warmup`): conventions.md
