@@ -125,3 +125,24 @@ def test_started_git_runs_beside_the_caller_and_can_be_abandoned(repo, slow_git)
 def test_run_all_starts_several_at_once(repo):
     head, missing = git.run_all(repo, [["rev-parse", "HEAD"], ["rev-parse", "--verify", "-q", "nope"]])
     assert head.ok and not missing.ok and missing.returncode == 1
+
+
+def test_a_large_output_comes_through_a_file_as_through_a_pipe(repo):
+    """``large``: megabytes of output written to an unlinked temporary file and read once git
+    ends; the same bytes, status and errors as through a pipe, and a hung one still killed."""
+    for number in range(3000):
+        (repo / f"page-with-a-longish-name-{number:05d}.md").write_text(f"{number}\n")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    piped = git.run(repo, "ls-files", "--stage", "-v", "-z", binary=True)
+    spilled = git.run(repo, "ls-files", "--stage", "-v", "-z", binary=True, large=True)
+    assert spilled.stdout == piped.stdout and len(spilled.stdout) > 200_000 and spilled.returncode == 0
+    failed = git.run(repo, "ls-files", "--error-unmatch", "gone.md", binary=True, large=True, check=False)
+    assert not failed.ok and failed.stdout == b"" and b"gone.md" in failed.stderr
+    started = git.start(repo, "ls-files", binary=True, large=True)  # started now, read later
+    assert started.result().stdout == git.run(repo, "ls-files", binary=True).stdout
+    assert started.result() is started.result()  # asked again: the same result, the file read once
+
+
+def test_a_large_hung_git_is_killed_at_its_deadline(repo, slow_git):
+    with pytest.raises(GitError, match="timed out after 0.5 seconds"):
+        git.run(repo, "ls-files", binary=True, large=True, timeout=0.5)

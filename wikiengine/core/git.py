@@ -105,18 +105,23 @@ class Running:
                  env: Mapping[str, str] | None = None, isolated: bool = False,
                  config: Mapping[str, str] | None = None, binary: bool = False, stdin: bool = False,
                  stderr: bool = True, optional_locks: bool = False, error: type[WikiError] = GitError,
-                 unavailable: type[WikiError] | None = None):
+                 unavailable: type[WikiError] | None = None, large: bool = False):
         self.root, self.args, self.error, self.unavailable = root, tuple(args), error, unavailable or error
         self._done: Result | None = None
+        # ``large`` (binary output of megabytes, ``ls-files`` of 50,000 paths): git writes it to an
+        # unlinked temporary file, read once at the end; a pipe wakes both processes every 64 KB
+        # (8 MB: 25 ms of this process's CPU against 7)
+        self._spill = _spill_file() if large and binary else None
         where = root if root is not None else git_dir
         try:
             self.proc = subprocess.Popen(
                 command(args, git_dir=git_dir, config=config, optional_locks=optional_locks), cwd=root,
                 env=environment(env, isolated=isolated), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
+                stdout=self._spill or subprocess.PIPE, stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
                 **({} if binary else {"encoding": "utf-8", "errors": "surrogateescape"}),  # a file name need not be UTF-8
             )
         except OSError as exc:
+            self._close_spill()
             raise self.unavailable(f"git {verb(args)} failed: {exc.strerror or exc}", where) from None
         self.where = where
 
@@ -130,6 +135,10 @@ class Running:
             except subprocess.TimeoutExpired as exc:
                 self.close()
                 raise self.unavailable(f"git {verb(self.args)} failed: {exc}", self.where) from None
+            if self._spill is not None:
+                self._spill.seek(0)
+                stdout = self._spill.read()
+                self._close_spill()
             self._done = Result(self.args, self.proc.returncode, stdout, stderr)
         done = self._done
         if check and not done.ok:
@@ -144,6 +153,22 @@ class Running:
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if pipe is not None:
                 pipe.close()
+        self._close_spill()
+
+    def _close_spill(self) -> None:
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
+
+
+def _spill_file():
+    """An unlinked temporary file for a large output; None (a pipe, then) when none can be made."""
+    import tempfile
+
+    try:
+        return tempfile.TemporaryFile()
+    except OSError:
+        return None
 
 
 def start(root: str | Path | None, *args: str, **options: Any) -> Running:
@@ -158,8 +183,9 @@ def run(root: str | Path | None, *args: str, input: str | bytes | None = None, t
     Options: ``git_dir``, ``env`` (added to this process's), ``isolated``, ``config``
     (``-c`` settings), ``binary`` (bytes in and out, else UTF-8 text), ``stderr=False``
     (discard it), ``optional_locks``, ``error`` (the WikiError class a failure with ``check``
-    raises) and ``unavailable`` (the one raised when git cannot start or runs past
-    ``timeout``; ``error`` unless given).
+    raises), ``unavailable`` (the one raised when git cannot start or runs past
+    ``timeout``; ``error`` unless given) and ``large`` (binary output of megabytes, taken
+    through a temporary file instead of a pipe).
     """
     return Running(root, args, stdin=input is not None, **options).result(input=input, timeout=timeout, check=check)
 

@@ -202,7 +202,7 @@ class TrackedTree:
     def start(root: Path) -> git.Running | None:
         """Start the ``git ls-files`` that :meth:`finish` reads (it runs while lint works)."""
         try:
-            return git.start(root, "ls-files", "--stage", "-v", "-z", binary=True, stderr=False)
+            return git.start(root, "ls-files", "--stage", "-v", "-z", binary=True, stderr=False, large=True)
         except GitError:
             return None
 
