@@ -216,3 +216,24 @@ def test_a_lint_run_keeps_the_listing_and_reads_it_back(tmp_path, monkeypatch):
     assert "wiki/concepts" in listed and any(f.path == "wiki/concepts/new-idea.md" for f in after.findings)
     assert [f.render() for f in after.findings] == [f.render() for f in lint(root, use_cache=False).findings]
     assert len(after.findings) > len(quiet.findings)
+
+
+@pytest.mark.parametrize("plant", ["fifo", "dev-zero", "link-out"])
+def test_a_planted_listing_that_is_no_regular_file_is_not_read(tmp_path, settled, plant):
+    """A commit can put a pipe, a link to /dev/zero or a link out of the repository where the
+    listing lives: it is read the lint cache's one safe way (a regular file inside the root), so
+    the walk neither hangs nor reads without end, and lists the folders itself."""
+    root = tmp_path / "wiki-root"
+    (root / "wiki").mkdir(parents=True)
+    (root / "wiki" / "a.md").write_text("# a\n", encoding="utf-8")
+    walked(root)
+    kept = root / CACHE_DIR / FOLDERS_FILE
+    outside = tmp_path / "outside.marshal"
+    kept.replace(outside)  # a listing signed with the user's key, now outside the root
+    if plant == "fifo":
+        os.mkfifo(kept)
+    else:
+        kept.symlink_to("/dev/zero" if plant == "dev-zero" else outside)
+    assert not FolderListing.open(root)._kept
+    found, listing = walked(root)
+    assert found == ["wiki/a.md"] and listing.listed == 1 and listing.taken == 0

@@ -251,13 +251,7 @@ class LintCache:
 
     def _load(self, path: Path) -> dict | None:
         """The payload of a cache file this engine signed, else None (never trusted unsigned)."""
-        try:
-            # a committed cache may be a pipe, /dev/zero or a link out: read the one safe way, never trusted
-            blob = read_regular(path, limit=LIMITS["cache"], within=self.root)[0]
-            raw = verified(memoryview(blob), self.root)  # a view: no second copy of a 10 MB index
-            data = _loads(raw) if raw is not None else None
-        except (PageError, OSError, EOFError, ValueError, TypeError):
-            return None
+        data = read_signed(path, self.root)
         if isinstance(data, dict) and data.get("format") == _FORMAT and data.get("fingerprint") == self.fingerprint:
             return data
         return None
@@ -558,12 +552,28 @@ class LintCache:
             pass  # a cache that cannot be written only costs speed
 
     def _write(self, path: Path, payload: dict) -> bool:
-        payload = {"format": _FORMAT, "fingerprint": self.fingerprint, **payload}
-        blob = sign(marshal.dumps(payload), self.root)
-        if blob is None:
-            return False
-        atomic_write_bytes(path, blob, durable=False)  # a lost cache only costs speed
-        return True
+        return write_signed(path, {"format": _FORMAT, "fingerprint": self.fingerprint, **payload}, self.root)
+
+
+def read_signed(path: Path, root: Path):
+    """The payload of a cache file signed with the user's key; None when it is absent, forged or
+    unreadable. A committed cache may be a pipe, /dev/zero or a link out: it is read the one safe
+    way, never trusted."""
+    try:
+        blob = read_regular(path, limit=LIMITS["cache"], within=root)[0]
+        raw = verified(memoryview(blob), root)  # a view: no second copy of a 10 MB index
+        return _loads(raw) if raw is not None else None
+    except (PageError, OSError, EOFError, ValueError, TypeError):
+        return None
+
+
+def write_signed(path: Path, payload: dict, root: Path) -> bool:
+    """Write ``payload`` signed with the user's key, atomically; False when there is no trusted key."""
+    blob = sign(marshal.dumps(payload), root)
+    if blob is None:
+        return False
+    atomic_write_bytes(path, blob, durable=False)  # a lost cache only costs speed
+    return True
 
 
 def _loads(raw: bytes):

@@ -14,11 +14,10 @@ made anyway to step over linked folders.
 
 from __future__ import annotations
 
-import marshal
 import os
 from pathlib import Path
 
-from wikiengine.lint.cache import CACHE_DIR, RACY_NS, sign, verified
+from wikiengine.lint.cache import CACHE_DIR, RACY_NS, read_signed, write_signed
 
 FOLDERS_FILE = "folders.marshal"
 _FORMAT = 1
@@ -37,17 +36,9 @@ class FolderListing:
     @classmethod
     def open(cls, root: Path) -> FolderListing:
         """The listing the last run kept under ``root`` (empty when absent, forged or of another format)."""
-        path = Path(root) / CACHE_DIR / FOLDERS_FILE
-        kept: dict[str, list] = {}
-        try:
-            with open(path, "rb") as handle:
-                data = verified(handle.read(), root)
-            payload = marshal.loads(data) if data is not None else None
-        except (OSError, ValueError, EOFError, TypeError):
-            payload = None
-        if isinstance(payload, dict) and payload.get("format") == _FORMAT and isinstance(payload.get("folders"), dict):
-            kept = payload["folders"]
-        return cls(root, kept)
+        payload = read_signed(Path(root) / CACHE_DIR / FOLDERS_FILE, root)
+        ok = isinstance(payload, dict) and payload.get("format") == _FORMAT and isinstance(payload.get("folders"), dict)
+        return cls(root, payload["folders"] if ok else {})
 
     def get(self, rel: str, st: os.stat_result) -> tuple[list[str], list[str]] | None:
         """``(md files, subfolders)`` of the folder ``rel`` as kept, while ``st`` (its ``lstat``
@@ -72,15 +63,10 @@ class FolderListing:
         folder = Path(self.root) / CACHE_DIR
         if self._seen == self._kept or not folder.is_dir():
             return  # the lint cache makes it (with its .gitignore) at its first save
-        blob = sign(marshal.dumps({"format": _FORMAT, "folders": self._seen}), self.root)
-        if blob is None:
-            return
-        from wikiengine.core.atomic import atomic_write_bytes
-
         try:
-            atomic_write_bytes(folder / FOLDERS_FILE, blob, durable=False)  # a lost listing only costs speed
-        except OSError:
-            pass
+            write_signed(folder / FOLDERS_FILE, {"format": _FORMAT, "folders": self._seen}, self.root)
+        except (OSError, ValueError):
+            pass  # a lost listing only costs speed
 
 
 def _key(st: os.stat_result) -> list[int]:

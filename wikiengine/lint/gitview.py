@@ -164,10 +164,19 @@ class TrackedTree:
     sorted_files: list[str] = field(default_factory=list)
     # the entries of ``ls-files``, their paths and where a path starts: read by blobs() alone
     listing: tuple[list[str], list[str], int] | None = field(default=None, repr=False)
-    digest: str = ""  # SHA-256 of the whole listing: every entry's path, tag, mode, blob and stage
     plain: bool = True  # every entry a regular file (``H 100...``) at stage 0, git's usual case
+    _raw: bytes | None = field(default=None, repr=False)  # the listing as git wrote it, until hashed
+    _digest: str = field(default="", repr=False)
     _blobs: dict[str, str] | None = field(default=None, repr=False)
     _unvouchable: frozenset[str] | None = field(default=None, repr=False)
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the whole listing: every entry's path, tag, mode, blob and stage (hashed on
+        first need: the change feed asks, a PATH run reading what git tracks does not)."""
+        if self._raw is not None:
+            self._digest, self._raw = hashlib.sha256(self._raw).hexdigest(), None
+        return self._digest
 
     def blobs(self) -> dict[str, str]:
         """Path -> blob id of the regular files of the index that git checks against the work
@@ -218,11 +227,10 @@ class TrackedTree:
             return None  # not a git work tree
         # "<tag> <mode> <object id> <stage>\t<path>": the fields before the path have fixed widths
         text = done.stdout.decode("utf-8", errors="surrogateescape")
-        digest = hashlib.sha256(done.stdout).hexdigest()
         entries = text.split("\0")
         entries.pop()  # after the last NUL
         if not entries:
-            return cls(frozenset(), {}, [], digest=digest)
+            return cls(frozenset(), {}, [], _raw=done.stdout)
         cut = entries[0].index("\t") + 1  # the path starts here (object ids are 40 or 64 digits)
         listed = paths = list(map(itemgetter(slice(cut, None)), entries))
         # every entry a regular file, "H 100...", at stage 0: no gitlink, no conflict, nothing left out
@@ -231,7 +239,7 @@ class TrackedTree:
         if gitlinks:
             paths = [path for path in paths if path not in gitlinks]
         unique = paths if plain else list(dict.fromkeys(paths))  # a conflicted path is listed once per stage
-        return cls(frozenset(unique), gitlinks, sorted(unique), (entries, listed, cut), digest, plain)  # sorted already: a linear pass
+        return cls(frozenset(unique), gitlinks, sorted(unique), (entries, listed, cut), plain, done.stdout)  # sorted already: a linear pass
 
     def has_directory(self, rel: str) -> bool:
         """Is some tracked file under the directory ``rel``?"""
