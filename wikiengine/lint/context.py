@@ -184,6 +184,8 @@ class LintContext:
         self._tree: Any = False  # the TrackedTree, read on first use (None outside git)
         self._wiki_fp: str | None = None
         self._files_digest: str | None = None
+        self._file_shas: list[str] | None = None
+        self._lane_parts: list | None = None
         self.page_dates: dict[str, str] = {}  # page -> its frontmatter date, as a run snapshot holds it
 
     def close(self) -> None:
@@ -306,9 +308,13 @@ class LintContext:
 
     def exists(self, rel: str) -> bool:
         """Does the file or directory ``rel`` (relative to the root) exist?"""
+        return rel in self.file_set() or (self.root / rel).exists()
+
+    def file_set(self) -> set[str]:
+        """The paths of ``files``, as a set."""
         if self._file_set is None:
             self._file_set = set(self.files)
-        return rel in self._file_set or (self.root / rel).exists()
+        return self._file_set
 
     def page_fact(self, rel: str, name: str, compute: Callable[[], Any], key: str = "") -> Any:
         """``compute()``, a value that a cross-file rule derives from the page ``rel`` (and
@@ -342,7 +348,7 @@ class LintContext:
         held = cache.table(name, key)
         root = self._root_str.rstrip("/") + "/"
         settled_before = time.time_ns() - RACY_NS  # before any lstat below: a key older than this vouches
-        table, values, tabled = {}, {}, 0
+        table, values, tabled, dropped = {}, {}, 0, 0
         for rel in rels:
             try:
                 st = os.lstat(root + rel)
@@ -354,14 +360,19 @@ class LintContext:
                 cache.stats["page_facts_reused"] += 1
                 values[rel], table[rel] = row[1], row
                 continue
+            dropped += row is not None
             if on_disk is not None and on_disk[0] < settled_before:
                 values[rel] = compute(rel)  # kept in the table alone: an entry's memo would double it
                 table[rel] = (on_disk, values[rel])
                 tabled += 1
             else:
                 values[rel] = self.page_fact(rel, name, lambda rel=rel: compute(rel), key)
-        if tabled or len(table) != len(held):
-            cache.store_table(name, key, table)
+        if tabled or dropped:
+            # One table serves every caller (MOD002 asks it lane by lane): the rows of pages not
+            # asked now stay while the page is in the wiki, or each lane would empty the others'.
+            asked, present = set(rels), self.file_set()
+            cache.store_table(name, key, {**{rel: row for rel, row in held.items() if rel in present and rel not in asked},
+                                          **table})
             cache.stats["tabled"] += tabled
         return values
 
@@ -377,25 +388,66 @@ class LintContext:
         if self._wiki_fp is None:
             digest = hashlib.sha256(self.files_digest().encode())
             # each hash is 32 hex digits, or "-" for an unreadable file: the run of them reads back one way
-            digest.update("".join(self.cache.shas(self.files)).encode())
+            digest.update("".join(self._shas()).encode())
             self._wiki_fp = digest.hexdigest()
         return self._wiki_fp
+
+    def _shas(self) -> list[str]:
+        """Each file's content hash (from the cache where fresh), in the order of ``files``."""
+        if self._file_shas is None:
+            self._file_shas = self.cache.shas(self.files)
+        return self._file_shas
+
+    def lane_memo(self, name: str, lane: tuple[str, str], compute: Callable[[], Any]) -> Any:
+        """``compute()``, a value made from the files of one ``lane`` (``(model folder, lane)``),
+        those outside every lane and the list of lanes, kept in the cache while that lane's
+        part's key is the same (:mod:`~wikiengine.lint.lane_parts`); whole-wiki runs only. For a
+        rule that reports outside the lanes (on a model page) from what one lane holds."""
+        if self.cache is None or not self.cache.persist or self.targets is not self.files:
+            return compute()
+        keys = self.__dict__.setdefault("_part_keys", {part.name: part.key for part in self.lane_parts()})
+        folder = f"wiki/experiments/{lane[0]}/{lane[1]}/"
+        if folder not in keys:
+            return compute()  # no file of the wiki is in that folder
+        held = self.cache.memo(name, "lanes") or {}  # one entry: {lane folder: [key, value]}
+        if folder in held and held[folder][0] == keys[folder]:
+            return held[folder][1]
+        value = compute()
+        kept = {other: row for other, row in held.items() if other in keys}  # lanes gone are dropped
+        self.cache.store_memo(name, "lanes", {**kept, folder: [keys[folder], value]})
+        return value
+
+    def lane_parts(self) -> list:
+        """The wiki cut into lanes and the rest, each keyed (:mod:`~wikiengine.lint.lane_parts`)."""
+        if self._lane_parts is None:
+            from wikiengine.lint.lane_parts import parts
+
+            self._lane_parts = parts(self.files, self._shas())
+        return self._lane_parts
 
     def assume_wiki_fingerprint(self, fingerprint: str) -> None:
         """Take :meth:`wiki_fingerprint` as known (a run snapshot holds it: lint/snapshot.py)."""
         self._wiki_fp = fingerprint
 
-    def wiki_memo(self, name: str, compute: Callable[[], Any], inputs: str = "") -> Any:
+    def wiki_memo(self, name: str, compute: Callable[[], Any], inputs: str = "", by_lane: bool = False) -> Any:
         """``compute()``, kept in the cache while no page of the wiki and nothing of ``inputs``
         changes (whole-wiki runs only: a PATH run computes it from its targets). For a
         cross-file rule whose findings depend on more than the pages (the clock, say) but
-        whose work over the pages does not."""
+        whose work over the pages does not. ``by_lane``: ``compute()`` is a list made from the
+        targets, whose rows on a lane's files depend on what a ``by_lane`` rule's findings may
+        (lint/lane_parts.py): after an edit, it is made again for the edited lane alone."""
         if self.cache is None or not self.cache.persist or self.targets is not self.files:
             return compute()
         key = f"{self.wiki_fingerprint()}:{inputs}"
         value = self.cache.memo(name, key)
         if value is None:
-            value = compute()
+            if by_lane:
+                from wikiengine.lint.lane_parts import by_part
+
+                value, kept = by_part(self, self.cache.memo(name + "@lanes", "lanes") or {}, inputs, compute)
+                self.cache.store_memo(name + "@lanes", "lanes", kept)  # one entry: {part: [key, rows]}
+            else:
+                value = compute()
             self.cache.store_memo(name, key, value)
         return value
 

@@ -18,6 +18,10 @@ and formats.
   path). A PATH run whose targets (and deleted files) are of none of them, nor of
   ``kinds`` or the kinds ``collect`` runs on, does not import the rule: the table
   :mod:`wikiengine.lint.scopes` is generated from these attributes;
+- ``by_lane``: ``check_wiki``'s findings on a lane's files depend only on that lane, the files
+  outside every lane, the list of lanes, the configuration and ``lane_inputs`` (what it reads
+  of other lanes), so that a whole-wiki run after an edit in one lane runs it on that lane
+  alone (:mod:`wikiengine.lint.lane_parts`);
 - ``fix``: for ``fixable`` rules, the one safe mechanical fix of a page;
 - ``collect``: small per-page facts (JSON-like values) that ``check_wiki`` reads back
   through ``ctx.facts(code, rel)``; they are cached with the file, so a cross-file rule
@@ -74,6 +78,7 @@ class Rule:
     reads_tracked: ClassVar[bool] = False  # uses ctx.tracked(): its git process starts with the run
     reports_absent: ClassVar[bool] = False  # keeps findings on paths that are gone (whole-wiki runs)
     reports_on: ClassVar[tuple[str, ...] | None] = None  # the kinds check_wiki's findings land on (None: any)
+    by_lane: ClassVar[bool] = False  # check_wiki judges one lane at a time (lint/lane_parts.py)
     # option name -> its kind, for [tool.wiki.rules.<CODE>]; documented under *Options*
     options: ClassVar[dict[str, Option]] = {}
 
@@ -94,6 +99,11 @@ class Rule:
         """A fingerprint of what ``check_wiki`` reads besides the pages and the configuration
         ("" when nothing; None: it cannot be told, so the rule runs every time)."""
         return "" if self.cache_wiki and not self.needs_git else None
+
+    def lane_inputs(self, ctx: LintContext) -> str:
+        """For a ``by_lane`` rule: what its findings on one lane read from the other lanes (the
+        wiki's log-split date, say), as text that changes when that does ("" when nothing)."""
+        return ""
 
     def baseline_volatile(self, ctx: LintContext, message: str) -> bool:
         """May a finding with ``message`` come and go with the clone's state (a submodule

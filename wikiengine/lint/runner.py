@@ -547,9 +547,8 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str], reuse: bool = False) 
         key = f"{ctx.cache.rule_fps.get(rule.code, '')}:{state or ctx.wiki_fingerprint()}:{inputs}"
         cached = ctx.cache.wiki_findings(rule.code + slot, key)
         if cached is None:
-            fresh = list(rule.check_wiki(ctx))
-            ctx.cache.store_wiki_findings(rule.code + slot, key, [(f.path, f.line, f.col, f.code, f.message, f.fixable,
-                                                                  f.date, f.subject) for f in fresh])
+            fresh = _by_lane(ctx, rule, inputs) if rule.by_lane and state is None else list(rule.check_wiki(ctx))
+            ctx.cache.store_wiki_findings(rule.code + slot, key, [_row(f) for f in fresh])
             ctx.cache.stats["wiki_rules_run"] += 1
             ctx.cache.stats[f"wiki_run:{rule.code}"] = 1
             found.extend(fresh)
@@ -557,6 +556,28 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str], reuse: bool = False) 
             ctx.cache.stats["wiki_rules_reused"] += 1
             found.extend(Finding(*row) for row in cached)
     return found
+
+
+def _by_lane(ctx: LintContext, rule, inputs: str) -> list[Finding]:
+    """A ``by_lane`` rule's findings in a whole-wiki run, lane by lane (lint/lane_parts.py): a
+    lane's (and the rest's) taken from the cache while its part's key holds, the others found
+    with its files as the targets."""
+    from wikiengine.lint.lane_parts import by_part
+
+    def judge() -> list[tuple]:
+        mine = set(ctx.targets)
+        return [_row(f) for f in rule.check_wiki(ctx) if f.path in mine]
+
+    salt = f"{ctx.cache.rule_fps.get(rule.code, '')}:{inputs}:{rule.lane_inputs(ctx)}"
+    rows, kept = by_part(ctx, ctx.cache.wiki_findings(rule.code + "@lanes", "lanes") or {}, salt, judge)
+    ctx.cache.store_wiki_findings(rule.code + "@lanes", "lanes", kept)  # one entry: {part: [key, rows]}
+    return [Finding(*row) for row in rows]
+
+
+def _row(finding: Finding) -> tuple:
+    """A finding as the cache keeps it."""
+    f = finding
+    return (f.path, f.line, f.col, f.code, f.message, f.fixable, f.date, f.subject)
 
 
 def _paths_state(ctx: LintContext) -> str | None:

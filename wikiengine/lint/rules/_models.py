@@ -99,9 +99,14 @@ def lane_supported(ctx: LintContext, lane: tuple[str, str], metric: str) -> list
         value = metric_value(facts, metric)
         return None if value is None else (str(facts.frontmatter.get("variant")), value)
 
-    rels = [rel for rels in lane_ids(ctx, lane).values() for rel in rels]
-    known = ctx.pages_fact(rels, f"MOD002:{metric}", figures, key=ctx.config.rule_fingerprint("MOD002"))
-    return [Supported(rel, *known[rel]) for rel in rels if known[rel] is not None]
+    def listed() -> list[tuple]:
+        rels = [rel for rels in lane_ids(ctx, lane).values() for rel in rels]
+        known = ctx.pages_fact(rels, f"MOD002:{metric}", figures, key=ctx.config.rule_fingerprint("MOD002"))
+        return [(rel, *known[rel]) for rel in rels if known[rel] is not None]
+
+    # a whole-wiki run after an edit in another lane takes the list from the cache
+    memo = f"MOD002-supported:{metric}:{ctx.config.rule_fingerprint('MOD002')}"
+    return [Supported(*row) for row in ctx.lane_memo(memo, lane, listed)]
 
 
 def metric_value(facts: ExperimentPage, name: str) -> float | None:

@@ -36,6 +36,7 @@ class DuplicateExperimentId(Rule):
     name = "duplicate-experiment-id"
     summary = "two experiment pages in one lane share a v-id"
     reports_on = ("experiment",)
+    by_lane = True  # lint/lane_parts.py
 
     def check_wiki(self, ctx):
         # From the pages reported on, through their lane's ids: a pre-commit run on five

@@ -46,6 +46,12 @@ class VerdictLogged(Rule):
 
     collect_kinds = ("log",)
     reports_on = ("experiment",)
+    by_lane = True  # lint/lane_parts.py
+
+    def lane_inputs(self, ctx):
+        from wikiengine.lint.rules._logs import log_split_date
+
+        return str(log_split_date(ctx))  # the oldest entry of every lane log: _before_split reads it
 
     def collect(self, info, ctx):
         """The ids named in the entry headings of a lane log (by the wiki's id pattern and the

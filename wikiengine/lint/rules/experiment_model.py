@@ -65,6 +65,7 @@ class ModelOfAnotherLane(Rule):
     name = "experiment-model-other-lane"
     summary = "an experiment's model: names another lane's model page"
     reports_on = ("experiment",)
+    by_lane = True  # lint/lane_parts.py
 
     def check_wiki(self, ctx):
         owners = model_page_owners(ctx)

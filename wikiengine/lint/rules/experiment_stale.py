@@ -55,7 +55,8 @@ class StaleStub(Rule):
                                                                                    DEFAULT_MAX_AGE_HOURS))
         now = utcnow()  # the wall clock: lint runs in a fork pool, out of reach of a wake's clock
         # The open stubs and their first commit time, cached until a page or the base changes: only the clock moves.
-        for rel, status, first in ctx.wiki_memo("EXP011-open-stubs", lambda: self._open_stubs(ctx), ctx.git.base):
+        for rel, status, first in ctx.wiki_memo("EXP011-open-stubs", lambda: self._open_stubs(ctx), ctx.git.base,
+                                              by_lane=True):
             since = from_epoch(first)
             age = now - since
             if age > dt.timedelta(hours=hours):

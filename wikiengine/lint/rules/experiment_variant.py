@@ -36,6 +36,7 @@ class VariantInMatrix(Rule):
     name = "variant-in-matrix"
     summary = "an experiment's variant is not a row of the model page's variant matrix"
     reports_on = ("experiment",)
+    by_lane = True  # lint/lane_parts.py
 
     def check_wiki(self, ctx):
         for info, facts in target_experiments(ctx):
@@ -94,6 +95,7 @@ class VariantMissing(Rule):
     name = "experiment-variant-missing"
     summary = "an experiment page has no variant, in a lane whose model page has a variant matrix"
     reports_on = ("experiment",)
+    by_lane = True  # lint/lane_parts.py
 
     def check_wiki(self, ctx):
         for info, facts in target_experiments(ctx):

@@ -64,6 +64,7 @@ class StopHasFinalAudit(Rule):
     summary = "a stop entry has no **Final audit**: ALL-CLEAR line, or quotes another audit than .stop-authorized"
     cache_wiki = False  # reads .stop-authorized, which is not a page
     reports_on = ("log",)
+    by_lane = True  # lint/lane_parts.py: wiki_inputs holds every lane's .stop-authorized
 
     def wiki_inputs(self, ctx):
         """The ALL-CLEAR line of every lane's ``.stop-authorized`` (a lane log's folder)."""

@@ -31,6 +31,7 @@ class LoopIterationNamesPage(LaneLogRule):
     code = "LOG005"
     name = "loop-iteration-names-page"
     summary = "a loop-iteration entry names a v-id that has no experiment page in that lane"
+    by_lane = True  # lint/lane_parts.py
 
     def check_lane_log(self, info, lane, ctx):
         pages = lane_ids(ctx, lane)

@@ -46,20 +46,27 @@ class ModelPageUpdated(Rule):
             lane = model_page_lane(info.rel, ctx) if updated else None
             if lane is None:
                 continue
-            latest = None
-            # each page's filing kept in one table (its id read by the configured id pattern): a
-            # writer's re-lint of the model page reads no lane page
-            filings = ctx.pages_fact(lane_files(ctx, lane), self.code, lambda rel: _filing(ctx, rel),
-                                     key=ctx.config.rule_fingerprint(self.code))
-            for filed in filings.values():
-                if filed is not None and (latest is None or filed[0] > latest[0]):
-                    latest = filed
+            latest = ctx.lane_memo(f"{self.code}-latest:{ctx.config.rule_fingerprint(self.code)}", lane,
+                                   lambda lane=lane: _latest_filing(ctx, lane, self.code))
             if latest is not None and latest[0] > updated:
                 yield self.finding(
                     info.rel, key_line(info, "updated"),
                     f"updated {updated} is older than {latest[1]}, filed {latest[0]} in {lane[0]}/{lane[1]}: "
                     "bring the page up to date",
                 )
+
+
+def _latest_filing(ctx, lane: tuple[str, str], code: str) -> tuple[str, str] | None:
+    """The latest ``(day filed, id)`` of the lane's experiment pages (None: none filed). Each
+    page's filing is kept in one table (its id read by the configured id pattern): a writer's
+    re-lint of the model page reads no lane page."""
+    latest = None
+    filings = ctx.pages_fact(lane_files(ctx, lane), code, lambda rel: _filing(ctx, rel),
+                             key=ctx.config.rule_fingerprint(code))
+    for filed in filings.values():
+        if filed is not None and (latest is None or filed[0] > latest[0]):
+            latest = filed
+    return latest
 
 
 def _filing(ctx, rel: str) -> tuple[str, str] | None:

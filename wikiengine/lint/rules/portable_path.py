@@ -51,7 +51,9 @@ class PortablePath(Rule):
 
     def check_wiki(self, ctx):
         folded: dict[str, str] = {}
+        judged: dict[str, str | None] = {}  # component -> its problem: folders recur in every path under them
         targets = set(ctx.targets)
+        root = str(ctx.root).rstrip("/") + "/"
         for rel in ctx.files:
             key = (rel if rel.isascii() else unicodedata.normalize("NFC", rel)).casefold()  # NFC keeps ASCII as is
             other = folded.setdefault(key, rel)
@@ -60,13 +62,13 @@ class PortablePath(Rule):
                     if mine in targets:
                         yield self.finding(mine, 1, f"path collides with {theirs} on a case-insensitive or normalising file system")
             if rel in targets:
-                link = os.path.join(ctx.root, rel)
+                link = root + rel
                 if os.path.islink(link):
                     real = os.path.realpath(link)
                     if os.path.commonpath([real, os.path.realpath(ctx.root)]) != os.path.realpath(ctx.root):
                         yield self.finding(rel, 1, "path is a symbolic link to a file outside the repository")
                 for part in rel.split("/"):
-                    problem = _problem(part)
+                    problem = judged[part] if part in judged else judged.setdefault(part, _problem(part))
                     if problem:
                         yield self.finding(rel, 1, f"path is not portable: {problem}")
                         break

@@ -42,6 +42,11 @@ class StopNeedsRetrospective(LaneLogRule):
     code = "RUN001"
     name = "stop-needs-retrospective"
     summary = "a stop entry in a lane log has no retrospective for that lane filed on or after the lane's last start entry"
+    by_lane = True  # lint/lane_parts.py
+
+    def lane_inputs(self, ctx):
+        # a retrospective filed in another lane's folder may name this lane
+        return repr(sorted((r.rel, r.model, r.lane, r.date) for retros in retrospectives(ctx).values() for r in retros))
 
     def check_lane_log(self, info, lane, ctx):
         entries = [e for e in log_entries(info, ctx) if e.date is not None]

@@ -114,6 +114,7 @@ class WorkloadName(Rule):
     summary = "a workload name is 40 characters or more, breaks the name pattern, or is not <USER_PREFIX>-<MODEL_NAME>-<LANE>-v<NNN>-<slug>"
     kinds = ("experiment",)
     reports_on = ("experiment",)
+    by_lane = True  # lint/lane_parts.py
 
     def collect(self, info, ctx):
         """The page's workload names, ``[[line, name], ...]`` (cached with the file)."""
