@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.lint_support import NOTE, cli, use_schema, write
@@ -106,6 +108,39 @@ def test_wk003_nfd_name_collides_with_nfc(tmp_path):
 def test_wk003_passes_portable_names(tmp_path):
     write(tmp_path, {"wiki/notes/remat.md": "# a\n", "wiki/notes/remat-2.md": "# b\n"})
     assert run(tmp_path, ["WK003"]).findings == []
+
+
+def test_wk003_is_kept_while_the_paths_and_the_links_are_the_same(tmp_path):
+    """WK003 reads paths, not pages: an edit keeps its findings (it does not run again), while a
+    link retargeted, or a page turned into a link in a folder the walk kept from the last run,
+    is judged again, as an uncached run judges it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "o.md").write_text("# o\n")
+    root = write(tmp_path / "repo", {"wiki/notes/in.md": "# in\n", "wiki/notes/Slug.md": "# s\n",
+                                     "wiki/other/b.md": "# b\n"})
+    link, other = root / "wiki/notes/link.md", root / "wiki/other/b.md"
+    link.symlink_to(outside / "o.md")
+    for folder in (root / "wiki", root / "wiki/notes", root / "wiki/other"):  # settled: the walk keeps their listing
+        os.utime(folder, ns=(folder.stat().st_mtime_ns - 10**10,) * 2)
+    config = LintConfig(select=["WK003"])
+
+    def both():
+        cached = lint(root, config=config, base=None)
+        assert cached.findings == lint(root, config=config, base=None, use_cache=False).findings
+        return cached, {(f.path, f.message.split(" ")[3]) for f in cached.findings}
+
+    assert both()[1] == {("wiki/notes/link.md", "symbolic")}
+    both()
+    (root / "wiki/notes/in.md").write_text("# in, edited\n")
+    edited, found = both()
+    assert found == {("wiki/notes/link.md", "symbolic")} and "wiki_run:WK003" not in edited.stats
+    link.unlink()
+    link.symlink_to(root / "wiki/notes/in.md")
+    assert both()[1] == set()
+    other.unlink()
+    other.symlink_to(outside / "o.md")
+    assert both()[1] == {("wiki/other/b.md", "symbolic")}
 
 
 def test_wk100_fails_and_passes(tmp_path):

@@ -187,6 +187,7 @@ class LintContext:
         self._file_shas: list[str] | None = None
         self._lane_parts: list | None = None
         self.page_dates: dict[str, str] = {}  # page -> its frontmatter date, as a run snapshot holds it
+        self.linked_folders: set[str] | None = None  # the folders holding a symbolic link (None: not known)
 
     def close(self) -> None:
         """Let go of everything the run held. Pages point back at the context (their
@@ -466,11 +467,12 @@ class LintContext:
         return self._facts[key]
 
 
-def discover(root: Path, listing: FolderListing | None = None) -> list[str]:
+def discover(root: Path, listing: FolderListing | None = None, linked: set[str] | None = None) -> list[str]:
     """Every ``.md`` file under the linted directories, as sorted posix paths, found as
     ``os.walk`` finds them (folders whose names start with "." left out, linked folders not
     entered). ``listing``: the folders the last run listed (:mod:`~wikiengine.lint.folders`),
-    taken where unchanged and kept anew.
+    taken where unchanged and kept anew. ``linked``: filled with the folders that hold a
+    symbolic link (a kept folder holds none: the listing keeps no such folder).
 
     A directory that cannot be listed or a name that is not valid UTF-8 is a
     :class:`WikiError` (exit 2): silently linting part of the wiki would pass it.
@@ -491,9 +493,11 @@ def discover(root: Path, listing: FolderListing | None = None) -> list[str]:
             held = listing.get(rel, st) if listing is not None else None
             if held is None:
                 listed_ns = time.time_ns()
-                pages, subfolders, linked = _list_folder(path, rel)
+                pages, subfolders, has_link = _list_folder(path, rel)
                 if listing is not None:
-                    listing.put(rel, st, listed_ns, pages, subfolders, linked)
+                    listing.put(rel, st, listed_ns, pages, subfolders, has_link)
+                if has_link and linked is not None:
+                    linked.add(rel)
             else:
                 pages, subfolders = held
             prefix = rel + "/"

@@ -22,6 +22,9 @@ and formats.
   outside every lane, the list of lanes, the configuration and ``lane_inputs`` (what it reads
   of other lanes), so that a whole-wiki run after an edit in one lane runs it on that lane
   alone (:mod:`wikiengine.lint.lane_parts`);
+- ``reads_pages``: False when ``check_wiki`` reads only the paths of the wiki's files (and what
+  ``wiki_inputs`` names), not their content: its findings are then kept while the list of files
+  is the same, whatever the pages say;
 - ``fix``: for ``fixable`` rules, the one safe mechanical fix of a page;
 - ``collect``: small per-page facts (JSON-like values) that ``check_wiki`` reads back
   through ``ctx.facts(code, rel)``; they are cached with the file, so a cross-file rule
@@ -79,6 +82,7 @@ class Rule:
     reports_absent: ClassVar[bool] = False  # keeps findings on paths that are gone (whole-wiki runs)
     reports_on: ClassVar[tuple[str, ...] | None] = None  # the kinds check_wiki's findings land on (None: any)
     by_lane: ClassVar[bool] = False  # check_wiki judges one lane at a time (lint/lane_parts.py)
+    reads_pages: ClassVar[bool] = True  # False: check_wiki reads the paths, not the pages (keyed by the file list)
     # option name -> its kind, for [tool.wiki.rules.<CODE>]; documented under *Options*
     options: ClassVar[dict[str, Option]] = {}
 

@@ -235,7 +235,8 @@ def _reported_kinds(ctx: LintContext) -> set[str]:
 def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes: list[str], use_cache: bool) -> LintContext:
     """The run's files and targets, and its cache, keyed by the configuration and the rules ``codes``."""
     listing = FolderListing.open(root) if use_cache else None
-    files = discover(root, listing)
+    linked: set[str] = set()
+    files = discover(root, listing, linked)
     if listing is not None:
         listing.save()
     targets = files if paths is None else sorted(set(paths))
@@ -244,6 +245,7 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes
     cache = LintCache.open(root, engine_fingerprint(_programs_fingerprint(root, files)), persist=use_cache)
     cache.rule_fps = {code: config.rule_fingerprint(code) for code in codes}
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
+    ctx.linked_folders = linked
     if _reads_tracked(codes):
         ctx.prefetch_tracked()
     return ctx
@@ -544,7 +546,8 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str], reuse: bool = False) 
         if inputs is None:
             found.extend(rule.check_wiki(ctx))
             continue
-        key = f"{ctx.cache.rule_fps.get(rule.code, '')}:{state or ctx.wiki_fingerprint()}:{inputs}"
+        pages = ctx.wiki_fingerprint() if rule.reads_pages else ctx.files_digest()
+        key = f"{ctx.cache.rule_fps.get(rule.code, '')}:{state or pages}:{inputs}"
         cached = ctx.cache.wiki_findings(rule.code + slot, key)
         if cached is None:
             fresh = _by_lane(ctx, rule, inputs) if rule.by_lane and state is None else list(rule.check_wiki(ctx))

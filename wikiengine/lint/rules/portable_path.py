@@ -48,12 +48,20 @@ class PortablePath(Rule):
     code = "WK003"
     name = "portable-path"
     summary = "a page path collides with another under case or Unicode folding, or is not portable"
+    reads_pages = False
+
+    def wiki_inputs(self, ctx):
+        """Where each page that is a symbolic link leads (the paths are in the key already)."""
+        root = str(ctx.root).rstrip("/") + "/"
+        return repr([(rel, os.path.realpath(root + rel)) for rel in _links(ctx, ctx.files, root)])
 
     def check_wiki(self, ctx):
         folded: dict[str, str] = {}
         judged: dict[str, str | None] = {}  # component -> its problem: folders recur in every path under them
         targets = set(ctx.targets)
         root = str(ctx.root).rstrip("/") + "/"
+        links = set(_links(ctx, ctx.targets, root))
+        real_root = os.path.realpath(ctx.root)
         for rel in ctx.files:
             key = (rel if rel.isascii() else unicodedata.normalize("NFC", rel)).casefold()  # NFC keeps ASCII as is
             other = folded.setdefault(key, rel)
@@ -61,14 +69,20 @@ class PortablePath(Rule):
                 for mine, theirs in ((rel, other), (other, rel)):
                     if mine in targets:
                         yield self.finding(mine, 1, f"path collides with {theirs} on a case-insensitive or normalising file system")
-            if rel in targets:
-                link = root + rel
-                if os.path.islink(link):
-                    real = os.path.realpath(link)
-                    if os.path.commonpath([real, os.path.realpath(ctx.root)]) != os.path.realpath(ctx.root):
-                        yield self.finding(rel, 1, "path is a symbolic link to a file outside the repository")
-                for part in rel.split("/"):
-                    problem = judged[part] if part in judged else judged.setdefault(part, _problem(part))
-                    if problem:
-                        yield self.finding(rel, 1, f"path is not portable: {problem}")
-                        break
+            if rel not in targets:
+                continue
+            if rel in links and os.path.commonpath([os.path.realpath(root + rel), real_root]) != real_root:
+                yield self.finding(rel, 1, "path is a symbolic link to a file outside the repository")
+            for part in rel.split("/"):
+                problem = judged[part] if part in judged else judged.setdefault(part, _problem(part))
+                if problem:
+                    yield self.finding(rel, 1, f"path is not portable: {problem}")
+                    break
+
+
+def _links(ctx, paths: list[str], root: str) -> list[str]:
+    """The paths among ``paths`` that are symbolic links: looked for only in the folders where the
+    walk saw a link (``ctx.linked_folders``), or everywhere when that is not known."""
+    linked = ctx.linked_folders
+    return [rel for rel in paths
+            if (linked is None or rel.rpartition("/")[0] in linked) and os.path.islink(root + rel)]
