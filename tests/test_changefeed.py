@@ -420,3 +420,33 @@ def test_a_snapshot_run_grandfathers_by_the_page_dates_it_holds(wiki):
     assert again.stats["snapshot"] == 1 and "index_read" not in again.stats
     assert again.grandfathered == first.grandfathered == uncached.grandfathered
     assert rendered(again) == rendered(first) == rendered(uncached)
+
+
+def test_the_entries_taken_at_once_are_those_taken_one_by_one(wiki, monkeypatch):
+    """A whole run takes the entries of the pages git vouches for in one pass
+    (``LintCache.fresh_all``): the same entries as ``fresh`` one page at a time, after an edit
+    git sees, an edit git was told not to look at (assume-unchanged), an edit committed (git vouches
+    for a blob the entry was not made from) and a new page."""
+    from wikiengine.lint.cache import LintCache
+
+    taken = []
+    at_once = LintCache.fresh_all
+
+    def both(self, rels):
+        entries = at_once(self, rels)
+        self._fresh.clear()
+        taken.append((entries, [self.fresh(rel) for rel in rels]))
+        return entries
+
+    monkeypatch.setattr(LintCache, "fresh_all", both)
+    pages = sorted(p.relative_to(wiki).as_posix() for p in (wiki / "wiki" / "experiments").rglob("*-v*.md"))
+    (wiki / pages[2]).write_text((wiki / pages[2]).read_text(encoding="utf-8") + "\nCommitted.\n", encoding="utf-8")
+    git(wiki, "commit", "-qam", "edit")  # git vouches for its new blob: not the one its entry was made from
+    (wiki / pages[0]).write_text((wiki / pages[0]).read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    git(wiki, "update-index", "--assume-unchanged", pages[1])
+    (wiki / pages[1]).write_text((wiki / pages[1]).read_text(encoding="utf-8") + "\nHidden.\n", encoding="utf-8")
+    (wiki / "wiki" / "notes").mkdir(exist_ok=True)
+    (wiki / "wiki" / "notes" / "new.md").write_text("# new\n", encoding="utf-8")
+    findings(wiki)
+    (entries, one_by_one), = taken
+    assert entries == one_by_one and sum(entry is None for entry in entries) == 4

@@ -142,12 +142,15 @@ class Vouched:
         return rel in self.tree.files and rel not in self._named and rel not in self.tree.unvouchable()
 
     def get(self, rel: str, default: str | None = None) -> str | None:
-        if not self.vouches(rel):
-            return default
+        return self.table().get(rel, default)
+
+    def table(self) -> dict[str, str]:
+        """Path -> index blob of every file git vouches for: the index's checked regular files
+        (:meth:`~wikiengine.lint.gitview.TrackedTree.blobs`) less the paths git named."""
         if self._table is None:
             blobs = self.tree.blobs()
             self._table = {rel: blob for rel, blob in blobs.items() if rel not in self._named} if self._named else blobs
-        return self._table.get(rel, default)
+        return self._table
 
     def others(self, files: list[str]) -> list[str]:
         """The files of ``files`` (sorted) git does not vouch for, in their order. In git's usual

@@ -367,9 +367,10 @@ def _per_file_pass(ctx: LintContext, selected: list[str], wanted: frozenset, rul
     codes = _page_codes(selected)
     unreadable = set()
     todo: dict[frozenset, list[str]] = {}  # the rules to run -> the files to run them on
-    fresh, missing_of = cache.fresh, cache.missing
-    for rel in ctx.targets:
-        entry = fresh(rel)
+    missing_of = cache.missing
+    # a whole-wiki run read the index at once (_held_snapshot): its entries are taken in one pass
+    looked_up = cache.fresh_all(ctx.targets) if ctx.targets is ctx.files else map(cache.fresh, ctx.targets)
+    for rel, entry in zip(ctx.targets, looked_up):
         missing = None if entry is None else missing_of(entry, wanted)
         if missing is None or missing:
             todo.setdefault(missing, []).append(rel)
