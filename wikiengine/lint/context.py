@@ -186,6 +186,7 @@ class LintContext:
         self._files_digest: str | None = None
         self._file_shas: list[str] | None = None
         self._lane_parts: list | None = None
+        self._part_keys: dict[str, str] | None = None  # part name -> its key
         self.page_dates: dict[str, str] = {}  # page -> its frontmatter date, as a run snapshot holds it
         self.linked_folders: set[str] | None = None  # the folders holding a symbolic link (None: not known)
 
@@ -406,8 +407,9 @@ class LintContext:
         rule that reports outside the lanes (on a model page) from what one lane holds."""
         if self.cache is None or not self.cache.persist or self.targets is not self.files:
             return compute()
-        keys = self.__dict__.setdefault("_part_keys", {part.name: part.key for part in self.lane_parts()})
-        folder = f"wiki/experiments/{lane[0]}/{lane[1]}/"
+        if self._part_keys is None:
+            self._part_keys = {part.name: part.key for part in self.lane_parts()}
+        keys, folder = self._part_keys, f"wiki/experiments/{lane[0]}/{lane[1]}/"
         if folder not in keys:
             return compute()  # no file of the wiki is in that folder
         held = self.cache.memo(name, "lanes") or {}  # one entry: {lane folder: [key, value]}
