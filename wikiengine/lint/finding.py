@@ -33,6 +33,10 @@ class Finding:
         lines (a writer prepending a log entry), never its line or a line it quotes."""
         return (self.code, self.path, self.subject or without_line_refs(self.message))
 
+    def row(self) -> tuple:
+        """Every field, in order, as the lint cache keeps a finding: ``Finding(*row)`` makes it again."""
+        return (self.path, self.line, self.col, self.code, self.message, self.fixable, self.date, self.subject)
+
     def as_dict(self) -> dict:
         """The finding's identity (every field but ``date``), for ``--format json``."""
         return dict(zip(IDENTITY, SORT_KEY(self)))

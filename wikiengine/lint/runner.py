@@ -552,7 +552,7 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str], reuse: bool = False) 
         cached = ctx.cache.wiki_findings(rule.code + slot, key)
         if cached is None:
             fresh = _by_lane(ctx, rule, inputs) if rule.by_lane and state is None else list(rule.check_wiki(ctx))
-            ctx.cache.store_wiki_findings(rule.code + slot, key, [_row(f) for f in fresh])
+            ctx.cache.store_wiki_findings(rule.code + slot, key, [f.row() for f in fresh])
             ctx.cache.stats["wiki_rules_run"] += 1
             ctx.cache.stats[f"wiki_run:{rule.code}"] = 1
             found.extend(fresh)
@@ -570,18 +570,12 @@ def _by_lane(ctx: LintContext, rule, inputs: str) -> list[Finding]:
 
     def judge() -> list[tuple]:
         mine = set(ctx.targets)
-        return [_row(f) for f in rule.check_wiki(ctx) if f.path in mine]
+        return [f.row() for f in rule.check_wiki(ctx) if f.path in mine]
 
     salt = f"{ctx.cache.rule_fps.get(rule.code, '')}:{inputs}:{rule.lane_inputs(ctx)}"
     rows, kept = by_part(ctx, ctx.cache.wiki_findings(rule.code + "@lanes", "lanes") or {}, salt, judge)
     ctx.cache.store_wiki_findings(rule.code + "@lanes", "lanes", kept)  # one entry: {part: [key, rows]}
     return [Finding(*row) for row in rows]
-
-
-def _row(finding: Finding) -> tuple:
-    """A finding as the cache keeps it."""
-    f = finding
-    return (f.path, f.line, f.col, f.code, f.message, f.fixable, f.date, f.subject)
 
 
 def _paths_state(ctx: LintContext) -> str | None:

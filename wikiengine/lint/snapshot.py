@@ -98,7 +98,7 @@ def replay(held: dict, findings: list[Finding], directives: dict) -> set[str]:
 
 def taken(findings: list[Finding], directives: dict, unreadable: set[str], wiki_fp: str) -> dict:
     """What a snapshot keeps of a per-file pass (its findings are the page rules' alone)."""
-    return {"findings": [(f.path, f.line, f.col, f.code, f.message, f.fixable, f.date, f.subject) for f in findings],
+    return {"findings": [f.row() for f in findings],
             "supp": directives, "unreadable": sorted(unreadable), "wiki_fp": wiki_fp}
 
 

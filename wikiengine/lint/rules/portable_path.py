@@ -82,7 +82,12 @@ class PortablePath(Rule):
 
 def _links(ctx, paths: list[str], root: str) -> list[str]:
     """The paths among ``paths`` that are symbolic links: looked for only in the folders where the
-    walk saw a link (``ctx.linked_folders``), or everywhere when that is not known."""
-    linked = ctx.linked_folders
-    return [rel for rel in paths
-            if (linked is None or rel.rpartition("/")[0] in linked) and os.path.islink(root + rel)]
+    walk saw a link (``ctx.linked_folders``, each found by bisection: a warm run asks this of
+    every file), or everywhere when that is not known."""
+    if ctx.linked_folders is None:
+        candidates = paths
+    else:
+        in_linked = [rel for folder in sorted(ctx.linked_folders) for rel in ctx.files_under(folder + "/")
+                     if "/" not in rel[len(folder) + 1:]]  # the folder's own files, not its subfolders'
+        candidates = in_linked if paths is ctx.files else sorted(set(in_linked).intersection(paths))
+    return [rel for rel in candidates if os.path.islink(root + rel)]
