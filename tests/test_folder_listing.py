@@ -21,6 +21,7 @@ from wikiengine.lint import context
 from wikiengine.lint.cache import CACHE_DIR
 from wikiengine.lint.context import LINTED_DIRS, discover
 from wikiengine.lint.folders import FOLDERS_FILE, FolderListing
+from wikiengine.lint.runner import _file_list_facts
 
 TICK = 0.012  # longer than the kernel's file-time granularity (a jiffy), so that each change has a new time
 
@@ -40,10 +41,12 @@ def os_walk_pages(root: Path) -> list[str]:
 
 
 def walked(root: Path) -> tuple[list[str], FolderListing]:
-    """One run's walk with the kept listing, which it keeps anew."""
+    """One run's walk with the kept listing, which it keeps anew; what the runner derives from
+    the pages found (kept with the listing) is what it derives from them afresh."""
     (root / CACHE_DIR).mkdir(exist_ok=True)
     listing = FolderListing.open(root)
     found = discover(root, listing)
+    assert listing.derived(_file_list_facts) == _file_list_facts(found)
     listing.save()
     time.sleep(TICK)
     return found, listing
@@ -62,7 +65,7 @@ def test_a_kept_listing_finds_what_os_walk_finds_after_every_change(tmp_path, se
     (root / "wiki" / "a").mkdir(parents=True)
     (root / "memory").mkdir()
     rng = random.Random(20261203)
-    taken = 0
+    taken = whole = 0
     for step in range(160):
         folders_now = [p for p in (root / "wiki").rglob("*") if p.is_dir() and not p.is_symlink()] + [root / "wiki",
                                                                                                      root / "memory"]
@@ -102,7 +105,46 @@ def test_a_kept_listing_finds_what_os_walk_finds_after_every_change(tmp_path, se
         found, listing = walked(root)
         assert found == os_walk_pages(root), (step, op)
         taken += listing.taken
+        again, listing = walked(root)  # nothing changed since
+        assert again == found, (step, op)
+        whole += again is listing._kept_pages  # every folder taken as kept: the kept list itself
     assert taken > 300  # most walks took folders as kept
+    assert whole  # walks before the first link (a folder holding one is listed every time)
+
+
+def test_a_walk_that_takes_every_kept_folder_finds_the_kept_pages(tmp_path, settled):
+    """The walk's outcome is kept whole: a walk that lists no folder takes the pages and what
+    was derived from them; one that lists a folder finds the other folders' pages in that list;
+    the pages of a folder that was not kept (it holds a link) are not kept either, so they are
+    not found once that folder is gone and every other folder is as kept."""
+    root = tmp_path / "wiki-root"
+    for folder in ("wiki/a/b", "wiki/c", "memory"):
+        (root / folder).mkdir(parents=True)
+    for page in ("wiki/index.md", "wiki/a/x.md", "wiki/a/b/y.md", "wiki/c/z.md", "memory/m.md"):
+        (root / page).write_text("# p\n", encoding="utf-8")
+    (root / "memory" / "linked.md").symlink_to(root / "wiki" / "index.md")
+    first, listing = walked(root)
+    assert listing.listed == 5 and first == os_walk_pages(root)
+    again, listing = walked(root)
+    assert again == first and listing.listed == 1  # memory/, which holds a link, is listed again
+    (root / "memory" / "linked.md").unlink()
+    (root / "memory" / "m.md").unlink()
+    (root / "memory").rmdir()
+    gone, listing = walked(root)
+    assert gone == os_walk_pages(root) == ["wiki/a/b/y.md", "wiki/a/x.md", "wiki/c/z.md", "wiki/index.md"]
+    assert gone is listing._kept_pages and listing.listed == 0
+    (root / "wiki" / "a" / "b" / "new.md").write_text("# n\n", encoding="utf-8")
+    added, listing = walked(root)
+    assert added == os_walk_pages(root) and "wiki/a/b/new.md" in added and listing.listed == 1
+    kept, listing = walked(root)
+    assert kept == added and kept is listing._kept_pages
+    (root / "memory").mkdir()  # a top folder, kept, then gone: no folder of the walk changed
+    (root / "memory" / "m.md").write_text("# m\n", encoding="utf-8")
+    walked(root)
+    assert "memory/m.md" in walked(root)[0]
+    (root / "memory" / "m.md").unlink()
+    (root / "memory").rmdir()
+    assert walked(root)[0] == os_walk_pages(root) == kept
 
 
 def test_a_folder_changed_in_its_listings_clock_tick_is_listed_again(tmp_path):

@@ -45,7 +45,7 @@ from wikiengine.lint.cache import (
 )
 from wikiengine.lint.changefeed import ChangeFeed, blob_id, index_before
 from wikiengine.lint.config import LintConfig, load_config
-from wikiengine.lint.context import LintContext, PageInfo, discover, read_page_bytes
+from wikiengine.lint.context import LintContext, PageInfo, discover, list_digest, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings
 from wikiengine.lint.folders import FolderListing
 from wikiengine.lint.kinds import kind_of
@@ -237,14 +237,15 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes
     listing = FolderListing.open(root) if use_cache else None
     linked: set[str] = set()
     files = discover(root, listing, linked)
+    digest, programs = listing.derived(_file_list_facts) if listing is not None else _file_list_facts(files)
     if listing is not None:
         listing.save()
     targets = files if paths is None else sorted(set(paths))
     # Experiment rules read each lane's page conventions from its programs: a program's
     # change must not leave cached page findings behind.
-    cache = LintCache.open(root, engine_fingerprint(_programs_fingerprint(root, files)), persist=use_cache)
+    cache = LintCache.open(root, engine_fingerprint(_programs_fingerprint(root, programs)), persist=use_cache)
     cache.rule_fps = {code: config.rule_fingerprint(code) for code in codes}
-    ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache)
+    ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache, files_digest=digest)
     ctx.linked_folders = linked
     if _reads_tracked(codes):
         ctx.prefetch_tracked()
@@ -295,10 +296,16 @@ def _baselined(findings: list[Finding], ctx: LintContext, rules, codes: list[str
     return findings, baselined
 
 
-def _programs_fingerprint(root: Path, files: list[str]) -> str:
+def _file_list_facts(files: list[str]) -> list:
+    """``[hash of the list, the experiments programs in it]``: what a run derives from its list
+    of files (kept with the folder listing while the walk finds the same files)."""
+    return [list_digest(files), [rel for rel in files if rel.endswith("/program.md") and rel.startswith("wiki/experiments/")]]
+
+
+def _programs_fingerprint(root: Path, programs: list[str]) -> str:
     """A hash of every experiments program (they carry lanes' page conventions)."""
     digest = hashlib.blake2b(digest_size=16)
-    for rel in [rel for rel in files if rel.endswith("/program.md") and rel.startswith("wiki/experiments/")]:
+    for rel in programs:
         path = root / rel
         try:
             if not stat.S_ISREG(os.lstat(path).st_mode):
