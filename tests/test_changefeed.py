@@ -240,6 +240,43 @@ def test_an_untracked_page_and_its_suppressions_come_back_with_the_snapshot(wiki
     assert not any(line.startswith("wiki/new-note.md") for line in findings(wiki))
 
 
+def test_a_known_listing_still_leaves_an_untracked_page_to_be_looked_at(wiki):
+    """What a run knows of git's listing without parsing it is keyed by the listing and the
+    files: an untracked page edited (the same listing, the same files) is still not one git
+    vouches for, and its edit is seen."""
+    page = wiki / "wiki" / "new-note.md"
+    page.write_text("# New\n", encoding="utf-8")
+    for _ in range(2):
+        settle_index(wiki)
+        lint(wiki)
+    page.write_text("# New\n\nSee [gone](gone.md).\n", encoding="utf-8")
+    settle_index(wiki)
+    result = lint(wiki)
+    assert "snapshot" not in result.stats and result.stats["analysed"] == 1
+    assert rendered(result) == findings(wiki, use_cache=False)
+    assert any(f.path == "wiki/new-note.md" and f.code == "LNK001" for f in result.findings)
+
+
+def test_what_a_run_knows_of_the_listing_goes_with_the_listing(wiki):
+    """A link's target that git stops tracking, and ignores, is judged again: the answers a run
+    keeps of git's listing (does it track this target?) are kept under the listing's hash."""
+    (wiki / "raw").mkdir(exist_ok=True)
+    (wiki / "raw" / "kept.csv").write_text("x\n", encoding="utf-8")
+    (wiki / "wiki" / "data-note.md").write_text("# Data\n\nSee [the data](../raw/kept.csv).\n", encoding="utf-8")
+    commit_all(wiki, "data")
+    for _ in range(2):
+        settle_index(wiki)
+        before = lint(wiki)
+    assert not any(f.path == "wiki/data-note.md" for f in before.findings)
+    with (wiki / ".gitignore").open("a", encoding="utf-8") as ignore:
+        ignore.write("raw/kept.csv\n")
+    git(wiki, "rm", "-q", "--cached", "raw/kept.csv")
+    settle_index(wiki)
+    after = lint(wiki)
+    assert rendered(after) == findings(wiki, use_cache=False)
+    assert any(f.path == "wiki/data-note.md" and f.code == "LNK002" for f in after.findings)
+
+
 def test_another_selection_of_rules_does_not_take_the_snapshot(wiki):
     selected = LintConfig(select=["EXP", "LNK"])
     settle_index(wiki)
@@ -327,16 +364,23 @@ def test_a_sha256_repository_is_hashed_as_git_hashes_it(template, tmp_path, monk
 
 def test_a_snapshot_run_makes_no_table_of_blobs(wiki, monkeypatch):
     """The run that takes the snapshot asks git only which files it does not vouch for and the
-    hash of its index listing: the table of every path's blob is never made."""
+    hash of its index listing: the table of every path's blob is never made, and the listing
+    is not even parsed (the last run with the same listing and files said what it holds)."""
 
     def no_table(self):
         raise AssertionError("the table of blobs was made")
 
-    monkeypatch.setattr(TrackedTree, "blobs", no_table)
-    settle_index(wiki)
-    result = lint(wiki)
+    def no_parse(self):
+        raise AssertionError("the listing was parsed")
+
+    expected = findings(wiki, use_cache=False)
+    with monkeypatch.context() as patched:
+        patched.setattr(TrackedTree, "blobs", no_table)
+        patched.setattr(TrackedTree, "_parse", no_parse)
+        settle_index(wiki)
+        result = lint(wiki)
     assert result.stats["snapshot"] == 1 and result.stats["vouched"] > 20
-    assert rendered(result) == findings(wiki, use_cache=False)
+    assert rendered(result) == expected
 
 
 def test_a_page_git_does_not_compare_is_known_by_its_content_in_the_snapshot(wiki):
@@ -379,7 +423,7 @@ def test_what_git_vouches_for_is_one_answer_however_it_is_asked(tmp_path):
     blob = git(root, "rev-parse", ":wiki/p0.md")
     assert plain.plain and not plain.unvouchable() and plain.digest
     for listed in (files, names):  # an untracked file among them, or every one tracked
-        _agree(Vouched(plain, {"wiki/p1.md", "raw/data.csv"}), listed, plain.blobs())
+        _agree(Vouched(plain, {"wiki/p1.md", "raw/data.csv"}, listed), listed, plain.blobs())
     git(root, "update-index", "--assume-unchanged", "wiki/p2.md")
     git(root, "update-index", "--skip-worktree", "wiki/p3.md")
     (root / "wiki" / "link.md").symlink_to("p0.md")
@@ -392,15 +436,17 @@ def test_what_git_vouches_for_is_one_answer_however_it_is_asked(tmp_path):
     assert not mixed.plain and mixed.digest != plain.digest
     assert mixed.unvouchable() == {"wiki/p2.md", "wiki/p3.md", "wiki/p4.md", "wiki/link.md", "wiki/sub"}
     assert "wiki/sub" in mixed.gitlinks and "wiki/p4.md" in mixed.files
-    _agree(Vouched(mixed, {"wiki/p1.md", "raw/data.csv"}), sorted([*files, "wiki/link.md"]), mixed.blobs())
+    listed = sorted([*files, "wiki/link.md"])
+    _agree(Vouched(mixed, {"wiki/p1.md", "raw/data.csv"}, listed), listed, mixed.blobs())
 
 
 def _agree(vouched, files: list[str], blobs: dict[str, str]) -> None:
     table = {rel: blob for rel, blob in blobs.items() if rel != "wiki/p1.md"}
     assert {rel for rel in files if vouched.get(rel)} == {rel for rel in files if rel in table}
     assert all(vouched.get(rel) == table[rel] for rel in files if rel in table)
-    assert vouched.others(files) == [rel for rel in files if rel not in table]
-    assert len(vouched) == len(table) and "wiki/p0.md" in table and "wiki/p1.md" not in table
+    assert vouched.others() == [rel for rel in files if rel not in table]
+    assert vouched.covers() == vouched.tree.files.issuperset(files)
+    assert "wiki/p0.md" in table and "wiki/p1.md" not in table
 
 
 def test_a_snapshot_run_grandfathers_by_the_page_dates_it_holds(wiki):

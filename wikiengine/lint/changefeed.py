@@ -93,10 +93,11 @@ class ChangeFeed:
             self.close()
             raise
 
-    def vouched(self, changes: dict[str, str], tree: TrackedTree) -> Vouched | dict:
+    def vouched(self, changes: dict[str, str], tree: TrackedTree, files: list[str], covers: bool | None = None
+                ) -> Vouched | dict:
         """The tracked files whose work-tree bytes are their index blob (:class:`Vouched`):
         ``tree``'s less the paths ``changes`` (``git diff HEAD``) and the index's own changes
-        against ``HEAD`` name; empty when git cannot be trusted."""
+        against ``HEAD`` name, for a run over ``files``; empty when git cannot be trusted."""
         try:
             index, staged, settings = (running.result(check=False) for running in self._running)
         except GitError:  # past its deadline
@@ -108,7 +109,7 @@ class ChangeFeed:
             return {}
         named = {rel for rel in staged.stdout.split("\0") if rel}
         named.update(changes)
-        return Vouched(tree, named)
+        return Vouched(tree, named, files, covers)
 
     def _settled(self, index: str) -> bool:
         """Did all the run's git processes read one index? Yes when the index file (``index``:
@@ -132,11 +133,14 @@ class Vouched:
     """Path -> index blob of the tracked files git vouches for (read by :meth:`get`): every
     entry of ``tree`` it checks as it should, less the paths git named as changed (``named``).
     The table of 50,000 blobs is made on first need: a run that takes the run snapshot asks
-    only which files git does not vouch for (:meth:`others`) and the listing's hash."""
+    only which of its ``files`` git does not vouch for (:meth:`others`) and the listing's hash.
+    ``covers``: whether the index lists every one of ``files``, when known without the listing
+    (the last run with the same listing and files found it)."""
 
-    def __init__(self, tree: TrackedTree, named: set[str]):
-        self.tree, self._named = tree, named
+    def __init__(self, tree: TrackedTree, named: set[str], files: list[str], covers: bool | None = None):
+        self.tree, self._named, self._files, self._covers = tree, named, files, covers
         self._table: dict[str, str] | None = None
+        self._others: list[str] | None = None
 
     def vouches(self, rel: str) -> bool:
         return rel in self.tree.files and rel not in self._named and rel not in self.tree.unvouchable()
@@ -152,18 +156,23 @@ class Vouched:
             self._table = {rel: blob for rel, blob in blobs.items() if rel not in self._named} if self._named else blobs
         return self._table
 
-    def others(self, files: list[str]) -> list[str]:
-        """The files of ``files`` (sorted) git does not vouch for, in their order. In git's usual
-        case (every file tracked, no entry git does not check) these are the changed files it
-        named: a C-level test of 50,000 paths and a look-up of each named one."""
-        tree = self.tree
-        if tree.unvouchable() or not tree.files.issuperset(files):
-            return [rel for rel in files if not self.vouches(rel)]
-        return [rel for rel in sorted(self._named) if _holds(files, rel)]
+    def covers(self) -> bool:
+        """Does the index list every one of the run's files?"""
+        if self._covers is None:
+            self._covers = self.tree.files.issuperset(self._files)
+        return self._covers
 
-    def __len__(self) -> int:
-        tracked = self.tree.files
-        return len(tracked) - sum(1 for rel in self._named | self.tree.unvouchable() if rel in tracked)
+    def others(self) -> list[str]:
+        """The run's files git does not vouch for, in their order. In git's usual case (every
+        file tracked, no entry git does not check) these are the changed files it named: a
+        look-up of each named one, and no look at the listing when the run knows :meth:`covers`."""
+        if self._others is None:
+            files = self._files
+            if self.tree.unvouchable() or not self.covers():
+                self._others = [rel for rel in files if not self.vouches(rel)]
+            else:
+                self._others = [rel for rel in sorted(self._named) if _holds(files, rel)]
+        return self._others
 
 
 def _holds(ordered: list[str], item: str) -> bool:

@@ -49,7 +49,7 @@ def run_key(ctx: LintContext, wanted: frozenset) -> str | None:
     if not vouched:
         return None
     tokens = []
-    for rel in vouched.others(ctx.files):  # untracked, in a submodule, changed
+    for rel in vouched.others():  # untracked, in a submodule, changed
         entry = ctx.cache.fresh(rel)
         if entry is None or not entry.get("sha"):
             return None
@@ -65,7 +65,7 @@ def made_key(ctx: LintContext, wanted: frozenset) -> str | None:
     if not vouched:
         return None
     looked_up = ctx.cache.looked_up
-    others = set(vouched.others(ctx.files))
+    others = set(vouched.others())
     tokens = []
     for rel in ctx.files:
         entry = looked_up.get(rel)

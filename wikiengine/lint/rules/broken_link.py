@@ -138,7 +138,7 @@ class TargetJudge:
                 self._pages = set(self.ctx.files)
             if target in self._pages:
                 return OK
-        elif target in tree.files:
+        elif tree.tracks(target):
             return OK
         submodule = self.submodule_of(target)
         if submodule is not None:
