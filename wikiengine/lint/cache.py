@@ -509,6 +509,15 @@ class LintCache:
         self._tables_changed.add(name)
         self.dirty = True
 
+    def parts(self, name: str) -> dict:
+        """``{part: [key, value]}``: what ``name`` keeps lane by lane (lint/lane_parts.py), in a
+        table of its own: only a run in which a lane changed reads it (at 50,000 pages MOD002's
+        was 1.5 MB, which every warm run read with the memos)."""
+        return self.table(f"parts:{name}", "parts")
+
+    def store_parts(self, name: str, held: dict) -> None:
+        self.store_table(f"parts:{name}", "parts", held)
+
     def run_snapshot(self, key: str) -> dict | None:
         """The run snapshot if it was made under ``key`` (:func:`~wikiengine.lint.snapshot.run_key`)."""
         data = self._load(self.directory / RUN_FILE) if self.persist and self.written_ns else None

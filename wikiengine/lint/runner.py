@@ -601,8 +601,8 @@ def _by_lane(ctx: LintContext, rule, inputs: str) -> list[Finding]:
         return [f.row() for f in rule.check_wiki(ctx) if f.path in mine]
 
     salt = f"{ctx.cache.rule_fps.get(rule.code, '')}:{inputs}:{rule.lane_inputs(ctx)}"
-    rows, kept = by_part(ctx, ctx.cache.wiki_findings(rule.code + "@lanes", "lanes") or {}, salt, judge)
-    ctx.cache.store_wiki_findings(rule.code + "@lanes", "lanes", kept)  # one entry: {part: [key, rows]}
+    rows, kept = by_part(ctx, ctx.cache.parts(rule.code), salt, judge)
+    ctx.cache.store_parts(rule.code, kept)  # {part: [key, rows]}
     return [Finding(*row) for row in rows]
 
 
