@@ -376,7 +376,7 @@ def test_row59_a_key_inside_a_git_work_tree_is_never_trusted(tmp_path):
 
 # Writes a cache, signed with the planted key, in which the broken page has no findings.
 _FORGE = """
-import hashlib, marshal, sys, time
+import marshal, sys, time
 from pathlib import Path
 from wikiengine.lint import cache
 from wikiengine.lint.config import LintConfig
@@ -391,7 +391,7 @@ for path in [head, *(root / cache.CACHE_DIR / cache.INDEX_DIR).glob("*.marshal")
     data.get("wiki", {})["findings"] = []
     data["written_ns"] = time.time_ns() + 10**10
     blob = marshal.dumps(data)
-    path.write_bytes(hashlib.blake2b(blob, key=key, digest_size=32).digest() + blob)
+    path.write_bytes(cache.tag(blob, key) + blob)
 """
 
 
