@@ -115,7 +115,7 @@ def test_a_page_first_parsed_for_a_cross_file_rule_keeps_its_suppressions_later(
     (wiki / "wiki" / "notes").mkdir(parents=True, exist_ok=True)
     (wiki / note).write_text("# quiet\n\n<!-- wiki-lint: disable-file LNK001 -->\n[x](gone.md)\n", encoding="utf-8")
     config = LintConfig()
-    ctx = runner._open_context(wiki, [experiment_pages(wiki)[0]], config, selected_codes(config), True)
+    ctx = runner._open_context(wiki, [experiment_pages(wiki)[0]], config, selected_codes(config), True, None)
     assert ctx.info(note).page is not None  # parsed outside the per-file pass
     ctx.cache.save(ctx.files)
     later = run(wiki)

@@ -17,7 +17,7 @@ import pytest
 
 from tests.lint_support import generated_git_wiki
 from tests.rules_wiki import commit_all, git
-from wikiengine.lint import lint, runner
+from wikiengine.lint import LintResult, lint, runner
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.context import discover
 from wikiengine.lint.gitview import TrackedTree
@@ -275,6 +275,55 @@ def test_what_a_run_knows_of_the_listing_goes_with_the_listing(wiki):
     after = lint(wiki)
     assert rendered(after) == findings(wiki, use_cache=False)
     assert any(f.path == "wiki/data-note.md" and f.code == "LNK002" for f in after.findings)
+
+
+def test_the_index_a_past_run_listed_is_not_listed_again_until_a_question_needs_it(wiki, monkeypatch):
+    """The index file a run listed (its path and lstat: git replaces it by a rename) hashes to
+    the same listing: a warm run starts no `git ls-files`, one after `git add` does (and the
+    next too while the index is within git's racy margin), and a run that asks the listing
+    something new (an edited page links to a new target) lists it then."""
+    listed: list[Path] = []
+    real_start = TrackedTree.start
+    monkeypatch.setattr(TrackedTree, "start", staticmethod(lambda root: listed.append(root) or real_start(root)))
+
+    def run() -> tuple[LintResult, int]:
+        listed.clear()
+        result, count = lint(wiki), len(listed)
+        assert rendered(result) == rendered(lint(wiki, use_cache=False))  # (findings() settles the index anew)
+        return result, count
+
+    settle_index(wiki)  # once: a new time would make it another index file
+    lint(wiki)
+    result, count = run()
+    assert result.stats["snapshot"] == 1 and count == 0
+    page = wiki / "wiki" / "added-note.md"
+    page.write_text("# Added\n\nSee [the index](index.md).\n", encoding="utf-8")
+    os.utime(page, (AN_HOUR_AGO, AN_HOUR_AGO))  # older than the index: git's diff finds it clean, and does not refresh
+    git(wiki, "add", "--", "wiki/added-note.md")
+    assert run()[1] == 1  # a new index file, written a moment ago: listed...
+    assert run()[1] == 1  # ...and not kept under a time that another write in the same tick would keep
+    settle_index(wiki)
+    assert run()[1] == 1
+    assert run()[1] == 0
+    page.write_text("# Added\n\nSee [the index](index.md) and [a gone page](gone-page.md).\n", encoding="utf-8")
+    os.utime(page, (AN_HOUR_AGO + 2, AN_HOUR_AGO + 2))
+    result, count = run()
+    assert count == 1  # the new target's question needed the listing itself
+    assert any(f.path == "wiki/added-note.md" and f.code == "LNK001" for f in result.findings)
+
+
+def test_a_listing_that_is_not_the_one_known_is_marked_moved(wiki):
+    """An index listed on need that does not hash to the listing the run took it for (it changed
+    during the run) is marked, and the run keeps nothing it asked of it."""
+    tree = TrackedTree.read(wiki)
+    assert not _asked(TrackedTree.listed_as(wiki, tree.digest)).moved
+    moved = _asked(TrackedTree.listed_as(wiki, "0" * 64))
+    assert moved.moved and moved.tracks(tree.sorted_files[0]) and moved.files == tree.files
+
+
+def _asked(tree: TrackedTree) -> TrackedTree:
+    tree.files  # noqa: B018 (a question that needs the listing itself)
+    return tree
 
 
 def test_another_selection_of_rules_does_not_take_the_snapshot(wiki):

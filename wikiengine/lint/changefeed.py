@@ -146,6 +146,8 @@ class Vouched:
         return rel in self.tree.files and rel not in self._named and rel not in self.tree.unvouchable()
 
     def get(self, rel: str, default: str | None = None) -> str | None:
+        if rel in self._named:  # changed: no table is made to say so
+            return default
         return self.table().get(rel, default)
 
     def table(self) -> dict[str, str]:

@@ -198,12 +198,13 @@ class LintContext:
         for the cycle collector, whose full pass over it cost about 0.2 s at a cold run's end."""
         self.__dict__.clear()
 
-    def prefetch_tracked(self) -> None:
-        """Start reading :meth:`tracked` now, in a git process that runs alongside the lint."""
+    def prefetch_tracked(self, listed_as: str | None = None) -> None:
+        """Start reading :meth:`tracked` now, in a git process that runs alongside the lint;
+        ``listed_as``: the hash of git's listing, known (git lists it only if a rule needs more)."""
         if self._tree is False:
             from wikiengine.lint.gitview import TrackedTree
 
-            self._tree = TrackedTree.start(self.root)
+            self._tree = TrackedTree.listed_as(self.root, listed_as) if listed_as else TrackedTree.start(self.root)
 
     def tracked(self):
         """The files and submodules git tracks (:class:`~wikiengine.lint.gitview.TrackedTree`,

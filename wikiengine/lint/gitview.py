@@ -162,9 +162,12 @@ class TrackedTree:
     ``.gitmodules`` for submodule paths).
     """
 
-    def __init__(self, raw: bytes):
-        self._raw: bytes | None = raw  # the listing as git wrote it, until hashed and parsed
-        self._digest = ""
+    def __init__(self, raw: bytes | None, digest: str = "", root: Path | None = None):
+        self._raw = raw  # the listing as git wrote it, until hashed and parsed
+        self._digest = digest
+        self._root = root  # where to list the index on first need, when only its hash is known
+        self.listed = raw is not None  # git listed the index for this tree when it was made
+        self.moved = False  # listed on need, the listing did not hash to the known digest
         self._parsed = False
         self._known: tuple[bool, dict[str, str]] | None = None  # (plain, gitlinks) without a parse
         # path -> does the index track it / some file under it, as asked of this listing
@@ -267,6 +270,12 @@ class TrackedTree:
     def read(cls, root: Path) -> TrackedTree | None:
         return cls.finish(cls.start(root))
 
+    @classmethod
+    def listed_as(cls, root: Path, digest: str) -> TrackedTree:
+        """The tree of an index whose listing is known to hash to ``digest`` (the very index file
+        a past run listed): git lists it only if a question needs the listing itself."""
+        return cls(None, digest, root)
+
     @staticmethod
     def start(root: Path) -> git.Running | None:
         """Start the ``git ls-files`` that :meth:`finish` reads (it runs while lint works)."""
@@ -290,6 +299,12 @@ class TrackedTree:
     def _parse(self) -> TrackedTree:
         if self._parsed:
             return self
+        if self._raw is None and self._root is not None:
+            done = self.finish(self.start(self._root))
+            if done is None:
+                raise GitError("git ls-files failed: cannot list what git tracks")
+            self._raw = done._raw
+            self.moved = done.digest != self._digest  # the index changed since the run began
         self._parsed = True
         # "<tag> <mode> <object id> <stage>\t<path>": the fields before the path have fixed widths
         text = (self._raw or b"").decode("utf-8", errors="surrogateescape")

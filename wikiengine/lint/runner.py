@@ -35,6 +35,7 @@ from wikiengine.core.page import decode, parse_page
 from wikiengine.lint import baseline as baseline_mod
 from wikiengine.lint import grandfather, snapshot, suppress
 from wikiengine.lint.cache import (
+    RACY_NS,
     LintCache,
     content_hash,
     engine_fingerprint,
@@ -63,6 +64,8 @@ POOL_THRESHOLD = 200
 FEED_THRESHOLD = 1000
 # what a run asked of git's index listing, kept under the listing's hash and the list of files
 LISTING_MEMO = "git-listing"
+# the hash of git's index listing, kept under the index file's path and lstat (git replaces it by a rename)
+INDEX_MEMO = "git-index"
 WORKERS = 2
 UNREADABLE_CODE = "WK001"
 
@@ -126,7 +129,7 @@ def lint(
     root = Path(root)
     config = config or load_config(root)
     codes = selected_codes(config)
-    ctx = _open_context(root, paths, config, codes, use_cache)
+    ctx = _open_context(root, paths, config, codes, use_cache, index_then)
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
@@ -153,7 +156,7 @@ def lint(
     findings.extend(f for f in _wiki_findings(ctx, rules, ran, reuse) if f.path in reported or _absent(ctx, rules, f, paths))
     if _reads_tracked(codes):
         ctx.tracked()  # reap the prefetched git process, should no rule have needed it
-    _keep_listing_facts(ctx)
+    _keep_listing_facts(ctx, index_then)
 
     judged = {finding.path for finding in findings}  # the pages whose dates grandfathering may ask
     findings, grandfathered, suppressed = _filtered(findings, ctx, rules, directives, ran)
@@ -232,11 +235,20 @@ def _take_feed(ctx: LintContext, index_then: tuple) -> None:
         tree.asked_anew = True
 
 
-def _keep_listing_facts(ctx: LintContext) -> None:
-    """Keep what this run asked of git's listing, where it asked anew (:func:`_take_feed` reads it)."""
+def _keep_listing_facts(ctx: LintContext, index_then: tuple | None) -> None:
+    """Keep what this run asked of git's listing, where it asked anew (:func:`_take_feed` reads
+    it), and the hash of the listing under the index file's identity, where git listed it for a
+    run whose git processes all read that one file (the feed was taken) and it had settled."""
     vouched = ctx.cache.vouched
-    if vouched and vouched.tree.asked_anew:
-        ctx.cache.store_memo(LISTING_MEMO, _listing_key(ctx, vouched.tree), [*vouched.tree.facts(), vouched.covers()])
+    if not vouched or vouched.tree.moved:
+        return
+    tree = vouched.tree
+    if tree.asked_anew:
+        ctx.cache.store_memo(LISTING_MEMO, _listing_key(ctx, tree), [*tree.facts(), vouched.covers()])
+    if index_then is not None and index_then[1] and tree.listed:
+        mtime_ns = index_then[1][1][2]  # (path, (inode, size, mtime, ctime)); written well before, as ChangeFeed asks
+        if mtime_ns < index_then[0] - RACY_NS and ctx.cache.memo(INDEX_MEMO, repr(index_then[1])) != tree.digest:
+            ctx.cache.store_memo(INDEX_MEMO, repr(index_then[1]), tree.digest)
 
 
 def _listing_key(ctx: LintContext, tree) -> str:
@@ -253,8 +265,10 @@ def _reported_kinds(ctx: LintContext) -> set[str]:
     return {kind_of(rel) for rel in reported}
 
 
-def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes: list[str], use_cache: bool) -> LintContext:
-    """The run's files and targets, and its cache, keyed by the configuration and the rules ``codes``."""
+def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes: list[str], use_cache: bool,
+                  index_then: tuple | None) -> LintContext:
+    """The run's files and targets, and its cache, keyed by the configuration and the rules ``codes``;
+    ``index_then``: git's index before the run (:func:`~wikiengine.lint.changefeed.index_before`)."""
     listing = FolderListing.open(root) if use_cache else None
     linked: set[str] = set()
     files = discover(root, listing, linked)
@@ -269,7 +283,8 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache, files_digest=digest)
     ctx.linked_folders = linked
     if _reads_tracked(codes):
-        ctx.prefetch_tracked()
+        feed = index_then is not None and len(files) >= FEED_THRESHOLD
+        ctx.prefetch_tracked(cache.memo(INDEX_MEMO, repr(index_then[1])) if feed and index_then[1] else None)
     return ctx
 
 
