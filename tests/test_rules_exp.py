@@ -164,6 +164,57 @@ def test_row38_assigning_the_verdict_and_editing_a_stub_are_allowed(tmp_path):
     assert len(findings(tmp_path, "EXP007", base="HEAD")) == 1
 
 
+def test_row38_a_precommit_run_takes_the_base_verdicts_it_saw_before(tmp_path, monkeypatch):
+    """The verdict of a page's text at the base is kept by that text's hash: the next pre-commit
+    run over the same edits parses no base text, and a commit's new text is parsed again."""
+    from wikiengine.lint import lint
+    from wikiengine.lint.rules import experiment_immutable
+
+    stub = SUB.replace("v042", "v043")
+    _repo(tmp_path, {PAGE: experiment_page(), stub: experiment_page(status="in_progress")})
+    for rel in (PAGE, stub):
+        (tmp_path / rel).write_text((tmp_path / rel).read_text() + "\nA late note.\n")
+    config = LintConfig(select=["EXP007"])
+    real_parse, parsed = experiment_immutable.parse_page, []
+    monkeypatch.setattr(experiment_immutable, "parse_page", lambda text, rel: parsed.append(rel) or real_parse(text, rel))
+
+    def run() -> list[str]:
+        parsed.clear()
+        return [f.path for f in lint(tmp_path, [PAGE, stub], config=config).findings]
+
+    assert run() == [PAGE] and sorted(parsed) == sorted([PAGE, stub])
+    assert run() == [PAGE] and parsed == []
+    commit_all(tmp_path, "the late notes", no_verify=True)
+    (tmp_path / PAGE).write_text((tmp_path / PAGE).read_text() + "\nAnother.\n")
+    assert run() == [PAGE] and parsed == [PAGE]  # the committed text is new
+
+
+def test_a_lanes_conventions_are_kept_while_the_programs_are_the_same(tmp_path, monkeypatch):
+    """A lane's page conventions are kept in a table of the cache: the next run over its pages
+    resolves no program, and an edited program (in the cache's fingerprint) is resolved again."""
+    from wikiengine.lint import lint
+    from wikiengine.lint.rules import _experiments
+
+    older = f"{LANE}/2026-04-02-exp34-splash-accepted.md"
+    model_program = "wiki/experiments/gemma4_autoresearch_optimization/program.md"
+    conventions = ("# Gemma4\n\n## Config\n\n```yaml\npage_conventions:\n  id_pattern: 'exp\\d+'\n"
+                   "  required_sections: [Hypothesis under test, Setup, Results, Profile, Verdict]\n```\n")
+    write(tmp_path, {older: experiment_page(created="2026-04-02", sections={"HLO Dump": None}),
+                     "wiki/experiments/program.md": "# Root\n\n## Rules\n\nOne change.\n", model_program: conventions})
+    config = LintConfig(select=["EXP001", "EXP002"])
+    assert lint(tmp_path, [older], config=config).findings == []
+    real = _experiments._resolved_conventions
+    with monkeypatch.context() as patched:
+        patched.setattr(_experiments, "_resolved_conventions", lambda *a: pytest.fail("a program was resolved"))
+        assert lint(tmp_path, [older], config=config).findings == []
+        assert lint(tmp_path, config=config).findings == []
+    resolved = []
+    monkeypatch.setattr(_experiments, "_resolved_conventions", lambda *a: resolved.append(a[1]) or real(*a))
+    write(tmp_path, {model_program: "# Gemma4\n\n## Rules\n\nNo conventions of its own.\n"})
+    assert {f.code for f in lint(tmp_path, [older], config=config).findings} == {"EXP001", "EXP002"}
+    assert len(resolved) == 1  # the one lane, once: the table went with the old programs
+
+
 def test_exp007_outside_git_is_skipped_with_a_notice(tmp_path):
     from wikiengine.lint import lint
 

@@ -21,6 +21,7 @@ import re
 from typing import TYPE_CHECKING
 
 from wikiengine.core.identity import MODEL_DIR_SUFFIX, model_name
+from wikiengine.lint.cache import marshal_or_none
 from wikiengine.lint.kinds import experiment_lane, kind_of
 from wikiengine.model.experiment import (  # noqa: F401 - the rules import these from here
     DEFAULT_ID_PATTERN,
@@ -55,6 +56,9 @@ def id_pattern(ctx: LintContext) -> str:
     return str(ctx.config.option(ID_OPTION_RULE, "id-pattern", DEFAULT_ID_PATTERN))
 
 
+CONVENTIONS_TABLE = "lane-conventions"
+
+
 def lint_cache(ctx: LintContext, name: str) -> dict:
     """A dict kept on the lint context for the length of one lint (cross-file indexes)."""
     store = ctx.__dict__.setdefault("_rule_caches", {})
@@ -86,21 +90,37 @@ def lane_conventions(ctx: LintContext, lane_key: tuple[str, str]) -> dict:
     the cascade): an older lane describes its own page format where its rules live.
 
     Keys: ``id_pattern`` (regex, e.g. ``exp\\d+``), ``required_sections`` (titles).
+
+    Kept in a table of the cache: every program under ``wiki/experiments/`` is in the cache's
+    fingerprint, so the table lasts while they do, and a pre-commit run resolves no cascade
+    (parsing the programs' YAML: its import alone was a tenth of such a run).
     """
     cache = lint_cache(ctx, "lane-conventions")
     if lane_key not in cache:
-        from wikiengine.core.errors import WikiError
-        from wikiengine.model.cascade import resolve
-        from wikiengine.model.targets import target_for_path
-
-        try:
-            target = target_for_path(ctx.root, ctx.root / f"wiki/experiments/{lane_key[0]}/{lane_key[1]}")
-            config = resolve(target, additive_marker=ctx.config.additive_marker, validate=False).config or {}
-        except WikiError:
-            config = {}  # PRG001/PRG002 report a broken program
-        found = config.get("page_conventions")
-        cache[lane_key] = found if isinstance(found, dict) else {}
+        kept = ctx.cache.table(CONVENTIONS_TABLE, ctx.config.additive_marker) if ctx.cache is not None else {}
+        name = "/".join(lane_key)
+        if name in kept:
+            cache[lane_key] = kept[name]
+        else:
+            cache[lane_key] = found = _resolved_conventions(ctx, lane_key)
+            if ctx.cache is not None and marshal_or_none(found) is not None:
+                ctx.cache.store_table(CONVENTIONS_TABLE, ctx.config.additive_marker, {**kept, name: found})
+                ctx.cache.stats["tabled"] += 1
     return cache[lane_key]
+
+
+def _resolved_conventions(ctx: LintContext, lane_key: tuple[str, str]) -> dict:
+    from wikiengine.core.errors import WikiError
+    from wikiengine.model.cascade import resolve
+    from wikiengine.model.targets import target_for_path
+
+    try:
+        target = target_for_path(ctx.root, ctx.root / f"wiki/experiments/{lane_key[0]}/{lane_key[1]}")
+        config = resolve(target, additive_marker=ctx.config.additive_marker, validate=False).config or {}
+    except WikiError:
+        config = {}  # PRG001/PRG002 report a broken program
+    found = config.get("page_conventions")
+    return found if isinstance(found, dict) else {}
 
 
 def lane_regexes(ctx: LintContext, lane_key: tuple[str, str]) -> tuple[re.Pattern, re.Pattern]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from wikiengine.core.errors import WikiError
 from wikiengine.core.page import parse_page
+from wikiengine.lint.cache import content_hash
 from wikiengine.lint.kinds import kind_of
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import resolve_verdict
@@ -55,16 +56,12 @@ class VerdictPageImmutable(Rule):
             and kind_of(git.renamed_from.get(rel, rel)) == "experiment"
         ]
         base_texts = git.base_texts([rel for rel, _status in examined])  # one git process
+        verdicts = _base_verdicts(ctx, {git.renamed_from.get(rel, rel): base_texts[rel] for rel, _status in examined})
         for rel, status in examined:
             old_rel = git.renamed_from.get(rel, rel)
             base_text = base_texts[rel]
-            if base_text is None:
-                continue
-            try:
-                verdict, _ = resolve_verdict(parse_page(base_text, old_rel).frontmatter)
-            except WikiError:
-                continue
-            if verdict is None:
+            verdict = verdicts.get(old_rel)
+            if base_text is None or verdict is None:
                 continue
             if status == "D":
                 yield self.finding(
@@ -78,6 +75,33 @@ class VerdictPageImmutable(Rule):
                 yield self.finding(
                     rel, 1, f"verdict page (verdict {verdict!r} at {git.base[:12]}) was changed: verdict pages are immutable"
                 )
+
+
+BASE_VERDICTS = "EXP007-base-verdicts"
+KEPT_VERDICTS = 4096  # rows of the table, the oldest dropped first
+
+
+def _base_verdicts(ctx, texts: dict[str, str | None]) -> dict[str, str | None]:
+    """The verdict of each page's text at the base (None: in progress, unreadable or absent),
+    kept in a table by the text's hash: a commit's text does not change, so a pre-commit run
+    over pages it saw before parses no YAML (whose import alone was a tenth of such a run)."""
+    table = ctx.cache.table(BASE_VERDICTS, "") if ctx.cache is not None else {}
+    verdicts, added = {}, {}
+    for rel, text in texts.items():
+        if text is None:
+            continue
+        key = content_hash(text.encode("utf-8", errors="surrogateescape"))
+        if key not in table:
+            try:
+                added[key] = resolve_verdict(parse_page(text, rel).frontmatter)[0]
+            except WikiError:
+                added[key] = None
+        verdicts[rel] = added[key] if key in added else table[key]
+    if added and ctx.cache is not None:
+        kept = list({**table, **added}.items())[-KEPT_VERDICTS:]
+        ctx.cache.store_table(BASE_VERDICTS, "", dict(kept))
+        ctx.cache.stats["tabled"] += len(added)
+    return verdicts
 
 
 def _current_text(ctx, rel: str) -> str | None:
