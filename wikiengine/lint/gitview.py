@@ -330,6 +330,7 @@ class TrackedTree:
         if self._parsed and self._digest:
             self._raw = None
 
+
 def pages_fingerprint(view: GitView, tree: TrackedTree, files: list[str], sha: Callable[[str], str | None]) -> str:
     """A hash naming the bytes of every page of ``files`` from git's view of the work tree: the
     base commit, and the content hash (``sha``) of each page git does not vouch for (changed
