@@ -166,10 +166,12 @@ def lint(
         findings, baselined = _baselined(findings, ctx, rules, codes, None if paths is None else reported, unreadable)
     kept = reuse and ctx.cache.stats["wiki_rules_run"]
     if (paths is None or kept or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns
-            or ctx.cache.stats["tabled"]):
+            or ctx.cache.stats["tabled"] or ctx.cache.stats["kept"]):
         # A pre-commit run over a few pages writes nothing: those pages cost little to
         # analyse again, and they change again before the next commit. Pages put in a
-        # table of facts (a writer's re-lint of the index) are settled: they are kept.
+        # table of facts (a writer's re-lint of the index) are settled: they are kept, and
+        # so are the values a rule keeps for later runs (EXP007's base verdicts, a lane's
+        # page conventions).
         ctx.cache.save(ctx.files)
     if made is not None:
         ctx.cache.store_run_snapshot(made[0], {**made[1], "dates": snapshot.dates(ctx, judged)})

@@ -100,7 +100,7 @@ def _base_verdicts(ctx, texts: dict[str, str | None]) -> dict[str, str | None]:
     if added and ctx.cache is not None:
         kept = list({**table, **added}.items())[-KEPT_VERDICTS:]
         ctx.cache.store_table(BASE_VERDICTS, "", dict(kept))
-        ctx.cache.stats["tabled"] += len(added)
+        ctx.cache.stats["kept"] += len(added)  # a run over a few pages saves it too
     return verdicts
 
 
