@@ -515,6 +515,13 @@ class LintCache:
         self._tables_changed.add(name)
         self.dirty = True
 
+    def keep(self, name: str, key: str, rows: dict, added: int) -> None:
+        """Store the table ``name`` with ``added`` new rows a rule keeps for later runs (EXP007's
+        base verdicts, a lane's page conventions): counted as ``kept``, which makes even a run
+        over a few pages save the cache."""
+        self.store_table(name, key, rows)
+        self.stats["kept"] += added
+
     def parts(self, name: str) -> dict:
         """``{part: [key, value]}``: what ``name`` keeps lane by lane (lint/lane_parts.py), in a
         table of its own: only a run in which a lane changed reads it (at 50,000 pages MOD002's

@@ -25,7 +25,6 @@ edit that keeps the size within the same second). There, and outside git, every 
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import os
 import time
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING
 from wikiengine.core import git
 from wikiengine.core.errors import GitError
 from wikiengine.lint.cache import RACY_NS
+from wikiengine.lint.context import in_sorted
 
 if TYPE_CHECKING:
     from wikiengine.lint.gitview import TrackedTree
@@ -173,11 +173,5 @@ class Vouched:
             if self.tree.unvouchable() or not self.covers():
                 self._others = [rel for rel in files if not self.vouches(rel)]
             else:
-                self._others = [rel for rel in sorted(self._named) if _holds(files, rel)]
+                self._others = [rel for rel in sorted(self._named) if in_sorted(files, rel)]
         return self._others
-
-
-def _holds(ordered: list[str], item: str) -> bool:
-    """Is ``item`` in the sorted list ``ordered``?"""
-    at = bisect.bisect_left(ordered, item)
-    return at < len(ordered) and ordered[at] == item

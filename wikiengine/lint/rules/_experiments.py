@@ -104,8 +104,7 @@ def lane_conventions(ctx: LintContext, lane_key: tuple[str, str]) -> dict:
         else:
             cache[lane_key] = found = _resolved_conventions(ctx, lane_key)
             if ctx.cache is not None and marshal_or_none(found) is not None:
-                ctx.cache.store_table(CONVENTIONS_TABLE, ctx.config.additive_marker, {**kept, name: found})
-                ctx.cache.stats["kept"] += 1  # a run over a few pages saves it too
+                ctx.cache.keep(CONVENTIONS_TABLE, ctx.config.additive_marker, {**kept, name: found}, 1)
     return cache[lane_key]
 
 

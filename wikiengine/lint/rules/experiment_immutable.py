@@ -98,9 +98,7 @@ def _base_verdicts(ctx, texts: dict[str, str | None]) -> dict[str, str | None]:
                 added[key] = None
         verdicts[rel] = added[key] if key in added else table[key]
     if added and ctx.cache is not None:
-        kept = list({**table, **added}.items())[-KEPT_VERDICTS:]
-        ctx.cache.store_table(BASE_VERDICTS, "", dict(kept))
-        ctx.cache.stats["kept"] += len(added)  # a run over a few pages saves it too
+        ctx.cache.keep(BASE_VERDICTS, "", dict(list({**table, **added}.items())[-KEPT_VERDICTS:]), len(added))
     return verdicts
 
 
