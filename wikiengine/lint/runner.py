@@ -592,8 +592,9 @@ def _wiki_findings(ctx: LintContext, rules, ran: set[str], reuse: bool = False) 
         if inputs is None:
             found.extend(rule.check_wiki(ctx))
             continue
-        pages = ctx.wiki_fingerprint() if rule.reads_pages else ctx.files_digest()
-        key = f"{ctx.cache.rule_fps.get(rule.code, '')}:{state or pages}:{inputs}"
+        # a PATH run's state already tells every page: the whole wiki's hashes are not read for it
+        pages = state or (ctx.wiki_fingerprint() if rule.reads_pages else ctx.files_digest())
+        key = f"{ctx.cache.rule_fps.get(rule.code, '')}:{pages}:{inputs}"
         cached = ctx.cache.wiki_findings(rule.code + slot, key)
         if cached is None:
             fresh = _by_lane(ctx, rule, inputs) if rule.by_lane and state is None else list(rule.check_wiki(ctx))
