@@ -16,7 +16,10 @@ import importlib.util as _util
 import os as _os
 import sys as _sys
 
+from wikiengine.core import dataclass_code as _dataclass_code
 from wikiengine.core.version import __version__
+
+_dataclass_code.install()  # the methods of every dataclass compiled once per user, not once per process
 
 __all__ = ["__version__", "lint", "load_page", "parse_page", "resolve", "step"]
 

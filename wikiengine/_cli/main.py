@@ -60,6 +60,9 @@ def leave(code: int) -> int:
     import threading
     import weakref
 
+    from wikiengine.core import dataclass_code
+
+    dataclass_code.save()
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -13,8 +13,6 @@ import os
 import stat
 from pathlib import Path
 
-from wikiengine.core.atomic import atomic_write_bytes
-
 
 def base_dir() -> Path:
     """``$XDG_CACHE_HOME/wikiengine`` (default ``~/.cache/wikiengine``)."""
@@ -49,6 +47,8 @@ def read_private(path: Path, *, secret: bool = False, limit: int = -1) -> bytes 
 
 def write_private(path: Path, data: bytes) -> None:
     """Keep ``data`` at ``path`` (its folder private to this user); a failure is ignored."""
+    from wikiengine.core.atomic import atomic_write_bytes  # a reader need not load the writer
+
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         atomic_write_bytes(path, data, durable=False)
