@@ -36,7 +36,8 @@ from hypothesis import strategies as st
 
 from wikiengine.core.errors import ExitCode
 
-USER_CACHE_FILE = re.compile(r"home/\.cache/wikiengine/validators/[a-z-]+-[0-9a-f]{8}-[0-9a-f]+\.code")
+USER_CACHE_FILE = re.compile(r"home/\.cache/wikiengine/(?:validators/[a-z-]+-[0-9a-f]{8}-[0-9a-f]+\.code"
+                             r"|dataclasses/[a-z]+-[0-9]+-[0-9a-f]+\.marshal)")
 
 CASES = 50
 CASE_SECONDS = 20.0
@@ -232,8 +233,11 @@ def scaffold_run(root: Path, changes: dict) -> None:
         block[key] = value
     text = yaml.safe_dump(config, sort_keys=False).replace("'" + BIG + "'", BIG)
     (root / "wiki" / "runs" / "r").mkdir(parents=True, exist_ok=True)
-    (root / "wiki" / "runs" / "program.md").write_text("# runs\n\n## Session grid\n\nOn the grid.\n")
-    (root / "wiki" / "runs" / "r" / "program.md").write_text(f"# r\n\n## Config\n\n```yaml\n{text}```\n")
+    for rel, body in (("wiki/runs/program.md", "# runs\n\n## Session grid\n\nOn the grid.\n"),
+                      ("wiki/runs/r/program.md", f"# r\n\n## Config\n\n```yaml\n{text}```\n")):
+        path = root / rel
+        if not os.path.lexists(path) or (path.is_file() and not path.is_symlink()):
+            path.write_text(body)  # a special there (a folder, a link, a FIFO) stays what the case made it
     if not os.path.lexists(root / "memory" / "STATE.md"):
         memory.scaffold(root, "r", dt.datetime(2026, 9, 21, 3, tzinfo=dt.UTC))
     LocalGitStore.create(root / "store")
@@ -322,10 +326,11 @@ def test_row64_hostile_wikis_and_configurations_hold_every_promise(case):
         after = snapshot(sandbox)
         written = {p for p in after.keys() - before.keys() if not p.startswith("home/.cache")}
         written |= {p for p in after.keys() & before.keys() if after[p] != before[p] and p not in ("tmp", "home")}
-        # the per-user cache is the one place outside the repository: the lint cache's key and
-        # the compiled schema validators (docs/wakes-and-writers.md), nothing else
+        # the per-user cache is the one place outside the repository: the lint cache's key, the
+        # compiled schema validators and dataclass methods (docs/wakes-and-writers.md), nothing else
         key_dir = {p for p in after if p.startswith("home/.cache") and not USER_CACHE_FILE.fullmatch(p)} - {
-            "home/.cache", "home/.cache/wikiengine", "home/.cache/wikiengine/cache.key", "home/.cache/wikiengine/validators"}
+            "home/.cache", "home/.cache/wikiengine", "home/.cache/wikiengine/cache.key", "home/.cache/wikiengine/validators",
+            "home/.cache/wikiengine/dataclasses"}
         assert not written and not key_dir, f"{case['command']}: wrote outside the repository: {sorted(written | key_dir)}"
     finally:
         for path in sandbox.rglob("*"):
