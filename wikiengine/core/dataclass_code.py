@@ -6,11 +6,11 @@ compiles it: about 0.15 ms a method, 0.7-1 ms a class. A no-op wake creates 51 c
 methods, 55 ms of compiling on this machine), a writer or the watcher about as many: a
 fifth of such a process. The source depends only on the class's fields and options, so the
 code compiled from it can be kept: :func:`install` points the ``exec`` that ``dataclasses``
-calls at :func:`_exec`, which compiles a source text only the first time this user's
-processes meet it and otherwise runs the code kept for that very text (``exec`` of a string
-compiles it as ``compile(text, "<string>", "exec")`` with the calling module's future flags,
-none in ``dataclasses``: the same code object). :func:`save` keeps what a process compiled;
-the CLI calls it as it ends.
+calls at :func:`_exec`, which compiles the text of one of this package's classes only the
+first time this user's processes meet it, and otherwise runs the code kept for that very
+text (``exec`` of a string compiles it as ``compile(text, "<string>", "exec")`` with the
+calling module's future flags, none in ``dataclasses``: the same code object). :func:`save`
+keeps what a process compiled; the CLI calls it as it ends.
 
 The kept code runs, so it lives where the compiled schema validators do
 (:mod:`~wikiengine.core.usercache`: never inside a git work tree, read back only from a
@@ -44,8 +44,16 @@ def _exec(source, globals=None, locals=None):  # noqa: A002 - the signature of b
     if globals is None:  # as exec does: the caller's namespaces, not this module's
         caller = sys._getframe(1)
         globals, locals = caller.f_globals, caller.f_locals if locals is None else locals
-    code = _code(source) if isinstance(source, str) else source
-    return builtins.exec(code, globals, locals)  # noqa: S102 - dataclasses' own text
+    if isinstance(source, str) and _ours(globals):
+        source = _code(source)
+    return builtins.exec(source, globals, locals)  # noqa: S102 - dataclasses' own text
+
+
+def _ours(namespace: dict) -> bool:
+    """Is the class being made one of this package's? ``dataclasses`` runs its methods' text in
+    the namespace of the class's module; another program's classes (torch's, say, in a demo)
+    are left to plain ``exec`` and never kept: the file holds what every ``wiki`` process reads."""
+    return str(namespace.get("__name__", "")).partition(".")[0] == __name__.partition(".")[0]
 
 
 def _code(source: str) -> CodeType:
