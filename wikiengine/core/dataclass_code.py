@@ -27,7 +27,7 @@ import sys
 from types import CodeType
 
 CACHE_KIND = "dataclasses"
-MAX_ENTRIES = 4096  # past this (other programs' classes too), the file starts again from one process's
+MAX_ENTRIES = 4096  # past this (the texts of classes an upgrade changed pile up), start again from one process's
 
 _kept: dict[str, bytes] | None = None  # source text -> marshalled code, as read from the file
 _compiled: dict[str, bytes] = {}  # what this process compiled: saved by save()
@@ -96,6 +96,7 @@ def _read() -> dict[str, bytes]:
 def save() -> None:
     """Keep the code this process compiled, with what the file held (a no-op when it compiled
     nothing: a process whose classes were all kept writes nothing)."""
+    global _kept
     if not _compiled:
         return
     from wikiengine.core.usercache import write_private
@@ -103,7 +104,6 @@ def save() -> None:
     path = _path()
     if path is None:
         return
-    global _kept
     kept = {**_read(), **_compiled}
     if len(kept) > MAX_ENTRIES:
         kept = dict(_compiled)
