@@ -21,7 +21,7 @@ if sys.argv[1] == "hooked":
     import wikiengine  # installs the hook
     from wikiengine.core import dataclass_code
 import dataclasses, json, types
-from dataclasses import dataclass, field, InitVar, KW_ONLY
+from dataclasses import dataclass, field, InitVar
 
 # the classes live in a module of the package (only its classes' code is kept); the first
 # with deferred annotations, the others evaluated

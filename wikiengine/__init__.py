@@ -19,7 +19,7 @@ import sys as _sys
 from wikiengine.core import dataclass_code as _dataclass_code
 from wikiengine.core.version import __version__
 
-_dataclass_code.install()  # the methods of every dataclass compiled once per user, not once per process
+_dataclass_code.install()  # the methods of this package's dataclasses compiled once per user, not once per process
 
 __all__ = ["__version__", "lint", "load_page", "parse_page", "resolve", "step"]
 
