@@ -27,8 +27,10 @@ def test_free(n):
 
 def test_a_group_runs_on_one_worker(tmp_path):
     (tmp_path / "test_grouped.py").write_text(TESTS)
+    # a basetemp of its own: by default the inner run numbers a new folder beside the outer run's and
+    # deletes the older runs' folders first, which took a minute on a machine that kept a few suites
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.conftest", "-n", "2", "--dist", "loadgroup",
-                           "-v", "-p", "no:cacheprovider", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                           "-v", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'inner'}", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     ran = re.findall(r"^\[(gw\d)\] .*PASSED .*::(test_\w+)\[(\d)\](@g)?", done.stdout, re.M)
