@@ -85,9 +85,10 @@ class Outside:  # another program's class: plain exec, never kept
 
 out["outside"] = repr(Outside(1))
 if sys.argv[1] == "hooked":
-    out["compiled"] = len(dataclass_code._compiled)
-    out["kept_outside"] = any("Outside" in text for text in dataclass_code._compiled)
-    dataclass_code.save()
+    out["compiled"] = len(dataclass_code._KEPT._added)
+    out["kept_outside"] = any("Outside" in text for text in dataclass_code._KEPT._added)
+    from wikiengine.core import usercache
+    usercache.save_all()
 print(json.dumps(out))
 '''
 

@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from wikiengine.core.errors import ExitCode
 
 USER_CACHE_FILE = re.compile(r"home/\.cache/wikiengine/(?:validators/[a-z-]+-[0-9a-f]{8}-[0-9a-f]+\.code"
-                             r"|dataclasses/[a-z]+-[0-9]+-[0-9a-f]+\.marshal)")
+                             r"|dataclasses/[a-z]+-[0-9]+-[0-9a-f]+\.marshal|yaml(?:/loads\.marshal)?)")
 
 CASES = 50
 CASE_SECONDS = 20.0

@@ -135,6 +135,14 @@ def relay(tmp_path_factory):
         stop_all(root)
 
 
+def test_a_second_no_op_wake_imports_no_yaml_parser(lane):
+    """What a no-op wake parses (its state page, its lane's program) is kept per user
+    (core/yamlio.py): the next wake reads the same texts without importing PyYAML."""
+    assert _wiki(lane, "step").returncode == 0
+    heavy = _probe(lane, ["step"], [*HEAVY, *NO_OP_WAKE, "yaml"])
+    assert heavy == [], f"a second no-op wake imported {heavy}"
+
+
 @pytest.mark.parametrize("argv,also", [
     (["step"], NO_OP_WAKE),
     (["loop", "status", "--json"], NO_OP_WAKE),
@@ -175,4 +183,6 @@ def test_a_relay_run_s_no_op_wake_imports_no_linter_and_nothing_heavy(relay):
     before = subprocess.run(["git", "rev-parse", "HEAD"], cwd=relay, capture_output=True, text=True).stdout
     heavy = _probe(relay, ["step"], [*HEAVY, "wikiengine.lint", "wikiengine.step.writers"])
     assert heavy == [], f"the relay's no-op wake imported {heavy}"
+    assert _wiki(relay, "step").returncode == 0  # a wake process keeps what it parsed (core/yamlio.py)
+    assert _probe(relay, ["step"], ["yaml"]) == [], "the next no-op wake parsed its texts again"
     assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=relay, capture_output=True, text=True).stdout == before

@@ -1,7 +1,7 @@
 """Frontmatter read from libyaml's node tree gives exactly what the strict loader gives.
 
-``core.yamlio._quick_load`` builds strings, lists and mappings itself and leaves anything
-else to the strict loader; these tests compare ``safe_load`` (which uses it) with the
+``core.yaml_strict._quick_load`` builds strings, lists and mappings itself and leaves anything
+else to the strict loader; these tests compare ``load`` (which uses it) with the
 strict loader's own answer, value or refusal, on generated YAML and on hand-picked
 edge cases: duplicate keys (dates and booleans that collide too), merge keys, complex
 keys, every implicit scalar type, impossible dates, deep nesting.
@@ -17,26 +17,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from wikiengine.core.errors import PageError
-from wikiengine.core.yamlio import _UNSURE, _normalise, _quick_load, _StrictLoader, safe_load
+from wikiengine.core.yaml_strict import _UNSURE, _quick_load, _StrictLoader, load, normalise
 
 
 def _reference(text: str):
-    """What the strict loader alone answers: the value, or the PageError safe_load makes of its error."""
-    import wikiengine.core.yamlio as yamlio
+    """What the strict loader alone answers: the value, or the PageError load makes of its error."""
+    import wikiengine.core.yaml_strict as yaml_strict
 
-    quick = yamlio._quick_load
-    yamlio._quick_load = lambda _text: _UNSURE
+    quick = yaml_strict._quick_load
+    yaml_strict._quick_load = lambda _text: _UNSURE
     try:
-        return safe_load(text, "p.md", 2)
+        return load(text, "p.md", 2)
     except PageError as err:
         return ("error", str(err))
     finally:
-        yamlio._quick_load = quick
+        yaml_strict._quick_load = quick
 
 
 def _ours(text: str):
     try:
-        return safe_load(text, "p.md", 2)
+        return load(text, "p.md", 2)
     except PageError as err:
         return ("error", str(err))
 
@@ -98,7 +98,7 @@ def test_quick_frontmatter_edge_cases(text):
 def test_quick_frontmatter_builds_new_containers_and_iso_dates():
     text = "tags: [a, b]\ncreated: 2026-04-02\nnested: {when: 2026-04-03, list: [2026-04-04]}\n"
     data = _quick_load(text)
-    assert data == _normalise(yaml.load(text, Loader=_StrictLoader))
+    assert data == normalise(yaml.load(text, Loader=_StrictLoader))
     assert data["created"] == "2026-04-02" and data["nested"] == {"when": "2026-04-03", "list": ["2026-04-04"]}
     assert not any(isinstance(v, dt.date) for v in data.values())
     assert _quick_load(text)["tags"] is not data["tags"]

@@ -60,9 +60,9 @@ def leave(code: int) -> int:
     import threading
     import weakref
 
-    from wikiengine.core import dataclass_code
+    from wikiengine.core import usercache
 
-    dataclass_code.save()
+    usercache.save_all()  # what this process compiled or parsed, for the next one
     try:
         sys.stdout.flush()
         sys.stderr.flush()

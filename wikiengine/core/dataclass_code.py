@@ -9,8 +9,8 @@ code compiled from it can be kept: :func:`install` points the ``exec`` that ``da
 calls at :func:`_exec`, which compiles the text of one of this package's classes only the
 first time this user's processes meet it, and otherwise runs the code kept for that very
 text (``exec`` of a string compiles it as ``compile(text, "<string>", "exec")`` with the
-calling module's future flags, none in ``dataclasses``: the same code object). :func:`save`
-keeps what a process compiled; the CLI calls it as it ends.
+calling module's future flags, none in ``dataclasses``: the same code object). What a process
+compiled is kept as it ends (:func:`~wikiengine.core.usercache.save_all`, called by the CLI).
 
 The kept code runs, so it lives where the compiled schema validators do
 (:mod:`~wikiengine.core.usercache`: never inside a git work tree, read back only from a
@@ -21,17 +21,18 @@ optimisation: a cache that cannot be read or written changes nothing but the tim
 from __future__ import annotations
 
 import builtins
-import functools
 import importlib.util
 import marshal
 import sys
 from types import CodeType
 
-CACHE_KIND = "dataclasses"
-MAX_ENTRIES = 4096  # past this (the texts of classes an upgrade changed pile up), start again from one process's
+from wikiengine.core.usercache import KeptMap
 
-_kept: dict[str, bytes] | None = None  # source text -> marshalled code, as read from the file
-_compiled: dict[str, bytes] = {}  # what this process compiled: saved by save()
+MAX_ENTRIES = 4096  # past this (the texts of classes an upgrade changed pile up), the oldest go
+
+# source text -> marshalled code; one file per interpreter's bytecode version
+_KEPT = KeptMap("dataclasses", f"{sys.implementation.cache_tag}-{importlib.util.MAGIC_NUMBER.hex()}.marshal",
+                stamp=lambda: "code", limit=MAX_ENTRIES)
 
 
 def install() -> None:
@@ -58,7 +59,7 @@ def _ours(namespace: dict) -> bool:
 
 
 def _code(source: str) -> CodeType:
-    kept = _read().get(source)
+    kept = _KEPT.get(source)
     if kept is not None:
         try:
             code = marshal.loads(kept)
@@ -67,48 +68,5 @@ def _code(source: str) -> CodeType:
         except (EOFError, ValueError, TypeError):
             pass  # damaged: compile it again
     code = compile(source, "<string>", "exec", dont_inherit=True)
-    _compiled[source] = marshal.dumps(code)
+    _KEPT.put(source, marshal.dumps(code))
     return code
-
-
-@functools.cache  # read at the first class, again by save(): one walk up for a git work tree
-def _path():
-    from wikiengine.core.usercache import cache_dir
-
-    folder = cache_dir(CACHE_KIND)
-    return folder / f"{sys.implementation.cache_tag}-{importlib.util.MAGIC_NUMBER.hex()}.marshal" if folder else None
-
-
-def _read() -> dict[str, bytes]:
-    global _kept
-    if _kept is None:
-        from wikiengine.core.usercache import read_private
-
-        path = _path()
-        data = read_private(path) if path is not None else None
-        try:
-            loaded = marshal.loads(data) if data else {}
-        except (EOFError, ValueError, TypeError):
-            loaded = {}
-        ok = isinstance(loaded, dict) and all(type(k) is str and type(v) is bytes for k, v in loaded.items())
-        _kept = loaded if ok else {}
-    return _kept
-
-
-def save() -> None:
-    """Keep the code this process compiled, with what the file held (a no-op when it compiled
-    nothing: a process whose classes were all kept writes nothing)."""
-    global _kept
-    if not _compiled:
-        return
-    from wikiengine.core.usercache import write_private
-
-    path = _path()
-    if path is None:
-        return
-    kept = {**_read(), **_compiled}
-    if len(kept) > MAX_ENTRIES:
-        kept = dict(_compiled)
-    write_private(path, marshal.dumps(kept))
-    _kept = kept
-    _compiled.clear()

@@ -9,6 +9,7 @@ no one else may write; everything is best effort: a cache that cannot be used is
 
 from __future__ import annotations
 
+import marshal
 import os
 import stat
 from pathlib import Path
@@ -55,3 +56,79 @@ def write_private(path: Path, data: bytes) -> None:
         os.chmod(path, 0o600)  # whatever the umask: read_private takes no file others may write
     except OSError:
         pass
+
+
+_UNSET = object()
+
+
+class KeptMap:
+    """A map of ``str``/``bytes`` keys to ``bytes`` kept in one private file of the cache.
+
+    The file is read at the first lookup of a process; what the process added is written back
+    (with what the file held) by :func:`save_all`, which the CLI calls as it ends. ``stamp``
+    names what the values depend on (the code that made them): a file holding another stamp
+    reads as empty and is replaced. Past ``limit`` entries the oldest are dropped, and a
+    process adds at most ``per_process`` (a cold lint of 4,000 pages does not flush out
+    what the short commands keep)."""
+
+    def __init__(self, kind: str, name: str, stamp, *, limit: int, per_process: int | None = None) -> None:
+        self.kind, self.name, self.stamp = kind, name, stamp  # stamp: a callable, asked once, when needed
+        self.limit, self.per_process = limit, limit if per_process is None else per_process
+        self._kept: dict | None = None
+        self._added: dict = {}
+        self._where, self._stamp_taken = _UNSET, None
+        _MAPS.append(self)
+
+    def get(self, key):
+        found = self._added.get(key)
+        return found if found is not None else self._read().get(key)
+
+    def put(self, key, value: bytes) -> None:
+        if len(self._added) < self.per_process:
+            self._added[key] = value
+
+    def save(self) -> None:
+        """Write back what this process added (nothing added: nothing written)."""
+        if not self._added:
+            return
+        path = self._path()
+        if path is not None:
+            kept = {**self._read(), **self._added}
+            for stale in list(kept)[:max(0, len(kept) - self.limit)]:
+                del kept[stale]
+            write_private(path, marshal.dumps((self._stamp(), kept)))
+            self._kept = kept
+        self._added = {}
+
+    def _path(self) -> Path | None:
+        if self._where is _UNSET:  # one walk up for a git work tree per map and process
+            folder = cache_dir(self.kind)
+            self._where = folder / self.name if folder is not None else None
+        return self._where
+
+    def _stamp(self) -> str:
+        if self._stamp_taken is None:
+            self._stamp_taken = str(self.stamp())
+        return self._stamp_taken
+
+    def _read(self) -> dict:
+        if self._kept is None:
+            path = self._path()
+            data = read_private(path) if path is not None else None
+            try:
+                stamp, kept = marshal.loads(data) if data else ("", {})
+            except (EOFError, ValueError, TypeError):
+                stamp, kept = "", {}
+            ok = (stamp == self._stamp() and isinstance(kept, dict)
+                  and all(type(k) in (str, bytes) and type(v) is bytes for k, v in kept.items()))
+            self._kept = kept if ok else {}
+        return self._kept
+
+
+_MAPS: list[KeptMap] = []
+
+
+def save_all() -> None:
+    """Write back every map that this process added to."""
+    for kept in _MAPS:
+        kept.save()

@@ -2,115 +2,42 @@
 ruamel.yaml round-trip mode for edits.
 
 Reads use PyYAML's C safe loader where libyaml is present (about 15x faster than
-ruamel.yaml's pure-Python safe loader, see ``reference/performance.md``), with three
-extra refusals: duplicate keys, anchors/aliases (no alias bombs; frontmatter never
-needs them) and any explicit tag (safe loading already refuses ``!!python/object``;
-``!!binary`` or ``!!set`` would still build bytes or a set). Dates are
-normalised to ISO strings so that a JSON Schema sees what the author wrote.
+ruamel.yaml's pure-Python safe loader, see ``reference/performance.md``), made strict in
+:mod:`~wikiengine.core.yaml_strict`: duplicate keys, anchors/aliases and explicit tags are
+refused, dates become ISO strings.
+
+What a short text loads to is kept per user (:class:`~wikiengine.core.usercache.KeptMap`,
+keyed by the text itself: hashing would import ``hashlib``, OpenSSL's 2-4 ms): a no-op wake reads the same three or four small documents (its
+state page, its lane's program) every time, and importing PyYAML to parse them again was a
+fifth of it. Only what loaded cleanly is kept; an error is found again by the loader.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import functools
-import sys
+import marshal
+import os
 from typing import Any
 
-import yaml
-
 from wikiengine.core.errors import PageError
+from wikiengine.core.usercache import KeptMap
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
-    """Safe loader that refuses duplicate mapping keys."""
-
-    def construct_mapping(self, node, deep=False):  # noqa: D401 - PyYAML hook
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = _normal_key(self.construct_object(key_node, deep=True))
-            try:
-                hash(key)
-            except TypeError:
-                raise yaml.constructor.ConstructorError(
-                    None, None, "a mapping key must be a plain scalar", key_node.start_mark
-                ) from None
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {key!r} (first on line {seen[key] + 1})",
-                    key_node.start_mark,
-                )
-            seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep=deep)
-
-    def construct_yaml_timestamp(self, node):  # noqa: D401 - PyYAML hook
-        # '2024-13-45' matches the timestamp pattern but is no date: a ValueError, not a YAML error.
-        try:
-            return super().construct_yaml_timestamp(node)
-        except (ValueError, OverflowError) as exc:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"{node.value!r} is not a valid date or time ({exc})", node.start_mark
-            ) from None
+MAX_KEPT_TEXT = 4096  # frontmatter and config blocks; a longer text is parsed each time
 
 
-    def resolve(self, kind, value, implicit):  # noqa: D401 - PyYAML hook, called by libyaml for every node
-        # A scalar's tag depends on nothing but its text and whether it was plain (this
-        # loader has no path resolvers): each plain text is resolved once per process.
-        if kind is not yaml.ScalarNode:
-            return super().resolve(kind, value, implicit)
-        if not implicit[0]:
-            return self.DEFAULT_SCALAR_TAG
-        tag = _PLAIN_TAGS.get(value)
-        if tag is None:
-            tag = super().resolve(kind, value, implicit)
-            if len(value) <= 64 and len(_PLAIN_TAGS) < 65536:
-                _PLAIN_TAGS[value] = tag
-        return tag
+def _loader_stamp() -> str:
+    """What a kept value depends on: the interpreter, the strict loader's file and PyYAML's."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.find_spec("yaml")
+    files = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "yaml_strict.py"),
+             *((spec.origin,) if spec and spec.origin else ())]
+    stats = [(name, os.stat(name)) for name in files]
+    return repr((tuple(sys.version_info), [(name, st.st_size, st.st_mtime_ns) for name, st in stats]))
 
 
-_PLAIN_TAGS: dict[str, str] = {}
-_StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _StrictLoader.construct_yaml_timestamp)
-
-
-def _normal_key(key: Any) -> Any:
-    return key.isoformat() if isinstance(key, (_dt.date, _dt.datetime)) else key
-
-
-def _normalise(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {_normal_key(k): _normalise(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_normalise(v) for v in value]
-    if isinstance(value, (_dt.date, _dt.datetime)):
-        return value.isoformat()
-    return value
-
-
-def _refuse_aliases(text: str, path, first_line: int) -> None:
-    """Refuse anchors, aliases and explicit tags (``!!binary``, ``!!set``, ``!custom``...).
-
-    Only documents that could hold one pay for the event scan.
-    """
-    if "&" not in text and "*" not in text and "!" not in text:
-        return
-    for event in yaml.parse(text, Loader=_BaseLoader):
-        anchor = getattr(event, "anchor", None)
-        if anchor is not None or isinstance(event, yaml.AliasEvent):
-            raise PageError(
-                "YAML anchors and aliases are not allowed here",
-                path,
-                first_line + event.start_mark.line,
-            )
-        tag = getattr(event, "tag", None)
-        if tag is not None:
-            raise PageError(
-                f"YAML tags are not allowed here ({tag})",
-                path,
-                first_line + event.start_mark.line,
-            )
+_KEPT = KeptMap("yaml", "loads.marshal", _loader_stamp, limit=512, per_process=64)
 
 
 def safe_load(text: str, path=None, first_line: int = 1) -> Any:
@@ -119,118 +46,30 @@ def safe_load(text: str, path=None, first_line: int = 1) -> Any:
     ``first_line`` is the file line on which ``text`` starts, so errors point into
     the file rather than into the fragment.
     """
-    try:
-        _refuse_aliases(text, path, first_line)
-        data = _quick_load(text)
-        if data is _UNSURE:
-            data = _normalise(yaml.load(text, Loader=_StrictLoader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = first_line + mark.line if mark is not None else first_line
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise PageError(f"invalid YAML: {problem}", path, line) from None
-    except yaml.reader.ReaderError as exc:
-        # A control character or bad code point: the reader knows where, but not the line.
-        char = exc.character if isinstance(exc.character, int) else ord(exc.character or "\0")
-        line = first_line + text.count("\n", 0, exc.position)
-        raise PageError(f"invalid YAML: {exc.reason} (#x{char:04x})", path, line) from None
-    except yaml.YAMLError as exc:
-        raise PageError(f"invalid YAML: {' '.join(str(exc).split())}", path, first_line) from None
-    except RecursionError:
-        raise PageError("invalid YAML: nesting too deep", path, first_line) from None
-    except ValueError as exc:  # int() past sys.get_int_max_str_digits(): a 5,000-digit number
-        raise PageError(f"invalid YAML: {_number_problem(exc)}", path, first_line) from None
+    short = len(text) <= MAX_KEPT_TEXT
+    kept = _KEPT.get(text) if short else None
+    if kept is not None:
+        try:
+            return marshal.loads(kept)  # a fresh copy: a caller may change what it gets
+        except (EOFError, ValueError, TypeError):
+            pass  # damaged: parse it again
+    from wikiengine.core.yaml_strict import load
+
+    data = load(text, path, first_line)
+    if short:
+        try:
+            _KEPT.put(text, marshal.dumps(data))
+        except ValueError:
+            pass  # a value marshal cannot hold: parsed each time
     return data
 
 
-_UNSURE = object()
-_STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
-_KEY_TAGS = frozenset({_STR, "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
-                       "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp"})
-_MAX_QUICK_DEPTH = 32
-
-
-def _quick_load(text: str) -> Any:
-    """What ``_normalise(yaml.load(text, Loader=_StrictLoader))`` gives, built straight from
-    libyaml's node tree: strings, lists and mappings by hand, other scalars by the loader's
-    own constructors, dates as ISO strings at once (the loader's Python constructor, with
-    its bookkeeping for aliases and recursion, was most of a frontmatter's cost). Anything
-    the loader could answer otherwise (a duplicate or merge key, a complex key, deep
-    nesting, any error) gives ``_UNSURE``, and the caller loads the text the loader's way."""
-    loader = _StrictLoader(text)
-    try:
-        node = loader.get_single_node()
-        return None if node is None else _built(loader, node, 0)
-    except Exception:  # noqa: BLE001 - the loader's own path finds the same problem and reports it
-        return _UNSURE
-    finally:
-        loader.dispose()
-
-
-def _built(loader, node, depth: int) -> Any:
-    """The value of ``node``; ValueError for a node left to the strict loader."""
-    kind, tag = node.__class__, node.tag
-    if kind is yaml.ScalarNode:
-        if tag == _STR:
-            return node.value
-        value = loader.yaml_constructors[tag](loader, node)
-        return value.isoformat() if isinstance(value, (_dt.date, _dt.datetime)) else value
-    if depth > _MAX_QUICK_DEPTH:
-        raise ValueError("left to the loader")  # the loader's recursion, not this one, decides how deep is too deep
-    if kind is yaml.SequenceNode and tag == _SEQ:
-        return [_built(loader, item, depth + 1) for item in node.value]
-    if kind is yaml.MappingNode and tag == _MAP:
-        built: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            if key_node.__class__ is not yaml.ScalarNode or key_node.tag not in _KEY_TAGS:
-                raise ValueError("left to the loader")  # a merge key, a complex key
-            key = _built(loader, key_node, depth + 1)
-            if key in built:
-                raise ValueError("left to the loader")  # a duplicate: the loader names both lines
-            built[key] = _built(loader, value_node, depth + 1)
-        return built
-    raise ValueError("left to the loader")  # a tag the quick path does not build
-
-
-def _number_problem(exc: ValueError) -> str:
-    text = str(exc)
-    if "integer string conversion" in text:
-        return f"a number has more than {sys.get_int_max_str_digits()} digits"
-    return " ".join(text.split())
-
-
 def key_lines(text: str, first_line: int = 1) -> dict[tuple, int]:
-    """Map each key path (a tuple of keys and list indices) to its file line.
+    """Map each key path (a tuple of keys and list indices) to its file line (``{}`` for text
+    that does not compose): :func:`wikiengine.core.yaml_strict.key_lines`."""
+    from wikiengine.core import yaml_strict
 
-    Used to point a schema error at the offending key. Returns ``{}`` for text that
-    does not compose (it has already been reported by :func:`safe_load`).
-    """
-    try:
-        root = yaml.compose(text, Loader=_BaseLoader)
-    except (yaml.YAMLError, RecursionError):
-        return {}
-    lines: dict[tuple, int] = {}
-
-    def walk(node, prefix: tuple) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode):
-                    continue  # a complex key ('? [a]'): safe_load refuses it
-                key_path = prefix + (key_node.value,)
-                lines[key_path] = first_line + key_node.start_mark.line
-                walk(value_node, key_path)
-        elif isinstance(node, yaml.SequenceNode):
-            for index, item in enumerate(node.value):
-                lines[prefix + (index,)] = first_line + item.start_mark.line
-                walk(item, prefix + (index,))
-
-    if root is not None:
-        lines[()] = first_line + root.start_mark.line
-        try:
-            walk(root, ())
-        except RecursionError:
-            pass  # safe_load refuses such a document; the lines found so far are all we need
-    return lines
+    return yaml_strict.key_lines(text, first_line)
 
 
 def line_of(lines: dict[tuple, int], key_path) -> int | None:
@@ -268,6 +107,10 @@ def _line_update(text: str, updates: dict[str, Any]) -> str | None:
             if key in spans or any("#" in part for part in lines[index:end]):
                 return None
             spans[key] = (index, end)
+    import yaml
+
+    from wikiengine.core.yaml_strict import normalise
+
     added = []
     for key, value in updates.items():
         rendered = "" if value is None else yaml.safe_dump({key: value}, width=4096, allow_unicode=True,
@@ -282,7 +125,7 @@ def _line_update(text: str, updates: dict[str, Any]) -> str | None:
         old = safe_load(text) if text.strip() else {}
         if not isinstance(old, dict):
             return None
-        expected = {**old, **{k: _normalise(v) for k, v in updates.items()}}
+        expected = {**old, **{k: normalise(v) for k, v in updates.items()}}
         ok = safe_load(new_text) == {k: v for k, v in expected.items() if v is not None}
     except (PageError, yaml.YAMLError):
         return None

@@ -1,0 +1,114 @@
+"""What a short YAML text loads to is kept per user (core/yamlio.py, on core/usercache.py's
+KeptMap): the next process gets the same value without importing PyYAML, never a value kept
+by another loader, and nothing for a text that does not load."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wikiengine.core.usercache import KeptMap
+
+REPO = Path(__file__).resolve().parents[1]
+FRONTMATTER = "title: Lane state\ncreated: 2026-04-02\ntags: [lane, cpu]\nbudget: {hours: 1.5, runs: 3}\nnote: ~\n"
+BROKEN = "title: one\ntitle: two\n"
+
+# Loads argv[1] as a frontmatter text, prints the value (or the error) and whether PyYAML was
+# imported, and keeps what it parsed as the CLI does when it ends.
+SCRIPT = r'''
+import json, sys
+from wikiengine.core import usercache, yamlio
+from wikiengine.core.errors import PageError
+try:
+    value = yamlio.safe_load(sys.argv[1], "memory/STATE.md", 2)
+except PageError as err:
+    value = ["error", str(err)]
+print(json.dumps({"value": value, "pyyaml": "yaml" in sys.modules}))
+usercache.save_all()
+'''
+
+
+def load_in_a_process(text: str, cache: Path) -> dict:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", SCRIPT, text], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def kept_file(cache: Path) -> Path:
+    return cache / "wikiengine" / "yaml" / "loads.marshal"
+
+
+def test_the_next_process_gets_the_value_without_importing_pyyaml(tmp_path):
+    first, again = load_in_a_process(FRONTMATTER, tmp_path), load_in_a_process(FRONTMATTER, tmp_path)
+    assert first["pyyaml"] is True and again["pyyaml"] is False
+    assert again["value"] == first["value"] == {"title": "Lane state", "created": "2026-04-02", "tags": ["lane", "cpu"],
+                                                "budget": {"hours": 1.5, "runs": 3}, "note": None}
+    assert kept_file(tmp_path).stat().st_mode & 0o777 == 0o600
+
+
+def test_a_text_that_does_not_load_is_refused_every_time_and_never_kept(tmp_path):
+    first, again = load_in_a_process(BROKEN, tmp_path), load_in_a_process(BROKEN, tmp_path)
+    assert first == again and again["pyyaml"] is True
+    assert again["value"][0] == "error" and "memory/STATE.md:3" in again["value"][1] and "duplicate key" in again["value"][1]
+    assert not kept_file(tmp_path).exists()
+
+
+def test_a_value_kept_by_another_loader_is_not_used(tmp_path):
+    """The file names the loader it was kept by; a planted value under the right name is what
+    a kept value looks like, so the same plant under another name must be parsed again."""
+    load_in_a_process(FRONTMATTER, tmp_path)
+    stamp, kept = marshal.loads(kept_file(tmp_path).read_bytes())
+    assert set(kept) == {FRONTMATTER}
+    kept[FRONTMATTER] = marshal.dumps({"title": "planted"})
+    kept_file(tmp_path).write_bytes(marshal.dumps((stamp, kept)))
+    assert load_in_a_process(FRONTMATTER, tmp_path)["value"] == {"title": "planted"}  # the same loader: taken as kept
+    kept_file(tmp_path).write_bytes(marshal.dumps(("another loader", kept)))
+    reparsed = load_in_a_process(FRONTMATTER, tmp_path)
+    assert reparsed["pyyaml"] is True and reparsed["value"]["title"] == "Lane state"
+
+
+def test_each_load_gives_a_fresh_value(tmp_path, monkeypatch):
+    from wikiengine.core import yamlio
+
+    monkeypatch.setattr(yamlio, "_KEPT", KeptMap("yaml", "loads.marshal", lambda: "t", limit=8), raising=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = yamlio.safe_load(FRONTMATTER)
+    first["tags"].append("changed")
+    assert yamlio.safe_load(FRONTMATTER)["tags"] == ["lane", "cpu"]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_a_kept_map_drops_its_oldest_past_its_limit_and_takes_a_bounded_share_of_one_process(cache):
+    first = KeptMap("probe", "m.marshal", lambda: "v1", limit=4, per_process=3)
+    for key in "abcde":
+        first.put(key, key.encode())
+    first.save()  # a, b, c: the process's share
+    second = KeptMap("probe", "m.marshal", lambda: "v1", limit=4, per_process=3)
+    assert [second.get(key) for key in "abcd"] == [b"a", b"b", b"c", None]
+    for key in "def":
+        second.put(key, key.encode())
+    second.save()
+    third = KeptMap("probe", "m.marshal", lambda: "v1", limit=4, per_process=3)
+    assert [third.get(key) for key in "abcdef"] == [None, None, b"c", b"d", b"e", b"f"]
+
+
+def test_a_kept_map_of_another_stamp_reads_as_empty_and_is_replaced(cache):
+    old = KeptMap("probe", "m.marshal", lambda: "v1", limit=4)
+    old.put("k", b"old")
+    old.save()
+    new = KeptMap("probe", "m.marshal", lambda: "v2", limit=4)
+    assert new.get("k") is None
+    new.put("j", b"new")
+    new.save()
+    assert marshal.loads((cache / "wikiengine" / "probe" / "m.marshal").read_bytes()) == ("v2", {"j": b"new"})
