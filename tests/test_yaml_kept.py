@@ -112,3 +112,15 @@ def test_a_kept_map_of_another_stamp_reads_as_empty_and_is_replaced(cache):
     new.put("j", b"new")
     new.save()
     assert marshal.loads((cache / "wikiengine" / "probe" / "m.marshal").read_bytes()) == ("v2", {"j": b"new"})
+
+
+def test_a_text_that_holds_a_secret_is_never_kept(tmp_path):
+    """A cluster file's frontmatter (`.env/<cluster>.md`, linted like any page) may hold a
+    token: the cache, like memory and the logs, never gets one."""
+    token = "hf_" + "Zq8rT2mW9xK4vB7nL3pDa6cY1sEfGh5JkU0o"  # a Hub token's shape: 34 characters
+    cluster = f"name: alice-v5p-16\nproject: my-proj\nhub_token: {token}\n"
+    first, again = load_in_a_process(cluster, tmp_path), load_in_a_process(cluster, tmp_path)
+    assert first == again and again["pyyaml"] is True and again["value"]["hub_token"] == token
+    load_in_a_process(FRONTMATTER, tmp_path)
+    kept = kept_file(tmp_path).read_bytes()
+    assert token.encode() not in kept and b"alice-v5p-16" not in kept and b"Lane state" in kept

@@ -83,8 +83,12 @@ class KeptMap:
         found = self._added.get(key)
         return found if found is not None else self._read().get(key)
 
+    def has_room(self) -> bool:
+        """Would :meth:`put` keep a new entry (this process has not added its share)?"""
+        return len(self._added) < self.per_process
+
     def put(self, key, value: bytes) -> None:
-        if len(self._added) < self.per_process:
+        if self.has_room():
             self._added[key] = value
 
     def save(self) -> None:

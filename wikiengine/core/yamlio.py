@@ -7,9 +7,10 @@ ruamel.yaml's pure-Python safe loader, see ``reference/performance.md``), made s
 refused, dates become ISO strings.
 
 What a short text loads to is kept per user (:class:`~wikiengine.core.usercache.KeptMap`,
-keyed by the text itself: hashing would import ``hashlib``, OpenSSL's 2-4 ms): a no-op wake reads the same three or four small documents (its
-state page, its lane's program) every time, and importing PyYAML to parse them again was a
-fifth of it. Only what loaded cleanly is kept; an error is found again by the loader.
+keyed by the text itself: hashing would import ``hashlib``, OpenSSL's 2-4 ms): a no-op wake
+reads the same three or four small documents (its state page, its lane's program) every
+time, and importing PyYAML to parse them again was a fifth of it. Only what loaded cleanly is kept, and never a text that holds a secret; an error
+is found again by the loader.
 """
 
 from __future__ import annotations
@@ -56,12 +57,20 @@ def safe_load(text: str, path=None, first_line: int = 1) -> Any:
     from wikiengine.core.yaml_strict import load
 
     data = load(text, path, first_line)
-    if short:
+    if short and _KEPT.has_room() and not _holds_secret(text):
         try:
             _KEPT.put(text, marshal.dumps(data))
         except ValueError:
             pass  # a value marshal cannot hold: parsed each time
     return data
+
+
+def _holds_secret(text: str) -> bool:
+    """A text with a credential's shape or a secret value of this process (a cluster file's
+    frontmatter, say) is parsed each time: no secret is written anywhere, the cache included."""
+    from wikiengine.core.secrets import secret_hits
+
+    return bool(secret_hits(text))
 
 
 def key_lines(text: str, first_line: int = 1) -> dict[tuple, int]:
