@@ -26,7 +26,7 @@ def pytest_xdist_auto_num_workers(config):
     """``-n auto``: half as many workers again as cores. A worker waits for a third of its time
     (a training process's timed rounds, Slurm's scheduler, a polling loop's sleep), so one
     worker a core leaves the cores idle: on an idle 2-core machine the suite took 14:01 with 2
-    workers and 10:55 with 3, against 9:50 for its CPU time spread over both cores
+    workers and 10:55 with 3, against 9-10 minutes for its CPU time spread over both cores
     (benchmarks/README.md). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when it is set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
