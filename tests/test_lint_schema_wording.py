@@ -5,6 +5,7 @@ pass imports jsonschema nowhere (runner._analyse_chunk, schemas.defer_wording)."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -48,8 +49,10 @@ def _run(tmp_path, broken: dict[int, tuple[str, str]]):
     root = write(tmp_path / "wiki-root", files)
     notes = tmp_path / "notes"
     notes.mkdir()
+    # a per-user cache of its own: wordings kept by another run would spare the parent jsonschema
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "user-cache")}
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(root), str(notes)], capture_output=True, text=True,
-                          cwd=REPO, check=True, timeout=120)
+                          cwd=REPO, check=True, timeout=120, env=env)
     return json.loads(proc.stdout)
 
 

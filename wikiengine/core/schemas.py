@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
+import marshal
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,9 +99,10 @@ def issues(instance, name: str, lines: Lines = None) -> list[SchemaIssue]:
     """Every schema error of ``instance``, sorted by line, each with the line of its key.
 
     A valid document is told by the compiled validator (:mod:`core.validators`); jsonschema,
-    slower to import than a wake takes to run, is loaded only to word what is wrong, and
-    ``lines`` (a mapping, or a function that makes one: a second YAML pass) is asked for
-    only then."""
+    slower to import than a wake takes to run, is loaded only to word what is wrong (unless
+    this user's processes have worded this very document against this very schema before:
+    :func:`_worded`), and ``lines`` (a mapping, or a function that makes one: a second YAML
+    pass) is asked for only then."""
     from wikiengine.core.validators import compiled
     from wikiengine.core.yamlio import line_of
 
@@ -110,22 +113,70 @@ def issues(instance, name: str, lines: Lines = None) -> list[SchemaIssue]:
         pass  # invalid (or a shape the generated code cannot judge): every error, worded by jsonschema
     if callable(lines):
         lines = lines()
-    found = []
-    for error in _validator(name).iter_errors(instance):
-        key_path = tuple(error.absolute_path)
-        if error.validator == "required" and isinstance(error.instance, dict):
-            message = error.message
-        elif error.validator == "additionalProperties":
-            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
-            if extra:
-                key_path = key_path + (extra[0],)
-            message = error.message
-        else:
-            message = error.message
-        line = line_of(lines, key_path) if lines else None
-        found.append(SchemaIssue(_short(message), key_path, line))
+    found = [SchemaIssue(_short(message), key_path, line_of(lines, key_path) if lines else None)
+             for message, key_path in _worded(instance, name)]
     found.sort(key=lambda issue: (issue.line or 0, issue.key_path.__repr__()))
     return found
+
+
+def _wording_stamp() -> str:
+    """What a kept wording depends on besides the document and its schema: the interpreter,
+    this module and jsonschema."""
+    from wikiengine.core.usercache import code_stamp
+
+    return code_stamp("jsonschema", files=(os.path.abspath(__file__),))
+
+
+MAX_WORDED_KEY = 16384  # a document's key past this is worded each time
+_WORDINGS = None  # the KeptMap, made on first use: a process whose documents all pass never needs it
+
+
+def _worded(instance, name: str) -> list[tuple[str, tuple]]:
+    """``(message, key path)`` of every error jsonschema finds in ``instance``, the refused
+    document. Kept per user (:class:`~wikiengine.core.usercache.KeptMap`), keyed by the
+    schema's text and the document's ``repr``: a lint that meets the same broken frontmatter
+    as an earlier one (a wiki with old defects, linted cold after a config change, or by a
+    writer) words it without importing jsonschema, about 0.1 s of CPU. A document that
+    holds a credential's shape or a secret of the process is worded each time, never kept."""
+    global _WORDINGS
+    from wikiengine.core.secrets import secret_hits
+    from wikiengine.core.usercache import KeptMap
+
+    if _WORDINGS is None:
+        _WORDINGS = KeptMap("schemas", "wordings.marshal", _wording_stamp, limit=1024, per_process=256)
+    key = f"{name}\0{_schema_digest(name)}\0{instance!r}"
+    key = key if len(key) <= MAX_WORDED_KEY else None
+    kept = _WORDINGS.get(key) if key is not None else None
+    if kept is not None:
+        try:
+            return [(message, tuple(path)) for message, path in marshal.loads(kept)]
+        except (EOFError, ValueError, TypeError):
+            pass  # damaged: word it again
+    worded = [_message(error) for error in _validator(name).iter_errors(instance)]
+    if key is not None and _WORDINGS.has_room() and not secret_hits(key):
+        try:
+            _WORDINGS.put(key, marshal.dumps([(message, list(path)) for message, path in worded]))
+        except ValueError:
+            pass  # a key path marshal cannot hold: worded each time
+    return worded
+
+
+def _message(error) -> tuple[str, tuple]:
+    """jsonschema's ``error``: its message and the key path it names (for an unexpected key,
+    the first such key)."""
+    key_path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
+        if extra:
+            key_path = key_path + (extra[0],)
+    return error.message, key_path
+
+
+@functools.cache
+def _schema_digest(name: str) -> str:
+    import zlib
+
+    return f"{zlib.crc32(schema_text(name).encode()):08x}"
 
 
 def _short(message: str, limit: int = 160) -> str:

@@ -58,6 +58,18 @@ def write_private(path: Path, data: bytes) -> None:
         pass
 
 
+def code_stamp(*modules: str, files: tuple[str, ...] = ()) -> str:
+    """A :class:`KeptMap` stamp naming the code its values come from: the interpreter, and
+    the size and modification time of ``files`` and of each installed module's file (by name,
+    found without importing it)."""
+    import importlib.util
+    import sys
+
+    found = [spec.origin for spec in map(importlib.util.find_spec, modules) if spec is not None and spec.origin]
+    stats = [(name, os.stat(name)) for name in (*files, *found)]
+    return repr((tuple(sys.version_info), [(name, st.st_size, st.st_mtime_ns) for name, st in stats]))
+
+
 _UNSET = object()
 
 

@@ -21,21 +21,14 @@ import os
 from typing import Any
 
 from wikiengine.core.errors import PageError
-from wikiengine.core.usercache import KeptMap
+from wikiengine.core.usercache import KeptMap, code_stamp
 
 MAX_KEPT_TEXT = 4096  # frontmatter and config blocks; a longer text is parsed each time
 
 
 def _loader_stamp() -> str:
     """What a kept value depends on: the interpreter, the strict loader's file and PyYAML's."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.find_spec("yaml")
-    files = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "yaml_strict.py"),
-             *((spec.origin,) if spec and spec.origin else ())]
-    stats = [(name, os.stat(name)) for name in files]
-    return repr((tuple(sys.version_info), [(name, st.st_size, st.st_mtime_ns) for name, st in stats]))
+    return code_stamp("yaml", files=(os.path.join(os.path.dirname(os.path.abspath(__file__)), "yaml_strict.py"),))
 
 
 _KEPT = KeptMap("yaml", "loads.marshal", _loader_stamp, limit=512, per_process=64)
