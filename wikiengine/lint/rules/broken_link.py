@@ -202,11 +202,17 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
             if not links:
                 continue
             known, resolve = _resolver(rel)
-            for line, col, file_part, rest in links:
+            # each file part the page links once (generated pages link a few files many times):
+            # the links are walked only on a page that links one that is not fine
+            flagged = {}
+            for file_part in {link[2] for link in links}:
                 target = (known.get(file_part) or resolve(file_part))[1]
                 verdict = BROKEN if target is None else judged.get(target) or judge.judge(target)
                 if verdict is not OK and verdict is not UNVERIFIABLE:
-                    pending.append((rel, line, col, file_part + rest, target, verdict))
+                    flagged[file_part] = (target, verdict)
+            if flagged:
+                pending += [(rel, line, col, file_part + rest, *flagged[file_part])
+                            for line, col, file_part, rest in links if file_part in flagged]
         judge.settle()
         rows.extend(
             (rel, line, col, dest, target, judged[target] if verdict == CANDIDATE else verdict)
