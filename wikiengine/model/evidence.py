@@ -223,11 +223,11 @@ def measure_band(samples: list[float], co_measured: bool) -> Band | None:
     (plain values); the half-width is the largest deviation, never negative."""
     if not samples:
         return None
-    import statistics  # fractions, decimal, random: only when a band is measured
+    from wikiengine.core.median import median
 
-    centre = 0.0 if co_measured else statistics.median(samples)
+    centre = 0.0 if co_measured else median(samples)
     deviations = [abs(s - centre) for s in samples]
-    return Band(max(deviations), MAD_SCALE * statistics.median(deviations), len(samples), tuple(samples), co_measured)
+    return Band(max(deviations), MAD_SCALE * median(deviations), len(samples), tuple(samples), co_measured)
 
 
 def aa_slug(session: int, variant: str, frontier: str | None, round_: int, index: int) -> str:

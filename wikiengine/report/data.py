@@ -14,7 +14,6 @@ moves it, the rule ``wiki exp file`` applies to Current best.
 from __future__ import annotations
 
 import datetime as dt
-import statistics
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 from wikiengine.core.clock import timestamp, utc_iso
 from wikiengine.core.errors import WikiError
 from wikiengine.core.git import out as git_out
+from wikiengine.core.median import median
 from wikiengine.model import experiment as ex
 from wikiengine.model.evidence import COMPLETED, IN_FLIGHT, NEVER_DISPATCHED, run_evidence
 from wikiengine.model.journal import parse_journal
@@ -150,7 +150,7 @@ class LaneReport:
             "per_hour": len(filed) / hours if hours else None,
             "per_track": {("untracked" if t is None else str(t)): {"filed": n, "per_hour": n / hours if hours else None}
                           for t, n in sorted(tracks.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))},
-            "stub_to_verdict_hours": {"median": statistics.median(waits) if waits else None,
+            "stub_to_verdict_hours": {"median": median(waits) if waits else None,
                                       "max": max(waits) if waits else None, "n": len(waits)},
             "in_band": {"share": sum(judged) / len(judged) if judged else None, "n": len(judged)},
             "crashes": len(self.crashes()),

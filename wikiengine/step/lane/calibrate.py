@@ -115,7 +115,7 @@ def run_times(workload) -> dict:
 def band_record(run, records: list[dict], key: tuple, at: str) -> dict | None:
     """The ``band`` record once the round of ``key`` = (variant, frontier, round) has its k
     successful runs (or k failures: a band that could not be measured), else None."""
-    import statistics
+    from wikiengine.core.median import median
 
     variant, frontier, round_ = key
     cal = calibration(records, run.state.session, variant, frontier)
@@ -129,7 +129,7 @@ def band_record(run, records: list[dict], key: tuple, at: str) -> dict | None:
               if r.get("exit_code") == 0 and isinstance(r.get("value"), (int, float)) and r.get("sample") is not None]
     return {"op": "band", "session": run.state.session, "variant": variant, "frontier": frontier, "round": round_,
             "metric": run.settings.target_metric, **found,
-            "value": statistics.median(values) if band and values else None, "at": at}
+            "value": median(values) if band and values else None, "at": at}
 
 
 def band_log_entry(run, record: dict, date: str) -> str:

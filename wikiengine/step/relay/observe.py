@@ -19,12 +19,12 @@ import datetime as dt
 import hashlib
 import json
 import math
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from wikiengine.core.errors import WikiError
+from wikiengine.core.median import median
 from wikiengine.core.secrets import redact
 from wikiengine.executors.compute import ComputeBackend, ComputeError, SessionState
 from wikiengine.executors.store import (
@@ -320,6 +320,8 @@ def _discontinuity(series: dict[int, object], boundary: int, settings: Settings)
     window = [series.get(s) for s in range(max(1, boundary - 2 * settings.save_steps), boundary + 1)]
     if len(window) < 4 or not all(finite_number(v) for v in window):
         return None
+    import statistics  # fractions, decimal: only where a checkpoint's loss is judged
+
     diffs = [y - x for x, y in zip(window, window[1:])]
     sigma = max(statistics.pstdev(diffs), 1e-3 * abs(a), 1e-9)
     mean = statistics.fmean(diffs)
@@ -490,7 +492,7 @@ def pointer_timing(snap: StoreSnapshot) -> tuple[dt.datetime | None, float | Non
     times = sorted(c.date for c in snap.commits if _pointer_step_of(c.title) is not None)
     moved = next((c.date for c in snap.commits if c.title == pointer_message(snap.pointer.step)), None)
     gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:])]
-    return moved, (statistics.median(gaps) if gaps else None)
+    return moved, (median(gaps) if gaps else None)
 
 
 # ---------------------------------------------------------------- the whole observation
