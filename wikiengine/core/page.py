@@ -268,7 +268,7 @@ def parse_page(text: str, path: str | Path | None = None, *, parse_yaml: bool = 
     With ``parse_yaml=False`` the frontmatter is split off but not loaded (for callers
     that only need sections, or that load it through their own cache).
     """
-    path = Path(path) if path is not None else None
+    path = path if path is None or isinstance(path, Path) else Path(path)  # a Path is kept (immutable)
     line_count = text.count("\n") + text.count("\r") - text.count("\r\n") if "\r" in text else text.count("\n")
     if line_count > MAX_PAGE_LINES:
         raise PageError(f"too many lines ({line_count}; the limit for a page is {MAX_PAGE_LINES})", path)

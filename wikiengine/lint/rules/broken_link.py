@@ -27,16 +27,16 @@ def page_links(info) -> tuple[list[list], list[str | None]]:
     ``[line, col, file part, rest]`` (the destination is ``file part + rest``; ``rest``: its
     ``#anchor`` or ``?query``), as LNK001 collects them; ``targets``, in the same order, the
     repository-relative path each names (None when it leaves the repository), as IDX002
-    collects them: two lists, so that neither rule copies a row of every link. Strings are
+    collects them: two lists, so that neither rule copies a row of every link. Paths are
     interned, so that the lint cache stores each distinct path once (generated pages repeat
-    a few hundred targets tens of thousands of times). The last page's result is kept:
+    a few hundred targets tens of thousands of times); anchors are not (mostly distinct and
+    short, a marshal reference costs about as much as the text). The last page's result is kept:
     rules that collect from one page scan it once; neither list is changed by a reader."""
     global _LAST_SCAN
     page = info.page
     if _LAST_SCAN is not None and _LAST_SCAN[0] is page:
         return _LAST_SCAN[1]
     known, resolve = _resolver(info.rel)
-    intern = sys.intern
     links, targets = [], []
     for line, col, dest in link_destinations(page.body, page.body_line):
         file_part = relative_target(dest)
@@ -44,7 +44,7 @@ def page_links(info) -> tuple[list[list], list[str | None]]:
             continue
         file_part, target = known.get(file_part) or resolve(file_part)
         rest = dest[len(file_part):]  # relative_target() is a prefix of the destination
-        links.append([line, col, file_part, intern(rest) if rest else ""])
+        links.append([line, col, file_part, rest])
         targets.append(target)
     _LAST_SCAN = (page, (links, targets))
     return links, targets
