@@ -90,13 +90,13 @@ def test_link_scan_agrees_with_markdown_it_on_generated_pages(tmp_path):
     assert checked > 50
 
 
-def test_link_scan_agrees_with_markdown_it_on_real_shape_pages(tmp_path):
+def test_link_scan_agrees_with_markdown_it_on_real_shape_pages(real_shape_corpus):
     """The one-pass scan of plain pages (generated codebase pages, table rows with code
-    spans and line-anchored links) finds what CommonMark finds, at the same lines."""
+    spans and line-anchored links) finds what CommonMark finds, at the same lines (the
+    session's real-shape corpus: tests/conftest.py)."""
     from wikiengine.core.links import _plain
 
-    root = tmp_path / "real"
-    gen_wiki().generate_real(root, seed=2, git=False)
+    root = real_shape_corpus[0]
     files = discover(root)
     plain = 0
     for rel in files[::7]:
