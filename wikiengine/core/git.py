@@ -479,20 +479,21 @@ def _add_and_commit(root: Path, changed: list[str], message: str, staged_before:
 
 def head_sha(root: Path) -> str:
     """The commit HEAD names: from the loose ref file git just wrote, else ``git rev-parse``."""
-    return _loose_head(root) or _git(root, "rev-parse", "HEAD").strip()
+    return loose_head(root) or _git(root, "rev-parse", "HEAD").strip()
 
 
 def current_head(root: Path) -> str | None:
     """The commit HEAD names, None on a branch without a commit yet (the loose ref file, else
     ``git rev-parse``)."""
-    return _loose_head(root) or out(root, "rev-parse", "--verify", "-q", "HEAD").strip() or None
+    return loose_head(root) or out(root, "rev-parse", "--verify", "-q", "HEAD").strip() or None
 
 
-def _loose_head(root: Path) -> str | None:
+def loose_head(root: Path) -> str | None:
     """HEAD's commit read from its branch's loose ref file without starting git; None when
-    git must be asked (a detached or packed ref, a reftable, an unborn branch)."""
-    git_dir_path = git_dir(root)
+    git must be asked (a detached or packed ref, a reftable, an unborn branch, a ``root`` that
+    is not the repository's top: a wiki in a subdirectory)."""
     try:
+        git_dir_path = git_dir(root)
         head = (git_dir_path / "HEAD").read_text(encoding="utf-8").strip()
         if head.startswith("ref: refs/"):
             ref = head[len("ref: "):]
@@ -500,7 +501,7 @@ def _loose_head(root: Path) -> str | None:
                 sha = (base / ref).read_text(encoding="utf-8").strip() if (base / ref).is_file() else ""
                 if len(sha) in (40, 64) and all(c in "0123456789abcdef" for c in sha):
                     return sha
-    except OSError:
+    except (OSError, GitCommitError):
         pass
     return None
 

@@ -66,6 +66,10 @@ class GitView:
         page by its bytes (:func:`pages_fingerprint`: it is not in git's index).
         """
         commit = f"{check_revision(base)}^{{commit}}"
+        # HEAD, or HEAD's own sha (a watcher's cursor on an unchanged lane), read from its loose
+        # ref file: git is not asked to resolve it
+        head = git.loose_head(root) if base == "HEAD" or len(base) in (40, 64) else None
+        known = head if head is not None and base in ("HEAD", head) else None
         # -z: paths are NUL-separated and never quoted. Untracked files count as added.
         # --relative: paths relative to the wiki root, which may be a subdirectory of the repository.
         # --ignore-submodules=dirty: a checked-out submodule is not asked for its own status (a
@@ -73,13 +77,17 @@ class GitView:
         # its wall time on the real shape); one moved to another commit is still "M". No page
         # lives in a submodule.
         commands = [
-            ["rev-parse", "--verify", "-q", "--end-of-options", commit],
             ["diff", "--name-status", "-z", "-M", "--relative", "--ignore-submodules=dirty", "--end-of-options", commit,
              "--", "."],
             *([["ls-files", "-z", "--others", "--exclude-standard"]] if untracked else []),
+            *([] if known else [["rev-parse", "--verify", "-q", "--end-of-options", commit]]),
         ]
-        parsed, diffed, *listed = git.run_all(root, commands)
-        sha = parsed.stdout.strip() if parsed.ok else ""
+        diffed, *listed = git.run_all(root, commands)
+        if known:
+            sha = known
+        else:
+            parsed = listed.pop()
+            sha = parsed.stdout.strip() if parsed.ok else ""
         if not sha:
             raise WikiError(f"unknown git revision {base!r}")
         out, added = _checked(diffed), "".join(_checked(result) for result in listed)
