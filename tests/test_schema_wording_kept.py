@@ -12,9 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests import kept_support
+from tests.kept_support import run_in_a_process
 from tests.lint_support import write
 
-REPO = Path(__file__).resolve().parents[1]
 BROKEN = {"title": "Idea 7", "status": "running", "created": "May 3", "owner": "kim"}
 
 # Words argv[1] (a JSON document) against the hypothesis schema, prints the issues and whether
@@ -29,15 +30,12 @@ usercache.save_all()
 '''
 
 
-def word_in_a_process(document: dict, cache: Path, **env) -> dict:
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(REPO), **env}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(document)], env=env, capture_output=True,
-                          text=True, check=True)
-    return json.loads(done.stdout)
+def word_in_a_process(document: dict, cache: Path) -> dict:
+    return run_in_a_process(SCRIPT, json.dumps(document), cache)
 
 
 def kept_file(cache: Path) -> Path:
-    return cache / "wikiengine" / "schemas" / "wordings.marshal"
+    return kept_support.kept_file(cache, "schemas", "wordings.marshal")
 
 
 def test_the_next_process_words_the_document_without_importing_jsonschema(tmp_path):

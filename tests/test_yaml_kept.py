@@ -4,18 +4,15 @@ by another loader, and nothing for a text that does not load."""
 
 from __future__ import annotations
 
-import json
 import marshal
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests import kept_support
+from tests.kept_support import run_in_a_process
 from wikiengine.core.usercache import KeptMap
 
-REPO = Path(__file__).resolve().parents[1]
 FRONTMATTER = "title: Lane state\ncreated: 2026-04-02\ntags: [lane, cpu]\nbudget: {hours: 1.5, runs: 3}\nnote: ~\n"
 BROKEN = "title: one\ntitle: two\n"
 
@@ -35,13 +32,11 @@ usercache.save_all()
 
 
 def load_in_a_process(text: str, cache: Path) -> dict:
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, text], env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+    return run_in_a_process(SCRIPT, text, cache)
 
 
 def kept_file(cache: Path) -> Path:
-    return cache / "wikiengine" / "yaml" / "loads.marshal"
+    return kept_support.kept_file(cache, "yaml", "loads.marshal")
 
 
 def test_the_next_process_gets_the_value_without_importing_pyyaml(tmp_path):

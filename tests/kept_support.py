@@ -1,0 +1,25 @@
+"""The per-user cache's kept maps (core/usercache.py's KeptMap), seen from fresh processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_in_a_process(script: str, argument: str, cache: Path) -> dict:
+    """The JSON ``script`` prints, run with ``argument`` in a fresh interpreter whose per-user
+    cache is ``cache`` (``XDG_CACHE_HOME``)."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script, argument], env=env, capture_output=True, text=True,
+                          check=True)
+    return json.loads(done.stdout)
+
+
+def kept_file(cache: Path, kind: str, name: str) -> Path:
+    """Where a KeptMap of ``kind`` keeps its file ``name`` under ``cache``."""
+    return cache / "wikiengine" / kind / name
