@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wikiengine.core.errors import SchemaError, WikiError
+from wikiengine.core.usercache import KeptMap, code_stamp
 
 # the file line of each key path, or a function that reads them (only a refused document needs them)
 Lines = dict[tuple, int] | Callable[[], dict[tuple, int]] | None
@@ -122,13 +123,11 @@ def issues(instance, name: str, lines: Lines = None) -> list[SchemaIssue]:
 def _wording_stamp() -> str:
     """What a kept wording depends on besides the document and its schema: the interpreter,
     this module and jsonschema."""
-    from wikiengine.core.usercache import code_stamp
-
     return code_stamp("jsonschema", files=(os.path.abspath(__file__),))
 
 
 MAX_WORDED_KEY = 16384  # a document's key past this is worded each time
-_WORDINGS = None  # the KeptMap, made on first use: a process whose documents all pass never needs it
+_WORDINGS = KeptMap("schemas", "wordings.marshal", _wording_stamp, limit=1024, per_process=256)
 
 
 def _worded(instance, name: str) -> list[tuple[str, tuple]]:
@@ -138,13 +137,9 @@ def _worded(instance, name: str) -> list[tuple[str, tuple]]:
     as an earlier one (a wiki with old defects, linted cold after a config change, or by a
     writer) words it without importing jsonschema, about 0.1 s of CPU. A document that
     holds a credential's shape or a secret of the process is worded each time, never kept."""
-    global _WORDINGS
     from wikiengine.core.secrets import secret_hits
-    from wikiengine.core.usercache import KeptMap
 
-    if _WORDINGS is None:
-        _WORDINGS = KeptMap("schemas", "wordings.marshal", _wording_stamp, limit=1024, per_process=256)
-    key = f"{name}\0{_schema_digest(name)}\0{instance!r}"
+    key = f"{name}\0{schema_digest(name)}\0{instance!r}"
     key = key if len(key) <= MAX_WORDED_KEY else None
     kept = _WORDINGS.get(key) if key is not None else None
     if kept is not None:
@@ -173,7 +168,9 @@ def _message(error) -> tuple[str, tuple]:
 
 
 @functools.cache
-def _schema_digest(name: str) -> str:
+def schema_digest(name: str) -> str:
+    """The crc32 of schema ``name``'s text, 8 hex digits: what names the code and the wordings
+    kept for it (another text, another name)."""
     import zlib
 
     return f"{zlib.crc32(schema_text(name).encode()):08x}"

@@ -67,15 +67,13 @@ def compiled(name: str) -> Callable:
 def code_of(name: str) -> CodeType:
     """The compiled validator code of schema ``name``: from the per-user cache when it was
     generated from these very schema bytes, else generated (and kept there)."""
-    import zlib
-
-    from wikiengine.core.schemas import schema_text
+    from wikiengine.core.schemas import schema_digest, schema_text
     from wikiengine.core.usercache import cache_dir, read_private, write_private
 
     text = schema_text(name)
     folder = cache_dir(CACHE_KIND)
     # the name tells versions apart; the schema text kept inside decides
-    path = folder / f"{name}-{zlib.crc32(text.encode()):08x}-{importlib.util.MAGIC_NUMBER.hex()}-{GENERATION}.code" if folder else None
+    path = folder / f"{name}-{schema_digest(name)}-{importlib.util.MAGIC_NUMBER.hex()}-{GENERATION}.code" if folder else None
     kept = read_private(path) if path is not None else None
     if kept is not None:
         try:

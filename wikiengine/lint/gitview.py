@@ -69,7 +69,7 @@ class GitView:
         # HEAD, or HEAD's own sha (a watcher's cursor on an unchanged lane), read from its loose
         # ref file: git is not asked to resolve it
         head = git.loose_head(root) if base == "HEAD" or len(base) in (40, 64) else None
-        known = head if head is not None and base in ("HEAD", head) else None
+        known = head if base in ("HEAD", head) else None
         # -z: paths are NUL-separated and never quoted. Untracked files count as added.
         # --relative: paths relative to the wiki root, which may be a subdirectory of the repository.
         # --ignore-submodules=dirty: a checked-out submodule is not asked for its own status (a
