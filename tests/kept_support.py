@@ -11,11 +11,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_in_a_process(script: str, argument: str, cache: Path) -> dict:
-    """The JSON ``script`` prints, run with ``argument`` in a fresh interpreter whose per-user
+def run_in_a_process(script: str, *arguments: str, cache: Path) -> dict:
+    """The JSON ``script`` prints, run with ``arguments`` in a fresh interpreter whose per-user
     cache is ``cache`` (``XDG_CACHE_HOME``)."""
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", script, argument], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", script, *arguments], env=env, capture_output=True, text=True,
                           check=True)
     return json.loads(done.stdout)
 

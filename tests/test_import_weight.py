@@ -61,13 +61,16 @@ PROPOSAL = textwrap.dedent("""\
 """)
 PROBE = textwrap.dedent("""\
     import json, sys
+    from re import _parser
     from wikiengine._cli.main import main
+    parsed, parse = [], _parser.parse
+    _parser.parse = lambda pattern, *rest: parsed.append(pattern) or parse(pattern, *rest)
     try:
         code = main(sys.argv[1:])
     except SystemExit as exc:
         code = exc.code
     heavy = sorted(n for n in json.loads(sys.stdin.read()) if any(m == n or m.startswith(n + ".") for m in sys.modules))
-    print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
+    print(json.dumps({"code": code, "heavy": heavy, "parsed": [str(p)[:60] for p in parsed]}), file=sys.stderr)
 """)
 
 
@@ -107,12 +110,14 @@ def lane(tmp_path_factory):
     return root
 
 
-def _probe(cwd, argv, forbidden):
+def _probe(cwd, argv, forbidden, what="heavy"):
+    """The forbidden modules the command imported (``what="parsed"``: the regular expressions
+    it parsed once its CLI was imported)."""
     done = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=cwd, env=_env(), input=json.dumps(forbidden),
                           capture_output=True, text=True, timeout=300)
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] in (0, None), done.stderr
-    return report["heavy"]
+    return report[what]
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +146,15 @@ def test_a_second_no_op_wake_imports_no_yaml_parser(lane):
     assert _wiki(lane, "step").returncode == 0
     heavy = _probe(lane, ["step"], [*HEAVY, *NO_OP_WAKE, "yaml"])
     assert heavy == [], f"a second no-op wake imported {heavy}"
+
+
+@pytest.mark.parametrize("argv", [["step"], ["watch", "--once"]], ids=["step", "watch"])
+def test_the_next_no_op_run_parses_no_regular_expression(lane, argv):
+    """The patterns a command compiles are kept per user (core/regex_code.py): the same
+    command run again parses none."""
+    assert _wiki(lane, *argv).returncode in (0, 1)
+    parsed = _probe(lane, argv, [], what="parsed")
+    assert parsed == [], f"{' '.join(argv)} parsed {parsed}"
 
 
 @pytest.mark.parametrize("argv,also", [

@@ -31,7 +31,7 @@ usercache.save_all()
 
 
 def word_in_a_process(document: dict, cache: Path) -> dict:
-    return run_in_a_process(SCRIPT, json.dumps(document), cache)
+    return run_in_a_process(SCRIPT, json.dumps(document), cache=cache)
 
 
 def kept_file(cache: Path) -> Path:

@@ -32,7 +32,7 @@ usercache.save_all()
 
 
 def load_in_a_process(text: str, cache: Path) -> dict:
-    return run_in_a_process(SCRIPT, text, cache)
+    return run_in_a_process(SCRIPT, text, cache=cache)
 
 
 def kept_file(cache: Path) -> Path:

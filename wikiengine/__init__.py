@@ -16,8 +16,12 @@ import importlib.util as _util
 import os as _os
 import sys as _sys
 
-from wikiengine.core import dataclass_code as _dataclass_code
-from wikiengine.core.version import __version__
+from wikiengine.core import regex_code as _regex_code
+
+_regex_code.install()  # the regular expressions this package's processes use compiled once per user
+
+from wikiengine.core import dataclass_code as _dataclass_code  # noqa: E402 - its imports' patterns kept too
+from wikiengine.core.version import __version__  # noqa: E402
 
 _dataclass_code.install()  # the methods of this package's dataclasses compiled once per user, not once per process
 

@@ -81,11 +81,14 @@ class KeptMap:
     names what the values depend on (the code that made them): a file holding another stamp
     reads as empty and is replaced. Past ``limit`` entries the oldest are dropped, and a
     process adds at most ``per_process`` (a cold lint of 4,000 pages does not flush out
-    what the short commands keep)."""
+    what the short commands keep). ``admit``, when given, is asked of each key as it is
+    written back: a key it refuses is not kept."""
 
-    def __init__(self, kind: str, name: str, stamp, *, limit: int, per_process: int | None = None) -> None:
+    def __init__(self, kind: str, name: str, stamp, *, limit: int, per_process: int | None = None,
+                 admit=None) -> None:
         self.kind, self.name, self.stamp = kind, name, stamp  # stamp: a callable, asked once, when needed
         self.limit, self.per_process = limit, limit if per_process is None else per_process
+        self.admit = admit
         self._kept: dict | None = None
         self._added: dict = {}
         self._where, self._stamp_taken = _UNSET, None
@@ -105,11 +108,12 @@ class KeptMap:
 
     def save(self) -> None:
         """Write back what this process added (nothing added: nothing written)."""
-        if not self._added:
-            return
-        path = self._path()
+        added = dict(self._added)  # asking admit may compile, and add, more
+        if self.admit is not None:
+            added = {key: value for key, value in added.items() if self.admit(key)}
+        path = self._path() if added else None
         if path is not None:
-            kept = {**self._read(), **self._added}
+            kept = {**self._read(), **added}
             for stale in list(kept)[:max(0, len(kept) - self.limit)]:
                 del kept[stale]
             write_private(path, marshal.dumps((self._stamp(), kept)))

@@ -55,6 +55,7 @@ def compiled(name: str) -> Callable:
     Generated once per schema and user (:func:`code_of`), loaded once per process."""
     if name not in _COMPILED:
         namespace = {
+            "__name__": f"{__name__}.{name}",  # the code's patterns are this package's (core/regex_code.py)
             "JsonSchemaValueException": JsonSchemaValueException,
             "JsonSchemaValuesException": JsonSchemaValuesException,
             "Decimal": _NoDecimal,
