@@ -71,6 +71,24 @@ def test_first_audit_is_full_and_says_so_then_nothing_new(lane_wiki):
     assert not (lane_wiki / LANE.dir / STOP_AUTHORIZED).exists()  # only a closing audit authorizes
 
 
+def test_an_unchanged_rerun_rewrites_neither_its_cursor_nor_the_lint_s_folder_listing(lane_wiki):
+    """A cursor already at HEAD is not written again: a rewrite changed the lane folder, so the
+    next run's lint listed it anew and wrote its folder listing back, every run."""
+    start_session(lane_wiki, LANE, parallelism="1")
+    watch_cli(lane_wiki)
+    watch_cli(lane_wiki)  # the cursor moved past the first run's own state; settled from here
+    cursor = lane_wiki / LANE.dir / CURSOR
+
+    def written():
+        return {p: (p.stat().st_ino, p.stat().st_mtime_ns)
+                for p in (cursor, cursor.parent, *(lane_wiki / ".wiki_cache").glob("folders*"))}
+
+    before = written()
+    again = watch_cli(lane_wiki)
+    assert again.returncode == 0 and json.loads(again.stdout)["clean"]
+    assert written() == before
+
+
 def test_malformed_cursor_means_a_full_audit(lane_wiki):
     start_session(lane_wiki, LANE, parallelism="1")
     (lane_wiki / LANE.dir / CURSOR).write_text("wiki=nope\n")

@@ -149,8 +149,12 @@ def read_cursor(root: Path, lane: Lane, head: str = "HEAD") -> tuple[dict | None
 
 
 def write_cursor(root: Path, lane: Lane, wiki: str, code: str) -> None:
+    """Move the cursor to ``wiki`` and ``code``; one already there is not written again (a
+    rewrite changes the lane folder, which the next run's lint would list anew)."""
     keep_out_of_status(root)
-    atomic_write_text(root / lane.dir / CURSOR, f"wiki={wiki}\ncode={code}\n")
+    text = f"wiki={wiki}\ncode={code}\n"
+    if repo_text(root, f"{lane.dir}/{CURSOR}", "cursor") != text:
+        atomic_write_text(root / lane.dir / CURSOR, text)
 
 
 def keep_out_of_status(root: Path) -> None:

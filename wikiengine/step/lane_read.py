@@ -7,13 +7,17 @@ imports none of what filing needs: verdict caps, cell figures, knobs, the index.
 
 from __future__ import annotations
 
+import marshal
 import os
+import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from wikiengine.core.errors import WikiError
 from wikiengine.core.page import parse_page
 from wikiengine.core.safe_read import repo_text
+from wikiengine.core.usercache import KeptMap, code_stamp
 from wikiengine.model import experiment as ex
 from wikiengine.model.experiment import ExperimentPage
 from wikiengine.model.lanes import Lane
@@ -107,26 +111,60 @@ def lane_pages(root: Path, lane: Lane) -> list[ExperimentPage]:
     A writer and a wake ask several times (the mechanism in flight, the queue, the
     thrashing gate, the backfill): a file that has not changed since (the same inode,
     mtime and size: every write of ours renames a new file in) is the same page object,
-    its frontmatter read once."""
+    its frontmatter read once. Whether a page's frontmatter holds an open word (the watcher
+    and the writers ask it of every page) is kept per user by that signature: the next
+    process reads only the pages that changed (:func:`_recall_open_words`)."""
     pages = [_page(root, rel, lane) for rel in lane.page_rels(root)]
-    return [p for p in pages if p.exp_id]
+    _recall_open_words(root, lane, pages)
+    return [page for page, _signature in pages if page.exp_id]
 
 
 _PAGES: dict[tuple[str, str], tuple[tuple, ExperimentPage]] = {}  # (root, rel) -> (stat signature, page)
 
 
-def _page(root: Path, rel: str, lane: Lane) -> ExperimentPage:
+def _page(root: Path, rel: str, lane: Lane) -> tuple[ExperimentPage, tuple | None]:
+    """The page at ``rel`` and its stat signature (None: gone since it was listed)."""
     try:
         st = os.lstat(os.path.join(root, rel))
     except OSError:
-        return ExperimentPage.at(root, rel, lane)  # gone since it was listed: reading it says so
+        return ExperimentPage.at(root, rel, lane), None  # reading it says so
     key, signature = (str(root), rel), (st.st_ino, st.st_dev, st.st_mtime_ns, st.st_size, st.st_mode)
     kept = _PAGES.get(key)
     if kept is not None and kept[0] == signature and kept[1].folder == lane:
-        return kept[1]
+        return kept[1], signature
     page = ExperimentPage.at(root, rel, lane)
     _PAGES[key] = signature, page
-    return page
+    return page, signature
+
+
+SETTLED_NS = 2_000_000_000  # a page written this recently may change again without its signature moving
+_OPEN_WORDS: dict[str, KeptMap] = {}  # the lane folder's real path -> its kept answers
+
+
+def _recall_open_words(root: Path, lane: Lane, pages: list[tuple[ExperimentPage, tuple | None]]) -> None:
+    """Give each page its kept answer to ``_holds_open_word`` when its signature is the one
+    the answer was kept with; answer (reading the page) and keep the settled pages that have
+    none. One small file per lane in the per-user cache (core/usercache.py), stamped with
+    the code that answers (``model/experiment.py``, ``core/page.py``) and the lane's folder."""
+    folder = os.path.realpath(os.path.join(root, lane.dir))
+    kept = _OPEN_WORDS.get(folder)
+    if kept is None:
+        kept = _OPEN_WORDS[folder] = KeptMap(
+            "open-words", f"{zlib.crc32(folder.encode()):08x}.marshal", limit=16384,
+            stamp=lambda: code_stamp("wikiengine.model.experiment", "wikiengine.core.page") + folder)
+    settled = time.time_ns() - SETTLED_NS
+    for page, signature in pages:
+        if signature is None or "_holds_open_word" in page.__dict__:
+            continue
+        held = kept.get(page.rel)
+        try:
+            kept_signature, answer = marshal.loads(held) if held is not None else (None, None)
+        except (EOFError, ValueError, TypeError):
+            kept_signature, answer = None, None  # damaged: answered again
+        if kept_signature == signature and type(answer) is bool:
+            page.__dict__["_holds_open_word"] = answer  # what the cached property would compute
+        elif signature[2] < settled:
+            kept.put(page.rel, marshal.dumps((signature, page._holds_open_word)))
 
 
 def find_page(root: Path, lane: Lane, vid: str) -> ExperimentPage:
