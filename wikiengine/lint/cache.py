@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING
 from wikiengine.core.atomic import atomic_write_bytes
 from wikiengine.core.errors import PageError
 from wikiengine.core.safe_read import LIMITS, MAX_PAGE_BYTES, read_regular
-from wikiengine.core.usercache import base_dir, read_private, work_tree_holding
+from wikiengine.core.usercache import KeptMap, base_dir, read_private, work_tree_holding
 
 if TYPE_CHECKING:
     from wikiengine.lint.changefeed import Vouched
@@ -676,25 +676,43 @@ def engine_fingerprint(extra: str = "") -> str:
 @functools.cache
 def _engine_digest() -> str:
     """The hash of the engine's source and schemas, taken once per process (the code that runs
-    was loaded when it started; a watcher and a writer that lint twice read it once)."""
+    was loaded when it started; a watcher and a writer that lint twice read it once). Kept per
+    user by the files' names, sizes and modification times, as the interpreter keeps their
+    bytecode: a process whose files stat as the last one's reads none of them."""
     from wikiengine.core.schemas import schema_dir
     from wikiengine.core.version import __version__
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(__version__.encode())
     folders = [(os.path.join(package, folder), ".py") for folder in ("core", "model", "lint", "lint/rules")]
+    files = []
     for folder, suffix in [*folders, (str(schema_dir()), ".json")]:  # every run reads these: os, not pathlib
         try:
-            names = sorted(name for name in os.listdir(folder) if name.endswith(suffix))
+            entries = sorted((entry.name, entry.path) for entry in os.scandir(folder) if entry.name.endswith(suffix))
         except OSError:
             continue
-        for name in names:
+        for name, path in entries:
             try:
-                with open(os.path.join(folder, name), "rb") as handle:
-                    data = handle.read()
+                st = os.stat(path)
             except OSError:
                 continue
-            digest.update(name.encode())
-            digest.update(data)
+            files.append((name, path, st.st_size, st.st_mtime_ns))
+    stamp = repr((__version__, [(path, size, mtime) for _name, path, size, mtime in files]))
+    kept = _ENGINE_DIGESTS.get(stamp)
+    if kept is not None:
+        return kept.decode()
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(__version__.encode())
+    for name, path, _size, _mtime in files:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        digest.update(name.encode())
+        digest.update(data)
+    _ENGINE_DIGESTS.put(stamp, digest.hexdigest().encode())
     return digest.hexdigest()
+
+
+# what the engine's files hashed to, by their stat: one entry per installed engine
+_ENGINE_DIGESTS = KeptMap("lint", "engine-digests.marshal", stamp=lambda: "blake2b-16", limit=8)
