@@ -11,9 +11,9 @@ user's processes meet it and otherwise hands the kept code to ``_sre.compile``, 
 checks it as it always does (a damaged entry is refused there and compiled again). What a
 process compiled is kept as it ends (:func:`~wikiengine.core.usercache.save_all`, called
 by the CLI). Only the patterns of this package, the standard library and the parsers it
-reads pages with are kept (torch's 90 at import, which a demo loads, would double the file
-every command reads), and never one holding a secret's shape or a secret of the process (a
-page title in a rule's alternation, say).
+reads pages with are kept (not torch's own, which a process that trains compiles by the
+dozen: the file is one every command reads), and never one holding a secret's shape or a
+secret of the process (a configured title in a rule's alternation, say).
 
 It is an optimisation: a cache that cannot be read or written changes nothing but the time.
 """
@@ -29,7 +29,7 @@ from re import _compiler, _parser
 from wikiengine.core.usercache import KeptMap, code_stamp
 
 MAX_ENTRIES = 1024  # every command's patterns together are about 400
-MAX_PATTERN = 4096  # characters; a longer pattern is built from data (titles), compiled each time
+MAX_PATTERN = 4096  # characters; a longer pattern (built from a configuration, say) is compiled each time
 # the packages, besides this one and the standard library, whose patterns are kept
 LIBRARIES = frozenset({"yaml", "frontmatter", "markdown_it", "mdurl", "jsonschema", "fastjsonschema", "ruamel"})
 

@@ -71,16 +71,20 @@ class IndexSectionCount(Rule):
         counted = counted_sections(page)
         if not counted:
             return
-        by_type = self._pages_by_type(ctx) if any(c.name.lower() in types for c in counted) else {}
+        by_type: dict[str, int] | None = None  # every page's kind: asked only of a count its section does not match
         seen: dict[str, int] = {}
         for entry in counted:
             said, section = entry.count, entry.section
             seen[entry.name.lower()] = nth = seen.get(entry.name.lower(), 0) + 1
             listed = len(section_pages(section, INDEX))
             kind = types.get(entry.name.lower())
-            if said == listed or (kind is not None and said == by_type.get(kind, 0)):
+            if said == listed:
                 continue
-            count = by_type.get(kind, 0)
+            if kind is not None and by_type is None:
+                by_type = self._pages_by_type(ctx)
+            if kind is not None and said == by_type.get(kind, 0):
+                continue
+            count = by_type.get(kind, 0) if kind is not None else 0
             pages = f"the wiki has {count} {kind} page{'' if count == 1 else 's'} and " if kind else ""
             # the section is the subject, not its figures: a write that adds a page to a section whose
             # count was already wrong changes the figures, not the finding
