@@ -1,0 +1,104 @@
+"""The ids a lane's history ever added are kept per clone with the commits they were read up
+to (model/journal.py's HistoryIds): the next writer walks only the commits since, and what it
+finds is always what a walk of every ref's whole history finds, and more only where a branch
+was deleted (numbers are never reused)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from wikiengine.model.journal import BranchIds, HistoryIds, _ids_in_names
+from wikiengine.model.lanes import Lane
+
+LANE = Lane("m_autoresearch_optimization", "l")
+ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+       "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, env=ENV, check=True, capture_output=True, text=True).stdout
+
+
+def add_page(root: Path, vid: str, message: str | None = None) -> Path:
+    page = root / LANE.dir / "experiments" / f"2026-05-01-{vid}-idea.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(f"---\ntitle: {vid}\nstatus: running\n---\n# {vid}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", message or f"stub {vid}")
+    return page
+
+
+def ids(root: Path) -> set[str]:
+    with BranchIds(root, LANE) as branches:
+        return {str(v) for v in branches.ids()}
+
+
+def whole_walk(root: Path) -> set[str]:
+    """What one `git log --all` over the lane finds (the engine's walk before it kept a record)."""
+    out = git(root, "log", "--all", "--format=", "--name-only", "--diff-filter=A", "--", LANE.dir + "/")
+    return {str(v) for v in _ids_in_names(line for line in out.splitlines() if line.endswith(".md"))}
+
+
+def record(root: Path) -> Path:
+    path = HistoryIds(root, LANE).path
+    assert path is not None and path.parent == root / ".git" / "wiki-lane"
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    for number in (1, 2, 3):
+        add_page(root, f"v00{number}")
+    return root
+
+
+def test_each_walk_finds_what_a_whole_walk_finds_through_branches_deletions_and_rewrites(repo):
+    assert ids(repo) == whole_walk(repo) == {"v001", "v002", "v003"}
+    assert record(repo).is_file()
+    add_page(repo, "v004")
+    assert ids(repo) == whole_walk(repo)
+    git(repo, "checkout", "-qb", "side")
+    add_page(repo, "v010")
+    git(repo, "checkout", "-q", "main")
+    gone = add_page(repo, "v005")
+    git(repo, "rm", "-q", str(gone))
+    git(repo, "commit", "-qm", "drop v005")
+    assert ids(repo) == whole_walk(repo) >= {"v004", "v005", "v010"}
+    git(repo, "checkout", "-q", "--detach", "HEAD")  # a detached HEAD's commits count too
+    add_page(repo, "v011")
+    assert "v011" in ids(repo) and ids(repo) >= whole_walk(repo) - {"v011"}
+    git(repo, "checkout", "-q", "main")
+    git(repo, "reset", "-q", "--hard", "HEAD~3")  # main rewritten: its old tip is no ref's now
+    add_page(repo, "v012")
+    assert ids(repo) >= whole_walk(repo) | {"v005"}  # what was seen once stays used
+
+
+def test_the_record_spares_the_walk_and_a_record_naming_a_pruned_commit_walks_again(repo):
+    assert ids(repo) == {"v001", "v002", "v003"}
+    held = json.loads(record(repo).read_text())
+    held["ids"] = ["v001", "v900"]  # what the record holds is taken as walked: history is not walked again
+    record(repo).write_text(json.dumps(held))
+    assert ids(repo) == {"v001", "v900"}
+    add_page(repo, "v004")  # only the commits since the record's tips are walked
+    assert ids(repo) == {"v001", "v900", "v004"}
+    held["tips"] = ["0" * 40]  # a commit that is not there (pruned): the whole history is walked again
+    record(repo).write_text(json.dumps(held))
+    assert ids(repo) == {"v001", "v002", "v003", "v004"}
+    record(repo).write_text("{not json")
+    assert ids(repo) == {"v001", "v002", "v003", "v004"}
+
+
+def test_no_history_before_the_first_commit(tmp_path):
+    root = tmp_path / "fresh"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    assert ids(root) == set()
+    assert not record(root).exists()
