@@ -102,3 +102,41 @@ def test_no_history_before_the_first_commit(tmp_path):
     git(root, "init", "-q", "-b", "main")
     assert ids(root) == set()
     assert not record(root).exists()
+
+
+def test_first_commit_times_kept_along_head_are_those_of_a_whole_walk(repo, monkeypatch):
+    """The watcher's first commit times (step/audit.py): kept per clone with the HEAD they were
+    read at; a HEAD that descends from it walks only the commits since, a rewritten one walks
+    everything again, and the answer is always the whole walk's."""
+    from wikiengine.step import audit
+
+    clock = iter(range(1_800_000_000, 1_800_100_000, 100))
+    monkeypatch.setitem(ENV, "GIT_COMMITTER_DATE", "")
+
+    def commit_page(vid: str) -> str:
+        ENV["GIT_COMMITTER_DATE"] = f"{next(clock)} +0000"
+        return str(add_page(repo, vid).relative_to(repo))
+
+    def both(rels: list[str]) -> tuple[dict, dict]:
+        return audit.first_commit_times(repo, rels, LANE.dir), audit.first_commit_times(repo, rels)
+
+    rels = [commit_page(vid) for vid in ("v004", "v005")]
+    kept, whole = both(rels)
+    assert kept == whole and len(kept) == 2
+    path = next((repo / ".git" / "wiki-lane").glob("added-*.json"))
+    held = json.loads(path.read_text())
+    held["times"][rels[0]] = 7.0  # a record at HEAD is taken as it is: git is not asked
+    path.write_text(json.dumps(held))
+    assert audit.first_commit_times(repo, rels, LANE.dir)[rels[0]] == 7.0
+    rels.append(commit_page("v006"))  # HEAD moved on: only the new commit is walked
+    assert audit.first_commit_times(repo, rels, LANE.dir)[rels[0]] == 7.0
+    git(repo, "rm", "-q", rels[1])
+    ENV["GIT_COMMITTER_DATE"] = f"{next(clock)} +0000"
+    git(repo, "commit", "-qm", "drop v005")
+    readded = commit_page("v005")  # added again, later: its first addition stays the first
+    assert readded == rels[1]
+    kept, whole = both(rels)
+    assert kept[rels[1]] == whole[rels[1]] and kept[rels[2]] == whole[rels[2]]
+    git(repo, "reset", "-q", "--hard", "HEAD~4")  # history rewritten: everything is walked again
+    kept, whole = both(rels)
+    assert kept == whole and rels[0] in kept and rels[2] not in kept
