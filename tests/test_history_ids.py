@@ -125,7 +125,7 @@ def test_first_commit_times_kept_along_head_are_those_of_a_whole_walk(repo, monk
     assert kept == whole and len(kept) == 2
     path = next((repo / ".git" / "wiki-lane").glob("added-*.json"))
     held = json.loads(path.read_text())
-    held["times"][rels[0]] = 7.0  # a record at HEAD is taken as it is: git is not asked
+    held["value"][rels[0]] = 7.0  # a record at HEAD is taken as it is: git is not asked
     path.write_text(json.dumps(held))
     assert audit.first_commit_times(repo, rels, LANE.dir)[rels[0]] == 7.0
     rels.append(commit_page("v006"))  # HEAD moved on: only the new commit is walked
@@ -140,3 +140,35 @@ def test_first_commit_times_kept_along_head_are_those_of_a_whole_walk(repo, monk
     git(repo, "reset", "-q", "--hard", "HEAD~4")  # history rewritten: everything is walked again
     kept, whole = both(rels)
     assert kept == whole and rels[0] in kept and rels[2] not in kept
+
+
+def test_a_session_start_commit_kept_along_head_is_the_newest_one_git_finds(repo):
+    """The watcher's search for the commit that started a session (step/audit.py): kept with
+    the HEAD it was found at; a later start of the same number, made since, is the one found."""
+    from wikiengine.step import audit
+
+    journal = repo / LANE.journal
+
+    def start_session(number: int, note: str) -> str:
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        with journal.open("a") as handle:
+            handle.write(json.dumps({"op": "start", "session": number, "note": note}) + "\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", f"loop({LANE.name}): start session {number} ({note})")
+        return git(repo, "rev-parse", "HEAD").strip()
+
+    def plain(number: int) -> str | None:
+        out = git(repo, "log", "--format=%H", "--fixed-strings", f"--grep=loop({LANE.name}): start session {number} ",
+                  "--", LANE.journal).split()
+        return out[0] if out else None
+
+    assert audit.session_start_commit(repo, LANE, 1) is None
+    first = start_session(1, "first")
+    assert audit.session_start_commit(repo, LANE, 1) == first == plain(1)
+    add_page(repo, "v004")
+    assert audit.session_start_commit(repo, LANE, 1) == first  # the commits since hold no newer start
+    again = start_session(1, "again, by hand")
+    assert audit.session_start_commit(repo, LANE, 1) == again == plain(1)
+    git(repo, "reset", "-q", "--hard", "HEAD~1")  # rewritten: searched again from scratch
+    assert audit.session_start_commit(repo, LANE, 1) == first == plain(1)
+    assert audit.session_start_commit(repo, LANE, 2) is None

@@ -35,17 +35,19 @@ import datetime as dt
 import hashlib
 import hmac
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from wikiengine.core.atomic import atomic_write_text
+from wikiengine.core.atomic import atomic_write_json, atomic_write_text
 from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
 from wikiengine.core.errors import PageError, WikiError
-from wikiengine.core.git import GitCommitError, current_head, is_ancestor
+from wikiengine.core.git import GitCommitError, common_dir, current_head, is_ancestor
 from wikiengine.core.git import out as git_out
 from wikiengine.core.git import run as git_run
-from wikiengine.core.safe_read import load_json, read_text, repo_text
+from wikiengine.core.safe_read import load_json, read_optional, read_text, repo_text
 from wikiengine.model import progress
 from wikiengine.model.experiment import AA_VID
 from wikiengine.model.filings import committed_drifts
@@ -205,24 +207,31 @@ def _first_additions(out: str, wanted: set[str] | None = None) -> dict[str, floa
     return found
 
 
-ADDED_FORMAT = 1
-
-
 def _added_times(root: Path, folder: str) -> dict[str, float] | None:
-    """The first commit time along HEAD of every file ever added under ``folder``, kept in
-    ``<git dir>/wiki-lane/added-<crc32 of the folder>.json`` with the HEAD it was read at: a
-    HEAD that descends from it walks only the commits since (a lane of 3,000 commits cost the
-    watcher 0.2-0.4 s a run to walk whole), a rewritten one walks everything again. None where
-    there is no record to keep (no commit yet, a wiki in a subdirectory of its repository)."""
-    import zlib
+    """The first commit time along HEAD of every file ever added under ``folder``
+    (:func:`_along_head`: a lane of 3,000 commits cost the watcher 0.2-0.4 s a run to walk
+    whole); None where nothing can be kept."""
+    def walk(revisions: list[str]) -> dict[str, float] | None:
+        done = git_run(root, "log", "--diff-filter=A", "--no-renames", "--format=%x00%ct", "--name-only", *revisions,
+                       "--", folder + "/", check=False)
+        return _first_additions(done.stdout) if done.ok else None
 
-    from wikiengine.core.atomic import atomic_write_json
-    from wikiengine.core.git import common_dir
-    from wikiengine.core.safe_read import read_optional
+    # an addition since is newer than one the record holds: the record's stays the first
+    return _along_head(root, "added", folder, walk, lambda kept, since: {**since, **kept})
 
+
+HISTORY_FORMAT = 1
+
+
+def _along_head(root: Path, kind: str, key: str, walk: Callable[[list[str]], Any], merge: Callable[[Any, Any], Any]):
+    """``walk(revisions)`` over HEAD's history, kept per clone in ``<git dir>/wiki-lane/<kind>-<crc32
+    of key>.json`` with the HEAD it was read at: the same HEAD is answered from the record, one
+    that descends from it walks only the commits since (``merge(kept, since)``), a rewritten one
+    walks everything again. None where nothing can be kept (no commit yet, a wiki in a
+    subdirectory of its repository) or the walk fails (``walk`` answers None): nothing is kept."""
     head = current_head(root)
     try:
-        path = common_dir(root) / "wiki-lane" / f"added-{zlib.crc32(folder.encode()):08x}.json"
+        path = common_dir(root) / "wiki-lane" / f"{kind}-{zlib.crc32(key.encode()):08x}.json"
     except WikiError:
         return None
     if head is None:
@@ -231,25 +240,22 @@ def _added_times(root: Path, folder: str) -> dict[str, float] | None:
         held = load_json(read_optional(path, path.name, "cache") or "null", path)
     except (WikiError, ValueError):
         held = None
-    if not (isinstance(held, dict) and held.get("format") == ADDED_FORMAT and held.get("folder") == folder
-            and isinstance(held.get("head"), str) and isinstance(held.get("times"), dict)):
+    if not (isinstance(held, dict) and held.get("format") == HISTORY_FORMAT and held.get("key") == key
+            and isinstance(held.get("head"), str) and "value" in held):
         held = None
     if held is not None and held["head"] == head:
-        return held["times"]
+        return held["value"]
     since = held is not None and is_ancestor(root, held["head"], head)
-    times = dict(held["times"]) if since else {}
-    done = git_run(root, "log", "--diff-filter=A", "--no-renames", "--format=%x00%ct", "--name-only", head,
-                   *([f"^{held['head']}"] if since else []), "--", folder + "/", check=False)
-    if not done.ok:
-        return None  # asked of the pages themselves, and nothing kept
-    for rel, stamp in _first_additions(done.stdout).items():
-        times.setdefault(rel, stamp)  # an addition since is newer than one the record holds
+    found = walk([head, f"^{held['head']}"] if since else [head])
+    if found is None:
+        return None
+    value = merge(held["value"], found) if since else found
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(path, {"format": ADDED_FORMAT, "folder": folder, "head": head, "times": times}, durable=False)
+        atomic_write_json(path, {"format": HISTORY_FORMAT, "key": key, "head": head, "value": value}, durable=False)
     except OSError:
-        pass  # a lost record only costs the next watcher a whole walk
-    return times
+        pass  # a lost record only costs the next run a whole walk
+    return value
 
 
 def _lint_battery(root: Path, lane: Lane, since: str | None) -> list[AuditFinding]:
@@ -428,10 +434,18 @@ def retrospective_commits(root: Path, lane: Lane) -> list[tuple[str, float, str]
 
 
 def session_start_commit(root: Path, lane: Lane, session: int) -> str | None:
-    """The commit that started ``session`` (``wiki loop start`` writes ``loop(<lane>): start session <k> ...``)."""
-    out = git_out(root, "log", "--format=%H", "--fixed-strings", f"--grep=loop({lane.name}): start session {session} ",
-                  "--", lane.journal).split()
-    return out[0] if out else None
+    """The commit that started ``session`` (``wiki loop start`` writes ``loop(<lane>): start session <k> ...``):
+    the newest such commit along HEAD, kept with the HEAD it was found at (:func:`_along_head`:
+    the journal changes with every write, and the search walked all of its history each run)."""
+    def walk(revisions: list[str]) -> str | None:
+        done = git_run(root, "log", "--format=%H", "--fixed-strings", f"--grep=loop({lane.name}): start session {session} ",
+                       *revisions, "--", lane.journal, check=False)
+        return (done.stdout.split() or [""])[0] if done.ok else None
+
+    found = _along_head(root, "starts", f"{lane.journal}\0{session}", walk, lambda kept, since: since or kept)
+    if found is None:
+        found = walk(["HEAD"]) or ""
+    return found or None
 
 
 def _claims_need_retrospective(root: Path, lane: Lane, start_commit: str | None, closing: bool,
