@@ -137,6 +137,9 @@ def test_first_commit_times_kept_along_head_are_those_of_a_whole_walk(repo, monk
     assert readded == rels[1]
     kept, whole = both(rels)
     assert kept[rels[1]] == whole[rels[1]] and kept[rels[2]] == whole[rels[2]]
+    held = json.loads(path.read_text())
+    path.write_text(json.dumps({**held, "value": {rels[0]: "yesterday"}}))  # not times: walked again
+    assert audit.first_commit_times(repo, rels, LANE.dir) == audit.first_commit_times(repo, rels)
     git(repo, "reset", "-q", "--hard", "HEAD~4")  # history rewritten: everything is walked again
     kept, whole = both(rels)
     assert kept == whole and rels[0] in kept and rels[2] not in kept

@@ -216,19 +216,24 @@ def _added_times(root: Path, folder: str) -> dict[str, float] | None:
                        "--", folder + "/", check=False)
         return _first_additions(done.stdout) if done.ok else None
 
+    def readable(kept) -> bool:
+        return isinstance(kept, dict) and all(type(stamp) in (int, float) for stamp in kept.values())
+
     # an addition since is newer than one the record holds: the record's stays the first
-    return _along_head(root, "added", folder, walk, lambda kept, since: {**since, **kept})
+    return _along_head(root, "added", folder, walk, lambda kept, since: {**since, **kept}, readable)
 
 
 HISTORY_FORMAT = 1
 
 
-def _along_head(root: Path, kind: str, key: str, walk: Callable[[list[str]], Any], merge: Callable[[Any, Any], Any]):
+def _along_head(root: Path, kind: str, key: str, walk: Callable[[list[str]], Any], merge: Callable[[Any, Any], Any],
+                readable: Callable[[Any], bool]):
     """``walk(revisions)`` over HEAD's history, kept per clone in ``<git dir>/wiki-lane/<kind>-<crc32
     of key>.json`` with the HEAD it was read at: the same HEAD is answered from the record, one
     that descends from it walks only the commits since (``merge(kept, since)``), a rewritten one
-    walks everything again. None where nothing can be kept (no commit yet, a wiki in a
-    subdirectory of its repository) or the walk fails (``walk`` answers None): nothing is kept."""
+    (or a record whose value is not ``readable``) walks everything again. None where nothing can
+    be kept (no commit yet, a wiki in a subdirectory of its repository) or the walk fails
+    (``walk`` answers None): nothing is kept."""
     head = current_head(root)
     try:
         path = common_dir(root) / "wiki-lane" / f"{kind}-{zlib.crc32(key.encode()):08x}.json"
@@ -241,7 +246,7 @@ def _along_head(root: Path, kind: str, key: str, walk: Callable[[list[str]], Any
     except (WikiError, ValueError):
         held = None
     if not (isinstance(held, dict) and held.get("format") == HISTORY_FORMAT and held.get("key") == key
-            and isinstance(held.get("head"), str) and "value" in held):
+            and isinstance(held.get("head"), str) and readable(held.get("value"))):
         held = None
     if held is not None and held["head"] == head:
         return held["value"]
@@ -442,7 +447,8 @@ def session_start_commit(root: Path, lane: Lane, session: int) -> str | None:
                        *revisions, "--", lane.journal, check=False)
         return (done.stdout.split() or [""])[0] if done.ok else None
 
-    found = _along_head(root, "starts", f"{lane.journal}\0{session}", walk, lambda kept, since: since or kept)
+    found = _along_head(root, "starts", f"{lane.journal}\0{session}", walk, lambda kept, since: since or kept,
+                        lambda kept: isinstance(kept, str))
     if found is None:
         found = walk(["HEAD"]) or ""
     return found or None
