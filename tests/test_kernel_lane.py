@@ -129,6 +129,22 @@ def test_stub_refuses_a_second_open_stub_and_optimization_without_a_profile(fami
     assert status == 2 and "needs --profile" in err
 
 
+def test_the_family_watcher_flags_an_open_stub_idle_past_its_hours_and_no_filed_page(family, capsys):
+    """The kernel watcher's stale stubs: an open stub committed longer ago than ``stale_hours``
+    is one; the first commit times come from one walk kept along HEAD (step/audit.py)."""
+    from wikiengine.step.kernel.audit import run_family_audit
+
+    root, _authoring, stub = family
+    committed = float(git(root, "log", "-1", "--format=%ct", "--", stub["page"]))
+    idle = [f for f in run_family_audit(root, FAM, now=committed + 30 * 3600).findings if f.check == "stale-stub"]
+    assert [f.path for f in idle] == [stub["page"]] and "in progress for 30 h" in idle[0].message
+    assert not [f for f in run_family_audit(root, FAM, now=committed + 3600).findings if f.check == "stale-stub"]
+    status, _ = kernel(root, capsys, "file", FAMILY, "--verdict", "invalid")
+    assert status == 0
+    filed = run_family_audit(root, FAM, now=committed + 30 * 3600).findings
+    assert not [f for f in filed if f.check == "stale-stub"]
+
+
 # --- cand ------------------------------------------------------------------------------------
 
 

@@ -27,7 +27,7 @@ from wikiengine.step.audit import (
     Audit,
     AuditFinding,
     drift_findings,
-    first_commit_time,
+    first_commit_times,
     head_sha,
     read_cursor,
     session_start,
@@ -72,9 +72,11 @@ def run_family_audit(root: Path, family: KernelFamily, *, now: float | None = No
     audit.findings += drift_findings(root, family.journal, records)
     pages = {p.exp_id: p for p in family_pages(root, family)}
     now = now if now is not None else utcnow().timestamp()
-    for vid, page in sorted(pages.items()):
-        committed = first_commit_time(root, page.rel)
-        if ex.is_open(page.frontmatter) and committed is not None and now - committed > stale_hours * 3600:
+    open_pages = {vid: page for vid, page in pages.items() if ex.is_open(page.frontmatter)}
+    added = first_commit_times(root, sorted(page.rel for page in open_pages.values()), family.dir)  # one walk, kept
+    for vid, page in sorted(open_pages.items()):
+        committed = added.get(page.rel)
+        if committed is not None and now - committed > stale_hours * 3600:
             hours = (now - committed) / 3600
             audit.findings.append(AuditFinding(
                 "stale-stub", page.rel, 1, f"{vid} has been in progress for {hours:.0f} h (more than {stale_hours:g} h)",
