@@ -74,7 +74,10 @@ def test_the_demo_lane_s_figures_are_the_journal_s(demo):
     (variant,) = data["variants"]
     last = variant["steps"][-1]
     assert last["page"] and Path(last["page"]).name in variant["current_best"]
-    assert [s["vid"] for s in variant["steps"][1:]] == [r["vid"] for r in filings if r["verdict"] == "supported"]
+    # the filings that moved Current best, as `wiki exp file` recorded them: a supported run beats its
+    # co-measured frontier, but on a loaded machine its own figure need not beat the last win's
+    moved = [r["vid"] for r in filings if r.get("moved")]
+    assert moved and [s["vid"] for s in variant["steps"][1:]] == moved
     assert variant["bands"] and all(w >= 0 for _t, w in variant["bands"])
     assert sorted(p.name for p in out.iterdir()) == [".figures", "index.html", "mlp-cpu.html", "mlp-cpu.json"]
     assert sorted(p.name.rsplit("-", 1)[0] for p in (out / ".figures").iterdir()) == ["mlp-cpu-delta", "mlp-cpu-frontier"]
