@@ -74,7 +74,7 @@ def _compile(p, flags=0):
 def _kept_caller() -> bool:
     """Is the code that asked ``re`` for this pattern this package's, the standard library's or
     one of :data:`LIBRARIES`?"""
-    frame = sys._getframe(2)
+    frame = sys._getframe(1).f_back  # past _compile: re's own frames, then the caller's (None at a stack's top)
     while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in ("re", "functools"):
         frame = frame.f_back
     package = (frame.f_globals.get("__name__") or "") if frame is not None else ""
