@@ -959,6 +959,28 @@ def test_row38_item6_a_reverted_row_edit_is_not_reported_and_a_removed_row_is(wi
     assert "row 1 of '## Ledger'" in found and found.endswith("removed")
 
 
+def test_row38_item6_an_unblock_after_wakes_that_only_touched_state_accepts_the_tables(wiki):
+    """Commits that change only STATE.md leave the tables' rows as they were (the walk does not
+    parse them again); a `wiki unblock` commit accepts the tables as they stand, whatever
+    touched them before it."""
+    from wikiengine.step.relay.observe import UNBLOCK_SUBJECT, append_only_edits
+
+    root, store, compute, clock = wiki
+    step(wiki)
+    ledger, state = root / "memory" / "QUOTA.md", root / "memory" / "STATE.md"
+    original = ledger.read_text()
+    ledger.write_text(original.replace("| 20.00 |", "| 29.00 |", 1))
+    git(root, "commit", "--quiet", "--no-verify", "-am", "edit")
+    for wake in range(3):  # wakes that commit STATE.md alone
+        state.write_text(state.read_text() + f"\n<!-- wake {wake} -->\n")
+        git(root, "commit", "--quiet", "--no-verify", "-am", f"step: wake {wake}")
+    (found,) = append_only_edits(root)
+    assert "row 1 of '## Ledger'" in found and "29.00" in found
+    state.write_text(state.read_text() + "\n<!-- unblocked -->\n")
+    git(root, "commit", "--quiet", "--no-verify", "-am", f"{UNBLOCK_SUBJECT} the ledger's figure was corrected by hand")
+    assert append_only_edits(root) == ()
+
+
 def test_row45_a_hostile_failure_line_reaches_the_exit_record_as_plain_text(wiki):
     root, store, compute, clock = wiki
     step(wiki)
