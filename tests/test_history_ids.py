@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wikiengine.model.journal import BranchIds, HistoryIds, _ids_in_names
+from wikiengine.core.history_record import record_path
+from wikiengine.model.journal import BranchIds, _ids_in_names
 from wikiengine.model.lanes import Lane
 
 LANE = Lane("m_autoresearch_optimization", "l")
@@ -45,7 +46,7 @@ def whole_walk(root: Path) -> set[str]:
 
 
 def record(root: Path) -> Path:
-    path = HistoryIds(root, LANE).path
+    path = record_path(root, "ids", LANE.dir)
     assert path is not None and path.parent == root / ".git" / "wiki-lane"
     return path
 

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import json
 import math
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from wikiengine.core import git
 from wikiengine.core.clock import timestamp
 from wikiengine.core.errors import WikiError
-from wikiengine.core.safe_read import load_json, read_optional, repo_text
+from wikiengine.core.history_record import read_record, write_record
+from wikiengine.core.safe_read import load_json, repo_text
 from wikiengine.model.experiment import VId, parse_file_name, parse_vid
 from wikiengine.model.lanes import Lane
 
@@ -149,25 +149,18 @@ class BranchIds:
 
 class HistoryIds:
     """The ids of the pages ever added under a lane in the history of a set of commits, kept
-    in ``<git dir>/wiki-lane/ids-<crc32 of the lane folder>.json`` with the commits walked
+    per clone (:mod:`wikiengine.core.history_record`, kind ``ids``) with the commits walked
     (the refs' tips): the next walk starts from the refs' tips now and stops at those. A tip
     that is gone (a branch deleted and its commits pruned) or a record that does not read
     back walks the whole history again. The ids of a deleted branch stay in the record:
     numbers are never reused."""
 
-    FORMAT = 1
-
     def __init__(self, root: Path, lane: Lane):
         self.root, self.lane = root, lane
-        try:
-            folder = git.common_dir(root) / "wiki-lane"
-        except WikiError:  # no .git at the root (a wiki in a subdirectory of its repository): no record
-            folder = None
-        self.path = folder / f"ids-{zlib.crc32(lane.dir.encode()):08x}.json" if folder is not None else None
 
     def ids(self, tips: list[str]) -> set[VId]:
         """The ids added in the history of ``tips`` and of HEAD (none outside git or before the first commit)."""
-        held = self._read()
+        held = read_record(self.root, "ids", self.lane.dir, _readable_ids)
         seen = held["tips"] if held is not None else []
         names = self._added(["--stdin"], "\n".join(["HEAD", *tips, *(f"^{sha}" for sha in seen)]) + "\n") if held else None
         if names is None:  # no record, or one naming a commit that is gone: every ref's whole history
@@ -176,7 +169,7 @@ class HistoryIds:
             return set()  # not a repository yet, or no commit: no history
         found = _ids_in_names(names) | {vid for vid in map(parse_vid, held["ids"] if held else []) if vid is not None}
         if tips and set(tips) != set(seen):
-            self._write(tips, found)
+            write_record(self.root, "ids", self.lane.dir, {"tips": sorted(tips), "ids": sorted(str(v) for v in found)})
         return found
 
     def _added(self, revisions: list[str], stdin: str | None = None) -> list[str] | None:
@@ -188,28 +181,11 @@ class HistoryIds:
             return None
         return [line for line in done.stdout.splitlines() if line.endswith(".md")]
 
-    def _read(self) -> dict | None:
-        if self.path is None:
-            return None
-        try:
-            held = load_json(read_optional(self.path, self.path.name, "cache") or "null", self.path)
-        except (WikiError, ValueError):
-            return None
-        ok = (isinstance(held, dict) and held.get("format") == self.FORMAT and held.get("lane") == self.lane.dir
-              and isinstance(held.get("tips"), list) and isinstance(held.get("ids"), list)
-              and all(isinstance(t, str) and len(t) in (40, 64) for t in held["tips"])
-              and all(isinstance(v, str) for v in held["ids"]))
-        return held if ok else None
 
-    def _write(self, tips: list[str], found: set[VId]) -> None:
-        from wikiengine.core.atomic import atomic_write_json
-
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(self.path, {"format": self.FORMAT, "lane": self.lane.dir, "tips": sorted(tips),
-                                          "ids": sorted(str(v) for v in found)}, durable=False)
-        except OSError:
-            pass  # a lost record only costs the next writer a whole walk
+def _readable_ids(held: dict) -> bool:
+    tips, ids = held.get("tips"), held.get("ids")
+    return (isinstance(tips, list) and isinstance(ids, list) and all(isinstance(t, str) and len(t) in (40, 64) for t in tips)
+            and all(isinstance(v, str) for v in ids))
 
 
 def used_ids(root: Path, lane: Lane, journal_text: str, branches: BranchIds | None = None) -> set[VId]:

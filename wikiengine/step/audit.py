@@ -35,19 +35,19 @@ import datetime as dt
 import hashlib
 import hmac
 import re
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikiengine.core.atomic import atomic_write_json, atomic_write_text
+from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
 from wikiengine.core.errors import PageError, WikiError
-from wikiengine.core.git import GitCommitError, common_dir, current_head, is_ancestor
+from wikiengine.core.git import GitCommitError, current_head, is_ancestor
 from wikiengine.core.git import out as git_out
 from wikiengine.core.git import run as git_run
-from wikiengine.core.safe_read import load_json, read_optional, read_text, repo_text
+from wikiengine.core.history_record import read_record, record_path, write_record
+from wikiengine.core.safe_read import load_json, read_text, repo_text
 from wikiengine.model import progress
 from wikiengine.model.experiment import AA_VID
 from wikiengine.model.filings import committed_drifts
@@ -223,31 +223,18 @@ def _added_times(root: Path, folder: str) -> dict[str, float] | None:
     return _along_head(root, "added", folder, walk, lambda kept, since: {**since, **kept}, readable)
 
 
-HISTORY_FORMAT = 1
-
-
 def _along_head(root: Path, kind: str, key: str, walk: Callable[[list[str]], Any], merge: Callable[[Any, Any], Any],
                 readable: Callable[[Any], bool]):
-    """``walk(revisions)`` over HEAD's history, kept per clone in ``<git dir>/wiki-lane/<kind>-<crc32
-    of key>.json`` with the HEAD it was read at: the same HEAD is answered from the record, one
-    that descends from it walks only the commits since (``merge(kept, since)``), a rewritten one
-    (or a record whose value is not ``readable``) walks everything again. None where nothing can
-    be kept (no commit yet, a wiki in a subdirectory of its repository) or the walk fails
-    (``walk`` answers None): nothing is kept."""
+    """``walk(revisions)`` over HEAD's history, kept per clone (:mod:`wikiengine.core.history_record`)
+    with the HEAD it was read at: the same HEAD is answered from the record, one that descends
+    from it walks only the commits since (``merge(kept, since)``), a rewritten one (or a record
+    whose value is not ``readable``) walks everything again. None where nothing can be kept (no
+    commit yet, a wiki in a subdirectory of its repository) or the walk fails (``walk`` answers
+    None): nothing is kept."""
     head = current_head(root)
-    try:
-        path = common_dir(root) / "wiki-lane" / f"{kind}-{zlib.crc32(key.encode()):08x}.json"
-    except WikiError:
+    if head is None or record_path(root, kind, key) is None:
         return None
-    if head is None:
-        return None
-    try:
-        held = load_json(read_optional(path, path.name, "cache") or "null", path)
-    except (WikiError, ValueError):
-        held = None
-    if not (isinstance(held, dict) and held.get("format") == HISTORY_FORMAT and held.get("key") == key
-            and isinstance(held.get("head"), str) and readable(held.get("value"))):
-        held = None
+    held = read_record(root, kind, key, lambda record: isinstance(record.get("head"), str) and readable(record.get("value")))
     if held is not None and held["head"] == head:
         return held["value"]
     since = held is not None and is_ancestor(root, held["head"], head)
@@ -255,11 +242,7 @@ def _along_head(root: Path, kind: str, key: str, walk: Callable[[list[str]], Any
     if found is None:
         return None
     value = merge(held["value"], found) if since else found
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(path, {"format": HISTORY_FORMAT, "key": key, "head": head, "value": value}, durable=False)
-    except OSError:
-        pass  # a lost record only costs the next run a whole walk
+    write_record(root, kind, key, {"head": head, "value": value})
     return value
 
 
