@@ -591,6 +591,42 @@ def test_adopt_the_old_texts_are_linted_by_the_rules_that_found_something_only(w
     assert len(selects) == 2 and len(probes) == 1 and clean(wiki) and identities(wiki) == before
 
 
+def test_adopt_the_old_texts_are_judged_against_the_other_pages_as_the_new_ones_were(wiki, monkeypatch):
+    """The lint of the old texts takes the other pages' facts (IDX001's page kinds) from the lint
+    of the new ones: the two judge the same wiki, so a page another hand edits between them is
+    no difference of the write's, and no page but the written ones is looked at twice."""
+    from wikiengine.lint import runner
+    from wikiengine.model.lanes import Lane
+    from wikiengine.step import writers as lw
+
+    index = wiki / "wiki/index.md"
+    listed = "## Experiments (1)\n\n- [v046 splash blocks](" + V046[len("wiki/"):] + ")\n\n"
+    index.write_text(index.read_text().replace("## Hypotheses (2)", "## Hypotheses (5)")
+                     .replace("## Rules", listed + "## Rules"))
+    git(wiki, "commit", "-qam", "an index whose hypothesis count was already wrong")
+    assert [code for code, _p, _s in identities(wiki)] == ["IDX001"]
+    other = wiki / "wiki/hypotheses/fsdp-collective-overlap.md"
+    lints = []
+    real_lint = runner.lint
+
+    def spy(root, paths, config=None, **kw):
+        if lints:  # between the two lints another hand makes a hypothesis page a concept
+            other.write_text(other.read_text().replace("---\n", "---\ntype: concept\n", 1))
+        lints.append((kw.get("facts"), real_lint(root, paths, config, **kw)))
+        return lints[-1][1]
+
+    monkeypatch.setattr(runner, "lint", spy)
+    lw.new_experiment(wiki, Lane("gemma4_autoresearch_optimization", "tpu"), slug="splash-qb", variant="2B/v5p-16",
+                      proposal_path=proposal(wiki), track=1)
+    (_none, after), (facts, old) = lints
+    said = [[f.message for f in result.findings if f.code == "IDX001"] for result in (after, old)]
+    assert said[0] == said[1] == ["'## Hypotheses (5)' says 5, but the wiki has 2 hypothesis pages and the section lists 2"]
+    kinds = facts[("IDX001:kind", "")]
+    assert kinds["wiki/hypotheses/fsdp-collective-overlap.md"] == "hypothesis"
+    assert old.stats["page_facts_carried"] == len(kinds) - 2  # not the index (a target), nor the new stub (absent)
+    assert "type: concept" in other.read_text() and git(wiki, "log", "-1", "--format=%s").startswith("exp(")
+
+
 def test_adopt_the_old_texts_are_put_in_place_and_the_written_files_back(tmp_path):
     """While the old texts are linted, the written files are set aside, not rewritten: the files
     committed are the very ones the write synced (the same inodes), and a created file is absent."""

@@ -82,6 +82,7 @@ class LintResult:
     unfiltered: list[Finding] = field(default_factory=list)  # before the baseline (for --write-baseline)
     unreadable: set[str] = field(default_factory=set)  # targets that could not be read or parsed
     stats: dict[str, int] = field(default_factory=dict)  # what the cache spared and what was redone
+    page_facts: dict = field(default_factory=dict)  # (table, key) -> {page: value}: LintContext.asked_facts
 
 
 @contextmanager
@@ -112,6 +113,7 @@ def lint(
     jobs: int | None = None,
     view: GitView | None = None,
     reuse: bool = False,
+    facts: dict | None = None,
 ) -> LintResult:
     """Lint the wiki at ``root``: every file, or only ``paths`` (cross-file rules still see all).
 
@@ -121,6 +123,8 @@ def lint(
     ``view``: ``base`` already opened (:func:`~wikiengine.lint.gitview.changed_view`), not asked again.
     ``reuse``: a PATH run with a base keeps its cross-file rules' findings, and takes them back
     while its targets and every page are as they were (a watcher's audit of an unchanged lane).
+    ``facts``: the page facts of a run of the same moment (``LintResult.page_facts``), taken for
+    every page that is not a target (a writer's lint of the old texts, after the new ones').
     """
     from wikiengine.lint.registry import selected_codes, selected_rules
 
@@ -130,6 +134,7 @@ def lint(
     config = config or load_config(root)
     codes = selected_codes(config)
     ctx = _open_context(root, paths, config, codes, use_cache, index_then)
+    ctx.carried_facts = facts or {}
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
@@ -177,7 +182,7 @@ def lint(
         ctx.cache.store_run_snapshot(made[0], {**made[1], "dates": snapshot.dates(ctx, judged)})
     result = LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                         baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered,
-                        unreadable=unreadable, stats=dict(ctx.cache.stats))
+                        unreadable=unreadable, stats=dict(ctx.cache.stats), page_facts=ctx.asked_facts)
     ctx.close()
     return result
 

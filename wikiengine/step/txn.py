@@ -156,7 +156,7 @@ class LaneTxn:
             return paths, probe
         probe.settle()  # were they there before? Linting the old texts swaps files under the probe
         try:
-            problems = introduced(self.root, live, self.old, after.findings)
+            problems = introduced(self.root, live, self.old, after)
         except BaseException:
             probe.close()
             raise
@@ -294,9 +294,10 @@ def recover(root: Path, key: str) -> Recovered | None:
     return Recovered(REDO, commit=sha)
 
 
-def lint_paths(root: Path, paths: list[str], codes: set[str] | None = None):
+def lint_paths(root: Path, paths: list[str], codes: set[str] | None = None, facts: dict | None = None):
     """The lint of ``paths`` (cross-file rules see the whole wiki), its findings and the
-    ones before the baseline only those on ``paths``; ``codes``: by those rules only."""
+    ones before the baseline only those on ``paths``; ``codes``: by those rules only;
+    ``facts``: the other pages' facts as another lint of this moment found them."""
     from wikiengine.lint.runner import lint
 
     config = None
@@ -307,28 +308,30 @@ def lint_paths(root: Path, paths: list[str], codes: set[str] | None = None):
 
         config = load_config(root)
         config = replace(config, select=sorted(code for code in codes if config.enabled(code)))
-    result = lint(root, paths, config, base=None, use_baseline=True, jobs=1)
+    result = lint(root, paths, config, base=None, use_baseline=True, jobs=1, facts=facts)
     result.findings = [f for f in result.findings if f.path in paths]
     result.unfiltered = [f for f in result.unfiltered if f.path in paths]
     return result
 
 
-def introduced(root: Path, paths: list[str], old: dict[str, str | None], after: list) -> list[str]:
-    """Which of the findings ``after`` the write introduced (one the old texts had too is not
-    the writer's: pre-existing problems are ``wiki lint``'s to report). A finding on a file
-    the write created is; for the others the old texts are linted in place, by the rules that
-    found something after the write only (every rule when an unused suppression is among
-    them: it is judged against the rules that ran), then the new texts are put back."""
+def introduced(root: Path, paths: list[str], old: dict[str, str | None], after) -> list[str]:
+    """Which of the findings of the lint ``after`` the write introduced (one the old texts had
+    too is not the writer's: pre-existing problems are ``wiki lint``'s to report). A finding on
+    a file the write created is; for the others the old texts are linted in place, by the rules
+    that found something after the write only (every rule when an unused suppression is among
+    them: it is judged against the rules that ran), against the other pages as ``after`` found
+    them (a page edited between the two lints is no difference of the write's), then the new
+    texts are put back."""
     from wikiengine.lint.baseline import STALE_CODE
     from wikiengine.lint.suppress import UNUSED_CODE
 
     existed = [p for p in paths if old.get(p) is not None]
-    codes = {f.code for f in after if f.path in existed and f.code != STALE_CODE}
+    codes = {f.code for f in after.findings if f.path in existed and f.code != STALE_CODE}
     if not codes:
-        return added([], after)
+        return added([], after.findings)
     with old_texts_in_place(root, paths, old):
-        before = lint_paths(root, existed, None if UNUSED_CODE in codes else codes).findings
-    return added(before, after)
+        before = lint_paths(root, existed, None if UNUSED_CODE in codes else codes, after.page_facts).findings
+    return added(before, after.findings)
 
 
 @contextmanager
