@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -23,3 +24,13 @@ def run_in_a_process(script: str, *arguments: str, cache: Path) -> dict:
 def kept_file(cache: Path, kind: str, name: str) -> Path:
     """Where a KeptMap of ``kind`` keeps its file ``name`` under ``cache``."""
     return cache / "wikiengine" / kind / name
+
+
+def read_map(path: Path) -> tuple:
+    """A kept map's file: ``(stamp, entries, checksums of the keys met once)``."""
+    return marshal.loads(path.read_bytes())
+
+
+def write_map(path: Path, stamp: str, entries: dict, seen: dict | None = None) -> None:
+    """Plant a kept map's file."""
+    path.write_bytes(marshal.dumps((stamp, entries, seen or {})))

@@ -74,16 +74,16 @@ def test_damaged_or_foreign_answers_are_not_used(wiki, tmp_path):  # noqa: F811
     cache = tmp_path / "xdg"
     first = list_pages(wiki, cache)
     (kept_file,) = (cache / "wikiengine" / "open-words").iterdir()
-    stamp, entries = marshal.loads(kept_file.read_bytes())
+    stamp, entries, _seen = kept_support.read_map(kept_file)
     open_rel = next(rel for rel, is_open in first["open"].items() if is_open)
     signature, _answer = marshal.loads(entries[open_rel])
     entries[open_rel] = marshal.dumps((signature, False))  # a planted answer under the right stamp is taken...
     other = next(rel for rel, is_open in first["open"].items() if not is_open)
     entries[other] = b"not marshal"
-    kept_file.write_bytes(marshal.dumps((stamp, entries)))
+    kept_support.write_map(kept_file, stamp, entries)
     planted = list_pages(wiki, cache)
     assert planted["open"][open_rel] is False and planted["read"] == [other]
-    kept_file.write_bytes(marshal.dumps(("other code", entries)))  # ...so the stamp is what guards it
+    kept_support.write_map(kept_file, "other code", entries)  # ...so the stamp is what guards it
     foreign = list_pages(wiki, cache)
     assert foreign["open"] == first["open"] and sorted(foreign["read"]) == sorted(first["read"])
     assert kept_support.kept_file(cache, "open-words", kept_file.name).stat().st_mode & 0o777 == 0o600

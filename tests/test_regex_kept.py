@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tests import kept_support
 from tests.kept_support import run_in_a_process
 from wikiengine.core import regex_code
+from wikiengine.core.usercache import _checksum
 
 PATTERNS = [
     ["abc", 0], ["(?P<year>\\d{4})-(?P<month>\\d\\d)", 0], ["^[ \\t]*[-*+][ \\t]+\\[(?P<done>[ xX])\\]", re.M],
@@ -60,34 +61,55 @@ def compile_in_a_process(patterns: list, cache, env: dict | None = None, module:
             os.environ.pop(name) if value is None else os.environ.__setitem__(name, value)
 
 
-def kept(cache) -> tuple[str, dict]:
+def kept(cache) -> tuple[str, dict, dict]:
     path = kept_support.kept_file(cache, "regex", regex_code._KEPT.name)
     assert path.stat().st_mode & 0o777 == 0o600
-    return marshal.loads(path.read_bytes())
+    return kept_support.read_map(path)
+
+
+def met_twice(patterns: list, cache, **options) -> dict:
+    """Compile ``patterns`` in two processes (a pattern is kept when a second process meets it)."""
+    compile_in_a_process(patterns, cache, **options)
+    return compile_in_a_process(patterns, cache, **options)
 
 
 def test_the_next_process_parses_none_of_the_patterns_it_kept(tmp_path):
     patterns = [*PATTERNS, ["b:[\\x80-\\xff]+(?P<tail>\\d)", 0]]
     first = compile_in_a_process(patterns, tmp_path)
+    second = compile_in_a_process(patterns, tmp_path)
     again = compile_in_a_process(patterns, tmp_path)
-    # the first process parses each pattern twice (its own compile and re's, for the comparison)
-    assert first["parsed"] == 2 * len(patterns) and again["parsed"] == len(patterns)
+    # a process that compiles parses each pattern twice (its own compile and re's, for the comparison);
+    # the first only remembers having met them, the second keeps them, the third parses none
+    assert first["parsed"] == second["parsed"] == 2 * len(patterns) and again["parsed"] == len(patterns)
     assert all(first["same"]) and all(again["same"]) and len(again["same"]) == len(patterns)
-    _stamp, entries = kept(tmp_path)
+    _stamp, entries, seen = kept(tmp_path)
     assert f"{int(re.M)}\0{PATTERNS[2][0]}" in entries and b"0\0[\\x80-\\xff]+(?P<tail>\\d)" in entries
+    assert not seen  # the checksums of kept patterns are dropped
+
+
+def test_a_pattern_made_anew_by_every_process_is_never_kept(tmp_path):
+    """The standard tokenizer builds its pattern from a set, in the process's hash order: a
+    new text in each process. Such patterns leave a checksum each, never their code."""
+    anew = ["(?:" + "|".join(f"p{(number + k) % 4}" for k in range(4)) + ")x" for number in range(4)]
+    for pattern in anew:
+        compile_in_a_process([[pattern, 0], ["steady", 0]], tmp_path)
+    _stamp, entries, seen = kept(tmp_path)
+    assert "0\0steady" in entries and _checksum("0\0steady") not in seen
+    assert not any(f"0\0{pattern}" in entries for pattern in anew)
+    assert all(_checksum(f"0\0{pattern}") in seen for pattern in anew)
 
 
 def test_damaged_or_foreign_entries_are_compiled_again(tmp_path):
-    compile_in_a_process(PATTERNS, tmp_path)
+    met_twice(PATTERNS, tmp_path)
     path = kept_support.kept_file(tmp_path, "regex", regex_code._KEPT.name)
-    stamp, entries = kept(tmp_path)
+    stamp, entries, seen = kept(tmp_path)
     key = f"0\0{PATTERNS[0][0]}"
     entries[key] = marshal.dumps((0, [17, 4, 2], 0, {}, (None,)))  # code _sre refuses
     entries[f"0\0{PATTERNS[1][0]}"] = b"not marshal"
-    path.write_bytes(marshal.dumps((stamp, entries)))
+    kept_support.write_map(path, stamp, entries, seen)
     damaged = compile_in_a_process(PATTERNS, tmp_path)
     assert all(damaged["same"]) and damaged["parsed"] == len(PATTERNS) + 2
-    path.write_bytes(marshal.dumps(("another interpreter", kept(tmp_path)[1])))
+    kept_support.write_map(path, "another interpreter", kept(tmp_path)[1])
     foreign = compile_in_a_process(PATTERNS, tmp_path)
     assert all(foreign["same"]) and foreign["parsed"] == 2 * len(PATTERNS)
 
@@ -97,7 +119,11 @@ def test_a_pattern_holding_a_secret_is_never_kept(tmp_path):
     own = "s3cr3t-Value-of-this-process-42"
     patterns = [["token=" + token, 0], ["(?:alpha|" + own + ")", 0], ["plain", 0], ["x" * (regex_code.MAX_PATTERN + 1), 0]]
     compile_in_a_process(patterns, tmp_path, env={"HF_TOKEN": own})
-    _stamp, entries = kept(tmp_path)
+    _stamp, entries, seen = kept(tmp_path)
+    assert "0\0plain" not in entries and _checksum("0\0plain") in seen  # met once: its checksum alone
+    assert not {_checksum(f"0\0{pattern}") for pattern, _flags in patterns[:2]} & set(seen)
+    compile_in_a_process(patterns, tmp_path, env={"HF_TOKEN": own})
+    _stamp, entries, seen = kept(tmp_path)
     assert "0\0plain" in entries
     assert not any(len(key) > regex_code.MAX_PATTERN for key in entries)
     held = kept_support.kept_file(tmp_path, "regex", regex_code._KEPT.name).read_bytes()
@@ -107,10 +133,10 @@ def test_a_pattern_holding_a_secret_is_never_kept(tmp_path):
 def test_another_programs_patterns_are_not_kept(tmp_path):
     """A pattern of a module outside this package, the standard library and the page parsers
     (torch's, in a demo) is compiled as before and never kept; the package's own is."""
-    compile_in_a_process([["torch-only-(?P<x>y)", 0]], tmp_path, module="torch.fx.graph")
+    met_twice([["torch-only-(?P<x>y)", 0]], tmp_path, module="torch.fx.graph")
     path = kept_support.kept_file(tmp_path, "regex", regex_code._KEPT.name)
     assert not path.exists() or "0\0torch-only-(?P<x>y)" not in kept(tmp_path)[1]
-    compile_in_a_process([["torch-only-(?P<x>y)", 0]], tmp_path, module="yaml.reader")
+    met_twice([["torch-only-(?P<x>y)", 0]], tmp_path, module="yaml.reader")
     assert "0\0torch-only-(?P<x>y)" in kept(tmp_path)[1]
 
 

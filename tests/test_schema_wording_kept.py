@@ -52,12 +52,12 @@ def test_a_wording_kept_by_other_code_is_not_used(tmp_path):
     """The file names the code that worded it; a planted wording under the right stamp is taken
     as kept (so the stamp is what guards it), and the same plant under another is worded again."""
     word_in_a_process(BROKEN, tmp_path)
-    stamp, kept = marshal.loads(kept_file(tmp_path).read_bytes())
+    stamp, kept, _seen = kept_support.read_map(kept_file(tmp_path))
     (key,) = kept
     kept[key] = marshal.dumps([["planted", ["status"]]])
-    kept_file(tmp_path).write_bytes(marshal.dumps((stamp, kept)))
+    kept_support.write_map(kept_file(tmp_path), stamp, kept)
     assert word_in_a_process(BROKEN, tmp_path)["issues"] == [["planted", ["status"], 3]]
-    kept_file(tmp_path).write_bytes(marshal.dumps(("other code", kept)))
+    kept_support.write_map(kept_file(tmp_path), "other code", kept)
     worded = word_in_a_process(BROKEN, tmp_path)
     assert worded["jsonschema"] is True and ["planted", ["status"], 3] not in worded["issues"]
 

@@ -11,6 +11,7 @@ import pytest
 
 from tests import kept_support
 from tests.kept_support import run_in_a_process
+from wikiengine.core import usercache
 from wikiengine.core.usercache import KeptMap
 
 FRONTMATTER = "title: Lane state\ncreated: 2026-04-02\ntags: [lane, cpu]\nbudget: {hours: 1.5, runs: 3}\nnote: ~\n"
@@ -58,12 +59,12 @@ def test_a_value_kept_by_another_loader_is_not_used(tmp_path):
     """The file names the loader it was kept by; a planted value under the right name is what
     a kept value looks like, so the same plant under another name must be parsed again."""
     load_in_a_process(FRONTMATTER, tmp_path)
-    stamp, kept = marshal.loads(kept_file(tmp_path).read_bytes())
+    stamp, kept, _seen = kept_support.read_map(kept_file(tmp_path))
     assert set(kept) == {FRONTMATTER}
     kept[FRONTMATTER] = marshal.dumps({"title": "planted"})
-    kept_file(tmp_path).write_bytes(marshal.dumps((stamp, kept)))
+    kept_support.write_map(kept_file(tmp_path), stamp, kept)
     assert load_in_a_process(FRONTMATTER, tmp_path)["value"] == {"title": "planted"}  # the same loader: taken as kept
-    kept_file(tmp_path).write_bytes(marshal.dumps(("another loader", kept)))
+    kept_support.write_map(kept_file(tmp_path), "another loader", kept)
     reparsed = load_in_a_process(FRONTMATTER, tmp_path)
     assert reparsed["pyyaml"] is True and reparsed["value"]["title"] == "Lane state"
 
@@ -106,7 +107,29 @@ def test_a_kept_map_of_another_stamp_reads_as_empty_and_is_replaced(cache):
     assert new.get("k") is None
     new.put("j", b"new")
     new.save()
-    assert marshal.loads((cache / "wikiengine" / "probe" / "m.marshal").read_bytes()) == ("v2", {"j": b"new"})
+    assert marshal.loads((cache / "wikiengine" / "probe" / "m.marshal").read_bytes()) == ("v2", {"j": b"new"}, {})
+
+
+def test_a_second_sight_map_keeps_a_key_the_second_process_meets_and_remembers_few_met_once(cache):
+    def process(*keys):
+        kept = KeptMap("probe", "s.marshal", lambda: "v1", limit=2, second_sight=True)
+        found = {key: kept.get(key) for key in keys}
+        for key in keys:
+            if found[key] is None:
+                kept.put(key, key.encode())
+        kept.save()
+        return found
+
+    assert process("k") == {"k": None}
+    assert process("k") == {"k": None}  # met again: kept now
+    assert process("k") == {"k": b"k"}
+    for number in range(20):
+        process(f"once-{number}")
+    _stamp, entries, seen = marshal.loads((cache / "wikiengine" / "probe" / "s.marshal").read_bytes())
+    assert entries == {"k": b"k"} and len(seen) == 2 * usercache.SEEN_PER_ENTRY
+    assert process("once-19", "once-0") == {"once-19": None, "once-0": None}  # the newest is remembered, the oldest not
+    _stamp, entries, _seen = marshal.loads((cache / "wikiengine" / "probe" / "s.marshal").read_bytes())
+    assert set(entries) == {"k", "once-19"}
 
 
 def test_a_text_that_holds_a_secret_is_never_kept(tmp_path):

@@ -37,7 +37,7 @@ _original = _compiler.compile
 # (flags, pattern) -> marshalled (flags, code, groups - 1, groupindex, indexgroup) for _sre.compile
 _KEPT = KeptMap("regex", f"{sys.implementation.cache_tag}-{_sre.MAGIC}.marshal",
                 stamp=lambda: code_stamp("re._parser", "re._compiler"), limit=MAX_ENTRIES, per_process=512,
-                admit=lambda key: not _secret_shaped(key))
+                admit=lambda key: not _secret_shaped(key), second_sight=True)
 
 
 def install() -> None:
