@@ -61,3 +61,17 @@ def test_the_regex_searches_are_the_substring_tests(text):
     assert bool(links._TICK_RUN_RE.search(text)) == ("``" in text)
     no_link = "](" not in text and not links._REFERENCE_RE.search(text)
     assert no_link == ("](" not in text and "]:" not in text and "][" not in text)
+
+
+SEGMENTS = st.sampled_from(["wiki", "models", "a.md", ".", "..", "", ".env", "x..y.md", "b c", "é.md", "..md"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(directory=st.lists(SEGMENTS, max_size=4).map("/".join), file_part=st.lists(SEGMENTS, min_size=1, max_size=5).map("/".join))
+def test_a_link_joined_to_its_page_s_folder_is_normpath_s_join(directory, file_part):
+    """``joined`` takes the plain case as it stands; every path, plain or not, is normpath's."""
+    import posixpath
+
+    if not file_part:
+        return
+    assert links.joined(directory, file_part) == posixpath.normpath(posixpath.join(directory, file_part))

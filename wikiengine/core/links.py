@@ -3,6 +3,8 @@ file part of a relative one. A fast line scan where it is certain, else markdown
 
 from __future__ import annotations
 
+import functools
+import posixpath
 import re
 from urllib.parse import unquote
 
@@ -284,6 +286,21 @@ def _clean(dest: str) -> str:
     if "\\" in dest:
         dest = _ESCAPE_RE.sub(r"\1", dest)
     return unquote(dest) if "%" in dest else dest
+
+
+def joined(directory: str, file_part: str) -> str:
+    """``posixpath.normpath(posixpath.join(directory, file_part))`` for a link's file part in a
+    page's folder, with the plain case (no empty, ``.`` or ``..`` segment, no leading or
+    trailing slash, in either: most links) joined as it stands, which normpath would leave."""
+    if (file_part and file_part[0] != "/" and file_part[-1] != "/" and "//" not in file_part
+            and "/." not in "/" + file_part and (not directory or _plain_folder(directory))):
+        return f"{directory}/{file_part}" if directory else file_part
+    return posixpath.normpath(posixpath.join(directory, file_part))
+
+
+@functools.lru_cache(maxsize=1024)
+def _plain_folder(directory: str) -> bool:
+    return directory[0] != "/" and directory[-1] != "/" and "//" not in directory and "/." not in "/" + directory
 
 
 def relative_target(dest: str) -> str | None:

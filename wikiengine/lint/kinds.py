@@ -66,18 +66,20 @@ def kind_of(rel: str) -> str:
         return "log"
     if "retrospective" in rel and _RETRO_RE.fullmatch(rel):  # the substring first: most paths are not one
         return "retrospective"
-    if is_experiment_path(rel):
-        return "experiment"
-    if is_kernel_experiment_path(rel):
-        return "kernel-experiment"
-    if is_kernel_retrospective_path(rel):
-        return "kernel-retro"
-    if is_family_page_path(rel):
-        return "kernel-family"
-    if rel.startswith("wiki/models/") and rel.count("/") == 2:
-        return "model"
-    if rel.startswith("wiki/hypotheses/") and rel.count("/") == 2:
-        return "hypothesis"
+    # the folder under wiki/ decides which kinds the path can be (each test below holds its folder
+    # too): a whole-wiki run asks once of each of its pages, most in sources/, concepts/, codebases/
+    slash = rel.find("/", 5)
+    folder = rel[5:slash] if slash > 0 else ""
+    if folder == "experiments":
+        return "experiment" if is_experiment_path(rel) else "page"
+    if folder == "kernel_experiments":
+        if is_kernel_experiment_path(rel):
+            return "kernel-experiment"
+        return "kernel-retro" if is_kernel_retrospective_path(rel) else "page"
+    if folder == "kernels":
+        return "kernel-family" if is_family_page_path(rel) else "page"
+    if folder in ("models", "hypotheses") and rel.count("/") == 2:
+        return "model" if folder == "models" else "hypothesis"
     return "page"
 
 

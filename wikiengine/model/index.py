@@ -11,7 +11,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from wikiengine.core.links import link_destinations, relative_target
+from wikiengine.core.links import joined, link_destinations, relative_target
 from wikiengine.core.page import Page, Section
 
 _COUNTED_RE = re.compile(r"(?P<name>.*?\S)\s*\((?P<count>\d{1,9})\)")
@@ -46,7 +46,7 @@ def section_pages(section: Section, page_rel: str) -> set[str]:
         file_part = relative_target(dest)
         if file_part is None:
             continue
-        target = posixpath.normpath(posixpath.join(directory, file_part))
+        target = joined(directory, file_part)
         if target != ".." and not target.startswith("../"):
             pages.add(target)
     return pages

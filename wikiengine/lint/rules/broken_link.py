@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from wikiengine.core.links import link_destinations, relative_target
+from wikiengine.core.links import joined, link_destinations, relative_target
 from wikiengine.lint.kinds import ALL_KINDS
 from wikiengine.lint.rule import Rule
 
@@ -64,7 +64,7 @@ def _resolver(rel: str):
     def resolve(file_part: str) -> tuple[str, str | None]:
         pair = known.get(file_part)
         if pair is None:
-            target = posixpath.normpath(posixpath.join(directory, file_part))
+            target = joined(directory, file_part)
             outside = target.startswith("../") or target == ".."
             pair = known[file_part] = (sys.intern(file_part), None if outside else sys.intern(target))
         return pair
