@@ -115,16 +115,14 @@ def lint(
     reuse: bool = False,
     facts: dict | None = None,
 ) -> LintResult:
-    """Lint the wiki at ``root``: every file, or only ``paths`` (cross-file rules still see all).
-
-    ``paths`` are posix paths relative to ``root``. Git-aware rules compare with ``base``
-    (skipped, with one notice, outside a git repository or when ``base`` is None).
-    ``jobs``: worker processes for a large cold pass (default 2; 1 runs serially).
-    ``view``: ``base`` already opened (:func:`~wikiengine.lint.gitview.changed_view`), not asked again.
-    ``reuse``: a PATH run with a base keeps its cross-file rules' findings, and takes them back
-    while its targets and every page are as they were (a watcher's audit of an unchanged lane).
-    ``facts``: the page facts of a run of the same moment (``LintResult.page_facts``), taken for
-    every page that is not a target (a writer's lint of the old texts, after the new ones').
+    """Lint the wiki at ``root``: every file, or only ``paths`` (posix, relative to ``root``;
+    cross-file rules still see all). Git-aware rules compare with ``base`` (skipped, with one
+    notice, outside a git repository or when ``base`` is None). ``jobs``: worker processes for a
+    large cold pass (default 2; 1 runs serially). ``view``: ``base`` already opened
+    (:func:`~wikiengine.lint.gitview.changed_view`), not asked again. ``reuse``: a PATH run with a
+    base keeps its cross-file rules' findings, and takes them back while its targets and every
+    page are as they were (a watcher's audit of an unchanged lane). ``facts``: the page facts of
+    a run of this moment (``LintResult.page_facts``), taken for every page that is not a target.
     """
     from wikiengine.lint.registry import selected_codes, selected_rules
 
@@ -133,8 +131,7 @@ def lint(
     root = Path(root)
     config = config or load_config(root)
     codes = selected_codes(config)
-    ctx = _open_context(root, paths, config, codes, use_cache, index_then)
-    ctx.carried_facts = facts or {}
+    ctx = _open_context(root, paths, config, codes, use_cache, index_then, facts)
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
@@ -172,11 +169,10 @@ def lint(
     kept = reuse and ctx.cache.stats["wiki_rules_run"]
     if (paths is None or kept or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns
             or ctx.cache.stats["tabled"] or ctx.cache.stats["kept"]):
-        # A pre-commit run over a few pages writes nothing: those pages cost little to
-        # analyse again, and they change again before the next commit. Pages put in a
-        # table of facts (a writer's re-lint of the index) are settled: they are kept, and
-        # so are the values a rule keeps for later runs (EXP007's base verdicts, a lane's
-        # page conventions).
+        # A pre-commit run over a few pages writes nothing: those pages cost little to analyse again,
+        # and they change again before the next commit. Pages put in a table of facts (a writer's
+        # re-lint of the index) are settled: they are kept, and so are the values a rule keeps for
+        # later runs (EXP007's base verdicts, a lane's page conventions).
         ctx.cache.save(ctx.files)
     if made is not None:
         ctx.cache.store_run_snapshot(made[0], {**made[1], "dates": snapshot.dates(ctx, judged)})
@@ -273,9 +269,10 @@ def _reported_kinds(ctx: LintContext) -> set[str]:
 
 
 def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes: list[str], use_cache: bool,
-                  index_then: tuple | None) -> LintContext:
+                  index_then: tuple | None, facts: dict | None = None) -> LintContext:
     """The run's files and targets, and its cache, keyed by the configuration and the rules ``codes``;
-    ``index_then``: git's index before the run (:func:`~wikiengine.lint.changefeed.index_before`)."""
+    ``index_then``: git's index before the run (:func:`~wikiengine.lint.changefeed.index_before`);
+    ``facts``: the page facts it takes (:attr:`~wikiengine.lint.context.LintContext.carried_facts`)."""
     listing = FolderListing.open(root) if use_cache else None
     linked: set[str] = set()
     files = discover(root, listing, linked)
@@ -288,7 +285,7 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes
     cache = LintCache.open(root, engine_fingerprint(_programs_fingerprint(root, programs)), persist=use_cache)
     cache.rule_fps = {code: config.rule_fingerprint(code) for code in codes}
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache, files_digest=digest)
-    ctx.linked_folders = linked
+    ctx.linked_folders, ctx.carried_facts = linked, facts or {}
     if _reads_tracked(codes):
         feed = index_then is not None and len(files) >= FEED_THRESHOLD
         ctx.prefetch_tracked(cache.memo(INDEX_MEMO, repr(index_then[1])) if feed and index_then[1] else None)
