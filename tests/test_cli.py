@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from wikiengine._cli import _verbs
 from wikiengine._cli import main as cli
 from wikiengine.core.errors import ExitCode, WikiError
 
@@ -35,6 +36,25 @@ def test_every_subcommand_has_help(name):
     out = run_wiki(name, "--help")
     assert out.returncode == 0, out.stderr
     assert f"usage: wiki {name}" in out.stdout
+
+
+@pytest.mark.parametrize("columns", ["50", "130", "", "x"])
+def test_help_is_as_wide_as_argparse_makes_it(monkeypatch, capsys, columns):
+    """The help formatter takes its width as argparse does (shutil.get_terminal_size: COLUMNS
+    first, else the terminal, else 80), without importing shutil: the same help either way."""
+    import argparse
+
+    monkeypatch.setenv("COLUMNS", columns)
+    helps = []
+    for formatter in (_verbs.WikiParser._get_formatter, argparse.ArgumentParser._get_formatter):
+        monkeypatch.setattr(_verbs.WikiParser, "_get_formatter", formatter)
+        _verbs._help_width.cache_clear()
+        with pytest.raises(SystemExit):
+            cli.run(["exp", "new", "--help"])
+        helps.append(capsys.readouterr().out)
+    _verbs._help_width.cache_clear()
+    assert helps[0] == helps[1] and "--proposal" in helps[0]
+    assert (max(map(len, helps[0].splitlines())) < 60) == (columns == "50")
 
 
 def test_no_command_prints_help_and_exits_2():

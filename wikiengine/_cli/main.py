@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from wikiengine._cli._verbs import parse_args
+from wikiengine._cli._verbs import WikiParser, parse_args
 from wikiengine.core.errors import ExitCode, WikiError, exit_code_of
 from wikiengine.core.version import __version__
 
@@ -31,7 +31,7 @@ COMMANDS = ("init", "adopt", "resolve", "lint", "step", "loop", "watch", "exp", 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or (``only``) just that command's subparser: a writer run by
     an agent at every step need not import and build the other thirteen (30 ms a start)."""
-    parser = argparse.ArgumentParser(
+    parser = WikiParser(
         prog="wiki",
         description="A markdown-native wiki engine, linter and executor for unattended ML research.",
     )

@@ -162,7 +162,14 @@ class Running:
 
 
 def _spill_file():
-    """An unlinked temporary file for a large output; None (a pipe, then) when none can be made."""
+    """An unlinked temporary file for a large output; None (a pipe, then) when none can be made.
+    Made as ``tempfile.TemporaryFile`` makes it on Linux (``O_TMPFILE`` in the temporary
+    folder), without importing ``tempfile`` and ``random`` (1.4 ms) where that works."""
+    folder = os.environ.get("TMPDIR") or "/tmp"
+    try:
+        return os.fdopen(os.open(folder, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600), "w+b")
+    except (AttributeError, OSError):  # no O_TMPFILE here, or a folder that refuses it
+        pass
     import tempfile
 
     try:
