@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.rule_fixtures import build, expected, setup_of
 from wikiengine.lint import lint, registry, scopes
@@ -108,3 +110,38 @@ def test_an_option_the_rule_does_not_take_is_refused_from_the_table(tmp_path):
     (tmp_path / "wiki.toml").write_text("[rules.HYP004]\ndayz = 30\n", encoding="utf-8")
     with pytest.raises(WikiError, match="did you mean 'days'"):
         load_config(tmp_path).check_codes(CODES)
+
+
+SEGMENTS = st.sampled_from([
+    "wiki", "experiments", "kernel_experiments", "kernels", "models", "hypotheses", "retrospectives", "analyses",
+    "m_autoresearch_optimization", "lane", "memory", ".env", "2026-01-02-retrospective.md", "2026-01-02-v001-a.md",
+    "program.md", "log.md", "a.md", "STATE.md", "QUOTA.md", "2026-01-01-m-l-retrospective-2.md", "experiments.md",
+])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(SEGMENTS, min_size=1, max_size=7).map("/".join))
+def test_every_path_of_a_kind_holds_its_mark(rel):
+    """``LintContext.pages(kind)`` classifies only the paths holding the kind's mark: every path
+    kind_of gives a marked kind holds the mark, and every kind but "page" has one."""
+    from wikiengine.lint.kinds import ALL_KINDS, KIND_MARKS
+
+    assert set(KIND_MARKS) == set(ALL_KINDS) - {"page"}
+    kind = kind_of.__wrapped__(rel)
+    assert kind == "page" or KIND_MARKS[kind] in rel
+
+
+def test_the_pages_of_a_kind_are_the_kind_index_s(tmp_path):
+    """Found among the marked paths or through the whole kind index, the same pages."""
+    from wikiengine.lint.context import LintContext
+    from wikiengine.lint.kinds import ALL_KINDS
+
+    files = sorted(["wiki/index.md", "wiki/log.md", "wiki/models/m-l.md", "wiki/hypotheses/h.md", "wiki/program.md",
+                    "wiki/experiments/m_autoresearch_optimization/l/2026-01-02-v001-a.md",
+                    "wiki/experiments/m_autoresearch_optimization/l/log.md", "wiki/analyses/2026-01-01-m-l-retrospective.md",
+                    "wiki/retrospectives/r.md", "wiki/kernels/k.md", "memory/STATE.md", ".env/c.md", "wiki/my-program.md"])
+    marked = LintContext(tmp_path, LintConfig(), files, files)
+    indexed = LintContext(tmp_path, LintConfig(), files, files)
+    indexed._kind_index()
+    for kind in ALL_KINDS:
+        assert marked._files_of(kind) == indexed._files_of(kind) == [rel for rel in files if kind_of(rel) == kind]

@@ -41,6 +41,15 @@ MEMORY_KINDS = {
     "memory/ASSETS.md": "memory-assets",
     "memory/ERRORS.md": "memory-errors",
 }
+# kind -> a substring every path of that kind holds (kind_of tests it, or more, on each path):
+# the files of one kind are found among those that hold it without classifying every file
+KIND_MARKS = {
+    "experiment": "wiki/experiments/", "program": "program.md", "log": "log.md", "model": "wiki/models/",
+    "hypothesis": "wiki/hypotheses/", "retrospective": "retrospective", "cluster": ".env/", "memory-state": "memory/",
+    "memory-quota": "memory/", "memory-assets": "memory/", "memory-errors": "memory/",
+    "kernel-experiment": "wiki/kernel_experiments/", "kernel-retro": "wiki/kernel_experiments/",
+    "kernel-family": "wiki/kernels/",
+}
 _EXPERIMENT_RE = re.compile(
     r"wiki/experiments/(?P<model>[^/]+" + MODEL_DIR_SUFFIX + r")/(?P<lane>[^/]+)/(?:experiments/)?(?P<name>[^/]+\.md)"
 )
