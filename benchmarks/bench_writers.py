@@ -34,6 +34,7 @@ import argparse
 import importlib.util
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -232,13 +233,18 @@ def main(argv: list[str] | None = None) -> int:
     inputs.mkdir(parents=True, exist_ok=True)
     (inputs / "profile.txt").write_text(PROFILE, encoding="utf-8")
     (inputs / "hlo.txt").write_text(HLO, encoding="utf-8")
-    state = {"round": 0, "mfu": 60.0 if not args.real_shape else 70.0}
+    # Each run's pages differ from every earlier run's, as a lane's new stubs and filings do: the
+    # corpus is reset to the same commit every run, and the same slugs and figures would make
+    # the same frontmatter texts, which a per-user cache keeps (core/yamlio.py) and a lane never
+    # meets again.
+    fresh = "".join(random.choice("abcdefghijkmnpqrstuvwxyz") for _ in range(4))
+    state = {"round": 0, "mfu": (60.0 if not args.real_shape else 70.0) + random.randrange(1, 1000) / 1000}
 
     def exp_new():
         state["round"] += 1
         proposal = inputs / f"proposal-{state['round']}.md"
         proposal.write_text(PROPOSAL.format(row=bench_row, round=state["round"]), encoding="utf-8")
-        return run_measured([*wiki, "exp", "new", model, lane, "--slug", f"bench-r{state['round']}", "--variant",
+        return run_measured([*wiki, "exp", "new", model, lane, "--slug", f"bench-{fresh}-r{state['round']}", "--variant",
                              bench_row, "--proposal", str(proposal), *extra], corpus, env)
 
     def exp_file():
