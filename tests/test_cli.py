@@ -57,6 +57,21 @@ def test_help_is_as_wide_as_argparse_makes_it(monkeypatch, capsys, columns):
     assert (max(map(len, helps[0].splitlines())) < 60) == (columns == "50")
 
 
+@pytest.mark.parametrize("command,collected", [("exp", False), ("log", False), ("lint", True), ("step", True)])
+def test_a_writer_process_runs_without_the_cycle_collector(command, collected):
+    """`wiki exp` and `wiki log` (one bounded write, then the process ends) turn the cycle
+    collector off; other commands, and every command run in-process, keep it."""
+    script = ("import gc, sys\nfrom wikiengine._cli.main import main\nsys.argv = ['wiki', sys.argv[1], '--help']\n"
+              "try:\n    main()\nexcept SystemExit:\n    pass\nprint(gc.isenabled(), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", script, command], capture_output=True, text=True, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == str(collected)
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    import gc
+
+    assert gc.isenabled()
+
+
 def test_no_command_prints_help_and_exits_2():
     out = run_wiki()
     assert out.returncode == 2
