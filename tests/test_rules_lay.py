@@ -110,3 +110,23 @@ def test_lay003_passes_a_lane_with_its_log_without_listing_its_pages(tmp_path, m
     result = lint(tmp_path, None, LintConfig(select=["LAY003"]), base=None, use_cache=False)
     assert [(f.path, f.code) for f in result.findings] == [(f"{bare}/2026-06-01-v001-remat.md", "LAY003")]
     assert listed == ["gpu"]
+
+
+def test_lay003_in_a_path_run_judges_the_lanes_of_its_targets_only(tmp_path, monkeypatch):
+    """A PATH run reports only on its targets, and LAY003's finding lands on a lane's program or
+    a page of it: a writer's run in a logged lane reads no lane log for the split date, while a
+    run over the bare lane's page still reports it."""
+    from wikiengine.lint.rules import wiki_layout
+
+    logged, bare = "wiki/experiments/gemma4_autoresearch_optimization/tpu", "wiki/experiments/gemma4_autoresearch_optimization/gpu"
+    write(tmp_path, {PROGRAM_ROOT: "# r\n", PROGRAM_MODEL: "# m\n", f"{logged}/log.md": "# log\n\n## [2026-05-01] start | a session\n",
+                     f"{logged}/experiments/2026-06-01-v001-remat.md": PAGE, f"{bare}/experiments/2026-06-01-v001-remat.md": PAGE})
+    split_asked = []
+    real = wiki_layout.log_split_date
+    monkeypatch.setattr(wiki_layout, "log_split_date", lambda ctx: split_asked.append(1) or real(ctx))
+    config = LintConfig(select=["LAY003"])
+    assert lint(tmp_path, [f"{logged}/experiments/2026-06-01-v001-remat.md"], config, base=None, use_cache=False).findings == []
+    assert split_asked == []
+    found = lint(tmp_path, [f"{bare}/experiments/2026-06-01-v001-remat.md"], config, base=None, use_cache=False).findings
+    assert [(f.path, f.code) for f in found] == [(f"{bare}/experiments/2026-06-01-v001-remat.md", "LAY003")]
+    assert split_asked == [1]

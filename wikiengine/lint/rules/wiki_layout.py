@@ -150,8 +150,12 @@ class LaneLogMissing(Rule):
     summary = "a lane holds experiment pages but no log.md"
 
     def check_wiki(self, ctx):
-        split = log_split_date(ctx)
-        for folder, pages in _unlogged_lanes(ctx).items():
+        lanes = _unlogged_lanes(ctx)
+        if ctx.targets is not ctx.files:  # a PATH run reports only on a target: its lane's program or a page in it
+            near = {folder for rel in ctx.targets for folder in (rel.rpartition("/")[0], rel.rpartition("/")[0].rpartition("/")[0])}
+            lanes = {folder: pages for folder, pages in lanes.items() if folder in near}
+        split = log_split_date(ctx) if lanes else None  # the lane logs' oldest entry: read only when a lane lacks one
+        for folder, pages in lanes.items():
             if folder.startswith(EXPERIMENTS + "/"):
                 dates = [parse_file_name(rel.rsplit("/", 1)[-1]).date for rel in pages]
                 if split is None or all(d is not None and d < split for d in dates):
