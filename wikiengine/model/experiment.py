@@ -179,6 +179,7 @@ class FileName:
     conforming: bool  # follows <date>-<id>-<slug>.md exactly
 
 
+@functools.lru_cache(maxsize=1 << 14)  # a writer reads its lane's names, then its re-lint reads them again
 def parse_file_name(name: str, regexes: tuple[re.Pattern, re.Pattern] | None = None) -> FileName:
     """The date, id and slug of an experiment page's file name, read as a person reads it."""
     exact, reader = regexes or _DEFAULT_REGEXES
