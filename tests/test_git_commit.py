@@ -54,6 +54,27 @@ def test_with_nothing_else_staged_new_modified_and_deleted_paths_land_in_one_com
     assert commit_paths(repo, ["a.md", "new.md"], "again") is None  # nothing changed: no commit
 
 
+@pytest.mark.parametrize("new_file", [False, True])
+def test_paths_git_knows_are_committed_by_one_git_process(repo, monkeypatch, new_file):
+    """A write of modified and deleted pages git knows, nothing else staged: `commit --include`
+    stages and commits them in one process; a new page needs `add` first. The same commit."""
+    from wikiengine.core import git as git_module
+
+    ran = []
+    real = git_module._git
+    monkeypatch.setattr(git_module, "_git", lambda root, *args, **kw: ran.append(args[0]) or real(root, *args, **kw))
+    (repo / "a.md").write_text("changed\n")
+    (repo / "b.md").unlink()
+    (repo / "c.md").write_text("stray, unstaged\n")
+    paths = ["a.md", "b.md", *(["new.md"] if new_file else [])]
+    if new_file:
+        (repo / "new.md").write_text("new\n")
+    commit_paths(repo, paths, "writer: pages")
+    assert ran == (["add", "commit"] if new_file else ["commit"])
+    assert committed(repo) == set(paths) and git(repo, "show", "HEAD:a.md") == "changed\n"
+    assert git(repo, "status", "--porcelain").split() == ["M", "c.md"]
+
+
 def test_row37_an_unmerged_entry_is_refused_even_without_merge_head(repo):
     git(repo, "checkout", "-qb", "other")
     (repo / "a.md").write_text("other\n")
