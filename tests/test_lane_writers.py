@@ -623,8 +623,33 @@ def test_adopt_the_old_texts_are_judged_against_the_other_pages_as_the_new_ones_
     assert said[0] == said[1] == ["'## Hypotheses (5)' says 5, but the wiki has 2 hypothesis pages and the section lists 2"]
     kinds = facts[("IDX001:kind", "")]
     assert kinds["wiki/hypotheses/fsdp-collective-overlap.md"] == "hypothesis"
-    assert old.stats["page_facts_carried"] == len(kinds) - 2  # not the index (a target), nor the new stub (absent)
+    assert "wiki/index.md" not in kinds and len(after.page_facts[("IDX001:kind", "")]) == len(kinds) + 2
+    assert old.stats["page_facts_carried"] == len(kinds)  # the written files (the index, the new stub) asked again
     assert "type: concept" in other.read_text() and git(wiki, "log", "-1", "--format=%s").startswith("exp(")
+
+
+def test_adopt_only_the_files_with_findings_are_linted_again_and_no_written_file_s_facts_carried(tmp_path, monkeypatch):
+    """Of the files a write replaced, the old texts are all put in place but only those with a
+    finding after the write are linted again; the facts handed over leave out every written file."""
+    from wikiengine.lint.finding import Finding
+    from wikiengine.lint.runner import LintResult
+    from wikiengine.step import txn
+
+    (tmp_path / "wiki").mkdir()
+    for name in ("log.md", "model.md", "page.md"):
+        (tmp_path / "wiki" / name).write_text("new\n")
+    old = {"wiki/log.md": "old\n", "wiki/model.md": "old\n", "wiki/page.md": None}
+    after = LintResult(findings=[Finding("wiki/log.md", 3, 1, "LOG002", "an entry below an older one")], files_checked=3,
+                       page_facts={("IDX001:kind", ""): {"wiki/model.md": "model", "wiki/other.md": "page"}})
+    asked = []
+
+    def lint_paths(root, paths, codes=None, facts=None):
+        asked.append((paths, codes, facts, (tmp_path / "wiki/model.md").read_text()))
+        return LintResult(findings=[Finding("wiki/log.md", 9, 1, "LOG002", "an entry below an older one")], files_checked=1)
+
+    monkeypatch.setattr(txn, "lint_paths", lint_paths)
+    assert txn.introduced(tmp_path, sorted(old), old, after) == []
+    assert asked == [(["wiki/log.md"], {"LOG002"}, {("IDX001:kind", ""): {"wiki/other.md": "page"}}, "old\n")]
 
 
 def test_adopt_the_old_texts_are_put_in_place_and_the_written_files_back(tmp_path):

@@ -317,20 +317,25 @@ def lint_paths(root: Path, paths: list[str], codes: set[str] | None = None, fact
 def introduced(root: Path, paths: list[str], old: dict[str, str | None], after) -> list[str]:
     """Which of the findings of the lint ``after`` the write introduced (one the old texts had
     too is not the writer's: pre-existing problems are ``wiki lint``'s to report). A finding on
-    a file the write created is; for the others the old texts are linted in place, by the rules
-    that found something after the write only (every rule when an unused suppression is among
-    them: it is judged against the rules that ran), against the other pages as ``after`` found
-    them (a page edited between the two lints is no difference of the write's), then the new
-    texts are put back."""
+    a file the write created is; for the others the old texts of every written file are put in
+    place and the files with findings linted, by the rules that found something after the
+    write only (every rule when an unused suppression is among them: it is judged against the
+    rules that ran), against the other pages as ``after`` found them (a page edited between the
+    two lints is no difference of the write's), then the new texts are put back."""
     from wikiengine.lint.baseline import STALE_CODE
     from wikiengine.lint.suppress import UNUSED_CODE
 
-    existed = [p for p in paths if old.get(p) is not None]
-    codes = {f.code for f in after.findings if f.path in existed and f.code != STALE_CODE}
-    if not codes:
+    existed = {p for p in paths if old.get(p) is not None}
+    found = [f for f in after.findings if f.path in existed and f.code != STALE_CODE]
+    if not found:
         return added([], after.findings)
+    codes = {f.code for f in found}
+    written = set(paths)  # their facts are the new texts': asked again of the old ones
+    facts = {table: {rel: value for rel, value in values.items() if rel not in written}
+             for table, values in after.page_facts.items()}
     with old_texts_in_place(root, paths, old):
-        before = lint_paths(root, existed, None if UNUSED_CODE in codes else codes, after.page_facts).findings
+        # only the files a finding is on: a finding elsewhere in the old texts has no finding after to match
+        before = lint_paths(root, sorted({f.path for f in found}), None if UNUSED_CODE in codes else codes, facts).findings
     return added(before, after.findings)
 
 
