@@ -628,6 +628,24 @@ def test_adopt_the_old_texts_are_judged_against_the_other_pages_as_the_new_ones_
     assert "type: concept" in other.read_text() and git(wiki, "log", "-1", "--format=%s").startswith("exp(")
 
 
+def test_a_write_re_lints_its_pages_not_its_journal(wiki, monkeypatch):
+    """The re-lint's targets are the markdown pages the write made (`wiki lint` skips other files
+    too); the journal it appended to is committed with them."""
+    from wikiengine.lint import runner
+    from wikiengine.model.lanes import Lane
+    from wikiengine.step import writers as lw
+
+    targets = []
+    real_lint = runner.lint
+    monkeypatch.setattr(runner, "lint", lambda root, paths, config=None, **kw: targets.append(paths) or real_lint(
+        root, paths, config, **kw))
+    lw.new_experiment(wiki, Lane("gemma4_autoresearch_optimization", "tpu"), slug="splash-qb", variant="2B/v5p-16",
+                      proposal_path=proposal(wiki), track=1)
+    committed = git(wiki, "show", "--name-only", "--format=", "HEAD").split()
+    assert any(rel.endswith("/.journal.jsonl") for rel in committed)
+    assert targets and all(rel.endswith(".md") for paths in targets for rel in paths), targets
+
+
 def test_adopt_only_the_files_with_findings_are_linted_again_and_no_written_file_s_facts_carried(tmp_path, monkeypatch):
     """Of the files a write replaced, the old texts are all put in place but only those with a
     finding after the write are linted again; the facts handed over leave out every written file."""

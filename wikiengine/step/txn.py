@@ -148,7 +148,9 @@ class LaneTxn:
         write fixed findings it accepted (their entries pruned, in the same commit)."""
         live = [p for p in paths if self.texts.get(p) is not None]  # a removed file has nothing to lint
         try:
-            after = lint_paths(self.root, live)
+            # the pages: a journal or RESULTS.tsv is no markdown page (`wiki lint` skips them too);
+            # the cross-file rules read them from disk, the old ones too when the old texts are linted
+            after = lint_paths(self.root, [p for p in live if p.endswith(".md")])
         except BaseException:
             probe.close()
             raise
