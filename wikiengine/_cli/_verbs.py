@@ -22,8 +22,13 @@ class WikiParser(argparse.ArgumentParser):
     it ``bz2``, ``lzma``: 2-2.5 ms of every command, paid at each ``add_argument``, which makes
     a formatter to check the argument's shape)."""
 
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        return self.formatter_class(prog=self.prog, width=_help_width())
+    def _get_formatter(self, *args, **kwargs) -> argparse.HelpFormatter:
+        made = self.formatter_class  # argparse's own method makes it (its signature moves between versions)
+        self.formatter_class = functools.partial(made, width=_help_width())
+        try:
+            return super()._get_formatter(*args, **kwargs)
+        finally:
+            self.formatter_class = made
 
 
 @functools.lru_cache(maxsize=1)
