@@ -281,9 +281,8 @@ def _staged(root: Path, out: str) -> set[str]:
     return set(entries)
 
 
-def _changed(out: str, paths: list[str]) -> list[str]:
-    """Which of ``paths`` a ``git status --porcelain -z`` lists."""
-    listed = _status_entries(out)
+def _changed(listed: dict[str, str], paths: list[str]) -> list[str]:
+    """Which of ``paths`` a ``git status --porcelain -z`` lists (its :func:`_status_entries`)."""
     return [p for p in paths if p in listed]
 
 
@@ -302,15 +301,21 @@ class CommitProbe:
         self.root, self.paths = root, list(paths)
         self._staged = start(root, *STAGED, error=GitCommitError)
         self._status = start(root, *STATUS, *self.paths, error=GitCommitError)
+        self._listed: dict[str, str] | None = None  # the status's entries, read once
 
     def staged(self) -> set[str]:
         return _staged(self.root, self._staged.result().stdout)
 
     def changed(self) -> list[str]:
-        return _changed(self._status.result().stdout, self.paths)
+        return _changed(self._entries(), self.paths)
 
     def untracked(self) -> set[str]:
-        return {path for path, letters in _status_entries(self._status.result().stdout).items() if letters == "??"}
+        return {path for path, letters in self._entries().items() if letters == "??"}
+
+    def _entries(self) -> dict[str, str]:
+        if self._listed is None:
+            self._listed = _status_entries(self._status.result().stdout)
+        return self._listed
 
     def settle(self) -> None:
         """Wait for both answers now: the caller is about to change the files they are about
@@ -429,7 +434,7 @@ def check_repository(root: Path, probe: CommitProbe | None = None) -> None:
 
 def dirty_paths(root: Path, paths: list[str]) -> list[str]:
     """Which of ``paths`` differ from HEAD (staged, modified or untracked)."""
-    return _changed(_git(root, *STATUS, *paths), paths) if paths else []
+    return _changed(_status_entries(_git(root, *STATUS, *paths)), paths) if paths else []
 
 
 def assert_no_secret(text: str, where: str) -> None:

@@ -191,7 +191,7 @@ class LintContext:
         self.page_dates: dict[str, str] = {}  # page -> its frontmatter date, as a run snapshot holds it
         self.linked_folders: set[str] | None = None  # the folders holding a symbolic link (None: not known)
         # (table name, key) -> {page: value}: what :meth:`pages_fact` answered in this run, and
-        # what another run of the same moment answered, taken for every page that is not a target
+        # what another run of the same moment answered of pages unchanged since, taken as it is
         self.asked_facts: dict[tuple[str, str], dict[str, Any]] = {}
         self.carried_facts: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -357,12 +357,11 @@ class LintContext:
         vouch for (the racy window) goes through :meth:`page_fact`; ``name``, ``key`` (what
         else the values depend on: the asking rule's configuration, say; another key empties
         the table) and the values as there. The table is a file of its own, read only by a run
-        that asks (:meth:`~wikiengine.lint.cache.LintCache.table`). A page that is not a target
-        and that a run of the same moment answered for (:attr:`carried_facts`: a writer's lint of
-        the old texts after its lint of the new ones) is not asked again."""
+        that asks (:meth:`~wikiengine.lint.cache.LintCache.table`). A page that a run of the same
+        moment answered for (:attr:`carried_facts`: a writer's lint of the old texts is handed
+        what its lint of the new ones found of every page it did not write) is not asked again."""
         carried = self.carried_facts.get((name, key), {})
-        targets = set(self.targets) if carried else ()
-        values = {rel: carried[rel] for rel in rels if rel in carried and rel not in targets}
+        values = {rel: carried[rel] for rel in rels if rel in carried}
         if values and self.cache is not None:
             self.cache.stats["page_facts_carried"] += len(values)
         values.update(self._pages_fact([rel for rel in rels if rel not in values], name, compute, key))

@@ -26,8 +26,14 @@ import functools
 import re
 
 from wikiengine.core.identity import MODEL_DIR_SUFFIX
-from wikiengine.model.kernels import is_family_page_path, is_kernel_experiment_path, is_kernel_retrospective_path
-from wikiengine.model.lanes import is_experiment_path
+from wikiengine.model.kernels import (
+    KERNEL_EXPERIMENTS_ROOT,
+    KERNELS_DIR,
+    is_family_page_path,
+    is_kernel_experiment_path,
+    is_kernel_retrospective_path,
+)
+from wikiengine.model.lanes import EXPERIMENTS_ROOT, HYPOTHESES_DIR, MODELS_DIR, is_experiment_path
 
 # every kind kind_of() gives
 ALL_KINDS = (
@@ -44,11 +50,11 @@ MEMORY_KINDS = {
 # kind -> a substring every path of that kind holds (kind_of tests it, or more, on each path):
 # the files of one kind are found among those that hold it without classifying every file
 KIND_MARKS = {
-    "experiment": "wiki/experiments/", "program": "program.md", "log": "log.md", "model": "wiki/models/",
-    "hypothesis": "wiki/hypotheses/", "retrospective": "retrospective", "cluster": ".env/", "memory-state": "memory/",
-    "memory-quota": "memory/", "memory-assets": "memory/", "memory-errors": "memory/",
-    "kernel-experiment": "wiki/kernel_experiments/", "kernel-retro": "wiki/kernel_experiments/",
-    "kernel-family": "wiki/kernels/",
+    "experiment": EXPERIMENTS_ROOT + "/", "program": "program.md", "log": "log.md", "model": MODELS_DIR + "/",
+    "hypothesis": HYPOTHESES_DIR + "/", "retrospective": "retrospective", "cluster": ".env/",
+    **{kind: "memory/" for kind in MEMORY_KINDS.values()},
+    "kernel-experiment": KERNEL_EXPERIMENTS_ROOT + "/", "kernel-retro": KERNEL_EXPERIMENTS_ROOT + "/",
+    "kernel-family": KERNELS_DIR + "/",
 }
 _EXPERIMENT_RE = re.compile(
     r"wiki/experiments/(?P<model>[^/]+" + MODEL_DIR_SUFFIX + r")/(?P<lane>[^/]+)/(?:experiments/)?(?P<name>[^/]+\.md)"
@@ -78,17 +84,17 @@ def kind_of(rel: str) -> str:
     # the folder under wiki/ decides which kinds the path can be (each test below holds its folder
     # too): a whole-wiki run asks once of each of its pages, most in sources/, concepts/, codebases/
     slash = rel.find("/", 5)
-    folder = rel[5:slash] if slash > 0 else ""
-    if folder == "experiments":
+    folder = rel[:slash] if slash > 0 else ""
+    if folder == EXPERIMENTS_ROOT:
         return "experiment" if is_experiment_path(rel) else "page"
-    if folder == "kernel_experiments":
+    if folder == KERNEL_EXPERIMENTS_ROOT:
         if is_kernel_experiment_path(rel):
             return "kernel-experiment"
         return "kernel-retro" if is_kernel_retrospective_path(rel) else "page"
-    if folder == "kernels":
+    if folder == KERNELS_DIR:
         return "kernel-family" if is_family_page_path(rel) else "page"
-    if folder in ("models", "hypotheses") and rel.count("/") == 2:
-        return "model" if folder == "models" else "hypothesis"
+    if folder in (MODELS_DIR, HYPOTHESES_DIR) and rel.count("/") == 2:
+        return "model" if folder == MODELS_DIR else "hypothesis"
     return "page"
 
 

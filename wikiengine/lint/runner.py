@@ -121,8 +121,8 @@ def lint(
     large cold pass (default 2; 1 runs serially). ``view``: ``base`` already opened
     (:func:`~wikiengine.lint.gitview.changed_view`), not asked again. ``reuse``: a PATH run with a
     base keeps its cross-file rules' findings, and takes them back while its targets and every
-    page are as they were (a watcher's audit of an unchanged lane). ``facts``: the page facts of
-    a run of this moment (``LintResult.page_facts``), taken for every page that is not a target.
+    page are as they were (a watcher's audit of an unchanged lane). ``facts``: the page facts a
+    run of this moment found (``LintResult.page_facts``) of pages unchanged since, taken as they are.
     """
     from wikiengine.lint.registry import selected_codes, selected_rules
 
