@@ -75,6 +75,8 @@ class LaunchRecord:
 
 @dataclass(frozen=True)
 class SessionStatus:
+    """What a compute backend says of a launched session."""
+
     state: SessionState
     started_at: dt.datetime | None = None
     ended_at: dt.datetime | None = None

@@ -29,11 +29,12 @@ HEAVY = ("git", "jsonschema", "filelock", "markdown_it", "ruamel", "fastjsonsche
 # A lane's writers and its watcher read no relay memory tables; the watcher no run evidence either
 # (each module a handful of frozen dataclasses, a millisecond apiece to create).
 # argparse's help formatter imports shutil (and bz2, lzma) for the terminal's width; git's spill file tempfile (and random)
-NOT_FOR_A_WRITER = ("shutil", "tempfile")
+# inspect's own imports: dataclasses asks inspect only for a class without a docstring (core/dataclass_code.py)
+NOT_FOR_A_WRITER = ("shutil", "tempfile", "ast", "dis", "tokenize")
 NOT_LANE_DATA = ("wikiengine.model.memory", "wikiengine.model.evidence")
 WATCHER = ("statistics", "wikiengine.step.writers", "wikiengine.step.lane.wake", "wikiengine.step.engine")
 NO_OP_WAKE = ("wikiengine.step.writers", "wikiengine.lint", "statistics", "hashlib", "wikiengine.model.memory",
-              "wikiengine.executors.compute", "decimal")  # decimal: the compiled validators name it only in isinstance
+              "wikiengine.executors.compute", "decimal", "ast", "dis", "tokenize")  # decimal: the compiled validators name it only in isinstance
 PROGRAM = textwrap.dedent("""\
     # mlp / cpu lane
 

@@ -136,6 +136,8 @@ KEYS = {
 
 @dataclass(frozen=True)
 class _Fact:
+    """A value read from a cluster page, with its line."""
+
     value: str
     line: int
 
@@ -202,6 +204,8 @@ def parse_tpu(value: str, path: Path, line: int) -> TpuSlice:
 
 @dataclass(frozen=True)
 class _Credentials:
+    """How a cluster page says to reach the cluster, with the line it says it on."""
+
     cluster: str | None
     location: str | None
     project: str | None

@@ -69,6 +69,8 @@ class Experiment:
 
 @dataclass(frozen=True)
 class StoragePaths:
+    """Where a workload's outputs go: its root, profile and HLO folders."""
+
     gcs_root: str
     xprof: str
     hlo: str
@@ -389,6 +391,8 @@ def log_tail(
 
 @dataclass(frozen=True)
 class FinishedWorkload:
+    """A lane workload that ended, and how."""
+
     name: str
     namespace: str
     vid: int

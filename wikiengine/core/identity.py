@@ -42,6 +42,8 @@ ABBREVIATIONS = (
 
 @dataclass(frozen=True)
 class UserPrefix:
+    """The USER_PREFIX a workload name starts with, and where the chain found it."""
+
     value: str
     source: str  # "program", "$USER" or "git user.name"
 

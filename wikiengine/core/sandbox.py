@@ -63,6 +63,8 @@ class SandboxError(WikiError):
 
 @dataclass(frozen=True)
 class Limits:
+    """The resource limits a sandboxed child runs under (``None``: that limit is not set)."""
+
     wall_s: float = 900.0
     cpu_s: int | None = 900
     address_space: int | None = 16 << 30

@@ -99,6 +99,8 @@ class Request:
 
 @dataclass
 class Outcome:
+    """What a scaffold did to each file: created, gained lines, or left as it was."""
+
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)  # line sets that gained lines
     skipped: list[str] = field(default_factory=list)  # already there: left byte for byte

@@ -45,6 +45,8 @@ DEFAULT_CHECKOUT_PATHS = ["raw/code/"]  # each <path>/<repo>/ a submodule or a l
 
 @dataclass
 class LintConfig:
+    """The linter's configuration: ``[tool.wiki]`` of ``pyproject.toml`` over the defaults."""
+
     select: list[str] = field(default_factory=list)  # empty: every rule
     ignore: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, order=True)
 class Finding:
+    """One problem a rule found: where, which rule, and what to do about it."""
+
     path: str  # posix path relative to the wiki repository root
     line: int  # 1-based; 1 when the finding concerns the whole file
     col: int

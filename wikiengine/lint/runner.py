@@ -72,6 +72,8 @@ UNREADABLE_CODE = "WK001"
 
 @dataclass
 class LintResult:
+    """What a lint run found, what it silenced and how, and what it read."""
+
     findings: list[Finding]
     files_checked: int
     notices: list[str] = field(default_factory=list)

@@ -47,6 +47,8 @@ CAND_SUBJECT_RE = re.compile(r"^cand(?P<n>\d+)\((?P<family>[^ )]+) (?P<vid>v\d{3
 
 @dataclass(frozen=True)
 class LedgerRow:
+    """One row of a kernel experiment page's candidate ledger."""
+
     line: int  # file line
     cells: dict[str, str]
 
@@ -57,6 +59,8 @@ class LedgerRow:
 
 @dataclass(frozen=True)
 class Ledger:
+    """A kernel experiment page's candidate ledger: its heading's line, whether it is a table, its rows."""
+
     line: int  # the section heading's file line
     is_table: bool
     rows: tuple[LedgerRow, ...]

@@ -37,6 +37,8 @@ _SLUG_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,59}")
 
 @dataclass(frozen=True)
 class KernelFamily(LaneFolder):
+    """A kernel family's lane folder (``wiki/kernel_experiments/<slug>/<lane>``)."""
+
     slug: str  # flash_attention, layernorm
     name: str = KERNEL_LANE
 

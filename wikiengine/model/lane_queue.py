@@ -38,6 +38,8 @@ class TrackQueue:
 
 @dataclass(frozen=True)
 class LaneQueue:
+    """The stubs each track of a lane owns, and the lane's stubs no track has taken."""
+
     tracks: tuple[TrackQueue, ...]
     waiting: tuple[str, ...] = ()  # the lane queue: stubs no track has taken yet
 

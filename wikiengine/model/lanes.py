@@ -50,6 +50,8 @@ class LaneFolder:
 
 @dataclass(frozen=True)
 class Lane(LaneFolder):
+    """An autoresearch lane: the model folder and the lane folder under it."""
+
     model_dir: str  # gemma4_autoresearch_optimization
     name: str  # tpu
 

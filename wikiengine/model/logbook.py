@@ -57,6 +57,8 @@ UNDATED = "-"  # the date of a finding about an entry whose heading has no reada
 
 @dataclass(frozen=True)
 class LogEntry:
+    """One dated entry of a log page: its heading, ops and text."""
+
     line: int
     title: str
     date: str | None  # the real date, or None when the heading is malformed

@@ -92,6 +92,8 @@ def _split_row(line: str) -> list[str]:
 
 @dataclass(frozen=True)
 class TableRow:
+    """One row of a memory file's table, by column name."""
+
     cells: dict[str, str]
     line: int  # 1-based file line
 
@@ -150,6 +152,8 @@ def _render_row(values: list[Any]) -> str:
 
 @dataclass(frozen=True)
 class LedgerRow:
+    """One booking of QUOTA.md's ledger."""
+
     row: int
     booked_at: str
     job: str
@@ -214,6 +218,8 @@ def append_ledger_row(root: Path, booked_at: str, job: str, live_hours_left: flo
 
 @dataclass(frozen=True)
 class AssetRow:
+    """One row of ASSETS.md: a job's kernel and what it ran on."""
+
     job: str
     ref: str
     version: str
@@ -343,6 +349,8 @@ def append_exit_record(root: Path, job: str, state: str, started_at: str | None,
 
 @dataclass(frozen=True)
 class ErrorEntry:
+    """One numbered entry of ERRORS.md."""
+
     date: str  # YYYY-MM-DD
     number: int  # E-NNN
     kind: str

@@ -27,6 +27,8 @@ PROGRAM = "program.md"
 
 @dataclass(frozen=True)
 class Area:
+    """A part of the wiki that holds programs (experiments, kernels, ...): its folder, levels and schema."""
+
     name: str
     path: str  # relative to the repository root
     level_names: tuple[str, ...]  # root first
@@ -42,6 +44,8 @@ AREAS = (
 
 @dataclass(frozen=True)
 class Level:
+    """One level of a target's program cascade: its name and folder."""
+
     name: str  # "root", "model", "lane", ...
     directory: Path
 

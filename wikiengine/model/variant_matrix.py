@@ -76,6 +76,8 @@ def cell_text(cell: str) -> str:
 
 @dataclass(frozen=True)
 class MatrixRow:
+    """One row of a model page's variant matrix."""
+
     key: str  # "3B/v6e-8"
     line: int  # file line (1-based)
     cells: dict[str, str]  # column title (casefolded) -> cell as written
@@ -99,6 +101,8 @@ class CellReference:
 
 @dataclass(frozen=True)
 class VariantMatrix:
+    """A model page's variant matrix: its header, columns and rows, as written."""
+
     section_line: int
     header: tuple[str, ...]  # as written
     columns: tuple[str, ...]  # the column of each header cell (:func:`column_of`)

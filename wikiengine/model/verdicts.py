@@ -25,6 +25,8 @@ STRONG = ("supported", "refuted")
 
 @dataclass(frozen=True)
 class Evidence:
+    """What the engine recorded of a run, against which a requested verdict is capped."""
+
     requested: str
     crashed: bool = False
     crash_reason: str = "the run crashed"

@@ -77,6 +77,8 @@ class FrontierStep:
 
 @dataclass(frozen=True)
 class VariantHistory:
+    """One variant's Baseline, Current best and frontier steps, for the report."""
+
     key: str  # "1.3M/cpu-2"
     baseline: float | None
     current_best: str  # the cell as written
@@ -86,6 +88,8 @@ class VariantHistory:
 
 @dataclass(frozen=True)
 class Budget:
+    """One budget of a lane: how much is used of its limit."""
+
     name: str
     used: float
     limit: float
@@ -97,6 +101,8 @@ class Budget:
 
 @dataclass(frozen=True)
 class Signal:
+    """One thing the report flags on a lane (thrashing, a stale stub) and what to do."""
+
     check: str  # thrashing | stale-stub
     path: str
     message: str
@@ -105,6 +111,8 @@ class Signal:
 
 @dataclass
 class LaneReport:
+    """Everything the report shows of one lane."""
+
     lane: str  # "mlp/cpu"
     dir: str
     model_page: str | None

@@ -28,6 +28,8 @@ VERIFIED = "signed, verified"
 
 @dataclass(frozen=True)
 class Candidate:
+    """One verified kernel candidate, for the report."""
+
     vid: str
     page: str | None  # the experiment page (repository path)
     cand: str  # cand1, cand2 ...
@@ -41,6 +43,8 @@ class Candidate:
 
 @dataclass
 class FamilyReport:
+    """Everything the report shows of one kernel family."""
+
     family: str
     dir: str
     generated_at: str

@@ -64,6 +64,8 @@ _CEILING_RE = re.compile(r"(?i)\bat[- ]ceiling\b")
 
 @dataclass(frozen=True)
 class AuditFinding:
+    """One problem a lane audit found, and its correction."""
+
     check: str
     path: str
     line: int
@@ -81,6 +83,8 @@ class AuditFinding:
 
 @dataclass
 class Audit:
+    """A lane audit: what it read (the session, the shas, the cursor) and what it found."""
+
     lane: Lane
     session: int
     wiki_sha: str

@@ -24,6 +24,8 @@ MAX_TEXT_LINES = 40
 
 @dataclass
 class WakeResult:
+    """What one ``wiki step`` did: its mode, decisions, actions and what it needs from the agent."""
+
     mode: str  # relay | lane | kernel
     state: str  # the run's or the session's status
     decision: str  # the headline

@@ -60,6 +60,8 @@ _SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,59}")
 
 @dataclass(frozen=True)
 class Proposal:
+    """An agent's proposal for a stub: its hypothesis paragraphs and setup."""
+
     paragraphs: dict[str, str]  # label -> text
     setup: str
     hypothesis_slug: str | None

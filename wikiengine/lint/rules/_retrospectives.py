@@ -39,6 +39,8 @@ def name_lane(rel: str) -> tuple[str, str] | None:
 
 @dataclass(frozen=True)
 class Retrospective:
+    """A run retrospective page: its path, and the model, lane and date it is about."""
+
     rel: str
     model: str  # MODEL_NAME form: gemma4, llama3-8b
     lane: str

@@ -64,6 +64,8 @@ class KernelView:
 
 @dataclass(frozen=True)
 class KernelDecision:
+    """What a kernel wake decided, and why."""
+
     kind: str  # idle | paused | need_stub | need_candidate | verify | need_verdict | stall
     reason: str
     vid: str | None = None

@@ -15,6 +15,8 @@ from wikiengine.model.verdicts import Capped
 
 @dataclass(frozen=True)
 class KernelEvidence:
+    """What the engine recorded of a kernel experiment, against which a requested verdict is capped."""
+
     requested: str
     receipt: dict | None  # the validated receipt (None: none cited, or it did not validate)
     receipt_problem: str | None  # why the cited receipt does not count
@@ -56,6 +58,8 @@ def cap_kernel_verdict(evidence: KernelEvidence) -> tuple[str, list[str]]:
 
 @dataclass(frozen=True)
 class LeverFact:
+    """One lever of a kernel family: the experiment that tried it, or why it was ruled out."""
+
     lever: str
     page: str | None  # the experiment that tried it
     verdict: str | None
@@ -69,6 +73,8 @@ class LeverFact:
 
 @dataclass(frozen=True)
 class StopFacts:
+    """What a kernel family's gated stop is judged on."""
+
     open_leads: list[str]  # leads still open on the family page
     latest_page_leads: list[str]  # leads of the latest experiment page missing from the family page's retired ones
     levers: list[LeverFact]

@@ -45,6 +45,8 @@ _WAKE_RE = re.compile(r"^Wake: (?P<line>.*)$", re.M)
 
 @dataclass
 class Observed:
+    """What a kernel wake read: the family, its open page and its session binding."""
+
     view: KernelView
     open_page: object | None  # an ExperimentPage
     binding: dict  # the family binding ({} when the family has no session)

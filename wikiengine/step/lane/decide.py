@@ -127,6 +127,8 @@ class BudgetGate:
 
 @dataclass(frozen=True)
 class LaneLimits:
+    """A lane's time limits: when a run counts as hung, when it is killed, how often to wake."""
+
     hung_after_s: float = 1800.0  # no progress signal for this long: hung
     ceiling_s: float = 6 * 3600.0  # a run past this is killed
     wake_interval_s: int = 600
@@ -134,6 +136,8 @@ class LaneLimits:
 
 @dataclass(frozen=True)
 class TrackDecision:
+    """What a lane wake decided for one track, and why."""
+
     track: int
     kind: str  # wait | need_hypothesis | dispatch | redispatch | skip | kill | process | need_verdict | budget | aa_*
     vid: str | None
@@ -147,6 +151,8 @@ class TrackDecision:
 
 @dataclass(frozen=True)
 class LaneDecision:
+    """What a lane wake decided for every track, and when to wake next."""
+
     tracks: tuple[TrackDecision, ...]
     next_wake_s: int
     disagreements: tuple[str, ...] = field(default_factory=tuple)

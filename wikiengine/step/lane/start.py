@@ -35,6 +35,8 @@ class NoFreeClusters(Busy):
 
 @dataclass(frozen=True)
 class Pool:
+    """A lane session's tracks and the line that describes them."""
+
     slots: list[dict]  # [{"track": 1, "name": ..., "context": ...}]
     description: str
 

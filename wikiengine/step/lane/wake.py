@@ -64,6 +64,8 @@ STATE_REL = "memory/STATE.md"
 
 @dataclass(frozen=True)
 class LaneRun:
+    """The lane a wake acts on: its state, settings, configuration and limits."""
+
     root: Path
     lane: Lane
     state: LaneState
@@ -98,6 +100,8 @@ def load_lane_run(root: Path, backend=None) -> LaneRun:
 
 @dataclass
 class Observed:
+    """What a lane wake read: the journal, the pages, the backend's workloads and the tracks."""
+
     records: list[dict]
     pages: dict[str, ex.ExperimentPage]
     workloads: dict[str, object] | None  # vid -> LaneWorkload; None: the backend cannot be read

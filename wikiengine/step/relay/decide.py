@@ -166,6 +166,8 @@ class Memory:
 
 @dataclass(frozen=True)
 class Emergency:
+    """A relay emergency: what kind, one line for ERRORS.md, and the values behind it."""
+
     kind: str
     summary: str  # one line for the ERRORS.md heading and the blocker
     evidence: str  # the values, both sides
@@ -173,6 +175,8 @@ class Emergency:
 
 @dataclass(frozen=True)
 class Decision:
+    """What a relay wake decided, and why."""
+
     kind: str  # running | launch | adopt | finish | complete | park | blocked | wait
     reasons: tuple[str, ...]
     step: int | None  # the pointer step this decision stands on

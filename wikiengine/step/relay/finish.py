@@ -41,6 +41,8 @@ from wikiengine.step.relay.records import FINAL_KEY
 
 @dataclass
 class FinishResult:
+    """What finishing a relay session did, and the files to commit with memory."""
+
     actions: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)  # files to commit with memory (relative to the root)
     complete: bool = False
