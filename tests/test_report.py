@@ -70,14 +70,15 @@ def test_the_demo_lane_s_figures_are_the_journal_s(demo):
     assert crashed and crashed <= set(listed)
     assert all(f"code {exits[vid]}" in listed[vid] for vid in crashed)
     assert set(listed) <= crashed | {r["vid"] for r in filings if r["verdict"] == "invalid"}
-    # the replayed frontier ends at the page the model page's Current best links
-    (variant,) = data["variants"]
-    last = variant["steps"][-1]
-    assert last["page"] and Path(last["page"]).name in variant["current_best"]
     # the filings that moved Current best, as `wiki exp file` recorded them: a supported run beats its
-    # co-measured frontier, but on a loaded machine its own figure need not beat the last win's
+    # co-measured frontier, but on a loaded machine its own figure need not beat the last win's (and a
+    # machine loaded enough files the demo's wins inconclusive: tests/test_demo.py)
+    (variant,) = data["variants"]
     moved = [r["vid"] for r in filings if r.get("moved")]
-    assert moved and [s["vid"] for s in variant["steps"][1:]] == moved
+    assert bool(moved) == bool(mix["supported"]) and [s["vid"] for s in variant["steps"][1:]] == moved
+    # the replayed frontier ends at the page the model page's Current best links
+    last = variant["steps"][-1]
+    assert not moved or (last["page"] and Path(last["page"]).name in variant["current_best"])
     assert variant["bands"] and all(w >= 0 for _t, w in variant["bands"])
     assert sorted(p.name for p in out.iterdir()) == [".figures", "index.html", "mlp-cpu.html", "mlp-cpu.json"]
     assert sorted(p.name.rsplit("-", 1)[0] for p in (out / ".figures").iterdir()) == ["mlp-cpu-delta", "mlp-cpu-frontier"]
