@@ -130,52 +130,6 @@ def test_kept_code_is_not_read_from_a_file_others_may_write_nor_from_a_damaged_o
     assert damaged.pop("compiled") > 10 and damaged.pop("kept_outside") is False and damaged == plain
 
 
-DEFERRED = r'''
-import json, sys
-import wikiengine
-from dataclasses import dataclass
-loaded = lambda: [name for name in ("ast", "dis", "tokenize") if name in sys.modules]
-seen = [loaded()]
-@dataclass
-class Documented:
-    """It has a docstring."""
-    a: int
-seen.append(loaded())
-import inspect  # the statement alone loads nothing
-seen.append(loaded())
-@dataclass
-class Bare:
-    a: int
-seen.append(loaded())
-print(json.dumps([seen, Bare.__doc__, Documented.__doc__, inspect.cleandoc("  x"), type(inspect).__name__]))
-'''
-
-
-def test_inspect_is_imported_only_when_a_class_without_a_docstring_asks_for_it(tmp_path):
-    """``dataclasses`` imports ``inspect`` (ast, dis, tokenize: about 8 ms of every command's
-    start) for the signature it writes as the docstring of a class that has none."""
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", DEFERRED], env=env, capture_output=True, text=True, check=True)
-    seen, bare, documented, cleaned, kind = json.loads(done.stdout)
-    assert seen == [[], [], [], ["ast", "dis", "tokenize"]]
-    assert (bare, documented, cleaned) == ("Bare(a: int)", "It has a docstring.", "x")
-    assert kind == "_Deferred"  # its holders keep the stand-in, which now answers every name
-
-
-def test_every_dataclass_of_the_package_has_a_docstring():
-    """Else making it loads ``inspect`` (above) in every process that imports its module."""
-    import ast
-
-    bare = []
-    for folder in ("wikiengine", "executors", "training"):
-        for path in sorted((REPO / folder).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if (isinstance(node, ast.ClassDef) and ast.get_docstring(node) is None
-                        and any("dataclass" in ast.unparse(d) for d in node.decorator_list)):
-                    bare.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}")
-    assert bare == []
-
-
 def test_no_code_is_kept_inside_a_git_work_tree(tmp_path):
     """CI often points XDG_CACHE_HOME into the checkout, where a commit could plant the file."""
     tree = tmp_path / "checkout"

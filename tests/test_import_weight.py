@@ -29,7 +29,7 @@ HEAVY = ("git", "jsonschema", "filelock", "markdown_it", "ruamel", "fastjsonsche
 # A lane's writers and its watcher read no relay memory tables; the watcher no run evidence either
 # (each module a handful of frozen dataclasses, a millisecond apiece to create).
 # argparse's help formatter imports shutil (and bz2, lzma) for the terminal's width; git's spill file tempfile (and random)
-# inspect's own imports: dataclasses asks inspect only for a class without a docstring (core/dataclass_code.py)
+# inspect's own imports: dataclasses asks inspect only for a class without a docstring (core/deferred.py)
 NOT_FOR_A_WRITER = ("shutil", "tempfile", "ast", "dis", "tokenize")
 NOT_LANE_DATA = ("wikiengine.model.memory", "wikiengine.model.evidence")
 WATCHER = ("statistics", "wikiengine.step.writers", "wikiengine.step.lane.wake", "wikiengine.step.engine")

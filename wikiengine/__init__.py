@@ -16,7 +16,11 @@ import importlib.util as _util
 import os as _os
 import sys as _sys
 
-from wikiengine.core import regex_code as _regex_code
+from wikiengine.core import deferred as _deferred
+
+_deferred.defer(*_deferred.DEFERRED)  # before anything imports them (core/deferred.py)
+
+from wikiengine.core import regex_code as _regex_code  # noqa: E402
 
 _regex_code.install()  # the regular expressions this package's processes use compiled once per user
 

@@ -21,11 +21,10 @@ optimisation: a cache that cannot be read or written changes nothing but the tim
 from __future__ import annotations
 
 import builtins
-import importlib
 import importlib.util
 import marshal
 import sys
-from types import CodeType, ModuleType
+from types import CodeType
 
 from wikiengine.core.usercache import KeptMap
 
@@ -38,35 +37,9 @@ _KEPT = KeptMap("dataclasses", f"{sys.implementation.cache_tag}-{importlib.util.
 
 def install() -> None:
     """Route the ``exec`` of ``dataclasses`` through :func:`_exec` (once per process)."""
-    _deferred("inspect")
     import dataclasses
 
     dataclasses.exec = _exec
-
-
-class _Deferred(ModuleType):
-    """A module's stand-in in ``sys.modules`` until one of its names is asked for: then the
-    module is imported (in its place) and its names copied here, for the holders of the stand-in."""
-
-    def __getattr__(self, attr):  # only for a name the stand-in lacks
-        if sys.modules.get(self.__name__) is self:
-            del sys.modules[self.__name__]
-        module = importlib.import_module(self.__name__)
-        self.__dict__.update(module.__dict__)
-        return getattr(module, attr)
-
-
-def _deferred(name: str) -> None:
-    """Import the module ``name`` when one of its names is first asked for, unless it is
-    imported already. ``dataclasses`` imports ``inspect`` (and with it ``ast``, ``dis`` and
-    ``tokenize``: 10 ms of every process's start) for one call, made only for a class without
-    a docstring; the package's classes all have one (tests/test_import_weight.py). Not
-    ``importlib.util.LazyLoader``: the ``import`` statement reads its module's ``__spec__``,
-    which loads a lazy module at once."""
-    if name not in sys.modules:
-        stand_in = _Deferred(name)
-        stand_in.__spec__ = importlib.util.find_spec(name)
-        sys.modules[name] = stand_in
 
 
 def _exec(source, globals=None, locals=None):  # noqa: A002 - the signature of builtins.exec
