@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -124,6 +123,8 @@ def supervise(folder: Path) -> int:
     atomic_write_json(folder / "status.json", status)
 
     def finish(code: int | None, reason: str | None) -> int:
+        import shutil  # here: the backend's readers (a wake, the watcher) import this module, the runner alone ends runs
+
         shutil.rmtree(scratch, ignore_errors=True)  # the run's TMPDIR and compiler caches: nothing left behind
         status.update(state="succeeded" if code == 0 and reason is None else "failed", exit_code=code,
                       finished=now_iso(timespec=MS), reason=reason)

@@ -294,8 +294,6 @@ def inherited_identities(root: Path, start: str) -> set[tuple]:
     the start commit linted once in a temporary worktree, kept in ``.git/wiki-lane/``. The
     worktree has no submodule checked out and no ignored file: a finding that depends on
     them may count as the session's there."""
-    import tempfile
-
     from wikiengine.core import git
     from wikiengine.core.atomic import atomic_write_json
     from wikiengine.lint.runner import lint
@@ -305,6 +303,8 @@ def inherited_identities(root: Path, start: str) -> set[tuple]:
         return {tuple(item) for item in load_json(read_text(cache, kind="cache"), cache)}
     except (PageError, ValueError, TypeError):
         pass  # absent, or not one we wrote: lint the start commit again
+    import tempfile  # only here: a watcher's usual run reads the kept identities
+
     with tempfile.TemporaryDirectory(prefix="wiki-inherited-") as tmp:
         tree = Path(tmp) / "tree"
         git.run(root, "worktree", "add", "--detach", "--quiet", str(tree), start)
