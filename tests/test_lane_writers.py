@@ -648,7 +648,8 @@ def test_a_write_re_lints_its_pages_not_its_journal(wiki, monkeypatch):
 
 def test_adopt_only_the_files_with_findings_are_linted_again_and_no_written_file_s_facts_carried(tmp_path, monkeypatch):
     """Of the files a write replaced, the old texts are all put in place but only those with a
-    finding after the write are linted again; the facts handed over leave out every written file."""
+    finding after the write are linted again; the facts handed over leave out every written file,
+    the files walked those the write created (and none are handed over when it deleted a page)."""
     from wikiengine.lint.finding import Finding
     from wikiengine.lint.runner import LintResult
     from wikiengine.step import txn
@@ -657,17 +658,23 @@ def test_adopt_only_the_files_with_findings_are_linted_again_and_no_written_file
     for name in ("log.md", "model.md", "page.md"):
         (tmp_path / "wiki" / name).write_text("new\n")
     old = {"wiki/log.md": "old\n", "wiki/model.md": "old\n", "wiki/page.md": None}
+    walked = (["wiki/log.md", "wiki/model.md", "wiki/other.md", "wiki/page.md"], {"wiki"})
     after = LintResult(findings=[Finding("wiki/log.md", 3, 1, "LOG002", "an entry below an older one")], files_checked=3,
-                       page_facts={("IDX001:kind", ""): {"wiki/model.md": "model", "wiki/other.md": "page"}})
+                       page_facts={("IDX001:kind", ""): {"wiki/model.md": "model", "wiki/other.md": "page"}}, walked=walked)
     asked = []
 
-    def lint_paths(root, paths, codes=None, facts=None):
-        asked.append((paths, codes, facts, (tmp_path / "wiki/model.md").read_text()))
+    def lint_paths(root, paths, codes=None, facts=None, walked=None):
+        asked.append((paths, codes, facts, walked, (tmp_path / "wiki/model.md").read_text()))
         return LintResult(findings=[Finding("wiki/log.md", 9, 1, "LOG002", "an entry below an older one")], files_checked=1)
 
     monkeypatch.setattr(txn, "lint_paths", lint_paths)
     assert txn.introduced(tmp_path, sorted(old), old, after) == []
-    assert asked == [(["wiki/log.md"], {"LOG002"}, {("IDX001:kind", ""): {"wiki/other.md": "page"}}, "old\n")]
+    assert asked == [(["wiki/log.md"], {"LOG002"}, {("IDX001:kind", ""): {"wiki/other.md": "page"}},
+                      (["wiki/log.md", "wiki/model.md", "wiki/other.md"], {"wiki"}), "old\n")]
+    asked.clear()
+    (tmp_path / "wiki/other.md").write_text("new\n")  # a page the write deletes is walked for again
+    old["wiki/gone.md"] = "was here\n"
+    assert txn.introduced(tmp_path, sorted(old), old, after) == [] and asked[0][3] is None
 
 
 def test_adopt_the_old_texts_are_put_in_place_and_the_written_files_back(tmp_path):

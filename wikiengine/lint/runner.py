@@ -85,6 +85,7 @@ class LintResult:
     unreadable: set[str] = field(default_factory=set)  # targets that could not be read or parsed
     stats: dict[str, int] = field(default_factory=dict)  # what the cache spared and what was redone
     page_facts: dict = field(default_factory=dict)  # (table, key) -> {page: value}: LintContext.asked_facts
+    walked: tuple = ()  # (files, the folders holding a symbolic link): what the run's walk found
 
 
 @contextmanager
@@ -116,6 +117,7 @@ def lint(
     view: GitView | None = None,
     reuse: bool = False,
     facts: dict | None = None,
+    walked: tuple | None = None,
 ) -> LintResult:
     """Lint the wiki at ``root``: every file, or only ``paths`` (posix, relative to ``root``;
     cross-file rules still see all). Git-aware rules compare with ``base`` (skipped, with one
@@ -124,7 +126,8 @@ def lint(
     (:func:`~wikiengine.lint.gitview.changed_view`), not asked again. ``reuse``: a PATH run with a
     base keeps its cross-file rules' findings, and takes them back while its targets and every
     page are as they were (a watcher's audit of an unchanged lane). ``facts``: the page facts a
-    run of this moment found (``LintResult.page_facts``) of pages unchanged since, taken as they are.
+    run of this moment found (``LintResult.page_facts``) of pages unchanged since, taken as they are;
+    ``walked``: the wiki's files as such a run found them (``LintResult.walked``), not walked again.
     """
     from wikiengine.lint.registry import selected_codes, selected_rules
 
@@ -133,7 +136,7 @@ def lint(
     root = Path(root)
     config = config or load_config(root)
     codes = selected_codes(config)
-    ctx = _open_context(root, paths, config, codes, use_cache, index_then, facts)
+    ctx = _open_context(root, paths, config, codes, use_cache, index_then, facts, walked)
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
@@ -180,7 +183,8 @@ def lint(
         ctx.cache.store_run_snapshot(made[0], {**made[1], "dates": snapshot.dates(ctx, judged)})
     result = LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                         baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered,
-                        unreadable=unreadable, stats=dict(ctx.cache.stats), page_facts=ctx.asked_facts)
+                        unreadable=unreadable, stats=dict(ctx.cache.stats), page_facts=ctx.asked_facts,
+                        walked=(ctx.files, ctx.linked_folders))
     ctx.close()
     return result
 
@@ -271,16 +275,21 @@ def _reported_kinds(ctx: LintContext) -> set[str]:
 
 
 def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes: list[str], use_cache: bool,
-                  index_then: tuple | None, facts: dict | None = None) -> LintContext:
+                  index_then: tuple | None, facts: dict | None = None, walked: tuple | None = None) -> LintContext:
     """The run's files and targets, and its cache, keyed by the configuration and the rules ``codes``;
     ``index_then``: git's index before the run (:func:`~wikiengine.lint.changefeed.index_before`);
-    ``facts``: the page facts it takes (:attr:`~wikiengine.lint.context.LintContext.carried_facts`)."""
-    listing = FolderListing.open(root) if use_cache else None
-    linked: set[str] = set()
-    files = discover(root, listing, linked)
-    digest, programs = listing.derived(_file_list_facts) if listing is not None else _file_list_facts(files)
-    if listing is not None:
-        listing.save()
+    ``facts``: the page facts it takes (:attr:`~wikiengine.lint.context.LintContext.carried_facts`);
+    ``walked``: the files it takes instead of a walk (see :func:`lint`)."""
+    if walked is not None:
+        files, linked = walked
+        digest, programs = _file_list_facts(files)
+    else:
+        listing = FolderListing.open(root) if use_cache else None
+        linked = set()
+        files = discover(root, listing, linked)
+        digest, programs = listing.derived(_file_list_facts) if listing is not None else _file_list_facts(files)
+        if listing is not None:
+            listing.save()
     targets = files if paths is None else sorted(set(paths))
     # Experiment rules read each lane's page conventions from its programs: a program's
     # change must not leave cached page findings behind.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from wikiengine.core.links import joined, link_destinations, relative_target
 from wikiengine.core.page import Page, Section
@@ -36,17 +37,23 @@ def counted_sections(page: Page) -> list[CountedSection]:
     return found
 
 
-def section_pages(section: Section, page_rel: str) -> set[str]:
+def section_pages(section: Section, page_rel: str) -> frozenset[str]:
     """The distinct repository-relative paths the links of ``section`` (of the page
     ``page_rel``) name: what a counted section's N counts. Links that leave the
     repository, and absolute or external ones, are not pages of it."""
-    directory = posixpath.dirname(page_rel)
+    return _pages_linked(section.body, posixpath.dirname(page_rel))
+
+
+@lru_cache(maxsize=256)
+def _pages_linked(body: str, directory: str) -> frozenset[str]:
+    """:func:`section_pages` of a section's text, kept per process: a writer counts the sections
+    of the index's old text and of its new one (IDX001 judges both), which share all but one."""
     pages = set()
-    for _line, _col, dest in link_destinations(section.body, section.body_line):
+    for _line, _col, dest in link_destinations(body, 1):
         file_part = relative_target(dest)
         if file_part is None:
             continue
         target = joined(directory, file_part)
         if target != ".." and not target.startswith("../"):
             pages.add(target)
-    return pages
+    return frozenset(pages)

@@ -296,10 +296,12 @@ def recover(root: Path, key: str) -> Recovered | None:
     return Recovered(REDO, commit=sha)
 
 
-def lint_paths(root: Path, paths: list[str], codes: set[str] | None = None, facts: dict | None = None):
+def lint_paths(root: Path, paths: list[str], codes: set[str] | None = None, facts: dict | None = None,
+               walked: tuple | None = None):
     """The lint of ``paths`` (cross-file rules see the whole wiki), its findings and the
     ones before the baseline only those on ``paths``; ``codes``: by those rules only;
-    ``facts``: the other pages' facts as another lint of this moment found them."""
+    ``facts``, ``walked``: the other pages' facts and the wiki's files as another lint of this
+    moment found them."""
     from wikiengine.lint.runner import lint
 
     config = None
@@ -310,7 +312,7 @@ def lint_paths(root: Path, paths: list[str], codes: set[str] | None = None, fact
 
         config = load_config(root)
         config = replace(config, select=sorted(code for code in codes if config.enabled(code)))
-    result = lint(root, paths, config, base=None, use_baseline=True, jobs=1, facts=facts)
+    result = lint(root, paths, config, base=None, use_baseline=True, jobs=1, facts=facts, walked=walked)
     result.findings = [f for f in result.findings if f.path in paths]
     result.unfiltered = [f for f in result.unfiltered if f.path in paths]
     return result
@@ -322,8 +324,8 @@ def introduced(root: Path, paths: list[str], old: dict[str, str | None], after) 
     a file the write created is; for the others the old texts of every written file are put in
     place and the files with findings linted, by the rules that found something after the
     write only (every rule when an unused suppression is among them: it is judged against the
-    rules that ran), against the other pages as ``after`` found them (a page edited between the
-    two lints is no difference of the write's), then the new texts are put back."""
+    rules that ran), against the other pages and the files as ``after`` found them (a page edited
+    between the two lints is no difference of the write's), then the new texts are put back."""
     from wikiengine.lint.baseline import STALE_CODE
     from wikiengine.lint.suppress import UNUSED_CODE
 
@@ -337,8 +339,21 @@ def introduced(root: Path, paths: list[str], old: dict[str, str | None], after) 
              for table, values in after.page_facts.items()}
     with old_texts_in_place(root, paths, old):
         # only the files a finding is on: a finding elsewhere in the old texts has no finding after to match
-        before = lint_paths(root, sorted({f.path for f in found}), None if UNUSED_CODE in codes else codes, facts).findings
+        before = lint_paths(root, sorted({f.path for f in found}), None if UNUSED_CODE in codes else codes, facts,
+                            _walked_before(after.walked, paths, old)).findings
     return added(before, after.findings)
+
+
+def _walked_before(walked: tuple, paths: list[str], old: dict[str, str | None]) -> tuple | None:
+    """The files the wiki had before the write of ``paths``, from ``walked`` (the lint's after
+    it): the pages the write created left out; None (walk again) when it deleted a page."""
+    if not walked:
+        return None
+    files, linked = walked
+    if any(old.get(rel) is not None and rel.endswith(".md") and rel not in files for rel in paths):
+        return None
+    created = {rel for rel in paths if old.get(rel) is None}
+    return [rel for rel in files if rel not in created], linked
 
 
 @contextmanager
