@@ -651,4 +651,12 @@ def main(argv: list[str] | None = None, store=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        # A rank leaves without the interpreter's teardown: gloo's worker threads, still alive
+        # there, can abort it ("terminate called without an active exception", SIGABRT after a
+        # clean end; pytorch/pytorch#190489). Its outputs are written and flushed by now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)

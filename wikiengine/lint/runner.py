@@ -119,16 +119,13 @@ def lint(
     facts: dict | None = None,
     walked: tuple | None = None,
 ) -> LintResult:
-    """Lint the wiki at ``root``: every file, or only ``paths`` (posix, relative to ``root``;
-    cross-file rules still see all). Git-aware rules compare with ``base`` (skipped, with one
-    notice, outside a git repository or when ``base`` is None). ``jobs``: worker processes for a
-    large cold pass (default 2; 1 runs serially). ``view``: ``base`` already opened
-    (:func:`~wikiengine.lint.gitview.changed_view`), not asked again. ``reuse``: a PATH run with a
-    base keeps its cross-file rules' findings, and takes them back while its targets and every
-    page are as they were (a watcher's audit of an unchanged lane). ``facts``: the page facts a
-    run of this moment found (``LintResult.page_facts``) of pages unchanged since, taken as they are;
-    ``walked``: the wiki's files as such a run found them (``LintResult.walked``), not walked again.
-    """
+    """Lint the wiki at ``root``: every file, or only ``paths`` (posix, relative to ``root``; cross-file
+    rules still see all). Git-aware rules compare with ``base`` (skipped, with one notice, outside a git
+    repository or when ``base`` is None). ``jobs``: worker processes for a large cold pass (default 2; 1
+    runs serially). ``view``: ``base`` already opened (:func:`~wikiengine.lint.gitview.changed_view`).
+    ``reuse``: a PATH run with a base keeps its cross-file rules' findings, and takes them back while its
+    targets and every page are as they were (a watcher's audit of an unchanged lane). ``facts``, ``walked``:
+    the unchanged pages' facts and the files as a run of this moment found them (``LintResult``'s)."""
     from wikiengine.lint.registry import selected_codes, selected_rules
 
     # git's index before this run's first git process, where the run may take git's change feed
