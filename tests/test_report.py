@@ -75,7 +75,10 @@ def test_the_demo_lane_s_figures_are_the_journal_s(demo):
     # machine loaded enough files the demo's wins inconclusive: tests/test_demo.py)
     (variant,) = data["variants"]
     moved = [r["vid"] for r in filings if r.get("moved")]
-    assert bool(moved) == bool(mix["supported"]) and [s["vid"] for s in variant["steps"][1:]] == moved
+    assert [s["vid"] for s in variant["steps"][1:]] == moved
+    slug_of = {r["vid"]: r["slug"] for r in records if r["op"] == "claim"}
+    # the demo's first win, when it is filed one, moves Current best off the Baseline
+    assert bool(moved) >= any(slug_of[r["vid"]] == "batch256" for r in filings if r["verdict"] == "supported")
     # the replayed frontier ends at the page the model page's Current best links
     last = variant["steps"][-1]
     assert not moved or (last["page"] and Path(last["page"]).name in variant["current_best"])

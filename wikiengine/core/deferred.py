@@ -2,7 +2,7 @@
 
 Two modules every ``wiki`` process imported for nothing: ``dataclasses`` imports ``inspect``
 (and with it ``ast``, ``dis`` and ``tokenize``: about 8 ms of CPU) for one call, made only for
-a class without a docstring (the package's classes all have one: tests/test_dataclass_code.py),
+a class without a docstring (the package's classes all have one: tests/test_deferred.py),
 and ``urllib.parse`` (which ``pathlib`` imports) imports ``ipaddress`` (about 2 ms) to check a
 URL's bracketed host. :func:`defer` puts a stand-in in ``sys.modules`` before either is
 imported; the first name asked of it imports the module in its place. Not
