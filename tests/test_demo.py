@@ -122,7 +122,7 @@ def test_the_scripted_agent_retires_a_proposal_whose_prerequisite_was_not_kept(t
     agent = ScriptedAgent(tmp_path)
     assert agent.drop_unreachable() == []
     agent.queue = [p for p in agent.queue if p.slug == "bf16-autocast"]
-    agent.not_kept["batch256"] = "inconclusive"
+    agent.filed["batch256"] = "inconclusive"
     assert agent.drop_unreachable() == ["dropped bf16-autocast: it builds on batch256, filed inconclusive"]
     assert agent.finished
 

@@ -35,7 +35,7 @@ NOT_LANE_DATA = ("wikiengine.model.memory", "wikiengine.model.evidence")
 # nor the lane runner's shutil (its runs' cleanup) and the inherited findings' tempfile (a worktree, made once a session)
 WATCHER = ("statistics", "wikiengine.step.writers", "wikiengine.step.lane.wake", "wikiengine.step.engine", *NOT_FOR_A_WRITER)
 NO_OP_WAKE = ("wikiengine.step.writers", "wikiengine.lint", "statistics", "hashlib", "wikiengine.model.memory",
-              "wikiengine.executors.compute", "decimal", "ast", "dis", "tokenize", "shutil", "tempfile")  # decimal: the compiled validators name it only in isinstance
+              "wikiengine.executors.compute", "decimal", *NOT_FOR_A_WRITER)  # decimal: the compiled validators name it only in isinstance
 PROGRAM = textwrap.dedent("""\
     # mlp / cpu lane
 

@@ -224,23 +224,22 @@ class ScriptedAgent:
         self.root = root
         self.queue = list(QUEUE)
         self.by_vid: dict[str, object] = {}
-        self.filed: list[str] = []  # the slugs filed supported: in the frontier
-        self.not_kept: dict[str, str] = {}  # slug -> the verdict it was filed with, when not supported
+        self.filed: dict[str, str] = {}  # slug -> the verdict the lane filed (supported: in the frontier)
         self.folder = root / ".wiki" / "proposals"
         self.folder.mkdir(parents=True, exist_ok=True)
 
     def ready(self):
-        return next((p for p in self.queue if all(a in self.filed for a in p.after)), None)
+        return next((p for p in self.queue if all(self.filed.get(a) == "supported" for a in p.after)), None)
 
     def drop_unreachable(self) -> list[str]:
         """Retire the proposals that wait on one filed other than supported (a loaded machine can
         widen the noise band past a win): they can never be proposed, as an agent would see."""
         dropped = []
         for proposal in list(self.queue):
-            blocked = next((a for a in proposal.after if a in self.not_kept), None)
+            blocked = next((a for a in proposal.after if self.filed.get(a, "supported") != "supported"), None)
             if blocked is not None:
                 self.queue.remove(proposal)
-                dropped.append(f"dropped {proposal.slug}: it builds on {blocked}, filed {self.not_kept[blocked]}")
+                dropped.append(f"dropped {proposal.slug}: it builds on {blocked}, filed {self.filed[blocked]}")
         return dropped
 
     def answer(self, needs: list[dict]) -> list[str]:
@@ -264,10 +263,7 @@ class ScriptedAgent:
                 result = lw.file_experiment(
                     self.root, LANE, need["vid"], verdict=proposal.requested_verdict,
                     reason=f"scripted agent: {proposal.outcome} expected; asked {proposal.requested_verdict}")
-                if result["verdict"] == "supported":
-                    self.filed.append(proposal.slug)
-                else:
-                    self.not_kept[proposal.slug] = result["verdict"]
+                self.filed[proposal.slug] = result["verdict"]
                 capped = f" (asked {result['requested']}, capped)" if result["capped"] else ""
                 moved = "; Current best moved" if result["current_best_moved"] else ""
                 kind = f" ({result['invalid']})" if result.get("invalid") else ""
