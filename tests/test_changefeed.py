@@ -545,3 +545,37 @@ def test_the_entries_taken_at_once_are_those_taken_one_by_one(wiki, monkeypatch)
     findings(wiki)
     (entries, one_by_one), = taken
     assert entries == one_by_one and sum(entry is None for entry in entries) == 4
+
+
+def test_a_path_run_lists_an_index_file_once_and_the_next_on_that_file_not_again(wiki, monkeypatch):
+    """The watcher's PATH runs on an unchanged wiki (``reuse``: its cross-file findings kept under
+    git's view of every page): the first on a new index file lists it and keeps the listing's
+    hash and what it asked of it under that file; the next starts no `git ls-files`, its view
+    of the pages told by what it knows of the listing (every page tracked); an untracked page
+    makes the view need the listing itself again."""
+    listed: list[Path] = []
+    real_start = TrackedTree.start
+    monkeypatch.setattr(TrackedTree, "start", staticmethod(lambda root: listed.append(root) or real_start(root)))
+    rel = an_experiment(wiki)
+
+    def path_run() -> tuple[LintResult, int]:
+        listed.clear()
+        result, count = lint(wiki, [rel], reuse=True), len(listed)
+        assert rendered(result) == rendered(lint(wiki, [rel], use_cache=False))
+        return result, count
+
+    page = wiki / "wiki" / "added-note.md"
+    page.write_text("# Added\n\nSee [the index](index.md).\n", encoding="utf-8")
+    git(wiki, "add", "--", "wiki/added-note.md")
+    settle_index(wiki)
+    first, count = path_run()
+    assert count == 1 and first.stats["wiki_rules_run"] > 0
+    again, count = path_run()
+    assert count == 0 and again.stats.get("wiki_rules_run", 0) == 0 and again.stats["wiki_rules_reused"] > 0
+    git(wiki, "rm", "-q", "--cached", "wiki/added-note.md")  # a new index file, the page left untracked
+    settle_index(wiki)
+    assert path_run()[1] == 1
+    assert path_run()[1] == 1  # the listing tells which pages git does not vouch for
+    page.write_text("# Added\n\nSee [the index](index.md), edited.\n", encoding="utf-8")
+    edited, count = path_run()
+    assert count == 1 and edited.stats["wiki_rules_run"] > 0  # the untracked page's edit is seen

@@ -190,6 +190,8 @@ class LintContext:
         self._part_keys: dict[str, str] | None = None  # part name -> its key
         self.page_dates: dict[str, str] = {}  # page -> its frontmatter date, as a run snapshot holds it
         self.linked_folders: set[str] | None = None  # the folders holding a symbolic link (None: not known)
+        # git's index lists every one of ``files``, as the last run with the same listing and files found it
+        self.all_files_tracked: bool | None = None
         # (table name, key) -> {page: value}: what :meth:`pages_fact` answered in this run, and
         # what another run of the same moment answered of pages unchanged since, taken as it is
         self.asked_facts: dict[tuple[str, str], dict[str, Any]] = {}

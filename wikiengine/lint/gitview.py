@@ -339,17 +339,19 @@ class TrackedTree:
             self._raw = None
 
 
-def pages_fingerprint(view: GitView, tree: TrackedTree, files: list[str], sha: Callable[[str], str | None]) -> str:
+def pages_fingerprint(view: GitView, tracked: frozenset[str] | None, files: list[str],
+                      sha: Callable[[str], str | None]) -> str:
     """A hash naming the bytes of every page of ``files`` from git's view of the work tree: the
     base commit, and the content hash (``sha``) of each page git does not vouch for (changed
     since the base, untracked, ignored, inside a submodule). The pages git tracks and finds
     unchanged are the base's, as ``wiki lint --changed`` and the watchers' delta audits already
-    take them to be; no page is read or even looked at for them."""
-    changes, tracked = view.changes, tree.files
+    take them to be; no page is read or even looked at for them. ``tracked``: the files git
+    tracks (:attr:`TrackedTree.files`); None where it is known to track every one of ``files``."""
+    changes = view.changes
     digest = hashlib.blake2b(digest_size=16)
     digest.update(view.base.encode() + b"\0" + "\0".join(files).encode())
     for rel in files:
-        if rel in changes or rel not in tracked:
+        if rel in changes or (tracked is not None and rel not in tracked):
             digest.update(f"\0{rel}\0{sha(rel) or '-'}".encode())
     return digest.hexdigest()
 

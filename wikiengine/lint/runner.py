@@ -128,17 +128,20 @@ def lint(
     the unchanged pages' facts and the files as a run of this moment found them (``LintResult``'s)."""
     from wikiengine.lint.registry import selected_codes, selected_rules
 
-    # git's index before this run's first git process, where the run may take git's change feed
-    index_then = index_before(root) if paths is None and use_cache and base == "HEAD" and view is None else None
+    # git's index before this run's first git process: a whole-wiki run may take git's change feed,
+    # and any run the listing a past run kept under this very index file
+    index_then = index_before(root) if use_cache else None
     root = Path(root)
     config = config or load_config(root)
     codes = selected_codes(config)
     ctx = _open_context(root, paths, config, codes, use_cache, index_then, facts, walked)
+    # git's change feed vouches for a whole-wiki run's files against HEAD
+    feed = index_then is not None and paths is None and base == "HEAD" and view is None
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
     ran = _open_git(ctx, codes, base, notices, view)
-    if index_then is not None and ctx.git is not None and len(ctx.files) >= FEED_THRESHOLD:
+    if feed and ctx.git is not None and len(ctx.files) >= FEED_THRESHOLD:
         _take_feed(ctx, index_then)
     wanted = _wanted(ctx.cache, codes)  # the rule set every entry (and the run snapshot) is keyed by
     held = _held_snapshot(ctx, wanted, paths is None and use_cache)
@@ -159,8 +162,8 @@ def lint(
     findings.extend(_git_page_findings(ctx, rules, ran))
     findings.extend(f for f in _wiki_findings(ctx, rules, ran, reuse) if f.path in reported or _absent(ctx, rules, f, paths))
     if _reads_tracked(codes):
-        ctx.tracked()  # reap the prefetched git process, should no rule have needed it
-    _keep_listing_facts(ctx, index_then)
+        # reap the prefetched git process, should no rule have needed it
+        _keep_listing_facts(ctx, ctx.tracked(), index_then)
 
     judged = {finding.path for finding in findings}  # the pages whose dates grandfathering may ask
     findings, grandfathered, suppressed = _filtered(findings, ctx, rules, directives, ran)
@@ -229,32 +232,36 @@ def _take_feed(ctx: LintContext, index_then: tuple) -> None:
     if tree is None:
         feed.close()
         return
-    # What the run asks of git's listing, as the last run with the same listing and files found it
-    known = ctx.cache.memo(LISTING_MEMO, _listing_key(ctx, tree))  # [plain, gitlinks, tracks, has_directory, covers]
-    if known is not None:
-        tree.know(known)
+    # a tree known by its hash was given them when the run opened (_open_context)
+    known = _know_listing_facts(ctx, tree) if tree.listed else ctx.cache.memo(LISTING_MEMO, _listing_key(ctx, tree))
     vouched = feed.vouched(ctx.git.changes, tree, ctx.files, known[4] if known is not None else None)
     ctx.cache.vouched = vouched
     ctx.cache.vouched_since_ns = feed.started_ns
     ctx.cache.stats["vouched"] = len(ctx.files) - len(vouched.others()) if vouched else 0
-    if vouched and known is None:
-        tree.asked_anew = True
 
 
-def _keep_listing_facts(ctx: LintContext, index_then: tuple | None) -> None:
-    """Keep what this run asked of git's listing, where it asked anew (:func:`_take_feed` reads
-    it), and the hash of the listing under the index file's identity, where git listed it for a
-    run whose git processes all read that one file (the feed was taken) and it had settled."""
+def _keep_listing_facts(ctx: LintContext, tree, index_then: tuple | None) -> None:
+    """Keep what this run asked of git's listing ``tree`` where it asked anew (the next run with
+    the same listing and files takes it: :func:`_know_listing_facts`), and the hash of the
+    listing under the identity of the index file it was listed from (``index_then``): where
+    every git process of the run read that one file (a whole-wiki run's change feed checked it;
+    any other run finds the file as it was before its first) and the file had settled."""
     vouched = ctx.cache.vouched
-    if not vouched or vouched.tree.moved:
+    if tree is None or tree.moved or not ctx.cache.persist or len(ctx.files) < FEED_THRESHOLD:
         return
-    tree = vouched.tree
-    if tree.asked_anew:
-        ctx.cache.store_memo(LISTING_MEMO, _listing_key(ctx, tree), [*tree.facts(), vouched.covers()])
-    if index_then is not None and index_then[1] and tree.listed:
-        mtime_ns = index_then[1][1][2]  # (path, (inode, size, mtime, ctime)); written well before, as ChangeFeed asks
-        if mtime_ns < index_then[0] - RACY_NS and ctx.cache.memo(INDEX_MEMO, repr(index_then[1])) != tree.digest:
-            ctx.cache.store_memo(INDEX_MEMO, repr(index_then[1]), tree.digest)
+    held = ctx.cache.memo(LISTING_MEMO, _listing_key(ctx, tree))
+    if tree.asked_anew or held is None:
+        covers = vouched.covers() if vouched else tree.files.issuperset(ctx.files)
+        plain, gitlinks, tracks, holds_dir = tree.facts()
+        if held is not None:  # a run that listed the index anew asked other questions of the same listing
+            tracks, holds_dir = {**held[2], **tracks}, {**held[3], **holds_dir}
+        ctx.cache.store_memo(LISTING_MEMO, _listing_key(ctx, tree), [plain, gitlinks, tracks, holds_dir, covers])
+    if index_then is None or not index_then[1] or not tree.listed:
+        return
+    settled = bool(vouched) or index_before(ctx.root)[1] == index_then[1]
+    mtime_ns = index_then[1][1][2]  # (path, (inode, size, mtime, ctime)); written well before, as ChangeFeed asks
+    if settled and mtime_ns < index_then[0] - RACY_NS and ctx.cache.memo(INDEX_MEMO, repr(index_then[1])) != tree.digest:
+        ctx.cache.store_memo(INDEX_MEMO, repr(index_then[1]), tree.digest)
 
 
 def _listing_key(ctx: LintContext, tree) -> str:
@@ -295,9 +302,22 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache, files_digest=digest)
     ctx.linked_folders, ctx.carried_facts = linked, facts or {}
     if _reads_tracked(codes):
-        feed = index_then is not None and len(files) >= FEED_THRESHOLD
-        ctx.prefetch_tracked(cache.memo(INDEX_MEMO, repr(index_then[1])) if feed and index_then[1] else None)
+        large = index_then is not None and index_then[1] and len(files) >= FEED_THRESHOLD
+        listed_as = cache.memo(INDEX_MEMO, repr(index_then[1])) if large else None
+        ctx.prefetch_tracked(listed_as)
+        if listed_as:
+            _know_listing_facts(ctx, ctx.tracked())
     return ctx
+
+
+def _know_listing_facts(ctx: LintContext, tree) -> list | None:
+    """What the run asks of git's listing, as the last run with the same listing and files
+    found it: given to ``tree`` (no parse, and no listing for a tree known by its hash)."""
+    known = ctx.cache.memo(LISTING_MEMO, _listing_key(ctx, tree))  # [plain, gitlinks, tracks, has_directory, covers]
+    if known is not None:
+        tree.know(known)
+        ctx.all_files_tracked = known[4]
+    return known
 
 
 def _git_page_findings(ctx: LintContext, rules, ran: set[str]) -> list[Finding]:
@@ -643,4 +663,5 @@ def _paths_state(ctx: LintContext) -> str | None:
     if tree is None:
         return None
     digest = hashlib.blake2b("\0".join(ctx.targets).encode(), digest_size=16).hexdigest()
-    return f"{digest}:{pages_fingerprint(ctx.git, tree, ctx.files, ctx.cache.sha)}"
+    tracked = None if ctx.all_files_tracked else tree.files  # no listing read to tell what is known
+    return f"{digest}:{pages_fingerprint(ctx.git, tracked, ctx.files, ctx.cache.sha)}"
