@@ -173,11 +173,12 @@ def lint(
         findings, baselined = _baselined(findings, ctx, rules, codes, None if paths is None else reported, unreadable)
     kept = reuse and ctx.cache.stats["wiki_rules_run"]
     if (paths is None or kept or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns
-            or ctx.cache.stats["tabled"] or ctx.cache.stats["kept"]):
+            or ctx.cache.stats["tabled"] or ctx.cache.stats["kept"] or ctx.cache.stats["index_listed"]):
         # A pre-commit run over a few pages writes nothing: those pages cost little to analyse again,
         # and they change again before the next commit. Pages put in a table of facts (a writer's
         # re-lint of the index) are settled: they are kept, and so are the values a rule keeps for
-        # later runs (EXP007's base verdicts, a lane's page conventions).
+        # later runs (EXP007's base verdicts, a lane's page conventions) and the listing of an
+        # index file written well before (a watcher's next audit lists it no more).
         ctx.cache.save(ctx.files)
     if made is not None:
         ctx.cache.store_run_snapshot(made[0], {**made[1], "dates": snapshot.dates(ctx, judged)})
@@ -262,6 +263,7 @@ def _keep_listing_facts(ctx: LintContext, tree, index_then: tuple | None) -> Non
     mtime_ns = index_then[1][1][2]  # (path, (inode, size, mtime, ctime)); written well before, as ChangeFeed asks
     if settled and mtime_ns < index_then[0] - RACY_NS and ctx.cache.memo(INDEX_MEMO, repr(index_then[1])) != tree.digest:
         ctx.cache.store_memo(INDEX_MEMO, repr(index_then[1]), tree.digest)
+        ctx.cache.stats["index_listed"] = 1
 
 
 def _listing_key(ctx: LintContext, tree) -> str:
