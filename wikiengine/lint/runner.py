@@ -62,10 +62,11 @@ POOL_THRESHOLD = 200
 # medians of 7: 1,000 pages 0.26 s with the feed and without; the real shape (4,633 files)
 # 0.39 s with it, 0.45 s without.
 FEED_THRESHOLD = 1000
-# what a run asked of git's index listing, kept under the listing's hash and the list of files
-LISTING_MEMO = "git-listing"
-# the hash of git's index listing, kept under the index file's path and lstat (git replaces it by a rename)
-INDEX_MEMO = "git-index"
+# what a run asked of git's index listing, kept under the listing's hash and the list of files;
+# and the listing's hash, kept under the index file's path and lstat (git replaces it by a rename):
+# cache tables, files of their own that a PATH run reads without the whole-wiki runs' memos
+LISTING_TABLE = "git-listing"
+INDEX_TABLE = "git-index"
 WORKERS = 2
 UNREADABLE_CODE = "WK001"
 
@@ -234,7 +235,7 @@ def _take_feed(ctx: LintContext, index_then: tuple) -> None:
         feed.close()
         return
     # a tree known by its hash was given them when the run opened (_open_context)
-    known = _know_listing_facts(ctx, tree) if tree.listed else ctx.cache.memo(LISTING_MEMO, _listing_key(ctx, tree))
+    known = _know_listing_facts(ctx, tree) if tree.listed else _listing_facts(ctx, tree)
     vouched = feed.vouched(ctx.git.changes, tree, ctx.files, known[4] if known is not None else None)
     ctx.cache.vouched = vouched
     ctx.cache.vouched_since_ns = feed.started_ns
@@ -250,24 +251,35 @@ def _keep_listing_facts(ctx: LintContext, tree, index_then: tuple | None) -> Non
     vouched = ctx.cache.vouched
     if tree is None or tree.moved or not ctx.cache.persist or len(ctx.files) < FEED_THRESHOLD:
         return
-    held = ctx.cache.memo(LISTING_MEMO, _listing_key(ctx, tree))
+    held = _listing_facts(ctx, tree)
     if tree.asked_anew or held is None:
         covers = vouched.covers() if vouched else tree.files.issuperset(ctx.files)
         plain, gitlinks, tracks, holds_dir = tree.facts()
         if held is not None:  # a run that listed the index anew asked other questions of the same listing
             tracks, holds_dir = {**held[2], **tracks}, {**held[3], **holds_dir}
-        ctx.cache.store_memo(LISTING_MEMO, _listing_key(ctx, tree), [plain, gitlinks, tracks, holds_dir, covers])
+        ctx.cache.store_table(LISTING_TABLE, _listing_key(ctx, tree), {"facts": [plain, gitlinks, tracks, holds_dir, covers]})
     if index_then is None or not index_then[1] or not tree.listed:
         return
     settled = bool(vouched) or index_before(ctx.root)[1] == index_then[1]
     mtime_ns = index_then[1][1][2]  # (path, (inode, size, mtime, ctime)); written well before, as ChangeFeed asks
-    if settled and mtime_ns < index_then[0] - RACY_NS and ctx.cache.memo(INDEX_MEMO, repr(index_then[1])) != tree.digest:
-        ctx.cache.store_memo(INDEX_MEMO, repr(index_then[1]), tree.digest)
+    if settled and mtime_ns < index_then[0] - RACY_NS and _listed_as(ctx.cache, index_then) != tree.digest:
+        ctx.cache.store_table(INDEX_TABLE, repr(index_then[1]), {"digest": tree.digest})
         ctx.cache.stats["index_listed"] = 1
 
 
 def _listing_key(ctx: LintContext, tree) -> str:
     return f"{tree.digest}:{ctx.files_digest()}"
+
+
+def _listing_facts(ctx: LintContext, tree) -> list | None:
+    """``[plain, gitlinks, tracks, has_directory, covers]`` as a run with ``tree``'s listing and
+    this run's files found them (:meth:`~wikiengine.lint.gitview.TrackedTree.facts`), or None."""
+    return ctx.cache.table(LISTING_TABLE, _listing_key(ctx, tree)).get("facts")
+
+
+def _listed_as(cache: LintCache, index_then: tuple) -> str | None:
+    """The hash of the listing of the index file ``index_then`` names, as a past run listed it."""
+    return cache.table(INDEX_TABLE, repr(index_then[1])).get("digest")
 
 
 def _reads_tracked(codes: list[str]) -> bool:
@@ -305,7 +317,7 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes
     ctx.linked_folders, ctx.carried_facts = linked, facts or {}
     if _reads_tracked(codes):
         large = index_then is not None and index_then[1] and len(files) >= FEED_THRESHOLD
-        listed_as = cache.memo(INDEX_MEMO, repr(index_then[1])) if large else None
+        listed_as = _listed_as(cache, index_then) if large else None
         ctx.prefetch_tracked(listed_as)
         if listed_as:
             _know_listing_facts(ctx, ctx.tracked())
@@ -315,7 +327,7 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes
 def _know_listing_facts(ctx: LintContext, tree) -> list | None:
     """What the run asks of git's listing, as the last run with the same listing and files
     found it: given to ``tree`` (no parse, and no listing for a tree known by its hash)."""
-    known = ctx.cache.memo(LISTING_MEMO, _listing_key(ctx, tree))  # [plain, gitlinks, tracks, has_directory, covers]
+    known = _listing_facts(ctx, tree)  # [plain, gitlinks, tracks, has_directory, covers]
     if known is not None:
         tree.know(known)
         ctx.all_files_tracked = known[4]
