@@ -572,6 +572,7 @@ def test_a_path_run_lists_an_index_file_once_and_the_next_on_that_file_not_again
     assert count == 1 and first.stats["wiki_rules_run"] > 0
     again, count = path_run()
     assert count == 0 and again.stats.get("wiki_rules_run", 0) == 0 and again.stats["wiki_rules_reused"] > 0
+    assert again.stats.get("memos_read", 0) == 0  # the listing's tables are read, not the whole-wiki runs' memos
     git(wiki, "rm", "-q", "--cached", "wiki/added-note.md")  # a new index file, the page left untracked
     settle_index(wiki)
     assert path_run()[1] == 1
