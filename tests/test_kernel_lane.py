@@ -127,6 +127,8 @@ def test_stub_refuses_a_second_open_stub_and_optimization_without_a_profile(fami
     assert status == 2 and "v001 is still open" in err
     status, err = kernel(root, capsys, *args, "--activity", "optimization")
     assert status == 2 and "needs --profile" in err
+    status, err = kernel(root, capsys, *[("c-chunks" if arg == "chunks" else arg) for arg in args])
+    assert status == 2 and "is the retry v001c" in err  # its page's name would read as another id
 
 
 def test_the_family_watcher_flags_an_open_stub_idle_past_its_hours_and_no_filed_page(family, capsys):

@@ -21,6 +21,7 @@ import pytest
 
 from tests.lane_runs import record_run
 from wikiengine.lint.runner import lint
+from wikiengine.model import experiment as ex
 from wikiengine.model.verdicts import Evidence, cap_verdict
 
 REPO = Path(__file__).resolve().parent.parent
@@ -494,10 +495,18 @@ def test_a_frontier_co_measured_in_the_run_is_the_reference(wiki):
     assert lint_codes(wiki) == []
 
 
-def test_a_slug_never_ends_in_what_reads_as_a_retry_letter(wiki):
+def test_a_slug_never_ends_or_begins_in_what_reads_as_a_retry_letter(wiki):
     refused = wiki_cmd(wiki, "exp", "new", "gemma4", "tpu", "--slug", "splash-q", "--variant", "2B/v5p-16",
                        "--proposal", str(proposal(wiki, "q")), check=False)
     assert refused.returncode == 2 and "reads as a retry letter" in refused.stderr
+    # `<date>-v051-t-warmup.md` reads as the retry v051t: the writer's own page would not be found by its id
+    head = git(wiki, "rev-parse", "HEAD")
+    refused = wiki_cmd(wiki, "exp", "new", "gemma4", "tpu", "--slug", "t-warmup", "--variant", "2B/v5p-16",
+                       "--proposal", str(proposal(wiki, "t")), check=False)
+    assert refused.returncode == 2 and "is the retry v001t" in refused.stderr and git(wiki, "rev-parse", "HEAD") == head
+    kept = json.loads(wiki_cmd(wiki, "exp", "new", "gemma4", "tpu", "--slug", "a-warmup", "--variant", "2B/v5p-16",
+                               "--proposal", str(proposal(wiki, "a")), "--json").stdout)
+    assert ex.parse_file_name(Path(kept["page"]).name).exp_id == kept["vid"]  # `a` is never a retry letter
     from wikiengine.core.identity import workload_name
 
     assert workload_name("demo", "gemma4", "tpu", 48, "abcdefghijklmno-q-rest") == "demo-gemma4-tpu-v048-abcdefghijklmno"

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wikiengine.core.errors import PageError
+from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.page import Page, Section, parse_page, read_frontmatter, read_text, split_frontmatter, title_key
 from wikiengine.core.text import folded
 
@@ -218,6 +218,15 @@ _DEFAULT_REGEXES = file_name_regexes()
 def page_file_name(date: str, exp_id: str, slug: str) -> str:
     """The file name the writers give a page: ``<date>-<id>-<slug>.md``."""
     return f"{date}-{exp_id}-{slug}.md"
+
+
+def refuse_a_misread_slug(slug: str) -> None:
+    """Refuse (exit 2) a slug whose page name would read as another id than the writer's: one
+    that begins with a one-letter word (``v001-t-warmup`` is the retry v001t)."""
+    read = parse_file_name(page_file_name("2000-01-01", "v001", slug)).exp_id
+    if read != "v001":
+        raise WikiError(f"slug {slug!r} begins with a one-letter word, which reads as a retry letter (v001-{slug} "
+                        f"is the retry {read}): a longer word")
 
 
 def resolve_verdict(frontmatter: dict) -> tuple[str | None, str | None]:

@@ -316,6 +316,7 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         raise WikiError(f"slug {slug!r} is not lower-case [a-z0-9-] (at most 60 characters)")
     if re.search(r"-[a-z]$", slug):
         raise WikiError(f"slug {slug!r} ends in a one-letter word, which reads as a retry letter: {slug[:-2]}, or a longer word")
+    ex.refuse_a_misread_slug(slug)
     rerun_reason = _one_line(rerun_reason, "--rerun-reason")
     reformulated_because = _one_line(reformulated_because, "--reformulated-because")
     proposal = with_knobs(parse_proposal(proposal_path), knobs, proposal_path)

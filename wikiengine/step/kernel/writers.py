@@ -320,6 +320,7 @@ def stub(root: Path, family: KernelFamily, *, slug: str, proposal_path: Path, op
     """`wiki kernel stub` (K3): the page of one mechanism, committed before any candidate."""
     if not _SLUG_RE.fullmatch(slug) or not _SLUG_RE.fullmatch(lever):
         raise WikiError("the slug and the lever are lower-case words joined by '-'")
+    ex.refuse_a_misread_slug(slug)
     if activity not in kp.ACTIVITIES:
         raise WikiError(f"--activity {activity!r} is not one of {', '.join(kp.ACTIVITIES)}")
     if activity == "optimization":
