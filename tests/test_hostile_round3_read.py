@@ -234,7 +234,7 @@ def test_row81_exp_file_with_a_pipe_or_dev_zero_input(dispatched, tmp_path, opti
 def test_row81_kernel_stub_and_cand_with_pipes(wiki, tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    refused(wiki, "kernel", "stub", "flash_attention", "--slug", "x", "--proposal", str(fifo), "--op-point", "p",
+    refused(wiki, "kernel", "stub", "flash_attention", "--slug", "piped", "--proposal", str(fifo), "--op-point", "p",
             "--lever", "l", "--plan", "p", "--intervention-class", "c", "--category", "c", names=str(fifo), case="kernel stub fifo")
     refused(wiki, "kernel", "cand", "flash_attention", "1", "--note", "n", "--source", str(fifo), names=str(fifo),
             case="kernel cand fifo")

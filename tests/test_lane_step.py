@@ -190,7 +190,7 @@ def test_a_lost_launch_answer_is_adopted_not_doubled(lane_wiki, tmp_path):
 
 def test_unknown_backend_waits_and_dispatches_nothing(lane_wiki, tmp_path):
     root = lane_wiki
-    backend = _one_track_with_a_stub(root, tmp_path, "x")
+    backend = _one_track_with_a_stub(root, tmp_path, "unreachable")
     backend.down = True
     result = wake(root, backend=backend)
     assert [d["decision"] for d in result.decisions] == ["wait"] and backend.launches == []

@@ -188,7 +188,7 @@ def test_new_refuses_bad_input(wiki, case, args, message):
 
 
 def test_unknown_lane_is_one_line(wiki):
-    result = wiki_cmd(wiki, "exp", "new", "gemma4", "nolane", "--slug", "x", "--variant", "2B/v5p-16",
+    result = wiki_cmd(wiki, "exp", "new", "gemma4", "nolane", "--slug", "lost-lane", "--variant", "2B/v5p-16",
                       "--proposal", str(proposal(wiki)), check=False)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
 

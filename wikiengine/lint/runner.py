@@ -129,20 +129,16 @@ def lint(
     the unchanged pages' facts and the files as a run of this moment found them (``LintResult``'s)."""
     from wikiengine.lint.registry import selected_codes, selected_rules
 
-    # git's index before this run's first git process: a whole-wiki run may take git's change feed,
-    # and any run the listing a past run kept under this very index file
-    index_then = index_before(root) if use_cache else None
+    index_then = index_before(root) if use_cache else None  # git's index before the run's first git process
     root = Path(root)
     config = config or load_config(root)
     codes = selected_codes(config)
     ctx = _open_context(root, paths, config, codes, use_cache, index_then, facts, walked)
-    # git's change feed vouches for a whole-wiki run's files against HEAD
-    feed = index_then is not None and paths is None and base == "HEAD" and view is None
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
     ran = _open_git(ctx, codes, base, notices, view)
-    if feed and ctx.git is not None and len(ctx.files) >= FEED_THRESHOLD:
+    if paths is None and base == "HEAD" and view is None and ctx.git is not None:
         _take_feed(ctx, index_then)
     wanted = _wanted(ctx.cache, codes)  # the rule set every entry (and the run snapshot) is keyed by
     held = _held_snapshot(ctx, wanted, paths is None and use_cache)
@@ -162,8 +158,7 @@ def lint(
     reported = set(ctx.targets) | set(ctx.git.deleted()) if ctx.git is not None else set(ctx.targets)
     findings.extend(_git_page_findings(ctx, rules, ran))
     findings.extend(f for f in _wiki_findings(ctx, rules, ran, reuse) if f.path in reported or _absent(ctx, rules, f, paths))
-    if _reads_tracked(codes):
-        # reap the prefetched git process, should no rule have needed it
+    if _reads_tracked(codes):  # (reaps the prefetched git process, should no rule have needed it)
         _keep_listing_facts(ctx, ctx.tracked(), index_then)
 
     judged = {finding.path for finding in findings}  # the pages whose dates grandfathering may ask
@@ -223,9 +218,12 @@ def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) 
             and not os.path.lexists(os.path.join(ctx.root, finding.path)))
 
 
-def _take_feed(ctx: LintContext, index_then: tuple) -> None:
+def _take_feed(ctx: LintContext, index_then: tuple | None) -> None:
     """Let the cache take the pages git vouches for as fresh (:mod:`~wikiengine.lint.changefeed`):
-    a whole-wiki run whose view of ``HEAD`` opened; ``index_then``: the index before its git processes."""
+    a whole-wiki run whose view of ``HEAD`` opened, from :data:`FEED_THRESHOLD` files;
+    ``index_then``: the index before its git processes (None: no cache, no feed)."""
+    if index_then is None or len(ctx.files) < FEED_THRESHOLD:
+        return
     try:
         feed = ChangeFeed(ctx.root, index_then)
     except WikiError:  # git cannot start: every page is looked at
