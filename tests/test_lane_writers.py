@@ -368,11 +368,13 @@ def test_backfill_files_finished_workloads_without_pages_once(wiki):
     git(wiki, "add", ".gitignore")
     git(wiki, "commit", "-qm", "ignore")
     _workload(wiki, "demo-gemma4-tpu-v090-ok-run", "succeeded", 0, "step 100 mfu 41.0\n")
-    _workload(wiki, "demo-gemma4-tpu-v091-crash", "failed", 1, "step 3\nRuntimeError: RESOURCE_EXHAUSTED: HBM OOM\n")
+    # a hand-named run whose slug begins with a one-letter word: `v091-b-crash.md` would read as v091b
+    _workload(wiki, "demo-gemma4-tpu-v091-b-crash", "failed", 1, "step 3\nRuntimeError: RESOURCE_EXHAUSTED: HBM OOM\n")
     _workload(wiki, "demo-gemma4-tpu-v092-still", "running", None, "")
     _workload(wiki, "bob-gemma4-tpu-v093-not-mine", "succeeded", 0, "")
     result = json.loads(wiki_cmd(wiki, "backfill", "gemma4", "tpu", "--json").stdout)
     assert [(b["vid"], b["verdict"]) for b in result["backfilled"]] == [("v090", "inconclusive"), ("v091", "invalid")]
+    assert result["backfilled"][1]["page"].endswith("-v091-run-b-crash.md")
     crashed = (wiki / result["backfilled"][1]["page"]).read_text()
     assert "backfilled: true" in crashed and "RESOURCE_EXHAUSTED: HBM OOM" in crashed
     assert "**Hypothesis not recovered**" in crashed

@@ -220,11 +220,16 @@ def page_file_name(date: str, exp_id: str, slug: str) -> str:
     return f"{date}-{exp_id}-{slug}.md"
 
 
-def refuse_a_misread_slug(slug: str) -> None:
-    """Refuse (exit 2) a slug whose page name would read as another id than the writer's: one
-    that begins with a one-letter word (``v001-t-warmup`` is the retry v001t)."""
+def misread_id(slug: str) -> str | None:
+    """The id a reader takes from the writers' name of v001's page with ``slug`` where it is
+    another (a slug that begins with a one-letter word: ``v001-t-warmup`` is the retry v001t)."""
     read = parse_file_name(page_file_name("2000-01-01", "v001", slug)).exp_id
-    if read != "v001":
+    return read if read != "v001" else None
+
+
+def refuse_a_misread_slug(slug: str) -> None:
+    """Refuse (exit 2) a slug whose page name would read as another id than the writer's."""
+    if read := misread_id(slug):
         raise WikiError(f"slug {slug!r} begins with a one-letter word, which reads as a retry letter (v001-{slug} "
                         f"is the retry {read}): a longer word")
 

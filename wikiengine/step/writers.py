@@ -1042,12 +1042,13 @@ def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: st
                 continue
             variant = claimed_variant.get(vid)
             verdict, reason, text = render_backfill(lane, workload, variant, stem, date)
-            rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, workload.slug)}"
+            slug = workload.slug if ex.misread_id(workload.slug) is None else f"run-{workload.slug}"  # read back as vid
+            rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, slug)}"
             txn.write(rel, text)
             journal_text = append_record(journal_text, {"op": "backfill", "vid": vid, "workload": workload.name,
                                                         "verdict": verdict, "page": rel, "digest": page_digest(text),
                                                         "at": now_iso(clock)})
-            entry = logbook.render_entry(date, "backfill", f"{vid}-{workload.slug} filed from logs ({verdict})",
+            entry = logbook.render_entry(date, "backfill", f"{vid}-{slug} filed from logs ({verdict})",
                                          {"Pages created": rel, "Key result": reason,
                                           "Notes": "Hypothesis not recovered; never supported or refuted without the analyzer."})
             txn.write(lane.log, logbook.insert_entry(txn.read(lane.log), entry))
