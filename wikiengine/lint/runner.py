@@ -159,7 +159,7 @@ def lint(
     findings.extend(_git_page_findings(ctx, rules, ran))
     findings.extend(f for f in _wiki_findings(ctx, rules, ran, reuse) if f.path in reported or _absent(ctx, rules, f, paths))
     if _reads_tracked(codes):  # (reaps the prefetched git process, should no rule have needed it)
-        _keep_listing_facts(ctx, ctx.tracked(), index_then)
+        _keep_listing_facts(ctx, ctx.tracked(), index_then if paths is None or reuse else None)
 
     judged = {finding.path for finding in findings}  # the pages whose dates grandfathering may ask
     findings, grandfathered, suppressed = _filtered(findings, ctx, rules, directives, ran)
@@ -245,9 +245,11 @@ def _keep_listing_facts(ctx: LintContext, tree, index_then: tuple | None) -> Non
     the same listing and files takes it: :func:`_know_listing_facts`), and the hash of the
     listing under the identity of the index file it was listed from (``index_then``): where
     every git process of the run read that one file (a whole-wiki run's change feed checked it;
-    any other run finds the file as it was before its first) and the file had settled."""
+    any other run finds the file as it was before its first) and the file had settled. None
+    for ``index_then`` keeps nothing: a run that is not repeated on one state (a writer's lint,
+    whose commit writes a new index next; a pre-commit run) would write tables never read."""
     vouched = ctx.cache.vouched
-    if tree is None or tree.moved or not ctx.cache.persist or len(ctx.files) < FEED_THRESHOLD:
+    if tree is None or tree.moved or index_then is None or not ctx.cache.persist or len(ctx.files) < FEED_THRESHOLD:
         return
     held = _listing_facts(ctx, tree)
     if tree.asked_anew or held is None:
