@@ -251,14 +251,15 @@ def _keep_listing_facts(ctx: LintContext, tree, index_then: tuple | None) -> Non
     vouched = ctx.cache.vouched
     if tree is None or tree.moved or index_then is None or not ctx.cache.persist or len(ctx.files) < FEED_THRESHOLD:
         return
-    held = _listing_facts(ctx, tree)
+    key = _listing_key(ctx, tree)
+    held = ctx.cache.table(LISTING_TABLE, key).get("facts")
     if tree.asked_anew or held is None:
         covers = vouched.covers() if vouched else tree.files.issuperset(ctx.files)
         plain, gitlinks, tracks, holds_dir = tree.facts()
         if held is not None:  # a run that listed the index anew asked other questions of the same listing
             tracks, holds_dir = {**held[2], **tracks}, {**held[3], **holds_dir}
-        ctx.cache.store_table(LISTING_TABLE, _listing_key(ctx, tree), {"facts": [plain, gitlinks, tracks, holds_dir, covers]})
-    if index_then is None or not index_then[1] or not tree.listed:
+        ctx.cache.store_table(LISTING_TABLE, key, {"facts": [plain, gitlinks, tracks, holds_dir, covers]})
+    if not index_then[1] or not tree.listed:
         return
     settled = bool(vouched) or index_before(ctx.root)[1] == index_then[1]
     mtime_ns = index_then[1][1][2]  # (path, (inode, size, mtime, ctime)); written well before, as ChangeFeed asks

@@ -1042,7 +1042,8 @@ def backfill(root: Path, lane: Lane, backend, *, dry_run: bool = False, date: st
                 continue
             variant = claimed_variant.get(vid)
             verdict, reason, text = render_backfill(lane, workload, variant, stem, date)
-            slug = workload.slug if ex.misread_id(workload.slug) is None else f"run-{workload.slug}"  # read back as vid
+            # a hand-named run's slug may begin with a one-letter word: `v091-b-crash` would read as v091b
+            slug = workload.slug if ex.misread_id(workload.slug) is None else f"run-{workload.slug}"
             rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, slug)}"
             txn.write(rel, text)
             journal_text = append_record(journal_text, {"op": "backfill", "vid": vid, "workload": workload.name,
