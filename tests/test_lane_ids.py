@@ -174,6 +174,22 @@ def test_row71_the_queue_is_first_in_first_out_and_a_filed_page_frees_its_track(
     assert gone.track(1).active == "v001"  # its page is gone but its run may live: it holds the track
 
 
+
+def test_row69_a_renumbered_stub_whose_claim_comes_first_waits_behind_the_run_in_flight():
+    """Found by tests/test_lane_ids_model.py (hypothesis seed 226430143169337863286895402478903113782):
+    clone B's stub of v048 merged before A's claim of v048, whose run was dispatched; renumber
+    rewrote B's claim in place as v051, first on track 1, and the next wake launched it beside
+    the run in flight. A dispatched stub holds its track until it is filed."""
+    records = [{"op": "claim", "vid": "v051", "track": 1}, {"op": "claim", "vid": "v048", "track": 1},
+               {"op": "claim", "vid": "v049", "track": 1}, {"op": "dispatch", "vid": "v048", "track": 1},
+               {"op": "renumber", "vid": "v051", "from": "v048"}]
+    pages = {"v048": "open", "v049": "open", "v051": "open"}
+    assert lane_queue(records, pages, 1).track(1).active == "v048"
+    completed = records + [{"op": "complete", "vid": "v048"}]  # its verdict still owed: it holds the track
+    assert lane_queue(completed, pages, 1).track(1).active == "v048"
+    assert lane_queue(completed, {**pages, "v048": "filed"}, 1).track(1).active == "v051"  # then claim order
+
+
 # --- row 70: the backend's records deleted while a run lives ---------------------------------------
 
 

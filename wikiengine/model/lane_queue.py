@@ -101,7 +101,10 @@ def lane_queue(records: list[dict], page_states: dict[str, str], tracks: int) ->
     queues = []
     for number in range(1, tracks + 1):
         mine = [vid for vid, track in placed if track == number]
-        holding = [vid for vid in mine if holds(vid)]
+        # a dispatched stub holds its track until it is filed, whatever its claim's place: a
+        # renumbered stub's claim keeps the place of the claim it was made from, which a merge
+        # can have put before the claim of the run in flight
+        holding = sorted((vid for vid in mine if holds(vid)), key=lambda vid: "dispatch" not in ops.get(vid, ()))
         if not holding and waiting:
             holding = [waiting.pop(0)]  # an idle track takes the lane queue's oldest stub
         queues.append(TrackQueue(number, holding[0] if holding else None, tuple(holding[1:]),
