@@ -181,6 +181,24 @@ def test_an_unchanged_watcher_rerun_imports_no_relay_tables_nor_run_evidence(lan
     assert heavy == [], f"an unchanged wiki watch --once imported {heavy}"
 
 
+def test_a_stub_without_knobs_imports_no_yaml_nor_toml_parser(lane):
+    """A stub's frontmatter is written without PyYAML (core/yaml_dump.py), which remembers
+    what it loads to, and the configuration's parse is kept per user (lint/config.py): the
+    writer's lint of the page it wrote imports neither PyYAML nor tomllib."""
+    assert (lane / "wiki.toml").is_file()  # read by the writer's lint
+    plain = PROPOSAL.split("## Setup")[0]  # no Setup block: no knobs to parse
+    for name in ("warm", "probe"):
+        (lane.parent / f"proposal-{name}.md").write_text(plain.replace("(1 - 2 lr)", f"(1 - 2 lr), {name} run"))
+    warm = _wiki(lane, "exp", "new", "mlp", "cpu", "--slug", "lr-warm", "--variant", "1M/cpu", "--proposal",
+                 "../proposal-warm.md")
+    assert warm.returncode == 0, warm.stdout + warm.stderr
+    argv = ["exp", "new", "mlp", "cpu", "--slug", "lr-probe", "--variant", "1M/cpu", "--proposal", "../proposal-probe.md"]
+    heavy = _probe(lane, argv, [*HEAVY, "yaml", "tomllib"])
+    assert heavy == [], f"a stub without knobs imported {heavy}"
+    assert "lr-probe" in subprocess.run(["git", "log", "-1", "--format=%s"], cwd=lane, capture_output=True,
+                                        text=True).stdout
+
+
 def test_filing_a_run_imports_nothing_heavy(lane):
     """`wiki exp file` of a run the journal recorded (tests/lane_runs.py): the writers and the
     re-lint need the rest (the filing's digest, the band's median, the linter's rules)."""

@@ -50,12 +50,19 @@ def safe_load(text: str, path=None, first_line: int = 1) -> Any:
     from wikiengine.core.yaml_strict import load
 
     data = load(text, path, first_line)
-    if short and _KEPT.has_room() and not _holds_secret(text):
+    if short:
+        remember(text, data)
+    return data
+
+
+def remember(text: str, data: Any) -> None:
+    """Keep what ``text`` loads to: after a load, or from a writer that wrote ``text`` from
+    ``data`` (:mod:`~wikiengine.core.yaml_dump`), whose own lint then need not import PyYAML."""
+    if len(text) <= MAX_KEPT_TEXT and _KEPT.has_room() and not _holds_secret(text):
         try:
             _KEPT.put(text, marshal.dumps(data))
         except ValueError:
             pass  # a value marshal cannot hold: parsed each time
-    return data
 
 
 def _holds_secret(text: str) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import tomllib
+import marshal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +32,7 @@ from typing import Any
 
 from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.safe_read import read_optional
+from wikiengine.core.usercache import KeptMap, code_stamp
 from wikiengine.lint.options import Option, check, selector, unknown_name
 from wikiengine.model.cascade import DEFAULT_ADDITIVE_MARKER
 from wikiengine.model.logbook import DEFAULT_OPS
@@ -197,14 +198,7 @@ def load_config(root: Path, explicit: Path | None = None) -> LintConfig:
             if explicit:
                 raise WikiError("configuration file not found", path)
             continue
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise WikiError(f"cannot read configuration: {exc}", path) from None
-        except RecursionError:
-            raise WikiError("cannot read configuration: nested too deep", path) from None
-        except ValueError as exc:  # an integer past sys.get_int_max_str_digits()
-            raise WikiError(f"cannot read configuration: {exc}", path) from None
+        data = _parsed(text, path)
         if path.name == "pyproject.toml":
             tool = data.get("tool", {})
             table = tool.get("wiki") if isinstance(tool, dict) else None
@@ -218,6 +212,39 @@ def load_config(root: Path, explicit: Path | None = None) -> LintConfig:
             continue
         return _from_table(table, path)
     return LintConfig()
+
+
+# What a configuration's text parses to, kept per user (keyed by the text): importing tomllib
+# (and typing, which it imports) was 28 million instructions of every writer's lint.
+_PARSED = KeptMap("toml", "loads.marshal", lambda: code_stamp("tomllib"), limit=16)
+
+
+def _parsed(text: str, path: Path) -> dict:
+    """``tomllib.loads(text)``, kept when it is marshallable and holds no secret; WikiError naming ``path``."""
+    kept = _PARSED.get(text)
+    if kept is not None:
+        try:
+            return marshal.loads(kept)  # a fresh copy: the reader changes what it gets
+        except (EOFError, ValueError, TypeError):
+            pass  # damaged: parse it again
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise WikiError(f"cannot read configuration: {exc}", path) from None
+    except RecursionError:
+        raise WikiError("cannot read configuration: nested too deep", path) from None
+    except ValueError as exc:  # an integer past sys.get_int_max_str_digits()
+        raise WikiError(f"cannot read configuration: {exc}", path) from None
+    from wikiengine.core.secrets import secret_hits
+
+    if not secret_hits(text):
+        try:
+            _PARSED.put(text, marshal.dumps(data))
+        except ValueError:
+            pass  # a date or time: parsed each time
+    return data
 
 
 def _from_table(table: dict, path: Path) -> LintConfig:

@@ -120,10 +120,9 @@ def knobs_from_options(pairs: list[str], path=None) -> Knobs | None:
 
 def knobs_block(values: dict) -> str:
     """A Setup's fenced yaml block of ``values``, in the given order (``null`` kept: it is a value)."""
-    import yaml
+    from wikiengine.core import yaml_dump
 
-    body = yaml.safe_dump(values, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
-    return "```yaml\n" + body + "```"
+    return "```yaml\n" + yaml_dump.block(values) + "```"
 
 
 def canonical(knobs: dict) -> str:

@@ -193,10 +193,9 @@ def refuse_same_knobs(root: Path, lane: Lane, knobs: Knobs | None, variant: str,
 
 def frontmatter_yaml(values: dict) -> str:
     """A frontmatter block's YAML, keys in the given order, scalars quoted only where needed."""
-    import yaml
+    from wikiengine.core import yaml_dump
 
-    return yaml.safe_dump({k: v for k, v in values.items() if v is not None}, sort_keys=False, allow_unicode=True,
-                          default_flow_style=False, width=1000)
+    return yaml_dump.block({k: v for k, v in values.items() if v is not None})
 
 
 def stub_head(front: dict, vid: str, slug: str, proposal) -> tuple[list[str], list[str]]:
