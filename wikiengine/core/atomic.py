@@ -16,7 +16,10 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def temp_name(path: Path) -> Path:

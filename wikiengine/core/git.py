@@ -28,10 +28,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from wikiengine.core.errors import GitError, WikiError
 from wikiengine.core.locks import FileLock
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 TIMEOUT_S = 120.0
 COMMIT_LOCK_TIMEOUT_S = 60.0  # how long a writer waits for another writer's commit (a commit takes ~0.1 s)

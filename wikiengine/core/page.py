@@ -19,10 +19,13 @@ import re
 from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
-from typing import Any
 
 from wikiengine.core.errors import PageError
 from wikiengine.core.safe_read import MAX_PAGE_BYTES, decode, read_regular
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})(.*)$")

@@ -26,9 +26,12 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
 
 from wikiengine.core.errors import PageError
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 MiB = 1024 * 1024
 MAX_PAGE_BYTES = 16 * MiB

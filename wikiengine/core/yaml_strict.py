@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import sys
-from typing import Any
 
 import yaml
 
 from wikiengine.core.errors import PageError
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -18,10 +18,13 @@ from __future__ import annotations
 import functools
 import marshal
 import os
-from typing import Any
 
 from wikiengine.core.errors import PageError
 from wikiengine.core.usercache import KeptMap, code_stamp
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_KEPT_TEXT = 4096  # frontmatter and config blocks; a longer text is parsed each time
 

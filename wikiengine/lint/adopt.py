@@ -21,13 +21,16 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.text import counted
 from wikiengine.lint import baseline
 from wikiengine.lint.config import KEYS, LintConfig
 from wikiengine.lint.survey import LaneSurvey, WikiWide, survey, wiki_wide
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 WIKI_TOML = "wiki.toml"
 SPLIT_DATE = "rules.LOG003.split-date"

@@ -55,13 +55,13 @@ import time
 import zlib
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wikiengine.core.atomic import atomic_write_bytes
 from wikiengine.core.errors import PageError
 from wikiengine.core.safe_read import LIMITS, MAX_PAGE_BYTES, read_regular
 from wikiengine.core.usercache import KeptMap, base_dir, read_private, work_tree_holding
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.changefeed import Vouched
 

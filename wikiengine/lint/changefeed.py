@@ -29,13 +29,13 @@ import hashlib
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wikiengine.core import git
 from wikiengine.core.errors import GitError
 from wikiengine.lint.cache import RACY_NS
 from wikiengine.lint.context import in_sorted
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.gitview import TrackedTree
 

@@ -28,7 +28,6 @@ import marshal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.safe_read import read_optional
@@ -36,6 +35,10 @@ from wikiengine.core.usercache import KeptMap, code_stamp
 from wikiengine.lint.options import Option, check, selector, unknown_name
 from wikiengine.model.cascade import DEFAULT_ADDITIVE_MARKER
 from wikiengine.model.logbook import DEFAULT_OPS
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_LOG_OPS = DEFAULT_OPS  # wikiengine.model.logbook: the vocabulary of each tier
 

@@ -20,14 +20,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.page import Page, decode, parse_page, read_regular
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.kinds import KIND_MARKS, kind_of
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from wikiengine.lint.cache import LintCache
     from wikiengine.lint.folders import FolderListing
     from wikiengine.lint.gitview import GitView

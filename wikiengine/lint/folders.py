@@ -24,9 +24,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from wikiengine.lint.cache import CACHE_DIR, RACY_NS, read_signed, write_signed
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 FOLDERS_FILE = "folders.marshal"
 _FORMAT = 2

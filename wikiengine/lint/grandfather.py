@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import TYPE_CHECKING
 
 from wikiengine.core.errors import WikiError
 from wikiengine.lint.finding import Finding
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # A rule code or a prefix of one: letters, then digits (EXP, EXP0, EXP004).
 _SELECTOR_RE = re.compile(r"[A-Z]+[0-9]*")

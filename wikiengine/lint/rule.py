@@ -58,12 +58,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, ClassVar
 
 from wikiengine.lint.finding import Finding
 from wikiengine.lint.options import Option
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from wikiengine.core.page import Page
     from wikiengine.lint.context import LintContext, PageInfo
 

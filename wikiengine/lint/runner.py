@@ -28,7 +28,6 @@ import stat
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wikiengine.core.errors import WikiError
 from wikiengine.core.page import decode, parse_page
@@ -52,6 +51,7 @@ from wikiengine.lint.folders import FolderListing
 from wikiengine.lint.kinds import kind_of
 from wikiengine.lint.scopes import scope
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.gitview import GitView
 

@@ -34,10 +34,10 @@ are known by them at once, and the run after it takes the snapshot.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
 
 from wikiengine.lint.finding import Finding
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext
 

@@ -28,12 +28,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.page import Page, Section, parse_page, read_frontmatter, read_text, split_frontmatter, title_key
 from wikiengine.core.text import folded
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.model.lanes import LaneFolder
 

@@ -25,7 +25,6 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from wikiengine.core import clock
 from wikiengine.core.atomic import atomic_write_text
@@ -43,6 +42,10 @@ from wikiengine.model.memory_files import (  # where the files are, and reading 
     memory_path,
     read_memory_file,
 )
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 OUTCOMES = ("booked", "unspent", "spent")
 ACCELERATORS = ("gpu", "tpu", "cpu")

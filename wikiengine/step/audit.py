@@ -38,7 +38,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from wikiengine.core.atomic import atomic_write_text
 from wikiengine.core.clock import timestamp, today, utc_iso, utcnow
@@ -53,6 +52,10 @@ from wikiengine.model.experiment import AA_VID
 from wikiengine.model.filings import committed_drifts
 from wikiengine.model.journal import journal_records
 from wikiengine.model.lanes import Lane
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 CURSOR = ".audit-cursor"
 STOP_AUTHORIZED = ".stop-authorized"

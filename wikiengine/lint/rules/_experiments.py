@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import TYPE_CHECKING
 
 from wikiengine.core.identity import MODEL_DIR_SUFFIX, model_name
 from wikiengine.lint.cache import marshal_or_none
@@ -45,6 +44,7 @@ from wikiengine.model.experiment import (  # noqa: F401 - the rules import these
 )
 from wikiengine.model.lanes import Lane
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
 

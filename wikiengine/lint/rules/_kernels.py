@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from wikiengine.core import git as core_git
 from wikiengine.lint.rules._experiments import lint_cache
 from wikiengine.model.experiment import ExperimentPage
 from wikiengine.model.kernels import family_of_path
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
 

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from wikiengine.lint.kinds import log_lane
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import lint_cache
 from wikiengine.model.logbook import GLOBAL_LOG, LogEntry, log_tier, parse_entries, parse_heading  # noqa: F401
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
 

@@ -7,8 +7,8 @@ page that keeps Current best in a ``## Current best`` section is read from the s
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
 
 from wikiengine.lint.rules._experiments import (
     canonical_id,
@@ -21,6 +21,7 @@ from wikiengine.lint.rules._experiments import (
 from wikiengine.model.experiment import ExperimentPage, metric_of
 from wikiengine.model.variant_matrix import CURRENT_BEST, VARIANT_MATRIX, VariantMatrix, cell_reference, parse_matrix
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
 
@@ -78,12 +79,9 @@ def current_best(info: PageInfo, lane: tuple[str, str] | None, ctx: LintContext)
     return refs
 
 
-class Supported(NamedTuple):
-    """A supported experiment of a lane with its headline metric: what MOD002 compares."""
-
-    rel: str
-    variant: str  # the frontmatter's ``variant`` as text ("None" when it has none)
-    value: float
+# A supported experiment of a lane with its headline metric: what MOD002 compares. ``variant``:
+# the frontmatter's as text ("None" when it has none). (typing.NamedTuple would import typing.)
+Supported = namedtuple("Supported", ["rel", "variant", "value"])
 
 
 def lane_supported(ctx: LintContext, lane: tuple[str, str], metric: str) -> list[Supported]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from wikiengine.core.identity import MODEL_DIR_SUFFIX, model_name
 from wikiengine.lint.rules._experiments import frontmatter_date, lint_cache, pages_of, real_date
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext
 

@@ -10,14 +10,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
 
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import experiment_facts
 from wikiengine.lint.rules._kernels import kernel_facts
 from wikiengine.model.experiment import ExperimentPage
 
+TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from wikiengine.lint.context import LintContext, PageInfo
 
 
