@@ -657,6 +657,32 @@ def test_a_write_re_lints_its_pages_not_its_journal(wiki, monkeypatch):
     assert targets and all(rel.endswith(".md") for paths in targets for rel in paths), targets
 
 
+def test_a_write_asks_git_whether_it_ignores_no_page_the_write_commits(wiki, monkeypatch):
+    """The index links the new stub, which git does not track yet: the link rules ask `git check-ignore`
+    of untracked link targets (LNK002), but the writer commits the stub with the lint (a path git ignored
+    would fail that commit), so nothing is asked of it. An untracked file the write does not
+    commit is still asked about, and an ignored one is still a finding (LNK002)."""
+    from wikiengine.lint import gitview
+    from wikiengine.model.lanes import Lane
+    from wikiengine.step import writers as lw
+
+    index = wiki / "wiki/index.md"
+    index.write_text(index.read_text() + "\n## Experiments (0)\n")  # where the writer lists its stub
+    git(wiki, "commit", "-qam", "an index that lists experiments")
+    asked = []
+    real = gitview.ignored_paths
+    monkeypatch.setattr(gitview, "ignored_paths", lambda root, rels: asked.append(list(rels)) or real(root, rels))
+    result = lw.new_experiment(wiki, Lane("gemma4_autoresearch_optimization", "tpu"), slug="splash-qb",
+                               variant="2B/v5p-16", proposal_path=proposal(wiki), track=1)
+    assert Path(result["page"]).name in index.read_text()  # a link to a page git did not track at the lint
+    assert asked == [] and clean(wiki) and result["page"] in git(wiki, "show", "--name-only", "--format=", "HEAD")
+    (wiki / ".gitignore").write_text("wiki/scratch.md\n")
+    (wiki / "wiki/scratch.md").write_text("# scratch\n")
+    index.write_text(index.read_text() + "\nSee [scratch](scratch.md).\n")
+    found = lint(wiki, ["wiki/index.md"], base=None, use_cache=False).findings
+    assert asked == [["wiki/scratch.md"]] and [f.code for f in found if "scratch" in f.message] == ["LNK002"]
+
+
 def test_adopt_only_the_files_with_findings_are_linted_again_and_no_written_file_s_facts_carried(tmp_path, monkeypatch):
     """Of the files a write replaced, the old texts are all put in place but only those with a
     finding after the write are linted again; the facts handed over leave out every written file,

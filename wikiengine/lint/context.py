@@ -198,6 +198,7 @@ class LintContext:
         # what another run of the same moment answered of pages unchanged since, taken as it is
         self.asked_facts: dict[tuple[str, str], dict[str, Any]] = {}
         self.carried_facts: dict[tuple[str, str], dict[str, Any]] = {}
+        self.committing: frozenset[str] = frozenset()  # what the caller (a writer) commits next: git tracks it then
 
     def close(self) -> None:
         """Let go of everything the run held. Pages point back at the context (their

@@ -119,6 +119,7 @@ def lint(
     reuse: bool = False,
     facts: dict | None = None,
     walked: tuple | None = None,
+    committing: frozenset[str] = frozenset(),
 ) -> LintResult:
     """Lint the wiki at ``root``: every file, or only ``paths`` (posix, relative to ``root``; cross-file
     rules still see all). Git-aware rules compare with ``base`` (skipped, with one notice, outside a git
@@ -126,14 +127,14 @@ def lint(
     runs serially). ``view``: ``base`` already opened (:func:`~wikiengine.lint.gitview.changed_view`).
     ``reuse``: a PATH run with a base keeps its cross-file rules' findings, and takes them back while its
     targets and every page are as they were (a watcher's audit of an unchanged lane). ``facts``, ``walked``:
-    the unchanged pages' facts and the files as a run of this moment found them (``LintResult``'s)."""
+    the unchanged pages' facts and the files as a run of this moment found them; ``committing``: what it commits next."""
     from wikiengine.lint.registry import selected_codes, selected_rules
 
     index_then = index_before(root) if use_cache else None  # git's index before the run's first git process
     root = Path(root)
     config = config or load_config(root)
     codes = selected_codes(config)
-    ctx = _open_context(root, paths, config, codes, use_cache, index_then, facts, walked)
+    ctx = _open_context(root, paths, config, codes, use_cache, index_then, facts, walked, committing)
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
@@ -294,11 +295,12 @@ def _reported_kinds(ctx: LintContext) -> set[str]:
 
 
 def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes: list[str], use_cache: bool,
-                  index_then: tuple | None, facts: dict | None = None, walked: tuple | None = None) -> LintContext:
+                  index_then: tuple | None, facts: dict | None = None, walked: tuple | None = None,
+                  committing: frozenset[str] = frozenset()) -> LintContext:
     """The run's files and targets, and its cache, keyed by the configuration and the rules ``codes``;
     ``index_then``: git's index before the run (:func:`~wikiengine.lint.changefeed.index_before`);
     ``facts``: the page facts it takes (:attr:`~wikiengine.lint.context.LintContext.carried_facts`);
-    ``walked``: the files it takes instead of a walk (see :func:`lint`)."""
+    ``walked``: the files it takes instead of a walk; ``committing``: see :func:`lint`."""
     if walked is not None:
         files, linked = walked
         digest, programs = _file_list_facts(files)
@@ -315,7 +317,7 @@ def _open_context(root: Path, paths: list[str] | None, config: LintConfig, codes
     cache = LintCache.open(root, engine_fingerprint(_programs_fingerprint(root, programs)), persist=use_cache)
     cache.rule_fps = {code: config.rule_fingerprint(code) for code in codes}
     ctx = LintContext(root=root, config=config, files=files, targets=targets, cache=cache, files_digest=digest)
-    ctx.linked_folders, ctx.carried_facts = linked, facts or {}
+    ctx.linked_folders, ctx.carried_facts, ctx.committing = linked, facts or {}, committing
     if _reads_tracked(codes):
         large = index_then is not None and index_then[1] and len(files) >= FEED_THRESHOLD
         listed_as = _listed_as(cache, index_then) if large else None

@@ -150,7 +150,7 @@ class LaneTxn:
         try:
             # the pages: a journal or RESULTS.tsv is no markdown page (`wiki lint` skips them too);
             # the cross-file rules read them from disk, the old ones too when the old texts are linted
-            after = lint_paths(self.root, [p for p in live if p.endswith(".md")])
+            after = lint_paths(self.root, [p for p in live if p.endswith(".md")], committing=frozenset(live))
         except BaseException:
             probe.close()
             raise
@@ -297,11 +297,11 @@ def recover(root: Path, key: str) -> Recovered | None:
 
 
 def lint_paths(root: Path, paths: list[str], codes: set[str] | None = None, facts: dict | None = None,
-               walked: tuple | None = None):
+               walked: tuple | None = None, committing: frozenset[str] = frozenset()):
     """The lint of ``paths`` (cross-file rules see the whole wiki), its findings and the
     ones before the baseline only those on ``paths``; ``codes``: by those rules only;
     ``facts``, ``walked``: the other pages' facts and the wiki's files as another lint of this
-    moment found them."""
+    moment found them; ``committing``: what the writer commits once the lint passes."""
     from wikiengine.lint.runner import lint
 
     config = None
@@ -312,7 +312,8 @@ def lint_paths(root: Path, paths: list[str], codes: set[str] | None = None, fact
 
         config = load_config(root)
         config = replace(config, select=sorted(code for code in codes if config.enabled(code)))
-    result = lint(root, paths, config, base=None, use_baseline=True, jobs=1, facts=facts, walked=walked)
+    result = lint(root, paths, config, base=None, use_baseline=True, jobs=1, facts=facts, walked=walked,
+                  committing=committing)
     result.findings = [f for f in result.findings if f.path in paths]
     result.unfiltered = [f for f in result.unfiltered if f.path in paths]
     return result

@@ -151,8 +151,8 @@ class TargetJudge:
             return OK
         if not os.path.exists(os.path.join(self.root, target)):
             return BROKEN
-        if tree is None:
-            return OK
+        if tree is None or target in self.ctx.committing:
+            return OK  # outside git; or a page the writer commits with this lint (no git check-ignore for it)
         self.candidates.append(target)
         return CANDIDATE
 
