@@ -53,6 +53,22 @@ def test_idx001_sections_option_counts_another_section_by_type(tmp_path):
     assert rendered(root, "IDX001", sections=["Recent=concept"]) == [f for f in expected("IDX001") if f != recent]
 
 
+def test_idx001_counts_the_pages_of_a_type_wherever_they_are_but_not_the_generated_silo_pages(tmp_path):
+    """The pages of a type before, inside and after wiki/codebases/ are counted; the generated
+    silo pages under wiki/codebases/<slug>/ are not, whatever their type."""
+    wiki = tmp_path / "wiki"
+    for rel in ("analyses/aa.md", "codebases/a.md", "codebases/b.md", "sources/zz.md", "codebases/a/overview/x.md"):
+        (wiki / "wiki" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (wiki / "wiki" / rel).write_text("---\ntype: codebase\n---\n# page\n", encoding="utf-8")
+    index = wiki / "wiki/index.md"
+    for said in (4, 5):  # the section lists one page: its count is judged against the type's pages
+        index.write_text(f"# Index\n\n## Codebases ({said})\n\n- [a](codebases/a.md)\n", encoding="utf-8")
+        found = [f.render() for f in lint(wiki, ["wiki/index.md"], base=None, use_cache=False).findings
+                 if f.code == "IDX001"]
+        assert found == ([] if said == 4 else ["wiki/index.md:3:1: IDX001 '## Codebases (5)' says 5, but the wiki "
+                                                "has 4 codebase pages and the section lists 1"])
+
+
 def test_idx002_exclude_option_and_no_index(tmp_path):
     root = build("IDX002", tmp_path / "wiki")
     assert rendered(root, "IDX002", exclude=["wiki/analyses/*"]) == [expected("IDX002")[1]]
