@@ -102,12 +102,12 @@ class Thrashing(Refused):
     what changed (exit 3, nothing written)."""
 
 
-def refuse_thrashing(root: Path, lane: Lane, records: list[dict], k: int, reason: str | None, *, mechanism: str = "",
-                     vid: str = "") -> None:
+def refuse_thrashing(records: list[dict], pages: list[ExperimentPage], k: int, reason: str | None, *,
+                     mechanism: str = "", vid: str = "") -> None:
     """K consecutive invalid/inconclusive results on this mechanism or on this v-id's letters
-    (:func:`wikiengine.model.progress.thrash_of`, the watcher's computation): refused unless
-    ``reason`` says what changed."""
-    streak = thrash_of(records, filed_mechanisms(records, lane_pages(root, lane)), k, mechanism=mechanism, vid=vid)
+    (:func:`wikiengine.model.progress.thrash_of`, the watcher's computation) among the lane's
+    journal ``records`` and ``pages``: refused unless ``reason`` says what changed."""
+    streak = thrash_of(records, filed_mechanisms(records, pages), k, mechanism=mechanism, vid=vid)
     if streak is not None and not reason:
         raise Thrashing(f"{len(streak.vids)} invalid/inconclusive results in a row on this {streak.kind} "
                         f"({', '.join(streak.vids)}): say what changed with --reformulated-because TEXT, "
@@ -137,10 +137,10 @@ def refuse_stopped_lane(journal_text: str, lane: Lane) -> None:
                           f"first (`wiki loop start {lane.model_prefix} {lane.name}`)")
 
 
-def refuse_mechanism_in_flight(root: Path, lane: Lane, proposal: Proposal, track) -> None:
-    """One mechanism in flight at a time: no open stub of another track may test it."""
+def refuse_mechanism_in_flight(pages: list[ExperimentPage], proposal: Proposal, track) -> None:
+    """One mechanism in flight at a time: no open stub (of the lane's ``pages``) of another track may test it."""
     mechanism = folded(proposal.paragraphs["Mechanism"])
-    for page in lane_pages(root, lane):
+    for page in pages:
         if page.is_open and page.frontmatter.get("track") != track and page.mechanism == mechanism:
             raise WikiError(f"the mechanism is already in flight on track {page.frontmatter.get('track')} ({page.rel})")
 
@@ -171,13 +171,14 @@ def _page_knobs(page: ExperimentPage) -> Knobs | None:
         return None
 
 
-def refuse_same_knobs(root: Path, lane: Lane, knobs: Knobs | None, variant: str, rerun_reason: str | None) -> None:
-    """One knob set is one change: not while it is in flight on any track (an open stub),
-    and not again after it was filed refuted on this variant unless a rerun reason is given."""
+def refuse_same_knobs(pages: list[ExperimentPage], knobs: Knobs | None, variant: str, rerun_reason: str | None) -> None:
+    """One knob set is one change: not while it is in flight on any track (an open stub of the
+    lane's ``pages``), and not again after it was filed refuted on this variant unless a rerun
+    reason is given."""
     if knobs is None:
         return
     wanted = canonical(knobs.values)
-    for page in lane_pages(root, lane):
+    for page in pages:
         if not (page.is_open or page.verdict == "refuted"):
             continue
         theirs = _page_knobs(page)
@@ -270,14 +271,13 @@ def index_add(txn: LaneTxn, root: Path, pages: list[tuple[str, str]], section: s
     txn.write(INDEX, index.bom + index.frontmatter_block + index.preamble + "".join(s.text for s in sections))
 
 
-def place_stub(root: Path, lane: Lane, journal: str, track: int | None) -> tuple[int | None, list[str]]:
-    """Where a new stub waits (:mod:`wikiengine.model.lane_queue`): ``track``, or without one the
-    lowest idle track of the session, else the lane queue (None); and the v-ids it waits
-    behind (empty: it runs at the next wake). A busy track queues the stub, never drops the
-    run in flight."""
-    records = parse_journal(journal, lane.journal)
+def place_stub(records: list[dict], pages: list[ExperimentPage], track: int | None) -> tuple[int | None, list[str]]:
+    """Where a new stub waits (:mod:`wikiengine.model.lane_queue`), from the lane's journal
+    ``records`` and ``pages``: ``track``, or without one the lowest idle track of the session,
+    else the lane queue (None); and the v-ids it waits behind (empty: it runs at the next
+    wake). A busy track queues the stub, never drops the run in flight."""
     placed = {vid for vid, _track in placements(records)}  # the queue asks the state of these alone
-    states = {p.exp_id: FILED if ex.is_filed(p.frontmatter) else OPEN for p in lane_pages(root, lane) if p.exp_id in placed}
+    states = {p.exp_id: FILED if ex.is_filed(p.frontmatter) else OPEN for p in pages if p.exp_id in placed}
     tracks = session_track_count(records)
     if track is None:
         track = idle_track(records, states, tracks)
@@ -332,10 +332,11 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
         refuse_stopped_lane(journal, lane)
-        track, waits = place_stub(root, lane, journal, track)
-        refuse_mechanism_in_flight(root, lane, proposal, track)
-        refuse_same_knobs(root, lane, proposal.knobs, variant, rerun_reason)
-        refuse_thrashing(root, lane, parse_journal(journal, lane.journal), settings.thrash_k, reformulated_because,
+        records, pages = parse_journal(journal, lane.journal), lane_pages(root, lane)  # read once for every guard
+        track, waits = place_stub(records, pages, track)
+        refuse_mechanism_in_flight(pages, proposal, track)
+        refuse_same_knobs(pages, proposal.knobs, variant, rerun_reason)
+        refuse_thrashing(records, pages, settings.thrash_k, reformulated_because,
                          mechanism=folded(proposal.paragraphs["Mechanism"]))
         vid = str(next_id(used_ids(root, lane, journal, branches)))
         workload = workload_name(settings.user_prefix, lane.model_name, lane.name, int(vid[1:]), slug)
@@ -373,8 +374,9 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, reformulated_because: 
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
         refuse_stopped_lane(journal, lane)
-        refuse_thrashing(root, lane, parse_journal(journal, lane.journal), settings.thrash_k, reformulated_because,
-                         mechanism=original.mechanism, vid=original.exp_id)
+        records, pages = parse_journal(journal, lane.journal), lane_pages(root, lane)
+        refuse_thrashing(records, pages, settings.thrash_k, reformulated_because, mechanism=original.mechanism,
+                         vid=original.exp_id)
         retry = next_retry(used_ids(root, lane, journal), parsed)
         slug = original.slug or "retry"
         found = original.paragraphs
@@ -389,11 +391,10 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, reformulated_because: 
         workload = workload_name(settings.user_prefix, lane.model_name, lane.name, retry.number, slug, retry.letter)
         paths = artifact_paths(settings, lane, str(retry), slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, str(retry), slug)}"
-        track = track_of(parse_journal(journal, lane.journal)).get(original.exp_id, original.frontmatter.get("track"))
-        track, waits = place_stub(root, lane, journal, track if isinstance(track, int) else None)
-        refuse_mechanism_in_flight(root, lane, proposal, track)
-        refuse_same_knobs(root, lane, proposal.knobs, str(original.frontmatter.get("variant", "")),
-                          f"a retry of {original.exp_id}")
+        track = track_of(records).get(original.exp_id, original.frontmatter.get("track"))
+        track, waits = place_stub(records, pages, track if isinstance(track, int) else None)
+        refuse_mechanism_in_flight(pages, proposal, track)
+        refuse_same_knobs(pages, proposal.knobs, str(original.frontmatter.get("variant", "")), f"a retry of {original.exp_id}")
         text = render_stub(lane, str(retry), slug, str(original.frontmatter.get("variant", "")), proposal,
                            track if isinstance(track, int) else None, workload, paths, date,
                            str(original.frontmatter.get("model", lane.model_name)),
