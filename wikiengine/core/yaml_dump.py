@@ -50,42 +50,45 @@ _IMPLICIT = [re.compile(pattern, re.X) for pattern in (
 )]
 
 
-class _Unsupported(Exception):
-    """A value this module does not write the way PyYAML would: PyYAML writes the block."""
-
-
 def block(values: dict) -> str:
     """``yaml.safe_dump(values, sort_keys=False, allow_unicode=True, default_flow_style=False,
     width=1000)``; when written here, what it loads to is remembered for the loader."""
-    try:
-        text = "".join(_entry(key, value) for key, value in values.items()) if values else "{}\n"
-    except _Unsupported:
+    entries = [_entry(key, value) for key, value in values.items()]
+    if None in entries:
         import yaml
 
         return yaml.safe_dump(values, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
+    text = "".join(entries) or "{}\n"
     yamlio.remember(text, values)
     return text
 
 
-def _entry(key, value) -> str:
-    """One top-level ``key: value``: a scalar on its line, a list or mapping of scalars below it."""
+def _entry(key, value) -> str | None:
+    """One top-level ``key: value``: a scalar on its line, a list or mapping of scalars below it;
+    None when a part of it is not written here."""
     name = _key(key)
     if type(value) is dict:
-        return f"{name}: {{}}\n" if not value else f"{name}:\n" + "".join(f"  {_key(k)}: {_scalar(v)}\n" for k, v in value.items())
-    if type(value) is list:
-        return f"{name}: []\n" if not value else f"{name}:\n" + "".join(f"- {_scalar(item)}\n" for item in value)
-    return f"{name}: {_scalar(value)}\n"
+        rows = [(_key(k), _scalar(v)) for k, v in value.items()]
+        body, empty = None if any(None in row for row in rows) else "".join(f"  {k}: {v}\n" for k, v in rows), "{}"
+    elif type(value) is list:
+        items = [_scalar(item) for item in value]
+        body, empty = None if None in items else "".join(f"- {item}\n" for item in items), "[]"
+    else:
+        scalar = _scalar(value)
+        return None if name is None or scalar is None else f"{name}: {scalar}\n"
+    if name is None or body is None:
+        return None
+    return f"{name}:\n{body}" if body else f"{name}: {empty}\n"
 
 
-def _key(key) -> str:
-    if type(key) is not str or not _KEY_RE.fullmatch(key) or _implicit(key):
-        raise _Unsupported
-    return key
+def _key(key) -> str | None:
+    """A key as PyYAML writes it, when it is a plain word (else None)."""
+    return key if type(key) is str and _KEY_RE.fullmatch(key) and not _implicit(key) else None
 
 
-def _scalar(value) -> str:
-    """A scalar as PyYAML's block emitter writes it, or :class:`_Unsupported` (by the exact
-    type, as PyYAML picks its representer: a subclass of ``str`` is not a string to it)."""
+def _scalar(value) -> str | None:
+    """A scalar as PyYAML's block emitter writes it, or None (by the exact type, as PyYAML picks
+    its representer: a subclass of ``str`` is not a string to it)."""
     if value is None:
         return "null"
     if type(value) is bool:
@@ -93,7 +96,7 @@ def _scalar(value) -> str:
     if type(value) is int:
         return str(value)
     if type(value) is not str or len(value) > MAX_TEXT or not all(map(_printable, value)):
-        raise _Unsupported  # a float's spelling, a tab, a line break, a long line: PyYAML's own rules
+        return None  # a float's spelling, a tab, a line break, a long line: PyYAML's own rules
     return value if _plain(value) else "'" + value.replace("'", "''") + "'"
 
 

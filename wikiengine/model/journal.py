@@ -188,10 +188,10 @@ def _readable_ids(held: dict) -> bool:
             and all(isinstance(v, str) for v in ids))
 
 
-def used_ids(root: Path, lane: Lane, journal_text: str, branches: BranchIds | None = None) -> set[VId]:
-    """Every id this lane has used: on disk, in its journal, and on any branch's history
-    (``branches``: a :class:`BranchIds` the caller started early)."""
-    used = _ids_in_names(lane.page_rels(root)) | _journal_ids(parse_journal(journal_text, lane.journal))
+def used_ids(root: Path, lane: Lane, records: list[dict], branches: BranchIds | None = None) -> set[VId]:
+    """Every id this lane has used: on disk, in its journal's ``records``, and on any branch's
+    history (``branches``: a :class:`BranchIds` the caller started early)."""
+    used = _ids_in_names(lane.page_rels(root)) | _journal_ids(records)
     return used | (branches or BranchIds(root, lane)).ids()
 
 

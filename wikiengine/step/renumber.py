@@ -70,7 +70,7 @@ def renumber_experiment(root: Path, lane: Lane, vid: str, *, dry_run: bool = Fal
             raise WikiError(f"{wanted}: more than one of its pages was dispatched ({kept.rel}, {', '.join(ran)}): "
                             "a run's name carries its id, so renumber moves only a page never dispatched: "
                             "resolve these pages by hand")
-        used = used_ids(root, lane, journal, branches)
+        used = used_ids(root, lane, records, branches)
         others = [p for p in _wiki_pages(root) if p not in {page.rel for page in pages}]
         renamed = []
         for page in moved:

@@ -128,10 +128,10 @@ class LaneStopped(Refused):
     """The lane's newest session was stopped: no new stub until `wiki loop start` (exit 3)."""
 
 
-def refuse_stopped_lane(journal_text: str, lane: Lane) -> None:
+def refuse_stopped_lane(records: list[dict], lane: Lane) -> None:
     """A stub after `wiki loop stop` would never be dispatched: the newest of the journal's
     ``start``/``stop`` records must not be a stop (a lane never started takes stubs)."""
-    marks = [r.get("op") for r in parse_journal(journal_text, lane.journal) if r.get("op") in ("start", "stop")]
+    marks = [r.get("op") for r in records if r.get("op") in ("start", "stop")]
     if marks and marks[-1] == "stop":
         raise LaneStopped(f"lane {lane.model_prefix}/{lane.name} was stopped (`wiki loop stop`): start a session "
                           f"first (`wiki loop start {lane.model_prefix} {lane.name}`)")
@@ -331,14 +331,14 @@ def new_experiment(root: Path, lane: Lane, *, slug: str, variant: str, proposal_
     with BranchIds(root, lane) as branches, LaneLock(root, lane) as lock:
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
-        refuse_stopped_lane(journal, lane)
         records, pages = parse_journal(journal, lane.journal), lane_pages(root, lane)  # read once for every guard
+        refuse_stopped_lane(records, lane)
         track, waits = place_stub(records, pages, track)
         refuse_mechanism_in_flight(pages, proposal, track)
         refuse_same_knobs(pages, proposal.knobs, variant, rerun_reason)
         refuse_thrashing(records, pages, settings.thrash_k, reformulated_because,
                          mechanism=folded(proposal.paragraphs["Mechanism"]))
-        vid = str(next_id(used_ids(root, lane, journal, branches)))
+        vid = str(next_id(used_ids(root, lane, records, branches)))
         workload = workload_name(settings.user_prefix, lane.model_name, lane.name, int(vid[1:]), slug)
         paths = artifact_paths(settings, lane, vid, slug, date)
         rel = f"{lane.experiments_dir}/{ex.page_file_name(date, vid, slug)}"
@@ -373,11 +373,11 @@ def retry_experiment(root: Path, lane: Lane, vid: str, *, reformulated_because: 
             raise WikiError(f"{original.exp_id} is not a v<NNN> id: retries take a letter after v<NNN>")
         txn = LaneTxn(root, lane)
         journal = txn.read(lane.journal)
-        refuse_stopped_lane(journal, lane)
         records, pages = parse_journal(journal, lane.journal), lane_pages(root, lane)
+        refuse_stopped_lane(records, lane)
         refuse_thrashing(records, pages, settings.thrash_k, reformulated_because, mechanism=original.mechanism,
                          vid=original.exp_id)
-        retry = next_retry(used_ids(root, lane, journal), parsed)
+        retry = next_retry(used_ids(root, lane, records), parsed)
         slug = original.slug or "retry"
         found = original.paragraphs
         if any(not found.get(label, ("", 0))[0] for label in ex.LABELS):

@@ -350,7 +350,7 @@ def stub(root: Path, family: KernelFamily, *, slug: str, proposal_path: Path, op
                 raise WikiError(f"{page.exp_id} is still open: file it before the next stub", page.rel)
             if page.mechanism == mechanism:
                 raise WikiError(f"the mechanism is {page.exp_id}'s already: one page per mechanism", page.rel)
-        vid = str(next_id(used_ids(root, family, txn.read(family.journal))))
+        vid = str(next_id(used_ids(root, family, records)))
         bar = bar if bar is not None else float(binding.get("speedup_bar", DEFAULT_BAR))
         front = {"title": f"{vid} {slug}", "type": "experiment", "model": family.slug, "variant": variant,
                  "hypothesis": " ".join(proposal.paragraphs["Hypothesis"].split())[:200], "status": ex.IN_PROGRESS,
@@ -395,7 +395,7 @@ def cand(root: Path, family: KernelFamily, number: int, *, note: str, source: Pa
         if not git_ok(root, "cat-file", "-e", f"HEAD:{page_ref.rel}"):
             raise WikiError("the stub is not committed: a candidate is authored only after its stub", page_ref.rel)
         if mechanism is not None and folded(mechanism) != page_ref.mechanism:
-            nxt = next_id(used_ids(root, family, txn.read(family.journal)))
+            nxt = next_id(used_ids(root, family, records))
             raise WikiError(f"this candidate's mechanism differs from {page_ref.exp_id}'s: a new mechanism is `{nxt}` "
                             "(`wiki kernel stub`)")
         page = page_ref.page
