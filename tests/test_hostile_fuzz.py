@@ -39,7 +39,7 @@ from wikiengine.core.errors import ExitCode
 USER_CACHE_FILE = re.compile(r"home/\.cache/wikiengine/(?:validators/[a-z-]+-[0-9a-f]{8}-[0-9a-f]+-[0-9]+\.code"
                              r"|dataclasses/[a-z]+-[0-9]+-[0-9a-f]+\.marshal|yaml(?:/loads\.marshal)?"
                              r"|schemas(?:/wordings\.marshal)?|regex(?:/[a-z]+-[0-9]+-[0-9]+\.marshal)?"
-                             r"|open-words(?:/[0-9a-f]{8}\.marshal)?|lint(?:/engine-digests\.marshal)?"
+                             r"|lane-pages(?:/[0-9a-f]{8}\.marshal)?|lint(?:/engine-digests\.marshal)?"
                              r"|toml(?:/loads\.marshal)?)")
 
 CASES = 50
@@ -331,7 +331,7 @@ def test_row64_hostile_wikis_and_configurations_hold_every_promise(case):
         written |= {p for p in after.keys() & before.keys() if after[p] != before[p] and p not in ("tmp", "home")}
         # the per-user cache is the one place outside the repository: the lint cache's key, the
         # compiled schema validators, dataclass methods and regular expressions, kept YAML and TOML values,
-        # schema wordings, lane pages' open words and the engine's digest (docs/wakes-and-writers.md),
+        # schema wordings, lane pages' open words and mechanisms, the engine's digest (docs/wakes-and-writers.md),
         # nothing else
         key_dir = {p for p in after if p.startswith("home/.cache") and not USER_CACHE_FILE.fullmatch(p)} - {
             "home/.cache", "home/.cache/wikiengine", "home/.cache/wikiengine/cache.key", "home/.cache/wikiengine/validators",

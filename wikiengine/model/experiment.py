@@ -559,10 +559,11 @@ class ExperimentPage:
         found = self.sections_led_by(HYPOTHESIS_SECTION)
         return labelled_paragraphs(found[0].body if found else "")
 
-    @property
+    @functools.cached_property
     def mechanism(self) -> str:
         """The **Mechanism** paragraph, folded for comparison (from the whole body when the
-        page has no hypothesis section): one page per mechanism."""
+        page has no hypothesis section): one page per mechanism. Read once per page object (a
+        lane's reader may give it the answer kept for the page's signature)."""
         found = self.sections_led_by(HYPOTHESIS_SECTION)
         body = found[0].body if found else self.page.body
         return folded(labelled_paragraphs(body).get("Mechanism", ("", 0))[0])

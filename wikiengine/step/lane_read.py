@@ -14,7 +14,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from wikiengine.core.errors import WikiError
+from wikiengine.core.errors import PageError, WikiError
 from wikiengine.core.page import parse_page
 from wikiengine.core.safe_read import repo_text
 from wikiengine.core.usercache import KeptMap, code_stamp
@@ -112,10 +112,11 @@ def lane_pages(root: Path, lane: Lane) -> list[ExperimentPage]:
     thrashing gate, the backfill): a file that has not changed since (the same inode,
     mtime and size: every write of ours renames a new file in) is the same page object,
     its frontmatter read once. Whether a page's frontmatter holds an open word (the watcher
-    and the writers ask it of every page) is kept per user by that signature: the next
-    process reads only the pages that changed (:func:`_recall_open_words`)."""
+    and the writers ask it of every page) and its mechanism (the thrashing gate asks it of
+    every filed page) are kept per user by that signature: the next process reads only the
+    pages that changed (:func:`_recall_answers`)."""
     pages = [_page(root, rel, lane) for rel in lane.page_rels(root)]
-    _recall_open_words(root, lane, pages)
+    _recall_answers(root, lane, pages)
     return [page for page, _signature in pages if page.exp_id]
 
 
@@ -138,19 +139,20 @@ def _page(root: Path, rel: str, lane: Lane) -> tuple[ExperimentPage, tuple | Non
 
 
 SETTLED_NS = 2_000_000_000  # a page written this recently may change again without its signature moving
-_OPEN_WORDS: dict[str, KeptMap] = {}  # the lane folder's real path -> its kept answers
+_ANSWERS: dict[str, KeptMap] = {}  # the lane folder's real path -> its kept answers
 
 
-def _recall_open_words(root: Path, lane: Lane, pages: list[tuple[ExperimentPage, tuple | None]]) -> None:
-    """Give each page its kept answer to ``_holds_open_word`` when its signature is the one
-    the answer was kept with; answer (reading the page) and keep the settled pages that have
-    none. One small file per lane in the per-user cache (core/usercache.py), stamped with
-    the code that answers (``model/experiment.py``, ``core/page.py``) and the lane's folder."""
+def _recall_answers(root: Path, lane: Lane, pages: list[tuple[ExperimentPage, tuple | None]]) -> None:
+    """Give each page its kept answers to ``_holds_open_word`` and ``mechanism`` when its
+    signature is the one they were kept with; answer (reading the page) and keep the settled
+    pages that have none (a page whose mechanism cannot be read keeps None: asked again, it
+    says why). One small file per lane in the per-user cache (core/usercache.py), stamped
+    with the code that answers (``model/experiment.py``, ``core/page.py``) and the folder."""
     folder = os.path.realpath(os.path.join(root, lane.dir))
-    kept = _OPEN_WORDS.get(folder)
+    kept = _ANSWERS.get(folder)
     if kept is None:
-        kept = _OPEN_WORDS[folder] = KeptMap(
-            "open-words", f"{zlib.crc32(folder.encode()):08x}.marshal", limit=16384,
+        kept = _ANSWERS[folder] = KeptMap(
+            "lane-pages", f"{zlib.crc32(folder.encode()):08x}.marshal", limit=16384,
             stamp=lambda: code_stamp("wikiengine.model.experiment", "wikiengine.core.page") + folder)
     settled = time.time_ns() - SETTLED_NS
     for page, signature in pages:
@@ -158,13 +160,23 @@ def _recall_open_words(root: Path, lane: Lane, pages: list[tuple[ExperimentPage,
             continue
         held = kept.get(page.rel)
         try:
-            kept_signature, answer = marshal.loads(held) if held is not None else (None, None)
+            kept_signature, answer, mechanism = marshal.loads(held) if held is not None else (None, None, None)
         except (EOFError, ValueError, TypeError):
-            kept_signature, answer = None, None  # damaged: answered again
+            kept_signature, answer, mechanism = None, None, None  # damaged: answered again
         if kept_signature == signature and type(answer) is bool:
-            page.__dict__["_holds_open_word"] = answer  # what the cached property would compute
+            page.__dict__["_holds_open_word"] = answer  # what the cached properties would compute
+            if type(mechanism) is str:
+                page.__dict__["mechanism"] = mechanism
         elif signature[2] < settled:
-            kept.put(page.rel, marshal.dumps((signature, page._holds_open_word)))
+            kept.put(page.rel, marshal.dumps((signature, page._holds_open_word, _mechanism(page))))
+
+
+def _mechanism(page: ExperimentPage) -> str | None:
+    """The page's folded mechanism, None when the page cannot be read."""
+    try:
+        return page.mechanism
+    except PageError:
+        return None
 
 
 def find_page(root: Path, lane: Lane, vid: str) -> ExperimentPage:
