@@ -683,6 +683,23 @@ def test_a_write_asks_git_whether_it_ignores_no_page_the_write_commits(wiki, mon
     assert asked == [["wiki/scratch.md"]] and [f.code for f in found if "scratch" in f.message] == ["LNK002"]
 
 
+def test_a_stub_git_ignores_is_refused_and_leaves_nothing_written_or_staged(wiki):
+    """The re-lint takes the writer's own pages as tracked (no git check-ignore of them), so a
+    stub a .gitignore pattern covers is found by the commit itself: `git add` refuses it (having
+    staged the writer's other files). The write is refused with one line, the old texts back,
+    nothing staged, no redo record left for the next writer to replay."""
+    (wiki / ".gitignore").write_text("*-scratch-*.md\n")
+    git(wiki, "add", ".gitignore")
+    git(wiki, "commit", "-qm", "ignore scratch pages")
+    head = git(wiki, "rev-parse", "HEAD")
+    done = wiki_cmd(wiki, "exp", "new", "gemma4", "tpu", "--slug", "splash-scratch-qb", "--variant", "2B/v5p-16",
+                    "--proposal", str(proposal(wiki)), "--track", "1", check=False)
+    assert done.returncode != 0 and "git ignores" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert git(wiki, "rev-parse", "HEAD") == head and clean(wiki)
+    assert git(wiki, "diff", "--cached", "--name-only") == ""
+    assert not list((wiki / ".git").rglob("*.redo*")) and new(wiki, "splash-qb")["vid"] == "v048"
+
+
 def test_adopt_only_the_files_with_findings_are_linted_again_and_no_written_file_s_facts_carried(tmp_path, monkeypatch):
     """Of the files a write replaced, the old texts are all put in place but only those with a
     finding after the write are linted again; the facts handed over leave out every written file,

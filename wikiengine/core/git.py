@@ -272,7 +272,7 @@ def _git(root: Path, *args: str, env: dict | None = None) -> str:
 
 STAGED = ("diff", "--cached", "--name-status", "--no-renames", "-z")
 _FULL_SHA_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-STATUS = ("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--")
+STATUS = ("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--")
 
 
 def _staged(root: Path, out: str) -> set[str]:
@@ -285,8 +285,9 @@ def _staged(root: Path, out: str) -> set[str]:
 
 
 def _changed(listed: dict[str, str], paths: list[str]) -> list[str]:
-    """Which of ``paths`` a ``git status --porcelain -z`` lists (its :func:`_status_entries`)."""
-    return [p for p in paths if p in listed]
+    """Which of ``paths`` a ``git status --porcelain -z`` lists (its :func:`_status_entries`)
+    as changed: not as ignored (``!!``)."""
+    return [p for p in paths if p in listed and listed[p] != "!!"]
 
 
 def _status_entries(out: str) -> dict[str, str]:
@@ -314,6 +315,12 @@ class CommitProbe:
 
     def untracked(self) -> set[str]:
         return {path for path, letters in self._entries().items() if letters == "??"}
+
+    def ignored(self) -> set[str]:
+        """Which of ``paths`` git ignores (listed ``!!``, or under a folder listed so): a commit
+        would leave them out without a word."""
+        folders = tuple(path for path, letters in self._entries().items() if letters == "!!" and path.endswith("/"))
+        return {p for p in self.paths if self._entries().get(p) == "!!" or p.startswith(folders)}
 
     def _entries(self) -> dict[str, str]:
         if self._listed is None:

@@ -115,6 +115,7 @@ class LaneTxn:
         probe = CommitProbe(self.root, paths)  # git answers what the commit asks while the re-lint runs
         if relint:
             paths, probe = self._relint(paths, record, message, probe)
+        self._refuse_ignored(paths, record, probe)
         if self.carried:
             paths = sorted(set(paths) | set(self.carried))
             if probe is not None:
@@ -127,6 +128,27 @@ class LaneTxn:
                 probe.close()
         record.unlink(missing_ok=True)
         return sha
+
+    def _refuse_ignored(self, paths: list[str], record: Path, probe: CommitProbe | None) -> None:
+        """Refuse (the old texts put back) a write whose new file git ignores: the commit would
+        leave it out without a word, the journal claiming a page no clone gets. The re-lint
+        takes the writer's files as tracked; git's status of them (``probe``) says which it
+        ignores."""
+        created = {p for p in paths if self.old.get(p) is None and self.texts.get(p) is not None}
+        if not created:
+            return
+        if probe is None:
+            from wikiengine.lint.gitview import ignored_paths
+
+            ignored = ignored_paths(self.root, sorted(created))
+        else:
+            ignored = probe.ignored() & created
+        if ignored:
+            if probe is not None:
+                probe.close()
+            self._undo_write(paths, record)
+            raise LaneWriteRefused(f"refused: git ignores {', '.join(sorted(ignored)[:3])} (a .gitignore pattern), "
+                                   "so the commit would leave it out; nothing committed")
 
     def _undo_write(self, paths: list[str], record: Path) -> None:
         """Put back the old texts of the files a failed write may have replaced (each was
