@@ -319,8 +319,9 @@ class CommitProbe:
     def ignored(self) -> set[str]:
         """Which of ``paths`` git ignores (listed ``!!``, or under a folder listed so): a commit
         would leave them out without a word."""
-        folders = tuple(path for path, letters in self._entries().items() if letters == "!!" and path.endswith("/"))
-        return {p for p in self.paths if self._entries().get(p) == "!!" or p.startswith(folders)}
+        entries = self._entries()
+        folders = tuple(path for path, letters in entries.items() if letters == "!!" and path.endswith("/"))
+        return {p for p in self.paths if entries.get(p) == "!!" or p.startswith(folders)}
 
     def _entries(self) -> dict[str, str]:
         if self._listed is None:

@@ -104,6 +104,25 @@ class KeptMap:
         found = self._added.get(key)
         return found if found is not None else self._read().get(key)
 
+    def recall(self, key, default=None):
+        """The value kept under ``key``, unmarshalled afresh (the caller may change it);
+        ``default`` when there is none or it is damaged."""
+        held = self.get(key)
+        if held is None:
+            return default
+        try:
+            return marshal.loads(held)
+        except (EOFError, ValueError, TypeError):
+            return default
+
+    def keep(self, key, value) -> None:
+        """:meth:`put` of ``value`` marshalled; a value marshal cannot hold is not kept."""
+        try:
+            data = marshal.dumps(value)
+        except ValueError:
+            return
+        self.put(key, data)
+
     def has_room(self) -> bool:
         """Would :meth:`put` keep a new entry (this process has not added its share)?"""
         return len(self._added) + len(self._sighted) < self.per_process

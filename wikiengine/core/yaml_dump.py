@@ -67,18 +67,20 @@ def _entry(key, value) -> str | None:
     """One top-level ``key: value``: a scalar on its line, a list or mapping of scalars below it;
     None when a part of it is not written here."""
     name = _key(key)
-    if type(value) is dict:
-        rows = [(_key(k), _scalar(v)) for k, v in value.items()]
-        body, empty = None if any(None in row for row in rows) else "".join(f"  {k}: {v}\n" for k, v in rows), "{}"
-    elif type(value) is list:
-        items = [_scalar(item) for item in value]
-        body, empty = None if None in items else "".join(f"- {item}\n" for item in items), "[]"
-    else:
-        scalar = _scalar(value)
-        return None if name is None or scalar is None else f"{name}: {scalar}\n"
-    if name is None or body is None:
+    if name is None:
         return None
-    return f"{name}:\n{body}" if body else f"{name}: {empty}\n"
+    if type(value) not in (dict, list):
+        scalar = _scalar(value)
+        return None if scalar is None else f"{name}: {scalar}\n"
+    if not value:
+        return f"{name}: {'{}' if type(value) is dict else '[]'}\n"
+    if type(value) is dict:
+        rows = [(f"  {_key(k)}: " if _key(k) is not None else None, _scalar(v)) for k, v in value.items()]
+    else:
+        rows = [("- ", _scalar(item)) for item in value]
+    if any(lead is None or scalar is None for lead, scalar in rows):
+        return None
+    return f"{name}:\n" + "".join(f"{lead}{scalar}\n" for lead, scalar in rows)
 
 
 def _key(key) -> str | None:

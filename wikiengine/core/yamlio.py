@@ -16,7 +16,6 @@ is found again by the loader.
 from __future__ import annotations
 
 import functools
-import marshal
 import os
 
 from wikiengine.core.errors import PageError
@@ -35,6 +34,7 @@ def _loader_stamp() -> str:
 
 
 _KEPT = KeptMap("yaml", "loads.marshal", _loader_stamp, limit=512, per_process=64)
+_UNKNOWN = object()  # nothing kept (a text may load to None)
 
 
 def safe_load(text: str, path=None, first_line: int = 1) -> Any:
@@ -44,12 +44,9 @@ def safe_load(text: str, path=None, first_line: int = 1) -> Any:
     the file rather than into the fragment.
     """
     short = len(text) <= MAX_KEPT_TEXT
-    kept = _KEPT.get(text) if short else None
-    if kept is not None:
-        try:
-            return marshal.loads(kept)  # a fresh copy: a caller may change what it gets
-        except (EOFError, ValueError, TypeError):
-            pass  # damaged: parse it again
+    kept = _KEPT.recall(text, _UNKNOWN) if short else _UNKNOWN
+    if kept is not _UNKNOWN:
+        return kept
     from wikiengine.core.yaml_strict import load
 
     data = load(text, path, first_line)
@@ -62,10 +59,7 @@ def remember(text: str, data: Any) -> None:
     """Keep what ``text`` loads to: after a load, or from a writer that wrote ``text`` from
     ``data`` (:mod:`~wikiengine.core.yaml_dump`), whose own lint then need not import PyYAML."""
     if len(text) <= MAX_KEPT_TEXT and _KEPT.has_room() and not _holds_secret(text):
-        try:
-            _KEPT.put(text, marshal.dumps(data))
-        except ValueError:
-            pass  # a value marshal cannot hold: parsed each time
+        _KEPT.keep(text, data)  # a value marshal cannot hold is parsed each time
 
 
 def _holds_secret(text: str) -> bool:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import marshal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,19 +216,23 @@ def load_config(root: Path, explicit: Path | None = None) -> LintConfig:
     return LintConfig()
 
 
-# What a configuration's text parses to, kept per user (keyed by the text): importing tomllib
-# (and typing, which it imports) was 28 million instructions of every writer's lint.
-_PARSED = KeptMap("toml", "loads.marshal", lambda: code_stamp("tomllib"), limit=16)
+def _no_secret(text: str) -> bool:
+    from wikiengine.core.secrets import secret_hits
+
+    return not secret_hits(text)
+
+
+# What a configuration's text parses to, kept per user (keyed by the text; never one that holds
+# a secret): importing tomllib (and typing, which it imports) was 28 million instructions of
+# every writer's lint.
+_PARSED = KeptMap("toml", "loads.marshal", lambda: code_stamp("tomllib"), limit=16, admit=_no_secret)
 
 
 def _parsed(text: str, path: Path) -> dict:
     """``tomllib.loads(text)``, kept when it is marshallable and holds no secret; WikiError naming ``path``."""
-    kept = _PARSED.get(text)
+    kept = _PARSED.recall(text)
     if kept is not None:
-        try:
-            return marshal.loads(kept)  # a fresh copy: the reader changes what it gets
-        except (EOFError, ValueError, TypeError):
-            pass  # damaged: parse it again
+        return kept
     import tomllib
 
     try:
@@ -240,13 +243,7 @@ def _parsed(text: str, path: Path) -> dict:
         raise WikiError("cannot read configuration: nested too deep", path) from None
     except ValueError as exc:  # an integer past sys.get_int_max_str_digits()
         raise WikiError(f"cannot read configuration: {exc}", path) from None
-    from wikiengine.core.secrets import secret_hits
-
-    if not secret_hits(text):
-        try:
-            _PARSED.put(text, marshal.dumps(data))
-        except ValueError:
-            pass  # a date or time: parsed each time
+    _PARSED.keep(text, data)  # a date or time marshal cannot hold: parsed each time
     return data
 
 
