@@ -245,8 +245,12 @@ def test_pooled_entries_reach_the_parent_with_their_paths_interned(tmp_path, mon
     write(tmp_path, files)
     monkeypatch.setattr(runner, "POOL_THRESHOLD", 10)
     stored, store = {}, LintCache.store
-    monkeypatch.setattr(LintCache, "store", lambda self, rel, entry, record: (
-        stored.__setitem__(rel, record), store(self, rel, entry, record))[1])
+
+    def storing(self, rel, entry, record):
+        stored[rel] = record
+        return store(self, rel, entry, record)
+
+    monkeypatch.setattr(LintCache, "store", storing)
     pooled = run(tmp_path, jobs=2)
     parts = [link[2] for record in stored.values() for link in record[2]["LNK001"][1] if link[2] == "common-target.md"]
     assert len(parts) == 90 and len({id(part) for part in parts}) == 1
