@@ -1,6 +1,6 @@
 """A pytest plugin: the CPU each test costs, its own process's and its waited-for children's.
 
-    PYTHONPATH=benchmarks python -m pytest -p pytest_cpu [--cpu-top 20]
+    PYTHONPATH=benchmarks python -m pytest -p pytest_cpu [--cpu-top 20] [--cpu-dump FILE]
 
 Wall time (``--durations``) on a shared 2-core machine says more about the load than about a
 test; CPU says what the test costs. Each phase (setup, call, teardown) of each test is
@@ -24,6 +24,7 @@ _KEY = "cpu_seconds"
 
 def pytest_addoption(parser):
     parser.addoption("--cpu-top", type=int, default=20, help="tests listed by CPU (default 20)")
+    parser.addoption("--cpu-dump", metavar="FILE", help="write every phase's row to FILE (tab-separated)")
 
 
 def _times() -> tuple[float, float]:
@@ -82,6 +83,11 @@ def pytest_terminal_summary(terminalreporter, config):
     rows = _table.rows
     if not rows:
         return
+    if dump := config.getoption("cpu_dump"):
+        with open(dump, "w", encoding="utf-8") as out:
+            out.write("cpu_s\tchildren_s\twall_s\tphase\ttest\n")
+            out.writelines(f"{cpu:.3f}\t{children:.3f}\t{wall:.3f}\t{phase}\t{nodeid}\n"
+                           for cpu, children, wall, phase, nodeid in sorted(rows, reverse=True))
     write = terminalreporter.write_line
     total = sum(r[0] for r in rows)
     write("")
