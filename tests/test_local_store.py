@@ -92,6 +92,26 @@ def test_read_files_is_one_git_for_many_files_and_leaves_the_missing_out(store, 
     assert store.read_files([], second) == {}
 
 
+def test_a_checkpoint_folder_is_hashed_by_one_git_process(store, tmp_path, monkeypatch):
+    from wikiengine.core import git
+
+    calls = []
+    real_run = git.run
+    monkeypatch.setattr(git, "run", lambda *a, **k: calls.append(a[1]) or real_run(*a, **k))
+    files = {f"shard-{n}.bin": bytes([n]) * (n + 1) for n in range(5)} | {"with space.json": b"{}"}
+    checkpoint = store.commit_checkpoint(3, _folder(tmp_path, "local", files), store.head())
+    assert calls.count("hash-object") == 1
+    assert store.read_files([f"ckpt/checkpoint-3/{name}" for name in files], checkpoint) == {
+        f"ckpt/checkpoint-3/{name}": data for name, data in files.items()}
+
+
+def test_a_folder_whose_path_holds_a_newline_is_refused_before_anything_is_written(store, tmp_path):
+    head = store.head()
+    with pytest.raises(StoreFormatError, match="newline"):
+        store.commit_checkpoint(3, _folder(tmp_path, "local\nstep", {"model.bin": b"x"}), head)
+    assert store.head() == head
+
+
 @pytest.mark.parametrize("path", ["/etc/passwd", "../x", "HEAD:x", "a\nb", ""])
 def test_read_files_refuses_a_bad_path_among_good_ones(store, path):
     with pytest.raises(StoreFormatError):
