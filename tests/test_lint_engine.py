@@ -235,6 +235,116 @@ def test_pool_and_serial_runs_agree(tmp_path, monkeypatch):
     assert sorted(set(codes(serial))) == ["LNK001", "WK001"]
 
 
+def _linked_notes(tmp_path, pages: int = 60):
+    files = {f"wiki/notes/p{i:03}.md": f"# p{i}\n\n[next](p{i + 1:03}.md)\n" for i in range(pages)}
+    files["wiki/notes/bad.md"] = b"# bad \xff\n"
+    return write(tmp_path, files)
+
+
+def _forks(monkeypatch) -> list[int]:
+    """The pids of the children the run forks, noted as it forks them."""
+    from wikiengine.lint import runner
+
+    pids, fork = [], runner.os.fork
+
+    def noting():
+        pid = fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(runner.os, "fork", noting)
+    return pids
+
+
+def _reaped(pids: list[int]) -> bool:
+    """Has every one of ``pids`` ended and been waited for (none running, no zombie)?"""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        return False
+    return True
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_the_parent_analyses_beside_its_children_and_leaves_none_behind(tmp_path, monkeypatch, jobs):
+    from wikiengine.lint import runner
+
+    _linked_notes(tmp_path)
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 10)
+    analyse_chunk, parent, analysed_by = runner._analyse_chunk, os.getpid(), tmp_path / "analysed-by"
+    analysed_by.mkdir()
+
+    def noting(chunk):  # a child waits with its first chunk until the parent has taken one
+        (analysed_by / str(os.getpid())).touch()
+        waited = time.monotonic()
+        while os.getpid() != parent and not (analysed_by / str(parent)).exists() and time.monotonic() - waited < 60:
+            time.sleep(0.01)
+        return analyse_chunk(chunk)
+
+    monkeypatch.setattr(runner, "_analyse_chunk", noting)
+    forked = _forks(monkeypatch)
+    pooled = run(tmp_path, use_cache=False, jobs=jobs)
+    assert pooled.findings == run(tmp_path, use_cache=False, jobs=1).findings
+    analysed = {p.name for p in analysed_by.iterdir()}
+    assert str(parent) in analysed and analysed <= {str(parent), *map(str, forked)}  # the parent took chunks too
+    assert len(forked) == jobs - 1 and _reaped(forked)
+
+
+@pytest.mark.parametrize("how", ["raises", "killed"])
+def test_what_a_failed_child_did_not_send_is_analysed_by_the_parent(tmp_path, monkeypatch, how):
+    import signal
+
+    from wikiengine.lint import runner
+
+    _linked_notes(tmp_path)
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 10)
+    analyse_chunk, parent = runner._analyse_chunk, os.getpid()
+
+    def failing(chunk):
+        done = analyse_chunk(chunk)
+        if os.getpid() != parent:  # the child fails after its first chunk, the parent goes on
+            if how == "killed":
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise RuntimeError("a bug in a rule")
+        return done
+
+    monkeypatch.setattr(runner, "_analyse_chunk", failing)
+    forked = _forks(monkeypatch)
+    assert run(tmp_path, use_cache=False, jobs=2).findings == run(tmp_path, use_cache=False, jobs=1).findings
+    assert len(forked) == 1 and _reaped(forked)
+
+
+def test_a_pass_left_unfinished_kills_its_children(tmp_path, monkeypatch):
+    from wikiengine.lint import runner
+    from wikiengine.lint.cache import LintCache
+
+    _linked_notes(tmp_path, pages=100)
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 10)
+    analyse_chunk, parent = runner._analyse_chunk, os.getpid()
+    monkeypatch.setattr(runner, "_analyse_chunk",
+                        lambda chunk: analyse_chunk(chunk) if os.getpid() == parent else time.sleep(600))
+    store, stored = LintCache.store, []
+
+    def failing(self, rel, entry, record):  # the parent's side fails (an interrupt, a full disk)
+        stored.append(rel)
+        if len(stored) == 5:
+            raise KeyboardInterrupt
+        return store(self, rel, entry, record)
+
+    monkeypatch.setattr(LintCache, "store", failing)
+    forked = _forks(monkeypatch)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        run(tmp_path, jobs=2)
+    # killed, not awaited, as the exception left the pass: not only once its traceback (which
+    # holds the pass's frames, and so its generator) is let go
+    assert interrupted.traceback and time.monotonic() - started < 60
+    assert len(forked) == 1 and _reaped(forked)
+
+
 def test_pooled_entries_reach_the_parent_with_their_paths_interned(tmp_path, monkeypatch):
     """The workers' entries travel as marshal: a path linked from pages of different chunks
     arrives as one interned string (pickle gave each chunk its own copy), stored once."""

@@ -16,19 +16,20 @@ HYPOTHESIS = "---\ntitle: Idea {n}\nstatus: {status}\ncreated: {created}\n---\n\
 PAGES = runner.POOL_THRESHOLD + 40
 
 # Run in a fresh interpreter (the test process may have imported jsonschema already): each
-# worker notes whether jsonschema was imported when it finished a chunk; then the run again
-# with one process, for its findings.
+# forked child notes whether jsonschema was imported when it finished a chunk; then the run
+# again with one process, for its findings.
 SCRIPT = """
 import json, os, sys
 from pathlib import Path
 from wikiengine.lint import lint, runner
 
 root, notes = Path(sys.argv[1]), Path(sys.argv[2])
-analyse_chunk = runner._analyse_chunk
+analyse_chunk, parent_pid = runner._analyse_chunk, os.getpid()
 
 def noting(chunk):
     done = analyse_chunk(chunk)
-    (notes / str(os.getpid())).write_text(str("jsonschema" in sys.modules))
+    if os.getpid() != parent_pid:
+        (notes / str(os.getpid())).write_text(str("jsonschema" in sys.modules))
     return done
 
 runner._analyse_chunk = noting

@@ -43,7 +43,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--write-baseline", action="store_true", help="accept every current finding into .wiki-lint-baseline.json")
     parser.add_argument("--no-baseline", action="store_true", help="report baselined findings too")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write .wiki_cache/")
-    parser.add_argument("--jobs", type=int, metavar="N", help="worker processes for a large cold run (default 2)")
+    parser.add_argument("--jobs", type=int, metavar="N", help="processes for a large cold run, this one included (default 2)")
     parser.add_argument("--list-rules", action="store_true", help="list every rule: code, name, summary")
     parser.add_argument("--explain", metavar="CODE", help="print a rule's documentation")
     parser.set_defaults(handler=run)
