@@ -317,6 +317,25 @@ def test_what_a_failed_child_did_not_send_is_analysed_by_the_parent(tmp_path, mo
     assert len(forked) == 1 and _reaped(forked)
 
 
+@pytest.mark.parametrize("short_of", ["processes", "temporary files"])
+def test_without_a_child_the_parent_analyses_every_file(tmp_path, monkeypatch, short_of):
+    import tempfile
+
+    from wikiengine.lint import runner
+
+    _linked_notes(tmp_path)
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 10)
+
+    def refused(*args, **kwargs):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    if short_of == "processes":
+        monkeypatch.setattr(runner.os, "fork", refused)
+    else:
+        monkeypatch.setattr(tempfile, "TemporaryFile", refused)
+    assert run(tmp_path, use_cache=False, jobs=2).findings == run(tmp_path, use_cache=False, jobs=1).findings
+
+
 def test_a_pass_left_unfinished_kills_its_children(tmp_path, monkeypatch):
     from wikiengine.lint import runner
     from wikiengine.lint.cache import LintCache
