@@ -207,10 +207,9 @@ class LocalGitStore:
     def _hash_files(self, paths: list[Path]) -> list[str]:
         """The blob ids of ``paths``, written by one ``hash-object`` process (a checkpoint folder holds
         several files: one process each was the relay's most frequent git call)."""
-        listed = "".join(f"{path}\n" for path in paths)
-        if listed.count("\n") != len(paths):
+        if any("\n" in str(path) for path in paths):  # (one path a line: git could not read it back)
             raise StoreFormatError(f"a path with a newline cannot be committed: {paths[0].parent}")
-        listed = listed.encode()
+        listed = "".join(f"{path}\n" for path in paths).encode()
         out = self._git("hash-object", "-w", "--no-filters", "--stdin-paths", input=listed).stdout.decode().split()
         if len(out) != len(paths):
             raise StoreError(f"git hash-object gave {len(out)} ids for {len(paths)} files")

@@ -365,7 +365,7 @@ def test_a_pass_left_unfinished_kills_its_children(tmp_path, monkeypatch):
 
 
 def test_pooled_entries_reach_the_parent_with_their_paths_interned(tmp_path, monkeypatch):
-    """The workers' entries travel as marshal: a path linked from pages of different chunks
+    """A child's entries travel as marshal: a path linked from pages of different chunks
     arrives as one interned string (pickle gave each chunk its own copy), stored once."""
     from wikiengine.lint import runner
     from wikiengine.lint.cache import LintCache

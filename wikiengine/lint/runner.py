@@ -7,7 +7,7 @@ The run, in order:
    hash and kept per rule; a fresh file is not read at all, and one whose entry lacks
    some selected rules (a ``--select`` run made it, or a rule's options changed) is
    analysed by those rules alone. Over more than :data:`POOL_THRESHOLD` files to
-   analyse, the process and a forked child share the pass (:func:`_pooled`). A whole-wiki run whose files git vouches for
+   analyse, the process and a forked child share the pass (:func:`_shared_pass`). A whole-wiki run whose files git vouches for
    as the last run saw them takes that run's results whole instead (:mod:`~wikiengine.lint.snapshot`).
 2. **Git-aware page rules** (never cached: their answer depends on the base revision).
 3. **Cross-file rules** (``check_wiki``), with the whole wiki in view; in a whole-wiki
@@ -477,7 +477,7 @@ def _per_file_pass(ctx: LintContext, selected: list[str], wanted: frozenset, rul
         for code in missing or ():
             cache.stats[f"rerun:{code}"] += len(files)
         if workers > 1 and len(files) > POOL_THRESHOLD:
-            results = _pooled(ctx, page_todo, fact_todo, files, workers)
+            results = _shared_pass(ctx, page_todo, fact_todo, files, workers)
         else:
             keep = len(files) <= ctx.KEPT_BODIES  # else later rules read bodies from disk, frontmatter from the cache
             results = (analyse_file(ctx, rel, page_todo, fact_todo, keep=keep) for rel in files)
@@ -604,7 +604,7 @@ def _child(chunks: list[list[str]], tickets: int, sent) -> int:
         os._exit(status)
 
 
-def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
+def _shared_pass(ctx, page_rules, fact_rules, todo: list[str], workers: int):
     """The entries of ``todo``, analysed by this process and ``workers - 1`` forked children at
     once, each taking the next chunk left from a pipe of chunk numbers. A child sends its entries
     back marshalled through a temporary file when it is done (paths interned arrive interned, one
@@ -647,9 +647,9 @@ def _pooled(ctx, page_rules, fact_rules, todo: list[str], workers: int):
                 sent.close()
                 break
         for chunk in _taken(chunks, tickets):
-            for rel, result in _analyse_chunk(chunk):
+            for rel, result in _analyse_chunk(chunk):  # (the parent words schema errors itself: no None)
                 done.add(rel)
-                yield (rel, result) if result is not None else analyse_file(ctx, rel, page_rules, fact_rules)
+                yield rel, result
         while children:
             pid, sent = next(iter(children.items()))
             _, status = os.waitpid(pid, 0)  # (never os.wait(): it could reap the run's git processes)
