@@ -16,10 +16,11 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from wikiengine.core.links import _blockwise_links, link_destinations, markdown_it_links, relative_target
+from wikiengine.lint.rules._prose import prose_lines
 
 SPEC = Path(__file__).resolve().parent / "data" / "commonmark" / "spec.json"
 
@@ -41,6 +42,8 @@ LINES = [
     # containers
     "- [l](l.md)", "* <b>[s](s.md)</b>", "1. [o](o.md)", "2) x & [o2](o2.md)", "> [q](q.md)", "> <div>",
     ">> [qq](qq.md)", "> ```", "- ```", "-", "  [cont](cont.md)", "    [deep](deep.md)",
+    # inline HTML and code spans that go on over the next line, an escaped backtick
+    "a <span title=\"", "x\">", "b <!-- note", "c <a", "d <?pi", "?> [pi](pi.md)", "\\`:`", "e \\` `",
     "text", "more text", "", "", "",
 ]
 
@@ -91,15 +94,19 @@ def _assert_same_links(found, text: str, first_line: int) -> None:
 
 @settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
 @given(documents)
+@example("\\`:`\n`[code](code.md)` [real](real.md)")  # the escaped backtick opens no code span
+@example("a <span title=\"\n[x](y.md)\">\n")  # a tag's quoted attribute goes on over the line
+@example("a <!-- \n[x](y.md) -->\n")  # and a comment in a paragraph
+@example("``:`\n`[code](code.md)` [real](real.md)")  # a code span opens on a whole backtick run
 def test_row41_blockwise_links_equal_a_full_markdown_it_parse(text):
     _assert_same_links(_relative(_blockwise_links(text, 4)), text, 4)
     _assert_same_links(_relative(link_destinations(text, 4)), text, 4)
 
 
 def test_row41_blockwise_links_equal_markdown_it_on_every_spec_example():
-    for example in json.loads(SPEC.read_text(encoding="utf-8")):
-        markdown = example["markdown"]
-        assert _relative(_blockwise_links(markdown, 1)) == _relative(markdown_it_links(markdown, 1)), example["example"]
+    for case in json.loads(SPEC.read_text(encoding="utf-8")):
+        markdown = case["markdown"]
+        assert _relative(_blockwise_links(markdown, 1)) == _relative(markdown_it_links(markdown, 1)), case["example"]
 
 
 @pytest.mark.parametrize("text, links", [
@@ -167,3 +174,13 @@ def test_row41_the_one_pass_scan_equals_the_line_scan_on_link_and_code_span_text
 
     if _plain(text):
         assert _scan_plain(text, 7) == _scan_careful(text, 7)
+
+
+@pytest.mark.parametrize("line, prose", [
+    ("``:` see v012", "``:` see v012"),  # a run of two and a run of one: no code span
+    ("`` a ` b `` v012", " " * 11 + " v012"),  # the inner single backtick is the span's text
+    ("`a` v012 ```b```", "    v012 " + " " * 7),
+])
+def test_the_prose_rules_blank_the_code_spans_commonmark_sees(line, prose):
+    """CON001 and HYP003 read ids in prose with the link scan's code spans (whole backtick runs)."""
+    assert list(prose_lines(line)) == [prose]

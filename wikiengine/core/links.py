@@ -18,7 +18,7 @@ _INLINE_RE = re.compile(
     r"\(\s*+(<[^<>\n]*>|(?:[^\s()\\]++|\\.|\((?:[^\s()\\]++|\\.)*+\))*+)"
     r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)"
 )
-_CODE_SPAN_RE = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)")
+CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)(?:.+?)(?<!`)\1(?!`)")  # whole backtick runs only
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}:")
 _ODD_SPACE_RE = re.compile(r"[^\S \t\n]")
@@ -74,16 +74,16 @@ def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | No
                 return None  # a fence indented or inside a container
             fence = _FENCE_RE.match(line).group(1)
             continue
-        if "`" in line and _masked_code_spans(line) is None:
-            return None  # a backtick string left open: a code span may run on over the next lines
+        if "`" in line and ("\\`" in line or _masked_code_spans(line) is None):
+            return None  # a backtick string left open (or escaped): a code span may run on over the next lines
         brackets = "[" in line or "]" in line
         if not brackets and "<" not in line and "\t" not in line:
             continue
         if content.startswith("<!--") and "-->" in content[4:] and "    " not in line[:lead]:
             continue  # a one-line HTML comment block: no links in it
         if not brackets:
-            if content.startswith("<") or "\t" in line:
-                return None  # an HTML block or a tab the scan cannot place
+            if content.startswith("<") or "\t" in line or _html_runs_on(_masked_code_spans(line) if "`" in line else line):
+                return None  # an HTML block, inline HTML that may go on over the next line, a tab
             continue
         if "    " in line[:lead] or "\t" in line or content.startswith("<"):
             return None  # indented code, a tab, an HTML block: perhaps inside a container
@@ -101,6 +101,24 @@ def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | No
         if "](" in masked[last:]:
             return None
     return found
+
+
+_HTML_OPENER_RE = re.compile(r"<[A-Za-z/!?]")
+
+
+def _html_runs_on(line: str) -> bool:
+    """Might inline HTML that opens on ``line`` (a tag, a comment, a declaration, a
+    processing instruction) go on over the next line and hide the links there? Too careful
+    where unsure: a quote in a tag (a quoted attribute value may hold ">" and a newline)."""
+    position = 0
+    while (opener := _HTML_OPENER_RE.search(line, position)) is not None:
+        start = opener.start()
+        closer = "-->" if line.startswith("<!--", start) else "?>" if line.startswith("<?", start) else ">"
+        end = line.find(closer, start + 2)
+        if end < 0 or (closer == ">" and ('"' in line[start:end] or "'" in line[start:end])):
+            return True
+        position = end + len(closer)
+    return False
 
 
 # What may stand before a line's content: indentation, block quote and list markers (and
@@ -202,7 +220,7 @@ def _masked_code_spans(line: str) -> str | None:
     left unpaired. Single-backtick spans are paired by splitting (generated pages have
     one on every table row); longer backtick strings go through the regex."""
     if "``" in line:
-        masked = _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line)
+        masked = CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line)
         return None if "`" in masked else masked
     parts = line.split("`")
     if len(parts) % 2 == 0:

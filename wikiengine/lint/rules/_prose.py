@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from wikiengine.core.links import CODE_SPAN_RE
+
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_CODE_SPAN_RE = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)")
 
 
 def prose_lines(text: str) -> Iterator[str]:
@@ -23,4 +24,4 @@ def prose_lines(text: str) -> Iterator[str]:
             fence = marker.group(1)
             yield ""
         else:
-            yield _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line) if "`" in line else line
+            yield CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line) if "`" in line else line
