@@ -355,6 +355,19 @@ def test_bad_input_at_the_command_line_has_no_traceback(tmp_path):
         "detail": f"{run.config_path}: max_steps must be an integer, got 24.0"}
 
 
+@pytest.mark.parametrize("config_text", ['{"preset": "tiny", "max_steps": 24.0}', "not json"])
+def test_a_bad_run_config_is_refused_before_torch_is_imported(tmp_path, config_text):
+    """The refusal is one line and costs no torch import (1.3 s of CPU when the device default
+    was asked for before the run config was read)."""
+    run = create_demo_run(tmp_path / "run")
+    run.config_path.write_text(config_text)
+    probe = ("import sys; from wikiengine.training import session; code = session.main(sys.argv[1:]); "
+             "print('torch' in sys.modules, code, file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", probe, *run.session_argv()], capture_output=True, text=True,
+                            timeout=300)
+    assert result.stderr.splitlines()[-1] == "False 2", result.stderr
+
+
 def test_missing_store_is_a_refusal_not_a_traceback(tmp_path):
     run = create_demo_run(tmp_path / "run")
     result = subprocess.run([sys.executable, "-m", "wikiengine.training.session", "--store", str(tmp_path / "nowhere"),

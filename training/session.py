@@ -48,7 +48,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wikiengine.core.errors import ExitCode, WikiError
@@ -75,7 +75,7 @@ class SessionArgs:
     out: Path
     quota_left_hours: float | None
     timeout_seconds: float | None
-    device: str
+    device: str | None  # None: cuda where torch sees one, else cpu (asked once the run config is read)
     progress: bool
     threads: int | None = None
 
@@ -101,9 +101,8 @@ def parse_args(argv: list[str] | None) -> SessionArgs:
         raise SessionExit(EXIT_BAD_INPUT, "bad_input", "no store: pass --store or set WIKI_STORE")
     if not ns.config:
         raise SessionExit(EXIT_BAD_INPUT, "bad_input", "no run config: pass --config or set WIKI_RUN_CONFIG")
-    device = ns.device or _default_device()
     return SessionArgs(ns.store, ns.config, Path(ns.out), _positive("quota-left-hours", ns.quota_left_hours),
-                       _positive("timeout-seconds", ns.timeout_seconds), device, not ns.no_progress, threads)
+                       _positive("timeout-seconds", ns.timeout_seconds), ns.device, not ns.no_progress, threads)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -225,14 +224,16 @@ def run_session(args: SessionArgs, store=None, status: dict | None = None) -> di
     from wikiengine.training.config import ConfigError, load_config
 
     started = time.monotonic()
+    try:
+        config = load_config(args.config)  # a bad config is refused before torch is imported (1.3 s of CPU)
+    except ConfigError as exc:
+        raise SessionExit(EXIT_BAD_INPUT, "bad_input", str(exc)) from None
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        raise SessionExit(EXIT_BAD_INPUT, "bad_input", str(exc)) from None
+    if args.device is None:
+        args = replace(args, device=_default_device())
     world = Dist(args.device)
     try:
         record = _run_in_world(args, config, world, store, status, started)
