@@ -184,3 +184,18 @@ def test_row41_the_one_pass_scan_equals_the_line_scan_on_link_and_code_span_text
 def test_the_prose_rules_blank_the_code_spans_commonmark_sees(line, prose):
     """CON001 and HYP003 read ids in prose with the link scan's code spans (whole backtick runs)."""
     assert list(prose_lines(line)) == [prose]
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.text(alphabet="ab `\\", max_size=14))
+@example("\\`v012` a")  # an escaped backtick opens no code span
+@example("\\``a`")  # and the run after it is whole
+def test_the_prose_rules_read_the_text_commonmark_puts_outside_code_spans(text):
+    """The letters of a one-line paragraph that the prose rules keep are those markdown-it
+    puts outside its code spans (escapes and unpaired backtick runs included)."""
+    from markdown_it import MarkdownIt
+
+    line = "x" + text  # a paragraph, whatever the text begins with
+    outside = "".join(child.content for token in MarkdownIt("commonmark").parse(line) if token.type == "inline"
+                      for child in token.children if child.type != "code_inline")
+    assert [c for c in next(prose_lines(line)) if c in "ab"] == [c for c in outside if c in "ab"]

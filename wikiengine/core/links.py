@@ -18,7 +18,9 @@ _INLINE_RE = re.compile(
     r"\(\s*+(<[^<>\n]*>|(?:[^\s()\\]++|\\.|\((?:[^\s()\\]++|\\.)*+\))*+)"
     r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)"
 )
-CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)(?:.+?)(?<!`)\1(?!`)")  # whole backtick runs only
+# A code span (group 1: its opening backtick run), or what opens none: a backslash escape, or
+# a backtick run with no closer. Taken left to right, they pair backticks as CommonMark does.
+_CODE_SPAN_RE = re.compile(r"\\[!-/:-@\[-`{-~]|(`+)(?!`)(?:.+?)(?<!`)\1(?!`)|`+")
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}:")
 _ODD_SPACE_RE = re.compile(r"[^\S \t\n]")
@@ -215,12 +217,22 @@ def _lines_balanced(text: str) -> bool:
     return all(shape.count(b"[") == shape.count(b"]") for shape in set(marks.split(b"\n")))
 
 
+def blank_code_spans(line: str) -> str:
+    """``line`` with its code spans blanked out (same length); a backtick run that opens none
+    stays, and so does a backtick escaped by a backslash."""
+    return _CODE_SPAN_RE.sub(_blanked, line) if "`" in line else line
+
+
+def _blanked(match: re.Match) -> str:
+    return " " * len(match.group(0)) if match.group(1) else match.group(0)
+
+
 def _masked_code_spans(line: str) -> str | None:
     """``line`` with its code spans blanked out (same length), or None when a backtick is
     left unpaired. Single-backtick spans are paired by splitting (generated pages have
     one on every table row); longer backtick strings go through the regex."""
     if "``" in line:
-        masked = CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line)
+        masked = blank_code_spans(line)
         return None if "`" in masked else masked
     parts = line.split("`")
     if len(parts) % 2 == 0:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from wikiengine.core.links import CODE_SPAN_RE
+from wikiengine.core.links import blank_code_spans
 
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
@@ -24,4 +24,4 @@ def prose_lines(text: str) -> Iterator[str]:
             fence = marker.group(1)
             yield ""
         else:
-            yield CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line) if "`" in line else line
+            yield blank_code_spans(line)
