@@ -179,10 +179,36 @@ PartitionName=high Nodes={self.node} MaxTime=INFINITE State=UP PriorityTier=10 O
             time.sleep(0.2)
         raise RuntimeError(f"the Slurm node is not ready after {deadline_s:.0f}s: {last}; see {self.folder}/log")
 
+    def _stale(self, daemon: str) -> list[int]:
+        """Processes of ``daemon`` that name this cluster's folder but no pid file records: a
+        cluster that was here before (a test run killed, its temporary folders removed, the path
+        numbered again), which would read and write this one's state, socket and spool."""
+        mark, recorded = f"{self.folder}/", self._pid(daemon)
+        found = []
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                args = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")
+            except (OSError, ValueError):
+                continue
+            if os.path.basename(args[0]) == daemon and any(mark in arg for arg in args[1:]) and int(entry) != recorded:
+                found.append(int(entry))
+        return found
+
+    def _stop_stale(self, daemon: str, wait_s: float = 10.0) -> None:
+        for pid in self._stale(daemon):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        end = time.monotonic() + wait_s
+        while self._stale(daemon) and time.monotonic() < end:  # a killed process's cmdline is empty
+            time.sleep(0.05)
+
     def start(self) -> SlurmCluster:
         self.write_config()
         for daemon in DAEMONS:
             if self._pid(daemon) is None:
+                self._stop_stale(daemon)
                 self.start_daemon(daemon)
                 if daemon == "munged":
                     self._wait_file(self.folder / "munge" / "munge.socket")
