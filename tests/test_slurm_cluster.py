@@ -3,13 +3,14 @@ left one behind at the same path: its daemons would read and write the new clust
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
 
 import pytest
 
-from tests.slurm_cluster import DAEMONS, SlurmCluster, _which, missing
+from tests.slurm_cluster import DAEMONS, SlurmCluster, missing
 
 pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 
@@ -27,8 +28,8 @@ def test_a_cluster_left_running_at_the_same_path_is_stopped_and_the_new_one_runs
             assert all(new._stale(daemon) == [] for daemon in DAEMONS)  # every daemon is the new one's
             assert {daemon: new._pid(daemon) for daemon in DAEMONS}.keys() == left.keys()
             assert not set(left.values()) & {new._pid(daemon) for daemon in DAEMONS}
-            job = subprocess.run([_which("sbatch"), "--parsable", "--wrap", "true", "-o", str(tmp_path / "out.txt")],
-                                 env={**new.env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=30,
+            job = subprocess.run([shutil.which("sbatch"), "--parsable", "--wrap", "true", "-o", str(tmp_path / "out.txt")],
+                                 env={**os.environ, **new.env}, capture_output=True, text=True, timeout=30,
                                  check=True).stdout.strip()
             end = time.monotonic() + 60
             state = ""

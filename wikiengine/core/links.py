@@ -76,21 +76,23 @@ def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | No
                 return None  # a fence indented or inside a container
             fence = _FENCE_RE.match(line).group(1)
             continue
-        if "`" in line and ("\\`" in line or _masked_code_spans(line) is None):
-            return None  # a backtick string left open (or escaped): a code span may run on over the next lines
+        masked = line  # the line with its code spans blanked, once
+        if "`" in line:
+            masked = None if "\\`" in line else _masked_code_spans(line)
+            if masked is None:
+                return None  # a backtick string left open (or escaped): a code span may run on over the next lines
         brackets = "[" in line or "]" in line
         if not brackets and "<" not in line and "\t" not in line:
             continue
         if content.startswith("<!--") and "-->" in content[4:] and "    " not in line[:lead]:
             continue  # a one-line HTML comment block: no links in it
         if not brackets:
-            if content.startswith("<") or "\t" in line or _html_runs_on(_masked_code_spans(line) if "`" in line else line):
+            if content.startswith("<") or "\t" in line or _html_runs_on(masked):
                 return None  # an HTML block, inline HTML that may go on over the next line, a tab
             continue
         if "    " in line[:lead] or "\t" in line or content.startswith("<"):
             return None  # indented code, a tab, an HTML block: perhaps inside a container
-        masked = _masked_code_spans(line) if "`" in line else line
-        if masked is None or "`" in masked or "\\" in masked or "&" in masked or "<" in masked or "]:" in masked or "][" in masked:
+        if "`" in masked or "\\" in masked or "&" in masked or "<" in masked or "]:" in masked or "][" in masked:
             return None
         if masked.count("[") != masked.count("]") or _ODD_SPACE_RE.search(masked):
             return None  # link text spread over lines, or Unicode spaces the regex reads differently
