@@ -22,7 +22,8 @@ from wikiengine.training.data import (
     shuffle_perm_sha,
 )
 from wikiengine.training.make_corpus import generate
-from wikiengine.training.model import PRESETS, build_model, count_parameters, parameter_count
+from wikiengine.training.model import build_model, count_parameters
+from wikiengine.training.presets import PRESETS, parameter_count
 from wikiengine.training.trainer import Trainer, lr_at, resolve_precision
 
 

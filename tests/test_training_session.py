@@ -377,6 +377,21 @@ def test_missing_store_is_a_refusal_not_a_traceback(tmp_path):
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("case", ["missing store", "no time left"])
+def test_a_session_refused_by_its_store_or_plan_imports_no_torch(tmp_path, case):
+    """A single process reads the store and makes its plan before it imports torch (1.3 s of
+    CPU): a store it cannot read, or a budget already spent, is answered without it."""
+    run = create_demo_run(tmp_path / "run")
+    argv = run.session_argv("--timeout-seconds", "0") if case == "no time left" else \
+        ["--store", str(tmp_path / "nowhere"), "--config", str(run.config_path), "--no-progress"]
+    probe = ("import sys; from wikiengine.training import session; code = session.main(sys.argv[1:]); "
+             "print('torch' in sys.modules, code, file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=300)
+    assert result.stderr.splitlines()[-1] == "False 3", result.stderr
+    expected = "error: no time budget left" if case == "no time left" else "error: "
+    assert result.stderr.startswith(expected), result.stderr
+
+
 class NoFinalStore(MovingStore):
     """The final/ commit fails with an unknown outcome (and did not land)."""
 

@@ -89,7 +89,7 @@ class RunConfig:
             raise ConfigError(f"dropout must be in [0, 1) or null, got {self.dropout!r}")
         if type(self.compile) is not bool:
             raise ConfigError(f"compile must be true or false, got {self.compile!r}")
-        from wikiengine.training.model import PRESETS
+        from wikiengine.training.presets import PRESETS
 
         if self.preset not in PRESETS:
             raise ConfigError(f"preset must be one of {', '.join(sorted(PRESETS))}, got {self.preset!r}")

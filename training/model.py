@@ -1,4 +1,4 @@
-"""A GPT-style decoder in plain torch, with two presets.
+"""A GPT-style decoder in plain torch, with two presets (their shapes: ``training/presets.py``).
 
 - ``ounce100m``: about 100M parameters, context 1,024, for real runs on GPUs;
 - ``tiny``: trains in seconds on two CPU cores (the demo and the tests).
@@ -12,29 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-
-@dataclass(frozen=True)
-class ModelPreset:
-    """The shape of a model."""
-
-    vocab_size: int
-    context: int
-    n_layer: int
-    n_head: int
-    d_model: int
-    dropout: float = 0.0
-
-
-PRESETS: dict[str, ModelPreset] = {
-    "ounce100m": ModelPreset(vocab_size=32768, context=1024, n_layer=11, n_head=12, d_model=768, dropout=0.0),
-    "tiny": ModelPreset(vocab_size=256, context=128, n_layer=2, n_head=2, d_model=64, dropout=0.1),
-}
+from wikiengine.training.presets import PRESETS, ModelPreset
 
 
 class CausalSelfAttention(nn.Module):
@@ -129,15 +112,3 @@ def build_model(preset: str, device: str | torch.device = "cpu", dropout: float 
 def count_parameters(model: nn.Module) -> int:
     """Distinct parameters (tied weights counted once)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
-
-
-def parameter_count(preset: str) -> int:
-    """``count_parameters(build_model(preset))`` from the preset's shape alone: no model is built (a
-    meta-device model's initialisation runs torch's Python references, which import dynamo)."""
-    shape = PRESETS[preset]
-    d = shape.d_model
-    norms = 2 * 2 * d  # ln1 and ln2: weight and bias
-    attention = (d * 3 * d + 3 * d) + (d * d + d)  # qkv, proj
-    mlp = (d * 4 * d + 4 * d) + (4 * d * d + d)
-    # token and position embeddings (the head is tied to the token embedding), the final norm
-    return (shape.vocab_size + shape.context) * d + shape.n_layer * (norms + attention + mlp) + 2 * d

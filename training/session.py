@@ -48,7 +48,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from wikiengine.core.errors import ExitCode, WikiError
@@ -128,6 +128,20 @@ def _default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def _torch_device(args: SessionArgs, world: Dist) -> str:
+    """Set this rank's torch threads and device (``--device``, else cuda where torch sees one);
+    the device the trainer uses."""
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    chosen = args.device or _default_device()
+    if chosen != "cuda":
+        return chosen
+    torch.cuda.set_device(world.local_rank)
+    return f"cuda:{world.local_rank}"
+
+
 def emit(event: str, **fields) -> None:
     """Print one JSON event line on standard output (rank 0 only)."""
     print(json.dumps({"event": event, **fields}, sort_keys=False), flush=True)
@@ -138,15 +152,17 @@ def emit(event: str, **fields) -> None:
 class Dist:
     """World size, rank and object broadcast; a no-op in a single process."""
 
-    def __init__(self, device: str):
-        import torch.distributed as dist
-
-        self.dist = dist
+    def __init__(self, device: str | None):
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        if self.world_size > 1 and not dist.is_initialized():
-            dist.init_process_group("nccl" if device == "cuda" else "gloo")
+        self.dist = None  # torch.distributed, imported for a process group only
+        if self.world_size > 1:
+            import torch.distributed as dist
+
+            self.dist = dist
+            if not dist.is_initialized():
+                dist.init_process_group("nccl" if (device or _default_device()) == "cuda" else "gloo")
 
     @property
     def is_main(self) -> bool:
@@ -228,12 +244,6 @@ def run_session(args: SessionArgs, store=None, status: dict | None = None) -> di
         config = load_config(args.config)  # a bad config is refused before torch is imported (1.3 s of CPU)
     except ConfigError as exc:
         raise SessionExit(EXIT_BAD_INPUT, "bad_input", str(exc)) from None
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    if args.device is None:
-        args = replace(args, device=_default_device())
     world = Dist(args.device)
     try:
         record = _run_in_world(args, config, world, store, status, started)
@@ -249,12 +259,10 @@ def run_session(args: SessionArgs, store=None, status: dict | None = None) -> di
 
 def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, started: float) -> dict:
     """The body of :func:`run_session` once the process group (if any) is up: observe the store,
-    plan from the pointer, check the data and the checkpoint to resume from, then train."""
-    import torch
-
-    device = f"cuda:{world.local_rank}" if args.device == "cuda" else args.device
-    if args.device == "cuda":
-        torch.cuda.set_device(world.local_rank)
+    plan from the pointer, check the data and the checkpoint to resume from, then train.
+    A single process imports torch only once the store is read and the plan made: a store it
+    cannot read, a finished run or no time left is answered without it (1.3 s of CPU)."""
+    device = _torch_device(args, world) if world.world_size > 1 else None  # ranks broadcast on their device
     session = _Session(args, config, world, store, status)
     revision, pointer_step = session.observe()
     plan, budget_s = session.plan(revision, pointer_step)
@@ -264,6 +272,7 @@ def _run_in_world(args: SessionArgs, config, world: Dist, store, status: dict, s
             session.final_from_store(plan.pointer_step, revision)
         return {"event": "session_end", "start_step": plan.resume_step, "end_step": plan.resume_step,
                 "reason": "finished"}
+    device = device or _torch_device(args, world)
     corpus = _pinned_corpus(config)
     files, shared_copy = session.resume_files(plan.pointer_step, revision, corpus)
     trainer = _restored_trainer(config, device, world, corpus, files, plan.pointer_step)
@@ -610,7 +619,7 @@ def _report_unnamed(store, revision: str, pointer_step: int) -> None:
 
 def _free_space_problem(out_dir: Path, preset: str) -> tuple[str, str] | None:
     """``("refuse", why)`` when the output disk cannot hold two checkpoints and a temp copy."""
-    from wikiengine.training.model import parameter_count
+    from wikiengine.training.presets import parameter_count
 
     parameters = parameter_count(preset)
     needed = parameters * 4 * 3 * 3  # weights + two Adam moments, fp32; three copies at the peak
