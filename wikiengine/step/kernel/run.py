@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -32,6 +33,8 @@ from wikiengine.core import repo_guard
 from wikiengine.core.clock import now_iso
 from wikiengine.core.errors import WikiError
 from wikiengine.core.sandbox import Limits, Outcome, run_confined
+from wikiengine.core.usercache import KeptMap, code_stamp
+from wikiengine.step.kernel import verify as kernel_verify
 from wikiengine.step.kernel.chip import chip_lock, compile_slot, pod_lock
 from wikiengine.step.kernel.verify import VERIFIER, verifier_args
 
@@ -67,9 +70,7 @@ def measure(root: Path, target: dict, binding: dict, reference: str, candidate: 
 def device_token(root: Path, target: dict) -> str:
     """The hardware token of the session's chip, from a device query where it measures."""
     if not is_pod(target):
-        from wikiengine.step.kernel.verify import device_token as local_token
-
-        return local_token()
+        return _local_token()
     from wikiengine.executors.gke.kernel_pod import ClusterPod
 
     with pod_lock(root, target.get("context") or "", target.get("namespace", "default"), target["pod"]), \
@@ -83,9 +84,41 @@ def device_token(root: Path, target: dict) -> str:
     return token
 
 
-def verifier_bytes() -> bytes:
-    from wikiengine.step.kernel import verify as kernel_verify
+# The local chip's answer, kept per user: the query imports torch (about 1.3 s of CPU, at each
+# `wiki kernel start` and `stub`) and its CPU answer follows from what _cpu_key names, torch
+# and the verifier (the stamp). A receipt still carries the verifier's own answer, checked
+# against the stub's row by `wiki kernel verify`.
+_LOCAL_TOKENS = KeptMap("kernel", "device-tokens.marshal", limit=8,
+                        stamp=lambda: code_stamp("torch", files=(kernel_verify.__file__,)))
 
+
+def _local_token() -> str:
+    """The device query of this machine, or its kept answer for the same CPU and settings."""
+    key = _cpu_key()
+    held = _LOCAL_TOKENS.get(key) if key is not None else None
+    if held is not None:
+        return held.decode()
+    token = kernel_verify.device_token()
+    if key is not None:
+        _LOCAL_TOKENS.put(key, token.encode())
+    return token
+
+
+def _cpu_key() -> str | None:
+    """What torch's answer on this CPU follows from: the machine, the CPU's feature flags and
+    torch's ``ATEN_CPU_CAPABILITY`` override. None where the query must run each time: a TPU
+    stack is installed (jax answers first), or the CPU's features cannot be read."""
+    if importlib.util.find_spec("jax") is not None:
+        return None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            features = sorted({line.partition(":")[2].strip() for line in cpuinfo if line.startswith(("flags", "Features"))})
+    except OSError:
+        return None
+    return repr((os.uname().machine, features, os.environ.get("ATEN_CPU_CAPABILITY"))) if features else None
+
+
+def verifier_bytes() -> bytes:
     return Path(kernel_verify.__file__).read_bytes()
 
 
