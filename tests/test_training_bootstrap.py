@@ -243,3 +243,23 @@ def test_row63_the_launcher_removes_the_session_tree_it_exported(tmp_path, monke
     assert launcher.launch({"repo": str(repo), "rev": rev, "session_args": [str(ran_from)]}) == 0
     assert ran_from.read_text().startswith(str(scratch.resolve()) + "/session-tree-")
     assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize("driver", [False, True])
+def test_the_launcher_asks_torch_for_gpus_only_where_a_gpu_driver_is(tmp_path, driver):
+    """On Linux without a GPU driver's device node the launcher runs one session process
+    without importing torch (1.3 s of CPU in a process that only waits); with one, torch counts.
+    The probe names the node the launcher looks for, present or absent, whatever this machine has."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the device nodes are Linux's")
+    node = tmp_path / "nvidiactl"
+    node.write_text("")
+    probe = ("import sys\n"
+             "from wikiengine.training import launcher\n"
+             f"launcher.GPU_DRIVER_NODES = ({str(node) if driver else str(tmp_path / 'absent')!r},)\n"
+             "command = launcher.session_command('/tree', ['--config', '{tree}/run.json'])\n"
+             "print(launcher.gpu_count(), 'torch' in sys.modules, command[1:3])\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    count, imported, command = done.stdout.split(" ", 2)
+    assert imported == str(driver), done.stderr
+    assert command.strip() == "['-m', 'wikiengine.training.session']" or int(count) > 1

@@ -201,3 +201,20 @@ def test_torch_files_are_loadable_with_weights_only(tmp_path):
     for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
         torch.load(io.BytesIO(files[name]), weights_only=True)
     assert json.loads(files["cursor.json"])["step"] == 1
+
+
+def test_a_config_and_its_corpus_pins_are_read_without_torch():
+    """What `wiki demo relay` and a session's refusals need (the run config checked against its
+    preset, the corpus opened and pinned) imports no torch: its import is 1.3 s of CPU."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\n"
+             "from wikiengine.training.config import tiny_demo_config\n"
+             "from wikiengine.training.data import open_corpus\n"
+             "config = tiny_demo_config().validate()\n"
+             "corpus = open_corpus('', config.seq_len, config.seed)\n"
+             "print(corpus.files_sha, corpus.perm_sha, 'torch' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    corpus = open_corpus("", tiny_demo_config().seq_len, tiny_demo_config().seed)
+    assert done.stdout.split() == [corpus.files_sha, corpus.perm_sha, "False"], done.stderr

@@ -25,9 +25,12 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from wikiengine.core.errors import WikiError
+
+TYPE_CHECKING = False  # typing's constant, without importing typing
+if TYPE_CHECKING:
+    import torch
 
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 
@@ -99,7 +102,10 @@ class Corpus:
         return out
 
     def batch(self, start: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs and targets ``(count, seq_len)`` int64 for global positions ``start..``."""
+        """Inputs and targets ``(count, seq_len)`` int64 for global positions ``start..``
+        (torch is imported here: opening a corpus and reading its pins need none)."""
+        import torch
+
         width = self.seq_len
         rows = [self.tokens[i * width: i * width + width + 1] for i in self.sample_indices(start, count)]
         block = torch.from_numpy(np.stack(rows).astype(np.int64))
