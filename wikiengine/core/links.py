@@ -8,6 +8,8 @@ import posixpath
 import re
 from urllib.parse import unquote
 
+from wikiengine.core.fences import fence_closed, fence_opened
+
 # Inline links and images: [text](dest "title"), with one level of nested brackets in the
 # text, an <angle> destination or one with balanced parentheses, and an optional title.
 # The repetitions are possessive: their alternatives start with different characters and
@@ -21,7 +23,6 @@ _INLINE_RE = re.compile(
 # A code span (group 1: its opening backtick run), or what opens none: a backslash escape, or
 # a backtick run with no closer. Taken left to right, they pair backticks as CommonMark does.
 _CODE_SPAN_RE = re.compile(r"\\[!-/:-@\[-`{-~]|(`+)(?!`)(?:.+?)(?<!`)\1(?!`)|`+")
-_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}:")
 _ODD_SPACE_RE = re.compile(r"[^\S \t\n]")
 _ESCAPE_RE = re.compile(r"\\([!-/:-@\[-`{-~])")
@@ -64,17 +65,16 @@ def _scan_careful(text: str, first_line: int) -> list[tuple[int, int, str]] | No
     fence = ""
     for number, line in enumerate(text.splitlines(), start=first_line):
         if fence:
-            if fence[0] in line:
-                closer = _FENCE_RE.match(line)
-                if closer and closer.group(1)[0] == fence[0] and len(closer.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
-                    fence = ""
+            if fence[0] in line and fence_closed(line, fence):
+                fence = ""
             continue
         lead = _LEAD_RE.match(line).end()  # container markers and indentation
         content = line[lead:] if lead else line
-        if content[:3] in ("```", "~~~") and not (content[0] == "`" and "`" in content.lstrip("`")):
+        opened = fence_opened(content) if content[:3] in ("```", "~~~") else ""
+        if opened:
             if lead:
                 return None  # a fence indented or inside a container
-            fence = _FENCE_RE.match(line).group(1)
+            fence = opened
             continue
         masked = line  # the line with its code spans blanked, once
         if "`" in line:

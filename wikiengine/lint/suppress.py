@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 
+from wikiengine.core.fences import fence_closed, fence_opened
 from wikiengine.lint.finding import Finding
 
 MARK = "wiki-lint:"
 _DIRECTIVE_RE = re.compile(r"<!--\s*wiki-lint:\s*(disable-file|disable)\b\s*([^>]*?)\s*-->")
 _CLOSE = "-->"
 _OPEN = "<!--"
-_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 UNUSED_CODE = "WK100"
 
 
@@ -29,13 +29,12 @@ def parse_directives(text: str) -> list[tuple]:
     found = []
     fence = ""
     for number, line in enumerate(text.splitlines(), start=1):
-        opener = _FENCE_RE.match(line)
         if fence:
-            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
+            if fence_closed(line, fence):
                 fence = ""
             continue
-        if opener and not (opener.group(1)[0] == "`" and "`" in line[opener.end():]):
-            fence = opener.group(1)
+        if opened := fence_opened(line):
+            fence = opened
             continue
         if MARK not in line:
             continue

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
+from wikiengine.core.fences import FENCE_RE
 from wikiengine.core.page import split_lines
 from wikiengine.lint.rule import Rule
 
 _FIELD_RE = re.compile(r"\*\*(?:Run|Step|Decision)\*\*")
-_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 # What outside text could be read as memory structure, most dangerous first.
 _HAZARDS = (
     ("a table row", re.compile(r"\s*\|")),
@@ -41,7 +41,7 @@ def unfenced_lines(body: str, first_line: int) -> tuple[list[tuple[int, str]], i
             if len(line) - len(stripped) <= 3 and stripped.startswith(fence) and not stripped.lstrip(fence[0]).strip(" \t"):
                 fence = ""
             continue
-        opener = _FENCE_RE.match(line)
+        opener = FENCE_RE.match(line)
         if opener:
             fence, fence_line = opener.group(1), number
             continue

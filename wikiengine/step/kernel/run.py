@@ -36,7 +36,6 @@ from wikiengine.core.sandbox import Limits, Outcome, run_confined
 from wikiengine.core.usercache import KeptMap, code_stamp
 from wikiengine.step.kernel import verify as kernel_verify
 from wikiengine.step.kernel.chip import chip_lock, compile_slot, pod_lock
-from wikiengine.step.kernel.verify import VERIFIER, verifier_args
 
 VERIFY_TIMEOUT_S = 900
 VERIFY_LIMITS = Limits(wall_s=VERIFY_TIMEOUT_S, cpu_s=VERIFY_TIMEOUT_S, address_space=16 << 30)
@@ -131,7 +130,7 @@ def _measure_locally(root: Path, chip: int, reference: str, candidate: str, op_p
     # there cannot shadow what the verifier imports; the verifier runs as a file, so the child
     # imports nothing of wikiengine
     command = [sys.executable, "-P", "verify.py",
-               *verifier_args("reference.py", "candidate.py", op_point, mode, atol, rtol)]
+               *kernel_verify.verifier_args("reference.py", "candidate.py", op_point, mode, atol, rtol)]
     with chip_lock(root, chip), compile_slot(root):
         before = repo_guard.snapshot(root)
         outcome = run_confined(command, files=files, env=_child_env(), limits=VERIFY_LIMITS, read_paths=_torch_paths(),
@@ -183,7 +182,7 @@ def _measured(outcome: Outcome, files: dict[str, bytes], mode: str) -> dict:
             "verifier": _sha256(files["verify.py"])}
     return {"verdict": "FAIL", "reasons": [f"the verifier run was {cut}; nothing of it outlived it"], "probe": {},
             "parity": {"pass": False}, "firing": {"pass": False}, "timing": {}, "leads": [], "hardware": None,
-            "mode": mode, "verifier": VERIFIER, "sources": sent, "created": now_iso()}
+            "mode": mode, "verifier": kernel_verify.VERIFIER, "sources": sent, "created": now_iso()}
 
 
 def _measure_on_pod(root: Path, target: dict, reference: str, candidate: str, op_point: str, mode: str,
@@ -197,7 +196,7 @@ def _measure_on_pod(root: Path, target: dict, reference: str, candidate: str, op
             compile_slot(root), ClusterPod(target) as pod:
         pod.require_running()
         paths = pod.sync(files)
-        return pod.run_verifier(_sha256(files[2]), verifier_args(ref_sha, cand_sha, op_point, mode, atol, rtol), paths)
+        return pod.run_verifier(_sha256(files[2]), kernel_verify.verifier_args(ref_sha, cand_sha, op_point, mode, atol, rtol), paths)
 
 
 def _torch_paths() -> list[str]:
