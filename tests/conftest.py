@@ -20,18 +20,22 @@ REPO = Path(__file__).resolve().parents[1]
 # - a built resource (tests/run_once.py) is built once per run whatever the worker, but a second
 #   worker that asks for it while the first builds would sit idle for minutes.
 GROUPS = {"slurm_cluster": "slurm", "autoresearch_demo": "autoresearch-demo"}
+# the groups whose tests spend most of their time waiting, each on a worker of its own: Slurm's
+# (its scheduler, its stopped controller) and the tests marked ``waits``
+WAITING_GROUPS = ("slurm", "waits")
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: half as many workers again as cores. A worker waits for a third of its time
-    (a training process's timed rounds, Slurm's scheduler, a polling loop's sleep), so one
-    worker a core leaves the cores idle: on an idle 2-core machine the suite took 14:01 with 2
-    workers and 10:55 with 3, against 9-10 minutes for its CPU time spread over both cores
-    (benchmarks/README.md). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when it is set."""
+    """``-n auto``: one worker a core for the tests that compute, and one more for each group of
+    tests that mostly wait (:data:`WAITING_GROUPS`). Spread over the same workers as the rest, the
+    waiting tests met: every worker waited at once for 10-40 s at a time, and an idle 2-core
+    machine kept its cores 83% busy (3 workers: 5 min 51 s); on workers of their own they wait
+    while the others compute (4 workers: 97% busy, 5 min 6 s; benchmarks/README.md).
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when it is set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores + max(1, cores // 2)
+    return cores + len(WAITING_GROUPS)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
@@ -39,6 +43,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         for name in GROUPS.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(GROUPS[name]))
+        if item.get_closest_marker("waits") and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group("waits"))
         if getattr(config.option, "loadgroup", False):
             _name_the_group(item)
     # the slow tests (a minute or more each on a loaded machine) start first, so that no worker

@@ -108,6 +108,7 @@ def test_harness_is_short():
     assert len((KIT / "harness.py").read_text().splitlines()) < 60
 
 
+@pytest.mark.waits
 def test_the_harness_answers_each_need_of_a_real_lane_until_a_verdict_is_filed(lane):
     harness = load_harness()
     results = lane / LANE_DIR / "RESULTS.tsv"

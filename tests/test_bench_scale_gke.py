@@ -22,6 +22,7 @@ def bench():
     return module
 
 
+@pytest.mark.waits
 def test_gke_scale_dispatches_every_stub_once_and_sees_every_completion_once(bench, capsys, monkeypatch):
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     result = bench.gke_scale(["--tracks", "4", "--stubs", "20", "--sleep", "0.1", "--lost", "3",

@@ -55,6 +55,7 @@ def budget_session(wiki):  # noqa: F811 - the fixture imported above
     return wiki
 
 
+@pytest.mark.waits
 def test_row121_the_lane_stops_dispatching_at_max_experiments_and_resumes_when_the_program_raises_it(budget_session):
     root = budget_session
     first = stub(root, "first-try", mfu=38.9)

@@ -71,6 +71,7 @@ def test_the_error_class_is_the_callers(repo, tmp_path):
         git.run(tmp_path / "no-such-folder", "status", error=StoreLike, unavailable=Gone)
 
 
+@pytest.mark.waits
 def test_a_hung_git_is_killed_at_its_deadline(repo, slow_git):
     started = time.monotonic()
     with pytest.raises(GitError, match="git status failed: .*timed out after 0.5 seconds"):

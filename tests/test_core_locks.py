@@ -53,6 +53,7 @@ def test_a_second_holder_fails_fast_without_a_timeout(tmp_path):
     assert locks.try_hold(path) is not None  # a killed holder releases it with its process
 
 
+@pytest.mark.waits
 def test_a_waiter_waits_up_to_its_timeout_and_takes_the_lock_when_freed(tmp_path):
     path = tmp_path / "chip-0.lock"
     proc = holder(path, 0.5)

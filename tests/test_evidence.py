@@ -112,6 +112,7 @@ def journal(root) -> list[dict]:
     return parse_journal((root / LANE.journal).read_text())
 
 
+@pytest.mark.waits
 def test_row68_the_band_is_measured_by_aa_runs_before_the_first_dispatch(session):
     vid = stub(session, "batch-big", mfu=45.0)
     need = owed_verdict(session, vid)
@@ -130,6 +131,7 @@ def test_row68_the_band_is_measured_by_aa_runs_before_the_first_dispatch(session
     assert not list((session / LANE_DIR / "experiments").glob("*v000*"))
 
 
+@pytest.mark.waits
 def test_row65_the_agents_figures_annotate_and_never_move_current_best(session):
     vid = stub(session, "small-loss", mfu=38.0)
     need = owed_verdict(session, vid)
@@ -148,6 +150,7 @@ def test_row65_the_agents_figures_annotate_and_never_move_current_best(session):
     ({"mfu": 45.0, "selfkill": True}, "exited with code"),  # SIGKILL behind the engine
     ({"mfu": 45.0, "sleep": 60}, "the wake killed it"),  # hung: killed by the wake
 ])
+@pytest.mark.waits
 def test_row66_a_crashed_or_killed_run_is_invalid_whatever_the_flags(session, knobs, why):
     vid = stub(session, "crashy", **knobs)
     need = owed_verdict(session, vid)
@@ -159,6 +162,7 @@ def test_row66_a_crashed_or_killed_run_is_invalid_whatever_the_flags(session, kn
     assert (session / LANE.results).read_text().splitlines()[-1].split("\t")[7] == "crash"
 
 
+@pytest.mark.waits
 def test_row67_a_stub_never_dispatched_or_in_flight_is_refused(session):
     vid = stub(session, "slow", mfu=45.0, sleep=30)
     head = git(session, "rev-parse", "HEAD").strip()
@@ -172,6 +176,7 @@ def test_row67_a_stub_never_dispatched_or_in_flight_is_refused(session):
     assert git(session, "log", "--format=%s", f"{head}..HEAD").count("file") == 0
 
 
+@pytest.mark.waits
 def test_row68_a_negative_band_from_the_run_or_the_config_never_widens_a_win(session):
     vid = stub(session, "neg-band", mfu=38.95, extra={"noise_band": -50})
     need = owed_verdict(session, vid)
@@ -192,6 +197,7 @@ def test_external_runs_are_at_most_inconclusive(session):
     assert "external: true" in (session / filed["page"]).read_text()
 
 
+@pytest.mark.waits
 def test_equal_op_digests_cap_a_silent_no_op_whatever_hlo_the_agent_passes(session):
     vid = stub(session, "no-op", mfu=45.0, extra={"op_digest": "abcd1234", "frontier_op_digest": "abcd1234"})
     need = owed_verdict(session, vid)

@@ -60,6 +60,7 @@ def settled(monkeypatch):
     monkeypatch.setattr(context, "time", SimpleNamespace(time_ns=lambda: real() + 10_000_000_000))
 
 
+@pytest.mark.waits
 def test_a_kept_listing_finds_what_os_walk_finds_after_every_change(tmp_path, settled):
     root = tmp_path / "wiki-root"
     (root / "wiki" / "a").mkdir(parents=True)
@@ -198,6 +199,7 @@ def test_a_bad_name_in_a_kept_folder_is_still_exit_2(tmp_path, settled):
 
 
 @pytest.mark.skipif(os.geteuid() == 0 and not Path("/usr/bin/setpriv").exists(), reason="no user to whom a folder is unreadable")
+@pytest.mark.waits
 def test_a_kept_folder_made_unreadable_is_still_exit_2(tmp_path):
     """chmod changes a folder's ctime: the kept listing is not taken, and the walk fails as before."""
     import tempfile
@@ -231,6 +233,7 @@ def test_a_kept_folder_made_unreadable_is_still_exit_2(tmp_path):
         shutil.rmtree(base)
 
 
+@pytest.mark.waits
 def test_a_lint_run_keeps_the_listing_and_reads_it_back(tmp_path, monkeypatch):
     """The runner's walk goes through the listing: once every folder has settled, a run lists
     no folder; a page added then is found (its folder's time moved) and linted."""

@@ -413,6 +413,7 @@ def test_row17_http_500_makes_a_cluster_unknown_never_free(fleet):
     )
 
 
+@pytest.mark.waits
 def test_row17_stall_past_the_deadline_is_unknown_never_free(fleet):
     fleet["alice-v5p-16"].fail("GET", r"/jobsets$", "stall")
     selection = occupancy(fleet, None, deadline_s=STALL_DEADLINE_S)
@@ -533,6 +534,7 @@ def test_dispatch_refuses_a_cluster_that_became_busy(fleet):
 
 
 @pytest.mark.parametrize("fault", ["500", "stall", "malformed"])
+@pytest.mark.waits
 def test_row17_unknown_occupancy_never_dispatches(fleet, fault):
     fleet["dave-v5p-16"].fail("GET", r"/jobsets$", fault)
     with pytest.raises(KubeUnavailable):
@@ -597,6 +599,7 @@ def test_status_through_the_client(fleet, terminal, conditions, active, state):
         assert got.failure_message == "jobset failed" and got.ended_at is not None
 
 
+@pytest.mark.waits
 def test_row17_status_is_gone_on_404_and_unknown_on_500_or_stall(fleet):
     cluster = fleet.cluster("carol-pw-v5p-16-2")
     assert status(cluster, "alice-gemma4-tpu-v404-x", kubeconfig=fleet.kubeconfig).state is SessionState.GONE
@@ -698,6 +701,7 @@ def test_gke_compute_launches_once_and_reports(fleet, tmp_path):
     assert len([r for r in fleet["dave-v5p-16"].requests if r.method == "POST"]) == 1
 
 
+@pytest.mark.waits
 def test_gke_compute_refuses_a_busy_or_unknown_cluster(fleet, tmp_path):
     compute = gke_compute(fleet, tmp_path)
     request = LaunchRequest(slug="ounce100m-session4", script_text="print(1)\n", session_timeout_s=600)
@@ -769,6 +773,7 @@ def test_cli_json_reports_candidates_and_selection(fleet, wiki, capsys):
     assert CANARY_TOKEN not in out
 
 
+@pytest.mark.waits
 def test_cli_text_and_exit_busy_when_nothing_is_free(fleet, wiki, capsys):
     for name in V5P_8CHIP:
         fleet[name].add_jobset(f"bob-gemma4-tpu-v00{len(name) % 10}-x")
@@ -781,6 +786,7 @@ def test_cli_text_and_exit_busy_when_nothing_is_free(fleet, wiki, capsys):
     assert "No free cluster: stopping" in out
 
 
+@pytest.mark.waits
 def test_row46_no_credential_in_any_output(fleet, wiki, capsys, tmp_path):
     fleet["alice-v5p-16"].fail("GET", r"/jobsets$", "500")
     fleet["bob-v5p-16"].fail("GET", r"/jobsets$", "malformed")

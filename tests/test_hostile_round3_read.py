@@ -401,6 +401,7 @@ print("cache at", made, flush=True)
 """
 
 
+@pytest.mark.waits
 def test_row92_a_local_lane_run_has_its_own_tmpdir_and_inductor_cache_removed_after(tmp_path, monkeypatch):
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed")

@@ -59,6 +59,7 @@ def titles(fake_hub) -> list[str]:
     return [c.title for c in repo.history(repo.resolve("main"))]
 
 
+@pytest.mark.waits
 def test_save_then_pinned_check_reads_back_through_the_real_client(hub_store, fake_hub, tmp_path):
     from wikiengine.training.checkpoint import read_verified_from_store
 
@@ -82,6 +83,7 @@ def test_save_then_pinned_check_reads_back_through_the_real_client(hub_store, fa
     assert hub_store.is_ancestor(ckpt, head) and not hub_store.is_ancestor(head, ckpt)
 
 
+@pytest.mark.waits
 def test_commit_list_follows_link_pagination(hub_store, fake_hub, tmp_path):
     for step in (127, 254, 381):
         save(hub_store, tmp_path, step)
@@ -200,6 +202,7 @@ def test_row8_row18_bit_flip_of_same_size_is_caught_and_never_cached(hub_store, 
     assert good == fake_hub.repo(REPO_ID).resolve(head).files[path]
 
 
+@pytest.mark.waits
 def test_row18_truncated_body_is_completed_or_refused(hub_store, fake_hub, tmp_path):
     save(hub_store, tmp_path, 127)
     head = hub_store.head()
@@ -208,6 +211,7 @@ def test_row18_truncated_body_is_completed_or_refused(hub_store, fake_hub, tmp_p
     assert hub_store.read_file(path, head) == fake_hub.repo(REPO_ID).resolve(head).files[path]
 
 
+@pytest.mark.waits
 def test_row18_dropped_connection_on_download_is_retried(hub_store, fake_hub, tmp_path):
     save(hub_store, tmp_path, 127)
     head = hub_store.head()
@@ -223,6 +227,7 @@ def test_row16_429_retry_after_is_honoured(hub_store, fake_hub, sleeps):
     assert sleeps.waits == [7.0]
 
 
+@pytest.mark.waits
 def test_row16_429_on_paginated_listing_uses_the_clients_own_backoff(hub_store, fake_hub, sleeps):
     fake_hub.inject("commits", status_fault(429, retry_after=0))
     assert [c.title for c in hub_store.list_commits("main")] == ["initial commit"]
@@ -237,6 +242,7 @@ def test_row16_5xx_storm_ends_as_unknown_after_bounded_attempts(hub_store, fake_
     assert sleeps.waits == [0.05, 0.1, 0.2]
 
 
+@pytest.mark.waits
 def test_row17_stalled_server_hits_the_deadline_and_answers_unknown(fake_hub, tmp_path, sleeps):
     store = HubStore(
         REPO_ID,
@@ -264,6 +270,7 @@ def test_row17_retry_after_past_the_deadline_gives_up_without_waiting(fake_hub, 
     assert sum(1 for route, _ in fake_hub.requests if route == "commits") == 1
 
 
+@pytest.mark.waits
 def test_row34_stale_parent_is_refused_then_redecided_from_fresh_state(hub_store, fake_hub, tmp_path):
     seen = hub_store.head()
     ckpt, _ = save(hub_store, tmp_path, 127)  # another writer advanced the branch

@@ -215,6 +215,7 @@ def test_filing_a_run_imports_nothing_heavy(lane):
     assert heavy == [], f"wiki exp file imported {heavy}"
 
 
+@pytest.mark.waits
 def test_a_relay_run_s_no_op_wake_imports_no_linter_and_nothing_heavy(relay):
     before = subprocess.run(["git", "rev-parse", "HEAD"], cwd=relay, capture_output=True, text=True).stdout
     heavy = _probe(relay, ["step"], [*HEAVY, "wikiengine.lint", "wikiengine.step.writers", "decimal"])

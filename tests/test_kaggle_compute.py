@@ -216,6 +216,7 @@ def test_row16_429_retry_after_on_a_read_is_honoured(compute, fake_kaggle, sleep
     assert sleeps.waits == [9.0]
 
 
+@pytest.mark.waits
 def test_row17_quota_unreadable_is_unavailable_not_exhausted(fake_kaggle, tmp_path, sleeps, clock):
     compute = KaggleCompute(
         KAGGLE_TEST_USER, claims_path=tmp_path / "c.json", clock=clock,

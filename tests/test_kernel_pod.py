@@ -200,6 +200,7 @@ def test_row_22_a_start_killed_after_its_pod_came_up_attaches_to_it(tmp_path, cl
     assert list(cluster.pods) == [("default", POD)]
 
 
+@pytest.mark.waits
 def test_a_pod_that_never_schedules_is_deleted_and_nothing_is_recorded(tmp_path, cluster, capsys, monkeypatch):
     root = tmp_path / "repo"
     root.mkdir()
@@ -306,6 +307,7 @@ def test_row_17_a_pod_failure_is_one_line_and_never_a_receipt(started_pod_family
     assert git(root, "rev-parse", "HEAD") == head and not (root / FAM.receipts_dir).exists()
 
 
+@pytest.mark.waits
 def test_the_ttl_is_enforced_by_the_cluster_as_active_deadline_seconds(tmp_path, cluster, capsys):
     root = tmp_path / "repo"
     root.mkdir()
@@ -354,6 +356,7 @@ def test_sync_and_run_work_over_exec_v5_and_v4(tmp_path, cluster, protocols):
     assert answer["hardware"].startswith("cpu-")
 
 
+@pytest.mark.waits
 def test_row_17_exec_has_a_deadline_for_its_handshake_and_its_command(tmp_path, cluster):
     from wikiengine.core.errors import WikiError
 

@@ -234,6 +234,7 @@ def fake_home(tmp_path_factory, monkeypatch):
 
 
 @pytest.mark.skipif(not LANDLOCK, reason="this kernel offers no Landlock")
+@pytest.mark.waits
 def test_row78_a_hostile_candidate_fails_and_changes_nothing(family, fake_home, capsys, monkeypatch, tmp_path):
     root, _authoring, _stub = family
     marker = f"row78-{uuid.uuid4().hex}"
@@ -253,6 +254,7 @@ def test_row78_a_hostile_candidate_fails_and_changes_nothing(family, fake_home, 
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
 
 
+@pytest.mark.waits
 def test_row78_without_landlock_a_write_to_the_repository_refuses_the_measurement(family, fake_home, capsys,
                                                                                   monkeypatch, tmp_path):
     root, _authoring, _stub = family

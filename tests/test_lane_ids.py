@@ -105,6 +105,7 @@ def reaper():
 # --- row 71: a track runs at most one v-id; stubs queue ------------------------------------------
 
 
+@pytest.mark.waits
 def test_row71_a_busy_track_queues_new_stubs_and_retries_and_still_processes_its_run(wiki):  # noqa: F811
     root = lane_repo(wiki, tracks=1)
     done = new(root, "quick-run", "--track", "1", mfu=39.0)
@@ -287,6 +288,7 @@ def test_row69_renumber_of_an_id_with_one_page_is_refused(wiki):  # noqa: F811
     assert len(refused.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.waits
 def test_row69_a_vid_another_clone_already_runs_is_not_dispatched_again(wiki, tmp_path):  # noqa: F811
     from tests.test_lane_step import MemoryBackend
 
@@ -311,6 +313,7 @@ def test_row69_a_vid_another_clone_already_runs_is_not_dispatched_again(wiki, tm
     assert len(shared.launches) == 2 and len({n.split("-")[3] for n in shared.launches}) == 2
 
 
+@pytest.mark.waits
 def test_row69_renumber_of_a_filed_page_amends_its_filing_and_renames_its_log_entry(wiki):  # noqa: F811
     root = lane_repo(wiki, tracks=2)
     other = root.parent / "clone"

@@ -128,6 +128,7 @@ def _runner_pid(folder: Path) -> int | None:
 
 
 @pytest.mark.slow
+@pytest.mark.waits
 def test_row50_local_lane_backend_model():
     run_state_machine_as_test(LocalLaneModel, settings=settings(
         max_examples=20, stateful_step_count=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]))

@@ -72,6 +72,7 @@ def test_first_audit_is_full_and_says_so_then_nothing_new(lane_wiki):
     assert not (lane_wiki / LANE.dir / STOP_AUTHORIZED).exists()  # only a closing audit authorizes
 
 
+@pytest.mark.waits
 def test_an_unchanged_rerun_rewrites_neither_its_cursor_nor_the_lint_s_folder_listing(lane_wiki):
     """A cursor already at HEAD is not written again: a rewrite changed the lane folder, so the
     next run's lint listed it anew and wrote its folder listing back, every run."""

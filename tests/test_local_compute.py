@@ -177,6 +177,7 @@ def test_row20_two_concurrent_wiki_step_processes_launch_once(tmp_path):
         LocalProcessCompute(root / ".wiki" / "compute").cancel("tiny-session1")
 
 
+@pytest.mark.waits
 def test_row31_item3_the_local_backend_enforces_the_session_timeout_itself(tmp_path, compute):
     """Issue 13 item 3: past its timeout the supervisor stops the session and records why, as a platform
     does; the wake never has to guess that a live session is dead."""

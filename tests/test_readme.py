@@ -193,6 +193,7 @@ OUTCOMES = {"README.md": readme_outcome, "docs/lanes.md": lanes_outcome}
 
 @pytest.mark.slow  # each page's walkthrough end to end: half a minute and more
 @pytest.mark.parametrize("rel", sorted(rel for rel, found in RUNNABLE.items() if found))
+@pytest.mark.waits
 def test_each_page_runs_as_pasted(rel, tmp_path):
     out = "".join(run.stdout for run in paste(rel, tmp_path))
     OUTCOMES.get(rel, lambda *_: None)(out, tmp_path)

@@ -83,6 +83,7 @@ def _walk_attributes(obj, seen=None, depth=0) -> list[str]:
     return out
 
 
+@pytest.mark.waits
 def test_row46_canaries_reach_no_file_log_output_message_or_commit(canary_env, tmp_path, caplog, capfd, monkeypatch):
     caplog.set_level(logging.DEBUG)
     hub = fake_hub_module.FakeHub(required_token=HF_CANARY).start()

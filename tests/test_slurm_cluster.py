@@ -15,6 +15,7 @@ from tests.slurm_cluster import DAEMONS, SlurmCluster, missing
 pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 
 
+@pytest.mark.waits
 def test_a_cluster_left_running_at_the_same_path_is_stopped_and_the_new_one_runs_jobs(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("stale")  # short: munge's socket path must fit a sockaddr
     folder = tmp_path / "slurm"

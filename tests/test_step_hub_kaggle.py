@@ -58,6 +58,7 @@ def save(store: HubStore, tmp_path, step: int) -> None:
     store.commit_pointer(step, store.commit_checkpoint(step, folder, store.head()))
 
 
+@pytest.mark.waits
 def test_wake_check_launch_and_next_session_through_hub_and_kaggle(wiki, fake_hub, fake_kaggle, tmp_path):
     root, store, clock = wiki
     fake_kaggle.next_runs.append(Run(statuses=["RUNNING"]))
@@ -89,6 +90,7 @@ def test_wake_check_launch_and_next_session_through_hub_and_kaggle(wiki, fake_hu
     assert "kaggle-claims" not in git(root, "ls-files")  # runtime state, not memory
 
 
+@pytest.mark.waits
 def test_unknown_kaggle_status_never_launches_through_wiki_step(wiki, fake_kaggle):
     root, store, clock = wiki
     fake_kaggle.next_runs.append(Run(statuses=["RUNNING"]))
@@ -130,6 +132,7 @@ def test_two_refusals_to_start_read_from_kaggle_logs_block_a_third_launch(wiki, 
     assert entry.kind == "crash_loop" and "REFUSED: free space" in entry.evidence
 
 
+@pytest.mark.waits
 def test_row24_item9_an_unreadable_listing_never_closes_a_claim_through_wiki_step(wiki, fake_kaggle, monkeypatch):
     """Issue 13 item 9: the wake died after the push; the listing cannot be read. Past the claim TTL the
     claimed session is unknown, not gone: its booked row stays open and nothing is booked again."""

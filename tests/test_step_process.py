@@ -48,6 +48,7 @@ def run_sessions(root, count):
     return wiki_step(root)
 
 
+@pytest.mark.waits
 def test_row08_item1_a_rewritten_checkpoint_and_manifest_never_complete(tmp_path, cleanup):
     """Seed section 4: one byte of the last checkpoint's weights changed and the store's manifest rewritten
     to match; the sessions' own logs recorded the original digest, so the run blocks naming checkpoint-24."""
@@ -71,6 +72,7 @@ def test_row08_item1_a_rewritten_checkpoint_and_manifest_never_complete(tmp_path
     assert memory.read_digests(root)["24"].recorded_by == "session-3"
 
 
+@pytest.mark.waits
 def test_row08_item1_a_healthy_run_completes_with_final_verified_against_the_run(tmp_path, cleanup):
     root = process_wiki(tmp_path, [{}, {}, {}], eval_plan=[])
     cleanup(root)
@@ -83,6 +85,7 @@ def test_row08_item1_a_healthy_run_completes_with_final_verified_against_the_run
 
 
 @pytest.mark.parametrize("tamper", ["new_pointer_commit", "branch_rewound"])
+@pytest.mark.waits
 def test_row02_item2_a_pointer_regression_no_wake_saw_is_an_emergency(tmp_path, cleanup, tamper):
     """Seed section 5: `latest -> 4` committed after an unseen `latest -> 8`, or the branch rewound below
     session 1's exit record: both block, and nothing is launched over them."""
@@ -105,6 +108,7 @@ def test_row02_item2_a_pointer_regression_no_wake_saw_is_an_emergency(tmp_path, 
     assert not session_dir(root, 2).exists()
 
 
+@pytest.mark.waits
 def test_row31_item3_a_live_session_is_never_launched_over_and_a_quiet_one_is_reported_stalled(tmp_path, cleanup):
     """Seed section 3: session 1 saved twice and then hangs, alive; wakes report it running (stalled once
     its pointer has not moved for 3 save intervals) and never start session 2."""
@@ -127,6 +131,7 @@ def test_row31_item3_a_live_session_is_never_launched_over_and_a_quiet_one_is_re
     assert memory.parse_iso(state.next_check_at) >= memory.parse_iso(state.updated_at)
 
 
+@pytest.mark.waits
 def test_item4_a_block_cancels_the_live_session(tmp_path, cleanup):
     """Seed section 5, "stop everything": a loss jump blocks the run while session 1 trains; the block
     cancels it through the backend and says so; it writes no further checkpoint."""
@@ -151,6 +156,7 @@ def test_item4_a_block_cancels_the_live_session(tmp_path, cleanup):
     assert any("wiki unblock" in r for r in out["reasons"])
 
 
+@pytest.mark.waits
 def test_row27_item8_a_corrupt_checkpoint_blocks_after_one_refusal(tmp_path, cleanup):
     """Seed section 3: a refusal that is not transient (the checkpoint fails verification) blocks at once,
     as corruption; before, the run launched on it twice and then blocked as a crash loop."""
@@ -174,6 +180,7 @@ def test_row27_item8_a_corrupt_checkpoint_blocks_after_one_refusal(tmp_path, cle
     assert sessions["session-2"]["exit"].startswith("checkpoint corrupt") and "{" not in sessions["session-2"]["exit"]
 
 
+@pytest.mark.waits
 def test_row27_item8_a_kill_after_real_progress_is_not_a_fast_exit(tmp_path, cleanup):
     """Two sessions killed within two minutes, each after committing a checkpoint: they ran, so this is
     not a crash loop; the third wake launches again from the pointer."""
@@ -200,6 +207,7 @@ def _dead(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
+@pytest.mark.waits
 def test_row28_item7_a_park_on_the_default_ends_when_the_local_quota_window_turns(tmp_path, cleanup):
     """Issue 13 item 7: the local backend's quota refills each window; a park whose reset instant has
     passed reads the quota again and launches (before, the quota never refilled and the past reset
@@ -233,6 +241,7 @@ def test_row28_item7_a_park_on_the_default_ends_when_the_local_quota_window_turn
     assert RelayState.read(root).status == "running"
 
 
+@pytest.mark.waits
 def test_row38_item6_an_edited_ledger_row_blocks_even_after_the_trusted_commit_is_moved(tmp_path, cleanup):
     """Edit an old ledger row, then in a second commit move `trusted_commit` in STATE.md past the edit: the
     row is checked against the commit that introduced it, so the next real wake blocks and launches nothing."""

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.usefixtures("loopback_only")
 from torch_threads import one_torch_thread  # noqa: E402,F401  (autouse: one torch thread)
 
 
+@pytest.mark.waits
 def test_sessions_relay_through_the_hub_store(tmp_path, fake_hub, hub_store, capsys):  # noqa: F811
     run = create_demo_run(tmp_path / "run", max_steps=8, session_steps=4, save_steps=2)
     for expected in (4, 8):

@@ -1,5 +1,5 @@
 """The suite's xdist groups hold (tests/conftest.py): tests marked ``xdist_group`` run on one
-worker. pytest-xdist 3.8 names a group where pytest 9.2 no longer reads it, so the groups were
+worker, and so do the tests marked ``waits``. pytest-xdist 3.8 names a group where pytest 9.2 no longer reads it, so the groups were
 once ignored without a word (each worker started a Slurm cluster of its own)."""
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ def test_grouped(n):
 @pytest.mark.parametrize("n", range(6))
 def test_free(n):
     pass
+
+@pytest.mark.waits
+@pytest.mark.parametrize("n", range(6))
+def test_waiting(n):
+    pass
 """
 
 
@@ -33,7 +38,9 @@ def test_a_group_runs_on_one_worker(tmp_path):
                            "-v", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'inner'}", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    ran = re.findall(r"^\[(gw\d)\] .*PASSED .*::(test_\w+)\[(\d)\](@g)?", done.stdout, re.M)
-    grouped = {worker for worker, name, _, group in ran if name == "test_grouped"}
-    assert len(ran) == 12 and len(grouped) == 1, done.stdout
-    assert all(group == "@g" for _, name, _, group in ran if name == "test_grouped")
+    ran = re.findall(r"^\[(gw\d)\] .*PASSED .*::(test_\w+)\[(\d)\](@\w+)?", done.stdout, re.M)
+    assert len(ran) == 18, done.stdout
+    for name, group in (("test_grouped", "@g"), ("test_waiting", "@waits"), ("test_free", "")):
+        assert all(found == group for _, test, _, found in ran if test == name), done.stdout
+        if group:
+            assert len({worker for worker, test, _, _ in ran if test == name}) == 1, done.stdout
