@@ -9,12 +9,15 @@ measured in the process that runs it (an xdist worker, or pytest itself) with
 the phase (a ``wiki`` subprocess, a demo's training processes). Processes started under
 another parent (a Slurm daemon's job) are not counted. The figures travel to the controller
 with each report, so that a run on several workers is summed in one table at the end: the
-tests with the most CPU, and the CPU by test file.
+tests with the most CPU, and the CPU by test file. ``--cpu-dump`` also gives each phase's
+worker and its start (seconds from the session's start): the run's timeline, worker by worker
+(with ``vmstat 2`` beside it, the windows where every worker waits at once).
 """
 
 from __future__ import annotations
 
 import resource
+import time
 from collections import defaultdict
 
 import pytest
@@ -63,13 +66,17 @@ def pytest_runtest_teardown(item):
 
 class _Table:
     def __init__(self):
-        self.rows: list[tuple[float, float, float, str, str]] = []  # cpu, children, wall, phase, test
+        self.rows: list[tuple[float, float, float, str, str, str, float]] = []
+        # cpu, children, wall, phase, test, worker, start (seconds from the session's start)
+        self.started = time.time()
 
     def add(self, report) -> None:
         for key, value in report.user_properties:
             if key == _KEY:
                 own, children = value
-                self.rows.append((own + children, children, report.duration, report.when, report.nodeid))
+                start = getattr(report, "start", self.started) - self.started
+                self.rows.append((own + children, children, report.duration, report.when, report.nodeid,
+                                  getattr(report, "worker_id", "-"), start))
 
 
 _table = _Table()
@@ -85,19 +92,19 @@ def pytest_terminal_summary(terminalreporter, config):
         return
     if dump := config.getoption("cpu_dump"):
         with open(dump, "w", encoding="utf-8") as out:
-            out.write("cpu_s\tchildren_s\twall_s\tphase\ttest\n")
-            out.writelines(f"{cpu:.3f}\t{children:.3f}\t{wall:.3f}\t{phase}\t{nodeid}\n"
-                           for cpu, children, wall, phase, nodeid in sorted(rows, reverse=True))
+            out.write("cpu_s\tchildren_s\twall_s\tphase\tworker\tstart_s\ttest\n")
+            out.writelines(f"{cpu:.3f}\t{children:.3f}\t{wall:.3f}\t{phase}\t{worker}\t{start:.2f}\t{nodeid}\n"
+                           for cpu, children, wall, phase, nodeid, worker, start in sorted(rows, reverse=True))
     write = terminalreporter.write_line
     total = sum(r[0] for r in rows)
     write("")
     write(f"CPU of the tests (their processes and waited-for children): {total:.1f} s over {len(rows)} phases")
     write("| CPU s | of it children | wall s | phase | test |")
     write("| ---: | ---: | ---: | --- | --- |")
-    for cpu, children, wall, phase, nodeid in sorted(rows, reverse=True)[: config.getoption("cpu_top")]:
+    for cpu, children, wall, phase, nodeid, *_ in sorted(rows, reverse=True)[: config.getoption("cpu_top")]:
         write(f"| {cpu:.1f} | {children:.1f} | {wall:.1f} | {phase} | `{nodeid}` |")
     by_file: dict[str, float] = defaultdict(float)
-    for cpu, _children, _wall, _phase, nodeid in rows:
+    for cpu, _children, _wall, _phase, nodeid, *_ in rows:
         by_file[nodeid.split("::")[0]] += cpu
     write("")
     write("CPU by test file, s: " + ", ".join(f"{name.removeprefix('tests/')} {cpu:.1f}"
