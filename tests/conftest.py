@@ -29,8 +29,9 @@ def pytest_xdist_auto_num_workers(config):
     """``-n auto``: one worker a core for the tests that compute, and one more for each group of
     tests that mostly wait (:data:`WAITING_GROUPS`). Spread over the same workers as the rest, the
     waiting tests met: every worker waited at once for 10-40 s at a time, and an idle 2-core
-    machine kept its cores 83% busy (3 workers: 5 min 51 s); on workers of their own they wait
-    while the others compute (4 workers: 97% busy, 5 min 6 s; benchmarks/README.md).
+    machine kept its cores 82-84% busy (3 workers); on workers of their own they wait while the
+    others compute (4 workers, 96-97% busy): 365.6 -> 324.2 s and 375.9 -> 314.2 s back to back
+    for the same CPU (benchmarks/README.md, "The waiting tests on a worker of their own").
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when it is set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
