@@ -109,3 +109,21 @@ def pytest_terminal_summary(terminalreporter, config):
     write("")
     write("CPU by test file, s: " + ", ".join(f"{name.removeprefix('tests/')} {cpu:.1f}"
                                             for name, cpu in sorted(by_file.items(), key=lambda kv: -kv[1])[:15]))
+    if waited := waiting_outside_groups(rows):
+        write("")
+        write(f"Tests that mostly waited outside an xdist group ({len(waited)}; mark them `waits`, tests/conftest.py):")
+        for wall, cpu, nodeid in waited:
+            write(f"  {wall:.1f} s wall, {cpu:.1f} s CPU: {nodeid}")
+
+
+def waiting_outside_groups(rows) -> list[tuple[float, float, str]]:
+    """``(wall, CPU, test)`` of each test, its phases summed, that spent 0.8 s or more at under
+    0.4 s of CPU a second and ran in no xdist group (its node id has no ``@group``): it leaves a
+    core idle beside the tests that compute, where the ``waits`` mark would put it beside them."""
+    per_test: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for cpu, _children, wall, _phase, nodeid, *_ in rows:
+        per_test[nodeid][0] += wall
+        per_test[nodeid][1] += cpu
+    return sorted(((wall, cpu, nodeid) for nodeid, (wall, cpu) in per_test.items()
+                   if wall >= 0.8 and cpu <= 0.4 * wall and "@" not in nodeid.rsplit("]", 1)[-1].rsplit("::", 1)[-1]),
+                  reverse=True)
