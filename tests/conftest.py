@@ -21,8 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 #   worker that asks for it while the first builds would sit idle for minutes.
 GROUPS = {"slurm_cluster": "slurm", "autoresearch_demo": "autoresearch-demo"}
 # the groups whose tests spend most of their time waiting, each on a worker of its own: Slurm's
-# (its scheduler, its stopped controller) and the tests marked ``waits``
-WAITING_GROUPS = ("slurm", "waits")
+# (its scheduler, its stopped controller) and the tests marked ``waits``, grouped under that name
+WAITS = "waits"
+WAITING_GROUPS = (GROUPS["slurm_cluster"], WAITS)
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -44,8 +45,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         for name in GROUPS.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(GROUPS[name]))
-        if item.get_closest_marker("waits") and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group("waits"))
+        if item.get_closest_marker(WAITS) and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(WAITS))
         if getattr(config.option, "loadgroup", False):
             _name_the_group(item)
     # the slow tests (a minute or more each on a loaded machine) start first, so that no worker
