@@ -26,6 +26,17 @@ WAITS = "waits"
 WAITING_GROUPS = (GROUPS["slurm_cluster"], WAITS)
 
 
+def pytest_configure(config):
+    """The run writes byte code whatever ``PYTHONDONTWRITEBYTECODE`` says (it is set on the machines
+    this project is built on). The suite starts about 1,400 Python processes, and each would compile
+    the engine's modules from source; each xdist worker would rewrite every test module's asserts
+    again (collection 8.3 s of CPU a worker instead of 3.6 s). Dropped here, in the process that
+    starts the workers, before it starts them: +35 s of CPU and +11 s of wall on an idle 2-core
+    machine otherwise (benchmarks/README.md, "Byte code whatever PYTHONDONTWRITEBYTECODE says")."""
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+        sys.dont_write_bytecode = False
+
+
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: one worker a core for the tests that compute, and one more for each group of
     tests that mostly wait (:data:`WAITING_GROUPS`). Spread over the same workers as the rest, the
