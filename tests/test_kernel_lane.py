@@ -30,19 +30,25 @@ def kernel(root: Path, capsys, *args: str) -> tuple[int, dict | str]:
     return status, (json.loads(out) if status == 0 else err.strip())
 
 
-@pytest.fixture
-def family(tmp_path, capsys):
-    """A started family with one committed stub (no candidate yet)."""
-    authoring = scaffold(tmp_path)
-    status, _ = kernel(tmp_path, capsys, "start", "bench_layernorm.py", "--reference", str(authoring / "reference.py"),
+def start_family(root: Path, capsys) -> tuple[Path, Path, dict]:
+    """A family started in ``root`` with one committed stub (no candidate yet): the root, the
+    authoring folder and what ``stub`` answered."""
+    authoring = scaffold(root)
+    status, _ = kernel(root, capsys, "start", "bench_layernorm.py", "--reference", str(authoring / "reference.py"),
                        "--op-point", OP_POINT, "--class-page", CLASS_PAGE, "--yes")
     assert status == 0
-    status, stub = kernel(tmp_path, capsys, "stub", FAMILY, "--slug", "fused-layernorm", "--proposal",
+    status, stub = kernel(root, capsys, "stub", FAMILY, "--slug", "fused-layernorm", "--proposal",
                           str(authoring / "single-pass-fusion.md"), "--op-point", OP_POINT, "--lever",
                           "single-pass-fusion", "--intervention-class", "fusion", "--category", "memory-bound",
                           "--plan", "the native fused pass")
     assert status == 0, stub
-    return tmp_path, authoring, stub
+    return root, authoring, stub
+
+
+@pytest.fixture
+def family(tmp_path, capsys):
+    """A started family with one committed stub (no candidate yet)."""
+    return start_family(tmp_path, capsys)
 
 
 def git(root: Path, *args: str) -> str:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_kernel_lane import FAM, family, git, kernel  # noqa: F401 - family is a fixture
+from tests.run_once import copy_of, once
+from tests.test_kernel_lane import FAM, family, git, kernel, start_family  # noqa: F401 - family is a fixture
 from wikiengine._cli.main import main
 from wikiengine.demos.kernel import FAMILY, OP_POINT
 from wikiengine.lint.runner import lint
@@ -344,11 +345,18 @@ def _wake_process(root: Path) -> subprocess.Popen:
 
 
 @pytest.fixture
-def with_candidate(family, capsys):
-    root, authoring, _stub = family
-    assert kernel(root, capsys, "cand", FAMILY, "1", "--note", "native fused pass", "--source",
-                  str(authoring / "fused.py"))[0] == 0
-    return root
+def with_candidate(tmp_path_factory, tmp_path, capsys):
+    """A family whose stub has candidate 1 (the fused kernel) measured: built once for the run (the
+    quick measurement is a verifier process importing torch), each test on its own copy."""
+    def build(folder: Path) -> dict:
+        (folder / "family").mkdir()
+        root, authoring, _stub = start_family(folder / "family", capsys)
+        assert kernel(root, capsys, "cand", FAMILY, "1", "--note", "native fused pass", "--source",
+                      str(authoring / "fused.py"))[0] == 0
+        return {}
+
+    built, _ = once(tmp_path_factory, "kernel-candidate", build)
+    return copy_of(built / "family", tmp_path / "family")
 
 
 @pytest.mark.slow
