@@ -20,6 +20,7 @@ is clean.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -136,10 +137,11 @@ _TEMPLATE: Path | None = None
 
 
 def template_repo() -> Path:
-    """A git repository holding a copy of the example wiki (built once per session)."""
+    """A git repository holding a copy of the example wiki (built once per session, removed at its end)."""
     global _TEMPLATE
     if _TEMPLATE is None:
         root = Path(tempfile.mkdtemp(prefix="lane-model-template-")) / "repo"
+        atexit.register(shutil.rmtree, root.parent, ignore_errors=True)
         root.mkdir()
         shutil.copytree(REPO / "wiki", root / "wiki")
         shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
