@@ -1,4 +1,4 @@
-"""The suite's xdist groups hold (tests/conftest.py): tests marked ``xdist_group`` run on one
+"""How the suite runs (tests/conftest.py): tests marked ``xdist_group`` run on one
 worker, and so do the tests marked ``waits``. pytest-xdist 3.8 names a group where pytest 9.2 no longer reads it, so the groups were
 once ignored without a word (each worker started a Slurm cluster of its own)."""
 
@@ -44,3 +44,24 @@ def test_a_group_runs_on_one_worker(tmp_path):
         assert all(found == group for _, test, _, found in ran if test == name), done.stdout
         if group:
             assert len({worker for worker, test, _, _ in ran if test == name}) == 1, done.stdout
+
+
+BYTE_CODE = """
+import os, subprocess, sys
+
+def test_this_worker_and_its_children_write_byte_code():
+    assert "PYTHONDONTWRITEBYTECODE" not in os.environ and not sys.dont_write_bytecode
+    child = subprocess.run([sys.executable, "-c", "import sys; print(sys.flags.dont_write_bytecode)"],
+                           capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == "0"
+"""
+
+
+def test_the_workers_write_byte_code_whatever_pythondontwritebytecode_says(tmp_path):
+    """Each worker and each process a test starts reads the engine's byte code rather than compiling it
+    again (tests/conftest.py, ``pytest_configure``)."""
+    (tmp_path / "test_byte_code.py").write_text(BYTE_CODE)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.conftest", "-n", "2", "-p", "no:cacheprovider",
+                           f"--basetemp={tmp_path / 'inner'}", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
