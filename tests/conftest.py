@@ -28,11 +28,11 @@ WAITING_GROUPS = (GROUPS["slurm_cluster"], WAITS)
 
 def pytest_configure(config):
     """The run writes byte code whatever ``PYTHONDONTWRITEBYTECODE`` says (it is set on the machines
-    this project is built on). The suite starts about 1,400 Python processes, and each would compile
-    the engine's modules from source; each xdist worker would rewrite every test module's asserts
-    again (collection 8.3 s of CPU a worker instead of 3.6 s). Dropped here, in the process that
-    starts the workers, before it starts them: +35 s of CPU and +11 s of wall on an idle 2-core
-    machine otherwise (benchmarks/README.md, "Byte code whatever PYTHONDONTWRITEBYTECODE says")."""
+    this project is built on). With it, each xdist worker rewrote every test module's asserts again
+    (collection 8.1-8.3 s of CPU a worker instead of 3.5-3.6 s), and each of the suite's 1,400 Python
+    processes compiled the engine modules no earlier process had written. Dropped here, in the
+    process that starts the workers, before it starts them (benchmarks/README.md, "Byte code
+    whatever PYTHONDONTWRITEBYTECODE says")."""
     if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
         sys.dont_write_bytecode = False
 
