@@ -1,6 +1,7 @@
 """How the suite runs (tests/conftest.py): tests marked ``xdist_group`` run on one
 worker, and so do the tests marked ``waits``. pytest-xdist 3.8 names a group where pytest 9.2 no longer reads it, so the groups were
-once ignored without a word (each worker started a Slurm cluster of its own)."""
+once ignored without a word (each worker started a Slurm cluster of its own). The workers and
+what they start write byte code, whatever ``PYTHONDONTWRITEBYTECODE`` says."""
 
 from __future__ import annotations
 
