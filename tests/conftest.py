@@ -29,7 +29,7 @@ WAITING_GROUPS = (GROUPS["slurm_cluster"], WAITS)
 def pytest_configure(config):
     """The run writes byte code whatever ``PYTHONDONTWRITEBYTECODE`` says (it is set on the machines
     this project is built on). With it, each xdist worker rewrote every test module's asserts again
-    (collection 8.1-8.3 s of CPU a worker instead of 3.5-3.6 s), and each of the suite's 1,400 Python
+    (collection 8.3-8.6 s of CPU a worker instead of 3.7-4.0 s), and each of the suite's 1,400 Python
     processes compiled the engine modules no earlier process had written. Dropped here, in the
     process that starts the workers, before it starts them (benchmarks/README.md, "Byte code
     whatever PYTHONDONTWRITEBYTECODE says")."""

@@ -118,7 +118,7 @@ def candidate_pod_family(tmp_path_factory, tmp_path, started_pod_family, cluster
     (the quick measurement is a process importing torch on the pod), copied: the family, and what
     ``cand`` answered."""
     def build(folder: Path) -> dict:
-        started, authoring = started_pod_family[0], started_pod_family[1]
+        started, authoring, *_ = started_pod_family
         root = copy_of(started, folder / "repo")
         status, cand = kernel(root, capsys, "cand", FAMILY, "1", "--note", "native fused pass", "--source",
                               str(authoring / "fused.py"))

@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 
 # this pip installs into the new venv (`--python`, pip 22.3 and later), which then needs no pip of
-# its own: ensurepip costs 2.4 s of CPU
+# its own: ensurepip costs 2.9 s of CPU
 _WITHOUT_PIP = ["--without-pip"] if Version(version("pip")) >= Version("22.3") else []
 
 
