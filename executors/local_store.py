@@ -43,6 +43,9 @@ from wikiengine.executors.store import (
 
 BRANCH_REF = "refs/heads/main"
 COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
+# weights and optimizer moments barely compress: objects are stored uncompressed (faster saves
+# and reads), and never repacked behind a writer's back
+_SETTINGS = "[core]\n\tlooseCompression = 0\n\tcompression = 0\n[gc]\n\tauto = 0\n"
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "wikiengine trainer",
     "GIT_AUTHOR_EMAIL": "trainer@wikiengine.invalid",
@@ -72,10 +75,8 @@ class LocalGitStore:
             raise StoreError(f"{path}: exists and is not empty")
         path.mkdir(parents=True, exist_ok=True)
         _run_git(path, "init", "--bare", "--quiet", "--initial-branch=main")
-        # weights and optimizer moments barely compress: store objects uncompressed (faster saves and reads)
-        _run_git(path, "config", "core.looseCompression", "0")
-        _run_git(path, "config", "core.compression", "0")
-        _run_git(path, "config", "gc.auto", "0")  # never repack behind a writer's back
+        with open(path / "config", "a", encoding="utf-8") as config:  # one write, not a `git config` each
+            config.write(_SETTINGS)
         store = cls(path)
         text = f"# {description}\n\nCheckpoints live under ckpt/; latest.json names the current one.\n"
         readme = store._hash_blob(text.encode())

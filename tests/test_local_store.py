@@ -49,6 +49,21 @@ def test_fresh_store_has_a_head_and_no_pointer(store):
     assert [c.title for c in store.list_commits(head)] == ["create checkpoint store"]
 
 
+def test_a_new_store_keeps_objects_uncompressed_and_is_never_repacked(store, tmp_path):
+    """The store's settings, as git reads them, and their effect: a checkpoint file's object is
+    its bytes plus a header (compression level 0), not a deflated copy."""
+    def setting(key):
+        return subprocess.run(["git", "--git-dir", str(store.path), "config", "--get", key], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    assert [setting(key) for key in ("core.looseCompression", "core.compression", "gc.auto")] == ["0", "0", "0"]
+    data = b"\0" * 100_000  # deflate would make it a few hundred bytes
+    checkpoint = store.commit_checkpoint(1, _folder(tmp_path, "zeros", {"model.safetensors": data}), store.head())
+    blob = subprocess.run(["git", "--git-dir", str(store.path), "rev-parse", f"{checkpoint}:ckpt/checkpoint-1/model.safetensors"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert (store.path / "objects" / blob[:2] / blob[2:]).stat().st_size > len(data)
+
+
 def test_save_is_two_commits_checkpoint_then_pointer(store, tmp_path):
     start = store.head()
     checkpoint, pointer = _save(store, tmp_path, 127, start)
