@@ -4,6 +4,8 @@ each tampering shows up as the finding (and emergency kind) the seed names."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from test_relay_support import CONFIG, checkpoint_files, save_checkpoint
@@ -15,12 +17,20 @@ from wikiengine.step.relay.observe import read_snapshot, run_checks
 SETTINGS = Settings.from_config(CONFIG)
 
 
-@pytest.fixture()
-def store(tmp_path):
-    store = LocalGitStore.create(tmp_path / "store")
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory) -> Path:
+    """A store with checkpoints 4 and 8, made once for the module (31 git processes)."""
+    folder = tmp_path_factory.mktemp("healthy")
+    store = LocalGitStore.create(folder / "store")
     for step in (4, 8):
-        save_checkpoint(store, step, tmp=tmp_path)
-    return store
+        save_checkpoint(store, step, tmp=folder)
+    return store.path
+
+
+@pytest.fixture()
+def store(tmp_path, healthy):
+    """A copy of the healthy store, for the test to tamper with."""
+    return LocalGitStore(shutil.copytree(healthy, tmp_path / "store", symlinks=True))
 
 
 def kinds(store, settings=SETTINGS):

@@ -3,9 +3,12 @@ compute backend, and a scaffolded wiki repository. (No tests here.)"""
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import json
+import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -206,20 +209,36 @@ def pinned_launcher_repo(src: Path, launcher: str, message: str) -> tuple[str, s
 
 
 def make_wiki(root: Path, config: dict = CONFIG, run: str = "tiny") -> LocalGitStore:
-    """A git repository with wiki/runs/<run>/program.md, empty memory and a fresh store; committed."""
+    """A git repository with wiki/runs/<run>/program.md, empty memory and a fresh store; committed.
+    Scaffolded once per configuration in a process and copied: a scaffold is 9 git processes, and
+    the relay tests make hundreds."""
+    key = json.dumps([config, run], sort_keys=True, default=str)
+    template = _WIKIS.get(key)
+    if template is None:
+        template = Path(tempfile.mkdtemp(prefix="relay-wiki-template-")) / "wiki"
+        atexit.register(shutil.rmtree, template.parent, True)
+        _scaffold(template, config, run)
+        _WIKIS[key] = template
+    shutil.copytree(template, root, symlinks=True, dirs_exist_ok=True)
+    return LocalGitStore(root / "store")
+
+
+_WIKIS: dict[str, Path] = {}  # configuration and run -> the wiki make_wiki copies
+
+
+def _scaffold(root: Path, config: dict, run: str) -> None:
     (root / "wiki" / "runs" / run).mkdir(parents=True)
     (root / "wiki" / "runs" / "program.md").write_text("# Runs\n\n## Session grid\n\nSessions end on the grid.\n")
     (root / "wiki" / "runs" / run / "program.md").write_text(
         f"# {run}\n\n## Config\n\n```yaml\n{yaml.safe_dump(config, sort_keys=False)}```\n")
     memory.scaffold(root, run, T0)
     (root / ".gitignore").write_text("store/\n.wiki-step.lock\n.wiki/\n")
-    store = LocalGitStore.create(root / "store")
+    LocalGitStore.create(root / "store")
     git(root, "init", "--quiet", "--initial-branch=main")
     git(root, "config", "user.name", "tester")
     git(root, "config", "user.email", "tester@wikiengine.invalid")
     git(root, "add", "-A")
     git(root, "commit", "--quiet", "-m", "scaffold")
-    return store
 
 
 class Clock:
