@@ -19,7 +19,7 @@ SETTINGS = Settings.from_config(CONFIG)
 
 @pytest.fixture(scope="module")
 def healthy(tmp_path_factory) -> Path:
-    """A store with checkpoints 4 and 8, made once for the module (31 git processes)."""
+    """A store with checkpoints 4 and 8, made once for the module (34 git processes)."""
     folder = tmp_path_factory.mktemp("healthy")
     store = LocalGitStore.create(folder / "store")
     for step in (4, 8):

@@ -210,7 +210,7 @@ def pinned_launcher_repo(src: Path, launcher: str, message: str) -> tuple[str, s
 
 def make_wiki(root: Path, config: dict = CONFIG, run: str = "tiny") -> LocalGitStore:
     """A git repository with wiki/runs/<run>/program.md, empty memory and a fresh store; committed.
-    Scaffolded once per configuration in a process and copied: a scaffold is 9 git processes, and
+    Scaffolded once per configuration in a process and copied: a scaffold is 11 git processes, and
     the relay tests make hundreds."""
     key = json.dumps([config, run], sort_keys=True, default=str)
     template = _WIKIS.get(key)
