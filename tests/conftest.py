@@ -43,11 +43,11 @@ def pytest_configure(config):
 def pytest_collection_finish(session):
     """Fewer full garbage collections in the processes that run tests. A worker's heap is the
     test modules, torch, Hypothesis and the clients after collection (358,000 objects), and
-    grows to 640,000-850,000 as tests import more; each full collection walks all of it (0.2-0.3
+    grows to 640,000-850,000 as tests import more; each full collection walks all of it (0.13-0.22
     s), and a worker made 10-17 of them: 11.4 s of the suite's CPU. The objects alive now live as
     long as the process (frozen: no collection walks them again), and a full collection waits
-    for 100 collections of the middle generation instead of 10; the two younger generations
-    still collect every cycle a test leaves (benchmarks/README.md, "Fewer full collections")."""
+    for 100 collections of the middle generation instead of 10 (a cycle a test leaves is still
+    collected young, or by the next full collection; benchmarks/README.md, "Fewer full collections")."""
     gc.freeze()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_COLLECTION_AFTER)

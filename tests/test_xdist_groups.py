@@ -1,7 +1,8 @@
 """How the suite runs (tests/conftest.py): tests marked ``xdist_group`` run on one
 worker, and so do the tests marked ``waits``. pytest-xdist 3.8 names a group where pytest 9.2 no longer reads it, so the groups were
 once ignored without a word (each worker started a Slurm cluster of its own). The workers and
-what they start write byte code, whatever ``PYTHONDONTWRITEBYTECODE`` says."""
+what they start write byte code, whatever ``PYTHONDONTWRITEBYTECODE`` says, and they freeze
+what collection made."""
 
 from __future__ import annotations
 
@@ -66,3 +67,14 @@ def test_the_workers_write_byte_code_whatever_pythondontwritebytecode_says(tmp_p
                            f"--basetemp={tmp_path / 'inner'}", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"})
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_this_process_froze_what_collection_made_and_collects_fully_less_often():
+    """The process running this test walks less in a full garbage collection, and makes fewer of
+    them (tests/conftest.py, ``pytest_collection_finish``)."""
+    import gc
+
+    from tests.conftest import FULL_COLLECTION_AFTER
+
+    assert gc.get_freeze_count() > 10_000  # the test modules alone are tens of thousands of objects
+    assert gc.get_threshold()[2] == FULL_COLLECTION_AFTER > 10
