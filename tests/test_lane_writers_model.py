@@ -20,7 +20,6 @@ is clean.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import re
@@ -38,6 +37,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from tests.lane_runs import record_run
+from tests.test_lane_writers import example_repo
 from wikiengine.core.errors import WikiError
 from wikiengine.lint.runner import lint
 from wikiengine.model.lanes import Lane
@@ -133,31 +133,12 @@ class Exp:
         return vid_str(self.number, self.letter)
 
 
-_TEMPLATE: Path | None = None
-
-
-def template_repo() -> Path:
-    """A git repository holding a copy of the example wiki (built once per session, removed at its end)."""
-    global _TEMPLATE
-    if _TEMPLATE is None:
-        root = Path(tempfile.mkdtemp(prefix="lane-model-template-")) / "repo"
-        atexit.register(shutil.rmtree, root.parent, ignore_errors=True)
-        root.mkdir()
-        shutil.copytree(REPO / "wiki", root / "wiki")
-        shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
-        git(root, "init", "-q")
-        git(root, "add", "-A")
-        git(root, "-c", "user.name=model", "-c", "user.email=model@example.invalid", "commit", "-qm", "init")
-        _TEMPLATE = root
-    return _TEMPLATE
-
-
 class LaneWritersModel(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="lane-model-"))
         self.root = self.tmp / "repo"
-        shutil.copytree(template_repo(), self.root, symlinks=True)
+        shutil.copytree(example_repo(), self.root, symlinks=True)
         self._saved_env = {k: os.environ.get(k) for k in _ENV}
         os.environ.update(_ENV)
         self.exps: dict[str, Exp] = {}
