@@ -47,7 +47,7 @@ def pytest_collection_finish(session):
     s), and a worker made 10-17 of them: 11.4 s of the suite's CPU. The objects alive now live as
     long as the process (frozen: no collection walks them again), and a full collection waits
     for 100 collections of the middle generation instead of 10 (a cycle a test leaves is still
-    collected young, or by the next full collection; benchmarks/README.md, "Fewer full collections")."""
+    collected young, or by the next full collection; benchmarks/README.md, "Fewer full garbage collections")."""
     gc.freeze()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_COLLECTION_AFTER)
