@@ -6,14 +6,17 @@ worker's basetemp, the pattern of pytest-xdist's docs) behind a file lock: the f
 to ask builds it, the others wait and read it. A folder is complete once its marker is
 written; a build that failed leaves none, so the next asker tries again (and fails alike).
 
-Readers that change what they are given work on a copy (:func:`copy_of`).
+Readers that change what they are given work on a copy (:func:`copy_of`). A helper with no
+fixture at hand builds its template once a process instead (:func:`built_in_process`).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,3 +62,20 @@ def copy_of(source: Path, target: Path) -> Path:
             link.write_text(f"{moved}\n")
             moved.write_text(f"gitdir: {link.parent}\n")
     return target
+
+
+_IN_PROCESS: dict[str, Path] = {}  # name -> the folder built_in_process made
+
+
+def built_in_process(name: str, build: Callable[[Path], object]) -> Path:
+    """The folder ``build(folder)`` filled, made once in this process under a temporary folder
+    removed at its exit: a template a helper without a fixture copies. Never change it."""
+    folder = _IN_PROCESS.get(name)
+    if folder is None:
+        scratch = Path(tempfile.mkdtemp(prefix="test-template-"))
+        atexit.register(shutil.rmtree, scratch, True)
+        folder = scratch / "tree"
+        folder.mkdir()
+        build(folder)
+        _IN_PROCESS[name] = folder
+    return folder

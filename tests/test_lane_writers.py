@@ -9,21 +9,19 @@ the verdict caps of seeds 001/003 hold.
 
 from __future__ import annotations
 
-import atexit
-import functools
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from tests.lane_runs import record_run
+from tests.run_once import built_in_process
 from wikiengine.lint.runner import lint
 from wikiengine.model import experiment as ex
 from wikiengine.model.verdicts import Evidence, cap_verdict
@@ -65,21 +63,20 @@ def wiki(tmp_path, monkeypatch) -> Path:
     return shutil.copytree(example_repo(), tmp_path / "repo", symlinks=True)
 
 
-@functools.cache
 def example_repo() -> Path:
     """This repository's wiki/ and pyproject.toml in a git repository, committed: made once in a
-    process (removed at its exit) and copied by each test that writes to it (a copy costs a
-    third of a fresh commit of the 100 files)."""
-    root = Path(tempfile.mkdtemp(prefix="lane-writers-repo-")) / "repo"
-    atexit.register(shutil.rmtree, root.parent, ignore_errors=True)
-    root.mkdir()
+    process and copied by each test that writes to it (a copy costs a third of a fresh commit of
+    the 100 files)."""
+    return built_in_process("lane-writers-repo", _commit_example)
+
+
+def _commit_example(root: Path) -> None:
     shutil.copytree(REPO / "wiki", root / "wiki")
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     git(root, "init", "-q")
     git(root, "add", "-A")
     subprocess.run(["git", "commit", "-qm", "init"], cwd=root, env={**os.environ, **IDENTITY}, capture_output=True,
                    check=True)
-    return root
 
 
 def proposal(root: Path, tag: str = "a", **replace: str) -> Path:

@@ -3,17 +3,16 @@ compute backend, and a scaffolded wiki repository. (No tests here.)"""
 
 from __future__ import annotations
 
-import atexit
 import datetime as dt
 import json
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from tests.run_once import built_in_process
 from wikiengine.executors.compute import (
     CapacityError,
     ComputeUnavailableError,
@@ -213,17 +212,9 @@ def make_wiki(root: Path, config: dict = CONFIG, run: str = "tiny") -> LocalGitS
     Scaffolded once per configuration in a process and copied: a scaffold is 11 git processes, and
     the relay tests make hundreds."""
     key = json.dumps([config, run], sort_keys=True, default=str)
-    template = _WIKIS.get(key)
-    if template is None:
-        template = Path(tempfile.mkdtemp(prefix="relay-wiki-template-")) / "wiki"
-        atexit.register(shutil.rmtree, template.parent, True)
-        _scaffold(template, config, run)
-        _WIKIS[key] = template
+    template = built_in_process(f"relay-wiki {key}", lambda folder: _scaffold(folder, config, run))
     shutil.copytree(template, root, symlinks=True, dirs_exist_ok=True)
     return LocalGitStore(root / "store")
-
-
-_WIKIS: dict[str, Path] = {}  # configuration and run -> the wiki make_wiki copies
 
 
 def _scaffold(root: Path, config: dict, run: str) -> None:
