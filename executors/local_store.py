@@ -8,7 +8,8 @@ repository with one branch (``main``), through the git CLI's plumbing:
 - the branch moves with ``git update-ref refs/heads/main <new> <expected-old>``, a
   compare-and-swap: when the branch is not at the parent the writer named, the update
   is refused and :class:`StaleParentError` raised (a second writer is refused, never
-  merged);
+  merged); a lock file a killed writer's git left (``HEAD.lock``, the branch's) is
+  removed once no git runs on the store, and the move tried again (RELIABILITY row 35);
 - reads are pinned to a revision: ``cat-file`` and ``ls-tree``.
 
 Create a fresh store with ``LocalGitStore.create(path)`` (a bare repository with one
@@ -180,9 +181,15 @@ class LocalGitStore:
     def _advance(self, parent: str, tree: str, message: str) -> str:
         self._rev(parent)
         commit = self._commit_tree(tree, parent, message)
-        out = self._git("update-ref", "-m", message, BRANCH_REF, commit, parent, check=False)
+        move = ("update-ref", "-m", message, BRANCH_REF, commit, parent)
+        out = self._git(*move, check=False)
+        if out.returncode != 0 and self.head() == parent:  # not moved: a lock was in the way
+            git.settle_locks(self.path, bare=True, error=StoreUnavailableError)
+            out = self._git(*move, check=False)
         if out.returncode != 0:
-            raise StaleParentError(f"main moved: it is no longer at {parent[:12]} (another writer committed)")
+            if self.head() != parent:
+                raise StaleParentError(f"main moved: it is no longer at {parent[:12]} (another writer committed)")
+            raise StoreError(f"git update-ref failed: {out.error_line}", self.path)
         return commit
 
     def _commit_tree(self, tree: str, parent: str | None, message: str) -> str:

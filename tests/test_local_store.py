@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import subprocess
+import time
 
 import pytest
 
@@ -228,3 +230,39 @@ def test_concurrent_writers_on_one_parent_exactly_one_wins(store):
     (step, commit), = winners.items()
     assert store.head() == commit and store.read_pointer(commit).step == step
     assert [c.id for c in store.list_commits(commit)][1] == parent  # not merged: one linear step
+
+
+def _killed_writers_lock(path):
+    path.write_text("")
+    os.utime(path, (time.time() - 60, time.time() - 60))  # older than a starting git's
+
+
+@pytest.mark.parametrize("name", ["HEAD.lock", "refs/heads/main.lock"])
+def test_row35_a_lock_a_killed_writer_left_is_removed_and_the_save_lands(store, tmp_path, name):
+    """A session killed while its update-ref held the store's locks (the branch moved, HEAD.lock
+    was left): the next session's saves land instead of failing as "main moved" forever."""
+    _killed_writers_lock(store.path / name)
+    checkpoint, pointer = _save(store, tmp_path, 8, store.head())
+    assert store.head() == pointer and store.read_pointer(pointer).step == 8
+    assert not (store.path / name).exists()
+
+
+def test_row35_a_lock_a_live_git_holds_on_the_store_is_named_not_removed(store, tmp_path, monkeypatch):
+    import wikiengine.core.git as core_git
+
+    lock = store.path / "HEAD.lock"
+    _killed_writers_lock(lock)
+    holder = subprocess.Popen(["git", "--git-dir", str(store.path), "hash-object", "--stdin"], stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL)  # a git alive on the store (waits on its input)
+    try:
+        deadline = time.monotonic() + 10
+        while not core_git.git_processes(store.path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert core_git.git_processes(store.path) == [holder.pid]
+        monkeypatch.setattr(core_git, "LOCK_WAIT_S", 0.3)
+        head = store.head()
+        with pytest.raises(StoreUnavailableError, match=r"HEAD\.lock is held: a git process is running"):
+            store.commit_pointer(8, head)
+    finally:
+        holder.communicate(b"")
+    assert lock.exists() and store.head() == head  # never removed while a git runs; nothing moved

@@ -368,10 +368,11 @@ STALE_LOCK_S = 2.0  # a lock younger than this may be a git that is starting rig
 LOCK_WAIT_S = 10.0  # how long a writer waits for a live git to finish with its lock
 
 
-def lock_files(root: Path) -> list[Path]:
-    """The git lock files present now in ``root``'s git directories (its own and the shared one)."""
+def lock_files(root: Path, *, bare: bool = False) -> list[Path]:
+    """The git lock files present now in ``root``'s git directories (its own and the shared one;
+    ``root`` itself when ``bare``)."""
     found = []
-    for directory in dict.fromkeys((git_dir(root), common_dir(root))):
+    for directory in (root,) if bare else dict.fromkeys((git_dir(root), common_dir(root))):
         found += [directory / name for name in _LOCK_FILES if (directory / name).exists()]
         refs = directory / "refs"
         if refs.is_dir():
@@ -380,8 +381,10 @@ def lock_files(root: Path) -> list[Path]:
 
 
 def git_processes(root: Path) -> list[int]:
-    """The live git processes working in ``root`` (their working folder is inside it), from ``/proc``."""
+    """The live git processes working in ``root`` (their working folder is inside it, or their
+    ``--git-dir`` is ``root``: a bare repository), from ``/proc``."""
     here = Path(root).resolve()
+    named = (b"--git-dir\0" + os.fsencode(root) + b"\0", b"--git-dir\0" + os.fsencode(here) + b"\0")
     found = []
     try:
         names = os.listdir("/proc")
@@ -396,22 +399,25 @@ def git_processes(root: Path) -> list[int]:
             if comm != "git" and not comm.startswith("git-"):
                 continue
             cwd = Path(os.readlink(f"/proc/{name}/cwd"))
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                argv = handle.read()
         except OSError:
             continue  # gone, or not ours to read
-        if cwd == here or here in cwd.parents:
+        if cwd == here or here in cwd.parents or any(flag in argv for flag in named):
             found.append(int(name))
     return found
 
 
-def settle_locks(root: Path, *, wait_s: float | None = None) -> list[Path]:
+def settle_locks(root: Path, *, wait_s: float | None = None, bare: bool = False,
+                 error: type[WikiError] = GitCommitError) -> list[Path]:
     """Remove the lock files a killed git left (RELIABILITY row 35, git's own protocol: only
     when no git process is alive in the repository, and never one younger than
-    ``STALE_LOCK_S``); while a live git holds one, wait up to ``wait_s``, then refuse naming
-    the file. Returns the files removed."""
+    ``STALE_LOCK_S``); while a live git holds one, wait up to ``wait_s``, then raise ``error``
+    naming the file. ``bare``: ``root`` is a bare repository. Returns the files removed."""
     deadline = time.monotonic() + (LOCK_WAIT_S if wait_s is None else wait_s)
     removed: list[Path] = []
     while True:
-        locks = lock_files(root)
+        locks = lock_files(root, bare=bare)
         if not locks:
             return removed
         old = [lock for lock in locks if _age(lock) >= STALE_LOCK_S]
@@ -421,8 +427,8 @@ def settle_locks(root: Path, *, wait_s: float | None = None) -> list[Path]:
             removed += old
             continue
         if time.monotonic() >= deadline:
-            raise GitCommitError(f"{locks[0]} is held: a git process is running in this repository; "
-                                 "wait for it, or remove the file once no git process runs", root)
+            raise error(f"{locks[0]} is held: a git process is running in this repository; "
+                        "wait for it, or remove the file once no git process runs", root)
         time.sleep(0.05)
 
 
