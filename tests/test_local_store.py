@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import subprocess
-import time
 
 import pytest
+from relay_process import wait_for
+from test_relay_support import stale_lock
 
 from wikiengine.executors.local_store import LocalGitStore
 from wikiengine.executors.store import (
@@ -232,16 +232,11 @@ def test_concurrent_writers_on_one_parent_exactly_one_wins(store):
     assert [c.id for c in store.list_commits(commit)][1] == parent  # not merged: one linear step
 
 
-def _killed_writers_lock(path):
-    path.write_text("")
-    os.utime(path, (time.time() - 60, time.time() - 60))  # older than a starting git's
-
-
 @pytest.mark.parametrize("name", ["HEAD.lock", "refs/heads/main.lock"])
 def test_row35_a_lock_a_killed_writer_left_is_removed_and_the_save_lands(store, tmp_path, name):
     """A session killed while its update-ref held the store's locks (the branch moved, HEAD.lock
     was left): the next session's saves land instead of failing as "main moved" forever."""
-    _killed_writers_lock(store.path / name)
+    stale_lock(store.path / name)
     checkpoint, pointer = _save(store, tmp_path, 8, store.head())
     assert store.head() == pointer and store.read_pointer(pointer).step == 8
     assert not (store.path / name).exists()
@@ -251,14 +246,11 @@ def test_row35_a_lock_a_live_git_holds_on_the_store_is_named_not_removed(store, 
     import wikiengine.core.git as core_git
 
     lock = store.path / "HEAD.lock"
-    _killed_writers_lock(lock)
+    stale_lock(lock)
     holder = subprocess.Popen(["git", "--git-dir", str(store.path), "hash-object", "--stdin"], stdin=subprocess.PIPE,
                               stdout=subprocess.DEVNULL)  # a git alive on the store (waits on its input)
     try:
-        deadline = time.monotonic() + 10
-        while not core_git.git_processes(store.path) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert core_git.git_processes(store.path) == [holder.pid]
+        assert wait_for(lambda: core_git.git_processes(store.path), 10, "the git to start") == [holder.pid]
         monkeypatch.setattr(core_git, "LOCK_WAIT_S", 0.3)
         head = store.head()
         with pytest.raises(StoreUnavailableError, match=r"HEAD\.lock is held: a git process is running"):

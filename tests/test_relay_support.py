@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -187,6 +189,12 @@ class FakeCompute:
         self.sessions[ref] = SessionStatus(state, started or old.started_at, at or (old.started_at or T0)
                                            + dt.timedelta(hours=1), 0 if state == SessionState.COMPLETE else 1,
                                            failure)
+
+
+def stale_lock(path: Path) -> None:
+    """A git lock file as a killed git leaves it: empty, and older than a starting git's."""
+    path.write_text("")
+    os.utime(path, (time.time() - 60, time.time() - 60))
 
 
 def git(root: Path, *args: str) -> str:

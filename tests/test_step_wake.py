@@ -9,7 +9,6 @@ import datetime as dt
 import json
 import os
 import subprocess
-import time
 
 import pytest
 from relay_process import wait_for
@@ -23,6 +22,7 @@ from test_relay_support import (
     make_wiki,
     save_checkpoint,
     save_final,
+    stale_lock,
 )
 
 from wikiengine.core.errors import ExitCode, WikiError
@@ -481,15 +481,10 @@ def test_row20_a_held_lock_makes_the_second_wake_exit_locked(wiki):
     assert "wiki-step.lock" not in git(root, "status", "--porcelain", "--ignored")
 
 
-def _stale_lock(path):
-    path.write_text("")
-    os.utime(path, (time.time() - 60, time.time() - 60))  # a killed git's lock: older than a starting git's
-
-
 @pytest.mark.parametrize("name", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
 def test_row127_a_lock_a_killed_git_left_is_removed_when_no_git_runs(wiki, name):
     root, store, compute, clock = wiki
-    _stale_lock(root / ".git" / name)
+    stale_lock(root / ".git" / name)
     assert step(wiki).decision == "launch"  # the wake commits as if the killed git had never run
     assert not (root / ".git" / name).exists()
 
@@ -499,7 +494,7 @@ def test_row127_a_lock_a_live_git_holds_is_named_not_removed(wiki, monkeypatch):
 
     root, store, compute, clock = wiki
     lock = root / ".git" / "index.lock"
-    _stale_lock(lock)
+    stale_lock(lock)
     holder = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=root, stdin=subprocess.PIPE,
                               stdout=subprocess.DEVNULL)  # a git alive in the repository (waits on its input)
     try:
