@@ -194,8 +194,9 @@ def test_an_edit_is_analysed_and_recorded_and_a_commit_of_it_recorded_again(wiki
     rel = an_experiment(wiki)
     break_status(wiki, rel)
     settle_index(wiki)
-    edited = lint(wiki)
-    assert "snapshot" not in edited.stats and edited.stats["analysed"] == 1 and edited.stats["snapshot_saved"] == 1
+    edited = lint(wiki)  # the last run's snapshot, and the edited page alone analysed
+    assert edited.stats["snapshot"] == 1 and edited.stats["snapshot_changed"] == 1
+    assert edited.stats["analysed"] == 1 and edited.stats["snapshot_saved"] == 1
     settle_index(wiki)
     again = lint(wiki)  # the edited page is no blob of git's: known by its content hash
     assert again.stats["snapshot"] == 1
@@ -205,7 +206,7 @@ def test_an_edit_is_analysed_and_recorded_and_a_commit_of_it_recorded_again(wiki
     os.utime(wiki / rel, (AN_HOUR_AGO + 2, AN_HOUR_AGO + 2))
     settle_index(wiki)
     edited = lint(wiki)  # edited again: another content hash
-    assert "snapshot" not in edited.stats and edited.stats["analysed"] == 1
+    assert edited.stats["snapshot_changed"] == 1 and edited.stats["analysed"] == 1
     assert rendered(edited) == findings(wiki, use_cache=False) != rendered(again)
     commit_all(wiki, "broken")
     settle_index(wiki)
@@ -252,7 +253,7 @@ def test_a_known_listing_still_leaves_an_untracked_page_to_be_looked_at(wiki):
     page.write_text("# New\n\nSee [gone](gone.md).\n", encoding="utf-8")
     settle_index(wiki)
     result = lint(wiki)
-    assert "snapshot" not in result.stats and result.stats["analysed"] == 1
+    assert result.stats["snapshot_changed"] == 1 and result.stats["analysed"] == 1
     assert rendered(result) == findings(wiki, use_cache=False)
     assert any(f.path == "wiki/new-note.md" and f.code == "LNK001" for f in result.findings)
 
@@ -380,6 +381,57 @@ def test_a_page_edited_after_git_compared_it_is_not_recorded_by_its_blob(wiki, m
     assert not any(line.startswith(rel) for line in findings(wiki))
 
 
+def test_an_entry_made_after_the_snapshot_is_not_taken_for_what_the_snapshot_saw(wiki, monkeypatch):
+    """A run after an edit takes the snapshot but for the files whose bytes it did not see: a
+    fresh entry holding another content hash than the snapshot's is such a file. Here the entry
+    comes from a run that could record no snapshot (the page was edited after git compared it)."""
+    rel = an_experiment(wiki)
+    path = wiki / rel
+    committed = path.read_bytes()
+    break_status(wiki, rel)
+    settle_index(wiki)
+    assert lint(wiki).stats["snapshot_saved"] == 1  # it knows the page by its broken status
+    path.write_bytes(committed)
+    os.utime(path, (AN_HOUR_AGO + 5, AN_HOUR_AGO + 5))
+    real_take_feed = runner._take_feed
+
+    def edited_after_git_looked(ctx, index_then):
+        real_take_feed(ctx, index_then)
+        path.write_bytes(committed + b"\nSee [a gone page](gone-page.md).\n")
+        os.utime(path, (AN_HOUR_AGO + 7, AN_HOUR_AGO + 7))
+
+    monkeypatch.setattr(runner, "_take_feed", edited_after_git_looked)
+    settle_index(wiki)
+    raced = lint(wiki)
+    assert raced.stats["analysed"] == 1 and "snapshot_saved" not in raced.stats
+    monkeypatch.setattr(runner, "_take_feed", real_take_feed)
+    settle_index(wiki)
+    seen = lint(wiki)  # git names the page; its entry is fresh, made from bytes the snapshot never saw
+    assert seen.stats["snapshot"] == 1 and seen.stats["snapshot_changed"] == 1
+    assert rendered(seen) == findings(wiki, use_cache=False)
+    assert "LNK001" in {f.code for f in seen.findings if f.path == rel}
+
+
+def test_a_link_mended_after_the_snapshot_is_no_longer_reported(wiki):
+    """A run after an edit takes the other pages' link rows from the run before it (LNK001's
+    rows of the whole wiki) and judges the edited page's links anew: a mended link goes."""
+    rel = an_experiment(wiki)
+    path = wiki / rel
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text + "\nSee [a gone page](gone-page.md).\n", encoding="utf-8")
+    os.utime(path, (AN_HOUR_AGO + 2, AN_HOUR_AGO + 2))
+    settle_index(wiki)
+    broken = lint(wiki)
+    assert any(f.path == rel and f.code == "LNK001" for f in broken.findings)
+    path.write_text(text + f"\nSee [itself]({rel.rsplit('/', 1)[1]}).\n", encoding="utf-8")
+    os.utime(path, (AN_HOUR_AGO + 4, AN_HOUR_AGO + 4))
+    settle_index(wiki)
+    mended = lint(wiki)
+    assert mended.stats["snapshot_changed"] == 1 and mended.stats["link_pages_judged"] == 1
+    assert rendered(mended) == findings(wiki, use_cache=False)
+    assert not any(f.path == rel and f.code == "LNK001" for f in mended.findings)
+
+
 def test_a_cold_run_knows_the_pages_whose_bytes_are_their_blobs_and_makes_a_snapshot(wiki):
     """Each page a cold run reads is hashed as git hashes a blob: the pages that are their index
     blobs are known by them at once, so the run after it takes the snapshot."""
@@ -434,8 +486,8 @@ def test_a_snapshot_run_makes_no_table_of_blobs(wiki, monkeypatch):
 
 def test_a_page_git_does_not_compare_is_known_by_its_content_in_the_snapshot(wiki):
     """An assume-unchanged page (git's listing is then not plain: the entry-by-entry way) is one
-    git does not vouch for: the snapshot is keyed by its content, and an edit git cannot see
-    still means no snapshot."""
+    git does not vouch for: the snapshot knows it by its content, and an edit git cannot see
+    is still found and analysed."""
     rel = an_experiment(wiki)
     git(wiki, "update-index", "--assume-unchanged", "--", rel)
     break_status(wiki, rel)
@@ -448,8 +500,8 @@ def test_a_page_git_does_not_compare_is_known_by_its_content_in_the_snapshot(wik
     (wiki / rel).write_text(committed, encoding="utf-8")  # back to its committed bytes: git is not asked
     os.utime(wiki / rel, (AN_HOUR_AGO + 3, AN_HOUR_AGO + 3))
     settle_index(wiki)
-    mended = lint(wiki)
-    assert "snapshot" not in mended.stats and mended.stats["analysed"] == 1
+    mended = lint(wiki)  # the edit seen by its content: that page alone analysed
+    assert mended.stats["snapshot_changed"] == 1 and mended.stats["analysed"] == 1
     assert rendered(mended) == findings(wiki, use_cache=False)
     assert not any(f.path == rel for f in mended.findings)
 

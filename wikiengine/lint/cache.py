@@ -536,7 +536,6 @@ class LintCache:
         data = self._load(self.directory / RUN_FILE) if self.persist and self.written_ns else None
         if data is None or data.get("key") != key:
             return None
-        self.stats["snapshot"] += 1
         return data
 
     def store_run_snapshot(self, key: str, taken: dict) -> None:

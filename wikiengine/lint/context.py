@@ -191,6 +191,9 @@ class LintContext:
         self._lane_parts: list | None = None
         self._part_keys: dict[str, str] | None = None  # part name -> its key
         self.page_dates: dict[str, str] = {}  # page -> its frontmatter date, as a run snapshot holds it
+        # (the wiki fingerprint of the run snapshot taken, the files analysed anew since): a run
+        # after an edit (lint/snapshot.py); None otherwise
+        self.changed_since: tuple[str, frozenset[str]] | None = None
         self.linked_folders: set[str] | None = None  # the folders holding a symbolic link (None: not known)
         # git's index lists every one of ``files``, as the last run with the same listing and files found it
         self.all_files_tracked: bool | None = None
@@ -424,11 +427,11 @@ class LintContext:
         if self._wiki_fp is None:
             digest = hashlib.sha256(self.files_digest().encode())
             # each hash is 32 hex digits, or "-" for an unreadable file: the run of them reads back one way
-            digest.update("".join(self._shas()).encode())
+            digest.update("".join(self.file_shas()).encode())
             self._wiki_fp = digest.hexdigest()
         return self._wiki_fp
 
-    def _shas(self) -> list[str]:
+    def file_shas(self) -> list[str]:
         """Each file's content hash (from the cache where fresh), in the order of ``files``."""
         if self._file_shas is None:
             self._file_shas = self.cache.shas(self.files)
@@ -459,12 +462,16 @@ class LintContext:
         if self._lane_parts is None:
             from wikiengine.lint.lane_parts import parts
 
-            self._lane_parts = parts(self.files, self._shas())
+            self._lane_parts = parts(self.files, self.file_shas())
         return self._lane_parts
 
     def assume_wiki_fingerprint(self, fingerprint: str) -> None:
         """Take :meth:`wiki_fingerprint` as known (a run snapshot holds it: lint/snapshot.py)."""
         self._wiki_fp = fingerprint
+
+    def know_file_shas(self, shas: list[str]) -> None:
+        """Take :meth:`file_shas` as known (a run snapshot and the files analysed since)."""
+        self._file_shas = shas
 
     def wiki_memo(self, name: str, compute: Callable[[], Any], inputs: str = "", by_lane: bool = False) -> Any:
         """``compute()``, kept in the cache while no page of the wiki and nothing of ``inputs``

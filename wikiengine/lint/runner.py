@@ -144,7 +144,7 @@ def lint(
     if paths is None and base == "HEAD" and view is None and ctx.git is not None:
         _take_feed(ctx, index_then)
     wanted = _wanted(ctx.cache, codes)  # the rule set every entry (and the run snapshot) is keyed by
-    held = _held_snapshot(ctx, wanted, paths is None and use_cache)
+    delta = _held_snapshot(ctx, wanted, paths is None and use_cache)
     # A PATH run imports only the rules that can apply to its targets (and the files deleted
     # since the base, on which a deletion is reported); the others count as run (scopes.py).
     rules = selected_rules(config, None if paths is None else _reported_kinds(ctx))
@@ -154,7 +154,7 @@ def lint(
 
     findings: list[Finding] = []
     directives: dict[str, list[tuple]] = {}
-    unreadable, made = _per_file_results(ctx, codes, wanted, rules, held, paths is None and use_cache, findings,
+    unreadable, made = _per_file_results(ctx, codes, wanted, rules, delta, paths is None and use_cache, findings,
                                          directives, jobs)
     # A deleted file is no target (it is not there to lint), but what a rule says about
     # its deletion (EXP007) is reported on its path in every run, PATH runs included.
@@ -180,7 +180,7 @@ def lint(
         # index file written well before (a watcher's next audit lists it no more).
         ctx.cache.save(ctx.files)
     if made is not None:
-        ctx.cache.store_run_snapshot(made[0], {**made[1], "dates": snapshot.dates(ctx, judged)})
+        ctx.cache.store_run_snapshot(made[0], {**made[1], "dates": snapshot.dates(ctx, judged, delta)})
     result = LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                         baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered,
                         unreadable=unreadable, stats=dict(ctx.cache.stats), page_facts=ctx.asked_facts,
@@ -189,30 +189,45 @@ def lint(
     return result
 
 
-def _held_snapshot(ctx: LintContext, wanted: frozenset, whole: bool) -> dict | None:
-    """The run snapshot a whole-wiki run takes when git vouches for its files as the last run
-    saw them (lint/snapshot.py); otherwise None, and a whole-wiki run reads the index at once."""
+def _held_snapshot(ctx: LintContext, wanted: frozenset, whole: bool) -> snapshot.Delta | None:
+    """The run snapshot a whole-wiki run takes when git vouches for its files under the key the
+    last run saw (lint/snapshot.py), with the files changed since; otherwise None, and a
+    whole-wiki run reads the index at once."""
     key = snapshot.run_key(ctx, wanted) if whole else None
     held = ctx.cache.run_snapshot(key) if key is not None else None
-    if held is None and ctx.targets is ctx.files:
+    delta = snapshot.changed_since(ctx, key, held) if held is not None else None
+    if delta is None and ctx.targets is ctx.files:
         ctx.cache.read_index()  # every file is looked up: at once, not shard by shard
-    return held
+    return delta
 
 
-def _per_file_results(ctx: LintContext, codes: list[str], wanted: frozenset, rules, held: dict | None, whole: bool,
-                      findings: list[Finding], directives: dict, jobs: int | None) -> tuple[set[str], tuple | None]:
-    """The per-file pass (or the run snapshot ``held`` in its stead): its unreadable targets, and
-    the snapshot this run makes (``(key, snapshot)``; None when it makes none)."""
-    if held is not None:
-        ctx.assume_wiki_fingerprint(held["wiki_fp"])
-        ctx.page_dates = held.get("dates", {})
-        return snapshot.replay(held, findings, directives), None
+def _per_file_results(ctx: LintContext, codes: list[str], wanted: frozenset, rules, delta: snapshot.Delta | None,
+                      whole: bool, findings: list[Finding], directives: dict, jobs: int | None
+                      ) -> tuple[set[str], tuple | None]:
+    """The per-file pass (or the run snapshot of ``delta`` in its stead, and the pass over the
+    files changed since): its unreadable targets, and the snapshot this run makes (``(key,
+    snapshot)``; None when it makes none)."""
+    if delta is not None:
+        leave = frozenset(delta.changed)
+        ctx.cache.stats["snapshot"] += 1
+        unreadable = snapshot.replay(delta.held, findings, directives, leave)
+        ctx.page_dates = {rel: date for rel, date in delta.held.get("dates", {}).items() if rel not in leave}
+        if not leave:
+            ctx.assume_wiki_fingerprint(delta.held["wiki_fp"])
+            return unreadable, None
+        ctx.cache.stats["snapshot_changed"] += len(leave)
+        unreadable |= _per_file_pass(ctx, codes, wanted, rules, findings, directives, jobs, delta.changed)
+        ctx.know_file_shas(delta.shas(ctx.files, ctx.cache.shas(delta.changed)))
+        ctx.changed_since = (delta.held["wiki_fp"], leave)
+        if not snapshot.made_of_blobs(ctx, delta.changed):
+            return unreadable, None
+        return unreadable, (delta.key, snapshot.taken(ctx, findings, directives, unreadable))
     unreadable = _per_file_pass(ctx, codes, wanted, rules, findings, directives, jobs)
     # made also after an edit: the run after it finds the edited page as this one left it
     key = snapshot.made_key(ctx, wanted) if whole else None
     if key is None:
         return unreadable, None
-    return unreadable, (key, snapshot.taken(findings, directives, unreadable, ctx.wiki_fingerprint()))
+    return unreadable, (key, snapshot.taken(ctx, findings, directives, unreadable))
 
 
 def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) -> bool:
@@ -448,8 +463,9 @@ def _page_rules(rules):
 
 
 def _per_file_pass(ctx: LintContext, selected: list[str], wanted: frozenset, rules, findings: list[Finding],
-                   directives: dict, jobs: int | None) -> set[str]:
-    """Run the page rules on every target; return the targets that could not be read or parsed.
+                   directives: dict, jobs: int | None, changed: list[str] | None = None) -> set[str]:
+    """Run the page rules on every target (or on ``changed``, a whole-wiki run's changed files);
+    return those that could not be read or parsed.
 
     A fresh file whose entry lacks some of the rules (their fingerprint is not in its rule
     set) is analysed by those rules only; the others' findings and facts are kept. The
@@ -462,9 +478,10 @@ def _per_file_pass(ctx: LintContext, selected: list[str], wanted: frozenset, rul
     unreadable = set()
     todo: dict[frozenset, list[str]] = {}  # the rules to run -> the files to run them on
     missing_of = cache.missing
+    targets = ctx.targets if changed is None else changed
     # a whole-wiki run read the index at once (_held_snapshot): its entries are taken in one pass
-    looked_up = cache.fresh_all(ctx.targets) if ctx.targets is ctx.files else map(cache.fresh, ctx.targets)
-    for rel, entry in zip(ctx.targets, looked_up):
+    looked_up = cache.fresh_all(targets) if targets is ctx.files else map(cache.fresh, targets)
+    for rel, entry in zip(targets, looked_up):
         missing = None if entry is None else missing_of(entry, wanted)
         if missing is None or missing:
             todo.setdefault(missing, []).append(rel)

@@ -11,11 +11,8 @@ that could not be read), that hash, and the frontmatter dates of the pages with 
 
 - the cache's fingerprint (the engine's source and schemas, the experiments programs) and
   the rule set of the run (each selected rule's code and configuration);
-- every file's path; the hash of git's index listing (``ls-files --stage``: the blob of
-  every tracked path, which is the bytes of each file git vouches for); and the path and the
-  content hash of the fresh entry of each file git does not vouch for (an untracked page,
-  one in a submodule, one git does not compare). A file that is neither vouched for nor
-  fresh (an edit) means no snapshot: the run looks at every page as before. The listing
+- every file's path; and the hash of git's index listing (``ls-files --stage``: the blob of
+  every tracked path, which is the bytes of each file git vouches for). The listing
   is hashed whole, as git wrote it, so that a run that takes a snapshot makes no table of
   50,000 blobs; a tracked file outside the wiki that changes its blob (a committed script)
   costs one run that looks up every entry and records the snapshot anew.
@@ -29,10 +26,18 @@ the snapshot. After a commit, one run looks up every entry again (the page is no
 its blob) and records the snapshot anew. A cold run hashes each page it reads as git hashes
 a blob (:func:`~wikiengine.lint.changefeed.blob_id`): the pages that are their index blobs
 are known by them at once, and the run after it takes the snapshot.
+
+The key leaves out the files git does not vouch for: the snapshot names them and keeps every
+file's content hash. A run under the same key looks up the entries of those files and of the
+ones it does not vouch for itself; the files among them whose bytes are not the ones the
+snapshot was made from (:func:`changed_since`: an edit, say) are analysed alone, and every
+other file's results are the snapshot's (:class:`Delta`). One edit at 50,000 pages then reads
+one entry of the index, not all of them. The run records the snapshot anew, with the edit.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 
 from wikiengine.lint.finding import Finding
@@ -41,20 +46,71 @@ TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext
 
+_SEP = "\n"  # between the content hashes a snapshot keeps: one string, loaded as it is
+DELTA_FILES = 1000  # a run analyses this many changed files alone (or a tenth of the files) on a snapshot
+
 
 def run_key(ctx: LintContext, wanted: frozenset) -> str | None:
     """The key under which this run may take a snapshot (``ctx.cache.vouched`` taken), or None
-    when a file git does not vouch for is not fresh (an edit)."""
+    when git vouches for nothing."""
     vouched = ctx.cache.vouched
     if not vouched:
         return None
-    tokens = []
-    for rel in vouched.others():  # untracked, in a submodule, changed
-        entry = ctx.cache.fresh(rel)
-        if entry is None or not entry.get("sha"):
+    return _digest(ctx, wanted, vouched.tree.digest)
+
+
+class Delta:
+    """A snapshot taken under this run's key, and the files whose bytes are not the ones it was
+    made from (in the order of ``files``): those are analysed, the rest is the snapshot's."""
+
+    __slots__ = ("key", "held", "changed")
+
+    def __init__(self, key: str, held: dict, changed: list[str]):
+        self.key, self.held, self.changed = key, held, changed
+
+    def shas(self, files: list[str], changed_shas: list[str]) -> list[str]:
+        """Every file's content hash: the snapshot's, ``changed_shas`` for the changed files."""
+        shas = self.held["shas"].split(_SEP)
+        for rel, sha in zip(self.changed, changed_shas):
+            shas[bisect.bisect_left(files, rel)] = sha
+        return shas
+
+
+def changed_since(ctx: LintContext, key: str, held: dict) -> Delta | None:
+    """The files whose bytes are not those ``held`` (the snapshot taken under this run's ``key``) was
+    made from: among the files git does not vouch for now or did not then (the others are their
+    index blobs, the same listing's), those whose entry is not fresh or holds another content
+    hash. None: the snapshot does not say (another shape), or too many changed to take it."""
+    files, shas = ctx.files, held.get("shas")
+    if not isinstance(shas, str) or not isinstance(held.get("others"), list):
+        return None
+    shas = shas.split(_SEP)
+    if len(shas) != len(files):
+        return None
+    changed = []
+    for rel in sorted(set(ctx.cache.vouched.others()).union(held["others"])):
+        at = bisect.bisect_left(files, rel)
+        if at == len(files) or files[at] != rel:
             return None
-        tokens.append(f"{rel}={entry['sha']}")
-    return _digest(ctx, wanted, vouched.tree.digest, tokens)
+        entry = ctx.cache.fresh(rel)
+        if entry is None or entry.get("sha") != shas[at]:
+            changed.append(rel)
+    if len(changed) > max(DELTA_FILES, len(files) // 10):
+        return None  # an edit of many pages: one pass over the whole index costs less
+    return Delta(key, held, changed)
+
+
+def made_of_blobs(ctx: LintContext, changed: list[str]) -> bool:
+    """May a run that analysed the ``changed`` files alone record the snapshot anew? Each one git
+    vouches for must have been read as its very blob (not edited after git compared it); each
+    other one is known by its content hash (:func:`changed_since` compares it)."""
+    vouched, looked_up = ctx.cache.vouched, ctx.cache.looked_up
+    others = set(vouched.others())
+    for rel in changed:
+        entry = looked_up.get(rel)
+        if entry is None or (entry.get("blob") != vouched.get(rel) if rel not in others else not entry.get("sha")):
+            return False
+    return True
 
 
 def made_key(ctx: LintContext, wanted: frozenset) -> str | None:
@@ -66,7 +122,6 @@ def made_key(ctx: LintContext, wanted: frozenset) -> str | None:
         return None
     looked_up = ctx.cache.looked_up
     others = set(vouched.others())
-    tokens = []
     for rel in ctx.files:
         entry = looked_up.get(rel)
         if entry is None:
@@ -74,40 +129,46 @@ def made_key(ctx: LintContext, wanted: frozenset) -> str | None:
         if rel in others:
             if not entry.get("sha"):
                 return None
-            tokens.append(f"{rel}={entry['sha']}")
         elif entry.get("blob") != vouched.get(rel):
             return None
-    return _digest(ctx, wanted, vouched.tree.digest, tokens)
+    return _digest(ctx, wanted, vouched.tree.digest)
 
 
-def _digest(ctx: LintContext, wanted: frozenset, listing: str, tokens: list[str]) -> str:
-    """The files (their list, the index listing that gives the vouched ones' blobs, the content
-    hash of each other one) under the cache's fingerprint and the run's rule set."""
+def _digest(ctx: LintContext, wanted: frozenset, listing: str) -> str:
+    """The files (their list, the index listing that gives the vouched ones' blobs) under the
+    cache's fingerprint and the run's rule set."""
     digest = hashlib.sha256(f"{ctx.cache.fingerprint}\0{ctx.files_digest()}\0{listing}\0".encode())
-    digest.update("\0".join(sorted(wanted)).encode() + b"\0")
-    digest.update("\0".join(tokens).encode())
+    digest.update("\0".join(sorted(wanted)).encode())
     return digest.hexdigest()
 
 
-def replay(held: dict, findings: list[Finding], directives: dict) -> set[str]:
-    """Add a snapshot's page findings and suppression comments; return its unreadable files."""
-    findings.extend(Finding(*row) for row in held["findings"])
-    directives.update(held["supp"])
-    return set(held["unreadable"])
+def replay(held: dict, findings: list[Finding], directives: dict, leave: frozenset[str] = frozenset()) -> set[str]:
+    """Add a snapshot's page findings and suppression comments, but those of the files ``leave``
+    (analysed anew); return its unreadable files."""
+    findings.extend(Finding(*row) for row in held["findings"] if row[0] not in leave)
+    directives.update((rel, supp) for rel, supp in held["supp"].items() if rel not in leave)
+    return {rel for rel in held["unreadable"] if rel not in leave}
 
 
-def taken(findings: list[Finding], directives: dict, unreadable: set[str], wiki_fp: str) -> dict:
-    """What a snapshot keeps of a per-file pass (its findings are the page rules' alone)."""
-    return {"findings": [f.row() for f in findings],
-            "supp": directives, "unreadable": sorted(unreadable), "wiki_fp": wiki_fp}
+def taken(ctx: LintContext, findings: list[Finding], directives: dict, unreadable: set[str]) -> dict:
+    """What a snapshot keeps of a per-file pass (its findings are the page rules' alone), with the
+    files git does not vouch for and every file's content hash (:func:`changed_since` reads them)."""
+    return {"findings": [f.row() for f in findings], "supp": directives, "unreadable": sorted(unreadable),
+            "wiki_fp": ctx.wiki_fingerprint(), "others": list(ctx.cache.vouched.others()),
+            "shas": _SEP.join(ctx.file_shas())}
 
 
-def dates(ctx: LintContext, pages: set[str]) -> dict[str, str]:
+def dates(ctx: LintContext, pages: set[str], delta: Delta | None = None) -> dict[str, str]:
     """The frontmatter date of each of ``pages`` (those with findings) from its entry (the bytes
-    the key pins): the next run grandfathers their findings (``since``) loading no shard."""
+    the key pins): the next run grandfathers their findings (``since``) loading no shard. A
+    ``delta`` run takes the snapshot's for the pages it did not analyse."""
+    known = delta.held.get("dates", {}) if delta is not None else {}
+    changed = set(delta.changed) if delta is not None else ()
     found = {}
     for path in pages:
-        date = ctx.cache.page_memo(path, "date")
+        date = known.get(path) if path not in changed else None
+        if date is None:
+            date = ctx.cache.page_memo(path, "date")
         if date is not None:
             found[path] = date
     return found

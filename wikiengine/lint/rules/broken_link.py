@@ -175,7 +175,9 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
     In a whole-wiki run the rows of each page are cached with its entry, and the verdict
     of every target judged is kept: a warm run judges again only those targets, and
     re-reads the links of the pages that changed, unless a target's verdict changed (a
-    file appeared, went, or git began to track or ignore it), when every page is."""
+    file appeared, went, or git began to track or ignore it), when every page is. A run
+    after an edit (``ctx.changed_since``) takes the other pages' rows whole from the run
+    before it, looking up no other page's entry."""
     from wikiengine.lint.rules._experiments import lint_cache
 
     memo = lint_cache(ctx, "judged-links")
@@ -191,8 +193,13 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
                 return memo["rows"]
         judged = judge.verdicts
         pending, fresh = [], []
-        rows = []
-        for rel in ctx.targets:
+        rows, pages = [], ctx.targets
+        since = ctx.changed_since if reuse else None
+        before = ctx.cache.memo("link-rows", f"{key}:{since[0]}") if since is not None else None
+        if before is not None:  # a run after an edit: the other pages' rows as the run before it found them
+            rows = [tuple(row) for row in before if row[0] not in since[1]]
+            pages = sorted(since[1])
+        for rel in pages:
             kept = ctx.cache.page_memo(rel, "links") if reuse else None
             if kept is not None:
                 rows.extend((rel, *row) for row in kept)
