@@ -20,9 +20,10 @@ that could not be read), that hash, and the frontmatter dates of the pages with 
 The page rules judge a page by its bytes and the configuration alone (the per-file cache
 rests on that already), so the same key means the same results. A snapshot is written by a
 run that looked up every entry and found each vouched file's entry made from its very blob
-(:meth:`~wikiengine.lint.cache.LintCache.fresh` records it). The run after an edit analyses
-the page and records the snapshot with the page's content hash, and the runs after it read
-the snapshot. After a commit, one run looks up every entry again (the page is now known by
+(:meth:`~wikiengine.lint.cache.LintCache.fresh` records it), or by a run that took one and
+analysed the changed files (:func:`made_of_blobs`). The run after an edit analyses the page
+and records the snapshot with the page's content hash, and the runs after it read the
+snapshot. After a commit, one run looks up every entry again (the page is now known by
 its blob) and records the snapshot anew. A cold run hashes each page it reads as git hashes
 a blob (:func:`~wikiengine.lint.changefeed.blob_id`): the pages that are their index blobs
 are known by them at once, and the run after it takes the snapshot.
@@ -31,8 +32,9 @@ The key leaves out the files git does not vouch for: the snapshot names them and
 file's content hash. A run under the same key looks up the entries of those files and of the
 ones it does not vouch for itself; the files among them whose bytes are not the ones the
 snapshot was made from (:func:`changed_since`: an edit, say) are analysed alone, and every
-other file's results are the snapshot's (:class:`Delta`). One edit at 50,000 pages then reads
-one entry of the index, not all of them. The run records the snapshot anew, with the edit.
+other file's results are the snapshot's (:class:`Delta`). The per-file pass of one edit at
+50,000 pages then looks up one entry, not 50,000 (the cross-file rules read what they read: a
+lane rule, the edited lane's pages). The run records the snapshot anew, with the edit.
 """
 
 from __future__ import annotations
