@@ -432,6 +432,26 @@ def test_a_link_mended_after_the_snapshot_is_no_longer_reported(wiki):
     assert not any(f.path == rel and f.code == "LNK001" for f in mended.findings)
 
 
+def test_a_run_on_a_snapshot_checks_records_by_the_content_hashes_it_knows(tmp_path):
+    """After an edit, a lane rule reads the records of the edited lane's pages: checked against
+    the content hashes the run knows from the snapshot, they need no index entry (nor git's
+    listing); a record of other bytes is not taken, nor a page known to be unreadable."""
+    from wikiengine.lint.cache import LintCache
+
+    files = ["a.md", "b.md"]
+    cache = LintCache.open(tmp_path, "fingerprint")
+    for rel in files:
+        entry = {"key": (1, 1, 1), "sha": f"sha-{rel}", "error": None, "findings": [], "supp": None, "rules": frozenset()}
+        cache.store(rel, entry, [f"sha-{rel}", None, {}])
+    cache.save(files)
+    known = LintCache.open(tmp_path, "fingerprint")
+    known.know_shas(files, ["sha-a.md", "sha-other"], {"b.md"})
+    assert known.record("a.md")[0] == "sha-a.md" and known.known_readable("a.md")
+    assert known.stats["index_read"] == 0 and known.stats["shards_read"] == 1
+    assert known.record("b.md") is None and not known.known_readable("b.md")
+    assert known.stats["index_read"] == 0
+
+
 def test_a_cold_run_knows_the_pages_whose_bytes_are_their_blobs_and_makes_a_snapshot(wiki):
     """Each page a cold run reads is hashed as git hashes a blob: the pages that are their index
     blobs are known by them at once, so the run after it takes the snapshot."""

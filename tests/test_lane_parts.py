@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 from tests.rules_wiki import LANE, MODEL_DIR, OTHER_LANE, experiment_page, write
 from wikiengine.lint import lint
+from wikiengine.lint.cache import LintCache
 from wikiengine.lint.config import LintConfig
-from wikiengine.lint.lane_parts import REST, lane_spans, parts
+from wikiengine.lint.context import LintContext
+from wikiengine.lint.lane_parts import REST, lane_spans, part_of, parts
 from wikiengine.lint.registry import selected_rules
 
 
@@ -54,6 +56,8 @@ def test_lane_spans_cut_the_sorted_paths_at_lane_folders():
         lanes + "jax/": [lanes + "jax/a.md", lanes + "jax/experiments/b.md"],
         lanes + "jax0/": [lanes + "jax0/c.md"],
     }
+    assert {rel: part_of(rel) for rel in files} == {
+        **{rel: REST for rel in files}, **{rel: folder for folder, members in spans.items() for rel in members}}
     rest = [part for part in parts(files, ["0" * 32] * len(files)) if part.name == REST][0]
     assert rest.files == ["wiki/experiments/m_autoresearch_optimization/program.md", "wiki/experiments/program.md",
                           "wiki/experimentsX/q.md", "wiki/index.md", "wiki/models/m-jax.md"]
@@ -158,9 +162,38 @@ def test_a_retrospective_in_another_folder_of_the_same_model_keys_run001(tmp_pat
     assert _lint_both(root, config).findings == []
 
 
+def test_a_lanes_page_facts_are_read_from_that_lanes_table_alone(tmp_path):
+    """Page facts asked of the whole wiki are tabled lane by lane: a later run that asks of one
+    lane reads that lane's table, not the others', and computes nothing again."""
+    root = _two_lanes(tmp_path)
+    files = sorted(p.relative_to(root).as_posix() for p in (root / "wiki").rglob("*.md"))
+    for path in (root / "wiki").rglob("*.md"):  # settled: out of the racy window, so tabled by their stat
+        os.utime(path, ns=(path.stat().st_mtime_ns - 10**10,) * 2)
+    asked: list[str] = []
+
+    def run(rels: list[str]) -> tuple[dict, LintCache]:
+        cache = LintCache.open(root, "fingerprint")
+        cache.written_ns = cache.written_ns or 1
+        ctx = LintContext(root, LintConfig(), files, files, cache=cache)
+        values = ctx.pages_fact(rels, "T", lambda rel: asked.append(rel) or len(rel))
+        cache.save(files)
+        return values, cache
+
+    everything, _cache = run(files)
+    assert sorted(asked) == files and list(everything.items()) == [(rel, len(rel)) for rel in files]
+    lanes = {part_of(rel) for rel in files} - {REST}
+    assert len(lanes) == 2 and len(list((root / ".wiki_cache" / "tables").iterdir())) == 3  # the two lanes, the rest
+    one = sorted(lanes)[0]
+    mine = [rel for rel in files if rel.startswith(one)]
+    asked.clear()
+    values, cache = run(mine)
+    assert values == {rel: len(rel) for rel in mine} and asked == []
+    assert cache.stats["tables_read"] == 1 and cache.stats["page_facts_reused"] == len(mine)
+
+
 def test_the_lanes_tables_of_page_facts_are_kept_side_by_side(tmp_path):
-    """MOD004 tables each lane's filings in one table: after an edit outside the lanes, each
-    lane's rows are still there (one lane's call must not empty the other's)."""
+    """MOD004 tables each lane's filings, each lane in a table of its own: after an edit outside
+    the lanes, each lane's rows are still there (one lane's call must not empty the other's)."""
     model = "---\nmodel: gemma4\nlane: {lane}\nupdated: 2026-06-01\n---\n# model\n"
     root = _two_lanes(tmp_path)
     write(root, {"wiki/models/gemma4-tpu.md": model.format(lane="tpu"),
@@ -172,5 +205,6 @@ def test_the_lanes_tables_of_page_facts_are_kept_side_by_side(tmp_path):
     assert {f.path for f in first.findings} == {"wiki/models/gemma4-tpu.md", "wiki/models/gemma4-jax.md"}
     (root / "wiki/index.md").write_text("# index\n\nEdited.\n")
     again = _lint_both(root, config)
-    assert first.stats["tabled"] == 3 and again.stats["tables_read"] == 2  # the filings, and the lanes' latest (lane_memo)
+    # the two lanes' filings, and the lanes' latest (lane_memo)
+    assert first.stats["tabled"] == 3 and again.stats["tables_read"] == 3
     assert again.stats.get("tabled", 0) == 0 and again.stats["page_facts_reused"] == 3

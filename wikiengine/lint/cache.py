@@ -43,6 +43,7 @@ is ever loaded from it.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import gc
@@ -199,6 +200,7 @@ class LintCache:
         self._new_records: dict[int, dict[str, list]] = {}  # shard -> records made this run
         self._dirty_shards: set[int] = set()
         self._missing: dict[frozenset, frozenset] = {}
+        self._known: tuple[list[str], list[str], set[str]] | None = None  # (files, their hashes, unreadable): know_shas
         self._root_str = str(root)
         self._root_slash = os.path.join(self._root_str, "")
 
@@ -432,14 +434,36 @@ class LintCache:
         self._new_records.setdefault(number, {})[rel] = record
         self._dirty_shards.add(number)
 
+    def know_shas(self, files: list[str], shas: list[str], unreadable: set[str]) -> None:
+        """Take each of the sorted ``files``' content hash as ``shas`` says, and the files that
+        could not be read or parsed, as a run that took the run snapshot knows them
+        (lint/snapshot.py): a record is then checked against that hash, with no index entry
+        looked up (a lane rule that reads the 2,500 pages of an edited lane read every index
+        shard, and git's listing, to check theirs)."""
+        self._known = (files, shas, unreadable)
+
+    def _known_sha(self, rel: str) -> str | None:
+        if self._known is None:
+            return None
+        files, shas, _unreadable = self._known
+        at = bisect.bisect_left(files, rel)
+        return shas[at] if at < len(files) and files[at] == rel and shas[at] != "-" else None
+
+    def known_readable(self, rel: str) -> bool:
+        """Is ``rel`` known (:meth:`know_shas`) by its content hash, read and parsed without error?"""
+        return self._known is not None and rel not in self._known[2] and self._known_sha(rel) is not None
+
     def record(self, rel: str) -> list | None:
         """The shard record ``[sha, frontmatter blob, facts]`` of a fresh file, else None."""
-        entry = self.fresh(rel)
-        if entry is None:
-            return None
+        sha = self._known_sha(rel)
+        if sha is None:
+            entry = self.fresh(rel)
+            if entry is None:
+                return None
+            sha = entry["sha"]
         number = shard_of(rel)
         record = self._new_records.get(number, {}).get(rel) or self._shard(number).get(rel)
-        return record if record is not None and record[0] == entry["sha"] else None
+        return record if record is not None and record[0] == sha else None
 
     def frontmatter_blob(self, rel: str) -> bytes | None:
         record = self.record(rel)

@@ -60,6 +60,14 @@ def by_part(ctx: LintContext, held: dict, salt: str, judge: Callable[[], list]) 
     return found, kept
 
 
+def part_of(rel: str) -> str:
+    """The part ``rel`` belongs to: its lane folder, or :data:`REST`."""
+    if not rel.startswith(LANES):
+        return REST
+    parts = rel.split("/", 4)
+    return REST if len(parts) < 5 else "/".join(parts[:4]) + "/"
+
+
 def lane_spans(files: list[str]) -> list[tuple[str, int, int]]:
     """``(lane folder, start, end)``: each lane folder's run of paths in the sorted ``files``
     (a bisection per lane, not a look at every path)."""
