@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.rules_wiki import LANE, MODEL_PAGE, assert_finds, experiment_page, findings, write
+from tests.rules_wiki import LANE, MODEL_PAGE, OTHER_LANE, assert_finds, experiment_page, findings, write
 from wikiengine.lint import lint
 from wikiengine.lint.config import LintConfig
 
@@ -135,3 +135,47 @@ def test_mod002_and_mod004_read_a_settled_lane_from_their_tables_and_follow_each
     assert [f.render() for f in renamed.findings] == [f.render() for f in lint(tmp_path, [MODEL], other, base=None,
                                                                                   use_cache=False).findings]
     assert "older than 2026-06-04-v044-remat.md," in renamed.findings[0].message
+
+
+JAX_MODEL = "wiki/models/gemma4-jax.md"
+V007 = f"{OTHER_LANE}/experiments/2026-06-02-v007-scan.md"
+
+
+def _both(root, config):
+    cached = lint(root, None, config, base=None)
+    assert [f.render() for f in cached.findings] == [f.render() for f in lint(root, None, config, base=None,
+                                                                                 use_cache=False).findings]
+    return cached
+
+
+def test_an_edit_in_one_lane_reads_again_what_that_lanes_model_page_names_alone(tmp_path, monkeypatch):
+    """MOD001 and MOD002 keep a lane's findings while its part is the same (lint/lane_parts.py): after
+    an edit in the jax lane, the experiments the tpu model page names are not read again."""
+    from wikiengine.lint.rules import _models
+
+    jax_model = MODEL_PAGE.format(best="v007").replace("lane: tpu", "lane: jax")
+    write(tmp_path, {**PAGES, MODEL: MODEL_PAGE.format(best="v042"), JAX_MODEL: jax_model,
+                     V007: experiment_page(mfu=30.0)})
+    config = LintConfig(select=["MOD001", "MOD002"])
+    _both(tmp_path, config)
+    resolved: list[str] = []
+    real = _models._facts_of
+    monkeypatch.setattr(_models, "_facts_of", lambda ref, lane, ctx: resolved.append(lane[1]) or real(ref, lane, ctx))
+    write(tmp_path, {V007: experiment_page(status="refuted", mfu=30.0, sections={"Verdict": "**refuted**\n"})})
+    edited = lint(tmp_path, None, config, base=None)
+    assert [f.path for f in edited.findings] == [JAX_MODEL, MODEL]  # v007 no longer supported; tpu's as before
+    assert "jax" in resolved and "tpu" not in resolved
+    assert [f.render() for f in edited.findings] == [f.render() for f in lint(tmp_path, None, config, base=None,
+                                                                                 use_cache=False).findings]
+
+
+def test_a_model_page_that_names_a_page_of_another_lane_is_judged_again_when_that_page_changes(tmp_path):
+    """A Current best linked into another lane's folder leaves the model page outside the lane
+    memo: the named page's verdict, changed in the other lane, is seen at once."""
+    link = "[v007](../experiments/gemma4_autoresearch_optimization/jax/experiments/2026-06-02-v007-scan.md)"
+    write(tmp_path, {**PAGES, MODEL: MODEL_PAGE.format(best=link), V007: experiment_page(mfu=30.0)})
+    config = LintConfig(select=["MOD001"])
+    assert not any(f.path == MODEL for f in _both(tmp_path, config).findings)
+    write(tmp_path, {V007: experiment_page(status="refuted", mfu=30.0, sections={"Verdict": "**refuted**\n"})})
+    found = _both(tmp_path, config).findings
+    assert any(f.path == MODEL and "refuted" in f.message for f in found)

@@ -25,8 +25,8 @@ TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
     from wikiengine.lint.context import LintContext, PageInfo
 
-__all__ = ["CURRENT_BEST", "VARIANT_MATRIX", "BestReference", "Supported", "current_best", "lane_supported", "matrix_of",
-           "metric_value"]
+__all__ = ["CURRENT_BEST", "VARIANT_MATRIX", "BestReference", "Supported", "best_references", "current_best",
+           "lane_supported", "matrix_of", "metric_value"]
 
 
 def matrix_of(info: PageInfo, ctx: LintContext) -> VariantMatrix | None:
@@ -58,25 +58,34 @@ def _facts_of(ref, lane, ctx) -> ExperimentPage | None:
 def current_best(info: PageInfo, lane: tuple[str, str] | None, ctx: LintContext) -> list[BestReference] | None:
     """The experiments named as Current best: the Current best cell of each row, or the
     lines of an older ``## Current best`` section (None when the page has neither)."""
+    named = best_references(info, ctx)
+    if named is None:
+        return None
+    return [BestReference(line, ref.text, _facts_of(ref, lane, ctx), variant) for line, ref, variant in named]
+
+
+def best_references(info: PageInfo, ctx: LintContext) -> list[tuple] | None:
+    """``(line, reference, row key)`` of what the model page names as Current best, read from
+    the page alone (None when it has neither a Current best column nor section)."""
     id_re = compiled(ctx)["id"]
     matrix = matrix_of(info, ctx)
     if matrix is not None and matrix.has_column(CURRENT_BEST):
-        refs = []
+        named = []
         for row in matrix.rows:
             ref = cell_reference(row.cell(CURRENT_BEST), info.rel, id_re)
             if ref is not None:
-                refs.append(BestReference(row.line, ref.text, _facts_of(ref, lane, ctx), row.key))
-        return refs
+                named.append((row.line, ref, row.key))
+        return named
     sections = sections_led_by(info.page, CURRENT_BEST)
     if not sections:
         return None
-    refs = []
+    named = []
     for section in sections:
         for offset, line in enumerate(section.body.splitlines()):
             ref = cell_reference(line, info.rel, id_re)
             if ref is not None:
-                refs.append(BestReference(section.body_line + offset, ref.text, _facts_of(ref, lane, ctx), None))
-    return refs
+                named.append((section.body_line + offset, ref, None))
+    return named
 
 
 # A supported experiment of a lane with its headline metric: what MOD002 compares. ``variant``:

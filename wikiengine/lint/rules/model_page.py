@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from wikiengine.lint.finding import Finding
 from wikiengine.lint.options import Option
 from wikiengine.lint.rule import Rule
 from wikiengine.lint.rules._experiments import model_page_lane, sections_led_by
 from wikiengine.lint.rules._models import (
     CURRENT_BEST,
     VARIANT_MATRIX,
+    best_references,
     current_best,
     lane_supported,
     matrix_of,
@@ -18,15 +20,35 @@ from wikiengine.model.cell_figures import DEFAULT_METRIC
 
 class _CurrentBestRule(Rule):
     """MOD001 and MOD002: each target model page that parsed, with its lane and the references
-    of its Current best (None: the page names none); a rule writes ``check_current_best``."""
+    of its Current best (None: the page names none); a rule writes ``check_current_best``.
+
+    The findings on the model pages of one lane are kept lane by lane (``lane_memo``) when
+    every page they name lies in that lane: a whole-wiki run after an edit in one lane reads
+    that lane's pages again, not the pages named by every model page of the wiki."""
 
     reports_on = ("model",)
 
     def check_wiki(self, ctx):
+        by_lane: dict[tuple[str, str] | None, list] = {}
         for info in ctx.target_pages("model"):
             if info.page is not None:
-                lane = model_page_lane(info.rel, ctx)
-                yield from self.check_current_best(info, lane, current_best(info, lane, ctx), ctx)
+                by_lane.setdefault(model_page_lane(info.rel, ctx), []).append(info)
+        memo = f"{self.code}-current-best:{ctx.config.rule_fingerprint(self.code)}:{ctx.config.rule_fingerprint('EXP001')}"
+        for lane, infos in by_lane.items():
+            if lane is None or not all(self._names_within(info, lane, ctx) for info in infos):
+                for info in infos:
+                    yield from self.check_current_best(info, lane, current_best(info, lane, ctx), ctx)
+                continue
+            rows = ctx.lane_memo(memo, lane, lambda lane=lane, infos=infos: [
+                f.row() for info in infos for f in self.check_current_best(info, lane, current_best(info, lane, ctx), ctx)])
+            yield from (Finding(*row) for row in rows)
+
+    @staticmethod
+    def _names_within(info, lane: tuple[str, str], ctx) -> bool:
+        """Does the model page name (by link) only pages inside its lane's folder? (By id, it names
+        the lane's own.)"""
+        folder = f"wiki/experiments/{lane[0]}/{lane[1]}/"
+        return all(ref.target is None or ref.target.startswith(folder) for _line, ref, _row in best_references(info, ctx) or ())
 
     def check_current_best(self, info, lane, refs, ctx):
         return ()
