@@ -19,7 +19,7 @@ import pytest
 
 from tests.rule_fixtures import build, setup_of
 from wikiengine.lint import lint
-from wikiengine.lint.cache import CACHE_DIR, INDEX_DIR, SHARD_DIR, shard_of
+from wikiengine.lint.cache import CACHE_DIR, INDEX_DIR, SHARD_DIR, SHARDS, record_shard_of, shard_of
 from wikiengine.lint.config import SHARED_OPTIONS, LintConfig
 from wikiengine.lint.context import discover
 from wikiengine.lint.registry import REGISTRY
@@ -242,8 +242,20 @@ def test_d_a_path_run_reads_only_the_shards_of_its_pages(wiki):
     config = LintConfig(select=["WK", "LNK"])
     result = run(wiki, config, pages)
     assert rendered(result) == uncached(wiki, config, pages)
-    assert 0 < result.stats["shards_read"] <= len({shard_of(p) for p in pages})
+    assert 0 < result.stats["shards_read"] <= len({record_shard_of(p) for p in pages})
     assert result.stats.get("analysed", 0) == 0
+
+
+def test_d_a_lanes_pages_share_one_record_shard_and_the_other_files_are_spread_by_path():
+    """A lane rule after an edit reads the edited lane's records: one shard, not every one."""
+    lane = "wiki/experiments/gemma4_autoresearch_optimization/tpu/"
+    pages = [lane + "2026-06-02-v042-splash.md", lane + "experiments/2026-06-03-v043-blocks.md",
+             lane + "notes/deep/2026-06-04-v044-remat.md"]
+    assert len({record_shard_of(rel) for rel in pages}) == 1 and record_shard_of(pages[0]) >= SHARDS
+    others = [lane + "program.md", "wiki/models/gemma4-tpu.md", "wiki/experiments/program.md", "log.md"]
+    assert all(record_shard_of(rel) == shard_of(rel) < SHARDS for rel in others)
+    lanes = [f"wiki/experiments/m{n}_autoresearch_optimization/jax/" for n in range(200)]
+    assert len({record_shard_of(folder + "x.md") for folder in lanes}) > SHARDS // 2  # spread over the 64
 
 
 def test_d_a_path_run_with_every_rule_reads_a_fraction_of_the_shards(wiki):
@@ -326,7 +338,7 @@ def test_e_a_tampered_or_unsigned_shard_is_ignored(wiki):
     edit(wiki, page, "\nSee [gone](gone-again.md).\n")
     config = LintConfig(select=["WK", "LNK"])
     want = uncached(wiki, config, [page])
-    shard = wiki / CACHE_DIR / SHARD_DIR / f"{shard_of(page):02d}.marshal"
+    shard = wiki / CACHE_DIR / SHARD_DIR / f"{record_shard_of(page):02d}.marshal"
     run(wiki, config)  # the edit is analysed and its shard rewritten
     data = bytearray(shard.read_bytes())
     data[-5] ^= 0xFF  # in the records: the signature no longer matches

@@ -14,10 +14,11 @@ what it needs.
   verdicts, the kind index), read on first use: a PATH run needs none of them.
 - **The run snapshot** (``run.marshal``): a whole-wiki run's per-file results, for the next
   run in which git vouches for every page (:mod:`~wikiengine.lint.snapshot`).
-- **Record shards** (``lint/NN.marshal``, the same hash): per file, the frontmatter and
-  the facts that cross-file rules collect, each fact keyed by its rule's fingerprint.
-  Read only when a rule asks about a page: a pre-commit run over five pages opens at
-  most five shards, never the whole cache.
+- **Record shards** (``lint/NN.marshal``: 64 shards by a hash of the lane folder for the
+  pages of a lane, 64 more by a hash of the path for the other files): per file, the
+  frontmatter and the facts that cross-file rules collect, each fact keyed by its rule's
+  fingerprint. Read only when a rule asks about a page: a pre-commit run over five pages
+  opens at most five shards, never the whole cache, and a lane rule the shard of its lane.
 
 Entries are kept per rule, so a ``--select`` run, an ``--ignore`` or one rule's changed
 options recompute only the rules concerned and keep the others' entries: a rule
@@ -74,8 +75,9 @@ TABLE_DIR = "tables"  # tables/<hash of the name>.marshal: one table of page fac
 INDEX_DIR = "index"  # the index: index/NN.marshal
 SHARD_DIR = "lint"  # the record shards: lint/NN.marshal
 SHARDS = 64
+_LANES = "wiki/experiments/"  # lint/lane_parts.py's LANES (this module imports no rule machinery)
 RACY_NS = 2_000_000_000
-_FORMAT = 7  # 7: content hashes are SHA-256 (128 bits), not BLAKE2b
+_FORMAT = 8  # 8: record shards by lane; 7: content hashes are SHA-256 (128 bits), not BLAKE2b
 _MAX_HASHED = 16 * 1024 * 1024  # as MAX_PAGE_BYTES: larger files are never pages
 
 
@@ -430,7 +432,7 @@ class LintCache:
     def _put_record(self, rel: str, record: list) -> None:
         """Hold a new record apart from its shard, which is read only when asked or saved (a
         PATH run, which saves nothing, never reads the shards of the pages it analyses)."""
-        number = shard_of(rel)
+        number = record_shard_of(rel)
         self._new_records.setdefault(number, {})[rel] = record
         self._dirty_shards.add(number)
 
@@ -461,7 +463,7 @@ class LintCache:
             if entry is None:
                 return None
             sha = entry["sha"]
-        number = shard_of(rel)
+        number = record_shard_of(rel)
         record = self._new_records.get(number, {}).get(rel) or self._shard(number).get(rel)
         return record if record is not None and record[0] == sha else None
 
@@ -481,7 +483,7 @@ class LintCache:
         record = self.record(rel)
         if record is not None:
             _record_facts(record)[code] = [self.rule_fps.get(code, ""), value]
-            self._dirty_shards.add(shard_of(rel))
+            self._dirty_shards.add(record_shard_of(rel))
             self.dirty = True
 
     # --- per-page and cross-file results -----------------------------------------------
@@ -579,8 +581,6 @@ class LintCache:
         if not self.persist or not self.dirty:
             return
         live = set(files)
-        for number in self._dirty_shards:
-            self._entries(number)  # a record is kept only when its entry is
         for number, (entries, _written) in self._index.items():
             if not live.issuperset(entries):
                 for rel in [rel for rel in entries if rel not in live]:
@@ -593,10 +593,8 @@ class LintCache:
             if not ignore.exists():
                 ignore.write_text("# written by wiki lint\n*\n")
             for number in sorted(self._dirty_shards):
-                entries = self._index[number][0]
                 merged = {**self._shard(number), **self._new_records.get(number, {})}
-                records = {rel: _with_facts_blob(record) for rel, record in merged.items()
-                           if rel in entries and record[0] == entries[rel]["sha"]}
+                records = {rel: _with_facts_blob(record) for rel, record in merged.items() if self._current(rel, record, live)}
                 if not self._write(self._shard_path(number), {"records": records}):
                     return
             now = time.time_ns()
@@ -613,6 +611,24 @@ class LintCache:
             self._write(self.directory / CACHE_FILE, {"written_ns": now, "wiki": self.wiki})
         except (OSError, ValueError):
             pass  # a cache that cannot be written only costs speed
+
+    def _current(self, rel: str, record: list, live: set[str]) -> bool:
+        """Is ``record`` still that of the file ``rel``, as far as this run can tell without
+        reading more of the index? A record whose entry it did not read is kept: a record is
+        only ever taken against its entry's content hash (or a known one), and a whole-wiki
+        run, which reads every entry, drops the stale ones."""
+        if rel not in live:
+            return False
+        sha = self._known_sha(rel)
+        if sha is None:
+            held = self._index.get(shard_of(rel))
+            if held is None:
+                return True
+            entry = held[0].get(rel)
+            if entry is None:
+                return False
+            sha = entry["sha"]
+        return record[0] == sha
 
     def _write(self, path: Path, payload: dict) -> bool:
         return write_signed(path, {"format": _FORMAT, "fingerprint": self.fingerprint, **payload}, self.root)
@@ -665,6 +681,19 @@ def _index_payload(entries: dict[str, dict], written_ns: int) -> dict:
 
 
 def shard_of(rel: str) -> int:
+    """The index shard of ``rel`` (a CRC of its path)."""
+    return zlib.crc32(rel.encode()) % SHARDS
+
+
+def record_shard_of(rel: str) -> int:
+    """The record shard of ``rel``: the pages of one lane folder (``wiki/experiments/<model>/<lane>/``)
+    share one of the 64 lane shards, the other files (a lane's ``program.md`` too: rules read every
+    lane's) are spread over 64 more by their path. A lane rule reading the pages of an edited lane
+    then loads that lane's shard, not every shard of the wiki."""
+    if rel.startswith(_LANES) and not rel.endswith("/program.md"):
+        parts = rel.split("/", 4)
+        if len(parts) == 5:
+            return SHARDS + zlib.crc32("/".join(parts[:4]).encode()) % SHARDS
     return zlib.crc32(rel.encode()) % SHARDS
 
 
