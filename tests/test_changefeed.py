@@ -18,6 +18,7 @@ import pytest
 from tests.lint_support import generated_git_wiki
 from tests.rules_wiki import commit_all, git
 from wikiengine.lint import LintResult, lint, runner
+from wikiengine.lint.cache import read_signed
 from wikiengine.lint.config import LintConfig
 from wikiengine.lint.context import discover
 from wikiengine.lint.gitview import TrackedTree
@@ -450,6 +451,43 @@ def test_a_run_on_a_snapshot_checks_records_by_the_content_hashes_it_knows(tmp_p
     assert known.stats["index_read"] == 0 and known.stats["shards_read"] == 1
     assert known.record("b.md") is None and not known.known_readable("b.md")
     assert known.stats["index_read"] == 0
+
+
+@pytest.mark.parametrize("damage", ["gone", "another run's", "forged"])
+def test_a_run_after_an_edit_without_the_snapshots_hashes_takes_every_entrys(wiki, damage):
+    """Every file's content hash lies beside the snapshot (read only after an edit); when it is
+    gone, another snapshot's or not signed with the user's key, the run takes each file's from
+    its entry instead, and finds what a run without the cache finds."""
+    shas = wiki / ".wiki_cache" / "run-shas.marshal"
+    rel = an_experiment(wiki)
+    if damage == "another run's":
+        break_status(wiki, rel)
+        settle_index(wiki)
+        lint(wiki)
+        older = shas.read_bytes()
+        (wiki / rel).write_text((wiki / rel).read_text(encoding="utf-8") + "\nMore.\n", encoding="utf-8")
+        os.utime(wiki / rel, (AN_HOUR_AGO + 2, AN_HOUR_AGO + 2))
+        settle_index(wiki)
+        lint(wiki)
+        shas.write_bytes(older)
+    elif damage == "gone":
+        shas.unlink()
+    else:
+        data = shas.read_bytes()
+        shas.write_bytes(bytes(32) + data[32:])
+    (wiki / rel).write_text((wiki / rel).read_text(encoding="utf-8") + "\nSee [gone](gone-page.md).\n", encoding="utf-8")
+    os.utime(wiki / rel, (AN_HOUR_AGO + 4, AN_HOUR_AGO + 4))
+    settle_index(wiki)
+    edited = lint(wiki)
+    every_shard = len(list((wiki / ".wiki_cache" / "index").glob("*.marshal")))
+    assert edited.stats["snapshot_changed"] == 1 and edited.stats["index_read"] == every_shard
+    assert rendered(edited) == findings(wiki, use_cache=False)
+    assert any(f.path == rel and f.code == "LNK001" for f in edited.findings)
+    made = read_signed(wiki / ".wiki_cache" / "run.marshal", wiki)["wiki_fp"]  # its hash of every page
+    (wiki / ".wiki_cache" / "run.marshal").unlink()
+    settle_index(wiki)
+    assert "snapshot" not in lint(wiki).stats  # every entry looked up: the same hash of the pages
+    assert read_signed(wiki / ".wiki_cache" / "run.marshal", wiki)["wiki_fp"] == made
 
 
 def test_a_cold_run_knows_the_pages_whose_bytes_are_their_blobs_and_makes_a_snapshot(wiki):

@@ -180,7 +180,8 @@ def lint(
         # index file written well before (a watcher's next audit lists it no more).
         ctx.cache.save(ctx.files)
     if made is not None:
-        ctx.cache.store_run_snapshot(made[0], {**made[1], "dates": snapshot.dates(ctx, judged, delta)})
+        ctx.cache.store_run_snapshot(made[0], {**made[1], "dates": snapshot.dates(ctx, judged, delta)},
+                                     snapshot.joined_shas(ctx))
     result = LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                         baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered,
                         unreadable=unreadable, stats=dict(ctx.cache.stats), page_facts=ctx.asked_facts,
@@ -217,7 +218,7 @@ def _per_file_results(ctx: LintContext, codes: list[str], wanted: frozenset, rul
             return unreadable, None
         ctx.cache.stats["snapshot_changed"] += len(leave)
         unreadable |= _per_file_pass(ctx, codes, wanted, rules, findings, directives, jobs, delta.changed)
-        shas = delta.shas(ctx.files, ctx.cache.shas(delta.changed))
+        shas = delta.shas(ctx)
         ctx.know_file_shas(shas)
         ctx.cache.know_shas(ctx.files, shas, unreadable)
         ctx.changed_since = (delta.held["wiki_fp"], leave)

@@ -28,8 +28,9 @@ its blob) and records the snapshot anew. A cold run hashes each page it reads as
 a blob (:func:`~wikiengine.lint.changefeed.blob_id`): the pages that are their index blobs
 are known by them at once, and the run after it takes the snapshot.
 
-The key leaves out the files git does not vouch for: the snapshot names them and keeps every
-file's content hash. A run under the same key looks up the entries of those files and of the
+The key leaves out the files git does not vouch for: the snapshot keeps their content hashes,
+and every file's in a file of its own (``run-shas.marshal``, read only after an edit). A run
+under the same key looks up the entries of those files and of the
 ones it does not vouch for itself; the files among them whose bytes are not the ones the
 snapshot was made from (:func:`changed_since`: an edit, say) are analysed alone, and every
 other file's results are the snapshot's (:class:`Delta`). The per-file pass of one edit at
@@ -70,11 +71,15 @@ class Delta:
     def __init__(self, key: str, held: dict, changed: list[str]):
         self.key, self.held, self.changed = key, held, changed
 
-    def shas(self, files: list[str], changed_shas: list[str]) -> list[str]:
-        """Every file's content hash: the snapshot's, ``changed_shas`` for the changed files."""
-        shas = self.held["shas"].split(_SEP)
-        for rel, sha in zip(self.changed, changed_shas):
-            shas[bisect.bisect_left(files, rel)] = sha
+    def shas(self, ctx: LintContext) -> list[str]:
+        """Every file's content hash: the snapshot's, those of the entries of the changed files
+        (every entry's where the snapshot's hashes cannot be read)."""
+        kept = ctx.cache.run_snapshot_shas(self.held)
+        shas = kept.split(_SEP) if kept is not None else []
+        if len(shas) != len(ctx.files):
+            return ctx.cache.shas(ctx.files)
+        for rel, sha in zip(self.changed, ctx.cache.shas(self.changed)):
+            shas[bisect.bisect_left(ctx.files, rel)] = sha
         return shas
 
 
@@ -82,20 +87,18 @@ def changed_since(ctx: LintContext, key: str, held: dict) -> Delta | None:
     """The files whose bytes are not those ``held`` (the snapshot taken under this run's ``key``) was
     made from: among the files git does not vouch for now or did not then (the others are their
     index blobs, the same listing's), those whose entry is not fresh or holds another content
-    hash. None: the snapshot does not say (another shape), or too many changed to take it."""
-    files, shas = ctx.files, held.get("shas")
-    if not isinstance(shas, str) or not isinstance(held.get("others"), list):
-        return None
-    shas = shas.split(_SEP)
-    if len(shas) != len(files):
+    hash than the snapshot kept (a file git vouched for then counts as changed). None: the
+    snapshot does not say (another shape), or too many changed to take it."""
+    files, others = ctx.files, held.get("others")
+    if not isinstance(others, dict):
         return None
     changed = []
-    for rel in sorted(set(ctx.cache.vouched.others()).union(held["others"])):
+    for rel in sorted(set(ctx.cache.vouched.others()).union(others)):
         at = bisect.bisect_left(files, rel)
         if at == len(files) or files[at] != rel:
             return None
         entry = ctx.cache.fresh(rel)
-        if entry is None or entry.get("sha") != shas[at]:
+        if entry is None or entry.get("sha") != others.get(rel):
             changed.append(rel)
     if len(changed) > max(DELTA_FILES, len(files) // 10):
         return None  # an edit of many pages: one pass over the whole index costs less
@@ -154,10 +157,15 @@ def replay(held: dict, findings: list[Finding], directives: dict, leave: frozens
 
 def taken(ctx: LintContext, findings: list[Finding], directives: dict, unreadable: set[str]) -> dict:
     """What a snapshot keeps of a per-file pass (its findings are the page rules' alone), with the
-    files git does not vouch for and every file's content hash (:func:`changed_since` reads them)."""
+    content hash of each file git does not vouch for (:func:`changed_since` reads them)."""
+    others = ctx.cache.vouched.others()
     return {"findings": [f.row() for f in findings], "supp": directives, "unreadable": sorted(unreadable),
-            "wiki_fp": ctx.wiki_fingerprint(), "others": list(ctx.cache.vouched.others()),
-            "shas": _SEP.join(ctx.file_shas())}
+            "wiki_fp": ctx.wiki_fingerprint(), "others": dict(zip(others, ctx.cache.shas(others)))}
+
+
+def joined_shas(ctx: LintContext) -> str:
+    """Every file's content hash, as :meth:`Delta.shas` reads them back."""
+    return _SEP.join(ctx.file_shas())
 
 
 def dates(ctx: LintContext, pages: set[str], delta: Delta | None = None) -> dict[str, str]:
