@@ -62,6 +62,7 @@ from wikiengine.core.atomic import atomic_write_bytes
 from wikiengine.core.errors import PageError
 from wikiengine.core.safe_read import LIMITS, MAX_PAGE_BYTES, read_regular
 from wikiengine.core.usercache import KeptMap, base_dir, read_private, work_tree_holding
+from wikiengine.lint.lane_parts import REST, part_of
 
 TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
@@ -76,7 +77,6 @@ TABLE_DIR = "tables"  # tables/<hash of the name>.marshal: one table of page fac
 INDEX_DIR = "index"  # the index: index/NN.marshal
 SHARD_DIR = "lint"  # the record shards: lint/NN.marshal
 SHARDS = 64
-_LANES = "wiki/experiments/"  # lint/lane_parts.py's LANES (this module imports no rule machinery)
 RACY_NS = 2_000_000_000
 _FORMAT = 8  # 8: record shards by lane; 7: content hashes are SHA-256 (128 bits), not BLAKE2b
 _MAX_HASHED = 16 * 1024 * 1024  # as MAX_PAGE_BYTES: larger files are never pages
@@ -701,11 +701,17 @@ def record_shard_of(rel: str) -> int:
     share one of the 64 lane shards, the other files (a lane's ``program.md`` too: rules read every
     lane's) are spread over 64 more by their path. A lane rule reading the pages of an edited lane
     then loads that lane's shard, not every shard of the wiki."""
-    if rel.startswith(_LANES) and not rel.endswith("/program.md"):
-        parts = rel.split("/", 4)
-        if len(parts) == 5:
-            return SHARDS + zlib.crc32("/".join(parts[:4]).encode()) % SHARDS
+    lane = part_of(rel)
+    if lane != REST and not rel.endswith("/program.md"):
+        return SHARDS + _lane_shard(lane)
     return zlib.crc32(rel.encode()) % SHARDS
+
+
+@functools.lru_cache(maxsize=4096)
+def _lane_shard(lane: str) -> int:
+    """A lane folder's shard, by a cryptographic hash: CRC-32's low bits put 200 lane folders
+    that differ in a model's number in 22 of the 64 shards."""
+    return int.from_bytes(hashlib.blake2b(lane.encode(), digest_size=4).digest(), "big") % SHARDS
 
 
 def _record_facts(record: list) -> dict:

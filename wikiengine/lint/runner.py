@@ -179,15 +179,21 @@ def lint(
         # later runs (EXP007's base verdicts, a lane's page conventions) and the listing of an
         # index file written well before (a watcher's next audit lists it no more).
         ctx.cache.save(ctx.files)
-    if made is not None:
-        ctx.cache.store_run_snapshot(made[0], {**made[1], "dates": snapshot.dates(ctx, judged, delta)},
-                                     snapshot.joined_shas(ctx))
+    _record_snapshot(ctx, made, judged, delta)
     result = LintResult(findings=findings, files_checked=len(ctx.targets), notices=notices, suppressed=suppressed,
                         baselined=baselined, grandfathered=grandfathered, unfiltered=unfiltered,
                         unreadable=unreadable, stats=dict(ctx.cache.stats), page_facts=ctx.asked_facts,
                         walked=(ctx.files, ctx.linked_folders))
     ctx.close()
     return result
+
+
+def _record_snapshot(ctx: LintContext, made: tuple | None, judged: set[str], delta: snapshot.Delta | None) -> None:
+    """Write the run snapshot this run made (``made``: its key and what it keeps; None: it made
+    none), with the dates of the pages with findings (``judged``) and every file's content hash."""
+    if made is not None:
+        key, taken = made
+        ctx.cache.store_run_snapshot(key, {**taken, "dates": snapshot.dates(ctx, judged, delta)}, snapshot.joined_shas(ctx))
 
 
 def _held_snapshot(ctx: LintContext, wanted: frozenset, whole: bool) -> snapshot.Delta | None:
