@@ -487,9 +487,11 @@ class LintContext:
         """Take :meth:`wiki_fingerprint` as known (a run snapshot holds it: lint/snapshot.py)."""
         self._wiki_fp = fingerprint
 
-    def know_file_shas(self, shas: list[str]) -> None:
-        """Take :meth:`file_shas` as known (a run snapshot and the files analysed since)."""
+    def know_file_shas(self, shas: list[str], unreadable: set[str]) -> None:
+        """Take :meth:`file_shas` as known, and the files that could not be read or parsed (a run
+        snapshot and the files analysed since): the cache then checks records against them."""
         self._file_shas = shas
+        self.cache.know_shas(self.files, shas, unreadable)
 
     def wiki_memo(self, name: str, compute: Callable[[], Any], inputs: str = "", by_lane: bool = False) -> Any:
         """``compute()``, kept in the cache while no page of the wiki and nothing of ``inputs``

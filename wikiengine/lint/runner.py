@@ -224,11 +224,9 @@ def _per_file_results(ctx: LintContext, codes: list[str], wanted: frozenset, rul
             return unreadable, None
         ctx.cache.stats["snapshot_changed"] += len(leave)
         unreadable |= _per_file_pass(ctx, codes, wanted, rules, findings, directives, jobs, delta.changed)
-        shas = delta.shas(ctx)
-        ctx.know_file_shas(shas)
-        ctx.cache.know_shas(ctx.files, shas, unreadable)
+        ctx.know_file_shas(delta.shas(ctx), unreadable)
         ctx.changed_since = (delta.held["wiki_fp"], leave)
-        if not snapshot.made_of_blobs(ctx, delta.changed):
+        if not snapshot.bytes_known(ctx, delta.changed):
             return unreadable, None
         return unreadable, (delta.key, snapshot.taken(ctx, findings, directives, unreadable))
     unreadable = _per_file_pass(ctx, codes, wanted, rules, findings, directives, jobs)

@@ -21,7 +21,7 @@ The page rules judge a page by its bytes and the configuration alone (the per-fi
 rests on that already), so the same key means the same results. A snapshot is written by a
 run that looked up every entry and found each vouched file's entry made from its very blob
 (:meth:`~wikiengine.lint.cache.LintCache.fresh` records it), or by a run that took one and
-analysed the changed files (:func:`made_of_blobs`). The run after an edit analyses the page
+analysed the changed files (:func:`bytes_known`). The run after an edit analyses the page
 and records the snapshot with the page's content hash, and the runs after it read the
 snapshot. After a commit, one run looks up every entry again (the page is now known by
 its blob) and records the snapshot anew. A cold run hashes each page it reads as git hashes
@@ -105,37 +105,26 @@ def changed_since(ctx: LintContext, key: str, held: dict) -> Delta | None:
     return Delta(key, held, changed)
 
 
-def made_of_blobs(ctx: LintContext, changed: list[str]) -> bool:
-    """May a run that analysed the ``changed`` files alone record the snapshot anew? Each one git
-    vouches for must have been read as its very blob (not edited after git compared it); each
-    other one is known by its content hash (:func:`changed_since` compares it)."""
+def bytes_known(ctx: LintContext, files: list[str]) -> bool:
+    """Do the entries this run looked up say what the bytes of ``files`` are? A file git vouches
+    for must have been read as its very blob (not edited after git compared it), any other must
+    have a content hash. A run records a snapshot only then: over every file after a pass over
+    the whole index (:func:`made_key`), over the changed files after a run on a snapshot."""
     vouched, looked_up = ctx.cache.vouched, ctx.cache.looked_up
     others = set(vouched.others())
-    for rel in changed:
+    for rel in files:
         entry = looked_up.get(rel)
-        if entry is None or (entry.get("blob") != vouched.get(rel) if rel not in others else not entry.get("sha")):
+        if entry is None or (not entry.get("sha") if rel in others else entry.get("blob") != vouched.get(rel)):
             return False
     return True
 
 
 def made_key(ctx: LintContext, wanted: frozenset) -> str | None:
     """The key of the snapshot this run's per-file pass makes, or None when some file's entry
-    does not say what its bytes are: a vouched file's entry must have been made from its very
-    blob, any other file's must be fresh."""
+    does not say what its bytes are (:func:`bytes_known`)."""
     vouched = ctx.cache.vouched
-    if not vouched:
+    if not vouched or not bytes_known(ctx, ctx.files):
         return None
-    looked_up = ctx.cache.looked_up
-    others = set(vouched.others())
-    for rel in ctx.files:
-        entry = looked_up.get(rel)
-        if entry is None:
-            return None
-        if rel in others:
-            if not entry.get("sha"):
-                return None
-        elif entry.get("blob") != vouched.get(rel):
-            return None
     return _digest(ctx, wanted, vouched.tree.digest)
 
 
