@@ -123,8 +123,8 @@ def test_started_git_runs_beside_the_caller_and_can_be_abandoned(repo, slow_git)
     assert running.proc.returncode is not None
 
 
-def test_run_all_starts_several_at_once(repo):
-    head, missing = git.run_all(repo, [["rev-parse", "HEAD"], ["rev-parse", "--verify", "-q", "nope"]])
+def test_start_all_starts_several_at_once(repo):
+    head, missing = git.results(git.start_all(repo, [["rev-parse", "HEAD"], ["rev-parse", "--verify", "-q", "nope"]]))
     assert head.ok and not missing.ok and missing.returncode == 1
 
 

@@ -214,17 +214,32 @@ def ok(root: str | Path | None, *args: str, **options: Any) -> bool:
         return False
 
 
-def run_all(root: str | Path | None, commands: Sequence[Sequence[str]], **options: Any) -> list[Result]:
-    """Several gits at once (each costs a process start, which a pre-commit run feels); unchecked."""
+def start_all(root: str | Path | None, commands: Sequence[Sequence[str]], **options: Any) -> list[Running]:
+    """Several gits started at once (each costs a process start, which a pre-commit run feels);
+    options as :class:`Running`; read them with :func:`results`."""
     running: list[Running] = []
     try:
         for args in commands:
             running.append(Running(root, args, **options))
+    except BaseException:
+        stop_all(running)
+        raise
+    return running
+
+
+def results(running: Sequence[Running]) -> list[Result]:
+    """The unchecked results of gits :func:`start_all` started; every one stopped when one cannot be read."""
+    try:
         return [r.result(check=False) for r in running]
     except BaseException:
-        for r in running:
-            r.close()
+        stop_all(running)
         raise
+
+
+def stop_all(running: Sequence[Running]) -> None:
+    """Stop and reap gits whose answers are not wanted."""
+    for r in running:
+        r.close()
 
 
 def cat_file_batch(root: str | Path | None, names: Sequence[str], *, timeout: float | None = TIMEOUT_S,

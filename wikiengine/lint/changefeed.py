@@ -73,7 +73,7 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
 
 class ChangeFeed:
     """The three git processes that say which tracked pages git has compared and found as
-    the index holds them, started once the run's own ``git diff HEAD`` is read.
+    the index holds them, started while the run's own ``git diff HEAD`` runs.
     ``before``: :func:`index_before`, taken before the run's first git process."""
 
     def __init__(self, root: Path, before: tuple[int, tuple | None]):

@@ -55,7 +55,7 @@ from wikiengine.lint.scopes import scope
 
 TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
-    from wikiengine.lint.gitview import GitView
+    from wikiengine.lint.gitview import GitView, OpeningView
 
 POOL_THRESHOLD = 200
 # From this many files a warm run asks git what changed (lint/changefeed.py): its three more git
@@ -136,13 +136,13 @@ def lint(
     root = Path(root)
     config = config or load_config(root)
     codes = selected_codes(config)
-    ctx = _open_context(root, paths, config, codes, use_cache, index_then, facts, walked, committing)
+    opening = _start_git(root, codes, base, view)  # its diff lstats every tracked file while the cache is read
+    with _stopped_if_raised(opening):
+        ctx = _open_context(root, paths, config, codes, use_cache, index_then, facts, walked, committing)
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
-    ran = _open_git(ctx, codes, base, notices, view)
-    if paths is None and base == "HEAD" and view is None and ctx.git is not None:
-        _take_feed(ctx, index_then)
+    ran = _open_git_and_feed(ctx, codes, base, notices, view, opening, index_then if paths is None else None)
     wanted = _wanted(ctx.cache, codes)  # the rule set every entry (and the run snapshot) is keyed by
     delta = _held_snapshot(ctx, wanted, paths is None and use_cache)
     # A PATH run imports only the rules that can apply to its targets (and the files deleted
@@ -243,17 +243,43 @@ def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) 
             and not os.path.lexists(os.path.join(ctx.root, finding.path)))
 
 
-def _take_feed(ctx: LintContext, index_then: tuple | None) -> None:
-    """Let the cache take the pages git vouches for as fresh (:mod:`~wikiengine.lint.changefeed`):
-    a whole-wiki run whose view of ``HEAD`` opened, from :data:`FEED_THRESHOLD` files;
-    ``index_then``: the index before its git processes (None: no cache, no feed)."""
-    if index_then is None or len(ctx.files) < FEED_THRESHOLD:
-        return
+@contextmanager
+def _stopped_if_raised(opening: OpeningView | None):
+    """Stop the git processes of ``opening`` should the block raise."""
     try:
-        feed = ChangeFeed(ctx.root, index_then)
-    except WikiError:  # git cannot start: every page is looked at
-        return
-    tree = ctx.tracked()
+        yield
+    except BaseException:
+        if opening is not None:
+            opening.close()
+        raise
+
+
+def _open_git_and_feed(ctx: LintContext, codes: list[str], base: str | None, notices: list[str], view: GitView | None,
+                       opening: OpeningView | None, index_then: tuple | None) -> set[str]:
+    """:func:`_open_git` (``view``: opened, or ``opening``: under way), and the change feed of a
+    whole-wiki run against ``HEAD`` (``index_then`` not None), whose processes run while the diff ends."""
+    feed = _start_feed(ctx, index_then) if base == "HEAD" and opening is not None else None
+    ran = _open_git(ctx, codes, base, notices, view or opening)
+    if feed is not None:
+        _take_feed(ctx, feed)
+    return ran
+
+
+def _start_feed(ctx: LintContext, index_then: tuple | None) -> ChangeFeed | None:
+    """The change feed's git processes (:mod:`~wikiengine.lint.changefeed`), for a whole-wiki
+    run from :data:`FEED_THRESHOLD` files; ``index_then``: the index before its git processes
+    (None: no cache, no feed). None also when git cannot start: every page is looked at."""
+    if index_then is None or len(ctx.files) < FEED_THRESHOLD:
+        return None
+    try:
+        return ChangeFeed(ctx.root, index_then)
+    except WikiError:
+        return None
+
+
+def _take_feed(ctx: LintContext, feed: ChangeFeed) -> None:
+    """Let the cache take the pages git vouches for as fresh, when the run's view of ``HEAD`` opened."""
+    tree = ctx.tracked() if ctx.git is not None else None
     if tree is None:
         feed.close()
         return
@@ -434,18 +460,38 @@ def _files_disabling(directives: dict[str, list[tuple]], code: str) -> set[str]:
     }
 
 
+def _git_codes(codes: list[str]) -> list[str]:
+    return [code for code in codes if scope(code).needs_git]
+
+
+def _start_git(root: Path, codes: list[str], base: str | None, view: GitView | None) -> OpeningView | None:
+    """The base revision's git processes, started now when a git-aware rule will read them and
+    no ``view`` is given (None also when they cannot start: :func:`_open_git` says why)."""
+    if base is None or view is not None or not _git_codes(codes):
+        return None
+    from wikiengine.lint.gitview import OpeningView
+
+    try:
+        return OpeningView(root, base, untracked=False)
+    except WikiError:
+        return None
+
+
 def _open_git(ctx: LintContext, codes: list[str], base: str | None, notices: list[str],
-              view: GitView | None = None) -> set[str]:
-    """Open the base revision if a git-aware rule is selected; return the codes that can run."""
-    git_codes = [code for code in codes if scope(code).needs_git]
+              view: GitView | OpeningView | None = None) -> set[str]:
+    """Open the base revision if a git-aware rule is selected (``view``: opened, or opening);
+    return the codes that can run."""
+    git_codes = _git_codes(codes)
     ran = set(codes) - set(git_codes)
     ran |= {suppress.UNUSED_CODE, baseline_mod.STALE_CODE}
     if not git_codes:
         return ran
-    from wikiengine.lint.gitview import GitView, in_git_repo
+    from wikiengine.lint.gitview import GitView, OpeningView, in_git_repo
 
     if base is not None:
         try:
+            if isinstance(view, OpeningView):
+                view = view.view()
             ctx.git = view if view is not None else GitView.open(ctx.root, base, untracked=False)
         except WikiError:
             if in_git_repo(ctx.root):  # asked only on failure: one git process less per run
