@@ -202,6 +202,29 @@ def test_the_bases_diff_runs_while_the_cache_is_read_and_stops_when_the_run_fail
     assert [r.proc.returncode is not None and r.proc.stdout.closed for r in opened[0]._running] == [True]
 
 
+def test_the_change_feed_stops_when_the_base_cannot_be_opened(wiki, monkeypatch):
+    """The feed's gits start before the run waits for the diff; a run whose view of the base
+    then fails leaves none of them behind."""
+    feeds = []
+    real_start = runner._start_feed
+
+    def kept(*args):
+        feed = real_start(*args)
+        feeds.append(feed)
+        return feed
+
+    def base_fails(*args, **kwargs):
+        raise WikiError("git diff failed")
+
+    monkeypatch.setattr(runner, "_start_feed", kept)
+    monkeypatch.setattr(runner, "_open_git", base_fails)
+    settle_index(wiki)
+    with pytest.raises(WikiError):
+        lint(wiki)
+    assert feeds[0] is not None
+    assert [r.proc.returncode is not None and r.proc.stdout.closed for r in feeds[0]._running] == [True] * 3
+
+
 def rendered(result) -> list[str]:
     return [f.render() for f in result.findings]
 

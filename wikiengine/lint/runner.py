@@ -137,7 +137,7 @@ def lint(
     config = config or load_config(root)
     codes = selected_codes(config)
     opening = _start_git(root, codes, base, view)  # its diff lstats every tracked file while the cache is read
-    with _stopped_if_raised(opening):
+    with _closed_if_raised(opening):
         ctx = _open_context(root, paths, config, codes, use_cache, index_then, facts, walked, committing)
     notices: list[str] = []
     if use_cache and (problem := untrusted_place(key_path(), root)):
@@ -244,13 +244,13 @@ def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) 
 
 
 @contextmanager
-def _stopped_if_raised(opening: OpeningView | None):
-    """Stop the git processes of ``opening`` should the block raise."""
+def _closed_if_raised(running: OpeningView | ChangeFeed | None):
+    """Stop the git processes of ``running`` (under way, or None) should the block raise."""
     try:
         yield
     except BaseException:
-        if opening is not None:
-            opening.close()
+        if running is not None:
+            running.close()
         raise
 
 
@@ -259,7 +259,8 @@ def _open_git_and_feed(ctx: LintContext, codes: list[str], base: str | None, not
     """:func:`_open_git` (``view``: opened, or ``opening``: under way), and the change feed of a
     whole-wiki run against ``HEAD`` (``index_then`` not None), whose processes run while the diff ends."""
     feed = _start_feed(ctx, index_then) if base == "HEAD" and opening is not None else None
-    ran = _open_git(ctx, codes, base, notices, view or opening)
+    with _closed_if_raised(feed):
+        ran = _open_git(ctx, codes, base, notices, view or opening)
     if feed is not None:
         _take_feed(ctx, feed)
     return ran
