@@ -613,6 +613,47 @@ def test_wiki_in_a_subdirectory_of_the_repository(tmp_path):
     assert view.commit_times(NOTE) is not None
 
 
+def test_commit_times_of_a_folders_pages_are_those_of_the_whole_trees_history(tmp_path, monkeypatch):
+    """:meth:`GitView.commit_times_of` lists only the folder that holds the pages asked (a lane's),
+    yet walks the commits of the whole tree's history: in a wiki below the repository's top, a
+    stub added on a branch and again on main (the merge keeps the lane as main has it, and the
+    branch's other page) is first committed when the branch added it, as the whole walk says.
+    A pathspec of the lane would simplify the branch away (main's time, a day later)."""
+    from wikiengine.lint.gitview import GitView
+
+    repo = tmp_path / "repo"
+    lane = "wiki/experiments/m_autoresearch_optimization/jax"
+    stub, older = f"{lane}/2026-01-02-v002-stub.md", f"{lane}/2026-01-01-v001-base.md"
+    root = write(repo / "docs", {older: "# base\n", "wiki/notes/a.md": "# a\n"})
+
+    def dated(day: int) -> None:
+        for name in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+            monkeypatch.setenv(name, f"2026-01-{day:02d}T00:00:00+00:00")
+
+    def commit(day: int, message: str) -> None:
+        dated(day)
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-m", message)
+
+    git(repo, "init", "-q", "-b", "main")
+    commit(1, "base")
+    git(repo, "checkout", "-q", "-b", "side")
+    write(root, {stub: "# stub\n", "wiki/notes/side.md": "# side\n"})
+    commit(2, "the stub, on the branch")
+    git(repo, "checkout", "-q", "main")
+    write(root, {stub: "# stub\n", "wiki/notes/main.md": "# main\n"})
+    commit(3, "the same stub, on main")
+    dated(4)
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge", "side")
+    whole = GitView.open(root)
+    expected = {rel: whole.commit_times(rel) for rel in (stub, older)}
+    assert expected[stub][0].day == 2 and expected[older][0].day == 1
+    lane_only = GitView.open(root)
+    assert lane_only.commit_times_of([stub, older]) == expected
+    assert list(lane_only._times) == [lane]  # the lane's names alone were listed
+    assert lane_only.commit_times_of(["wiki/notes/a.md"])["wiki/notes/a.md"][0].day == 1
+
+
 def test_a_dirty_submodule_is_not_a_change_a_moved_one_is(tmp_path):
     """GitView does not ask a checked-out submodule for its status (a git process walking it):
     edits inside it are no change of the wiki; a submodule moved to another commit is."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import hashlib
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -54,7 +55,8 @@ class GitView:
     base: str
     changes: dict[str, str] = field(default_factory=dict)  # rel -> status letter (A, M, D, R)
     renamed_from: dict[str, str] = field(default_factory=dict)  # new rel -> old rel
-    _times: dict[str, tuple[dt.datetime, dt.datetime]] | None = None  # rel -> (first, last) commit time
+    # folder walked ("." the whole tree) -> rel -> (first, last) commit time
+    _times: dict[str, dict[str, tuple[dt.datetime, dt.datetime]]] = field(default_factory=dict)
 
     @classmethod
     def open(cls, root: Path, base: str = "HEAD", *, untracked: bool = True) -> GitView:
@@ -97,13 +99,31 @@ class GitView:
                 for rel, blob in zip(rels, blobs)}
 
     def commit_times(self, rel: str) -> tuple[dt.datetime, dt.datetime] | None:
-        """(first, last) commit time of ``rel`` up to the base, from one ``git log`` pass."""
-        if self._times is None:
-            self._times = {}
-            out = _git(
-                self.root, "log", "--format=%x00%ct", "--name-only", "--no-renames", "--relative", "--end-of-options",
-                self.base, "--", ".",
-            )
+        """(first, last) commit time of ``rel`` up to the base, from one ``git log`` pass over the whole tree."""
+        return self._times_under(".").get(rel)
+
+    def commit_times_of(self, rels: list[str]) -> dict[str, tuple[dt.datetime, dt.datetime] | None]:
+        """:meth:`commit_times` of each of ``rels``, from the same pass over the history but
+        listing only the files of the deepest folder that holds them all (unless the whole tree
+        was listed already): after an edit in one lane, a rule that asks of that lane's pages
+        reads the lane's names, not the wiki's (50,000 at 50,000 pages, 13% of such a run)."""
+        folder = "." if "." in self._times or not rels else posixpath.commonpath([posixpath.dirname(r) for r in rels])
+        times = self._times_under(folder or ".")
+        return {rel: times.get(rel) for rel in rels}
+
+    def _times_under(self, folder: str) -> dict[str, tuple[dt.datetime, dt.datetime]]:
+        """rel -> (first, last) commit time of every file under ``folder`` (``.``: every file) up
+        to the base. The commits are those of the whole tree's history, whatever the folder:
+        ``--relative=`` narrows what each lists, never which commits are walked (a pathspec
+        would also simplify the history by that folder alone)."""
+        if folder not in self._times:
+            times = self._times[folder] = {}
+            listed = "--relative"  # names relative to the root, which may lie below the repository's top
+            if folder != ".":
+                listed = f"--relative={_git(self.root, 'rev-parse', '--show-prefix').strip()}{folder}/"
+            out = _git(self.root, "log", "--format=%x00%ct", "--name-only", "--no-renames", listed, "--end-of-options",
+                       self.base, "--", ".")
+            within = "" if folder == "." else folder + "/"
             for block in out.split("\0")[1:]:
                 lines = block.strip().splitlines()
                 if not lines:
@@ -111,9 +131,10 @@ class GitView:
                 when = from_epoch(int(lines[0]))
                 for name in lines[1:]:
                     if name:
-                        first, last = self._times.get(name, (when, when))
-                        self._times[name] = (min(first, when), max(last, when))
-        return self._times.get(rel)
+                        name = within + name
+                        first, last = times.get(name, (when, when))
+                        times[name] = (min(first, when), max(last, when))
+        return self._times[folder]
 
 
 class OpeningView:

@@ -69,11 +69,6 @@ class StaleStub(Rule):
     @staticmethod
     def _open_stubs(ctx) -> list[tuple[str, str, float]]:
         """``(page, status, first commit time)`` of every open target experiment that git knows."""
-        stubs = []
-        for info, facts in target_experiments(ctx):
-            if not is_open(facts.frontmatter):
-                continue
-            times = ctx.git.commit_times(info.rel)
-            if times is not None:
-                stubs.append((info.rel, str(facts.status), times[0].timestamp()))
-        return stubs
+        open_stubs = [(info.rel, facts.status) for info, facts in target_experiments(ctx) if is_open(facts.frontmatter)]
+        times = ctx.git.commit_times_of([rel for rel, _status in open_stubs])
+        return [(rel, str(status), times[rel][0].timestamp()) for rel, status in open_stubs if times[rel] is not None]
