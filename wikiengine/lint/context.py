@@ -515,6 +515,24 @@ class LintContext:
             self.cache.store_memo(name, key, value)
         return value
 
+    def files_memo(self, name: str, rels: list[str], compute: Callable[[], Any]) -> Any:
+        """``compute()``, a value made from the files ``rels`` alone (each of ``self.files``), kept in
+        the cache while their paths and content hashes are the same (whole-wiki runs only). A run
+        after an edit knows every hash from its snapshot, so the value of unchanged files costs no
+        index shard (the lane logs' oldest entry read 17 of 64 at 50,000 pages, 14% of the run)."""
+        if self.cache is None or not self.cache.persist or self.targets is not self.files:
+            return compute()
+        files, shas = self.files, self.file_shas()
+        digest = hashlib.blake2b(digest_size=16)
+        for rel in rels:
+            digest.update(f"{rel}\0{shas[bisect.bisect_left(files, rel)]}\0".encode())
+        key = digest.hexdigest()
+        held = self.cache.memo(name, key)
+        if held is None:
+            held = [compute()]  # in a list: a value of None is kept too
+            self.cache.store_memo(name, key, held)
+        return held[0]
+
     def facts(self, code: str, rel: str) -> Any:
         """What rule ``code``'s ``collect`` found in the page ``rel`` (cached with the file)."""
         key = (code, rel)

@@ -31,12 +31,14 @@ def log_split_date(ctx: LintContext) -> str | None:
         return str(configured)
     cache = lint_cache(ctx, "log-split")
     if "date" not in cache:
-        # each log's oldest entry is kept with the log's cache entry: a pre-commit run parses no log
-        dates = [
-            ctx.page_fact(rel, "oldest-entry", lambda rel=rel: _oldest_entry(ctx, rel))
-            for rel in ctx.files if rel.endswith("/log.md") and log_tier(rel) == "lane"
-        ]
-        cache["date"] = min((d for d in dates if d), default=None)
+        logs = [rel for rel in ctx.files if rel.endswith("/log.md") and log_tier(rel) == "lane"]
+
+        def oldest() -> str | None:
+            # each log's oldest entry is kept with the log's cache entry: a pre-commit run parses no log
+            dates = [ctx.page_fact(rel, "oldest-entry", lambda rel=rel: _oldest_entry(ctx, rel)) for rel in logs]
+            return min((d for d in dates if d), default=None)
+
+        cache["date"] = ctx.files_memo("log-split-date", logs, oldest)
     return cache["date"]
 
 
