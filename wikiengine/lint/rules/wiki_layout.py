@@ -42,6 +42,7 @@ class ModelFolderName(Rule):
     """
 
     code = "LAY001"
+    reads_pages = False  # the paths of the files alone
     name = "model-folder-name"
     summary = "a folder under wiki/experiments is not named <model>_autoresearch_optimization, so it is ignored"
 
@@ -86,6 +87,7 @@ class RootProgramMissing(Rule):
     """
 
     code = "LAY002"
+    reads_pages = False  # the paths of the files alone
     name = "root-program-missing"
     summary = "a program area (wiki/experiments, kernel_experiments, runs) has pages but no root program.md"
 
