@@ -737,17 +737,20 @@ def test_a_path_run_lists_an_index_file_once_and_the_next_on_that_file_not_again
     assert count == 1 and edited.stats["wiki_rules_run"] > 0  # the untracked page's edit is seen
 
 
-def test_a_run_after_an_edit_reads_no_index_shard_for_what_unchanged_lanes_hold(wiki):
+@pytest.mark.parametrize("edited", ["an experiment page", "a lane log"])
+def test_a_run_after_an_edit_reads_no_index_shard_for_what_unchanged_lanes_hold(wiki, edited):
     """After an edit in one lane, the cross-file rules that read every lane log (the log split:
     their oldest entry) take what they keep of the unchanged logs by the content hashes the run
-    knows from its snapshot: no index shard is read but the edited page's, and the findings are
-    those of a run without the cache."""
+    knows from its snapshot: no index shard is read but the edited file's, and the findings are
+    those of a run without the cache. An entry older than any other, added to a lane log, moves
+    the split date: the findings that hang on it follow."""
     from wikiengine.lint.cache import shard_of
 
-    rel = an_experiment(wiki)
     logs = sorted(p.relative_to(wiki).as_posix() for p in (wiki / "wiki" / "experiments").rglob("log.md"))
+    rel = an_experiment(wiki) if edited == "an experiment page" else logs[-1]
     assert len({shard_of(log) for log in logs} - {shard_of(rel)}) > 3  # the logs lie in other shards
-    (wiki / rel).write_text((wiki / rel).read_text(encoding="utf-8") + "\nMore.\n", encoding="utf-8")
+    more = "\n## [2020-01-01] note | an entry older than any other\n" if rel in logs else "\nMore.\n"
+    (wiki / rel).write_text((wiki / rel).read_text(encoding="utf-8") + more, encoding="utf-8")
     os.utime(wiki / rel, (AN_HOUR_AGO + 4, AN_HOUR_AGO + 4))
     settle_index(wiki)
     edited = lint(wiki)

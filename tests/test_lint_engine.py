@@ -650,8 +650,29 @@ def test_commit_times_of_a_folders_pages_are_those_of_the_whole_trees_history(tm
     assert expected[stub][0].day == 2 and expected[older][0].day == 1
     lane_only = GitView.open(root)
     assert lane_only.commit_times_of([stub, older]) == expected
+    assert lane_only.commit_times_of([]) == {}
     assert list(lane_only._times) == [lane]  # the lane's names alone were listed
+    assert lane_only.commit_times_of([f"{lane}/none.md"]) == {f"{lane}/none.md": None}  # served by that pass
     assert lane_only.commit_times_of(["wiki/notes/a.md"])["wiki/notes/a.md"][0].day == 1
+    assert list(lane_only._times) == [lane, "."]  # a second folder: the whole tree, once
+    assert lane_only.commit_times_of([stub]) == {stub: expected[stub]}
+
+
+def test_commit_times_of_a_name_git_would_quote_are_found_by_either_pass(tmp_path):
+    """Names outside ASCII (a lane named ``jäx``) are read as they are (``-z``), so a lane's pass
+    and the whole tree's find the same times: git quotes such a name, and a name relative to
+    the lane holds the odd byte where one relative to the root does too, or not."""
+    from wikiengine.lint.gitview import GitView
+
+    stubs = ["wiki/experiments/m_autoresearch_optimization/jäx/2026-01-02-v002-stub.md",
+             "wiki/experiments/m_autoresearch_optimization/jax/2026-01-02-v002-stüb.md"]
+    root = write(tmp_path, {stub: "# stub\n" for stub in stubs})
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "one")
+    for stub in stubs:
+        whole, lane_only = GitView.open(root).commit_times(stub), GitView.open(root).commit_times_of([stub])[stub]
+        assert whole is not None and lane_only == whole
 
 
 def test_a_dirty_submodule_is_not_a_change_a_moved_one_is(tmp_path):

@@ -515,23 +515,27 @@ class LintContext:
             self.cache.store_memo(name, key, value)
         return value
 
-    def files_memo(self, name: str, rels: list[str], compute: Callable[[], Any]) -> Any:
-        """``compute()``, a value made from the files ``rels`` alone (each of ``self.files``), kept in
-        the cache while their paths and content hashes are the same (whole-wiki runs only). A run
-        after an edit knows every hash from its snapshot, so the value of unchanged files costs no
-        index shard (the lane logs' oldest entry read 17 of 64 at 50,000 pages, 14% of the run)."""
-        if self.cache is None or not self.cache.persist or self.targets is not self.files:
-            return compute()
-        files, shas = self.files, self.file_shas()
-        digest = hashlib.blake2b(digest_size=16)
+    def files_facts(self, name: str, rels: list[str], compute: Callable[[str], Any]) -> dict[str, Any]:
+        """``rel -> compute(rel)`` for the files ``rels`` (each of ``self.files``), kept in the cache by
+        each file's path and content hash, in a whole-wiki run that knows every file's content hash
+        (a run after an edit knows them from its snapshot): only the files changed since are asked
+        again, and no index entry is read for the others (the lane logs' oldest entries read 17 of
+        64 index shards at 50,000 pages, 14% of such a run). Elsewhere each is asked. ``compute``'s
+        values must be marshallable and depend on the file's bytes alone."""
+        shas = self._file_shas
+        if self.cache is None or not self.cache.persist or self.targets is not self.files or shas is None:
+            return {rel: compute(rel) for rel in rels}
+        held = self.cache.memo(name, "")
+        held = held if isinstance(held, dict) else {}
+        values, kept = {}, {}
         for rel in rels:
-            digest.update(f"{rel}\0{shas[bisect.bisect_left(files, rel)]}\0".encode())
-        key = digest.hexdigest()
-        held = self.cache.memo(name, key)
-        if held is None:
-            held = [compute()]  # in a list: a value of None is kept too
-            self.cache.store_memo(name, key, held)
-        return held[0]
+            sha = shas[bisect.bisect_left(self.files, rel)]
+            row = held.get(rel)
+            values[rel] = row[1] if row is not None and row[0] == sha and sha != "-" else compute(rel)
+            kept[rel] = [sha, values[rel]]
+        if kept != held:
+            self.cache.store_memo(name, "", kept)  # the files gone are dropped
+        return values
 
     def facts(self, code: str, rel: str) -> Any:
         """What rule ``code``'s ``collect`` found in the page ``rel`` (cached with the file)."""

@@ -104,36 +104,43 @@ class GitView:
 
     def commit_times_of(self, rels: list[str]) -> dict[str, tuple[dt.datetime, dt.datetime] | None]:
         """:meth:`commit_times` of each of ``rels``, from the same pass over the history but
-        listing only the files of the deepest folder that holds them all (unless the whole tree
-        was listed already): after an edit in one lane, a rule that asks of that lane's pages
-        reads the lane's names, not the wiki's (50,000 at 50,000 pages, 13% of such a run)."""
-        folder = "." if "." in self._times or not rels else posixpath.commonpath([posixpath.dirname(r) for r in rels])
-        times = self._times_under(folder or ".")
+        listing only the files of the deepest folder that holds them all: after an edit in one
+        lane, a rule that asks of that lane's pages reads the lane's names, not the wiki's
+        (50,000 at 50,000 pages, 13% of such a run). A folder already listed, or the whole tree,
+        serves; a second folder is asked of the whole tree, which then serves every later one
+        (one pass more at most, where a run asks of several lanes)."""
+        if not rels:
+            return {}
+        folder = posixpath.commonpath([posixpath.dirname(rel) for rel in rels]) or "."
+        served = next((done for done in self._times if done == "." or f"{folder}/".startswith(f"{done}/")), None)
+        times = self._times_under(served or (folder if not self._times else "."))
         return {rel: times.get(rel) for rel in rels}
 
     def _times_under(self, folder: str) -> dict[str, tuple[dt.datetime, dt.datetime]]:
         """rel -> (first, last) commit time of every file under ``folder`` (``.``: every file) up
         to the base. The commits are those of the whole tree's history, whatever the folder:
         ``--relative=`` narrows what each lists, never which commits are walked (a pathspec
-        would also simplify the history by that folder alone)."""
+        would also simplify the history by that folder alone). ``-z``: names as they are
+        (git quotes a name with bytes outside ASCII, and whether it did would hang on the folder)."""
         if folder not in self._times:
             times = self._times[folder] = {}
             listed = "--relative"  # names relative to the root, which may lie below the repository's top
             if folder != ".":
-                listed = f"--relative={_git(self.root, 'rev-parse', '--show-prefix').strip()}{folder}/"
-            out = _git(self.root, "log", "--format=%x00%ct", "--name-only", "--no-renames", listed, "--end-of-options",
-                       self.base, "--", ".")
+                listed = f"--relative={_git(self.root, 'rev-parse', '--show-prefix').rstrip(chr(10))}{folder}/"
+            out = _git(self.root, "log", "-z", "--format=%x00%ct", "--name-only", "--no-renames", listed,
+                       "--end-of-options", self.base, "--", ".")
             within = "" if folder == "." else folder + "/"
-            for block in out.split("\0")[1:]:
-                lines = block.strip().splitlines()
-                if not lines:
-                    continue
-                when = from_epoch(int(lines[0]))
-                for name in lines[1:]:
-                    if name:
-                        name = within + name
-                        first, last = times.get(name, (when, when))
-                        times[name] = (min(first, when), max(last, when))
+            when, first_name = None, False
+            for token in out.split("\0"):  # "\0<ct>\0\n<name>\0<name>\0" per commit
+                if not token:
+                    when = None  # the next token is a commit's time
+                elif when is None:
+                    when, first_name = from_epoch(int(token)), True
+                else:
+                    name = within + (token[1:] if first_name else token)  # the first name follows a newline
+                    first_name = False
+                    first, last = times.get(name, (when, when))
+                    times[name] = (min(first, when), max(last, when))
         return self._times[folder]
 
 

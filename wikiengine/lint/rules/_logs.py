@@ -32,13 +32,11 @@ def log_split_date(ctx: LintContext) -> str | None:
     cache = lint_cache(ctx, "log-split")
     if "date" not in cache:
         logs = [rel for rel in ctx.files if rel.endswith("/log.md") and log_tier(rel) == "lane"]
-
-        def oldest() -> str | None:
-            # each log's oldest entry is kept with the log's cache entry: a pre-commit run parses no log
-            dates = [ctx.page_fact(rel, "oldest-entry", lambda rel=rel: _oldest_entry(ctx, rel)) for rel in logs]
-            return min((d for d in dates if d), default=None)
-
-        cache["date"] = ctx.files_memo("log-split-date", logs, oldest)
+        # each log's oldest entry is kept with the log's cache entry (a pre-commit run parses no
+        # log), and by its content hash where the run knows every file's (a run after an edit)
+        oldest = ctx.files_facts("lane-logs-oldest-entry", logs, lambda rel: ctx.page_fact(
+            rel, "oldest-entry", lambda: _oldest_entry(ctx, rel)))
+        cache["date"] = min((date for date in oldest.values() if date), default=None)
     return cache["date"]
 
 
