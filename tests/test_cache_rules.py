@@ -496,3 +496,23 @@ def test_a_path_run_on_the_index_opens_no_shard_of_the_pages_it_counts_and_follo
     kept = run(wiki, paths=[index])  # a PATH run keeps the rows it tabled, though it saves no analysis
     assert kept.stats.get("tabled", 0) == 0 and rendered(kept) == rendered(moved)
 
+
+
+def test_the_global_logs_entry_is_judged_again_when_a_lane_log_moves_the_log_split(wiki):
+    """The global log's LOG003 findings hang on the log-split date (the lane logs' oldest entry),
+    not on its bytes alone: its entry is taken only while the lane logs are as they were, so a
+    lane log that gains an older entry, or is removed, gives the findings of a run without the cache."""
+    global_log = wiki / "wiki" / "log.md"
+    global_log.write_text(global_log.read_text(encoding="utf-8")
+                          + "\n## [2021-06-01] loop-iteration | v009-old: refuted\n", encoding="utf-8")
+    run(wiki)
+    assert not [f for f in run(wiki).findings if f.code == "LOG003"] and run(wiki).stats.get("analysed", 0) == 0
+    lane_logs = sorted((wiki / "wiki" / "experiments").rglob("log.md"))
+    older = lane_logs[0].read_text(encoding="utf-8")
+    lane_logs[0].write_text(older + "\n## [2020-01-01] note | older than any\n", encoding="utf-8")
+    moved = run(wiki)
+    assert [f.code for f in moved.findings if f.path == "wiki/log.md" and f.code == "LOG003"] == ["LOG003"]
+    assert rendered(moved) == uncached(wiki)
+    lane_logs[0].unlink()  # the split moves back: the finding goes
+    gone = run(wiki)
+    assert not [f for f in gone.findings if f.code == "LOG003"] and rendered(gone) == uncached(wiki)

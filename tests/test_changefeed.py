@@ -737,22 +737,41 @@ def test_a_path_run_lists_an_index_file_once_and_the_next_on_that_file_not_again
     assert count == 1 and edited.stats["wiki_rules_run"] > 0  # the untracked page's edit is seen
 
 
-@pytest.mark.parametrize("edited", ["an experiment page", "a lane log"])
-def test_a_run_after_an_edit_reads_no_index_shard_for_what_unchanged_lanes_hold(wiki, edited):
+def test_a_run_after_an_edit_reads_no_index_shard_for_what_unchanged_lanes_hold(wiki):
     """After an edit in one lane, the cross-file rules that read every lane log (the log split:
     their oldest entry) take what they keep of the unchanged logs by the content hashes the run
-    knows from its snapshot: no index shard is read but the edited file's, and the findings are
-    those of a run without the cache. An entry older than any other, added to a lane log, moves
-    the split date: the findings that hang on it follow."""
+    knows from its snapshot: no index shard is read but the edited page's, and the findings are
+    those of a run without the cache."""
     from wikiengine.lint.cache import shard_of
 
+    rel = an_experiment(wiki)
     logs = sorted(p.relative_to(wiki).as_posix() for p in (wiki / "wiki" / "experiments").rglob("log.md"))
-    rel = an_experiment(wiki) if edited == "an experiment page" else logs[-1]
     assert len({shard_of(log) for log in logs} - {shard_of(rel)}) > 3  # the logs lie in other shards
-    more = "\n## [2020-01-01] note | an entry older than any other\n" if rel in logs else "\nMore.\n"
-    (wiki / rel).write_text((wiki / rel).read_text(encoding="utf-8") + more, encoding="utf-8")
+    (wiki / rel).write_text((wiki / rel).read_text(encoding="utf-8") + "\nMore.\n", encoding="utf-8")
     os.utime(wiki / rel, (AN_HOUR_AGO + 4, AN_HOUR_AGO + 4))
     settle_index(wiki)
     edited = lint(wiki)
     assert edited.stats["snapshot_changed"] == 1 and edited.stats["index_read"] == 1
+    assert rendered(edited) == findings(wiki, use_cache=False)
+
+
+def test_a_lane_log_that_moves_the_log_split_has_the_global_log_judged_again(wiki):
+    """The global log's LOG003 findings hang on the log-split date, the lane logs' oldest entry:
+    an entry older than any other, added to a lane log, makes the global log's loop iteration
+    of the year after a finding, in a run on the snapshot as in a run without the cache (the
+    global log's own bytes did not change: its entry was taken, without the finding)."""
+    global_log = wiki / "wiki" / "log.md"
+    global_log.write_text(global_log.read_text(encoding="utf-8")
+                          + "\n## [2021-06-01] loop-iteration | v009-old: refuted\n", encoding="utf-8")
+    os.utime(global_log, (AN_HOUR_AGO + 2, AN_HOUR_AGO + 2))
+    settle_index(wiki)
+    assert not [f for f in lint(wiki).findings if f.code == "LOG003"]  # before the split
+    lane_log = sorted((wiki / "wiki" / "experiments").rglob("log.md"))[-1]
+    lane_log.write_text(lane_log.read_text(encoding="utf-8") + "\n## [2020-01-01] note | older than any\n",
+                        encoding="utf-8")
+    os.utime(lane_log, (AN_HOUR_AGO + 4, AN_HOUR_AGO + 4))
+    settle_index(wiki)
+    edited = lint(wiki)
+    assert edited.stats["snapshot"] == 1 and edited.stats["snapshot_changed"] == 2  # the lane log, the global log
+    assert [(f.path, f.code) for f in edited.findings if f.code == "LOG003"] == [("wiki/log.md", "LOG003")]
     assert rendered(edited) == findings(wiki, use_cache=False)

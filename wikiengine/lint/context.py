@@ -189,6 +189,8 @@ class LintContext:
         self._files_digest = files_digest  # list_digest(files), when the caller knows it
         self._file_shas: list[str] | None = None
         self._lane_parts: list | None = None
+        self._lane_logs: list[str] | None = None
+        self.split_inputs: str | None = None  # the runner's hash of the lane logs, once per run
         self._part_keys: dict[str, str] | None = None  # part name -> its key
         self.page_dates: dict[str, str] = {}  # page -> its frontmatter date, as a run snapshot holds it
         # (the wiki fingerprint of the run snapshot taken, the files analysed anew since): a run
@@ -474,6 +476,14 @@ class LintContext:
         kept = {other: row for other, row in held.items() if other in keys}  # lanes gone are dropped
         self.cache.store_parts(name, {**kept, folder: [keys[folder], value]})
         return value
+
+    def lane_logs(self) -> list[str]:
+        """The lane logs among the files: their oldest entry dates the wiki's log split."""
+        if self._lane_logs is None:
+            from wikiengine.model.logbook import log_tier
+
+            self._lane_logs = [rel for rel in self.files if rel.endswith("/log.md") and log_tier(rel) == "lane"]
+        return self._lane_logs
 
     def lane_parts(self) -> list:
         """The wiki cut into lanes and the rest, each keyed (:mod:`~wikiengine.lint.lane_parts`)."""

@@ -47,11 +47,12 @@ from wikiengine.lint.cache import (
 )
 from wikiengine.lint.changefeed import ChangeFeed, blob_id, index_before
 from wikiengine.lint.config import LintConfig, load_config
-from wikiengine.lint.context import LintContext, PageInfo, discover, list_digest, read_page_bytes
+from wikiengine.lint.context import LintContext, PageInfo, discover, in_sorted, list_digest, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings
 from wikiengine.lint.folders import FolderListing
 from wikiengine.lint.kinds import kind_of
 from wikiengine.lint.scopes import scope
+from wikiengine.model.logbook import GLOBAL_LOG
 
 TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
@@ -215,6 +216,7 @@ def _per_file_results(ctx: LintContext, codes: list[str], wanted: frozenset, rul
     files changed since): its unreadable targets, and the snapshot this run makes (``(key,
     snapshot)``; None when it makes none)."""
     if delta is not None:
+        delta.changed = _with_split_dependents(ctx, delta.changed)
         leave = frozenset(delta.changed)
         ctx.cache.stats["snapshot"] += 1
         unreadable = snapshot.replay(delta.held, findings, directives, leave)
@@ -537,6 +539,8 @@ def _per_file_pass(ctx: LintContext, selected: list[str], wanted: frozenset, rul
     looked_up = cache.fresh_all(targets) if targets is ctx.files else map(cache.fresh, targets)
     for rel, entry in zip(targets, looked_up):
         missing = None if entry is None else missing_of(entry, wanted)
+        if rel == GLOBAL_LOG and missing is not None and entry.get(SPLIT_KEY) != _split_inputs(ctx):
+            missing = None  # a lane log changed since: the log-split date its findings hang on may have moved
         if missing is None or missing:
             todo.setdefault(missing, []).append(rel)
         elif entry["findings"] or entry["supp"] or entry["error"]:  # most pages: nothing to collect
@@ -556,12 +560,37 @@ def _per_file_pass(ctx: LintContext, selected: list[str], wanted: frozenset, rul
         with closing(results):  # (a pass left by an exception stops its forked children at once)
             for rel, (entry, record) in results:
                 entry["rules"] = ran
+                if rel == GLOBAL_LOG:
+                    entry[SPLIT_KEY] = _split_inputs(ctx)
                 if missing is None:
                     cache.store(rel, entry, record)
                 else:
                     entry = cache.merge(rel, entry, record)
                 _collect_entry(rel, entry, codes, findings, directives, unreadable)
     return unreadable
+
+
+SPLIT_KEY = "split"  # in the global log's entry: the lane logs it was judged beside (_split_inputs)
+
+
+def _split_inputs(ctx: LintContext) -> str:
+    """A hash of the lane logs' paths and content hashes, once per run. The global log's LOG003 and
+    LOG004 findings hang on the log-split date, the lane logs' oldest entry (rules/_logs.py), so
+    its entry is taken only while they are as they were when it was made."""
+    if ctx.split_inputs is None:
+        digest = hashlib.blake2b(digest_size=16)
+        for rel in ctx.lane_logs():
+            digest.update(f"{rel}\0{ctx.cache.sha(rel) or '-'}\0".encode())
+        ctx.split_inputs = digest.hexdigest()
+    return ctx.split_inputs
+
+
+def _with_split_dependents(ctx: LintContext, changed: list[str]) -> list[str]:
+    """``changed`` (in the order of the files) with the global log, when a lane log is among them."""
+    if (GLOBAL_LOG in changed or not any(rel.endswith("/log.md") for rel in changed)
+            or not in_sorted(ctx.files, GLOBAL_LOG) or not set(changed) & set(ctx.lane_logs())):
+        return changed
+    return sorted([*changed, GLOBAL_LOG])
 
 
 def _page_codes(selected: list[str]) -> set[str]:

@@ -31,7 +31,7 @@ def log_split_date(ctx: LintContext) -> str | None:
         return str(configured)
     cache = lint_cache(ctx, "log-split")
     if "date" not in cache:
-        logs = [rel for rel in ctx.files if rel.endswith("/log.md") and log_tier(rel) == "lane"]
+        logs = ctx.lane_logs()
         # each log's oldest entry is kept with the log's cache entry (a pre-commit run parses no
         # log), and by its content hash where the run knows every file's (a run after an edit)
         oldest = ctx.files_facts("lane-logs-oldest-entry", logs, lambda rel: ctx.page_fact(
