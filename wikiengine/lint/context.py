@@ -190,7 +190,7 @@ class LintContext:
         self._file_shas: list[str] | None = None
         self._lane_parts: list | None = None
         self._lane_logs: list[str] | None = None
-        self.split_inputs: str | None = None  # the runner's hash of the lane logs, once per run
+        self._lane_logs_digest: str | None = None
         self._part_keys: dict[str, str] | None = None  # part name -> its key
         self.page_dates: dict[str, str] = {}  # page -> its frontmatter date, as a run snapshot holds it
         # (the wiki fingerprint of the run snapshot taken, the files analysed anew since): a run
@@ -484,6 +484,15 @@ class LintContext:
 
             self._lane_logs = [rel for rel in self.files if rel.endswith("/log.md") and log_tier(rel) == "lane"]
         return self._lane_logs
+
+    def lane_logs_digest(self) -> str:
+        """A hash of the lane logs' paths and content hashes: what the log-split date is made from."""
+        if self._lane_logs_digest is None:
+            from wikiengine.lint.lane_parts import paths_and_hashes
+
+            logs = self.lane_logs()
+            self._lane_logs_digest = paths_and_hashes(logs, [self.cache.sha(rel) or "-" for rel in logs]).hex()
+        return self._lane_logs_digest
 
     def lane_parts(self) -> list:
         """The wiki cut into lanes and the rest, each keyed (:mod:`~wikiengine.lint.lane_parts`)."""

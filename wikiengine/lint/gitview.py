@@ -126,7 +126,8 @@ class GitView:
             times = self._times[folder] = {}
             listed = "--relative"  # names relative to the root, which may lie below the repository's top
             if folder != ".":
-                listed = f"--relative={_git(self.root, 'rev-parse', '--show-prefix').rstrip(chr(10))}{folder}/"
+                prefix = _git(self.root, "rev-parse", "--show-prefix").rstrip("\n")  # the root, from the top
+                listed = f"--relative={prefix}{folder}/"
             out = _git(self.root, "log", "-z", "--format=%x00%ct", "--name-only", "--no-renames", listed,
                        "--end-of-options", self.base, "--", ".")
             within = "" if folder == "." else folder + "/"

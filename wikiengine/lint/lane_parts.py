@@ -96,11 +96,11 @@ def parts(files: list[str], shas: list[str]) -> list[Part]:
     rest.extend(range(at, len(files)))
     rest_files = [files[i] for i in rest]
     common = hashlib.sha256(_names(folder for folder, _start, _end in spans))
-    common.update(_digest(rest_files, [shas[i] for i in rest]))
+    common.update(paths_and_hashes(rest_files, [shas[i] for i in rest]))
     found = [Part(REST, common.hexdigest(), rest_files)]
     for folder, start, end in spans:
         key = common.copy()
-        key.update(_digest(files[start:end], shas[start:end]))
+        key.update(paths_and_hashes(files[start:end], shas[start:end]))
         found.append(Part(folder, key.hexdigest(), files[start:end]))
     return found
 
@@ -109,7 +109,8 @@ def _names(names) -> bytes:
     return hashlib.sha256("\n".join(names).encode()).digest()
 
 
-def _digest(files: list[str], shas: list[str]) -> bytes:
+def paths_and_hashes(files: list[str], shas: list[str]) -> bytes:
+    """A hash of ``files`` and their content hashes (``shas``, in the same order)."""
     digest = hashlib.sha256(_names(files))
     digest.update("".join(shas).encode())  # 32 hex digits each, or "-": the run reads back one way
     return digest.digest()

@@ -539,7 +539,7 @@ def _per_file_pass(ctx: LintContext, selected: list[str], wanted: frozenset, rul
     looked_up = cache.fresh_all(targets) if targets is ctx.files else map(cache.fresh, targets)
     for rel, entry in zip(targets, looked_up):
         missing = None if entry is None else missing_of(entry, wanted)
-        if rel == GLOBAL_LOG and missing is not None and entry.get(SPLIT_KEY) != _split_inputs(ctx):
+        if rel == GLOBAL_LOG and missing is not None and entry.get(SPLIT_KEY) != ctx.lane_logs_digest():
             missing = None  # a lane log changed since: the log-split date its findings hang on may have moved
         if missing is None or missing:
             todo.setdefault(missing, []).append(rel)
@@ -561,7 +561,7 @@ def _per_file_pass(ctx: LintContext, selected: list[str], wanted: frozenset, rul
             for rel, (entry, record) in results:
                 entry["rules"] = ran
                 if rel == GLOBAL_LOG:
-                    entry[SPLIT_KEY] = _split_inputs(ctx)
+                    entry[SPLIT_KEY] = ctx.lane_logs_digest()
                 if missing is None:
                     cache.store(rel, entry, record)
                 else:
@@ -570,19 +570,9 @@ def _per_file_pass(ctx: LintContext, selected: list[str], wanted: frozenset, rul
     return unreadable
 
 
-SPLIT_KEY = "split"  # in the global log's entry: the lane logs it was judged beside (_split_inputs)
-
-
-def _split_inputs(ctx: LintContext) -> str:
-    """A hash of the lane logs' paths and content hashes, once per run. The global log's LOG003 and
-    LOG004 findings hang on the log-split date, the lane logs' oldest entry (rules/_logs.py), so
-    its entry is taken only while they are as they were when it was made."""
-    if ctx.split_inputs is None:
-        digest = hashlib.blake2b(digest_size=16)
-        for rel in ctx.lane_logs():
-            digest.update(f"{rel}\0{ctx.cache.sha(rel) or '-'}\0".encode())
-        ctx.split_inputs = digest.hexdigest()
-    return ctx.split_inputs
+SPLIT_KEY = "split"  # in the global log's entry: the lane logs it was judged beside. Its LOG003 and
+# LOG004 findings hang on the log-split date, their oldest entry (rules/_logs.py), so the entry is
+# taken only while they are as they were when it was made (LintContext.lane_logs_digest).
 
 
 def _with_split_dependents(ctx: LintContext, changed: list[str]) -> list[str]:
