@@ -556,6 +556,24 @@ class LintContext:
             self.cache.store_memo(name, "", kept)  # the files gone are dropped
         return values
 
+    def revision_facts(self, name: str, rels: list[str], compute: Callable[[list[str]], dict[str, Any]]
+                       ) -> dict[str, Any]:
+        """``rel -> value`` for ``rels``, values that depend on a file's path and the base revision
+        alone (its first commit time, say), kept in the cache while the base is the same: only
+        the files not asked under it are asked (``compute(missing)``, one call). A commit asks
+        each again; an edit, the files it added. Whole-wiki runs only, as :meth:`wiki_memo`."""
+        if self.cache is None or not self.cache.persist or self.targets is not self.files:
+            return compute(rels)
+        base = self.git.base
+        held = self.cache.memo(name, base)
+        held = held if isinstance(held, dict) else {}
+        missing = [rel for rel in rels if rel not in held]
+        asked = compute(missing) if missing else {}
+        values = {rel: held[rel] if rel in held else asked[rel] for rel in rels}
+        if values != held:
+            self.cache.store_memo(name, base, values)  # the files no longer asked are dropped
+        return values
+
     def facts(self, code: str, rel: str) -> Any:
         """What rule ``code``'s ``collect`` found in the page ``rel`` (cached with the file)."""
         key = (code, rel)

@@ -54,10 +54,15 @@ class StaleStub(Rule):
         hours = float(days) * 24 if days is not None else float(ctx.config.option(self.code, "max-age-hours",
                                                                                    DEFAULT_MAX_AGE_HOURS))
         now = utcnow()  # the wall clock: lint runs in a fork pool, out of reach of a wake's clock
-        # The open stubs and their first commit time, cached until a page or the base changes: only the clock moves.
-        for rel, status, first in ctx.wiki_memo("EXP011-open-stubs", lambda: self._open_stubs(ctx), ctx.git.base,
-                                              by_lane=True):
-            since = from_epoch(first)
+        # The open stubs, cached until a page changes; their first commit times, until the base
+        # changes (a commit re-reads the times of the open stubs, not every lane's pages).
+        open_stubs = ctx.wiki_memo("EXP011-open-stubs", lambda: self._open_stubs(ctx), by_lane=True)
+        firsts = ctx.revision_facts("EXP011-first-commits", [rel for rel, _status in open_stubs],
+                                    lambda rels: self._first_commits(ctx, rels))
+        for rel, status in open_stubs:
+            if firsts[rel] is None:  # not committed: never stale
+                continue
+            since = from_epoch(firsts[rel])
             age = now - since
             if age > dt.timedelta(hours=hours):
                 yield self.finding(
@@ -67,8 +72,12 @@ class StaleStub(Rule):
                 )
 
     @staticmethod
-    def _open_stubs(ctx) -> list[tuple[str, str, float]]:
-        """``(page, status, first commit time)`` of every open target experiment that git knows."""
-        open_stubs = [(info.rel, facts.status) for info, facts in target_experiments(ctx) if is_open(facts.frontmatter)]
-        times = ctx.git.commit_times_of([rel for rel, _status in open_stubs])
-        return [(rel, str(status), times[rel][0].timestamp()) for rel, status in open_stubs if times[rel] is not None]
+    def _open_stubs(ctx) -> list[tuple[str, str]]:
+        """``(page, status)`` of every open target experiment."""
+        return [(info.rel, str(facts.status)) for info, facts in target_experiments(ctx) if is_open(facts.frontmatter)]
+
+    @staticmethod
+    def _first_commits(ctx, rels: list[str]) -> dict[str, float | None]:
+        """The first commit time (epoch seconds) of each of ``rels`` up to the base; None: not committed."""
+        times = ctx.git.commit_times_of(rels)
+        return {rel: times[rel][0].timestamp() if times[rel] is not None else None for rel in rels}
