@@ -266,6 +266,24 @@ def test_an_edit_is_analysed_and_recorded_and_a_commit_of_it_recorded_again(wiki
     assert any(f.path == rel and f.code == "WK002" for f in taken.findings)
 
 
+def test_a_page_committed_right_after_its_edit_is_recorded_by_its_blob_at_once(wiki):
+    """The run after the commit reads the page again (its time too near its entry's to take the
+    entry on its stat), finds the bytes are the committed blob and says so: it records the
+    snapshot, and the run after it takes it (one run more looked up every entry before)."""
+    rel = an_experiment(wiki)
+    (wiki / rel).write_text((wiki / rel).read_text(encoding="utf-8") + "\nEdited just now.\n", encoding="utf-8")
+    settle_index(wiki)
+    assert lint(wiki).stats["analysed"] == 1
+    commit_all(wiki, "the edit")
+    settle_index(wiki)
+    committed = lint(wiki)
+    assert "snapshot" not in committed.stats and committed.stats["snapshot_saved"] == 1
+    settle_index(wiki)
+    taken = lint(wiki)
+    assert taken.stats["snapshot"] == 1 and "index_read" not in taken.stats and not taken.stats.get("analysed")
+    assert rendered(taken) == rendered(committed) == findings(wiki, use_cache=False)
+
+
 def test_an_untracked_page_and_its_suppressions_come_back_with_the_snapshot(wiki):
     page = wiki / "wiki" / "new-note.md"
     page.write_text("# New\n\n<!-- wiki-lint: disable LNK001 -->\nSee [gone](gone.md).\n\n"

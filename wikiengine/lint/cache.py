@@ -317,6 +317,8 @@ class LintCache:
                     except PageError:
                         data = None
                     if data is not None and content_hash(data) == entry["sha"]:
+                        if blob is not None and entry.get("blob") != blob and blob_id(data, blob) == blob:
+                            entry["blob"] = blob  # read just now: a commit of an edited page needs no run more to say so
                         if entry["key"] != key:
                             entry["key"] = key
                             self.stats["rekeyed"] += 1
@@ -643,6 +645,16 @@ class LintCache:
 
     def _write(self, path: Path, payload: dict) -> bool:
         return write_signed(path, {"format": _FORMAT, "fingerprint": self.fingerprint, **payload}, self.root)
+
+
+def blob_id(data: bytes, like: str) -> str:
+    """The id git gives a blob of ``data``, in the object format of the id ``like`` (40 hex
+    digits: SHA-1; 64: SHA-256). Bytes that a clean filter or line-ending conversion would
+    change have another id than their index blob: such a file is simply not taken as it."""
+    digest = hashlib.sha1(usedforsecurity=False) if len(like) == 40 else hashlib.sha256()
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
 
 
 def read_signed(path: Path, root: Path):

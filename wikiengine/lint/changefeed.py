@@ -25,7 +25,6 @@ edit that keeps the size within the same second). There, and outside git, every 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from pathlib import Path
@@ -55,16 +54,6 @@ def index_before(root: Path) -> tuple[int, tuple | None]:
         return now, (os.path.realpath(path), _identity(os.stat(path)))
     except OSError:  # a linked work tree (.git is a file), a subfolder of the repository, no index yet
         return now, None
-
-
-def blob_id(data: bytes, like: str) -> str:
-    """The id git gives a blob of ``data``, in the object format of the id ``like`` (40 hex
-    digits: SHA-1; 64: SHA-256). Bytes that a clean filter or line-ending conversion would
-    change have another id than their index blob: such a file is simply not taken as it."""
-    digest = hashlib.sha1(usedforsecurity=False) if len(like) == 40 else hashlib.sha256()
-    digest.update(b"blob %d\0" % len(data))
-    digest.update(data)
-    return digest.hexdigest()
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:

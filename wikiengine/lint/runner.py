@@ -38,6 +38,7 @@ from wikiengine.lint import grandfather, snapshot, suppress
 from wikiengine.lint.cache import (
     RACY_NS,
     LintCache,
+    blob_id,
     content_hash,
     engine_fingerprint,
     key_path,
@@ -45,7 +46,7 @@ from wikiengine.lint.cache import (
     stat_key,
     untrusted_place,
 )
-from wikiengine.lint.changefeed import ChangeFeed, blob_id, index_before
+from wikiengine.lint.changefeed import ChangeFeed, index_before
 from wikiengine.lint.config import LintConfig, load_config
 from wikiengine.lint.context import LintContext, PageInfo, discover, in_sorted, list_digest, read_page_bytes
 from wikiengine.lint.finding import Finding, sorted_findings

@@ -25,7 +25,7 @@ analysed the changed files (:func:`bytes_known`). The run after an edit analyses
 and records the snapshot with the page's content hash, and the runs after it read the
 snapshot. After a commit, one run looks up every entry again (the page is now known by
 its blob) and records the snapshot anew. A cold run hashes each page it reads as git hashes
-a blob (:func:`~wikiengine.lint.changefeed.blob_id`): the pages that are their index blobs
+a blob (:func:`~wikiengine.lint.cache.blob_id`): the pages that are their index blobs
 are known by them at once, and the run after it takes the snapshot.
 
 The key leaves out the files git does not vouch for: the snapshot keeps their content hashes,
