@@ -560,12 +560,9 @@ class LintCache:
     def store_parts(self, name: str, held: dict) -> None:
         self.store_table(f"parts:{name}", "parts", held)
 
-    def run_snapshot(self, key: str) -> dict | None:
-        """The run snapshot if it was made under ``key`` (:func:`~wikiengine.lint.snapshot.run_key`)."""
-        data = self._load(self.directory / RUN_FILE) if self.persist and self.written_ns else None
-        if data is None or data.get("key") != key:
-            return None
-        return data
+    def run_snapshot(self) -> dict | None:
+        """The run snapshot, under whatever key it was made (its ``key``: lint/snapshot.py)."""
+        return self._load(self.directory / RUN_FILE) if self.persist and self.written_ns else None
 
     def store_run_snapshot(self, key: str, taken: dict, shas: str) -> None:
         """Write the run snapshot, after :meth:`save` (a file of its own: the head stays small for

@@ -85,6 +85,17 @@ class GitView:
     def deleted(self) -> list[str]:
         return sorted(rel for rel, status in self.changes.items() if status == "D")
 
+    def index_changes_since(self, commit: str) -> list[str] | None:
+        """The paths (from the root) whose entry in git's index is not the one of ``commit``'s
+        tree; None when git cannot say (``commit`` is gone: a rewritten history, collected)."""
+        try:
+            result = git.run(self.root, "diff-index", "--cached", "--name-only", "-z", "--relative", "--no-renames",
+                             "--ignore-submodules=all", "--end-of-options", f"{commit}^{{commit}}", "--", ".",
+                             check=False, stderr=False)
+        except WikiError:  # git did not start, or ran past its deadline
+            return None
+        return [rel for rel in result.stdout.split("\0") if rel] if result.ok else None
+
     def base_text(self, rel: str) -> str | None:
         """The file's text at the base revision (following a rename), or None when absent."""
         return self.base_texts([rel])[rel]

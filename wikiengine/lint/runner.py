@@ -146,7 +146,7 @@ def lint(
         notices.append(f"lint cache off: {problem}, where a commit could plant a key (set XDG_CACHE_HOME elsewhere)")
     ran = _open_git_and_feed(ctx, codes, base, notices, view, opening, index_then if paths is None else None)
     wanted = _wanted(ctx.cache, codes)  # the rule set every entry (and the run snapshot) is keyed by
-    delta = _held_snapshot(ctx, wanted, paths is None and use_cache)
+    delta = _held_snapshot(ctx, wanted, paths is None and use_cache, index_then)
     # A PATH run imports only the rules that can apply to its targets (and the files deleted
     # since the base, on which a deletion is reported); the others count as run (scopes.py).
     rules = selected_rules(config, None if paths is None else _reported_kinds(ctx))
@@ -198,13 +198,13 @@ def _record_snapshot(ctx: LintContext, made: tuple | None, judged: set[str], del
         ctx.cache.store_run_snapshot(key, {**taken, "dates": snapshot.dates(ctx, judged, delta)}, snapshot.joined_shas(ctx))
 
 
-def _held_snapshot(ctx: LintContext, wanted: frozenset, whole: bool) -> snapshot.Delta | None:
-    """The run snapshot a whole-wiki run takes when git vouches for its files under the key the
-    last run saw (lint/snapshot.py), with the files changed since; otherwise None, and a
-    whole-wiki run reads the index at once."""
+def _held_snapshot(ctx: LintContext, wanted: frozenset, whole: bool, index_then: tuple | None
+                   ) -> snapshot.Delta | None:
+    """The run snapshot a whole-wiki run takes when git vouches for its files as the last run
+    saw them, or can say what moved since (lint/snapshot.py), with the files changed since;
+    otherwise None, and a whole-wiki run reads the index at once."""
     key = snapshot.run_key(ctx, wanted) if whole else None
-    held = ctx.cache.run_snapshot(key) if key is not None else None
-    delta = snapshot.changed_since(ctx, key, held) if held is not None else None
+    delta = snapshot.held_since(ctx, key, wanted, index_then) if key is not None else None
     if delta is None and ctx.targets is ctx.files:
         ctx.cache.read_index()  # every file is looked up: at once, not shard by shard
     return delta
@@ -220,24 +220,29 @@ def _per_file_results(ctx: LintContext, codes: list[str], wanted: frozenset, rul
         delta.changed = _with_split_dependents(ctx, delta.changed)
         leave = frozenset(delta.changed)
         ctx.cache.stats["snapshot"] += 1
+        if delta.moved:
+            ctx.cache.stats["snapshot_moved"] += 1
         unreadable = snapshot.replay(delta.held, findings, directives, leave)
         ctx.page_dates = {rel: date for rel, date in delta.held.get("dates", {}).items() if rel not in leave}
         if not leave:
             ctx.assume_wiki_fingerprint(delta.held["wiki_fp"])
-            return unreadable, None
+            if not delta.moved:  # taken under this run's key: nothing new to record
+                return unreadable, None
+            ctx.know_file_shas(delta.shas(ctx), unreadable)
+            return unreadable, (delta.key, snapshot.taken(ctx, wanted, findings, directives, unreadable))
         ctx.cache.stats["snapshot_changed"] += len(leave)
         unreadable |= _per_file_pass(ctx, codes, wanted, rules, findings, directives, jobs, delta.changed)
         ctx.know_file_shas(delta.shas(ctx), unreadable)
         ctx.changed_since = (delta.held["wiki_fp"], leave)
         if not snapshot.bytes_known(ctx, delta.changed):
             return unreadable, None
-        return unreadable, (delta.key, snapshot.taken(ctx, findings, directives, unreadable))
+        return unreadable, (delta.key, snapshot.taken(ctx, wanted, findings, directives, unreadable))
     unreadable = _per_file_pass(ctx, codes, wanted, rules, findings, directives, jobs)
     # made also after an edit: the run after it finds the edited page as this one left it
     key = snapshot.made_key(ctx, wanted) if whole else None
     if key is None:
         return unreadable, None
-    return unreadable, (key, snapshot.taken(ctx, findings, directives, unreadable))
+    return unreadable, (key, snapshot.taken(ctx, wanted, findings, directives, unreadable))
 
 
 def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) -> bool:
