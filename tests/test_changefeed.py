@@ -828,6 +828,28 @@ def test_a_run_after_an_edit_reads_no_index_shard_for_what_unchanged_lanes_hold(
     assert rendered(edited) == findings(wiki, use_cache=False)
 
 
+def test_a_lane_log_edited_has_the_global_log_judged_beside_no_other_logs_index_shard(wiki):
+    """The global log is judged again after a lane log's edit (its LOG003 and LOG004 hang on the
+    log split), during the pass over the changed files: the other lane logs' hashes come from
+    the snapshot then too, and only the two logs' own shards are read (the edit of `wiki log`,
+    the most common, read every lane log's shard: 18 of 64 at 50,000 pages)."""
+    from wikiengine.lint.cache import shard_of
+
+    logs = sorted(p.relative_to(wiki).as_posix() for p in (wiki / "wiki" / "experiments").rglob("log.md"))
+    edited_log = logs[0]
+    assert len({shard_of(log) for log in logs[1:]} - {shard_of(edited_log), shard_of("wiki/log.md")}) > 3
+    (wiki / edited_log).write_text((wiki / edited_log).read_text(encoding="utf-8") + "\nMore.\n", encoding="utf-8")
+    os.utime(wiki / edited_log, (AN_HOUR_AGO + 4, AN_HOUR_AGO + 4))
+    settle_index(wiki)
+    edited = lint(wiki)
+    assert edited.stats["snapshot_changed"] == 2 and edited.stats["index_read"] <= 2
+    assert rendered(edited) == findings(wiki, use_cache=False)
+    settle_index(wiki)
+    again = lint(wiki)
+    assert again.stats["snapshot"] == 1 and again.stats["index_read"] == 1  # the edited log's, git vouching not for it
+    assert rendered(again) == rendered(edited)
+
+
 def test_a_lane_log_that_moves_the_log_split_has_the_global_log_judged_again(wiki):
     """The global log's LOG003 findings hang on the log-split date, the lane logs' oldest entry:
     an entry older than any other, added to a lane log, makes the global log's loop iteration

@@ -188,6 +188,7 @@ class LintContext:
         self._wiki_fp: str | None = None
         self._files_digest = files_digest  # list_digest(files), when the caller knows it
         self._file_shas: list[str] | None = None
+        self._shas_before: list[str] | None = None  # a run snapshot's, "-" for the files changed since
         self._lane_parts: list | None = None
         self._lane_logs: list[str] | None = None
         self._lane_logs_digest: str | None = None
@@ -491,7 +492,10 @@ class LintContext:
             from wikiengine.lint.lane_parts import paths_and_hashes
 
             logs = self.lane_logs()
-            self._lane_logs_digest = paths_and_hashes(logs, [self.cache.sha(rel) or "-" for rel in logs]).hex()
+            known = self._file_shas or self._shas_before
+            shas = [known[bisect.bisect_left(self.files, rel)] if known else "-" for rel in logs]
+            self._lane_logs_digest = paths_and_hashes(logs, [sha if sha != "-" else self.cache.sha(rel) or "-"
+                                                             for rel, sha in zip(logs, shas)]).hex()
         return self._lane_logs_digest
 
     def lane_parts(self) -> list:
@@ -505,6 +509,13 @@ class LintContext:
     def assume_wiki_fingerprint(self, fingerprint: str) -> None:
         """Take :meth:`wiki_fingerprint` as known (a run snapshot holds it: lint/snapshot.py)."""
         self._wiki_fp = fingerprint
+
+    def know_unchanged_shas(self, shas: list[str]) -> None:
+        """Take the content hashes of the files a run snapshot saw as ``shas`` says (``"-"`` for
+        those changed since), before the pass over the changed files: the global log, judged
+        again after a lane log's edit, reads the lane logs' hashes from them, not from 18 index
+        shards (:meth:`lane_logs_digest`, :meth:`files_facts`)."""
+        self._shas_before = shas
 
     def know_file_shas(self, shas: list[str], unreadable: set[str]) -> None:
         """Take :meth:`file_shas` as known, and the files that could not be read or parsed (a run
@@ -540,8 +551,9 @@ class LintContext:
         (a run after an edit knows them from its snapshot): only the files changed since are asked
         again, and no index entry is read for the others (the lane logs' oldest entries read 17 of
         64 index shards at 50,000 pages, 14% of such a run). Elsewhere each is asked. ``compute``'s
-        values must be marshallable and depend on the file's bytes alone."""
-        shas = self._file_shas
+        values must be marshallable and depend on the file's bytes alone. Before the pass over a
+        run's changed files (:meth:`know_unchanged_shas`) those are asked, and kept by no hash."""
+        shas = self._file_shas if self._file_shas is not None else self._shas_before
         if self.cache is None or not self.cache.persist or self.targets is not self.files or shas is None:
             return {rel: compute(rel) for rel in rels}
         held = self.cache.memo(name, "")

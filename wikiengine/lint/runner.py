@@ -231,6 +231,8 @@ def _per_file_results(ctx: LintContext, codes: list[str], wanted: frozenset, rul
             ctx.know_file_shas(delta.shas(ctx), unreadable)
             return unreadable, (delta.key, snapshot.taken(ctx, wanted, findings, directives, unreadable))
         ctx.cache.stats["snapshot_changed"] += len(leave)
+        if (before := delta.unchanged_shas(ctx)) is not None:
+            ctx.know_unchanged_shas(before)
         unreadable |= _per_file_pass(ctx, codes, wanted, rules, findings, directives, jobs, delta.changed)
         ctx.know_file_shas(delta.shas(ctx), unreadable)
         ctx.changed_since = (delta.held["wiki_fp"], leave)

@@ -83,10 +83,24 @@ class Delta:
     def __init__(self, key: str, held: dict, changed: list[str], moved: bool = False, shas: list[str] | None = None):
         self.key, self.held, self.changed, self.moved, self._shas = key, held, changed, moved, shas
 
+    def unchanged_shas(self, ctx: LintContext) -> list[str] | None:
+        """The snapshot's content hashes, ``"-"`` for the changed files (known once analysed);
+        None where they cannot be read."""
+        if self._shas is None:
+            self._shas = _kept_shas(ctx, self.held)
+        if self._shas is None:
+            return None
+        before = list(self._shas)
+        for rel in self.changed:
+            before[bisect.bisect_left(ctx.files, rel)] = "-"
+        return before
+
     def shas(self, ctx: LintContext) -> list[str]:
         """Every file's content hash: the snapshot's, those of the entries of the changed files
         (every entry's where the snapshot's hashes cannot be read)."""
-        shas = self._shas if self._shas is not None else _kept_shas(ctx, self.held)
+        if self._shas is None:
+            self._shas = _kept_shas(ctx, self.held)
+        shas = self._shas
         if shas is None:
             return ctx.cache.shas(ctx.files)
         for rel, sha in zip(self.changed, ctx.cache.shas(self.changed)):
