@@ -9,7 +9,10 @@ runs, interleaved over every size so that machine noise spreads over all of them
 - ``floor``: read every page's bytes (``bench_lint.py``'s read floor, the same script);
 - ``warm``: a full `wiki lint`, nothing changed since the last one;
 - ``touch1``: one page edited (a line appended), then a full `wiki lint`: what one edit
-  costs a wiki of that size.
+  costs a wiki of that size;
+- ``commit1``: that page edited again and linted (not timed), the edit committed, then a full
+  `wiki lint`: what a commit (a wake's, say) costs the next run. The corpus's history is
+  reset to its commit at the end.
 
 It prints medians (wall, CPU = user + system, peak RSS of the process), each case as a
 multiple of its own floor, and each size's ``warm`` as a multiple of the smallest size's, in
@@ -21,12 +24,17 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_lint import FLOOR_SCRIPT, experiment_pages, make_corpus, run_measured, wiki_command  # noqa: E402
+from bench_lint import FLOOR_SCRIPT, experiment_pages, git, make_corpus, run_measured, wiki_command  # noqa: E402
+
+
+def git_out(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,10 +65,20 @@ def main(argv: list[str] | None = None) -> int:
         path.write_bytes(originals[size] + f"\nEdited in round {round_no['n']}.\n".encode())
         return run_measured(lint, corpora[size])
 
+    def commit1(size: int) -> dict:
+        round_no["n"] += 1
+        path = corpora[size] / edited[size]
+        path.write_bytes(originals[size] + f"\nCommitted in round {round_no['n']}.\n".encode())
+        run_measured(lint, corpora[size])
+        git(corpora[size], "commit", "-q", "-a", "-m", f"round {round_no['n']}")
+        return run_measured(lint, corpora[size])
+
+    heads = {size: git_out(corpora[size], "rev-parse", "HEAD") for size in sizes}
     cases = {
         "floor": lambda size: run_measured([sys.executable, "-c", FLOOR_SCRIPT], corpora[size]),
         "warm": lambda size: run_measured(lint, corpora[size]),
         "touch1": touch1,
+        "commit1": commit1,
     }
     results: dict[tuple[int, str], list[dict]] = {(size, name): [] for size in sizes for name in cases}
     try:
@@ -73,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr)
     finally:
         for size in sizes:
+            git(corpora[size], "reset", "-q", "--hard", heads[size])
             (corpora[size] / edited[size]).write_bytes(originals[size])
 
     summary = {
