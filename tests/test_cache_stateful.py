@@ -66,6 +66,7 @@ class CachedEqualsUncached(RuleBasedStateMachine):
     most_vouched = 0  # the most pages git vouched for in one run: the feed was taken
     snapshots_taken = 0  # runs that took the last run's snapshot (lint/snapshot.py)
     edits_on_snapshots = 0  # runs that took it and analysed the files edited since alone
+    snapshots_carried = 0  # runs that carried it over to another listing or other files
 
     @initialize(config=st.sampled_from(sorted(CONFIGS)))
     def copy_wiki(self, config):
@@ -182,6 +183,7 @@ class CachedEqualsUncached(RuleBasedStateMachine):
         type(self).most_vouched = max(type(self).most_vouched, result.stats.get("vouched", 0))
         type(self).snapshots_taken += again.stats.get("snapshot", 0)
         type(self).edits_on_snapshots += result.stats.get("snapshot_changed", 0) > 0
+        type(self).snapshots_carried += result.stats.get("snapshot_moved", 0)
         cached = [f.render() for f in result.findings]
         uncached = [f.render() for f in lint(self.root, None, config(), use_cache=False).findings]
         assert cached == uncached == [f.render() for f in again.findings]
@@ -198,3 +200,4 @@ def test_a_cached_lint_equals_an_uncached_one_after_every_random_edit(template, 
                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
     case().runTest()
     assert machine.most_vouched > 0 and machine.snapshots_taken > 0 and machine.edits_on_snapshots > 0
+    assert machine.snapshots_carried > 0  # over a commit, a staging, a page added or gone

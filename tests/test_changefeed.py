@@ -266,24 +266,23 @@ def test_an_edit_is_analysed_and_recorded_and_a_commit_of_it_recorded_again(wiki
     assert any(f.path == rel and f.code == "WK002" for f in taken.findings)
 
 
-def test_a_page_committed_right_after_its_edit_is_recorded_by_its_blob_at_once(wiki):
-    """A run that reads every entry after a commit (its files are not the snapshot's: a note
-    added since) reads the page again (its time too near its entry's to take the entry on
-    its stat), finds the bytes are the committed blob and says so: it records the snapshot,
-    and the run after it takes it (one run more looked up every entry before)."""
+def test_a_page_committed_right_after_its_edit_is_recorded_by_its_blob_at_once(wiki, monkeypatch):
+    """A run that reads every entry after a commit (git cannot say what moved since the
+    snapshot's commit: a history rewritten) reads the page again (its time too near its entry's
+    to take the entry on its stat), finds the bytes are the committed blob and says so: it
+    records the snapshot, and the run after it takes it (one run more looked up every entry)."""
     rel = an_experiment(wiki)
     (wiki / rel).write_text((wiki / rel).read_text(encoding="utf-8") + "\nEdited just now.\n", encoding="utf-8")
     settle_index(wiki)
     assert lint(wiki).stats["analysed"] == 1
     commit_all(wiki, "the edit")
-    (wiki / "wiki" / "new-note.md").write_text("# New\n\nA note.\n", encoding="utf-8")
+    monkeypatch.setattr(gitview.GitView, "index_changes_since", lambda self, commit: None)
     settle_index(wiki)
     committed = lint(wiki)
     assert "snapshot" not in committed.stats and committed.stats["snapshot_saved"] == 1
     settle_index(wiki)
     taken = lint(wiki)
-    assert taken.stats["snapshot"] == 1 and not taken.stats.get("analysed")
-    assert taken.stats.get("index_read", 0) <= 1  # the untracked note's entry, looked up each run
+    assert taken.stats["snapshot"] == 1 and "index_read" not in taken.stats and not taken.stats.get("analysed")
     assert rendered(taken) == rendered(committed) == findings(wiki, use_cache=False)
 
 
@@ -306,6 +305,66 @@ def test_a_commit_of_edits_no_run_saw_has_them_analysed_on_the_snapshot_made_bef
     assert {f.path for f in result.findings} >= {broken, staged}
     settle_index(wiki)
     assert lint(wiki).stats["snapshot"] == 1 and rendered(lint(wiki)) == rendered(result)
+
+
+def test_a_page_added_and_committed_carries_the_snapshot_over_to_the_new_files(wiki):
+    """A wake files a new page and commits it: the next whole-wiki run is over other files
+    under another listing. It carries the snapshot over (the files it saw, kept beside it),
+    analyses the new page alone and records the snapshot over the new files."""
+    rel = an_experiment(wiki)
+    new = rel.replace(".md", "-again.md")
+    (wiki / new).write_text((wiki / rel).read_text(encoding="utf-8").replace("status: ", "status: x", 1),
+                            encoding="utf-8")
+    commit_all(wiki, "a new page")
+    settle_index(wiki)
+    added = lint(wiki)
+    assert added.stats["snapshot_moved"] == 1 and added.stats["analysed"] == 1
+    assert added.stats.get("index_read", 0) <= 2 and added.stats["snapshot_saved"] == 1
+    assert rendered(added) == findings(wiki, use_cache=False)
+    assert any(f.path == new for f in added.findings)
+    settle_index(wiki)
+    taken = lint(wiki)
+    assert taken.stats["snapshot"] == 1 and "snapshot_moved" not in taken.stats and rendered(taken) == rendered(added)
+
+
+def test_a_page_gone_takes_its_findings_with_it_and_a_lane_log_gone_the_global_logs(wiki):
+    """Pages removed and committed: their results are dropped from the carried snapshot, nothing
+    is analysed but the global log, judged again when a lane log is gone (the log split), and the
+    findings are those of a run without the cache."""
+    rel = an_experiment(wiki)
+    break_status(wiki, rel)
+    settle_index(wiki)
+    assert any(f.path == rel for f in lint(wiki).findings)
+    git(wiki, "rm", "-qf", rel)
+    commit_all(wiki, "a page gone")
+    settle_index(wiki)
+    gone = lint(wiki)
+    assert gone.stats["snapshot_moved"] == 1 and not gone.stats.get("analysed")
+    assert rendered(gone) == findings(wiki, use_cache=False) and not any(f.path == rel for f in gone.findings)
+    log = sorted(p.relative_to(wiki).as_posix() for p in (wiki / "wiki" / "experiments").rglob("log.md"))[0]
+    git(wiki, "rm", "-q", log)
+    commit_all(wiki, "a lane log gone")
+    settle_index(wiki)
+    log_gone = lint(wiki)
+    assert log_gone.stats["snapshot_moved"] == 1 and log_gone.stats["analysed"] == 1  # the global log
+    assert rendered(log_gone) == findings(wiki, use_cache=False)
+
+
+def test_without_the_files_it_saw_a_snapshot_is_not_carried_to_others(wiki):
+    """The files a snapshot saw are kept beside it (``run-files.marshal``); where they cannot be
+    read, a run over other files looks up every entry."""
+    from wikiengine.lint.cache import CACHE_DIR, FILES_FILE
+
+    (wiki / CACHE_DIR / FILES_FILE).unlink()
+    (wiki / "wiki" / "new-note.md").write_text("# New\n\nSee [gone](gone.md).\n", encoding="utf-8")
+    settle_index(wiki)
+    result = lint(wiki)
+    assert "snapshot" not in result.stats and result.stats["index_read"] > 2
+    assert rendered(result) == findings(wiki, use_cache=False)
+    assert (wiki / CACHE_DIR / FILES_FILE).is_file()  # written again with the new snapshot
+    (wiki / "wiki" / "newer-note.md").write_text("# Newer\n", encoding="utf-8")
+    settle_index(wiki)
+    assert lint(wiki).stats["snapshot_moved"] == 1
 
 
 def test_a_snapshot_from_before_git_can_say_what_moved_is_not_taken(wiki, monkeypatch):
@@ -345,12 +404,12 @@ def test_an_untracked_page_and_its_suppressions_come_back_with_the_snapshot(wiki
                     "See [lost](lost.md).\n\n<!-- wiki-lint: disable-file LAY003 -->\n", encoding="utf-8")
     os.utime(page, (AN_HOUR_AGO, AN_HOUR_AGO))
     settle_index(wiki)
-    first = lint(wiki)
-    assert "snapshot" not in first.stats and first.stats["analysed"] == 1
+    first = lint(wiki)  # the snapshot carried over to the files with the note, the note analysed
+    assert first.stats["snapshot_moved"] == 1 and first.stats["analysed"] == 1
     settle_index(wiki)
     second = lint(wiki)
     uncached = lint(wiki, use_cache=False)
-    assert second.stats["snapshot"] == 1
+    assert second.stats["snapshot"] == 1 and "snapshot_moved" not in second.stats
     assert rendered(second) == rendered(first) == rendered(uncached)
     assert second.suppressed == first.suppressed == uncached.suppressed >= 1
     ours = [f.code for f in second.findings if f.path == "wiki/new-note.md"]
@@ -770,6 +829,7 @@ def test_the_entries_taken_at_once_are_those_taken_one_by_one(wiki, monkeypatch)
     (wiki / pages[1]).write_text((wiki / pages[1]).read_text(encoding="utf-8") + "\nHidden.\n", encoding="utf-8")
     (wiki / "wiki" / "notes").mkdir(exist_ok=True)
     (wiki / "wiki" / "notes" / "new.md").write_text("# new\n", encoding="utf-8")
+    monkeypatch.setattr(gitview.GitView, "index_changes_since", lambda self, commit: None)  # no snapshot carried
     findings(wiki)
     (entries, one_by_one), = taken
     assert entries == one_by_one and sum(entry is None for entry in entries) == 4

@@ -73,6 +73,7 @@ CACHE_FILE = "lint.marshal"  # the head
 MEMO_FILE = "memos.marshal"
 RUN_FILE = "run.marshal"  # the last whole-wiki run's per-file results (lint/snapshot.py)
 SHAS_FILE = "run-shas.marshal"  # every file's content hash, as that run knew them
+FILES_FILE = "run-files.marshal"  # the files of that run, written when they are not the last such run's
 TABLE_DIR = "tables"  # tables/<hash of the name>.marshal: one table of page facts each, read when asked
 INDEX_DIR = "index"  # the index: index/NN.marshal
 SHARD_DIR = "lint"  # the record shards: lint/NN.marshal
@@ -574,6 +575,21 @@ class LintCache:
                 if (self._write(self.directory / SHAS_FILE, {"made": made, "shas": shas})
                         and self._write(self.directory / RUN_FILE, {"key": key, "shas_made": made, **taken})):
                     self.stats["snapshot_saved"] += 1
+
+    def store_run_files(self, digest: str, files: list[str]) -> None:
+        """Keep the run's ``files`` (their :func:`~wikiengine.lint.context.list_digest` is ``digest``)
+        beside its snapshot: a run over other files reads them to carry the snapshot over
+        (lint/snapshot.py). Written only when a snapshot is made over another list of files."""
+        if self.persist and self.directory.is_dir():
+            with contextlib.suppress(OSError, ValueError):  # a list that cannot be written only costs speed
+                self._write(self.directory / FILES_FILE, {"digest": digest, "files": files})
+
+    def run_files(self, digest: str) -> list[str] | None:
+        """The files kept by :meth:`store_run_files` when their digest is ``digest``, else None."""
+        data = self._load(self.directory / FILES_FILE) if self.persist else None
+        if data is None or data.get("digest") != digest or not isinstance(data.get("files"), list):
+            return None
+        return data["files"]
 
     def run_snapshot_shas(self, held: dict) -> str | None:
         """The content hashes written with the run snapshot ``held`` (None: not those, or none)."""

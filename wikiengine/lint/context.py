@@ -194,8 +194,8 @@ class LintContext:
         self._lane_logs_digest: str | None = None
         self._part_keys: dict[str, str] | None = None  # part name -> its key
         self.page_dates: dict[str, str] = {}  # page -> its frontmatter date, as a run snapshot holds it
-        # (the wiki fingerprint of the run snapshot taken, the files analysed anew since): a run
-        # after an edit (lint/snapshot.py); None otherwise
+        # (the wiki fingerprint of the run snapshot taken, the files analysed anew or gone since):
+        # a run after an edit (lint/snapshot.py); None otherwise
         self.changed_since: tuple[str, frozenset[str]] | None = None
         self.linked_folders: set[str] | None = None  # the folders holding a symbolic link (None: not known)
         # git's index lists every one of ``files``, as the last run with the same listing and files found it

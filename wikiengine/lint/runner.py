@@ -53,7 +53,7 @@ from wikiengine.lint.finding import Finding, sorted_findings
 from wikiengine.lint.folders import FolderListing
 from wikiengine.lint.kinds import kind_of
 from wikiengine.lint.scopes import scope
-from wikiengine.model.logbook import GLOBAL_LOG
+from wikiengine.model.logbook import GLOBAL_LOG, log_tier
 
 TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
@@ -196,6 +196,8 @@ def _record_snapshot(ctx: LintContext, made: tuple | None, judged: set[str], del
     if made is not None:
         key, taken = made
         ctx.cache.store_run_snapshot(key, {**taken, "dates": snapshot.dates(ctx, judged, delta)}, snapshot.joined_shas(ctx))
+        if delta is None or delta.held.get("files_digest") != taken["files_digest"]:
+            ctx.cache.store_run_files(taken["files_digest"], ctx.files)  # read when the files change next
 
 
 def _held_snapshot(ctx: LintContext, wanted: frozenset, whole: bool, index_then: tuple | None
@@ -217,8 +219,8 @@ def _per_file_results(ctx: LintContext, codes: list[str], wanted: frozenset, rul
     files changed since): its unreadable targets, and the snapshot this run makes (``(key,
     snapshot)``; None when it makes none)."""
     if delta is not None:
-        delta.changed = _with_split_dependents(ctx, delta.changed)
-        leave = frozenset(delta.changed)
+        delta.changed = _with_split_dependents(ctx, delta.changed, delta.gone)
+        leave = frozenset(delta.changed) | delta.gone
         ctx.cache.stats["snapshot"] += 1
         if delta.moved:
             ctx.cache.stats["snapshot_moved"] += 1
@@ -583,10 +585,13 @@ SPLIT_KEY = "split"  # in the global log's entry: the lane logs it was judged be
 # taken only while they are as they were when it was made (LintContext.lane_logs_digest).
 
 
-def _with_split_dependents(ctx: LintContext, changed: list[str]) -> list[str]:
-    """``changed`` (in the order of the files) with the global log, when a lane log is among them."""
-    if (GLOBAL_LOG in changed or not any(rel.endswith("/log.md") for rel in changed)
-            or not in_sorted(ctx.files, GLOBAL_LOG) or not set(changed) & set(ctx.lane_logs())):
+def _with_split_dependents(ctx: LintContext, changed: list[str], gone: frozenset[str] = frozenset()) -> list[str]:
+    """``changed`` (in the order of the files) with the global log, when a lane log is among them
+    or among the files ``gone``."""
+    if (GLOBAL_LOG in changed or not any(rel.endswith("/log.md") for rel in (*changed, *gone))
+            or not in_sorted(ctx.files, GLOBAL_LOG)):
+        return changed
+    if not set(changed) & set(ctx.lane_logs()) and not any(log_tier(rel) == "lane" for rel in gone):
         return changed
     return sorted([*changed, GLOBAL_LOG])
 

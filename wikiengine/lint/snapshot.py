@@ -66,28 +66,32 @@ def run_key(ctx: LintContext, wanted: frozenset) -> str | None:
     return _digest(ctx, wanted, vouched.tree.digest)
 
 
-def files_key(ctx: LintContext, wanted: frozenset) -> str:
-    """The key of the run's files and rules alone, whatever git's index lists: a snapshot made
-    under another listing of the same files (before a commit, a ``git add``) may be taken
-    (:func:`held_since`)."""
-    return _digest(ctx, wanted, "-")
+def rules_key(ctx: LintContext, wanted: frozenset) -> str:
+    """The key of the run's rules alone (and the cache's fingerprint), whatever its files and
+    git's index: a snapshot made under another listing (before a commit, a ``git add``) or over
+    other files (a page added or gone since) may be carried over (:func:`held_since`)."""
+    digest = hashlib.sha256(f"{ctx.cache.fingerprint}\0".encode())
+    digest.update("\0".join(sorted(wanted)).encode())
+    return digest.hexdigest()
 
 
 class Delta:
-    """A snapshot taken for this run (``moved``: made under another listing of its files), and
-    the files whose bytes are not the ones it was made from (in the order of ``files``): those
-    are analysed, the rest is the snapshot's."""
+    """A snapshot taken for this run (``moved``: made under another listing or over other
+    files), the files whose bytes are not the ones it was made from (in the order of
+    ``files``: those are analysed, the rest is the snapshot's), and the files it saw that are
+    gone (``gone``: their results are dropped)."""
 
-    __slots__ = ("key", "held", "changed", "moved", "_shas")
+    __slots__ = ("key", "held", "changed", "gone", "moved", "_shas")
 
-    def __init__(self, key: str, held: dict, changed: list[str], moved: bool = False, shas: list[str] | None = None):
-        self.key, self.held, self.changed, self.moved, self._shas = key, held, changed, moved, shas
+    def __init__(self, key: str, held: dict, changed: list[str], gone: frozenset[str] = frozenset(),
+                 moved: bool = False, shas: list[str] | None = None):
+        self.key, self.held, self.changed, self.gone, self.moved, self._shas = key, held, changed, gone, moved, shas
 
     def unchanged_shas(self, ctx: LintContext) -> list[str] | None:
         """The snapshot's content hashes, ``"-"`` for the changed files (known once analysed);
         None where they cannot be read."""
         if self._shas is None:
-            self._shas = _kept_shas(ctx, self.held)
+            self._shas = _kept_shas(ctx, self.held, ctx.files)
         if self._shas is None:
             return None
         before = list(self._shas)
@@ -99,7 +103,7 @@ class Delta:
         """Every file's content hash: the snapshot's, those of the entries of the changed files
         (every entry's where the snapshot's hashes cannot be read)."""
         if self._shas is None:
-            self._shas = _kept_shas(ctx, self.held)
+            self._shas = _kept_shas(ctx, self.held, ctx.files)
         shas = self._shas
         if shas is None:
             return ctx.cache.shas(ctx.files)
@@ -108,36 +112,39 @@ class Delta:
         return shas
 
 
-def _kept_shas(ctx: LintContext, held: dict) -> list[str] | None:
-    """The content hashes written with ``held``, one per file of this run; None: not those."""
+def _kept_shas(ctx: LintContext, held: dict, files: list[str]) -> list[str] | None:
+    """The content hashes written with ``held``, one per file of ``files`` (the snapshot's);
+    None: not those."""
     kept = ctx.cache.run_snapshot_shas(held)
     shas = kept.split(_SEP) if kept is not None else []
-    return shas if len(shas) == len(ctx.files) else None
+    return shas if len(shas) == len(files) else None
 
 
 def held_since(ctx: LintContext, key: str, wanted: frozenset, index_then: tuple | None) -> Delta | None:
     """The run snapshot, and the files changed since it was made: one made under this run's
-    ``key``, or one made over the same files under another listing, where git can say which
-    index entries moved since (a commit, a ``git add``: one run more read every index entry,
-    0.6 s of CPU at 50,000 pages). None: no such snapshot, or too much changed."""
+    ``key``, or one made under another listing or over other files, carried over where git
+    can say which index entries moved since (a commit, a ``git add``, a page added: one run
+    more read every index entry, 0.6 s of CPU at 50,000 pages). None: no such snapshot, or too
+    much changed."""
     held = ctx.cache.run_snapshot()
     if held is None:
         return None
     if held.get("key") == key:
         return changed_since(ctx, key, held)
-    moved = _moved_since(ctx, held, wanted, index_then)
-    return changed_since(ctx, key, held, moved) if moved is not None else None
+    if held.get("rules_key") != rules_key(ctx, wanted) or not isinstance(held.get("files_digest"), str):
+        return None
+    then = ctx.files if held["files_digest"] == ctx.files_digest() else ctx.cache.run_files(held["files_digest"])
+    moved = _moved_since(ctx, held, index_then) if then is not None else None
+    return changed_since(ctx, key, held, (moved, then)) if moved is not None else None
 
 
-def _moved_since(ctx: LintContext, held: dict, wanted: frozenset, index_then: tuple | None) -> list[str] | None:
+def _moved_since(ctx: LintContext, held: dict, index_then: tuple | None) -> list[str] | None:
     """The run's files whose index entry is not the one of the commit at ``HEAD`` when ``held``
-    was made, over the same files and rules: every other file git vouched for then had that
-    entry then (the files it did not vouch for are the snapshot's ``others``) and has it now.
-    None when the snapshot was made over other files or rules, git cannot say, or git's index
-    is not the very file it was before the run's first git process (:func:`index_before`)."""
+    was made: every other file git vouched for then had that entry then (the files it did not
+    vouch for are the snapshot's ``others``) and has it now. None when git cannot say, or git's
+    index is not the very file it was before the run's first git process (:func:`index_before`)."""
     head = held.get("head")
-    if (held.get("files_key") != files_key(ctx, wanted) or not isinstance(head, str) or index_then is None
-            or not index_then[1]):
+    if not isinstance(head, str) or index_then is None or not index_then[1]:
         return None
     moved = ctx.git.index_changes_since(head)
     if moved is None or index_before(ctx.root)[1] != index_then[1]:
@@ -145,35 +152,49 @@ def _moved_since(ctx: LintContext, held: dict, wanted: frozenset, index_then: tu
     return [rel for rel in moved if in_sorted(ctx.files, rel)]
 
 
-def changed_since(ctx: LintContext, key: str, held: dict, moved: list[str] | None = None) -> Delta | None:
+def changed_since(ctx: LintContext, key: str, held: dict, carried: tuple[list[str], list[str]] | None = None
+                  ) -> Delta | None:
     """The files whose bytes are not those ``held`` (the snapshot taken for this run's ``key``) was
     made from: among the files git does not vouch for now or did not then (the others are their
-    index blobs, the same listing's) and those whose index entry ``moved`` since (the snapshot
-    made under another listing), those whose entry is not fresh or holds another content hash
-    than the snapshot kept (a file git vouched for then, not moved, counts as changed). None:
-    the snapshot does not say (another shape), or too many changed to take it."""
+    index blobs, the same listing's), those whose entry is not fresh or holds another content
+    hash than the snapshot kept (a file git vouched for then counts as changed). ``carried``: the
+    snapshot was made under another listing, over the files ``then``, and ``moved`` are the
+    files whose index entry moved since: those are asked too, and the files not among ``then``
+    (added), against every file's content hash the snapshot kept. None: the snapshot does not
+    say (another shape), or too many changed to take it."""
     files, others = ctx.files, held.get("others")
     if not isinstance(others, dict):
         return None
     asked = set(ctx.cache.vouched.others()).union(others)
-    shas, then = None, {}
-    if moved is not None:
-        shas = _kept_shas(ctx, held)
-        if shas is None:
+    shas, gone = None, frozenset()
+    if carried is not None:
+        moved, then = carried
+        kept = _kept_shas(ctx, held, then)
+        if kept is None:
             return None
+        shas, gone = (kept, gone) if then is files else _carried_over(then, kept, files)
+        asked.difference_update(gone)
         asked.update(moved)
-        then = {rel: shas[bisect.bisect_left(files, rel)] for rel in moved if rel not in others}
+        asked.update(rel for rel, sha in zip(files, shas) if sha == "-")  # added (or unreadable then)
     changed = []
     for rel in sorted(asked):
         at = bisect.bisect_left(files, rel)
         if at == len(files) or files[at] != rel:
             return None
         entry = ctx.cache.fresh(rel)
-        if entry is None or entry.get("sha") != others.get(rel, then.get(rel)):
+        if entry is None or entry.get("sha") != (others[rel] if rel in others else shas[at] if shas else None):
             changed.append(rel)
-    if len(changed) > max(DELTA_FILES, len(files) // 10):
+    if len(changed) + len(gone) > max(DELTA_FILES, len(files) // 10):
         return None  # an edit of many pages: one pass over the whole index costs less
-    return Delta(key, held, changed, moved is not None, shas)
+    return Delta(key, held, changed, gone, carried is not None, shas)
+
+
+def _carried_over(then: list[str], kept: list[str], files: list[str]) -> tuple[list[str], frozenset[str]]:
+    """Each of ``files``' content hash among ``kept`` (those of the files ``then``), ``"-"`` for a
+    file not among them; and the files of ``then`` gone."""
+    by_file = dict(zip(then, kept))
+    shas = [by_file.pop(rel, "-") for rel in files]
+    return shas, frozenset(by_file)
 
 
 def bytes_known(ctx: LintContext, files: list[str]) -> bool:
@@ -219,11 +240,12 @@ def taken(ctx: LintContext, wanted: frozenset, findings: list[Finding], directiv
           ) -> dict:
     """What a snapshot keeps of a per-file pass (its findings are the page rules' alone), with the
     content hash of each file git does not vouch for (:func:`changed_since` reads them), and
-    the commit at ``HEAD`` and the key of its files alone (:func:`held_since` reads them)."""
+    the commit at ``HEAD``, the key of its rules and the hash of its files (:func:`held_since`
+    reads them)."""
     others = ctx.cache.vouched.others()
     return {"findings": [f.row() for f in findings], "supp": directives, "unreadable": sorted(unreadable),
             "wiki_fp": ctx.wiki_fingerprint(), "others": dict(zip(others, ctx.cache.shas(others))),
-            "head": ctx.git.base, "files_key": files_key(ctx, wanted)}
+            "head": ctx.git.base, "rules_key": rules_key(ctx, wanted), "files_digest": ctx.files_digest()}
 
 
 def joined_shas(ctx: LintContext) -> str:

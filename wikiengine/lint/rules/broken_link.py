@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from wikiengine.core.links import joined, link_destinations, relative_target
+from wikiengine.lint.context import in_sorted
 from wikiengine.lint.kinds import ALL_KINDS
 from wikiengine.lint.rule import Rule
 
@@ -198,7 +199,7 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
         before = ctx.cache.memo("link-rows", f"{key}:{since[0]}") if since is not None else None
         if before is not None:  # a run after an edit: the other pages' rows as the run before it found them
             rows = [tuple(row) for row in before if row[0] not in since[1]]
-            pages = sorted(since[1])
+            pages = [rel for rel in sorted(since[1]) if in_sorted(ctx.files, rel)]  # (a page gone has none)
         for rel in pages:
             kept = ctx.cache.page_memo(rel, "links") if reuse else None
             if kept is not None:
