@@ -320,6 +320,7 @@ def test_a_page_added_and_committed_carries_the_snapshot_over_to_the_new_files(w
     added = lint(wiki)
     assert added.stats["snapshot_moved"] == 1 and added.stats["analysed"] == 1
     assert added.stats.get("index_read", 0) <= 2 and added.stats["snapshot_saved"] == 1
+    assert added.stats["kinds_classified"] == 1  # the kinds of the files it saw are the snapshot's files'
     assert rendered(added) == findings(wiki, use_cache=False)
     assert any(f.path == new for f in added.findings)
     settle_index(wiki)

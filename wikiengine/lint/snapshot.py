@@ -134,6 +134,8 @@ def held_since(ctx: LintContext, key: str, wanted: frozenset, index_then: tuple 
     if held.get("rules_key") != rules_key(ctx, wanted) or not isinstance(held.get("files_digest"), str):
         return None
     then = ctx.files if held["files_digest"] == ctx.files_digest() else ctx.cache.run_files(held["files_digest"])
+    if then is not None and then is not ctx.files:
+        ctx.files_before = (held["files_digest"], then)
     moved = _moved_since(ctx, held, index_then) if then is not None else None
     return changed_since(ctx, key, held, (moved, then)) if moved is not None else None
 
