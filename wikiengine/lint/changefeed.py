@@ -131,9 +131,6 @@ class Vouched:
         self._table: dict[str, str] | None = None
         self._others: list[str] | None = None
 
-    def vouches(self, rel: str) -> bool:
-        return rel in self.tree.files and rel not in self._named and rel not in self.tree.unvouchable()
-
     def get(self, rel: str, default: str | None = None) -> str | None:
         if rel in self._named:  # changed: no table is made to say so
             return default
@@ -160,7 +157,11 @@ class Vouched:
         if self._others is None:
             files = self._files
             if self.tree.unvouchable() or not self.covers():
-                self._others = [rel for rel in files if not self.vouches(rel)]
+                # not in the index, named changed, or not checked by git: as sets (a test of each
+                # file cost 0.14 s of CPU at 50,000 pages, in a run after a page was added)
+                listed = set(files)
+                self._others = sorted((listed - self.tree.files) | (listed & self._named)
+                                      | (listed & self.tree.unvouchable()))
             else:
                 self._others = [rel for rel in sorted(self._named) if in_sorted(files, rel)]
         return self._others
