@@ -658,6 +658,43 @@ def test_commit_times_of_a_folders_pages_are_those_of_the_whole_trees_history(tm
     assert lane_only.commit_times_of([stub]) == {stub: expected[stub]}
 
 
+def test_times_since_a_commit_are_those_of_the_commits_after_it_on_one_line(tmp_path, monkeypatch):
+    """:meth:`GitView.times_since`: the commit times of the commits after an earlier base, where
+    the base descends from it by commits of one parent each; None for a merge among them, a
+    base behind or beside it, or a commit git does not know."""
+    from wikiengine.lint.gitview import GitView
+
+    root = tmp_path
+
+    def commit(day: int, message: str) -> str:
+        for name in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+            monkeypatch.setenv(name, f"2026-01-{day:02d}T00:00:00+00:00")
+        git(root, "add", ".")
+        git(root, "commit", "-q", "-m", message)
+        return git(root, "rev-parse", "HEAD").strip()
+
+    write(root, {"wiki/notes/a.md": NOTE})
+    git(root, "init", "-q", "-b", "main")
+    first = commit(1, "one")
+    write(root, {"wiki/notes/b.md": NOTE, "wiki/notes/a.md": NOTE + "More.\n"})
+    commit(2, "two")
+    write(root, {"wiki/notes/b.md": NOTE + "More.\n"})
+    last = commit(3, "three")
+    since = GitView.open(root).times_since(first)
+    assert {rel: (a.day, b.day) for rel, (a, b) in since.items()} == {"wiki/notes/a.md": (2, 2),
+                                                                       "wiki/notes/b.md": (2, 3)}
+    assert GitView.open(root).times_since(last) is None  # the base itself
+    assert GitView.open(root, first).times_since(last) is None  # a base behind it
+    assert GitView.open(root).times_since("0" * 40) is None  # not a commit git knows
+    git(root, "checkout", "-q", "-b", "side", first)
+    write(root, {"wiki/notes/c.md": NOTE})
+    commit(4, "side")
+    git(root, "checkout", "-q", "main")
+    git(root, "merge", "-q", "--no-ff", "-m", "merge", "side")
+    assert GitView.open(root).times_since(first) is None  # a merge among them
+    assert GitView.open(root).times_since(last) is None
+
+
 def test_commit_times_of_a_name_git_would_quote_are_found_by_either_pass(tmp_path):
     """Names outside ASCII (a lane named ``jäx``) are read as they are (``-z``), so a lane's pass
     and the whole tree's find the same times: git quotes such a name, and a name relative to

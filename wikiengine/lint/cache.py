@@ -524,6 +524,11 @@ class LintCache:
         held = self.memos.get(name)
         return held[1] if held is not None and held[0] == key else None
 
+    def memo_entry(self, name: str) -> tuple[str | None, object]:
+        """The memo ``name`` and the key it was kept under, whatever it is (``(None, None)``: none)."""
+        held = self.memos.get(name)
+        return (held[0], held[1]) if held is not None else (None, None)
+
     def store_memo(self, name: str, key: str, value) -> None:
         self.memos[name] = [key, value]
         self._memos_changed = self.dirty = True

@@ -589,21 +589,26 @@ class LintContext:
             self.cache.store_memo(name, "", kept)  # the files gone are dropped
         return values
 
-    def revision_facts(self, name: str, rels: list[str], compute: Callable[[list[str]], dict[str, Any]]
-                       ) -> dict[str, Any]:
+    def revision_facts(self, name: str, rels: list[str], compute: Callable[[list[str]], dict[str, Any]],
+                       advance: Callable[[str, dict], dict | None] | None = None) -> dict[str, Any]:
         """``rel -> value`` for ``rels``, values that depend on a file's path and the base revision
         alone (its first commit time, say), kept in the cache while the base is the same: only
-        the files not asked under it are asked (``compute(missing)``, one call). A commit asks
-        each again; an edit, the files it added. Whole-wiki runs only, as :meth:`wiki_memo`."""
+        the files not asked under it are asked (``compute(missing)``, one call). An edit asks the
+        files it added. After a commit, ``advance(commit, values)`` carries the values kept under
+        the earlier base ``commit`` to this one (None where it cannot: each is asked again).
+        Whole-wiki runs only, as :meth:`wiki_memo`."""
         if self.cache is None or not self.cache.persist or self.targets is not self.files:
             return compute(rels)
         base = self.git.base
-        held = self.cache.memo(name, base)
-        held = held if isinstance(held, dict) else {}
+        key, held = self.cache.memo_entry(name)
+        if not isinstance(held, dict):
+            held = {}
+        elif key != base:
+            held = (advance(key, held) if advance is not None and isinstance(key, str) else None) or {}
         missing = [rel for rel in rels if rel not in held]
         asked = compute(missing) if missing else {}
         values = {rel: held[rel] if rel in held else asked[rel] for rel in rels}
-        if values != held:
+        if key != base or values != held:
             self.cache.store_memo(name, base, values)  # the files no longer asked are dropped
         return values
 

@@ -141,19 +141,43 @@ class GitView:
                 listed = f"--relative={prefix}{folder}/"
             out = _git(self.root, "log", "-z", "--format=%x00%ct", "--name-only", "--no-renames", listed,
                        "--end-of-options", self.base, "--", ".")
-            within = "" if folder == "." else folder + "/"
-            when, first_name = None, False
-            for token in out.split("\0"):  # "\0<ct>\0\n<name>\0<name>\0" per commit
-                if not token:
-                    when = None  # the next token is a commit's time
-                elif when is None:
-                    when, first_name = from_epoch(int(token)), True
-                else:
-                    name = within + (token[1:] if first_name else token)  # the first name follows a newline
-                    first_name = False
-                    first, last = times.get(name, (when, when))
-                    times[name] = (min(first, when), max(last, when))
+            _read_times(out, "" if folder == "." else folder + "/", times)
         return self._times[folder]
+
+    def times_since(self, commit: str) -> dict[str, tuple[dt.datetime, dt.datetime]] | None:
+        """rel -> (first, last) commit time of every file among the commits after ``commit`` up to
+        the base, where the base descends from ``commit`` by commits of one parent each: the
+        whole walk up to the base then lists those commits and what it listed up to ``commit``
+        (a merge may prune a side of the history: :meth:`_times_under`). None otherwise: the
+        base is ``commit`` or behind it, another branch, a merge away, or git cannot say."""
+        try:
+            chain = _git(self.root, "rev-list", "--parents", "--end-of-options", f"{commit}..{self.base}").split("\n")
+            commits = [line.split(" ") for line in chain if line]
+            ours = {ids[0] for ids in commits}
+            if not commits or any(len(ids) != 2 for ids in commits) or {ids[1] for ids in commits} - ours != {commit}:
+                return None
+            out = _git(self.root, "log", "-z", "--format=%x00%ct", "--name-only", "--no-renames", "--relative",
+                       "--end-of-options", f"{commit}..{self.base}", "--", ".")
+        except WikiError:  # a commit gone, git unavailable
+            return None
+        return _read_times(out, "", {})
+
+
+def _read_times(out: str, within: str, times: dict[str, tuple[dt.datetime, dt.datetime]]) -> dict:
+    """Add to ``times`` (rel -> (first, last)) the commit times of ``git log -z --format=%x00%ct
+    --name-only``'s output ``out``, its names below ``within``."""
+    when, first_name = None, False
+    for token in out.split("\0"):  # "\0<ct>\0\n<name>\0<name>\0" per commit
+        if not token:
+            when = None  # the next token is a commit's time
+        elif when is None:
+            when, first_name = from_epoch(int(token)), True
+        else:
+            name = within + (token[1:] if first_name else token)  # the first name follows a newline
+            first_name = False
+            first, last = times.get(name, (when, when))
+            times[name] = (min(first, when), max(last, when))
+    return times
 
 
 class OpeningView:
