@@ -351,6 +351,27 @@ def test_a_page_gone_takes_its_findings_with_it_and_a_lane_log_gone_the_global_l
     assert rendered(log_gone) == findings(wiki, use_cache=False)
 
 
+def test_a_page_gone_keeps_no_date_in_the_snapshot_it_was_carried_from(wiki):
+    """A filed page deleted (not committed) is reported by EXP007 on its path. Its date, kept
+    by the snapshot while it had findings, is not carried into the next snapshot: a run without
+    the cache cannot read it either (it dates the page by its first commit), and grandfathering
+    by ``since`` would differ."""
+    rel = an_experiment(wiki)
+    config = LintConfig(rules={"EXP007": {"since": "2026-01-01"}})
+    break_status(wiki, rel)  # a finding: its date is kept with the snapshot
+    settle_index(wiki)
+    lint(wiki, config=config)
+    (wiki / rel).unlink()
+    settle_index(wiki)
+    gone = lint(wiki, config=config)
+    assert gone.stats["snapshot_moved"] == 1
+    settle_index(wiki)
+    again = lint(wiki, config=config)
+    uncached = [f.render() for f in lint(wiki, config=config, use_cache=False).findings]
+    assert rendered(gone) == rendered(again) == uncached
+    assert any(line.startswith(rel) and "EXP007" in line for line in uncached)
+
+
 def test_without_the_files_it_saw_a_snapshot_is_not_carried_to_others(wiki):
     """The files a snapshot saw are kept beside it (``run-files.marshal``); where they cannot be
     read, a run over other files looks up every entry."""

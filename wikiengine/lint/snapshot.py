@@ -260,7 +260,7 @@ def dates(ctx: LintContext, pages: set[str], delta: Delta | None = None) -> dict
     the key pins): the next run grandfathers their findings (``since``) loading no shard. A
     ``delta`` run takes the snapshot's for the pages it did not analyse."""
     known = delta.held.get("dates", {}) if delta is not None else {}
-    changed = set(delta.changed) if delta is not None else ()
+    changed = set(delta.changed) | delta.gone if delta is not None else ()  # (a page gone: no date, as uncached)
     found = {}
     for path in pages:
         date = known.get(path) if path not in changed else None
