@@ -758,3 +758,12 @@ def test_base_texts_reads_several_files_from_one_git_process(tmp_path):
     texts = view.base_texts(["wiki/notes/new.md", "wiki/notes/other.md", NOTE])
     assert texts == {"wiki/notes/new.md": None, "wiki/notes/other.md": "# o\n\nline two\n", NOTE: "# n\n"}
     assert view.base_texts([]) == {}
+
+
+def test_the_hash_of_a_file_list_tells_a_name_with_a_newline_from_two_paths():
+    """A folder may be named ``a.md<newline>wiki``: joined with newlines, its page's path hashed as
+    two others do, and a run snapshot, the kind index or the folder listing kept for one list
+    would have been taken for the other."""
+    from wikiengine.lint.context import list_digest
+
+    assert list_digest(["wiki/a.md\nwiki/b.md"]) != list_digest(["wiki/a.md", "wiki/b.md"])

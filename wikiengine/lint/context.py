@@ -636,7 +636,7 @@ def in_sorted(ordered: list[str], item: str) -> bool:
 def list_digest(files: list[str]) -> str:
     """A hash of a list of paths (SHA-256: here 2.3 times as fast as BLAKE2b on 5 MB of paths
     at 50,000 pages, with the CPU's SHA instructions)."""
-    return hashlib.sha256("\n".join(files).encode()).hexdigest()
+    return hashlib.sha256("\0".join(files).encode()).hexdigest()  # "\0": no path holds one (a name may hold "\n")
 
 
 def discover(root: Path, listing: FolderListing | None = None, linked: set[str] | None = None) -> list[str]:

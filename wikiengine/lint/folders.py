@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 FOLDERS_FILE = "folders.marshal"
-_FORMAT = 2
+_FORMAT = 3  # 3: the list's hash joins paths with "\0"
 
 
 class FolderListing:
