@@ -512,9 +512,8 @@ class LintContext:
         if self._lane_logs_digest is None:
             from wikiengine.lint.lane_parts import paths_and_hashes
 
-            logs = self.lane_logs()
-            known = self._file_shas or self._shas_before
-            shas = [known[bisect.bisect_left(self.files, rel)] if known else "-" for rel in logs]
+            logs, known = self.lane_logs(), self._shas_known()
+            shas = [known[bisect.bisect_left(self.files, rel)] if known is not None else "-" for rel in logs]
             self._lane_logs_digest = paths_and_hashes(logs, [sha if sha != "-" else self.cache.sha(rel) or "-"
                                                              for rel, sha in zip(logs, shas)]).hex()
         return self._lane_logs_digest
@@ -530,6 +529,11 @@ class LintContext:
     def assume_wiki_fingerprint(self, fingerprint: str) -> None:
         """Take :meth:`wiki_fingerprint` as known (a run snapshot holds it: lint/snapshot.py)."""
         self._wiki_fp = fingerprint
+
+    def _shas_known(self) -> list[str] | None:
+        """Each file's content hash as the run knows it (:meth:`know_file_shas`), or before the pass
+        over the changed files as the run snapshot does (:meth:`know_unchanged_shas`); None: neither."""
+        return self._file_shas if self._file_shas is not None else self._shas_before
 
     def know_unchanged_shas(self, shas: list[str]) -> None:
         """Take the content hashes of the files a run snapshot saw as ``shas`` says (``"-"`` for
@@ -574,7 +578,7 @@ class LintContext:
         64 index shards at 50,000 pages, 14% of such a run). Elsewhere each is asked. ``compute``'s
         values must be marshallable and depend on the file's bytes alone. Before the pass over a
         run's changed files (:meth:`know_unchanged_shas`) those are asked, and kept by no hash."""
-        shas = self._file_shas if self._file_shas is not None else self._shas_before
+        shas = self._shas_known()
         if self.cache is None or not self.cache.persist or self.targets is not self.files or shas is None:
             return {rel: compute(rel) for rel in rels}
         held = self.cache.memo(name, "")

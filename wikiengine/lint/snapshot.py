@@ -90,9 +90,7 @@ class Delta:
     def unchanged_shas(self, ctx: LintContext) -> list[str] | None:
         """The snapshot's content hashes, ``"-"`` for the changed files (known once analysed);
         None where they cannot be read."""
-        if self._shas is None:
-            self._shas = _kept_shas(ctx, self.held, ctx.files)
-        if self._shas is None:
+        if self._kept(ctx) is None:
             return None
         before = list(self._shas)
         for rel in self.changed:
@@ -102,14 +100,19 @@ class Delta:
     def shas(self, ctx: LintContext) -> list[str]:
         """Every file's content hash: the snapshot's, those of the entries of the changed files
         (every entry's where the snapshot's hashes cannot be read)."""
-        if self._shas is None:
-            self._shas = _kept_shas(ctx, self.held, ctx.files)
-        shas = self._shas
+        shas = self._kept(ctx)
         if shas is None:
             return ctx.cache.shas(ctx.files)
         for rel, sha in zip(self.changed, ctx.cache.shas(self.changed)):
             shas[bisect.bisect_left(ctx.files, rel)] = sha
         return shas
+
+
+    def _kept(self, ctx: LintContext) -> list[str] | None:
+        """The snapshot's content hashes, one per file of this run (read once)."""
+        if self._shas is None:
+            self._shas = _kept_shas(ctx, self.held, ctx.files)
+        return self._shas
 
 
 def _kept_shas(ctx: LintContext, held: dict, files: list[str]) -> list[str] | None:

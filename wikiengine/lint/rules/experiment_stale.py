@@ -84,9 +84,12 @@ class StaleStub(Rule):
         since = ctx.git.times_since(commit)
         if since is None:
             return None
-        return {rel: min((t for t in (first, since[rel][0].timestamp() if rel in since else None) if t is not None),
-                         default=None)
-                for rel, first in held.items()}
+        advanced = dict(held)
+        for rel, first in held.items():
+            if rel in since:  # committed since: its first time is the earlier of the two
+                walked = since[rel][0].timestamp()
+                advanced[rel] = walked if first is None else min(first, walked)
+        return advanced
 
     @staticmethod
     def _first_commits(ctx, rels: list[str]) -> dict[str, float | None]:
