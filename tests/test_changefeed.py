@@ -170,6 +170,30 @@ def test_where_the_index_cannot_be_told_without_git_it_must_be_older_than_the_ru
     assert lint(wiki).stats["vouched"] > 20
 
 
+def test_git_is_asked_for_the_index_files_path_only_where_it_cannot_be_told(wiki, monkeypatch):
+    """``<root>/.git/index`` is the index of a work tree whose ``.git`` is a folder, with no
+    ``GIT_DIR`` or ``GIT_INDEX_FILE``: no ``git rev-parse --git-path index`` there (a process
+    less per warm run); asked under ``GIT_INDEX_FILE``, and the feed taken in both."""
+    from wikiengine.core import git as core_git
+
+    asked: list[tuple] = []
+    real_start = core_git.start
+
+    def start(root, *args, **options):
+        asked.append(args)
+        return real_start(root, *args, **options)
+
+    monkeypatch.setattr(core_git, "start", start)
+    settle_index(wiki)
+    lint(wiki)
+    assert lint(wiki).stats["vouched"] > 20
+    assert asked and not [args for args in asked if "--git-path" in args]
+    monkeypatch.setenv("GIT_INDEX_FILE", str(wiki / ".git" / "index"))
+    asked.clear()
+    assert lint(wiki).stats["vouched"] > 20
+    assert [args for args in asked if args[:3] == ("rev-parse", "--git-path", "index")]
+
+
 def test_a_path_run_a_select_without_git_rules_no_cache_and_a_small_wiki_do_not_ask(wiki, monkeypatch):
     rel = an_experiment(wiki)
     settle_index(wiki)
@@ -222,7 +246,7 @@ def test_the_change_feed_stops_when_the_base_cannot_be_opened(wiki, monkeypatch)
     with pytest.raises(WikiError):
         lint(wiki)
     assert feeds[0] is not None
-    assert [r.proc.returncode is not None and r.proc.stdout.closed for r in feeds[0]._running] == [True] * 3
+    assert [r.proc.returncode is not None and r.proc.stdout.closed for r in feeds[0]._running] == [True] * 2
 
 
 def rendered(result) -> list[str]:

@@ -242,6 +242,22 @@ def test_exp011_a_stub_left_running_or_pending_is_stale_too(tmp_path):
     assert found.message.startswith("running since 2020-01-01")
 
 
+def test_exp011_a_stub_just_over_the_age_limit_is_stale_and_one_just_under_is_not(tmp_path):
+    """A stub committed just over max-age-hours ago is stale; one just under is not (the
+    rule passes over recent stubs by their epoch seconds before it makes datetimes)."""
+    import datetime as dt
+
+    write(tmp_path, {PAGE: experiment_page(status="in_progress")})
+    git_init(tmp_path)
+    now = dt.datetime.now(dt.UTC)
+    for seconds, stale in ((3600 + 30, True), (3600 - 30, False)):  # (margins for a slow machine)
+        moment = (now - dt.timedelta(seconds=seconds)).replace(microsecond=0)
+        commit_all(tmp_path, "stub", date=moment.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        found = findings(tmp_path, "EXP011", base="HEAD", **{"max-age-hours": 1})
+        assert [f.path for f in found] == ([PAGE] if stale else []), seconds
+        git(tmp_path, "update-ref", "-d", "HEAD")  # the next commit is the stub's first again
+
+
 def test_exp011_recent_stub_and_verdict_pages_pass(tmp_path):
     write(tmp_path, {PAGE: experiment_page(status="in_progress"), f"{LANE}/2026-06-03-v043-x.md": experiment_page(created="2026-06-03")})
     git_init(tmp_path)

@@ -61,7 +61,7 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
 
 
 class ChangeFeed:
-    """The three git processes that say which tracked pages git has compared and found as
+    """The git processes that say which tracked pages git has compared and found as
     the index holds them, started while the run's own ``git diff HEAD`` runs.
     ``before``: :func:`index_before`, taken before the run's first git process."""
 
@@ -69,10 +69,11 @@ class ChangeFeed:
         self.root = root
         self.started_ns, self._index_then = before
         commands = [
-            ["rev-parse", "--git-path", "index"],
             ["diff-index", "--cached", "--name-only", "-z", "--relative", "--no-renames", "--ignore-submodules=all",
              "HEAD", "--", "."],
             ["config", "--get-regexp", _UNTRUSTED_SETTINGS],
+            # the index file's path, where index_before could not tell it (a linked work tree, a subfolder)
+            *([] if self._index_then is not None else [["rev-parse", "--git-path", "index"]]),
         ]
         self._running: list[git.Running] = []
         try:
@@ -88,28 +89,29 @@ class ChangeFeed:
         ``tree``'s less the paths ``changes`` (``git diff HEAD``) and the index's own changes
         against ``HEAD`` name, for a run over ``files``; empty when git cannot be trusted."""
         try:
-            index, staged, settings = (running.result(check=False) for running in self._running)
+            staged, settings, *index = (running.result(check=False) for running in self._running)
         except GitError:  # past its deadline
             self.close()
             return {}
         if not staged.ok or settings.stdout.strip():  # no HEAD yet, or a setting that skips the comparison
             return {}
-        if not index.ok or not self._settled(index.stdout.strip()):
+        if (index and not index[0].ok) or not self._settled(index[0].stdout.strip() if index else None):
             return {}
         named = {rel for rel in staged.stdout.split("\0") if rel}
         named.update(changes)
         return Vouched(tree, named, files, covers)
 
-    def _settled(self, index: str) -> bool:
-        """Did all the run's git processes read one index? Yes when the index file (``index``:
-        its path, from the root) is the very file it was before the first of them started (git
-        replaces it by a rename: a new inode and time), or else was last written well before."""
+    def _settled(self, index: str | None) -> bool:
+        """Did all the run's git processes read one index? Yes when the index file is the very
+        file it was before the first of them started (git replaces it by a rename: a new inode
+        and time), or else was last written well before. ``index``: its path from the root, as
+        git gave it; None where :func:`index_before` took it (``<root>/.git/index``)."""
+        path = self._index_then[0] if index is None else os.path.join(self.root, index)
         try:
-            st = os.stat(os.path.join(self.root, index))
+            st = os.stat(path)
         except OSError:
             return False
-        if self._index_then is not None and self._index_then == (os.path.realpath(os.path.join(self.root, index)),
-                                                                  _identity(st)):
+        if self._index_then is not None and self._index_then == (os.path.realpath(path), _identity(st)):
             return True
         return st.st_mtime_ns < self.started_ns - RACY_NS
 
