@@ -145,3 +145,18 @@ def test_the_pages_of_a_kind_are_the_kind_index_s(tmp_path):
     indexed._kind_index()
     for kind in ALL_KINDS:
         assert marked._files_of(kind) == indexed._files_of(kind) == [rel for rel in files if kind_of(rel) == kind]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(SEGMENTS, min_size=1, max_size=5).map("/".join), max_size=40).map(lambda rels: sorted(set(rels))))
+def test_the_kind_index_kept_as_runs_of_positions_gives_each_kinds_files_in_order(files):
+    """The kind index is kept as runs of consecutive positions in the sorted file list; taken
+    back, each kind's files are those kind_of gives, in the list's order."""
+    import tempfile
+
+    from wikiengine.lint.context import LintContext
+    from wikiengine.lint.kinds import ALL_KINDS
+
+    index = LintContext(Path(tempfile.gettempdir()), LintConfig(), files, files)._kind_index()
+    for kind in ALL_KINDS:
+        assert index.get(kind, []) == [rel for rel in files if kind_of(rel) == kind]
