@@ -160,11 +160,9 @@ def lint(
                                          directives, jobs)
     # A deleted file is no target (it is not there to lint), but what a rule says about
     # its deletion (EXP007) is reported on its path in every run, PATH runs included.
-    # The targets are sorted: bisected, not put in a set (50,000 paths: 5-10 ms a warm run).
     deleted = set(ctx.git.deleted()) if ctx.git is not None else set()
     findings.extend(_git_page_findings(ctx, rules, ran))
-    findings.extend(f for f in _wiki_findings(ctx, rules, ran, reuse)
-                    if f.path in deleted or in_sorted(ctx.targets, f.path) or _absent(ctx, rules, f, paths))
+    findings.extend(_reported_wiki_findings(ctx, rules, ran, reuse, deleted, paths))
     if _reads_tracked(codes):  # (reaps the prefetched git process, should no rule have needed it)
         _keep_listing_facts(ctx, ctx.tracked(), index_then if paths is None or reuse else None)
 
@@ -173,8 +171,8 @@ def lint(
     unfiltered = findings = sorted_findings(findings)
     baselined = 0
     if use_baseline:
-        findings, baselined = _baselined(findings, ctx, rules, codes, None if paths is None else set(ctx.targets) | deleted,
-                                         unreadable)
+        reported = None if paths is None else set(ctx.targets) | deleted
+        findings, baselined = _baselined(findings, ctx, rules, codes, reported, unreadable)
     kept = reuse and ctx.cache.stats["wiki_rules_run"]
     if (paths is None or kept or ctx.cache.stored > max(20, len(ctx.files) // 100) or not ctx.cache.written_ns
             or ctx.cache.stats["tabled"] or ctx.cache.stats["kept"] or ctx.cache.stats["index_listed"]):
@@ -250,6 +248,15 @@ def _per_file_results(ctx: LintContext, codes: list[str], wanted: frozenset, rul
     if key is None:
         return unreadable, None
     return unreadable, (key, snapshot.taken(ctx, wanted, findings, directives, unreadable))
+
+
+def _reported_wiki_findings(ctx: LintContext, rules, ran: set[str], reuse: bool, deleted: set[str],
+                            paths: list[str] | None) -> list[Finding]:
+    """The cross-file rules' findings on a target or a deleted file, or on a path gone in a
+    whole-wiki run (:func:`_absent`). The targets are sorted: bisected, not put in a set
+    (50,000 paths: 5-10 ms of a warm run)."""
+    return [f for f in _wiki_findings(ctx, rules, ran, reuse)
+            if f.path in deleted or in_sorted(ctx.targets, f.path) or _absent(ctx, rules, f, paths)]
 
 
 def _absent(ctx: LintContext, rules, finding: Finding, paths: list[str] | None) -> bool:
