@@ -95,7 +95,9 @@ class ChangeFeed:
             return {}
         if not staged.ok or settings.stdout.strip():  # no HEAD yet, or a setting that skips the comparison
             return {}
-        if (index and not index[0].ok) or not self._settled(index[0].stdout.strip() if index else None):
+        if index and not index[0].ok:
+            return {}
+        if not self._settled(index[0].stdout.strip() if index else None):
             return {}
         named = {rel for rel in staged.stdout.split("\0") if rel}
         named.update(changes)

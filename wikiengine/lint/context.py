@@ -307,11 +307,11 @@ class LintContext:
                     kind = known.get(rel)
                     if kind is None:
                         kind, classified = kind_of(rel), classified + 1
-                    held_runs = runs.setdefault(kind, [])
-                    if held_runs and held_runs[-1] == i:
-                        held_runs[-1] = i + 1
+                    kind_runs = runs.setdefault(kind, [])
+                    if kind_runs and kind_runs[-1] == i:  # the file after the kind's last run: it grows
+                        kind_runs[-1] = i + 1
                     else:
-                        held_runs += (i, i + 1)
+                        kind_runs += (i, i + 1)
                 if self.cache is not None:
                     self.cache.stats["kinds_classified"] += classified
                 self._by_kind = {kind: _in_runs(files, found) for kind, found in runs.items()}

@@ -107,7 +107,6 @@ class Delta:
             shas[bisect.bisect_left(ctx.files, rel)] = sha
         return shas
 
-
     def _kept(self, ctx: LintContext) -> list[str] | None:
         """The snapshot's content hashes, one per file of this run (read once)."""
         if self._shas is None:
