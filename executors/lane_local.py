@@ -184,8 +184,11 @@ class LocalLaneBackend:
         progress = newest_mtime_iso(folder / "progress", log, folder / "spec.json")
         argv = (read_state(folder / "spec.json") or {}).get("argv")
         command = shlex.join(argv) if isinstance(argv, list) else None
+        starting = status is None and _runner_alive(_int(runner.get("pid")), folder)
+        if status is None and not starting:
+            status = read_state(folder / "status.json")  # the runner may have started, run and ended since
         if status is None:
-            if _runner_alive(_int(runner.get("pid")), folder):
+            if starting:
                 state, reason = "queued", "the runner is starting"
             elif runner:
                 state, reason = "failed", "the runner died before it started the run"

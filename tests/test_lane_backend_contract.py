@@ -453,6 +453,27 @@ def test_local_a_runner_killed_with_sigkill_is_failed_with_a_reason(local):
     assert local.backend.status(spec.name).state == "failed"
 
 
+def test_local_a_run_that_starts_and_ends_while_its_status_is_read_is_not_called_dead(local, monkeypatch):
+    """A reader that finds no status.json, then a runner no longer alive, reads the status
+    again before it calls the runner dead: under load the whole run can start and end
+    between the two looks (a launch's own read once reported such a run failed, no exit code)."""
+    from wikiengine.executors import lane_local
+
+    spec = local.spec(24, "brief", program("step 1 loss 0.5"))
+    status = local.backend.folder / spec.name / "status.json"
+    real_alive = lane_local._runner_alive
+
+    def asked_after_the_run_ended(pid, folder):
+        wait_for(lambda: status.exists() and json.loads(status.read_text())["state"] == "succeeded"
+                 and not real_alive(pid, folder), "the run to end and its runner to exit")
+        return real_alive(pid, folder)
+
+    monkeypatch.setattr(lane_local, "_runner_alive", asked_after_the_run_ended)
+    launched = local.backend.launch(spec)  # its own read finds no status, then a runner gone
+    assert (launched.state, launched.exit_code) == ("succeeded", 0)
+    assert launched.log_tail == "step 1 loss 0.5"
+
+
 def test_local_delete_keeps_the_log_for_backfill(local):
     spec = local.spec(22, "killed", program("step 7 loss 2.1", sleep_s=120))
     local.backend.launch(spec)
