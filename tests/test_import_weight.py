@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -223,3 +224,18 @@ def test_a_relay_run_s_no_op_wake_imports_no_linter_and_nothing_heavy(relay):
     assert _wiki(relay, "step").returncode == 0  # a wake process keeps what it parsed (core/yamlio.py)
     assert _probe(relay, ["step"], ["yaml"]) == [], "the next no-op wake parsed its texts again"
     assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=relay, capture_output=True, text=True).stdout == before
+
+
+
+def test_a_warm_lint_imports_no_typing_nor_anything_heavy(tmp_path):
+    """A whole-wiki `wiki lint` with nothing changed since the last one (the pre-commit and
+    watcher case) takes its findings from the cache: no parser, no client, and not typing either
+    (4-7 ms of its start; the engine's modules name types under ``TYPE_CHECKING = False``).
+    The example wiki, committed: no lane session whose state page a rule reads each run."""
+    shutil.copytree(Path(__file__).parents[1] / "wiki", tmp_path / "wiki")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "commit", "-qm", "wiki"], cwd=tmp_path, check=True, env=_env())
+    assert _wiki(tmp_path, "lint").returncode == 0
+    heavy = _probe(tmp_path, ["lint"], [*HEAVY, "typing", "yaml"])
+    assert heavy == [], f"a warm lint imported {heavy}"
