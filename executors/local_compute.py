@@ -156,6 +156,10 @@ class LocalProcessCompute:
             return SessionStatus(SessionState.GONE)
         started = _read_json(directory / "started.json")
         ended = _read_json(directory / "exit.json")
+        pid = (started or {}).get("pid") or info.get("pid")
+        alive = ended is None and bool(pid) and _is_our_process(pid, directory)
+        if ended is None and not alive:  # the session may have started and ended since its files were read
+            started, ended = _read_json(directory / "started.json"), _read_json(directory / "exit.json")
         started_at = parse_utc(started["started_at"]) if started else None
         known = {"version": info.get("version"), "kernel_id": str(info["pid"]) if info.get("pid") else None}
         if ended is not None:
@@ -165,8 +169,7 @@ class LocalProcessCompute:
                 state = SessionState.CANCELLED
             failure = None if code == 0 else ended.get("stopped") or ended.get("failure") or f"exit code {code}"
             return SessionStatus(state, started_at, parse_utc(ended["ended_at"]), code, failure, **known)
-        pid = (started or {}).get("pid") or info.get("pid")
-        if pid and _is_our_process(pid, directory):
+        if alive:
             return SessionStatus(SessionState.RUNNING if started else SessionState.QUEUED, started_at, **known)
         submitted = parse_utc(info["submitted_at"])
         if not pid and (utcnow() - submitted).total_seconds() < START_GRACE_S:

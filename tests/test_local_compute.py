@@ -87,6 +87,24 @@ def test_a_tampered_bootstrap_refuses_before_exec(tmp_path, compute):
     assert status.state == SessionState.ERROR and "bootstrap refused" in status.failure_message
 
 
+def test_a_session_that_ends_while_its_status_is_read_is_complete_not_killed(tmp_path, compute, monkeypatch):
+    """A status that found no exit.json, then a supervisor no longer alive, reads the files
+    again before it calls the session killed: the whole session can end between the two looks."""
+    from wikiengine.executors import local_compute
+
+    record = compute.launch(LaunchRequest("tiny-session9", script(tmp_path), 600))
+    exit_file = compute.state_dir / "tiny-session9" / "exit.json"
+    real = local_compute._is_our_process
+
+    def asked_after_the_session_ended(pid, directory):
+        wait_for(lambda: exit_file.exists() and not real(pid, directory), what="the session to end and exit")
+        return real(pid, directory)
+
+    monkeypatch.setattr(local_compute, "_is_our_process", asked_after_the_session_ended)
+    status = compute.status(record.ref)
+    assert (status.state, status.exit_code, status.failure_message) == (SessionState.COMPLETE, 0, None)
+
+
 def test_a_killed_session_is_cancelled_not_running(tmp_path, compute):
     record = compute.launch(LaunchRequest("tiny-session4", script(tmp_path, seconds=30), 600))
     deadline = time.monotonic() + 30
