@@ -33,7 +33,9 @@ a launch with a higher ``attempt`` moves its ``status.json`` and ``runner.json``
 
 A ``status.json`` that says ``running`` while neither the runner nor the run's process
 group is alive is reported ``failed`` (the runner was killed). One without a runner pid
-(written by another tool) is taken as it says.
+(written by another tool) is taken as it says. A runner is called dead only after
+``status.json`` was read again once it was found gone: a whole run can start and end
+between a reader's first look and its look at the runner.
 """
 
 from __future__ import annotations

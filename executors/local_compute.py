@@ -13,7 +13,9 @@ account and no network. Each launch gets a directory ``<state_dir>/<name>/`` hol
 - ``output.log``: standard output and error of the script.
 
 Liveness: the supervisor's pid is alive (and is ours: its command line names the
-directory). A supervisor that died without ``exit.json`` ended as ``cancelled`` (killed).
+directory). A supervisor that died without ``exit.json`` ended as ``cancelled`` (killed),
+judged on ``exit.json`` read again once the supervisor was found gone (a session can end
+between the first look and the look at its pid).
 The supervisor enforces the session timeout itself, as a platform does: past
 ``timeout_s`` it stops the script and records ``cancelled`` with the reason; so does
 :meth:`LocalProcessCompute.cancel`.
