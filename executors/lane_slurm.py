@@ -39,6 +39,7 @@ A track is one slot: a launch while another job of the lane's track is in flight
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import os
 import re
@@ -251,8 +252,9 @@ class SlurmLaneBackend:
         except OSError as exc:
             raise ComputeUnavailableError(f"lane runs folder {self.folder} is unreadable: {exc}") from None
         found = []
+        listing_again = functools.cache(self.jobs)  # asked at most once more, for all the names
         for name in sorted(set(by_name) | set(recorded)):
-            workload = self._workload(name, by_name.get(name, []))
+            workload = self._workload(name, by_name.get(name, []), listing_again)
             if workload is not None:
                 found.append(workload)
         return found
@@ -274,8 +276,11 @@ class SlurmLaneBackend:
             raise WorkloadNotFound(f"no slurm workload {name}")
         return {key: spec["env"][env] for key, env in ARTIFACT_ENV.items()}
 
-    def _workload(self, name: str, held: list[SlurmJob]) -> LaneWorkload | None:
-        """The workload from the controller's jobs of its name and its folder; None: neither knows it."""
+    def _workload(self, name: str, held: list[SlurmJob], listing_again=None) -> LaneWorkload | None:
+        """The workload from the controller's jobs of its name (``held``) and its folder; None:
+        neither knows it. A job the folder names and ``held`` lacks may have been submitted after
+        that listing was taken: the controller is asked again (``listing_again``, else
+        :meth:`jobs`) before the job is taken for one it forgot."""
         folder = self.folder / name
         spec = read_state(folder / "spec.json")
         submitted = [int(j) for j in (read_state(folder / "jobs.json") or {}).get("jobs", []) if isinstance(j, int)]
@@ -292,6 +297,9 @@ class SlurmLaneBackend:
                                 chips=self.chips, attempt=0)
         newest = max(ids)
         job = next((j for j in held if j.job_id == newest), None)
+        if job is None and not (folder / f"final-{newest}.json").exists():
+            held = [j for j in (listing_again or self.jobs)() if j.name == name]
+            job = next((j for j in held if j.job_id == newest), None)
         attempt = len(ids) + sum(j.restarts for j in held)
         exit_record = read_state(folder / f"exit-{newest}.json")
         progress = newest_mtime_iso(folder / "progress", log, folder / f"start-{newest}.json")

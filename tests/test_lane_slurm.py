@@ -184,6 +184,29 @@ def test_row110_controller_stopped_mid_wake_is_unknown_never_gone_and_launch_sub
     assert not [job for job in lane.backend.jobs() if job.name.endswith("v002-blind")]
 
 
+def test_a_job_submitted_after_the_controllers_listing_is_asked_for_again_not_called_forgotten(lane):
+    """A reader (the watcher) takes the controller's listing, a wake submits a job and records
+    its id, the reader then finds the id in the folder: the controller is asked again before the
+    job is taken for one it forgot ('failed: Slurm no longer knows'); a listing of the lane is
+    asked again once, whatever the number of names."""
+    lane = lane()
+    spec = lane.spec(12, "late", SLEEPER)
+    lane.backend.launch(spec)
+    real, listings = lane.backend.jobs, []
+
+    def listed_before_the_submission():
+        listings.append(1)
+        return [] if len(listings) == 1 else real()
+
+    lane.backend.jobs = listed_before_the_submission
+    seen = lane.backend.status(spec.name)
+    assert seen.state in ("queued", "running") and "no longer knows" not in (seen.reason or ""), seen
+    listings.clear()
+    [listed] = lane.backend.list_workloads(lane.prefix)
+    assert listed.state in ("queued", "running") and len(listings) == 2
+    del lane.backend.jobs  # the class's own again
+
+
 def test_row111_a_job_cancelled_behind_the_engine_is_failed_and_says_so(lane):
     lane = lane()
     spec = lane.spec(3, "scancel", SLEEPER)
