@@ -453,7 +453,7 @@ def test_local_a_runner_killed_with_sigkill_is_failed_with_a_reason(local):
     assert local.backend.status(spec.name).state == "failed"
 
 
-def test_local_a_run_that_starts_and_ends_while_its_status_is_read_is_not_called_dead(local, monkeypatch):
+def test_row128_local_a_run_that_starts_and_ends_while_its_status_is_read_is_not_called_dead(local, monkeypatch):
     """A reader that finds no status.json, then a runner no longer alive, reads the status
     again before it calls the runner dead: under load the whole run can start and end
     between the two looks (a launch's own read once reported such a run failed, no exit code)."""

@@ -184,7 +184,7 @@ def test_row110_controller_stopped_mid_wake_is_unknown_never_gone_and_launch_sub
     assert not [job for job in lane.backend.jobs() if job.name.endswith("v002-blind")]
 
 
-def test_a_job_submitted_after_the_controllers_listing_is_asked_for_again_not_called_forgotten(lane):
+def test_row128_a_job_submitted_after_the_controllers_listing_is_asked_for_again_not_called_forgotten(lane):
     """A reader (the watcher) takes the controller's listing, a wake submits a job and records
     its id, the reader then finds the id in the folder: the controller is asked again before the
     job is taken for one it forgot ('failed: Slurm no longer knows'); a listing of the lane is

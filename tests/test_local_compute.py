@@ -87,7 +87,7 @@ def test_a_tampered_bootstrap_refuses_before_exec(tmp_path, compute):
     assert status.state == SessionState.ERROR and "bootstrap refused" in status.failure_message
 
 
-def test_a_session_that_ends_while_its_status_is_read_is_complete_not_killed(tmp_path, compute, monkeypatch):
+def test_row128_a_session_that_ends_while_its_status_is_read_is_complete_not_killed(tmp_path, compute, monkeypatch):
     """A status that found no exit.json, then a supervisor no longer alive, reads the files
     again before it calls the session killed: the whole session can end between the two looks."""
     from wikiengine.executors import local_compute
