@@ -130,39 +130,26 @@ class TargetJudge:
                 return path
         return None
 
-    def by_index(self, target: str) -> str | None:
-        """The verdict that git's index (and the configuration) alone gives ``target``; None where
-        the file system decides: outside git, under a submodule, a file git does not track."""
-        tree = self.tree
-        if tree is None:
-            return None
-        if (target + "/").startswith(self.artifacts) or tree.tracks(target):
-            return OK
-        if self.submodule_of(target) is not None:
-            return None
-        if self.in_local_checkout(target):
-            return UNVERIFIABLE
-        return OK if tree.has_directory(target) else None
-
     def _judge(self, target: str) -> str:
-        verdict = self.by_index(target)
-        if verdict is not None:
-            return verdict
+        if (target + "/").startswith(self.artifacts):
+            return OK
         tree = self.tree
         if tree is None:
-            if (target + "/").startswith(self.artifacts):
-                return OK
             if self._pages is None:
                 self._pages = set(self.ctx.files)
             if target in self._pages:
                 return OK
+        elif tree.tracks(target):
+            return OK
         submodule = self.submodule_of(target)
         if submodule is not None:
             if not self.submodules[submodule]:
                 return UNVERIFIABLE
             return OK if os.path.exists(os.path.join(self.root, target)) else BROKEN
-        if tree is None and self.in_local_checkout(target):
+        if self.in_local_checkout(target):
             return UNVERIFIABLE
+        if tree is not None and tree.has_directory(target):
+            return OK
         if not os.path.exists(os.path.join(self.root, target)):
             return BROKEN
         if tree is None or target in self.ctx.committing:
@@ -248,7 +235,6 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
                 ctx.cache.store_page_memo(rel, "links", page_rows)
             if fresh or not reuse:
                 ctx.cache.store_memo("link-verdicts", key, dict(judged))
-            _keep_volatile(ctx, judge, key, fresh or not reuse)
             ctx.cache.stats["link_pages_judged"] += len(fresh)
         memo["rows"] = sorted(rows, key=lambda row: (row[0], row[1], row[2]))
         if whole and (fresh or ctx.cache.memo("link-rows", f"{key}:{ctx.wiki_fingerprint()}") is None):
@@ -257,37 +243,14 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
 
 
 def _verdicts_hold(ctx, judge: TargetJudge, key: str) -> bool:
-    """Does every target judged by the run that cached the pages' rows get the same verdict now?
-    Under the index listing that run kept (:func:`_volatile_key`), a target the index alone
-    judged (:meth:`TargetJudge.by_index`) keeps its verdict: only those the file system decides
-    are judged again."""
+    """Does every target judged by the run that cached the pages' rows get the same verdict now?"""
     before = ctx.cache.memo("link-verdicts", key)
     if before is None:
         return False
-    volatile_key = _volatile_key(judge, key)
-    volatile = ctx.cache.memo("link-volatile", volatile_key) if volatile_key else None
-    asked = before if volatile is None else volatile
-    if volatile is not None:
-        judge.verdicts.update({target: before[target] for target in before.keys() - set(volatile)})
-    for target in asked:
+    for target in before:
         judge.judge(target)
     judge.settle()
-    return all(judge.verdicts.get(target) == before.get(target) for target in asked)
-
-
-def _volatile_key(judge: TargetJudge, key: str) -> str | None:
-    """The key of the targets the file system decides, under this run's index listing; None
-    outside git, or when the index changed during the run (its answers are then another listing's)."""
-    tree = judge.tree
-    return None if tree is None or tree.moved or not tree.digest else f"{key}:{tree.digest}"
-
-
-def _keep_volatile(ctx, judge: TargetJudge, key: str, judged_anew: bool) -> None:
-    """Keep which of the targets judged (every target the cached rows hang on, in a whole run)
-    the file system decides, for :func:`_verdicts_hold` under the same index listing."""
-    volatile_key = _volatile_key(judge, key)
-    if volatile_key and (judged_anew or ctx.cache.memo("link-volatile", volatile_key) is None):
-        ctx.cache.store_memo("link-volatile", volatile_key, [t for t in judge.verdicts if judge.by_index(t) is None])
+    return all(judge.verdicts.get(target) == verdict for target, verdict in before.items())
 
 
 def _stored_links(ctx, rel: str):
