@@ -226,11 +226,10 @@ def test_a_relay_run_s_no_op_wake_imports_no_linter_and_nothing_heavy(relay):
     assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=relay, capture_output=True, text=True).stdout == before
 
 
-
 def test_a_warm_lint_imports_no_typing_nor_anything_heavy(tmp_path):
     """A whole-wiki `wiki lint` with nothing changed since the last one (the pre-commit and
     watcher case) takes its findings from the cache: no parser, no client, and not typing either
-    (4-7 ms of its start; the engine's modules name types under ``TYPE_CHECKING = False``).
+    (about 5 ms of its start; the engine's modules name types under ``TYPE_CHECKING = False``).
     The example wiki, committed: no lane session whose state page a rule reads each run."""
     shutil.copytree(Path(__file__).parents[1] / "wiki", tmp_path / "wiki")
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)

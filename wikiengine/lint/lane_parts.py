@@ -20,7 +20,7 @@ import bisect
 import hashlib
 from collections import namedtuple
 
-TYPE_CHECKING = False  # typing's constant, without importing typing (7 ms of a warm lint's start)
+TYPE_CHECKING = False  # typing's constant, without importing typing (about 5 ms of a warm lint's start)
 if TYPE_CHECKING:
     from collections.abc import Callable
 
