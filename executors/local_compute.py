@@ -281,6 +281,16 @@ def supervise(directory: Path) -> int:
     does the same.
     """
     directory = Path(directory)
+    stopped: list[str] = []
+
+    def stop(why: str) -> None:
+        if stopped:
+            return  # our own group signal coming back to us
+        stopped.append(why)
+        os.killpg(os.getpgrp(), signal.SIGTERM)  # the script and every process it started (this group)
+
+    # before the session is seen running: a cancel that comes while the script starts is recorded, not fatal
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop("cancelled through the backend (SIGTERM)"))
     info = _read_json(directory / "session.json") or {}
     timeout_s = info.get("timeout_s")
     atomic_write_json(directory / "started.json", {"started_at": utc_iso(utcnow(), "auto"), "pid": os.getpid()})
@@ -291,15 +301,8 @@ def supervise(directory: Path) -> int:
         env = scratch_environment(clean_environment(os.environ, Path(scratch) / "home"), Path(scratch) / "tmp")
         os.makedirs(env["HOME"])
         child = subprocess.Popen([sys.executable, str(directory / "script.py")], cwd=directory, env=env)
-        stopped: list[str] = []
-
-        def stop(why: str) -> None:
-            if stopped:
-                return  # our own group signal coming back to us
-            stopped.append(why)
-            os.killpg(os.getpgrp(), signal.SIGTERM)  # the script and every process it started (this group)
-
-        signal.signal(signal.SIGTERM, lambda _signum, _frame: stop("cancelled through the backend (SIGTERM)"))
+        if stopped:  # cancelled before the script existed: it is stopped as it starts
+            os.killpg(os.getpgrp(), signal.SIGTERM)
         try:
             code = child.wait(timeout=float(timeout_s) if timeout_s else None)
         except subprocess.TimeoutExpired:

@@ -205,6 +205,23 @@ def test_row31_item3_the_local_backend_enforces_the_session_timeout_itself(tmp_p
     assert (status.ended_at - status.started_at).total_seconds() < 30
 
 
+def test_item4_a_cancel_while_the_script_starts_is_recorded_not_a_killed_supervisor(tmp_path, compute):
+    """The moment the session is seen started (started.json), a cancel is the supervisor's to
+    record: before, its SIGTERM handler came only after the script was started, and a cancel in
+    between killed the supervisor with no exit record ('died without an exit code (killed)')."""
+    record = compute.launch(LaunchRequest("tiny-session8", script(tmp_path, seconds=60), 600))
+    started = compute.state_dir / "tiny-session8" / "started.json"
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    compute.cancel(record.ref)
+    status = wait_until_ended(compute, record.ref, limit=30)
+    assert status.state == SessionState.CANCELLED and "cancelled" in status.failure_message, status
+    wait_for(lambda: not subprocess.run(["pgrep", "-f", str(compute.state_dir / "tiny-session8")],
+                                        capture_output=True, text=True).stdout.split(), limit=30,
+             what="every process of the session to be gone")
+
+
 def test_item4_cancel_stops_the_session_and_everything_it_started(tmp_path, compute):
     record = compute.launch(LaunchRequest("tiny-session7", script(tmp_path, seconds=60), 600))
     def started() -> list[str]:  # the session's processes: the supervisor, the launcher, the script
