@@ -194,6 +194,69 @@ def test_git_is_asked_for_the_index_files_path_only_where_it_cannot_be_told(wiki
     assert [args for args in asked if args[:3] == ("rev-parse", "--git-path", "index")]
 
 
+def _staged_asked(monkeypatch) -> list[tuple]:
+    """The ``git diff-index --cached`` processes the runs start, as they start them."""
+    from wikiengine.core import git as core_git
+
+    asked: list[tuple] = []
+    real_start = core_git.start
+
+    def start(root, *args, **options):
+        if args[:2] == ("diff-index", "--cached"):
+            asked.append(args)
+        return real_start(root, *args, **options)
+
+    monkeypatch.setattr(core_git, "start", start)
+    return asked
+
+
+def test_what_an_index_file_stages_against_a_commit_is_asked_of_git_once(wiki, monkeypatch):
+    """The index file (its path and lstat: git replaces it by a rename) and HEAD's commit fix
+    the paths the index stages: a warm run on both asks git no more; one after `git add` does."""
+    asked = _staged_asked(monkeypatch)
+    settle_index(wiki)  # once: a new time would make it another index file
+    lint(wiki)
+    assert len(asked) == 1
+    result = lint(wiki)
+    assert len(asked) == 1 and result.stats["vouched"] > 20
+    assert rendered(result) == rendered(lint(wiki, use_cache=False))
+    rel = an_experiment(wiki)
+    break_status(wiki, rel)
+    git(wiki, "add", "--", rel)
+    settle_index(wiki)
+    result = lint(wiki)
+    assert len(asked) == 2 and any(f.path == rel for f in result.findings)
+
+
+def test_what_an_index_stages_is_asked_again_once_head_names_another_commit(wiki, monkeypatch):
+    """The same index file under another commit (``git update-ref`` moves HEAD alone): the
+    index stages a mended page against the broken one HEAD now names, and the work tree holds
+    the broken bytes. Git's diff against HEAD names nothing (and, with the index locked, does
+    not refresh it); taken from the run before, the staged paths would name nothing either,
+    and the page would pass as its mended blob."""
+    asked = _staged_asked(monkeypatch)
+    rel = an_experiment(wiki)
+    path = wiki / rel
+    mended = path.read_bytes()
+    break_status(wiki, rel)
+    broken_bytes = path.read_bytes()
+    broken = commit_all(wiki, "broken")
+    path.write_bytes(mended)
+    commit_all(wiki, "mended")
+    settle_index(wiki)
+    lint(wiki)
+    assert not any(f.path == rel for f in lint(wiki).findings)
+    assert len(asked) == 1  # the second run took what the first asked
+    git(wiki, "update-ref", "HEAD", broken)
+    path.write_bytes(broken_bytes)
+    os.utime(path, (AN_HOUR_AGO + 3, AN_HOUR_AGO + 3))
+    (wiki / ".git" / "index.lock").touch()  # another git at work: the diff leaves the index as it is
+    result = lint(wiki)
+    assert rendered(result) == rendered(lint(wiki, use_cache=False))
+    assert any(f.path == rel for f in result.findings)
+    assert len(asked) == 2 and result.stats["vouched"] > 20
+
+
 def test_a_path_run_a_select_without_git_rules_no_cache_and_a_small_wiki_do_not_ask(wiki, monkeypatch):
     rel = an_experiment(wiki)
     settle_index(wiki)
@@ -591,8 +654,8 @@ def test_a_page_edited_after_git_compared_it_is_not_recorded_by_its_blob(wiki, m
     put_back()
     real_take_feed = runner._take_feed
 
-    def edited_after_git_looked(ctx, index_then):
-        real_take_feed(ctx, index_then)
+    def edited_after_git_looked(ctx, feed, *args):
+        real_take_feed(ctx, feed, *args)
         break_status(wiki, rel)
 
     monkeypatch.setattr(runner, "_take_feed", edited_after_git_looked)
@@ -619,8 +682,8 @@ def test_an_entry_made_after_the_snapshot_is_not_taken_for_what_the_snapshot_saw
     os.utime(path, (AN_HOUR_AGO + 5, AN_HOUR_AGO + 5))
     real_take_feed = runner._take_feed
 
-    def edited_after_git_looked(ctx, index_then):
-        real_take_feed(ctx, index_then)
+    def edited_after_git_looked(ctx, feed, *args):
+        real_take_feed(ctx, feed, *args)
         path.write_bytes(committed + b"\nSee [a gone page](gone-page.md).\n")
         os.utime(path, (AN_HOUR_AGO + 7, AN_HOUR_AGO + 7))
 

@@ -10,6 +10,11 @@ blob; the cache keeps, with a page's entry, the blob id those bytes had when it 
 checked them itself (:meth:`~wikiengine.lint.cache.LintCache.fresh`), and an entry whose
 blob is the index's is fresh without a look at the file.
 
+What the index stages against ``HEAD`` is fixed by the index file and the commit: a run keeps
+it under both (the index file's identity, as below, and ``HEAD``'s commit read from its ref
+file) and the next run on them does not ask ``diff-index`` again. A run that moves ``HEAD``
+alone (``git update-ref``, with the index left as it was) asks anew.
+
 Git's answer is taken only where git compares the work tree itself, and only from one
 index: the index file must be the very file it was before the run's first git process
 (git replaces it by a rename, so a ``git add`` or a commit during the run, or git's own
@@ -63,14 +68,18 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
 class ChangeFeed:
     """The git processes that say which tracked pages git has compared and found as
     the index holds them, started while the run's own ``git diff HEAD`` runs.
-    ``before``: :func:`index_before`, taken before the run's first git process."""
+    ``before``: :func:`index_before`, taken before the run's first git process. ``staged``:
+    the paths in which the index differs from ``HEAD``, as a past run found them for this
+    very index file and commit (:attr:`asked_staged` False): git is not asked again (its
+    ``diff-index --cached`` reads the whole index: 9-18 ms of CPU at 50,000 pages)."""
 
-    def __init__(self, root: Path, before: tuple[int, tuple | None]):
+    def __init__(self, root: Path, before: tuple[int, tuple | None], staged: list[str] | None = None):
         self.root = root
         self.started_ns, self._index_then = before
+        self.staged, self.asked_staged = staged, staged is None
         commands = [
-            ["diff-index", "--cached", "--name-only", "-z", "--relative", "--no-renames", "--ignore-submodules=all",
-             "HEAD", "--", "."],
+            *([["diff-index", "--cached", "--name-only", "-z", "--relative", "--no-renames", "--ignore-submodules=all",
+                "HEAD", "--", "."]] if self.asked_staged else []),
             ["config", "--get-regexp", _UNTRUSTED_SETTINGS],
             # the index file's path, where index_before could not tell it (a linked work tree, a subfolder)
             *([] if self._index_then is not None else [["rev-parse", "--git-path", "index"]]),
@@ -89,17 +98,23 @@ class ChangeFeed:
         ``tree``'s less the paths ``changes`` (``git diff HEAD``) and the index's own changes
         against ``HEAD`` name, for a run over ``files``; empty when git cannot be trusted."""
         try:
-            staged, settings, *index = (running.result(check=False) for running in self._running)
+            results = [running.result(check=False) for running in self._running]
         except GitError:  # past its deadline
             self.close()
             return {}
-        if not staged.ok or settings.stdout.strip():  # no HEAD yet, or a setting that skips the comparison
+        if self.asked_staged:
+            staged = results.pop(0)
+            if not staged.ok:  # no HEAD yet
+                return {}
+            self.staged = [rel for rel in staged.stdout.split("\0") if rel]
+        settings, *index = results
+        if settings.stdout.strip():  # a setting that skips the comparison
             return {}
         if index and not index[0].ok:
             return {}
         if not self._settled(index[0].stdout.strip() if index else None):
             return {}
-        named = {rel for rel in staged.stdout.split("\0") if rel}
+        named = set(self.staged)
         named.update(changes)
         return Vouched(tree, named, files, covers)
 

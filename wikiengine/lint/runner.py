@@ -67,7 +67,8 @@ POOL_THRESHOLD = 200
 # 0.39 s with it, 0.45 s without.
 FEED_THRESHOLD = 1000
 # what a run asked of git's index listing, kept under the listing's hash and the list of files;
-# and the listing's hash, kept under the index file's path and lstat (git replaces it by a rename):
+# and the listing's hash and what the index stages against a commit, kept under the index file's
+# path and lstat (git replaces it by a rename):
 # cache tables, files of their own that a PATH run reads without the whole-wiki runs' memos
 LISTING_TABLE = "git-listing"
 INDEX_TABLE = "git-index"
@@ -280,28 +281,36 @@ def _open_git_and_feed(ctx: LintContext, codes: list[str], base: str | None, not
                        opening: OpeningView | None, index_then: tuple | None) -> set[str]:
     """:func:`_open_git` (``view``: opened, or ``opening``: under way), and the change feed of a
     whole-wiki run against ``HEAD`` (``index_then`` not None), whose processes run while the diff ends."""
-    feed = _start_feed(ctx, index_then) if base == "HEAD" and opening is not None else None
+    head = opening.known if opening is not None else None  # HEAD's commit, when read without git
+    feed = _start_feed(ctx, index_then, head) if base == "HEAD" and opening is not None else None
     with _closed_if_raised(feed):
         ran = _open_git(ctx, codes, base, notices, view or opening)
     if feed is not None:
-        _take_feed(ctx, feed)
+        _take_feed(ctx, feed, index_then, head)
     return ran
 
 
-def _start_feed(ctx: LintContext, index_then: tuple | None) -> ChangeFeed | None:
+def _start_feed(ctx: LintContext, index_then: tuple | None, head: str | None) -> ChangeFeed | None:
     """The change feed's git processes (:mod:`~wikiengine.lint.changefeed`), for a whole-wiki
     run from :data:`FEED_THRESHOLD` files; ``index_then``: the index before its git processes
-    (None: no cache, no feed). None also when git cannot start: every page is looked at."""
+    (None: no cache, no feed); ``head``: ``HEAD``'s commit, under which a past run may have kept
+    what the index stages (:func:`_take_feed`). None also when git cannot start: every page is
+    looked at."""
     if index_then is None or len(ctx.files) < FEED_THRESHOLD:
         return None
+    held = _index_row(ctx.cache, index_then).get("staged") if head and index_then[1] else None
+    staged = held[1] if isinstance(held, list) and len(held) == 2 and held[0] == head else None
     try:
-        return ChangeFeed(ctx.root, index_then)
+        return ChangeFeed(ctx.root, index_then, staged)
     except WikiError:
         return None
 
 
-def _take_feed(ctx: LintContext, feed: ChangeFeed) -> None:
-    """Let the cache take the pages git vouches for as fresh, when the run's view of ``HEAD`` opened."""
+def _take_feed(ctx: LintContext, feed: ChangeFeed, index_then: tuple, head: str | None) -> None:
+    """Let the cache take the pages git vouches for as fresh, when the run's view of ``HEAD``
+    opened; and keep what the index stages against ``head`` under the index file's identity,
+    where git was asked, every git process of the run read that one file and it had settled:
+    the index and the commit fix the answer."""
     tree = ctx.tracked() if ctx.git is not None else None
     if tree is None:
         feed.close()
@@ -312,6 +321,8 @@ def _take_feed(ctx: LintContext, feed: ChangeFeed) -> None:
     ctx.cache.vouched = vouched
     ctx.cache.vouched_since_ns = feed.started_ns
     ctx.cache.stats["vouched"] = len(ctx.files) - len(vouched.others()) if vouched else 0
+    if vouched and feed.asked_staged and head and index_then[1] and _settled_before(index_then) and ctx.cache.persist:
+        _store_index_row(ctx.cache, index_then, staged=[head, feed.staged])
 
 
 def _keep_listing_facts(ctx: LintContext, tree, index_then: tuple | None) -> None:
@@ -336,10 +347,15 @@ def _keep_listing_facts(ctx: LintContext, tree, index_then: tuple | None) -> Non
     if not index_then[1] or not tree.listed:
         return
     settled = bool(vouched) or index_before(ctx.root)[1] == index_then[1]
-    mtime_ns = index_then[1][1][2]  # (path, (inode, size, mtime, ctime)); written well before, as ChangeFeed asks
-    if settled and mtime_ns < index_then[0] - RACY_NS and _listed_as(ctx.cache, index_then) != tree.digest:
-        ctx.cache.store_table(INDEX_TABLE, repr(index_then[1]), {"digest": tree.digest})
+    if settled and _settled_before(index_then) and _listed_as(ctx.cache, index_then) != tree.digest:
+        _store_index_row(ctx.cache, index_then, digest=tree.digest)
         ctx.cache.stats["index_listed"] = 1
+
+
+def _settled_before(index_then: tuple) -> bool:
+    """Was the index file ``index_then`` names written well before the run (as ChangeFeed asks)?"""
+    mtime_ns = index_then[1][1][2]  # (path, (inode, size, mtime, ctime))
+    return mtime_ns < index_then[0] - RACY_NS
 
 
 def _listing_key(ctx: LintContext, tree) -> str:
@@ -354,7 +370,17 @@ def _listing_facts(ctx: LintContext, tree) -> list | None:
 
 def _listed_as(cache: LintCache, index_then: tuple) -> str | None:
     """The hash of the listing of the index file ``index_then`` names, as a past run listed it."""
-    return cache.table(INDEX_TABLE, repr(index_then[1])).get("digest")
+    return _index_row(cache, index_then).get("digest")
+
+
+def _index_row(cache: LintCache, index_then: tuple) -> dict:
+    """What past runs kept of the index file ``index_then`` names: ``digest``, the hash of its
+    listing; ``staged``, ``[commit, paths]``: the paths in which it differs from that commit."""
+    return cache.table(INDEX_TABLE, repr(index_then[1]))
+
+
+def _store_index_row(cache: LintCache, index_then: tuple, **kept) -> None:
+    cache.store_table(INDEX_TABLE, repr(index_then[1]), {**_index_row(cache, index_then), **kept})
 
 
 def _reads_tracked(codes: list[str]) -> bool:
