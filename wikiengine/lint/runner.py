@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from wikiengine.lint.gitview import GitView, OpeningView
 
 POOL_THRESHOLD = 200
-# From this many files a warm run asks git what changed (lint/changefeed.py): its two or three more
+# From this many files a warm run asks git what changed (lint/changefeed.py): its one to three more
 # git processes cost about 15 ms of CPU; each page git vouches for spares an lstat and, with the run
 # snapshot (lint/snapshot.py), its entry's load and look-up. Whole `wiki lint` processes, CPU,
 # medians of 7: 1,000 pages 0.26 s with the feed and without; the real shape (4,633 files)
