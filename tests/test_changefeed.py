@@ -170,20 +170,28 @@ def test_where_the_index_cannot_be_told_without_git_it_must_be_older_than_the_ru
     assert lint(wiki).stats["vouched"] > 20
 
 
-def test_git_is_asked_for_the_index_files_path_only_where_it_cannot_be_told(wiki, monkeypatch):
-    """``<root>/.git/index`` is the index of a work tree whose ``.git`` is a folder, with no
-    ``GIT_DIR`` or ``GIT_INDEX_FILE``: no ``git rev-parse --git-path index`` there (a process
-    less per warm run); asked under ``GIT_INDEX_FILE``, and the feed taken in both."""
+def _git_started(monkeypatch, *prefix: str) -> list[tuple]:
+    """The arguments of the git processes the runs start (those beginning with ``prefix``), as
+    they start them."""
     from wikiengine.core import git as core_git
 
     asked: list[tuple] = []
     real_start = core_git.start
 
     def start(root, *args, **options):
-        asked.append(args)
+        if args[:len(prefix)] == prefix:
+            asked.append(args)
         return real_start(root, *args, **options)
 
     monkeypatch.setattr(core_git, "start", start)
+    return asked
+
+
+def test_git_is_asked_for_the_index_files_path_only_where_it_cannot_be_told(wiki, monkeypatch):
+    """``<root>/.git/index`` is the index of a work tree whose ``.git`` is a folder, with no
+    ``GIT_DIR`` or ``GIT_INDEX_FILE``: no ``git rev-parse --git-path index`` there (a process
+    less per warm run); asked under ``GIT_INDEX_FILE``, and the feed taken in both."""
+    asked = _git_started(monkeypatch)
     settle_index(wiki)
     lint(wiki)
     assert lint(wiki).stats["vouched"] > 20
@@ -194,26 +202,10 @@ def test_git_is_asked_for_the_index_files_path_only_where_it_cannot_be_told(wiki
     assert [args for args in asked if args[:3] == ("rev-parse", "--git-path", "index")]
 
 
-def _staged_asked(monkeypatch) -> list[tuple]:
-    """The ``git diff-index --cached`` processes the runs start, as they start them."""
-    from wikiengine.core import git as core_git
-
-    asked: list[tuple] = []
-    real_start = core_git.start
-
-    def start(root, *args, **options):
-        if args[:2] == ("diff-index", "--cached"):
-            asked.append(args)
-        return real_start(root, *args, **options)
-
-    monkeypatch.setattr(core_git, "start", start)
-    return asked
-
-
 def test_what_an_index_file_stages_against_a_commit_is_asked_of_git_once(wiki, monkeypatch):
     """The index file (its path and lstat: git replaces it by a rename) and HEAD's commit fix
     the paths the index stages: a warm run on both asks git no more; one after `git add` does."""
-    asked = _staged_asked(monkeypatch)
+    asked = _git_started(monkeypatch, "diff-index", "--cached")
     settle_index(wiki)  # once: a new time would make it another index file
     lint(wiki)
     assert len(asked) == 1
@@ -234,7 +226,7 @@ def test_what_an_index_stages_is_asked_again_once_head_names_another_commit(wiki
     the broken bytes. Git's diff against HEAD names nothing (and, with the index locked, does
     not refresh it); taken from the run before, the staged paths would name nothing either,
     and the page would pass as its mended blob."""
-    asked = _staged_asked(monkeypatch)
+    asked = _git_started(monkeypatch, "diff-index", "--cached")
     rel = an_experiment(wiki)
     path = wiki / rel
     mended = path.read_bytes()
