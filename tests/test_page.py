@@ -103,6 +103,13 @@ def test_round_trip_is_byte_exact(text):
     assert page.to_bytes() == text.encode("utf-8")
 
 
+def test_the_body_is_split_into_sections_only_when_they_are_read():
+    page = parse_page(PAGE, "p.md")
+    assert "_parts" not in page.__dict__  # a page no rule reads by section is never split (a cold lint's codebase pages)
+    assert [s.title for s in page.sections][:2] == ["Hypothesis under test", "Setup"]
+    assert page.preamble == "# v001\n\nPreamble text.\n\n" and "_parts" in page.__dict__
+
+
 def test_empty_frontmatter_is_an_empty_mapping():
     page = parse_page("---\n---\n## A\n")
     assert page.has_frontmatter and page.frontmatter == {} and page.sections[0].title == "A"
@@ -139,7 +146,8 @@ def test_round_trip_property(text):
     except PageError:
         return  # only an unterminated fence may refuse without YAML
     assert page.to_text() == text
-    # Sections tile the body: their line ranges are contiguous and in order.
+    # The parts, split on first use, are the body's exact source, and their lines tile it.
+    assert page.preamble + "".join(section.text for section in page.sections) == page.body
     previous_end = page.body_line - 1 + len(page.preamble.splitlines(keepends=True)) if page.preamble else page.body_line - 1
     for section in page.sections:
         assert section.line == previous_end + 1
