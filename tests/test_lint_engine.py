@@ -381,7 +381,7 @@ def test_pooled_entries_reach_the_parent_with_their_paths_interned(tmp_path, mon
 
     monkeypatch.setattr(LintCache, "store", storing)
     pooled = run(tmp_path, jobs=2)
-    parts = [link[2] for record in stored.values() for link in record[2]["LNK001"][1] if link[2] == "common-target.md"]
+    parts = [part for record in stored.values() for part in record[2]["LNK001"][1] if part == "common-target.md"]
     assert len(parts) == 90 and len({id(part) for part in parts}) == 1
     assert pooled.findings == run(tmp_path, use_cache=False, jobs=1).findings
 

@@ -23,32 +23,42 @@ from wikiengine.lint.kinds import ALL_KINDS
 from wikiengine.lint.rule import Rule
 
 
-def page_links(info) -> tuple[list[list], list[str | None]]:
-    """``(links, targets)`` of every relative link of the page ``info``: ``links`` holds
-    ``[line, col, file part, rest]`` (the destination is ``file part + rest``; ``rest``: its
-    ``#anchor`` or ``?query``), as LNK001 collects them; ``targets``, in the same order, the
-    repository-relative path each names (None when it leaves the repository), as IDX002
-    collects them: two lists, so that neither rule copies a row of every link. Paths are
-    interned, so that the lint cache stores each distinct path once (generated pages repeat
-    a few hundred targets tens of thousands of times); anchors are not (mostly distinct and
-    short, a marshal reference costs about as much as the text). The last page's result is kept:
-    rules that collect from one page scan it once; neither list is changed by a reader."""
+def page_links(info) -> tuple[list[str], list[str | None]]:
+    """``(file parts, targets)`` of the relative links of the page ``info``: each file part it
+    links (the destination without its ``#anchor`` or ``?query``) once, in the order of its
+    first link, as LNK001 collects them, and in the same order the repository-relative path
+    each names (None when it leaves the repository), as IDX002 collects them. Where each link
+    stands is not kept: a page with a link that is not fine is read again for that
+    (:func:`page_rows`; 16 of the real shape's 4,633 pages, whose 142,000 link rows were
+    three quarters of a cold lint's cache). Paths are interned, so that the lint cache stores
+    each distinct path once. The last page's result is kept: rules that collect from one page
+    scan it once; neither list is changed by a reader."""
     global _LAST_SCAN
     page = info.page
     if _LAST_SCAN is not None and _LAST_SCAN[0] is page:
         return _LAST_SCAN[1]
     known, resolve = _resolver(info.rel)
-    links, targets = [], []
-    for line, col, dest in link_destinations(page.body, page.body_line):
+    parts: dict[str, str | None] = {}
+    for dest in dict.fromkeys(dest for _line, _col, dest in link_destinations(page.body, page.body_line)):
         file_part = relative_target(dest)
-        if file_part is None:
-            continue
-        file_part, target = known.get(file_part) or resolve(file_part)
-        rest = dest[len(file_part):]  # relative_target() is a prefix of the destination
-        links.append([line, col, file_part, rest])
-        targets.append(target)
-    _LAST_SCAN = (page, (links, targets))
-    return links, targets
+        if file_part is not None and file_part not in parts:
+            file_part, target = known.get(file_part) or resolve(file_part)
+            parts[file_part] = target
+    _LAST_SCAN = (page, (list(parts), list(parts.values())))
+    return _LAST_SCAN[1]
+
+
+def page_rows(info) -> list[tuple[int, int, str, str]]:
+    """``(line, col, file part, rest)`` of every relative link of the page ``info`` (the
+    destination is ``file part + rest``; ``rest``: its ``#anchor`` or ``?query``)."""
+    known, resolve = _resolver(info.rel)
+    rows = []
+    for line, col, dest in link_destinations(info.page.body, info.page.body_line):
+        file_part = relative_target(dest)
+        if file_part is not None:
+            file_part = (known.get(file_part) or resolve(file_part))[0]
+            rows.append((line, col, file_part, dest[len(file_part):]))  # relative_target() is a prefix
+    return rows
 
 
 # directory -> file part -> (file part, target), interned: generated pages of one folder
@@ -206,21 +216,23 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
                 rows.extend((rel, *row) for row in kept)
                 continue
             fresh.append(rel)
-            links = _stored_links(ctx, rel)
-            if not links:
+            file_parts = _stored_parts(ctx, rel)
+            if not file_parts:
                 continue
             known, resolve = _resolver(rel)
-            # each file part the page links once (generated pages link a few files many times):
-            # the links are walked only on a page that links one that is not fine
+            # each file part the page links, once: the page is read again for where its links
+            # stand only when it links one that is not fine
             flagged = {}
-            for file_part in {link[2] for link in links}:
+            for file_part in file_parts:
                 target = (known.get(file_part) or resolve(file_part))[1]
                 verdict = BROKEN if target is None else judged.get(target) or judge.judge(target)
                 if verdict is not OK and verdict is not UNVERIFIABLE:
                     flagged[file_part] = (target, verdict)
             if flagged:
+                info = ctx.info(rel)
                 pending += [(rel, line, col, file_part + rest, *flagged[file_part])
-                            for line, col, file_part, rest in links if file_part in flagged]
+                            for line, col, file_part, rest in (page_rows(info) if info.page is not None else ())
+                            if file_part in flagged]
         judge.settle()
         rows.extend(
             (rel, line, col, dest, target, judged[target] if verdict == CANDIDATE else verdict)
@@ -231,8 +243,8 @@ def judged_links(ctx) -> list[tuple[str, int, int, str, str | None, str]]:
             for row in rows:
                 if row[0] in by_page:
                     by_page[row[0]].append(row[1:])
-            for rel, page_rows in by_page.items():
-                ctx.cache.store_page_memo(rel, "links", page_rows)
+            for rel, kept_rows in by_page.items():
+                ctx.cache.store_page_memo(rel, "links", kept_rows)
             if fresh or not reuse:
                 ctx.cache.store_memo("link-verdicts", key, dict(judged))
             ctx.cache.stats["link_pages_judged"] += len(fresh)
@@ -253,9 +265,9 @@ def _verdicts_hold(ctx, judge: TargetJudge, key: str) -> bool:
     return all(judge.verdicts.get(target) == verdict for target, verdict in before.items())
 
 
-def _stored_links(ctx, rel: str):
-    """``[line, col, file part, rest]`` of the links of ``rel``: LNK001's cached facts
-    when LNK001 runs (they leave the target out, which :func:`_resolver` gives back)."""
+def _stored_parts(ctx, rel: str) -> list[str] | None:
+    """The file parts ``rel`` links: LNK001's cached facts when LNK001 runs (they leave the
+    target out, which :func:`_resolver` gives back)."""
     if "LNK001" in ctx._rules:
         return ctx.facts("LNK001", rel)
     info = ctx.info(rel)

@@ -69,7 +69,7 @@ class OrphanPage(Rule):
     options = {"exclude": Option("str-list")}
 
     def collect(self, info, ctx):
-        _links, linked = page_links(info)
+        _file_parts, linked = page_links(info)
         targets = sorted({t for t in linked if t is not None and t.endswith(".md") and t != info.rel})
         return targets or None
 
