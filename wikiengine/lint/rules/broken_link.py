@@ -11,6 +11,7 @@ decides, and ``.gitmodules`` names the submodules.
 
 from __future__ import annotations
 
+import operator
 import os
 import posixpath
 import re
@@ -39,9 +40,9 @@ def page_links(info) -> tuple[list[str], list[str | None]]:
         return _LAST_SCAN[1]
     known, resolve = _resolver(info.rel)
     parts: dict[str, str | None] = {}
-    for dest in dict.fromkeys(dest for _line, _col, dest in link_destinations(page.body, page.body_line)):
-        file_part = relative_target(dest)
-        if file_part is not None and file_part not in parts:
+    dests = dict.fromkeys(map(_DESTINATION, link_destinations(page.body, page.body_line)))
+    for file_part in dict.fromkeys(map(relative_target, dests)):
+        if file_part is not None:
             file_part, target = known.get(file_part) or resolve(file_part)
             parts[file_part] = target
     _LAST_SCAN = (page, (list(parts), list(parts.values())))
@@ -61,6 +62,7 @@ def page_rows(info) -> list[tuple[int, int, str, str]]:
     return rows
 
 
+_DESTINATION = operator.itemgetter(2)  # of a (line, col, destination) link
 # directory -> file part -> (file part, target), interned: generated pages of one folder
 # link the same few hundred files thousands of times.
 _RESOLVED: dict[str, dict[str, tuple[str, str | None]]] = {}
