@@ -10,6 +10,7 @@ old log's first commit must not silence a new entry.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 
 from wikiengine.core.errors import WikiError
@@ -35,13 +36,17 @@ def parse_date(value, where: str = "since") -> dt.date:
 
 
 def _date_in(value) -> dt.date | None:
-    if isinstance(value, str):
-        match = _DATE_RE.match(value.strip())
-        if match:
-            try:
-                return dt.date(*(int(g) for g in match.groups()))
-            except ValueError:
-                return None
+    return _date_of(value) if isinstance(value, str) else None
+
+
+@functools.lru_cache(maxsize=4096)  # pages share their dates: a cold lint asks about every page's
+def _date_of(text: str) -> dt.date | None:
+    match = _DATE_RE.match(text.strip())
+    if match:
+        try:
+            return dt.date(*(int(g) for g in match.groups()))
+        except ValueError:
+            return None
     return None
 
 
