@@ -170,10 +170,11 @@ def test_row41_the_one_pass_scan_equals_the_line_scan_on_link_and_code_span_text
     """The one-pass scan of plain texts (a link that starts after an odd number of backticks
     on its line skipped, brackets and backticks judged per distinct line shape) gives the line scan's
     answer, links, lines and columns, on texts dense with links, code spans and brackets."""
-    from wikiengine.core.links import _plain, _scan_careful, _scan_plain
+    from wikiengine.core.links import _plain, _scan_careful, _scan_plain, destinations
 
     if _plain(text):
         assert _scan_plain(text, 7) == _scan_careful(text, 7)
+    assert destinations(text) == [dest for _line, _col, dest in link_destinations(text)]  # without places
 
 
 @pytest.mark.parametrize("line, prose", [

@@ -47,6 +47,22 @@ def link_destinations(text: str, first_line: int = 1) -> list[tuple[int, int, st
     return found
 
 
+def destinations(text: str) -> list[str]:
+    """The destination of every link and image that :func:`link_destinations` finds in
+    ``text``, in order, without where each stands: the one-pass scan then counts no lines
+    (a fifth of its time on the real shape's pages)."""
+    if "](" not in text and not _REFERENCE_RE.search(text):
+        return []
+    if _plain(text):
+        found = _scan_plain(text, 1, places=False)
+        if found is not _UNSURE:
+            return found
+    return [dest for _line, _col, dest in link_destinations(text)]
+
+
+_UNSURE = object()  # what the one-pass scan without places answers where it is not certain
+
+
 def _scan_links(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
     if "](" not in text and not _REFERENCE_RE.search(text):
         return []  # no inline link, reference link or definition can exist
@@ -171,7 +187,7 @@ _LINK_RE = re.compile(
 _SPAN_OR_LINK_RE = re.compile(r"`[^`\n]*`|" + _LINK_RE.pattern)
 
 
-def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
+def _scan_plain(text: str, first_line: int, places: bool = True) -> list | None:
     """:func:`_scan_links` for a :func:`_plain` text (most pages, generated ones included),
     in one pass over the whole text instead of line by line, with the same answers: the
     lines are judged from the text's brackets and backticks alone (:func:`_lines_balanced`),
@@ -180,32 +196,41 @@ def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None
     span and is none; one whose own backticks are odd crosses a span's edge and sends the
     text to the careful scan. Each link the regex takes holds exactly one "](" (its text and
     destination hold no "]"), so there is none outside links and code spans when the text
-    counts as many as the links and the code spans hold; otherwise the careful scan decides."""
+    counts as many as the links and the code spans hold; otherwise the careful scan decides.
+    Without ``places``: the destinations alone, and ``_UNSURE`` instead of the careful scan."""
     ticks = "`" in text
     if (ticks and _TICK_RUN_RE.search(text)) or not _lines_balanced(text):
-        return _scan_careful(text, first_line)  # a run of backticks, or a construct the careful scan must judge
+        # a run of backticks, or a construct the careful scan must judge
+        return _scan_careful(text, first_line) if places else _UNSURE
     found = []
     counted = 0
     line = first_line
     rfind, count = text.rfind, text.count
     for match in _LINK_RE.finditer(text):
         start = match.start()
-        line_start = rfind("\n", 0, start)
+        line_start = rfind("\n", 0, start) if places or ticks else 0
         if ticks:
             if count("`", line_start + 1, start) % 2:
                 continue  # in a code span
-            if count("`", start, match.end()) % 2:
-                return _scan_careful(text, first_line)  # a code span that the link's brackets cross
+            if count("`", start, match.end()) % 2:  # a code span that the link's brackets cross
+                return _scan_careful(text, first_line) if places else _UNSURE
+        dest = match.group(1)
+        if "%" in dest:
+            dest = unquote(dest)
+        if not places:
+            found.append(dest)
+            continue
         if text[start - 1] == "!" and start:
             start -= 1  # an image
         line += count("\n", counted, start)
         counted = start
-        dest = match.group(1)
-        found.append((line, start - line_start, unquote(dest) if "%" in dest else dest))
+        found.append((line, start - line_start, dest))
     arrows = count("](") - len(found)
     if arrows:  # in code spans (rare: looked for only now), or something link-like the regex did not take
         arrows -= sum(count("](", *match.span()) for match in _SPAN_OR_LINK_RE.finditer(text) if match.lastindex is None)
-    return _scan_careful(text, first_line) if arrows else found
+    if arrows:
+        return _scan_careful(text, first_line) if places else _UNSURE
+    return found
 
 
 def _lines_balanced(text: str) -> bool:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from wikiengine.core.links import joined, link_destinations, relative_target
+from wikiengine.core.links import destinations, joined, relative_target
 from wikiengine.core.page import Page, Section
 
 _COUNTED_RE = re.compile(r"(?P<name>.*?\S)\s*\((?P<count>\d{1,9})\)")
@@ -49,7 +49,7 @@ def _pages_linked(body: str, directory: str) -> frozenset[str]:
     """:func:`section_pages` of a section's text, kept per process: a writer counts the sections
     of the index's old text and of its new one (IDX001 judges both), which share all but one."""
     pages = set()
-    for _line, _col, dest in link_destinations(body, 1):
+    for dest in destinations(body):
         file_part = relative_target(dest)
         if file_part is None:
             continue

@@ -30,7 +30,7 @@ from pathlib import Path
 from wikiengine.core.clock import Clock, now_iso, today, utcnow
 from wikiengine.core.errors import WikiError
 from wikiengine.core.identity import workload_name
-from wikiengine.core.links import link_destinations, relative_target
+from wikiengine.core.links import destinations, relative_target
 from wikiengine.core.page import parse_page
 from wikiengine.model import experiment as ex
 from wikiengine.model import logbook
@@ -154,7 +154,7 @@ def relink(text: str, where: str, old_rel: str, new_rel: str, old_id: str, new_i
     """``text`` (the page at ``where``) with every link to ``old_rel`` pointing at ``new_rel``,
     and a link text that led with ``old_id`` leading with ``new_id``."""
     folder = posixpath.dirname(where)
-    for dest in {d for _line, _col, d in link_destinations(text)}:
+    for dest in set(destinations(text)):
         target = relative_target(dest)
         if target is None or posixpath.normpath(posixpath.join(folder, target)) != old_rel:
             continue

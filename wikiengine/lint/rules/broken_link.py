@@ -11,14 +11,13 @@ decides, and ``.gitmodules`` names the submodules.
 
 from __future__ import annotations
 
-import operator
 import os
 import posixpath
 import re
 import sys
 from pathlib import Path
 
-from wikiengine.core.links import joined, link_destinations, relative_target
+from wikiengine.core.links import destinations, joined, link_destinations, relative_target
 from wikiengine.lint.context import in_sorted
 from wikiengine.lint.kinds import ALL_KINDS
 from wikiengine.lint.rule import Rule
@@ -40,8 +39,7 @@ def page_links(info) -> tuple[list[str], list[str | None]]:
         return _LAST_SCAN[1]
     known, resolve = _resolver(info.rel)
     parts: dict[str, str | None] = {}
-    dests = dict.fromkeys(map(_DESTINATION, link_destinations(page.body, page.body_line)))
-    for file_part in dict.fromkeys(map(relative_target, dests)):
+    for file_part in dict.fromkeys(map(relative_target, dict.fromkeys(destinations(page.body)))):
         if file_part is not None:
             file_part, target = known.get(file_part) or resolve(file_part)
             parts[file_part] = target
@@ -62,7 +60,6 @@ def page_rows(info) -> list[tuple[int, int, str, str]]:
     return rows
 
 
-_DESTINATION = operator.itemgetter(2)  # of a (line, col, destination) link
 # directory -> file part -> (file part, target), interned: generated pages of one folder
 # link the same few hundred files thousands of times.
 _RESOLVED: dict[str, dict[str, tuple[str, str | None]]] = {}
