@@ -559,29 +559,30 @@ _WORKER: tuple | None = None  # (ctx, page rules, fact rules) of a shared pass, 
 
 
 class _ByKind(list):
-    """Page rules (or collectors), with the ones that apply to each kind of page listed once
-    per run, not asked of every page (50 rules on each of the real shape's 4,633 pages)."""
+    """Page rules or collectors, with the ones that apply to each kind of page found once per
+    run, not asked of every page (50 rules on each of the real shape's 4,633 pages)."""
 
-    def __init__(self, rules, collectors: bool = False):
+    def __init__(self, rules, applies):
         super().__init__(rules)
-        self.collectors = collectors
+        self.applies = applies  # (rule, kind) -> does the rule run on pages of that kind?
         self._of: dict[str, list] = {}
 
     def of_kind(self, kind: str) -> list:
         found = self._of.get(kind)
         if found is None:
-            found = self._of[kind] = [rule for rule in self
-                                      if (rule.collects_on(kind) if self.collectors else kind in rule.kinds)]
+            found = self._of[kind] = [rule for rule in self if self.applies(rule, kind)]
         return found
 
     def only(self, codes) -> _ByKind:
-        """These rules, those whose code is in ``codes`` alone."""
-        return _ByKind([rule for rule in self if rule.code in codes], self.collectors)
+        """The rules among these whose code is in ``codes``."""
+        return _ByKind([rule for rule in self if rule.code in codes], self.applies)
 
 
 def _page_rules(rules) -> tuple[_ByKind, _ByKind]:
-    page_rules = _ByKind([r for r in rules if r.kinds and not r.needs_git])
-    fact_rules = _ByKind([r for r in rules if r.has_collect() and not r.needs_git], collectors=True)
+    page_rules = _ByKind([r for r in rules if r.kinds and not r.needs_git],
+                         lambda rule, kind: kind in rule.kinds)
+    fact_rules = _ByKind([r for r in rules if r.has_collect() and not r.needs_git],
+                         lambda rule, kind: rule.collects_on(kind))
     return page_rules, fact_rules
 
 
