@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from wikiengine.core import yaml_dump, yaml_strict, yamlio
 
 # characters that move PyYAML's choice of style, besides ordinary ones
-TRICKY = list("abyYnNoOtTfFeExXZ0123456789 :#-?,[]{}&*!|>'\"%@`.~=<+/_\\é中😀") + ["\t", "\n", "\ufeff", "\x85", "\x07"]
+TRICKY = list("abyYnNoOtTfFeExXZ0123456789 :#-?,[]{}&*!|>'\"%@`.~=<+/_\\é中😀") + ["\t", "\n", "\ufeff", "\x85", "\u2028", "\u2029", "\x07"]
 WORDS = ["yes", "No", "OFF", "null", "Null", "~", "", "1_000", "0x1F", "0b101", "017", "1:20", "1:20.5", ".inf", "-.Inf",
          ".NaN", "1e3", "1.0e+3", "2026-12-05", "2026-1-5 1:02:03", "2026-12-05T10:00:00Z", "---x", "...", "<<", "=", "-",
          "- a", "-a", "? x", "?x", ": x", "a: b", "a:b", "a:", "a #b", "a#b", "#x", "x ", " x", "v001 splash-1024",

@@ -25,6 +25,7 @@ from wikiengine.core import yamlio
 MAX_TEXT = 400  # characters: a longer string may be folded at the width; PyYAML writes it
 _KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 _SPACE = "\0 \t\r\n\x85\u2028\u2029"
+_NOT_ONE_LINE = re.compile(f"[^{yamlio.ONE_LINE_CHARS}]")  # a tab, a line break, a control character...
 # PyYAML's implicit resolvers (yaml/resolver.py): a plain scalar matching one reads as that tag
 _IMPLICIT = [re.compile(pattern, re.X) for pattern in (
     r"""^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$""",
@@ -97,16 +98,9 @@ def _scalar(value) -> str | None:
         return "true" if value else "false"
     if type(value) is int:
         return str(value)
-    if type(value) is not str or len(value) > MAX_TEXT or not all(map(_printable, value)):
+    if type(value) is not str or len(value) > MAX_TEXT or _NOT_ONE_LINE.search(value):
         return None  # a float's spelling, a tab, a line break, a long line: PyYAML's own rules
     return value if _plain(value) else "'" + value.replace("'", "''") + "'"
-
-
-def _printable(ch: str) -> bool:
-    """Written as itself in a plain or single-quoted scalar (PyYAML with ``allow_unicode``): no
-    line break, tab or control character, no byte-order mark."""
-    return (" " <= ch <= "~" or "\xa0" <= ch <= "\ud7ff" or ("\ue000" <= ch <= "\ufffd" and ch != "\ufeff")
-            or "\U00010000" <= ch < "\U0010ffff")
 
 
 def _plain(text: str) -> bool:

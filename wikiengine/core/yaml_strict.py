@@ -18,6 +18,7 @@ import sys
 import yaml
 
 from wikiengine.core.errors import PageError
+from wikiengine.core.yamlio import ONE_LINE_CHARS
 
 TYPE_CHECKING = False  # typing's constant, without importing typing
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ def _quick_load(text: str) -> Any:
 # string without escapes, or a flow list of those. The characters libyaml refuses or reads as
 # line breaks, tabs and carriage returns are left to libyaml, as is any line of another form.
 _LINE_KEY_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: +|$)")
-_LINE_ODD_RE = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_LINE_ODD_RE = re.compile(f"[^\n{ONE_LINE_CHARS}]")
 # a plain scalar that holds neither ": " nor " #" and starts with no indicator; in a flow list
 # also no flow indicator (",[]{}")
 _LINE_PLAIN_RE = re.compile(r"[^-?:,\[\]{}#&*!|>'\"%@` ][^:#]*")

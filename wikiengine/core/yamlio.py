@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_KEPT_TEXT = 4096  # frontmatter and config blocks; a longer text is parsed each time
+# The characters that PyYAML writes as themselves in a one-line plain or single-quoted scalar
+# and that libyaml reads back as they are: printable, not a line break (\x85, \u2028, \u2029:
+# PyYAML folds a scalar there) and not the byte-order mark. A character class, for a regex.
+ONE_LINE_CHARS = "\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010fffe"
 
 
 def _loader_stamp() -> str:
