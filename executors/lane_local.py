@@ -8,7 +8,8 @@ one that never was (RELIABILITY row 70). Outside a git repository the folder is
 engine recorded there. Each folder holds:
 
 - ``spec.json``: what to run (argv, env, cwd, timeout), written before anything starts;
-- ``runner.json``: the pid of its runner (:mod:`wikiengine.executors.lane_runner`), which launch
+- ``runner.json``: the pid of its runner (:mod:`wikiengine.executors.lane_runner`) and what tells
+  that process from a later one of the same pid (:mod:`wikiengine.executors.proc`), which launch
   starts detached in the clean-room environment (:mod:`wikiengine.executors.clean_room`: no
   credential variable, ``HOME`` at the folder's own empty ``home/``);
 - ``status.json``: ``state`` (``running | succeeded | failed``), ``exit_code``,
@@ -70,6 +71,7 @@ from wikiengine.executors.lane_backend import (
     split_workload_name,
 )
 from wikiengine.executors.lane_runner import MS, elapsed_s, group_members, signal_group
+from wikiengine.executors.proc import identity_of, still_running
 from wikiengine.executors.run_folder import newest_mtime_iso, read_state, tail_lines
 
 LOCK_TIMEOUT_S = 30.0
@@ -101,18 +103,6 @@ def _exists(folder: Path) -> bool:
 
 def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _runner_alive(pid: int | None, folder: Path) -> bool:
-    """The pid is alive, not a zombie, and is the runner of ``folder`` (not a reused pid)."""
-    if not pid:
-        return False
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z" and str(folder).encode() in cmdline
 
 
 def _attempts(folder: Path) -> int:
@@ -186,7 +176,7 @@ class LocalLaneBackend:
         progress = newest_mtime_iso(folder / "progress", log, folder / "spec.json")
         argv = (read_state(folder / "spec.json") or {}).get("argv")
         command = shlex.join(argv) if isinstance(argv, list) else None
-        starting = status is None and _runner_alive(_int(runner.get("pid")), folder)
+        starting = status is None and still_running(_int(runner.get("pid")), runner, folder)
         if status is None and not starting:
             status = read_state(folder / "status.json")  # the runner may have started, run and ended since
         if status is None:
@@ -202,7 +192,8 @@ class LocalLaneBackend:
         reason = status.get("reason")
         finished = status.get("finished")
         runner_pid, pgid = _int(status.get("runner_pid")), _int(status.get("pgid"))
-        if state == "running" and runner_pid and not _runner_alive(runner_pid, folder):
+        runner_record = runner if _int(runner.get("pid")) == runner_pid else {}
+        if state == "running" and runner_pid and not still_running(runner_pid, runner_record, folder):
             if _group_alive(pgid):
                 reason = "the runner died; the run goes on unsupervised (no timeout, no exit code)"
             else:
@@ -255,11 +246,12 @@ class LocalLaneBackend:
         with self._lock():
             if not (folder / "deleted.json").exists():
                 atomic_write_json(folder / "deleted.json", {"at": now_iso(timespec=MS)})
-            runner_pid = _int((read_state(folder / "runner.json") or {}).get("pid"))
+            runner = read_state(folder / "runner.json") or {}
+            runner_pid = _int(runner.get("pid"))
             deadline = time.monotonic() + self.kill_grace_s + 5.0
-            while _runner_alive(runner_pid, folder) and time.monotonic() < deadline:
+            while still_running(runner_pid, runner, folder) and time.monotonic() < deadline:
                 time.sleep(0.05)  # the runner sees deleted.json within its poll interval
-            if _runner_alive(runner_pid, folder):
+            if still_running(runner_pid, runner, folder):
                 os.kill(runner_pid, signal.SIGKILL)
             status = read_state(folder / "status.json")
             pgid = _int((status or {}).get("pgid")) or runner_pid
@@ -332,4 +324,4 @@ class LocalLaneBackend:
             runner = subprocess.Popen([self.python, "-m", "wikiengine.executors.lane_runner", str(folder)],
                                       stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                       cwd=self.root, start_new_session=True)
-        atomic_write_json(folder / "runner.json", {"pid": runner.pid, "launched": now_iso(timespec=MS)})
+        atomic_write_json(folder / "runner.json", {"pid": runner.pid, **identity_of(runner.pid), "launched": now_iso(timespec=MS)})

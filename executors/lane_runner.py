@@ -35,6 +35,7 @@ from wikiengine.core.atomic import atomic_write_json
 from wikiengine.core.clock import now_iso
 from wikiengine.core.errors import ExitCode
 from wikiengine.executors.clean_room import scratch_environment
+from wikiengine.executors.proc import boot_id
 
 MS = "milliseconds"  # a runner's timestamps: two records of one second differ
 
@@ -81,15 +82,6 @@ def kill_group(pgid: int, child: subprocess.Popen, grace_s: float) -> None:
         pass
     signal_group(pgid, signal.SIGKILL)  # stragglers the run left behind, too
     child.wait()
-
-
-def boot_id() -> str | None:
-    """This boot of the machine: ``CLOCK_MONOTONIC`` readings compare only within one."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-            return handle.read().strip() or None
-    except OSError:
-        return None
 
 
 def monotonic_start() -> dict:

@@ -51,6 +51,7 @@ from wikiengine.executors.compute import (
     SessionState,
     SessionStatus,
 )
+from wikiengine.executors.proc import identity_of, still_running
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 START_GRACE_S = 30.0
@@ -138,7 +139,7 @@ class LocalProcessCompute:
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=directory,
                 start_new_session=True)
         record = _read_json(directory / "session.json") or {}
-        record["pid"] = process.pid
+        record.update(pid=process.pid, **identity_of(process.pid))
         atomic_write_json(directory / "session.json", record)
         return LaunchRecord(ref=request.slug, version=1, kernel_id=str(process.pid), submitted_at=submitted)
 
@@ -158,8 +159,9 @@ class LocalProcessCompute:
             return SessionStatus(SessionState.GONE)
         started = _read_json(directory / "started.json")
         ended = _read_json(directory / "exit.json")
-        pid = (started or {}).get("pid") or info.get("pid")
-        alive = ended is None and bool(pid) and _is_our_process(pid, directory)
+        record = started if started and started.get("pid") else info
+        pid = record.get("pid")
+        alive = ended is None and still_running(pid, record, directory)
         if ended is None and not alive:  # the session may have started and ended since its files were read
             started, ended = _read_json(directory / "started.json"), _read_json(directory / "exit.json")
         started_at = parse_utc(started["started_at"]) if started else None
@@ -219,8 +221,9 @@ class LocalProcessCompute:
         directory = self.state_dir / dir_name(ref)
         info = _read_json(directory / "session.json") or {}
         started = _read_json(directory / "started.json") or {}
-        pid = started.get("pid") or info.get("pid")
-        if not pid or not _is_our_process(pid, directory):
+        record = started if started.get("pid") else info
+        pid = record.get("pid")
+        if not still_running(pid, record, directory):
             return  # not running: nothing to stop
         try:
             os.kill(pid, signal.SIGTERM)
@@ -248,27 +251,6 @@ class LocalProcessCompute:
         return found
 
 
-def _is_our_process(pid: int, directory: Path) -> bool:
-    """The pid is alive and is the supervisor of ``directory`` (not a reused pid)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\x00")
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    except (OSError, IndexError):
-        pass
-    return str(directory).encode() in cmdline
-
-
 # ---------------------------------------------------------------- the supervisor
 
 
@@ -293,7 +275,8 @@ def supervise(directory: Path) -> int:
     signal.signal(signal.SIGTERM, lambda _signum, _frame: stop("cancelled through the backend (SIGTERM)"))
     info = _read_json(directory / "session.json") or {}
     timeout_s = info.get("timeout_s")
-    atomic_write_json(directory / "started.json", {"started_at": utc_iso(utcnow(), "auto"), "pid": os.getpid()})
+    atomic_write_json(directory / "started.json", {"started_at": utc_iso(utcnow(), "auto"), "pid": os.getpid(),
+                                                   **identity_of(os.getpid())})
     sys.stdout.flush()
     # The session gets the clean room's environment, a fresh empty HOME (no token file,
     # .netrc or kaggle.json in reach) and its own TMPDIR; both are removed when it ends.

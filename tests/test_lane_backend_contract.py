@@ -461,14 +461,14 @@ def test_row128_local_a_run_that_starts_and_ends_while_its_status_is_read_is_not
 
     spec = local.spec(24, "brief", program("step 1 loss 0.5"))
     status = local.backend.folder / spec.name / "status.json"
-    real_alive = lane_local._runner_alive
+    real_alive = lane_local.still_running
 
-    def asked_after_the_run_ended(pid, folder):
+    def asked_after_the_run_ended(pid, recorded, folder):
         wait_for(lambda: status.exists() and json.loads(status.read_text())["state"] == "succeeded"
-                 and not real_alive(pid, folder), "the run to end and its runner to exit")
-        return real_alive(pid, folder)
+                 and not real_alive(pid, recorded, folder), "the run to end and its runner to exit")
+        return real_alive(pid, recorded, folder)
 
-    monkeypatch.setattr(lane_local, "_runner_alive", asked_after_the_run_ended)
+    monkeypatch.setattr(lane_local, "still_running", asked_after_the_run_ended)
     launched = local.backend.launch(spec)  # its own read finds no status, then a runner gone
     assert (launched.state, launched.exit_code) == ("succeeded", 0)
     assert launched.log_tail == "step 1 loss 0.5"

@@ -28,7 +28,8 @@ from tests.test_lane_backend_contract import MODEL_DIR, _alive, wait_for
 from wikiengine.core.identity import workload_name
 from wikiengine.executors.compute import CapacityError
 from wikiengine.executors.lane_backend import LaunchConflict, LaunchSpec
-from wikiengine.executors.lane_local import LocalLaneBackend, _group_alive, _runner_alive
+from wikiengine.executors.lane_local import LocalLaneBackend, _group_alive
+from wikiengine.executors.proc import still_running
 
 KINDS = {
     "ok": "print('started', flush=True)",
@@ -85,9 +86,9 @@ class LocalLaneModel(RuleBasedStateMachine):
         status = self.backend.status(name)
         if what == "run" and status.pid and _alive(status.pid):
             os.kill(status.pid, signal.SIGKILL)  # what the OOM killer does
-        pid = _runner_pid(folder)
-        if what == "runner" and _runner_alive(pid, folder):
-            os.kill(pid, signal.SIGKILL)
+        runner = _runner(folder)
+        if what == "runner" and still_running(runner.get("pid"), runner, folder):
+            os.kill(runner["pid"], signal.SIGKILL)
 
     @rule()
     def let_runs_progress(self):
@@ -116,15 +117,15 @@ class LocalLaneModel(RuleBasedStateMachine):
                 self.backend.delete(name)
             for name in self.launched:
                 assert self.backend.status(name).is_finished
-                pgid = _runner_pid(self.backend.folder / name)  # the runner leads the run's group
+                pgid = _runner(self.backend.folder / name).get("pid")  # the runner leads the run's group
                 wait_for(lambda pgid=pgid: not _group_alive(pgid), f"{name} to be dead", deadline_s=5)
         finally:
             self.tmp.cleanup()
 
 
-def _runner_pid(folder: Path) -> int | None:
+def _runner(folder: Path) -> dict:
     path = folder / "runner.json"
-    return json.loads(path.read_text())["pid"] if path.exists() else None
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 @pytest.mark.slow

@@ -94,13 +94,13 @@ def test_row128_a_session_that_ends_while_its_status_is_read_is_complete_not_kil
 
     record = compute.launch(LaunchRequest("tiny-session9", script(tmp_path), 600))
     exit_file = compute.state_dir / "tiny-session9" / "exit.json"
-    real = local_compute._is_our_process
+    real = local_compute.still_running
 
-    def asked_after_the_session_ended(pid, directory):
-        wait_for(lambda: exit_file.exists() and not real(pid, directory), what="the session to end and exit")
-        return real(pid, directory)
+    def asked_after_the_session_ended(pid, recorded, directory):
+        wait_for(lambda: exit_file.exists() and not real(pid, recorded, directory), what="the session to end and exit")
+        return real(pid, recorded, directory)
 
-    monkeypatch.setattr(local_compute, "_is_our_process", asked_after_the_session_ended)
+    monkeypatch.setattr(local_compute, "still_running", asked_after_the_session_ended)
     status = compute.status(record.ref)
     assert (status.state, status.exit_code, status.failure_message) == (SessionState.COMPLETE, 0, None)
 
