@@ -5,6 +5,7 @@ by another loader, and nothing for a text that does not load."""
 from __future__ import annotations
 
 import marshal
+import os
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,28 @@ def test_a_kept_map_of_another_stamp_reads_as_empty_and_is_replaced(cache):
     new.put("j", b"new")
     new.save()
     assert marshal.loads((cache / "wikiengine" / "probe" / "m.marshal").read_bytes()) == ("v2", {"j": b"new"}, {})
+
+
+def test_a_kind_kept_one_file_per_folder_keeps_the_files_written_last(cache):
+    """Maps kept one file per lane folder: a new file past ``kind_files`` removes the least
+    recently written; rewriting a file that is there removes nothing (the suite left 5,962 such
+    files, 39 MB, in a cache without the cap)."""
+    folder = cache / "wikiengine" / "probe"
+
+    def write(name, key="k"):
+        kept = KeptMap("probe", name, lambda: "v1", limit=4, kind_files=3)
+        kept.put(key, b"x")
+        kept.save()
+
+    for number, name in enumerate(["a", "b", "c"]):
+        write(f"{name}.marshal")
+        os.utime(folder / f"{name}.marshal", ns=(number * 10**9, number * 10**9))  # written in this order
+    (folder / "notes.txt").write_text("not a map")
+    write("b.marshal", key="j")  # rewritten: now the newest, and nothing removed
+    assert sorted(path.name for path in folder.iterdir()) == ["a.marshal", "b.marshal", "c.marshal", "notes.txt"]
+    write("d.marshal")  # a new file: the least recently written goes
+    assert sorted(path.name for path in folder.iterdir()) == ["b.marshal", "c.marshal", "d.marshal", "notes.txt"]
+    assert KeptMap("probe", "b.marshal", lambda: "v1", limit=4).get("j") == b"x"
 
 
 def test_a_second_sight_map_keeps_a_key_the_second_process_meets_and_remembers_few_met_once(cache):

@@ -86,13 +86,16 @@ class KeptMap:
     later process meets it again (the first one keeps its checksum alone), so that keys made
     anew by every process (the standard tokenizer's pattern, built from a set in hash order:
     204 of 843 kept patterns, 2 of their 2.2 MB, on a machine that ran the suite) never fill
-    the file every process reads."""
+    the file every process reads. ``kind_files``: for maps kept one file per something that
+    comes and goes (a lane folder: every clone, worktree and test folder has its own), the
+    most files the kind's folder keeps; a map that writes a new one removes the least
+    recently written past it."""
 
     def __init__(self, kind: str, name: str, stamp, *, limit: int, per_process: int | None = None,
-                 admit=None, second_sight: bool = False) -> None:
+                 admit=None, second_sight: bool = False, kind_files: int | None = None) -> None:
         self.kind, self.name, self.stamp = kind, name, stamp  # stamp: a callable, asked once, when needed
         self.limit, self.per_process = limit, limit if per_process is None else per_process
-        self.admit, self.second_sight = admit, second_sight
+        self.admit, self.second_sight, self.kind_files = admit, second_sight, kind_files
         self._kept: dict | None = None
         self._seen: dict[int, None] = {}  # the checksums of keys met once (second_sight), oldest first
         self._added: dict = {}
@@ -151,7 +154,10 @@ class KeptMap:
             promoted = {_checksum(key) for key in added} if self.second_sight else set()
             seen = [mark for mark in self._read_seen() if mark not in promoted] + list(sighted.values())
             seen = dict.fromkeys(seen[max(0, len(seen) - SEEN_PER_ENTRY * self.limit):])
+            new_file = self.kind_files is not None and not os.path.lexists(path)
             write_private(path, marshal.dumps((self._stamp(), kept, seen)))
+            if new_file:
+                _keep_newest(path.parent, self.kind_files)
             self._kept, self._seen = kept, seen
         self._added, self._sighted = {}, {}
 
@@ -183,6 +189,23 @@ class KeptMap:
     def _read_seen(self) -> dict[int, None]:
         self._read()
         return self._seen
+
+
+def _keep_newest(folder: Path, files: int) -> None:
+    """Remove the least recently written ``.marshal`` files of ``folder`` past the newest ``files``."""
+    found = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".marshal") and entry.is_file(follow_symlinks=False):
+                    found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.path))
+    except OSError:
+        return
+    for _written, path in sorted(found)[:max(0, len(found) - files)]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass  # another process removed it, or may not
 
 
 _MAPS: list[KeptMap] = []

@@ -140,19 +140,21 @@ def _page(root: Path, rel: str, lane: Lane) -> tuple[ExperimentPage, tuple | Non
 
 SETTLED_NS = 2_000_000_000  # a page written this recently may change again without its signature moving
 _ANSWERS: dict[str, KeptMap] = {}  # the lane folder's real path -> its kept answers
+LANE_FILES = 256  # the lane folders whose answers are kept (the files written last; 5,962 and 39 MB without a cap)
 
 
 def _recall_answers(root: Path, lane: Lane, pages: list[tuple[ExperimentPage, tuple | None]]) -> None:
     """Give each page its kept answers to ``_holds_open_word`` and ``mechanism`` when its
     signature is the one they were kept with; answer (reading the page) and keep the settled
     pages that have none (a page whose mechanism cannot be read keeps None: asked again, it
-    says why). One small file per lane in the per-user cache (core/usercache.py), stamped
+    says why). One small file per lane in the per-user cache (core/usercache.py; the
+    :data:`LANE_FILES` lane folders written last), stamped
     with the code that answers (``model/experiment.py``, ``core/page.py``) and the folder."""
     folder = os.path.realpath(os.path.join(root, lane.dir))
     kept = _ANSWERS.get(folder)
     if kept is None:
         kept = _ANSWERS[folder] = KeptMap(
-            "lane-pages", f"{zlib.crc32(folder.encode()):08x}.marshal", limit=16384,
+            "lane-pages", f"{zlib.crc32(folder.encode()):08x}.marshal", limit=16384, kind_files=LANE_FILES,
             stamp=lambda: code_stamp("wikiengine.model.experiment", "wikiengine.core.page") + folder)
     settled = time.time_ns() - SETTLED_NS
     for page, signature in pages:
