@@ -161,7 +161,8 @@ def test_row41_a_reference_definition_anywhere_sends_the_whole_text_to_markdown_
 FRAGMENTS = ["[a](a.md)", "[`c`](c.md)", "[`x", "`](y.md)", "`", "`k`", "![i](i.png)", "!", "[", "]", "(", ")",
              "](", "[t] ", "[n [m](m.md)](o.md)", " ", " ", "\n", "\n", "(p)", '"q"', "'r'", "%20", "b", ".md",
              "| ", "- ", "> ", "1. ", "#L12", "[a](b]c.md)", "[a](b(c).md)", "[a]( d.md 'e' )", "[u](<v.md>)",
-             "[`a](b.md)`", "`[a](b.md)`", "[a`](b.md)`", "[a](b`c.md)`", "](`k`", "`[a` ", "b](c.md)", "`x [y`"]
+             "[`a](b.md)`", "`[a](b.md)`", "[a`](b.md)`", "[a](b`c.md)`", "](`k`", "`[a` ", "b](c.md)", "`x [y`",
+             "`](z.md)`", "[`](x)`](y.md)", "[a](x`y`z.md)", "[a `b](c.md)`", "[a](b%20c.md)"]
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
@@ -175,6 +176,19 @@ def test_row41_the_one_pass_scan_equals_the_line_scan_on_link_and_code_span_text
     if _plain(text):
         assert _scan_plain(text, 7) == _scan_careful(text, 7)
     assert destinations(text) == [dest for _line, _col, dest in link_destinations(text)]  # without places
+
+
+@pytest.mark.parametrize("text, dests", [
+    ("| `name` | class | [f.py#L1](../f.py#L1) |", ["../f.py#L1"]),  # a generated page's row
+    ("[`](x)`](y.md)", ["y.md"]),  # a span in link text, holding "](": the link stands
+    ("[a `b](c.md)` d]", []),  # a span that the link's brackets cross binds first: no link
+    ("`[a](b.md)` [c](d%20e.md)", ["d e.md"]),
+])
+def test_row41_the_findall_of_a_plain_text_with_code_spans_gives_markdown_it_s_destinations(text, dests):
+    from wikiengine.core.links import _plain_destinations, destinations, markdown_it_links
+
+    assert _plain_destinations(text) == dests  # taken by the one findall, not handed on
+    assert destinations(text) == dests == [dest for _line, _col, dest in markdown_it_links(text, 1)]
 
 
 @pytest.mark.parametrize("line, prose", [
