@@ -456,8 +456,10 @@ class LaneWritersModel(RuleBasedStateMachine):
         if not targets:
             return
         exp = self.exps[targets[pick % len(targets)]]
-        expect_ok = exp.status != "lost" and exp.retryable and not self.thrashing(exp.mechanism or f"page {exp.number}",
-                                                                                 exp.number)
+        # a retry is a new stub of the same mechanism: refused while another track's stub tests it, as `new` is
+        conflict = bool(exp.mechanism) and self.in_flight_conflict(exp.track, exp.mechanism)
+        expect_ok = exp.status != "lost" and exp.retryable and not conflict and not self.thrashing(
+            exp.mechanism or f"page {exp.number}", exp.number)
         outcome, value = self.call("lane", kill if expect_ok else None,
                                    lambda: lane_writers.retry_experiment(self.root, LANE, exp.vid))
         event(f"retry of a {'backfilled' if exp.backfilled else exp.status} page: {outcome}")
