@@ -159,7 +159,7 @@ class LocalProcessCompute:
             return SessionStatus(SessionState.GONE)
         started = _read_json(directory / "started.json")
         ended = _read_json(directory / "exit.json")
-        record = started if started and started.get("pid") else info
+        record = _supervisor(info, started)
         pid = record.get("pid")
         alive = ended is None and still_running(pid, record, directory)
         if ended is None and not alive:  # the session may have started and ended since its files were read
@@ -219,9 +219,7 @@ class LocalProcessCompute:
     def cancel(self, ref: str) -> None:
         """Stop a session: SIGTERM to its supervisor, which stops the script and records ``cancelled``."""
         directory = self.state_dir / dir_name(ref)
-        info = _read_json(directory / "session.json") or {}
-        started = _read_json(directory / "started.json") or {}
-        record = started if started.get("pid") else info
+        record = _supervisor(_read_json(directory / "session.json") or {}, _read_json(directory / "started.json"))
         pid = record.get("pid")
         if not still_running(pid, record, directory):
             return  # not running: nothing to stop
@@ -249,6 +247,11 @@ class LocalProcessCompute:
             if info:
                 found.append((directory.name, info.get("slug", directory.name)))
         return found
+
+
+def _supervisor(info: dict, started: dict | None) -> dict:
+    """The record of a session's supervisor: its own (``started.json``) once it wrote one, else the launch's."""
+    return started if started and started.get("pid") else info
 
 
 # ---------------------------------------------------------------- the supervisor

@@ -14,11 +14,13 @@ is a process between two programs, and counts as the one launched.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 _KERNEL_THREAD = 0x00200000  # PF_KTHREAD in the stat's flags
 
 
+@functools.lru_cache(maxsize=1)  # read once: no process outlives its boot
 def boot_id() -> str | None:
     """This boot of the machine: ``CLOCK_MONOTONIC`` readings and start ticks compare only within one."""
     try:

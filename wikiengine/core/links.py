@@ -171,8 +171,8 @@ _CHUNK = 1 << 20
 # certain (brackets, backticks, newlines), and the characters that need the careful scan.
 _MARKS_KEPT = b"[]`\n~<\t\\&\r\x0b\x0c\x1c\x1d\x1e\x1f"
 _DROP = bytes(sorted(set(range(128)) - set(_MARKS_KEPT)))
-_SPAN_BYTES_RE = re.compile(rb"`[^`\n]*`")
 _SPAN_RE = re.compile(r"`[^`\n]*`")  # a code span of a line whose backticks pair left to right
+_SPAN_BYTES_RE = re.compile(_SPAN_RE.pattern.encode())
 # What the line scan finds in a plain text: an inline link that holds no newline, no second
 # "](" and no backtick outside its text (anything else is left to the careful scan by the "](" it
 # leaves behind). It starts with a literal "[", which sre finds by a fast search: the regex
@@ -182,7 +182,7 @@ _LINK_RE = re.compile(
     r"\( *+((?:[^ ()`\n\]]++|\([^ ()`\n\]]*+\))*+)(?: ++(?:\"[^\"`\n\]]*\"|'[^'`\n\]]*'|\([^()`\n\]]*\)))? *\)"
 )
 # The same with code spans, taken whole, left to right: which "](" lie in code spans.
-_SPAN_OR_LINK_RE = re.compile(r"`[^`\n]*`|" + _LINK_RE.pattern)
+_SPAN_OR_LINK_RE = re.compile(_SPAN_RE.pattern + "|" + _LINK_RE.pattern)
 
 
 def _plain_destinations(text: str) -> list[str] | None:
@@ -193,10 +193,9 @@ def _plain_destinations(text: str) -> list[str] | None:
     none (CommonMark's spans bind first), a span in link text keeps the link, and a "](" in
     a span is gone. A "](" left that no link took leaves the text to the careful scan.
     Without the per-link loop, a third of the time on the real shape's generated pages."""
-    ticks = "`" in text
-    if (ticks and _TICK_RUN_RE.search(text)) or not _lines_balanced(text):
+    if not _one_pass_certain(text):
         return None
-    if ticks:
+    if "`" in text:
         text = _SPAN_RE.sub("`", text)
     found = _LINK_RE.findall(text)
     if len(found) != text.count("]("):
@@ -204,7 +203,13 @@ def _plain_destinations(text: str) -> list[str] | None:
     return [unquote(dest) if "%" in dest else dest for dest in found] if "%" in text else found
 
 
-def _scan_plain(text: str, first_line: int) -> list | None:
+def _one_pass_certain(text: str) -> bool:
+    """May the one-pass scans judge the :func:`_plain` ``text``: no run of backticks, and
+    every line certain (:func:`_lines_balanced`)?"""
+    return not ("`" in text and _TICK_RUN_RE.search(text)) and _lines_balanced(text)
+
+
+def _scan_plain(text: str, first_line: int) -> list[tuple[int, int, str]] | None:
     """:func:`_scan_links` for a :func:`_plain` text (most pages, generated ones included),
     in one pass over the whole text instead of line by line, with the same answers: the
     lines are judged from the text's brackets and backticks alone (:func:`_lines_balanced`),
@@ -214,10 +219,9 @@ def _scan_plain(text: str, first_line: int) -> list | None:
     text to the careful scan. Each link the regex takes holds exactly one "](" (its text and
     destination hold no "]"), so there is none outside links and code spans when the text
     counts as many as the links and the code spans hold; otherwise the careful scan decides."""
+    if not _one_pass_certain(text):
+        return _scan_careful(text, first_line)  # a run of backticks, or a construct the careful scan must judge
     ticks = "`" in text
-    if (ticks and _TICK_RUN_RE.search(text)) or not _lines_balanced(text):
-        # a run of backticks, or a construct the careful scan must judge
-        return _scan_careful(text, first_line)
     found = []
     counted = 0
     line = first_line
