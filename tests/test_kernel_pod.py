@@ -371,6 +371,40 @@ def test_sync_and_run_work_over_exec_v5_and_v4(tmp_path, cluster, protocols):
     assert answer["hardware"].startswith("cpu-")
 
 
+def test_a_pods_device_token_is_kept_for_that_pod_and_its_verifier_and_asked_again_of_a_new_one(
+        tmp_path, cluster, monkeypatch):
+    """`wiki kernel start` and `stub` each need the pod's token: the second asks no device query
+    (a process importing torch on the pod). A pod replaced under the same name (a new uid), or
+    another verifier, is asked again; a pod that is gone is an error, never the kept answer."""
+    from wikiengine.core.errors import WikiError
+    from wikiengine.step.kernel import run as kernel_run
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+
+    def token() -> str:
+        return kernel_run.device_token(root, pod.target)
+
+    def queries() -> int:
+        return sum(1 for r in cluster.requests if r.path.endswith("/exec") and r.query.get("command") == "--device-token")
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with _pod(tmp_path, cluster) as pod:
+        first = token()
+        assert first.startswith("cpu-") and queries() == 1
+        assert token() == first and queries() == 1
+        pod.delete()
+        with pytest.raises(WikiError, match="is gone"):
+            token()
+        assert pod.up("probe", 1)["created"]  # the same name, another pod
+        assert token() == first and queries() == 2
+        assert token() == first and queries() == 2
+        monkeypatch.setattr(kernel_run, "verifier_bytes", lambda: Path(kernel_run.kernel_verify.__file__).read_bytes()
+                            + b"\n# another verifier\n")
+        assert token() == first and queries() == 3
+
+
 @pytest.mark.waits
 def test_row_17_exec_has_a_deadline_for_its_handshake_and_its_command(tmp_path, cluster):
     from wikiengine.core.errors import WikiError

@@ -275,7 +275,8 @@ class ClusterPod(ClosedOnExit):
             return False
         return True
 
-    def require_running(self) -> None:
+    def require_running(self) -> str | None:
+        """Refuse a pod that is gone or not running; the running pod's uid (None if it names none)."""
         try:
             pod = self.kube.get_pod(self.namespace, self.name)
         except KubeNotFound:
@@ -283,6 +284,8 @@ class ClusterPod(ClosedOnExit):
         state, why = pod_state(pod)
         if state != "running":
             raise WikiError(f"pod {self.name} is not running: {why}")
+        uid = (pod.get("metadata") or {}).get("uid")
+        return uid if isinstance(uid, str) and uid else None
 
     def _exec(self, command: list[str], stdin: bytes = b"", deadline_s: float = RUN_DEADLINE_S) -> ExecResult:
         try:
