@@ -234,10 +234,10 @@ def test_the_verifier_process_measures_custom_ops_without_importing_dynamo(tmp_p
 
     (tmp_path / "reference.py").write_text(REFERENCE)
     _write(tmp_path, "fused")
-    script = ("import runpy, sys\nsys.argv = sys.argv[1:]\n"
-              "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
-              "except SystemExit:\n    pass\n"
-              "print('\\ndynamo loaded:', 'torch._dynamo' in sys.modules)\n")
+    # asked by an exit hook: the verifier ends without the interpreter's teardown, its hooks run
+    script = ("import atexit, runpy, sys\nsys.argv = sys.argv[1:]\n"
+              "atexit.register(lambda: print('\\ndynamo loaded:', 'torch._dynamo' in sys.modules))\n"
+              "runpy.run_path(sys.argv[0], run_name='__main__')\n")
     run = subprocess.run([sys.executable, "-c", script, kernel_verify.__file__, "--reference", "reference.py",
                           "--candidate", "fused.py", "--op-point", OP_POINT, "--mode", "quick"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)

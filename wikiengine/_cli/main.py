@@ -59,28 +59,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def leave(code: int) -> int:
-    """End the process at once when nothing is left to run at exit: the output flushed, no
-    other thread, no exit hook or pending finalizer. The interpreter's teardown would only
-    free, object by object, what the process's end frees whole (a writer's loaded lint
-    cache, every module). Otherwise (or when the output cannot be flushed) ``code`` is
-    returned for the ordinary exit."""
-    import atexit
-    import threading
-    import weakref
-
+    """Keep what this process compiled or parsed for the next one, then end at once when nothing
+    is left to run at exit (:func:`~wikiengine.core.process_end.end_now`: a writer's loaded lint
+    cache and every module are freed whole); else ``code``, for the ordinary exit."""
     from wikiengine.core import usercache
+    from wikiengine.core.process_end import end_now
 
-    usercache.save_all()  # what this process compiled or parsed, for the next one
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        return code
-    hooks = getattr(atexit, "_ncallbacks", lambda: 1)()  # CPython's count; unknown elsewhere: keep the exit
-    finalizers = getattr(weakref.finalize, "_registry", {1: None})
-    if hooks == 0 and not finalizers and threading.active_count() == 1:
-        os._exit(int(code or 0))
-    return code
+    usercache.save_all()
+    return end_now(code)
 
 
 def run(argv: list[str]) -> int:
