@@ -405,6 +405,40 @@ def test_a_pods_device_token_is_kept_for_that_pod_and_its_verifier_and_asked_aga
         assert token() == first and queries() == 3
 
 
+def test_a_forged_kept_token_and_a_row_added_by_hand_never_make_a_receipt_pass(tmp_path, cluster, capsys):
+    """A careless agent edits the kept answer of its pod to another chip and adds that chip's row
+    to the family page: the stub goes on the forged row, but the verifier on the pod reports the
+    chip it ran on, so the receipt fails and a pasted `--verdict supported` is capped."""
+    from wikiengine.step.kernel import run as kernel_run
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    authoring = scaffold(root)
+    status, started = kernel(root, capsys, "start", "bench_layernorm.py", *POD_ARGS, "--reference",
+                             str(authoring / "reference.py"), "--op-point", OP_POINT, "--class-page", CLASS_PAGE)
+    assert status == 0, started
+    uid = cluster.pods[("default", POD)]["metadata"]["uid"]
+    [key] = [key for key in kernel_run._POD_TOKENS._added if uid in key]  # this pod's kept answer
+    real = kernel_run._POD_TOKENS.get(key).decode()
+    kernel_run._POD_TOKENS.put(key, b"tpu-v9x")  # what a hand-edited cache file hands the next process
+    page = root / FAM.family_page
+    text = page.read_text()
+    row = next(line for line in text.splitlines() if line.startswith(f"| {OP_POINT} | {real} |"))
+    page.write_text(text.replace(row, row + "\n" + row.replace(real, "tpu-v9x")))
+    git(root, "commit", "-qam", "a row for the chip the agent says it has")
+    status, stub = kernel(root, capsys, "stub", FAMILY, "--slug", "fused-layernorm", "--proposal",
+                          str(authoring / "single-pass-fusion.md"), "--op-point", OP_POINT, "--lever",
+                          "single-pass-fusion", "--intervention-class", "fusion", "--category", "memory-bound",
+                          "--plan", "the native fused pass")
+    assert status == 0, stub
+    assert kernel(root, capsys, "cand", FAMILY, "1", "--note", "fused", "--source", str(authoring / "fused.py"))[0] == 0
+    status, verified = kernel(root, capsys, "verify", FAMILY)
+    assert status == 0 and verified["verdict"] == "FAIL", verified
+    assert f"the chip reports {real!r}, not the page's 'tpu-v9x'" in verified["reasons"]
+    status, filed = kernel(root, capsys, "file", FAMILY, "--verdict", "supported")
+    assert status == 0 and filed["verdict"] == "inconclusive" and not filed["current_best_moved"], filed
+
+
 @pytest.mark.waits
 def test_row_17_exec_has_a_deadline_for_its_handshake_and_its_command(tmp_path, cluster):
     from wikiengine.core.errors import WikiError
