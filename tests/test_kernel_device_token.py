@@ -1,6 +1,6 @@
 """The local chip's hardware token (`wiki kernel start` and `stub`): the device query imports
 torch (about 1.3 s of CPU), so its answer is kept per user for the same CPU, torch override,
-torch and verifier (wikiengine/step/kernel/run.py: _local_token)."""
+torch and verifier (wikiengine/step/kernel/run.py: device_token, _kept)."""
 
 from __future__ import annotations
 

@@ -67,25 +67,37 @@ def measure(root: Path, target: dict, binding: dict, reference: str, candidate: 
 
 
 def device_token(root: Path, target: dict) -> str:
-    """The hardware token of the session's chip, from a device query where it measures."""
+    """The hardware token of the session's chip, from a device query where it measures, or
+    the answer kept for the same chip (:func:`_kept`)."""
     if not is_pod(target):
-        return _local_token()
+        return _kept(_LOCAL_TOKENS, _cpu_key(), kernel_verify.device_token)
     from wikiengine.executors.gke.kernel_pod import ClusterPod
 
     verifier = verifier_bytes()
+    verifier_sha = _sha256(verifier)
     with pod_lock(root, target.get("context") or "", target.get("namespace", "default"), target["pod"]), \
             ClusterPod(target) as pod:
         uid = pod.require_running()
-        key = repr((target.get("context") or "", pod.namespace, pod.name, uid, _sha256(verifier))) if uid else None
-        held = _POD_TOKENS.get(key) if key is not None else None
-        if held is not None:
-            return held.decode()
-        answer = pod.run_verifier(_sha256(verifier), ["--device-token"], pod.sync([verifier]))
-    token = answer.get("hardware")
+        key = repr((target.get("context") or "", pod.namespace, pod.name, uid, verifier_sha)) if uid else None
+        return _kept(_POD_TOKENS, key, lambda: _pod_token(pod, verifier, verifier_sha))
+
+
+def _pod_token(pod, verifier: bytes, verifier_sha: str) -> str:
+    """The device query on the session's pod: the verifier synced and run with ``--device-token``."""
+    token = pod.run_verifier(verifier_sha, ["--device-token"], pod.sync([verifier])).get("hardware")
     if not isinstance(token, str) or not token:
-        raise WikiError(f"the device query on pod {target['pod']} answered no hardware token")
+        raise WikiError(f"the device query on pod {pod.name} answered no hardware token")
+    return token
+
+
+def _kept(kept: KeptMap, key: str | None, query) -> str:
+    """The answer ``kept`` holds under ``key``, else ``query()``'s, kept; ``key`` None: asked each time."""
+    held = kept.get(key) if key is not None else None
+    if held is not None:
+        return held.decode()
+    token = query()
     if key is not None:
-        _POD_TOKENS.put(key, token.encode())
+        kept.put(key, token.encode())
     return token
 
 
@@ -95,25 +107,12 @@ def device_token(root: Path, target: dict) -> str:
 # verifier (its sha256). The pod is still asked whether it runs; a receipt carries its own answer.
 _POD_TOKENS = KeptMap("kernel", "pod-device-tokens.marshal", stamp=lambda: "pod-uid-verifier-sha256", limit=32)
 
-
 # The local chip's answer, kept per user: the query imports torch (about 1.3 s of CPU, at each
 # `wiki kernel start` and `stub`) and its CPU answer follows from what _cpu_key names, torch
 # and the verifier (the stamp). A receipt still carries the verifier's own answer, checked
 # against the stub's row by `wiki kernel verify`.
 _LOCAL_TOKENS = KeptMap("kernel", "device-tokens.marshal", limit=8,
                         stamp=lambda: code_stamp("torch", files=(kernel_verify.__file__,)))
-
-
-def _local_token() -> str:
-    """The device query of this machine, or its kept answer for the same CPU and settings."""
-    key = _cpu_key()
-    held = _LOCAL_TOKENS.get(key) if key is not None else None
-    if held is not None:
-        return held.decode()
-    token = kernel_verify.device_token()
-    if key is not None:
-        _LOCAL_TOKENS.put(key, token.encode())
-    return token
 
 
 def _cpu_key() -> str | None:
