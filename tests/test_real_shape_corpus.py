@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -29,16 +30,22 @@ def _tree_hash(root: Path) -> str:
     return digest.hexdigest()
 
 
-def test_real_shape_corpus_is_deterministic_and_shaped(tmp_path):
-    gen = gen_wiki()
-    first = gen.generate_real(tmp_path / "a", seed=5, git=False)
-    second = gen.generate_real(tmp_path / "b", seed=5, git=False)
-    assert first == second
-    assert _tree_hash(tmp_path / "a") == _tree_hash(tmp_path / "b")
-    pages = [p.relative_to(tmp_path / "a").as_posix() for p in (tmp_path / "a" / "wiki").rglob("*.md")]
+def _head(root: Path) -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+def test_real_shape_corpus_is_deterministic_and_shaped(tmp_path, real_shape_corpus):
+    """Generated again with the session's seed, the corpus is the session's, to its commit (one
+    generation here, not two: the session's corpus is made once for the whole run anyway)."""
+    root, planted = real_shape_corpus  # seed 0, committed (tests/conftest.py)
+    again = gen_wiki().generate_real(tmp_path / "wiki", seed=0)
+    assert again == planted
+    assert _tree_hash(tmp_path / "wiki") == _tree_hash(root)
+    assert _head(tmp_path / "wiki") == _head(root)  # the same commits, submodule pins included
+    pages = [p.relative_to(root).as_posix() for p in (root / "wiki").rglob("*.md")]
     silo = [p for p in pages if p.startswith("wiki/codebases/") and p.count("/") > 2]
     assert 4000 < len(pages) < 5000 and abs(len(silo) - len(pages) / 2) < len(pages) / 10
-    assert {e["code"] for e in first} >= set(CODES)
+    assert {e["code"] for e in planted} >= set(CODES)
 
 
 def test_new_rules_find_exactly_the_planted_violations(real_shape_corpus):
