@@ -7,6 +7,10 @@ For each size, a generated wiki (``benchmarks/gen_wiki.py``, committed to git as
 runs, interleaved over every size so that machine noise spreads over all of them:
 
 - ``floor``: read every page's bytes (``bench_lint.py``'s read floor, the same script);
+- ``version``: ``wiki --version``, the interpreter's start and the command's own imports;
+- ``git-diff``: git alone comparing the work tree with ``HEAD`` as a warm lint asks it to
+  (``git diff --name-status HEAD``): an ``lstat`` of every tracked file, which no run that
+  trusts git over its own ``lstat`` can spare without a filesystem monitor;
 - ``warm``: a full `wiki lint`, nothing changed since the last one;
 - ``touch1``: one page edited (a line appended), then a full `wiki lint`: what one edit
   costs a wiki of that size;
@@ -17,7 +21,9 @@ runs, interleaved over every size so that machine noise spreads over all of them
 
 It prints medians (wall, CPU = user + system, peak RSS of the process), each case as a
 multiple of its own floor, and each size's ``warm`` as a multiple of the smallest size's, in
-CPU and in wall time: warm cost should follow what changed, not the wiki's size.
+CPU and in wall time: warm cost should follow what changed, not the wiki's size. Last, the
+engine's own part of ``warm`` (its median less ``git-diff``'s) per size: what grows with the
+wiki besides git's ``lstat`` of it.
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lint import FLOOR_SCRIPT, experiment_pages, git, make_corpus, run_measured, wiki_command  # noqa: E402
 
 from wikiengine.lint.cache import RACY_NS  # noqa: E402
+
+# the very diff a warm run starts (lint/gitview.py GitView)
+GIT_DIFF = ["git", "--no-optional-locks", "diff", "--name-status", "-z", "-M", "--relative", "--ignore-submodules=dirty",
+            "--end-of-options", "HEAD^{commit}", "--", "."]
 
 
 def git_out(cwd: Path, *args: str) -> str:
@@ -99,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     heads = {size: git_out(corpora[size], "rev-parse", "HEAD") for size in sizes}
     cases = {
         "floor": lambda size: run_measured([sys.executable, "-c", FLOOR_SCRIPT], corpora[size]),
+        "version": lambda size: run_measured([*wiki_command(), "--version"], corpora[size]),
+        "git-diff": lambda size: run_measured(GIT_DIFF, corpora[size]),
         "warm": lambda size: run_measured(lint, corpora[size]),
         "touch1": touch1,
         "commit1": commit1,
@@ -132,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
             base = summary[(smallest, name)]
             print(f"| {size} | {name} | {row['wall']:.2f} | {row['cpu']:.2f} | {row['rss_mib']:.0f} | "
                   f"{row['cpu'] / floor:.1f} | {row['cpu'] / base['cpu']:.2f} | {row['wall'] / base['wall']:.2f} |")
+    own = {size: {key: summary[(size, "warm")][key] - summary[(size, "git-diff")][key] for key in ("cpu", "wall")}
+           for size in sizes}
+    print("\nthe engine's own part of warm (warm less git-diff), s: " + ", ".join(
+        f"{size} pages {own[size]['cpu']:.3f} CPU / {own[size]['wall']:.3f} wall "
+        f"({own[size]['cpu'] / own[smallest]['cpu']:.2f}x / {own[size]['wall'] / own[smallest]['wall']:.2f}x)"
+        for size in sizes))
     if args.json:
         args.json.write_text(json.dumps({"summary": {f"{size}/{name}": row for (size, name), row in summary.items()},
                                          "runs": {f"{size}/{name}": runs for (size, name), runs in results.items()}},
