@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.pages.split(",") if size.strip()]
 
-    lint = [*wiki_command(), "lint"]
+    wiki = wiki_command()
+    lint = [*wiki, "lint"]
     corpora = {}
     for size in sizes:
         corpus = corpora[size] = args.work / f"corpus-{size}"
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     heads = {size: git_out(corpora[size], "rev-parse", "HEAD") for size in sizes}
     cases = {
         "floor": lambda size: run_measured([sys.executable, "-c", FLOOR_SCRIPT], corpora[size]),
-        "version": lambda size: run_measured([*wiki_command(), "--version"], corpora[size]),
+        "version": lambda size: run_measured([*wiki, "--version"], corpora[size]),
         "git-diff": lambda size: run_measured(GIT_DIFF, corpora[size]),
         "warm": lambda size: run_measured(lint, corpora[size]),
         "touch1": touch1,

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tests.lint_support import gen_wiki
+from tests.rules_wiki import git
 from wikiengine.lint import lint
 from wikiengine.lint.config import LintConfig
 
@@ -30,10 +30,6 @@ def _tree_hash(root: Path) -> str:
     return digest.hexdigest()
 
 
-def _head(root: Path) -> str:
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True).stdout
-
-
 def test_real_shape_corpus_is_deterministic_and_shaped(tmp_path, real_shape_corpus):
     """Generated again with the session's seed, the corpus is the session's, to its commit (one
     generation here, not two: the session's corpus is made once for the whole run anyway)."""
@@ -41,7 +37,7 @@ def test_real_shape_corpus_is_deterministic_and_shaped(tmp_path, real_shape_corp
     again = gen_wiki().generate_real(tmp_path / "wiki", seed=0)
     assert again == planted
     assert _tree_hash(tmp_path / "wiki") == _tree_hash(root)
-    assert _head(tmp_path / "wiki") == _head(root)  # the same commits, submodule pins included
+    assert git(tmp_path / "wiki", "rev-parse", "HEAD") == git(root, "rev-parse", "HEAD")  # the same commits, submodule pins included
     pages = [p.relative_to(root).as_posix() for p in (root / "wiki").rglob("*.md")]
     silo = [p for p in pages if p.startswith("wiki/codebases/") and p.count("/") > 2]
     assert 4000 < len(pages) < 5000 and abs(len(silo) - len(pages) / 2) < len(pages) / 10

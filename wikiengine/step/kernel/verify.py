@@ -264,7 +264,10 @@ if __name__ == "__main__":
 
     if threading.active_count() == 1:
         atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):  # output it cannot flush: the ordinary exit says so
+            sys.exit(status)
         os._exit(status)
     sys.exit(status)
