@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import old_basetemps
 from tests.run_once import once
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,6 +39,21 @@ def pytest_configure(config):
     whatever PYTHONDONTWRITEBYTECODE says")."""
     if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
         sys.dont_write_bytecode = False
+
+
+_REMOVAL = pytest.StashKey()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    """The basetemps of earlier runs that pytest removes at a run's end, removed beside the tests
+    instead (tests/old_basetemps.py)."""
+    session.config.stash[_REMOVAL] = old_basetemps.start(session.config)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own cleanup of the numbered basetemps
+def pytest_sessionfinish(session):
+    old_basetemps.finish(session.config.stash.get(_REMOVAL, None))
 
 
 def pytest_collection_finish(session):
