@@ -61,12 +61,14 @@ def remove_in_background(paths: list[Path]) -> threading.Thread | None:
 def start(config) -> threading.Thread | None:
     """Start removing what pytest would remove at this run's end; None in an xdist worker (the
     process that started it cleans up), under ``--basetemp`` (pytest removes nothing of its
-    neighbours then), or on a pytest without the temporary-path factory this reads."""
+    neighbours then), when no run is kept (pytest locks no basetemp then, so a run going on beside
+    this one would look stale), or on a pytest without the temporary-path factory this reads."""
     factory = getattr(config, "_tmp_path_factory", None)
-    if hasattr(config, "workerinput") or config.option.basetemp or factory is None:
+    keep = int(config.getini("tmp_path_retention_count"))
+    if (hasattr(config, "workerinput") or config.option.basetemp or factory is None or keep == 0
+            or config.getini("tmp_path_retention_policy") == "none"):
         return None
     current = factory.getbasetemp()  # made now rather than when the first fixture asks
-    keep = 0 if config.getini("tmp_path_retention_policy") == "none" else int(config.getini("tmp_path_retention_count"))
     return remove_in_background(stale(current.parent, current, keep))
 
 

@@ -44,24 +44,33 @@ def test_the_stale_ones_go_in_a_thread_and_the_others_stay(tmp_path):
     assert remove_in_background([tmp_path / "pytest-9"]) is None  # gone already: nothing to do
 
 
-def test_a_run_removes_the_run_of_three_before_while_its_tests_run(tmp_path):
-    """A pytest run with the suite's session hooks, on a temporary root holding a run of three
-    before (0) and a later one (3): its test already finds 0 gone, and the run keeps 3 and its own."""
-    root = tmp_path / "temproot"
-    runs = root / f"pytest-of-{getpass.getuser()}"
-    zero, three = numbered(runs, 0, 3)
+def run_inner_pytest(tmp_path: Path, *options: str, zero_gone: bool) -> Path:
+    """A pytest run with the suite's session hooks on a temporary root holding a run of three
+    before (0) and a later one (3); its one test asserts whether it finds 0 gone. The runs' folder."""
+    runs = tmp_path / "temproot" / f"pytest-of-{getpass.getuser()}"
+    zero, _ = numbered(runs, 0, 3)
     project = tmp_path / "project"
     project.mkdir()
     (project / "conftest.py").write_text("from tests.conftest import pytest_sessionfinish, pytest_sessionstart  # noqa: F401\n",
                                          encoding="utf-8")
     (project / "test_inner.py").write_text(
-        f"from pathlib import Path\n\ndef test_the_old_run_is_gone_already(tmp_path):\n"
-        f"    assert not Path({str(zero)!r}).exists()\n    assert tmp_path.parent.name == 'pytest-4'\n",
+        f"from pathlib import Path\n\ndef test_the_old_run(tmp_path):\n"
+        f"    assert Path({str(zero)!r}).exists() is {not zero_gone}\n    assert tmp_path.parent.name == 'pytest-4'\n",
         encoding="utf-8")
-    env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": str(root), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": str(tmp_path / "temproot"), "PYTHONPATH": str(REPO)}
     env.pop("PYTEST_XDIST_WORKER", None)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_inner.py"], cwd=project,
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, "test_inner.py"],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return runs
+
+
+def test_a_run_removes_the_run_of_three_before_while_its_tests_run(tmp_path):
+    runs = run_inner_pytest(tmp_path, zero_gone=True)
     assert sorted(p.name for p in runs.iterdir()) == ["pytest-3", "pytest-4", "pytest-current"]
-    assert (three / "popen-gw0" / "a-test0" / "page.md").is_file()
+    assert (runs / "pytest-3" / "popen-gw0" / "a-test0" / "page.md").is_file()
+
+
+def test_a_run_that_keeps_no_run_leaves_the_removal_to_pytest(tmp_path):
+    """Keeping no run, pytest locks no basetemp: a run going on beside this one would look stale."""
+    run_inner_pytest(tmp_path, "-o", "tmp_path_retention_count=0", zero_gone=False)
