@@ -40,11 +40,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lint import FLOOR_SCRIPT, experiment_pages, git, make_corpus, run_measured, wiki_command  # noqa: E402
 
+from wikiengine.core.git import command as git_command  # noqa: E402
 from wikiengine.lint.cache import RACY_NS  # noqa: E402
+from wikiengine.lint.gitview import diff_args  # noqa: E402
 
-# the very diff a warm run starts (lint/gitview.py GitView)
-GIT_DIFF = ["git", "--no-optional-locks", "diff", "--name-status", "-z", "-M", "--relative", "--ignore-submodules=dirty",
-            "--end-of-options", "HEAD^{commit}", "--", "."]
+GIT_DIFF = git_command(diff_args("HEAD^{commit}"))  # the very diff a warm run starts (lint/gitview.py)
 
 
 def git_out(cwd: Path, *args: str) -> str:

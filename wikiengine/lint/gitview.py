@@ -180,6 +180,19 @@ def _read_times(out: str, within: str, times: dict[str, tuple[dt.datetime, dt.da
     return times
 
 
+def diff_args(commit: str) -> list[str]:
+    """The arguments of the ``git diff`` that compares the work tree with ``commit`` for a run.
+
+    -z: paths are NUL-separated and never quoted. Untracked files count as added.
+    --relative: paths relative to the wiki root, which may be a subdirectory of the repository.
+    --ignore-submodules=dirty: a checked-out submodule is not asked for its own status (a
+    `git status` process walking its work tree: a fifth of this diff's CPU and a third of
+    its wall time on the real shape); one moved to another commit is still "M". No page
+    lives in a submodule."""
+    return ["diff", "--name-status", "-z", "-M", "--relative", "--ignore-submodules=dirty", "--end-of-options", commit,
+            "--", "."]
+
+
 class OpeningView:
     """:meth:`GitView.open` started now and read later (:meth:`view`): its git processes (the
     diff ``lstat``s every tracked file: 85 ms of CPU at 50,000 pages) run beside the caller's work."""
@@ -191,15 +204,8 @@ class OpeningView:
         # ref file: git is not asked to resolve it
         head = git.loose_head(root) if base == "HEAD" or len(base) in (40, 64) else None
         self.known = head if base in ("HEAD", head) else None
-        # -z: paths are NUL-separated and never quoted. Untracked files count as added.
-        # --relative: paths relative to the wiki root, which may be a subdirectory of the repository.
-        # --ignore-submodules=dirty: a checked-out submodule is not asked for its own status (a
-        # `git status` process walking its work tree: a fifth of this diff's CPU and a third of
-        # its wall time on the real shape); one moved to another commit is still "M". No page
-        # lives in a submodule.
         commands = [
-            ["diff", "--name-status", "-z", "-M", "--relative", "--ignore-submodules=dirty", "--end-of-options", commit,
-             "--", "."],
+            diff_args(commit),
             *([["ls-files", "-z", "--others", "--exclude-standard"]] if untracked else []),
             *([] if self.known else [["rev-parse", "--verify", "-q", "--end-of-options", commit]]),
         ]
