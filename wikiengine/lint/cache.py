@@ -47,7 +47,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
-import gc
 import hashlib
 import hmac
 import marshal
@@ -59,6 +58,7 @@ from collections import Counter
 from pathlib import Path
 
 from wikiengine.core.atomic import atomic_write_bytes
+from wikiengine.core.collector import collector_paused
 from wikiengine.core.errors import PageError
 from wikiengine.core.safe_read import LIMITS, MAX_PAGE_BYTES, read_regular
 from wikiengine.core.usercache import KeptMap, base_dir, read_private, work_tree_holding
@@ -232,7 +232,7 @@ class LintCache:
         """Read every index shard now (a whole-wiki run needs them all), the cycle collector
         paused across them: paused for each load alone, its collections scanned the shards
         read before again and again."""
-        with _collector_paused():
+        with collector_paused():
             for number in range(SHARDS):
                 self._entries(number)
 
@@ -699,19 +699,10 @@ def write_signed(path: Path, payload: dict, root: Path) -> bool:
 def _loads(raw: bytes):
     """``marshal.loads`` with the cycle collector paused: the cache holds no cycles, and a
     collection every few thousand containers made loading a 50,000-page index twice as slow."""
-    with _collector_paused():
+    with collector_paused():
         return marshal.loads(raw)
 
 
-@contextlib.contextmanager
-def _collector_paused():
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _index_payload(entries: dict[str, dict], written_ns: int) -> dict:

@@ -21,7 +21,6 @@ The run, in order:
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import marshal
 import os
@@ -31,6 +30,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wikiengine.core.collector import collector_paused
 from wikiengine.core.errors import WikiError
 from wikiengine.core.page import decode, parse_page
 from wikiengine.lint import baseline as baseline_mod
@@ -94,23 +94,11 @@ class LintResult:
     walked: tuple = ()  # (files, the folders holding a symbolic link): what the run's walk found
 
 
-@contextmanager
-def _collector_paused():
-    """The cycle collector off for a run (on again after it, if it was on): the analysis makes
-    next to no reference cycles (1,700 objects over the 4,600 pages of the real-shape corpus),
-    each collection walked the facts of every page again (about 0.1 s of a cold run's parent
-    on the real shape), and what the run held is freed at its end (``LintContext.close``).
-    Forked workers inherit it off."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
-@_collector_paused()
+# The cycle collector off for a run: the analysis makes next to no reference cycles (1,700 objects
+# over the 4,600 pages of the real-shape corpus), each collection walked the facts of every page
+# again (about 0.1 s of a cold run's parent on the real shape), and what the run held is freed at
+# its end (``LintContext.close``). Forked workers inherit it off.
+@collector_paused()
 def lint(
     root: Path,
     paths: list[str] | None = None,
