@@ -78,15 +78,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
-
 from wikiengine.core.atomic import atomic_write_text
+from wikiengine.core.collector import collector_paused
 from wikiengine.core.errors import ExitCode
 from wikiengine.core.lazy_dynamo import eager_optimizer, eager_until_dynamo
 from wikiengine.training.autoresearch_knobs import TargetConfig, TargetConfigError, load_target_config
+
+with collector_paused(keep=__name__ == "__main__"):  # torch's 166,000 objects, never garbage (core/collector.py)
+    import torch
+    import torch.nn.functional as F
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
 
 D_IN, HIDDEN, CLASSES = 256, 1024, 64
 LEARNING_RATE = 1e-3

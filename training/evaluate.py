@@ -41,8 +41,11 @@ def heldout_positions(n_samples: int, consumed: int, count: int) -> range:
 
 def measure(model_dir: Path, config, limit: int | None) -> dict:
     """Loss and next-token accuracy of ``model_dir/model.safetensors`` on the held-out samples."""
-    import torch
-    from safetensors.torch import load_file
+    from wikiengine.core.collector import collector_paused
+
+    with collector_paused(keep=__name__ == "__main__"):  # torch's 166,000 objects (core/collector.py)
+        import torch
+        from safetensors.torch import load_file
 
     from wikiengine.training.data import open_corpus
     from wikiengine.training.model import build_model

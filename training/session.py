@@ -51,6 +51,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wikiengine.core.collector import collector_paused
 from wikiengine.core.errors import ExitCode, WikiError
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_STALE = ExitCode.OK, ExitCode.BAD_INPUT, ExitCode.REFUSED, ExitCode.STALE
@@ -123,7 +124,7 @@ def _positive(name: str, value: str | None) -> float | None:
 
 
 def _default_device() -> str:
-    import torch
+    import torch  # imported already: by _torch_device, or with torch.distributed by Dist
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -131,7 +132,8 @@ def _default_device() -> str:
 def _torch_device(args: SessionArgs, world: Dist) -> str:
     """Set this rank's torch threads and device (``--device``, else cuda where torch sees one);
     the device the trainer uses."""
-    import torch
+    with collector_paused(keep=__name__ == "__main__"):  # this process's first torch, its objects kept for good
+        import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -158,7 +160,8 @@ class Dist:
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         self.dist = None  # torch.distributed, imported for a process group only
         if self.world_size > 1:
-            import torch.distributed as dist
+            with collector_paused(keep=__name__ == "__main__"):  # a rank's first torch (core/collector.py)
+                import torch.distributed as dist
 
             self.dist = dist
             if not dist.is_initialized():
