@@ -42,12 +42,11 @@ run_measured = _load("bench_lint").run_measured
 
 def _cases(work: Path, baseline: str) -> dict[str, list[str]]:
     """name -> argv, each run in ``work``."""
-    from wikiengine.demos.kernel import _CANDIDATE_HEAD, CANDIDATES, OP_POINT, REFERENCE
+    from wikiengine.demos.kernel import OP_POINT, REFERENCE, candidate_source
     from wikiengine.training.autoresearch_knobs import TargetConfig
 
     (work / "reference.py").write_text(REFERENCE, encoding="utf-8")
-    name, body, tail = CANDIDATES["fused"]
-    (work / "fused.py").write_text(_CANDIDATE_HEAD.format(name=name, body=body) + "\n\n" + tail, encoding="utf-8")
+    (work / "fused.py").write_text(candidate_source("fused"), encoding="utf-8")
     (work / "config.json").write_text(json.dumps(TargetConfig().as_dict()), encoding="utf-8")
     args = {"verifier": ["--reference", "reference.py", "--candidate", "fused.py", "--op-point", OP_POINT,
                          "--mode", "quick"],

@@ -13,7 +13,7 @@ import pytest
 
 from wikiengine._cli.main import main
 from wikiengine.core.errors import WikiError
-from wikiengine.demos.kernel import _CANDIDATE_HEAD, CANDIDATES, CLASS_PAGE, FAMILY, OP_POINT, REFERENCE, scaffold
+from wikiengine.demos.kernel import CLASS_PAGE, FAMILY, OP_POINT, REFERENCE, candidate_source, scaffold
 from wikiengine.lint.runner import lint
 from wikiengine.model import receipt as kernel_receipt
 from wikiengine.model.kernels import KernelFamily, derive_slug, operation_name
@@ -201,9 +201,8 @@ def test_dry_run_writes_nothing(family, capsys):
 
 
 def _write(tmp_path: Path, key: str) -> Path:
-    name, body, tail = CANDIDATES[key]
     path = tmp_path / f"{key}.py"
-    path.write_text(_CANDIDATE_HEAD.format(name=name, body=body) + "\n\n" + tail)
+    path.write_text(candidate_source(key))
     return path
 
 

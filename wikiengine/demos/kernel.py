@@ -89,6 +89,13 @@ CANDIDATES = {
                 "def kernel(x, weight, bias):\n    return _layernorm_chunked(x, weight, bias)\n"),
 }
 
+
+def candidate_source(key: str) -> str:
+    """The text of the demo's candidate ``key`` (one of :data:`CANDIDATES`): a custom op and its ``kernel``."""
+    name, body, tail = CANDIDATES[key]
+    return _CANDIDATE_HEAD.format(name=name, body=body) + "\n\n" + tail
+
+
 CLASS_PAGE_TEXT = """\
 ---
 title: Kernel class — normalization
@@ -155,8 +162,8 @@ def scaffold(root: Path) -> Path:
     authoring = root / ".wiki" / "authoring"
     authoring.mkdir(parents=True)
     (authoring / "reference.py").write_text(REFERENCE)
-    for key, (name, body, tail) in CANDIDATES.items():
-        (authoring / f"{key}.py").write_text(_CANDIDATE_HEAD.format(name=name, body=body) + "\n\n" + tail)
+    for key in CANDIDATES:
+        (authoring / f"{key}.py").write_text(candidate_source(key))
     for lever, (hyp, mech, signal, falsify) in PROPOSALS.items():
         (authoring / f"{lever}.md").write_text(
             f"**Hypothesis**: {hyp}.\n\n**Mechanism**: {mech}.\n\n**Predicted signal**: {signal}.\n\n"
