@@ -703,8 +703,6 @@ def _loads(raw: bytes):
         return marshal.loads(raw)
 
 
-
-
 def _index_payload(entries: dict[str, dict], written_ns: int) -> dict:
     """An index shard as it is saved: its rule sets listed once, each entry naming its own by number."""
     rulesets: dict[frozenset, int] = {}
